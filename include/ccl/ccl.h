@@ -1,0 +1,255 @@
+/*
+ * ccl: collective communication with built-in compression.
+ *
+ * The C ABI mirrors NCCL 2.28: the same argument order, the same enum values and a
+ * 128-byte unique id, with the `ccl` prefix. A `cudaStream_t` passes unchanged as a
+ * `cclStream_t`; calls on host memory pass NULL and have completed when they return.
+ *
+ * Every function returns a cclResult_t. On failure cclGetLastError() describes the
+ * argument or condition at fault. Output parameters are written only on success.
+ * No function aborts the process or throws across this interface.
+ */
+#ifndef CCL_CCL_H_
+#define CCL_CCL_H_
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(CCL_BUILDING_LIBRARY)
+#define CCL_API __attribute__((visibility("default")))
+#else
+#define CCL_API
+#endif
+
+#define CCL_MAJOR 0
+#define CCL_MINOR 1
+#define CCL_PATCH 0
+/* Encoded as NCCL encodes versions from 2.9 on: MAJOR*10000 + MINOR*100 + PATCH. */
+#define CCL_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
+#define CCL_VERSION_CODE CCL_VERSION(CCL_MAJOR, CCL_MINOR, CCL_PATCH)
+
+/* Opaque communicator handle. */
+typedef struct cclComm* cclComm_t;
+#define CCL_COMM_NULL NULL
+
+/* Layout-compatible with cudaStream_t; NULL for host-memory calls. */
+typedef struct CUstream_st* cclStream_t;
+
+#define CCL_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[CCL_UNIQUE_ID_BYTES];
+} cclUniqueId;
+
+/* Same values as ncclResult_t. */
+typedef enum {
+  cclSuccess = 0,
+  cclUnhandledCudaError = 1,
+  cclSystemError = 2,
+  cclInternalError = 3,
+  cclInvalidArgument = 4,
+  cclInvalidUsage = 5,
+  cclRemoteError = 6,
+  cclInProgress = 7,
+  cclNumResults = 8
+} cclResult_t;
+
+/* Same values as ncclRedOp_t. Values >= cclNumOps are reserved for user-defined ops. */
+typedef enum {
+  cclSum = 0,
+  cclProd = 1,
+  cclMax = 2,
+  cclMin = 3,
+  cclAvg = 4,
+  cclNumOps = 5,
+  cclMaxRedOp = 0x7fffffff
+} cclRedOp_t;
+
+/* Same values as ncclDataType_t. */
+typedef enum {
+  cclInt8 = 0,
+  cclChar = 0,
+  cclUint8 = 1,
+  cclInt32 = 2,
+  cclInt = 2,
+  cclUint32 = 3,
+  cclInt64 = 4,
+  cclUint64 = 5,
+  cclFloat16 = 6,
+  cclHalf = 6,
+  cclFloat32 = 7,
+  cclFloat = 7,
+  cclFloat64 = 8,
+  cclDouble = 8,
+  cclBfloat16 = 9,
+  cclFloat8e4m3 = 10,
+  cclFloat8e5m2 = 11,
+  cclNumTypes = 12
+} cclDataType_t;
+
+#define CCL_CONFIG_UNDEF_INT INT_MIN
+#define CCL_CONFIG_UNDEF_PTR NULL
+#define CCL_SPLIT_NOCOLOR -1
+#define CCL_CONFIG_MAGIC 0xcc1c0f19u
+
+/*
+ * Communicator configuration. Always start from CCL_CONFIG_INITIALIZER. The library reads
+ * only `size` bytes, so a caller built against an older, shorter layout keeps working;
+ * fields it did not pass take their defaults. Fields left at CCL_CONFIG_UNDEF_* take the
+ * value of the matching CCL_* environment variable, or the built-in default.
+ */
+typedef struct cclConfig_v1 {
+  size_t size;           /* sizeof(cclConfig_t) as the caller saw it */
+  unsigned int magic;    /* CCL_CONFIG_MAGIC */
+  unsigned int version;  /* CCL_VERSION_CODE the caller was built with */
+  int blocking;          /* 1 (default): calls block until done. 0: init may return cclInProgress */
+  const char* commName;  /* optional name used in log lines; copied */
+  int timeoutMs;         /* deadline of every blocking wait; default CCL_TIMEOUT */
+} cclConfig_t;
+
+#define CCL_CONFIG_INITIALIZER                                                                     \
+  {                                                                                                \
+    sizeof(cclConfig_t), CCL_CONFIG_MAGIC, CCL_VERSION_CODE, CCL_CONFIG_UNDEF_INT, CCL_CONFIG_UNDEF_PTR, \
+        CCL_CONFIG_UNDEF_INT                                                                       \
+  }
+
+/* ---- Version and errors ---- */
+
+/* Writes CCL_VERSION_CODE of the loaded library to *version. */
+CCL_API cclResult_t cclGetVersion(int* version);
+
+/* A static, human-readable name for `result`; never NULL. */
+CCL_API const char* cclGetErrorString(cclResult_t result);
+
+/*
+ * The message recorded by the last failing call made by this thread (or, when `comm` is
+ * not NULL and the last failure was on that communicator, its message). Never NULL; empty
+ * when nothing failed. Valid until the next ccl call on this thread.
+ */
+CCL_API const char* cclGetLastError(cclComm_t comm);
+
+/* ---- Communicator lifecycle ---- */
+
+/*
+ * Creates a unique id for a new communicator. The calling process starts a rendezvous
+ * service that lives until every rank has joined (or CCL_TIMEOUT passes). Distribute the
+ * id to all ranks (shared memory, MPI_Bcast, a file) before they call cclCommInitRank.
+ */
+CCL_API cclResult_t cclGetUniqueId(cclUniqueId* uniqueId);
+
+/*
+ * Joins communicator `commId` as `rank` of `nranks`. Blocks until every rank has joined.
+ * Every rank must pass the same id and nranks; 0 <= rank < nranks.
+ */
+CCL_API cclResult_t cclCommInitRank(cclComm_t* comm, int nranks, cclUniqueId commId, int rank);
+
+/* As cclCommInitRank, with a configuration (NULL means defaults). */
+CCL_API cclResult_t cclCommInitRankConfig(cclComm_t* comm, int nranks, cclUniqueId commId, int rank,
+                                          cclConfig_t* config);
+
+/*
+ * Creates one communicator per rank of a new `ndev`-rank communicator inside this process
+ * (host memory; `devlist` is accepted for NCCL compatibility and may be NULL).
+ */
+CCL_API cclResult_t cclCommInitAll(cclComm_t* comms, int ndev, const int* devlist);
+
+/*
+ * Collective over `comm`: ranks passing the same `color` form a new communicator, ordered
+ * by `key` then by their rank in `comm`. A rank passing CCL_SPLIT_NOCOLOR gets
+ * *newcomm = NULL. `config` NULL inherits the parent's configuration.
+ */
+CCL_API cclResult_t cclCommSplit(cclComm_t comm, int color, int key, cclComm_t* newcomm, cclConfig_t* config);
+
+/* Completes outstanding work of `comm`; afterwards only cclCommDestroy is valid. */
+CCL_API cclResult_t cclCommFinalize(cclComm_t comm);
+
+/* Frees `comm` and its resources. Not collective; pending work is abandoned. */
+CCL_API cclResult_t cclCommDestroy(cclComm_t comm);
+
+/*
+ * Stops every operation of `comm`, from any thread, and frees it. Operations blocked in
+ * other threads return cclInvalidUsage or cclRemoteError promptly; peers see cclRemoteError.
+ */
+CCL_API cclResult_t cclCommAbort(cclComm_t comm);
+
+/* The asynchronous error state of `comm`: cclSuccess, cclInProgress or the failure seen. */
+CCL_API cclResult_t cclCommGetAsyncError(cclComm_t comm, cclResult_t* asyncError);
+
+/* Number of ranks of `comm`. */
+CCL_API cclResult_t cclCommCount(const cclComm_t comm, int* count);
+
+/* CUDA device of `comm`; -1 for a host-only communicator. */
+CCL_API cclResult_t cclCommCuDevice(const cclComm_t comm, int* device);
+
+/* This process's rank in `comm`. */
+CCL_API cclResult_t cclCommUserRank(const cclComm_t comm, int* rank);
+
+/* ---- Collectives ----
+ * Buffers hold `count` elements of `datatype` unless stated otherwise. sendbuff may equal
+ * the matching part of recvbuff (in place). Count 0 is legal and moves nothing. Reductions
+ * of 16-bit and fp8 types are computed in fp32 and rounded once per step. With stream NULL
+ * the call has completed when it returns; inside cclGroupStart/End it runs at cclGroupEnd.
+ */
+
+/* recvbuff[i] = op over ranks of sendbuff[i]; every rank gets the result. */
+CCL_API cclResult_t cclAllReduce(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype,
+                                 cclRedOp_t op, cclComm_t comm, cclStream_t stream);
+
+/* recvbuff of every rank = sendbuff of `root` (sendbuff is read on root only). */
+CCL_API cclResult_t cclBroadcast(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype,
+                                 int root, cclComm_t comm, cclStream_t stream);
+
+/* In-place broadcast: cclBroadcast(buff, buff, ...). */
+CCL_API cclResult_t cclBcast(void* buff, size_t count, cclDataType_t datatype, int root, cclComm_t comm,
+                             cclStream_t stream);
+
+/* recvbuff of `root` = op over ranks of sendbuff (recvbuff is written on root only). */
+CCL_API cclResult_t cclReduce(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype,
+                              cclRedOp_t op, int root, cclComm_t comm, cclStream_t stream);
+
+/* recvbuff (nranks*sendcount) = concatenation of every rank's sendbuff (sendcount), by rank. */
+CCL_API cclResult_t cclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, cclDataType_t datatype,
+                                 cclComm_t comm, cclStream_t stream);
+
+/* sendbuff holds nranks*recvcount; rank r gets op over ranks of block r in recvbuff (recvcount). */
+CCL_API cclResult_t cclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                     cclDataType_t datatype, cclRedOp_t op, cclComm_t comm, cclStream_t stream);
+
+/* Block j (count elements) of rank i's sendbuff lands as block i of rank j's recvbuff. */
+CCL_API cclResult_t cclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype,
+                                cclComm_t comm, cclStream_t stream);
+
+/* Root's recvbuff (nranks*count) = every rank's sendbuff (count), by rank. */
+CCL_API cclResult_t cclGather(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype, int root,
+                              cclComm_t comm, cclStream_t stream);
+
+/* Rank r's recvbuff (count) = block r of root's sendbuff (nranks*count). */
+CCL_API cclResult_t cclScatter(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype, int root,
+                               cclComm_t comm, cclStream_t stream);
+
+/* ---- Point to point ----
+ * Matched in call order per (sender, receiver) pair. Counts and types must agree.
+ * Sends and receives that depend on each other must sit in one cclGroupStart/End.
+ */
+CCL_API cclResult_t cclSend(const void* sendbuff, size_t count, cclDataType_t datatype, int peer, cclComm_t comm,
+                            cclStream_t stream);
+CCL_API cclResult_t cclRecv(void* recvbuff, size_t count, cclDataType_t datatype, int peer, cclComm_t comm,
+                            cclStream_t stream);
+
+/* ---- Groups ----
+ * Calls between cclGroupStart and the matching cclGroupEnd are validated when called and
+ * run together at the outermost cclGroupEnd, which returns the first error of any of them.
+ * Groups nest; one thread may drive several communicators inside one group.
+ */
+CCL_API cclResult_t cclGroupStart(void);
+CCL_API cclResult_t cclGroupEnd(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* CCL_CCL_H_ */

@@ -1,0 +1,1 @@
+// libccl.so is made of the layer libraries; this file only gives the target a source.

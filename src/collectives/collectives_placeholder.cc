@@ -1,0 +1,1 @@
+// Replaced by plans and executors.

@@ -1,0 +1,11 @@
+#include "common/error.h"
+
+#include <cstring>
+
+namespace ccl {
+
+void throwSystemError(const std::string& what, int err) {
+  throw Error(cclSystemError, what + ": " + std::strerror(err));
+}
+
+}  // namespace ccl

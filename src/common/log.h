@@ -1,0 +1,40 @@
+// Logging to stderr, controlled by CCL_DEBUG (NONE, WARN, INFO, TRACE). Each line is
+// prefixed "host:pid:rank [level]". The rank is the one set by the innermost RankScope of
+// the calling thread (-1 outside any communicator call).
+#pragma once
+
+#include <cstdarg>
+
+namespace ccl::log {
+
+enum class Level { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
+
+// The level from CCL_DEBUG, read once per process.
+Level level();
+inline bool enabled(Level l) { return static_cast<int>(level()) >= static_cast<int>(l); }
+
+void write(Level l, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// Sets the rank shown in log lines of this thread for its lifetime.
+class RankScope {
+ public:
+  explicit RankScope(int rank);
+  ~RankScope();
+  RankScope(const RankScope&) = delete;
+  RankScope& operator=(const RankScope&) = delete;
+
+ private:
+  int saved_;
+};
+
+}  // namespace ccl::log
+
+#define CCL_WARN(...) ::ccl::log::write(::ccl::log::Level::kWarn, __VA_ARGS__)
+#define CCL_INFO(...)                                                                             \
+  do {                                                                                            \
+    if (::ccl::log::enabled(::ccl::log::Level::kInfo)) ::ccl::log::write(::ccl::log::Level::kInfo, __VA_ARGS__); \
+  } while (0)
+#define CCL_TRACE(...)                                                                              \
+  do {                                                                                              \
+    if (::ccl::log::enabled(::ccl::log::Level::kTrace)) ::ccl::log::write(::ccl::log::Level::kTrace, __VA_ARGS__); \
+  } while (0)

@@ -1,0 +1,43 @@
+// Bootstrap: the TCP rendezvous behind cclUniqueId. The id holds the root's address and a
+// random secret; every rank connects, proves the secret, and the ranks are then linked in
+// a ring of sockets used for small all-gathers, barriers and abort notices. Connections
+// that do not present the secret are dropped.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+
+#include "ccl/ccl.h"
+
+namespace ccl::bootstrap {
+
+// Fills *id with a fresh address + secret and starts the rendezvous service in this
+// process (a thread that lives until all ranks of that id have joined or the timeout
+// passes). Throws ccl::Error(cclSystemError) when no socket can be opened.
+void createUniqueId(cclUniqueId* id);
+
+class Bootstrap {
+ public:
+  // Joins the rendezvous of `id` as `rank` of `nranks`; blocks until all ranks have joined.
+  // Throws ccl::Error: cclInvalidArgument for a malformed id, cclSystemError on timeout or
+  // socket failure, cclInvalidUsage when ranks disagree on nranks or a rank joins twice.
+  static std::unique_ptr<Bootstrap> connect(const cclUniqueId& id, int rank, int nranks,
+                                            std::chrono::milliseconds timeout);
+  virtual ~Bootstrap() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // Collective. `data` holds size()*bytes; this rank's slot is data + rank()*bytes. On
+  // return every slot holds the matching rank's contribution.
+  virtual void allGather(void* data, size_t bytes) = 0;
+  // Collective: returns once every rank has entered.
+  virtual void barrier() = 0;
+  // Collective: `bytes` at `data` on `root` are copied to `data` on every rank.
+  virtual void broadcast(void* data, size_t bytes, int root) = 0;
+  // Any thread: closes the sockets so blocked collectives here and on peers fail promptly.
+  virtual void abort() = 0;
+};
+
+}  // namespace ccl::bootstrap
