@@ -1,0 +1,217 @@
+// The root of the rendezvous: createUniqueId() and the thread that collects every rank's
+// Hello, checks that they agree, and sends each rank the table of ring addresses.
+#include <poll.h>
+#include <sys/random.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "transport/bootstrap/bootstrap.h"
+#include "transport/bootstrap/wire.h"
+
+namespace ccl::bootstrap {
+namespace {
+
+// A connection whose Hello has not fully arrived yet.
+struct Pending {
+  Socket sock;
+  Hello hello{};
+  size_t got = 0;
+};
+
+struct Joined {
+  Socket sock;
+  Hello hello;
+};
+
+class RootService {
+ public:
+  RootService(Socket listener, const IdLayout& id, Deadline deadline)
+      : listener_(std::move(listener)), id_(id), deadline_(deadline) {}
+
+  // Serves until all ranks joined (or the timeout). Never throws: it runs on a detached thread.
+  void run() noexcept;
+
+ private:
+  void pollOnce();
+  void acceptAll();
+  void readPending();
+  void admit(Pending& p);
+  void fail(cclResult_t code, const std::string& message);
+  void sendReply(Socket& s, cclResult_t code, const std::string& message, const std::vector<WireAddr>* table);
+  bool complete() const { return expected_ > 0 && joinedCount_ == expected_; }
+
+  Socket listener_;
+  IdLayout id_;
+  Deadline deadline_;
+  std::vector<Pending> pending_;
+  std::vector<std::optional<Joined>> joined_;
+  int expected_ = -1;
+  int joinedCount_ = 0;
+  cclResult_t errorCode_ = cclSuccess;  // set once ranks disagreed; later joiners get it too
+  std::string error_;
+};
+
+void RootService::run() noexcept {
+  try {
+    while (!complete() && Clock::now() < deadline_) pollOnce();
+    if (complete()) {
+      std::vector<WireAddr> table(expected_);
+      for (int r = 0; r < expected_; ++r) table[r] = joined_[r]->hello.listen;
+      for (auto& j : joined_) sendReply(j->sock, cclSuccess, "", &table);
+      CCL_INFO("bootstrap root %s: %d ranks joined", toString(id_.root).c_str(), expected_);
+    } else if (errorCode_ == cclSuccess) {
+      CCL_WARN("bootstrap root %s: timeout with %d of %d ranks joined", toString(id_.root).c_str(), joinedCount_,
+               expected_);
+    }
+  } catch (const std::exception& e) {
+    CCL_WARN("bootstrap root %s failed: %s", toString(id_.root).c_str(), e.what());
+  }
+}
+
+void RootService::pollOnce() {
+  std::vector<pollfd> fds;
+  fds.push_back({listener_.fd(), POLLIN, 0});
+  for (auto& p : pending_) fds.push_back({p.sock.fd(), POLLIN, 0});
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
+  int rc = poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long long>(left + 1, 0, 1 << 30)));
+  if (rc < 0 && errno != EINTR) throwSystemError("poll", errno);
+  if (rc <= 0) return;
+  if (fds[0].revents) acceptAll();
+  readPending();
+}
+
+void RootService::acceptAll() {
+  for (;;) {
+    int fd = ::accept4(listener_.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) {
+      pending_.push_back(Pending{Socket(fd)});
+      continue;
+    }
+    if (errno == EINTR || errno == ECONNABORTED) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) CCL_WARN("bootstrap root: accept: %s", std::strerror(errno));
+    return;
+  }
+}
+
+void RootService::readPending() {
+  for (size_t i = 0; i < pending_.size();) {
+    Pending& p = pending_[i];
+    bool drop = false, done = false;
+    try {
+      p.got += p.sock.recvSome(reinterpret_cast<char*>(&p.hello) + p.got, sizeof(Hello) - p.got);
+      done = p.got == sizeof(Hello);
+    } catch (const Error& e) {
+      CCL_INFO("bootstrap root: dropped a connection before its hello: %s", e.what());
+      drop = true;
+    }
+    if (done) {
+      admit(p);
+      drop = true;  // admitted sockets were moved out; rejected ones are closed
+    }
+    if (drop) {
+      pending_.erase(pending_.begin() + i);
+    } else {
+      ++i;
+    }
+  }
+}
+
+void RootService::admit(Pending& p) {
+  const Hello& h = p.hello;
+  if (h.magic != kHelloMagic || !sameSecret(h.secret, id_.secret)) {
+    CCL_WARN("bootstrap root %s: dropped a connection that did not present the secret", toString(id_.root).c_str());
+    return;
+  }
+  if (errorCode_ != cclSuccess) {
+    sendReply(p.sock, errorCode_, error_, nullptr);
+    return;
+  }
+  if (h.nranks < 1 || h.rank < 0 || h.rank >= h.nranks) {
+    sendReply(p.sock, cclInvalidArgument, "invalid rank " + std::to_string(h.rank) + " of " + std::to_string(h.nranks),
+              nullptr);
+    return;
+  }
+  if (expected_ < 0) {
+    expected_ = h.nranks;
+    joined_.resize(expected_);
+  }
+  if (h.nranks != expected_) {
+    joined_.push_back(Joined{std::move(p.sock), h});  // so that fail() answers this rank as well
+    fail(cclInvalidUsage, "ranks disagree on the number of ranks (" + std::to_string(expected_) + " vs " +
+                              std::to_string(h.nranks) + ")");
+    return;
+  }
+  if (joined_[h.rank]) {
+    joined_.push_back(Joined{std::move(p.sock), h});
+    fail(cclInvalidUsage, "rank " + std::to_string(h.rank) + " joined twice");
+    return;
+  }
+  joined_[h.rank] = Joined{std::move(p.sock), h};
+  ++joinedCount_;
+}
+
+// Every rank that joined, and every rank that joins later, gets the error: no rank waits
+// for a communicator that can no longer form.
+void RootService::fail(cclResult_t code, const std::string& message) {
+  CCL_WARN("bootstrap root %s: %s", toString(id_.root).c_str(), message.c_str());
+  errorCode_ = code;
+  error_ = message;
+  for (auto& j : joined_)
+    if (j) sendReply(j->sock, code, message, nullptr);
+  joined_.clear();
+  expected_ = 0;
+  joinedCount_ = -1;  // never complete
+}
+
+void RootService::sendReply(Socket& s, cclResult_t code, const std::string& message,
+                            const std::vector<WireAddr>* table) {
+  Reply r{};
+  r.status = code;
+  std::strncpy(r.message, message.c_str(), sizeof(r.message) - 1);
+  try {
+    Deadline d = std::min(deadline_, deadlineAfter(std::chrono::seconds(10)));
+    s.sendAll(&r, sizeof(r), d);
+    if (table) s.sendAll(table->data(), table->size() * sizeof(WireAddr), d);
+  } catch (const Error& e) {
+    CCL_WARN("bootstrap root: could not answer a rank: %s", e.what());
+  }
+}
+
+void fillRandom(uint8_t* out, size_t bytes) {
+  while (bytes > 0) {
+    ssize_t n = getrandom(out, bytes, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throwSystemError("getrandom", errno);
+    }
+    out += n, bytes -= static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+void createUniqueId(cclUniqueId* id) {
+  CCL_CHECK(id, cclInvalidArgument, "createUniqueId: null id");
+  IdLayout layout{};
+  layout.magic = kIdMagic;
+  fillRandom(layout.secret, kSecretBytes);
+  Socket listener = Socket::listenOn(pickLocalAddress());
+  layout.root = listener.localAddr();
+  auto service = std::make_unique<RootService>(std::move(listener), layout, defaultDeadline());
+  // Detached: the service owns all it touches, so it can outlive the caller or be cut short
+  // by process exit. It ends by itself once all ranks joined or at the timeout.
+  std::thread([svc = std::move(service)] { svc->run(); }).detach();
+  std::memset(id->internal, 0, sizeof(id->internal));
+  std::memcpy(id->internal, &layout, sizeof(layout));
+  CCL_INFO("bootstrap root listening on %s", toString(layout.root).c_str());
+}
+
+}  // namespace ccl::bootstrap

@@ -1,0 +1,285 @@
+#include "transport/bootstrap/socket.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <thread>
+
+#include "common/config.h"
+#include "common/error.h"
+#include "common/log.h"
+
+namespace ccl::bootstrap {
+
+socklen_t toSockaddr(const WireAddr& w, sockaddr_storage* out) {
+  std::memset(out, 0, sizeof(*out));
+  if (w.family == AF_INET) {
+    auto* sin = reinterpret_cast<sockaddr_in*>(out);
+    sin->sin_family = AF_INET;
+    sin->sin_port = w.port;
+    std::memcpy(&sin->sin_addr, w.addr, 4);
+    return sizeof(sockaddr_in);
+  }
+  if (w.family == AF_INET6) {
+    auto* sin6 = reinterpret_cast<sockaddr_in6*>(out);
+    sin6->sin6_family = AF_INET6;
+    sin6->sin6_port = w.port;
+    sin6->sin6_scope_id = w.scopeId;
+    std::memcpy(&sin6->sin6_addr, w.addr, 16);
+    return sizeof(sockaddr_in6);
+  }
+  throw Error(cclInvalidArgument, "bootstrap address has unknown family " + std::to_string(w.family));
+}
+
+static WireAddr fromSockaddr(const sockaddr* sa) {
+  WireAddr w{};
+  if (sa->sa_family == AF_INET) {
+    auto* sin = reinterpret_cast<const sockaddr_in*>(sa);
+    w.family = AF_INET;
+    w.port = sin->sin_port;
+    std::memcpy(w.addr, &sin->sin_addr, 4);
+  } else if (sa->sa_family == AF_INET6) {
+    auto* sin6 = reinterpret_cast<const sockaddr_in6*>(sa);
+    w.family = AF_INET6;
+    w.port = sin6->sin6_port;
+    w.scopeId = sin6->sin6_scope_id;
+    std::memcpy(w.addr, &sin6->sin6_addr, 16);
+  }
+  return w;
+}
+
+std::string toString(const WireAddr& w) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  inet_ntop(w.family, w.addr, host, sizeof(host));
+  std::string s = w.family == AF_INET6 ? "[" + std::string(host) + "]" : std::string(host);
+  return s + ":" + std::to_string(ntohs(w.port));
+}
+
+static int familyFromConfig() {
+  std::string f = config::getString("CCL_SOCKET_FAMILY");
+  if (f == "AF_INET" || f == "inet" || f == "ipv4" || f == "4") return AF_INET;
+  if (f == "AF_INET6" || f == "inet6" || f == "ipv6" || f == "6") return AF_INET6;
+  throw Error(cclInvalidArgument, "CCL_SOCKET_FAMILY='" + f + "' must be AF_INET or AF_INET6");
+}
+
+static bool isLinkLocal(const sockaddr* sa) {
+  if (sa->sa_family != AF_INET6) return false;
+  return IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr);
+}
+
+WireAddr pickLocalAddress() {
+  const int family = familyFromConfig();
+  const std::string ifname = config::getString("CCL_SOCKET_IFNAME");
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) throwSystemError("getifaddrs", errno);
+  std::unique_ptr<ifaddrs, void (*)(ifaddrs*)> guard(list, freeifaddrs);
+  // Ranked choices: 0 named/global, 1 link-local, 2 loopback. Lowest rank wins.
+  const ifaddrs* best = nullptr;
+  int bestRank = 3;
+  for (const ifaddrs* ifa = list; ifa; ifa = ifa->ifa_next) {
+    if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != family || !(ifa->ifa_flags & IFF_UP)) continue;
+    const bool loopback = ifa->ifa_flags & IFF_LOOPBACK;
+    if (!ifname.empty() && ifname != ifa->ifa_name) continue;
+    if (ifname.empty() && loopback && bestRank <= 2) continue;
+    int rank = !ifname.empty()              ? (isLinkLocal(ifa->ifa_addr) ? 1 : 0)
+               : loopback                   ? 2
+               : isLinkLocal(ifa->ifa_addr) ? 1
+                                            : 0;
+    if (rank < bestRank) best = ifa, bestRank = rank;
+  }
+  CCL_CHECK(best, cclSystemError,
+            "no usable " + std::string(family == AF_INET ? "IPv4" : "IPv6") + " address" +
+                (ifname.empty() ? std::string() : " on interface CCL_SOCKET_IFNAME=" + ifname));
+  WireAddr w = fromSockaddr(best->ifa_addr);
+  w.port = 0;
+  if (isLinkLocal(best->ifa_addr)) w.scopeId = if_nametoindex(best->ifa_name);
+  CCL_INFO("bootstrap uses interface %s address %s", best->ifa_name, toString(w).c_str());
+  return w;
+}
+
+Deadline deadlineAfter(std::chrono::milliseconds timeout) { return Clock::now() + timeout; }
+
+Deadline defaultDeadline() { return deadlineAfter(std::chrono::seconds(config::getInt("CCL_TIMEOUT"))); }
+
+bool waitFd(int fd, short events, Deadline deadline) {
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left < 0) return false;
+    pollfd p{fd, events, 0};
+    int rc = poll(&p, 1, static_cast<int>(std::min<long long>(left + 1, 1 << 30)));
+    if (rc > 0) return true;  // errors and hang-ups are reported by the following I/O call
+    if (rc < 0 && errno != EINTR) throwSystemError("poll", errno);
+  }
+}
+
+static int newSocket(int family) {
+  int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) throwSystemError("socket", errno);
+  return fd;
+}
+
+Socket::~Socket() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Socket& Socket::operator=(Socket&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.release();
+  }
+  return *this;
+}
+
+int Socket::release() {
+  int fd = fd_;
+  fd_ = -1;
+  return fd;
+}
+
+Socket Socket::listenOn(const WireAddr& addr) {
+  Socket s(newSocket(addr.family));
+  int one = 1;
+  setsockopt(s.fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_storage ss;
+  socklen_t len = toSockaddr(addr, &ss);
+  if (::bind(s.fd_, reinterpret_cast<sockaddr*>(&ss), len) != 0) throwSystemError("bind " + toString(addr), errno);
+  if (::listen(s.fd_, SOMAXCONN) != 0) throwSystemError("listen", errno);
+  return s;
+}
+
+WireAddr Socket::localAddr() const {
+  sockaddr_storage ss;
+  socklen_t len = sizeof(ss);
+  if (getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) throwSystemError("getsockname", errno);
+  WireAddr w = fromSockaddr(reinterpret_cast<sockaddr*>(&ss));
+  return w;
+}
+
+static void setNoDelay(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+// One non-blocking connect attempt. Returns the connected socket, or an invalid one when
+// the peer refused (its listener may not be up yet).
+static Socket tryConnect(const WireAddr& addr, Deadline deadline) {
+  Socket s(newSocket(addr.family));
+  sockaddr_storage ss;
+  socklen_t len = toSockaddr(addr, &ss);
+  int rc;
+  do rc = ::connect(s.fd(), reinterpret_cast<sockaddr*>(&ss), len);
+  while (rc != 0 && errno == EINTR);
+  if (rc != 0 && errno != EINPROGRESS) {
+    if (errno == ECONNREFUSED || errno == EAGAIN) return Socket();
+    throwSystemError("connect to " + toString(addr), errno);
+  }
+  if (rc != 0) {
+    if (!waitFd(s.fd(), POLLOUT, deadline)) throw Error(cclSystemError, "timeout connecting to " + toString(addr));
+    int err = 0;
+    socklen_t elen = sizeof(err);
+    getsockopt(s.fd(), SOL_SOCKET, SO_ERROR, &err, &elen);
+    if (err == ECONNREFUSED) return Socket();
+    if (err != 0) throwSystemError("connect to " + toString(addr), err);
+  }
+  setNoDelay(s.fd());
+  return s;
+}
+
+Socket Socket::connectTo(const WireAddr& addr, Deadline deadline) {
+  for (auto pause = std::chrono::milliseconds(1);; pause = std::min(pause * 2, std::chrono::milliseconds(100))) {
+    Socket s = tryConnect(addr, deadline);
+    if (s.valid()) return s;
+    if (Clock::now() + pause >= deadline) throw Error(cclSystemError, "connection refused by " + toString(addr));
+    std::this_thread::sleep_for(pause);
+  }
+}
+
+Socket Socket::accept(Deadline deadline) {
+  for (;;) {
+    int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) {
+      setNoDelay(fd);
+      return Socket(fd);
+    }
+    if (errno == EINTR || errno == ECONNABORTED) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) throwSystemError("accept", errno);
+    if (!waitFd(fd_, POLLIN, deadline)) throw Error(cclSystemError, "timeout waiting for a bootstrap connection");
+  }
+}
+
+size_t Socket::sendSome(const void* buf, size_t bytes) {
+  for (;;) {
+    ssize_t n = ::send(fd_, buf, bytes, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n >= 0) return static_cast<size_t>(n);
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    if (errno == EPIPE || errno == ECONNRESET) throw Error(cclRemoteError, "bootstrap peer closed the connection");
+    throwSystemError("send", errno);
+  }
+}
+
+size_t Socket::recvSome(void* buf, size_t bytes) {
+  if (bytes == 0) return 0;
+  for (;;) {
+    ssize_t n = ::recv(fd_, buf, bytes, MSG_DONTWAIT);
+    if (n > 0) return static_cast<size_t>(n);
+    if (n == 0) throw Error(cclRemoteError, "bootstrap peer closed the connection");
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    if (errno == ECONNRESET) throw Error(cclRemoteError, "bootstrap peer reset the connection");
+    throwSystemError("recv", errno);
+  }
+}
+
+void Socket::sendAll(const void* buf, size_t bytes, Deadline deadline) {
+  auto* p = static_cast<const char*>(buf);
+  while (bytes > 0) {
+    size_t n = sendSome(p, bytes);
+    p += n, bytes -= n;
+    if (bytes > 0 && n == 0 && !waitFd(fd_, POLLOUT, deadline))
+      throw Error(cclSystemError, "timeout sending on a bootstrap socket");
+  }
+}
+
+void Socket::recvAll(void* buf, size_t bytes, Deadline deadline) {
+  auto* p = static_cast<char*>(buf);
+  while (bytes > 0) {
+    size_t n = recvSome(p, bytes);
+    p += n, bytes -= n;
+    if (bytes > 0 && n == 0 && !waitFd(fd_, POLLIN, deadline))
+      throw Error(cclSystemError, "timeout receiving on a bootstrap socket");
+  }
+}
+
+void Socket::shutdown() {
+  if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+}
+
+void exchange(Socket& out, const void* sendBuf, size_t sendBytes, Socket& in, void* recvBuf, size_t recvBytes,
+              Deadline deadline) {
+  auto* sp = static_cast<const char*>(sendBuf);
+  auto* rp = static_cast<char*>(recvBuf);
+  while (sendBytes > 0 || recvBytes > 0) {
+    size_t s = sendBytes ? out.sendSome(sp, sendBytes) : 0;
+    size_t r = recvBytes ? in.recvSome(rp, recvBytes) : 0;
+    sp += s, sendBytes -= s;
+    rp += r, recvBytes -= r;
+    if ((s | r) != 0 || (sendBytes == 0 && recvBytes == 0)) continue;
+    pollfd p[2] = {{out.fd(), static_cast<short>(sendBytes ? POLLOUT : 0), 0},
+                   {in.fd(), static_cast<short>(recvBytes ? POLLIN : 0), 0}};
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left < 0) throw Error(cclSystemError, "timeout in a bootstrap exchange");
+    int rc = poll(p, 2, static_cast<int>(std::min<long long>(left + 1, 1 << 30)));
+    if (rc < 0 && errno != EINTR) throwSystemError("poll", errno);
+  }
+}
+
+}  // namespace ccl::bootstrap

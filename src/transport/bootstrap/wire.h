@@ -1,0 +1,56 @@
+// What travels between the bootstrap's ranks and its root: the layout of cclUniqueId and
+// the fixed-size messages of the rendezvous and of the ring. Both ends run the same build,
+// so the structs travel in host byte order.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "ccl/ccl.h"
+#include "transport/bootstrap/socket.h"
+
+namespace ccl::bootstrap {
+
+constexpr size_t kSecretBytes = 32;
+constexpr uint64_t kIdMagic = 0x31306469'2d6c6363ull;     // "ccl-id01"
+constexpr uint64_t kHelloMagic = 0x3130686c'2d6c6363ull;  // "ccl-hl01"
+constexpr uint64_t kRingMagic = 0x31306772'2d6c6363ull;   // "ccl-rg01"
+
+struct IdLayout {
+  uint64_t magic;
+  uint8_t secret[kSecretBytes];
+  WireAddr root;
+};
+static_assert(sizeof(IdLayout) <= CCL_UNIQUE_ID_BYTES);
+
+// Rank -> root: who I am and where my ring listener is.
+struct Hello {
+  uint64_t magic;
+  uint8_t secret[kSecretBytes];
+  int32_t rank;
+  int32_t nranks;
+  WireAddr listen;
+};
+
+// Root -> rank: status (a cclResult_t) and, on success, nranks WireAddr follow.
+struct Reply {
+  int32_t status;
+  char message[124];
+};
+
+// Rank -> next rank in the ring, right after connecting.
+struct RingProof {
+  uint64_t magic;
+  uint8_t secret[kSecretBytes];
+  int32_t rank;
+  int32_t nranks;
+};
+
+// Compares secrets without an early exit so timing does not reveal a matching prefix.
+inline bool sameSecret(const uint8_t* a, const uint8_t* b) {
+  uint8_t diff = 0;
+  for (size_t i = 0; i < kSecretBytes; ++i) diff |= a[i] ^ b[i];
+  return diff == 0;
+}
+
+}  // namespace ccl::bootstrap

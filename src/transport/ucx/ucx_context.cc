@@ -1,0 +1,65 @@
+#include "transport/ucx/ucx_context.h"
+
+#include <unistd.h>
+
+#include <mutex>
+
+#include "common/error.h"
+#include "common/log.h"
+
+namespace ccl::transport::ucx {
+
+void checkStatus(ucs_status_t status, const std::string& what) {
+  if (status != UCS_OK) throw Error(cclSystemError, what + ": " + ucs_status_string(status));
+}
+
+cclResult_t resultOf(ucs_status_t status) {
+  switch (status) {
+    case UCS_ERR_MESSAGE_TRUNCATED:
+      return cclInvalidUsage;
+    case UCS_ERR_CONNECTION_RESET:
+    case UCS_ERR_ENDPOINT_TIMEOUT:
+    case UCS_ERR_UNREACHABLE:
+    case UCS_ERR_REJECTED:
+    case UCS_ERR_NOT_CONNECTED:
+    case UCS_ERR_TIMED_OUT:
+    case UCS_ERR_CANCELED:
+    case UCS_ERR_IO_ERROR:
+      return cclRemoteError;
+    default:
+      return cclSystemError;
+  }
+}
+
+static ucp_context_h createContext() {
+  ucp_config_t* config = nullptr;
+  // UCX_* variables (UCX_TLS, ...) are honoured here; they belong to UCX, not to ccl's registry.
+  checkStatus(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME;
+  params.features = UCP_FEATURE_TAG;
+  params.mt_workers_shared = 1;
+  params.name = "ccl";
+  ucp_context_h context = nullptr;
+  ucs_status_t status = ucp_init(&params, config, &context);
+  ucp_config_release(config);
+  checkStatus(status, "ucp_init");
+  CCL_INFO("UCX %s context created", ucp_get_version_string());
+  return context;
+}
+
+ucp_context_h processContext() {
+  // Never destroyed: workers of communicators that outlive static destruction may still
+  // refer to it, and the OS reclaims it at exit.
+  static std::mutex mutex;
+  static ucp_context_h context = nullptr;
+  static pid_t owner = 0;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!context || owner != getpid()) {
+    context = createContext();  // a forked child must not use its parent's context
+    owner = getpid();
+  }
+  return context;
+}
+
+}  // namespace ccl::transport::ucx

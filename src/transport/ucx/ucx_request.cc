@@ -1,0 +1,122 @@
+#include "transport/ucx/ucx_request.h"
+
+#include <sched.h>
+
+#include <chrono>
+#include <new>
+#include <string>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "transport/ucx/ucx_context.h"
+
+namespace ccl::transport::ucx {
+
+namespace {
+
+// Recycled request storage of this thread. A request freed on another thread simply joins
+// that thread's list.
+struct FreeList {
+  static constexpr size_t kMax = 256;
+  void* items[kMax];
+  size_t count = 0;
+  ~FreeList() {
+    while (count > 0) ::operator delete(items[--count]);
+  }
+};
+thread_local FreeList freeList;
+
+}  // namespace
+
+void* UcxRequest::operator new(size_t bytes) {
+  if (bytes == sizeof(UcxRequest) && freeList.count > 0) return freeList.items[--freeList.count];
+  return ::operator new(sizeof(UcxRequest) > bytes ? sizeof(UcxRequest) : bytes);
+}
+
+void UcxRequest::operator delete(void* p) noexcept {
+  if (freeList.count < FreeList::kMax) {
+    freeList.items[freeList.count++] = p;
+  } else {
+    ::operator delete(p);
+  }
+}
+
+void UcxRequest::start(ucs_status_ptr_t result) {
+  if (result == nullptr) {
+    status_ = UCS_OK;
+  } else if (UCS_PTR_IS_ERR(result)) {
+    status_ = UCS_PTR_STATUS(result);
+  } else {
+    ucpRequest_ = result;
+  }
+}
+
+ucs_status_t UcxRequest::poll() {
+  ucs_status_t s =
+      kind_ == Kind::kRecv ? ucp_tag_recv_request_test(ucpRequest_, &info_) : ucp_request_check_status(ucpRequest_);
+  if (s != UCS_INPROGRESS) {
+    ucp_request_free(ucpRequest_);
+    ucpRequest_ = nullptr;
+    status_ = s;
+  }
+  return s;
+}
+
+bool UcxRequest::test() {
+  if (ucpRequest_) {
+    if (poll() == UCS_INPROGRESS) {
+      // UCX completes sends to a failed peer by itself, but a tag receive is not bound to
+      // an endpoint: it would wait forever for a peer that is gone or for an aborted
+      // communicator.
+      if (!worker_.aborted() && !worker_.peerFailed(peer_)) return false;
+      cancelAndRelease();
+      if (status_ == UCS_OK) return true;
+    }
+  }
+  if (status_ == UCS_OK) return true;
+  throwFailure();
+}
+
+void UcxRequest::throwFailure() const {
+  const char* op = kind_ == Kind::kSend ? "send to" : "receive from";
+  if (worker_.aborted())
+    throw Error(cclRemoteError,
+                std::string("UCX ") + op + " rank " + std::to_string(peer_) + " failed: the communicator was aborted");
+  if (status_ == UCS_ERR_CANCELED && worker_.peerFailed(peer_))
+    throw Error(cclRemoteError,
+                std::string("UCX ") + op + " rank " + std::to_string(peer_) + " failed: the peer is unreachable");
+  throw Error(resultOf(status_),
+              std::string("UCX ") + op + " rank " + std::to_string(peer_) + " failed: " + ucs_status_string(status_));
+}
+
+// Cancels the operation and progresses until UCX releases it. A send cannot be cancelled
+// in UCX 1.13; if it does not finish soon its endpoint is force-closed, which fails it.
+void UcxRequest::cancelAndRelease() {
+  ucp_request_cancel(worker_.handle(), ucpRequest_);
+  using Clock = std::chrono::steady_clock;
+  auto start = Clock::now();
+  bool forced = false;
+  while (poll() == UCS_INPROGRESS) {
+    if (worker_.progress()) continue;
+    auto waited = Clock::now() - start;
+    if (!forced && waited > std::chrono::milliseconds(200)) {
+      CCL_INFO("UCX: rank %d: force-closing the endpoint to rank %d to release a pending send", worker_.rank(), peer_);
+      worker_.forceClose(peer_);
+      forced = true;
+    } else if (waited > std::chrono::seconds(30)) {
+      CCL_WARN("UCX: rank %d: a request to rank %d could not be released; its buffer may still be written",
+               worker_.rank(), peer_);
+      ucp_request_free(ucpRequest_);
+      ucpRequest_ = nullptr;
+      status_ = UCS_ERR_CANCELED;
+      return;
+    }
+    sched_yield();
+  }
+}
+
+UcxRequest::~UcxRequest() {
+  if (ucpRequest_) cancelAndRelease();
+}
+
+}  // namespace ccl::transport::ucx

@@ -1,0 +1,61 @@
+// One communicator's UCP worker and its endpoints, shared by the transport and its
+// requests. Only the thread driving the communicator touches UCX; abort() from another
+// thread merely sets a flag that the driving thread acts on at its next call.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+namespace ccl::transport::ucx {
+
+class Worker {
+ public:
+  Worker(int rank, int size);
+  ~Worker();  // closes endpoints (bounded flush, then forced) and destroys the worker
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // This worker's address, to be exchanged through the bootstrap.
+  std::vector<uint8_t> address() const;
+  // Creates the endpoint to every rank (including this one) from their addresses.
+  void connect(const std::vector<std::vector<uint8_t>>& addresses);
+
+  ucp_worker_h handle() const { return worker_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // The endpoint to `peer`, or null once it failed or was closed.
+  ucp_ep_h endpoint(int peer) const { return eps_[peer]; }
+  bool peerFailed(int peer) const { return failed_[peer] != 0; }
+
+  // One ucp_worker_progress, plus acting on peer failures and a requested abort. Returns
+  // true when anything happened.
+  bool progress();
+  void requestAbort() { abortRequested_.store(true, std::memory_order_release); }
+  bool aborted() const { return abortRequested_.load(std::memory_order_acquire); }
+  // Closes the endpoint to `peer` without waiting for it: its pending sends complete with
+  // an error and the peer sees this rank as failed.
+  void forceClose(int peer);
+
+ private:
+  struct EpContext {
+    Worker* self;
+    int peer;
+  };
+  static void onEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
+  void closeAll(bool force);
+  void handleEvents();
+
+  int rank_, size_;
+  ucp_worker_h worker_ = nullptr;
+  std::vector<ucp_ep_h> eps_;
+  std::vector<uint8_t> failed_;
+  std::vector<EpContext> epContexts_;
+  bool failurePending_ = false;  // the error handler ran; close the failed endpoints
+  bool abortApplied_ = false;
+  std::atomic<bool> abortRequested_{false};
+};
+
+}  // namespace ccl::transport::ucx
