@@ -30,7 +30,7 @@ extern "C" {
 #define CCL_MINOR 1
 #define CCL_PATCH 0
 /* Encoded as NCCL encodes versions from 2.9 on: MAJOR*10000 + MINOR*100 + PATCH. */
-#define CCL_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
+#define CCL_VERSION(X, Y, Z) ((X)*10000 + (Y)*100 + (Z))
 #define CCL_VERSION_CODE CCL_VERSION(CCL_MAJOR, CCL_MINOR, CCL_PATCH)
 
 /* Opaque communicator handle. */
@@ -103,19 +103,69 @@ typedef enum {
  * value of the matching CCL_* environment variable, or the built-in default.
  */
 typedef struct cclConfig_v1 {
-  size_t size;           /* sizeof(cclConfig_t) as the caller saw it */
-  unsigned int magic;    /* CCL_CONFIG_MAGIC */
-  unsigned int version;  /* CCL_VERSION_CODE the caller was built with */
-  int blocking;          /* 1 (default): calls block until done. 0: init may return cclInProgress */
-  const char* commName;  /* optional name used in log lines; copied */
-  int timeoutMs;         /* deadline of every blocking wait; default CCL_TIMEOUT */
+  size_t size;          /* sizeof(cclConfig_t) as the caller saw it */
+  unsigned int magic;   /* CCL_CONFIG_MAGIC */
+  unsigned int version; /* CCL_VERSION_CODE the caller was built with */
+  int blocking;         /* 1 (default): calls block until done. 0: init may return cclInProgress */
+  const char* commName; /* optional name used in log lines; copied */
+  int timeoutMs;        /* deadline of every blocking wait; default CCL_TIMEOUT */
 } cclConfig_t;
 
-#define CCL_CONFIG_INITIALIZER                                                                     \
-  {                                                                                                \
+#define CCL_CONFIG_INITIALIZER                                                                           \
+  {                                                                                                      \
     sizeof(cclConfig_t), CCL_CONFIG_MAGIC, CCL_VERSION_CODE, CCL_CONFIG_UNDEF_INT, CCL_CONFIG_UNDEF_PTR, \
-        CCL_CONFIG_UNDEF_INT                                                                       \
+        CCL_CONFIG_UNDEF_INT                                                                             \
   }
+
+/* ---- Compression ----
+ * A codec turns fp32/bf16/fp16 elements into a self-describing byte stream. Quantisers keep
+ * every element with a per-block scale; sparsifiers keep a subset of the elements exactly.
+ */
+typedef enum {
+  cclCodecNone = 0,      /* "none": the elements as fp32, bit-exact */
+  cclCodecFp8E4m3 = 1,   /* "fp8_e4m3": fp8 e4m3 with an fp32 scale per block (default 128) */
+  cclCodecFp8E5m2 = 2,   /* "fp8_e5m2": fp8 e5m2 with an fp32 scale per block (default 128) */
+  cclCodecMxfp8E4m3 = 3, /* "mxfp8_e4m3": OCP MX, e4m3 with a power-of-two e8m0 scale per block of 32 */
+  cclCodecInt8 = 4,      /* "int8": symmetric absmax per block (default 128), fp32 or fp16 scales */
+  cclCodecInt4 = 5,      /* "int4": as int8 with values -7..7, two per byte */
+  cclCodecInt2 = 6,      /* "int2": as int8 with values -1..1, four per byte */
+  cclCodecTopK = 7,      /* "topk": the k = keepRatio*n largest |x| (ties: lower index first) */
+  cclCodecRandK = 8,     /* "randk": k = keepRatio*n positions drawn from `seed`, equal on every rank */
+  cclCodecThreshold = 9, /* "threshold": every element with |x| >= threshold */
+  cclNumCodecs = 10
+} cclCodec_t;
+
+#define CCL_COMPRESSION_MAGIC 0xcc1c0decu
+
+/*
+ * Codec choice and parameters. Always start from CCL_COMPRESSION_INITIALIZER; the library
+ * reads only `size` bytes. Fields left at 0 take the codec's default.
+ */
+typedef struct cclCompression_v1 {
+  size_t size;             /* sizeof(cclCompression_t) as the caller saw it */
+  unsigned int magic;      /* CCL_COMPRESSION_MAGIC */
+  unsigned int version;    /* CCL_VERSION_CODE the caller was built with */
+  cclCodec_t codec;        /* default cclCodecNone */
+  int blockSize;           /* quantisers: elements per scale; a multiple of 8 up to 65536; 0: default */
+  int bits;                /* int codecs: 0 or the codec's width. Sparsifiers: value bits, 32 (default) or 16 */
+  int scaleBits;           /* int codecs: 32 (default, fp32 scales) or 16 (fp16 scales) */
+  double keepRatio;        /* topk, randk: fraction of elements kept, in (0, 1]; default 0.01 */
+  float threshold;         /* threshold: keep |x| >= threshold; must be >= 0 */
+  int stochasticRounding;  /* quantisers: 1 rounds stochastically (unbiased); 0 (default) to nearest even */
+  unsigned long long seed; /* stochastic rounding and randk; same seed, same output bits */
+} cclCompression_t;
+
+#define CCL_COMPRESSION_INITIALIZER \
+  { sizeof(cclCompression_t), CCL_COMPRESSION_MAGIC, CCL_VERSION_CODE, cclCodecNone, 0, 0, 0, 0.0, 0.0f, 0, 0ULL }
+
+/* The codec's name as listed in cclCodec_t ("int4", "topk", ...); "invalid" if out of range. Never NULL. */
+CCL_API const char* cclCodecName(cclCodec_t codec);
+
+/*
+ * Parses a codec name (case-insensitive, as cclCodecName prints it) into *codec.
+ * cclInvalidArgument if `name` or `codec` is NULL or the name is unknown.
+ */
+CCL_API cclResult_t cclCodecFromName(const char* name, cclCodec_t* codec);
 
 /* ---- Version and errors ---- */
 
@@ -200,24 +250,24 @@ CCL_API cclResult_t cclAllReduce(const void* sendbuff, void* recvbuff, size_t co
                                  cclRedOp_t op, cclComm_t comm, cclStream_t stream);
 
 /* recvbuff of every rank = sendbuff of `root` (sendbuff is read on root only). */
-CCL_API cclResult_t cclBroadcast(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype,
-                                 int root, cclComm_t comm, cclStream_t stream);
+CCL_API cclResult_t cclBroadcast(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype, int root,
+                                 cclComm_t comm, cclStream_t stream);
 
 /* In-place broadcast: cclBroadcast(buff, buff, ...). */
 CCL_API cclResult_t cclBcast(void* buff, size_t count, cclDataType_t datatype, int root, cclComm_t comm,
                              cclStream_t stream);
 
 /* recvbuff of `root` = op over ranks of sendbuff (recvbuff is written on root only). */
-CCL_API cclResult_t cclReduce(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype,
-                              cclRedOp_t op, int root, cclComm_t comm, cclStream_t stream);
+CCL_API cclResult_t cclReduce(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype, cclRedOp_t op,
+                              int root, cclComm_t comm, cclStream_t stream);
 
 /* recvbuff (nranks*sendcount) = concatenation of every rank's sendbuff (sendcount), by rank. */
 CCL_API cclResult_t cclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, cclDataType_t datatype,
                                  cclComm_t comm, cclStream_t stream);
 
 /* sendbuff holds nranks*recvcount; rank r gets op over ranks of block r in recvbuff (recvcount). */
-CCL_API cclResult_t cclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
-                                     cclDataType_t datatype, cclRedOp_t op, cclComm_t comm, cclStream_t stream);
+CCL_API cclResult_t cclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, cclDataType_t datatype,
+                                     cclRedOp_t op, cclComm_t comm, cclStream_t stream);
 
 /* Block j (count elements) of rank i's sendbuff lands as block i of rank j's recvbuff. */
 CCL_API cclResult_t cclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype,

@@ -44,15 +44,21 @@ int64_t getInt(const char* name) {
   char* end = nullptr;
   errno = 0;
   long long value = std::strtoll(s.c_str(), &end, 0);
-  CCL_CHECK(end != s.c_str() && errno == 0, cclInvalidArgument,
-            std::string(name) + "='" + s + "' is not an integer");
+  CCL_CHECK(end != s.c_str() && errno == 0, cclInvalidArgument, std::string(name) + "='" + s + "' is not an integer");
   int64_t mult = 1;
   if (*end) {
     switch (std::toupper(static_cast<unsigned char>(*end))) {
-      case 'K': mult = int64_t{1} << 10; break;
-      case 'M': mult = int64_t{1} << 20; break;
-      case 'G': mult = int64_t{1} << 30; break;
-      default: mult = 0;
+      case 'K':
+        mult = int64_t{1} << 10;
+        break;
+      case 'M':
+        mult = int64_t{1} << 20;
+        break;
+      case 'G':
+        mult = int64_t{1} << 30;
+        break;
+      default:
+        mult = 0;
     }
     if (mult != 0 && end[1] != '\0') mult = 0;
   }

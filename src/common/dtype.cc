@@ -9,9 +9,9 @@ struct TypeInfo {
   bool isFloat;
 };
 constexpr TypeInfo kTypes[cclNumTypes] = {
-    {1, "int8", false},    {1, "uint8", false},   {4, "int32", false},   {4, "uint32", false},
-    {8, "int64", false},   {8, "uint64", false},  {2, "float16", true},  {4, "float32", true},
-    {8, "float64", true},  {2, "bfloat16", true}, {1, "f8e4m3", true},   {1, "f8e5m2", true},
+    {1, "int8", false},   {1, "uint8", false},   {4, "int32", false},  {4, "uint32", false},
+    {8, "int64", false},  {8, "uint64", false},  {2, "float16", true}, {4, "float32", true},
+    {8, "float64", true}, {2, "bfloat16", true}, {1, "f8e4m3", true},  {1, "f8e5m2", true},
 };
 }  // namespace
 

@@ -19,8 +19,8 @@ class Error : public std::runtime_error {
 };
 
 // Throws Error(code, message) when `cond` is false. The message is built only on failure.
-#define CCL_CHECK(cond, code, msg)                                 \
-  do {                                                             \
+#define CCL_CHECK(cond, code, msg)                                \
+  do {                                                            \
     if (!(cond)) throw ::ccl::Error((code), std::string() + msg); \
   } while (0)
 

@@ -4,8 +4,8 @@
 // and the format's overflow value (inf, or NaN for e4m3 which has no inf).
 #pragma once
 
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #if defined(__CUDACC__)
@@ -43,53 +43,59 @@ template <int kExp, int kMan, bool kIeee>
 struct Format {
   static constexpr int kBias = (1 << (kExp - 1)) - 1;
   static constexpr uint32_t kSignBit = 1u << (kExp + kMan);
-  static constexpr uint32_t kMaxFinite = kIeee ? ((((1u << kExp) - 2) << kMan) | ((1u << kMan) - 1))
-                                               : (((1u << kExp) - 1) << kMan) | ((1u << kMan) - 2);
+  static constexpr uint32_t kMaxFinite =
+      kIeee ? ((((1u << kExp) - 2) << kMan) | ((1u << kMan) - 1)) : (((1u << kExp) - 1) << kMan) | ((1u << kMan) - 2);
   static constexpr uint32_t kInf = kIeee ? ((1u << kExp) - 1) << kMan : kMaxFinite + 1;  // e4m3: NaN
-  static constexpr uint32_t kNaN = kIeee ? (((1u << kExp) - 1) << kMan) | (1u << (kMan - 1))
-                                         : ((1u << kExp) - 1) << kMan | ((1u << kMan) - 1);
+  static constexpr uint32_t kNaN =
+      kIeee ? (((1u << kExp) - 1) << kMan) | (1u << (kMan - 1)) : ((1u << kExp) - 1) << kMan | ((1u << kMan) - 1);
 
   // Encodes f. With `saturate`, values beyond the finite range (and infinities) become the
   // largest finite value of the right sign; without it they become inf (NaN for e4m3).
+  // Written without branches (both paths computed, one selected) so element loops vectorise.
   static CCL_HD uint32_t encode(float f, bool saturate) {
-    uint32_t u = floatBits(f);
-    uint32_t sign = (u >> 31) ? kSignBit : 0u;
-    uint32_t a = u & 0x7fffffffu;
-    if (a > 0x7f800000u) return sign | kNaN;
-    if (a == 0x7f800000u) return sign | (saturate ? kMaxFinite : kInf);
-    uint32_t code;
+    const uint32_t u = floatBits(f);
+    const uint32_t sign = (u >> 31) ? kSignBit : 0u;
+    const uint32_t a = u & 0x7fffffffu;
     constexpr uint32_t kMinNormalBits = static_cast<uint32_t>(127 + 1 - kBias) << 23;
-    if (a < kMinNormalBits) {
-      // Subnormal in the target: scale so one unit of the last place is 1.0 and round.
-      // The product is exact (power of two), so the only rounding is the one wanted.
-      float scaled = bitsFloat(a) * bitsFloat(static_cast<uint32_t>(127 + kBias - 1 + kMan) << 23);
-      code = static_cast<uint32_t>(roundEven(scaled));
-    } else {
-      constexpr int kShift = 23 - kMan;
-      uint32_t lsb = (a >> kShift) & 1u;
-      a += (1u << (kShift - 1)) - 1u + lsb;
-      code = (a >> kShift) - (static_cast<uint32_t>(127 - kBias) << kMan);
-    }
-    if (code > kMaxFinite) code = saturate ? kMaxFinite : kInf;
+    constexpr int kShift = 23 - kMan;
+    // Normal in the target: round the fp32 mantissa to kMan bits, ties to even; a carry
+    // into the exponent is the correct result.
+    const uint32_t lsb = (a >> kShift) & 1u;
+    const uint32_t normal =
+        ((a + (1u << (kShift - 1)) - 1u + lsb) >> kShift) - (static_cast<uint32_t>(127 - kBias) << kMan);
+    // Subnormal in the target: scale so one unit of the last place is 1.0 and round. The
+    // product is exact (power of two), so the only rounding is the one wanted.
+    const float scaled =
+        bitsFloat(a < kMinNormalBits ? a : 0u) * bitsFloat(static_cast<uint32_t>(127 + kBias - 1 + kMan) << 23);
+    const uint32_t subnormal = static_cast<uint32_t>(static_cast<int32_t>(roundEven(scaled)));
+    uint32_t code = a < kMinNormalBits ? subnormal : normal;
+    code = (a >= 0x7f800000u || code > kMaxFinite) ? (saturate ? kMaxFinite : kInf) : code;
+    code = a > 0x7f800000u ? kNaN : code;
     return sign | code;
   }
 
+  // Decodes without branches and without fp32 denormal arithmetic: the significand is
+  // converted as an integer and scaled by a normal power of two.
   static CCL_HD float decode(uint32_t code) {
-    uint32_t sign = (code & kSignBit) ? 0x80000000u : 0u;
-    uint32_t exp = (code >> kMan) & ((1u << kExp) - 1);
-    uint32_t man = code & ((1u << kMan) - 1);
-    if (kIeee && exp == (1u << kExp) - 1) return bitsFloat(sign | 0x7f800000u | (man ? 0x00400000u : 0u));
-    if (!kIeee && (code & ~kSignBit) == kNaN) return bitsFloat(sign | 0x7fc00000u);
-    if (exp == 0) {
-      float mag = static_cast<float>(man) * bitsFloat(static_cast<uint32_t>(127 + 1 - kBias - kMan) << 23);
-      return bitsFloat(floatBits(mag) | sign);
-    }
-    return bitsFloat(sign | ((exp + 127 - kBias) << 23) | (man << (23 - kMan)));
+    const uint32_t sign = (code & kSignBit) ? 0x80000000u : 0u;
+    const uint32_t exp = (code >> kMan) & ((1u << kExp) - 1);
+    const uint32_t man = code & ((1u << kMan) - 1);
+    const uint32_t sig = exp ? (man | (1u << kMan)) : man;
+    const uint32_t e = exp ? exp : 1u;
+    // sig * 2^(e - kBias - kMan); the exponent stays within fp32's normal range.
+    const float mag = static_cast<float>(static_cast<int32_t>(sig)) * bitsFloat((e + 127 - kBias - kMan) << 23);
+    const bool special = kIeee ? exp == (1u << kExp) - 1 : (code & ~kSignBit) == kNaN;
+    const uint32_t specialBits = kIeee ? (0x7f800000u | (man ? 0x00400000u : 0u)) : 0x7fc00000u;
+    return bitsFloat(sign | (special ? specialBits : floatBits(mag)));
   }
 
- private:
-  // Half to even under the default rounding mode; rintf vectorises with -fno-math-errno.
-  static CCL_HD float roundEven(float x) { return rintf(x); }
+  // Round to nearest, ties to even, for |x| < 2^22 under the default rounding mode. Adding
+  // and removing 1.5*2^23 needs no libm call, so it vectorises without SSE4.1 and is exact
+  // (the compiler may not fold it: no -ffast-math).
+  static CCL_HD float roundEven(float x) {
+    constexpr float kMagic = 12582912.0f;
+    return (x + kMagic) - kMagic;
+  }
 };
 
 using Half = Format<5, 10, true>;
@@ -101,10 +107,10 @@ CCL_HD uint16_t floatToHalf(float f) { return static_cast<uint16_t>(Half::encode
 
 CCL_HD float bf16ToFloat(uint16_t b) { return bitsFloat(static_cast<uint32_t>(b) << 16); }
 CCL_HD uint16_t floatToBf16(float f) {
-  uint32_t u = floatBits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);  // quiet NaN
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
+  const uint32_t u = floatBits(f);
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const uint32_t quietNaN = (u >> 16) | 0x40u;
+  return static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quietNaN : rounded);
 }
 
 CCL_HD float e4m3ToFloat(uint8_t v) { return E4M3::decode(v); }

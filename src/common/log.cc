@@ -35,8 +35,8 @@ void write(Level l, const char* fmt, ...) {
   vsnprintf(body, sizeof(body), fmt, ap);
   va_end(ap);
   // One fprintf per line so lines from rank threads do not interleave mid-line.
-  std::fprintf(stderr, "%s:%d:%d [ccl %s] %s\n", host, static_cast<int>(getpid()), tlsRank,
-               names[static_cast<int>(l)], body);
+  std::fprintf(stderr, "%s:%d:%d [ccl %s] %s\n", host, static_cast<int>(getpid()), tlsRank, names[static_cast<int>(l)],
+               body);
 }
 
 RankScope::RankScope(int rank) : saved_(tlsRank) { tlsRank = rank; }

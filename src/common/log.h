@@ -30,11 +30,11 @@ class RankScope {
 }  // namespace ccl::log
 
 #define CCL_WARN(...) ::ccl::log::write(::ccl::log::Level::kWarn, __VA_ARGS__)
-#define CCL_INFO(...)                                                                             \
-  do {                                                                                            \
+#define CCL_INFO(...)                                                                                            \
+  do {                                                                                                           \
     if (::ccl::log::enabled(::ccl::log::Level::kInfo)) ::ccl::log::write(::ccl::log::Level::kInfo, __VA_ARGS__); \
   } while (0)
-#define CCL_TRACE(...)                                                                              \
-  do {                                                                                              \
+#define CCL_TRACE(...)                                                                                             \
+  do {                                                                                                             \
     if (::ccl::log::enabled(::ccl::log::Level::kTrace)) ::ccl::log::write(::ccl::log::Level::kTrace, __VA_ARGS__); \
   } while (0)

@@ -1,0 +1,72 @@
+#include "collectives/algorithms.h"
+
+#include <algorithm>
+
+#include "common/dtype.h"
+#include "common/error.h"
+
+namespace ccl::coll {
+
+Algo parseAlgo(const std::string& name) {
+  if (name == "auto" || name.empty()) return Algo::kAuto;
+  if (name == "ring") return Algo::kRing;
+  if (name == "tree" || name == "rd" || name == "recursive_doubling") return Algo::kTree;
+  if (name == "direct") return Algo::kDirect;
+  throw Error(cclInvalidArgument, "unknown algorithm '" + name + "' (CCL_ALGO: auto, ring, tree, direct)");
+}
+
+const char* algoName(Algo a) {
+  switch (a) {
+    case Algo::kAuto:
+      return "auto";
+    case Algo::kRing:
+      return "ring";
+    case Algo::kTree:
+      return "tree";
+    case Algo::kDirect:
+      return "direct";
+  }
+  return "?";
+}
+
+Algo chooseAllReduce(const CollArgs& a) {
+  if (a.algo == Algo::kRing || a.algo == Algo::kTree) return a.algo;
+  return a.count * dataTypeSize(a.dtype) <= a.treeMaxBytes ? Algo::kTree : Algo::kRing;
+}
+
+namespace detail {
+
+Plan emptyPlan(const CollArgs& a) {
+  Plan p;
+  p.dtype = a.dtype;
+  p.op = a.op == cclAvg ? cclSum : a.op;
+  p.nranks = a.nranks;
+  return p;
+}
+
+Split chunks(size_t count, size_t elemSize, size_t chunkBytes) {
+  size_t bytes = count * elemSize;
+  size_t chunk = std::max(chunkBytes, (bytes >> 20) + 1);
+  size_t n = std::max<size_t>(1, (bytes + chunk - 1) / chunk);
+  return Split{count, std::min(n, std::max<size_t>(count, 1))};
+}
+
+uint32_t tag(int phase, int nranks, int step, size_t chunk) {
+  return (static_cast<uint32_t>(phase * nranks + step) << 20) | static_cast<uint32_t>(chunk);
+}
+
+}  // namespace detail
+
+Plan planSend(int peer, uint32_t tag, size_t bytes) {
+  Plan p;
+  p.send(peer, tag, {Buf::kSend, 0}, bytes);
+  return p;
+}
+
+Plan planRecv(int peer, uint32_t tag, size_t bytes) {
+  Plan p;
+  p.recv(peer, tag, {Buf::kRecv, 0}, bytes);
+  return p;
+}
+
+}  // namespace ccl::coll

@@ -1,0 +1,59 @@
+// Plan builders for every collective on uncompressed data. Each takes the caller's view of
+// the call (counts as NCCL defines them) and returns this rank's plan.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "ccl/ccl.h"
+#include "collectives/plan.h"
+
+namespace ccl::coll {
+
+enum class Algo { kAuto, kRing, kTree, kDirect };
+
+// Parses CCL_ALGO values ("auto", "ring", "tree", "direct"); throws cclInvalidArgument.
+Algo parseAlgo(const std::string& name);
+const char* algoName(Algo a);
+
+struct CollArgs {
+  int rank = 0;
+  int nranks = 1;
+  size_t count = 0;  // the count argument of the call, in elements
+  cclDataType_t dtype = cclFloat32;
+  cclRedOp_t op = cclSum;
+  int root = 0;
+  bool inPlace = false;  // the send buffer is the in-place position inside the receive buffer
+  size_t chunkBytes = 256 << 10;
+  Algo algo = Algo::kAuto;
+  size_t treeMaxBytes = 64 << 10;  // auto: allreduce up to this size uses recursive doubling
+};
+
+// The algorithm allreduce uses for these arguments (resolving kAuto).
+Algo chooseAllReduce(const CollArgs& a);
+
+Plan planAllReduce(const CollArgs& a);
+Plan planReduceScatter(const CollArgs& a);  // count = recvcount
+Plan planAllGather(const CollArgs& a);      // count = sendcount
+Plan planBroadcast(const CollArgs& a);
+Plan planReduce(const CollArgs& a);
+Plan planAlltoAll(const CollArgs& a);  // count per peer
+Plan planGather(const CollArgs& a);    // count per rank
+Plan planScatter(const CollArgs& a);   // count per rank
+
+// Point to point: one message of `bytes` to or from `peer`, matched by `tag`.
+Plan planSend(int peer, uint32_t tag, size_t bytes);
+Plan planRecv(int peer, uint32_t tag, size_t bytes);
+
+// Shared by the builders.
+namespace detail {
+inline int mod(int a, int n) { return ((a % n) + n) % n; }
+Plan emptyPlan(const CollArgs& a);
+// Chunks of a piece of `count` elements: at least one, each at most chunkBytes (rounded
+// up so no plan needs more than 2^20 chunks per piece, the width of the chunk tag field).
+Split chunks(size_t count, size_t elemSize, size_t chunkBytes);
+// A tag unique within one plan for (phase, step, chunk).
+uint32_t tag(int phase, int nranks, int step, size_t chunk);
+}  // namespace detail
+
+}  // namespace ccl::coll

@@ -1,1 +1,0 @@
-// Replaced by plans and executors.

@@ -1,0 +1,171 @@
+#include "collectives/executor.h"
+
+#include <sched.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/reduce_kernels.h"
+#include "common/dtype.h"
+#include "common/error.h"
+
+namespace ccl::coll {
+namespace {
+
+struct Inflight {
+  StepId step;
+  std::unique_ptr<transport::Request> request;
+};
+
+// Per-job run state: dependency counters, successor lists, the ready queue and the
+// requests in flight.
+class JobRun {
+ public:
+  explicit JobRun(const Job& job) : job_(job), plan_(*job.plan) {
+    const size_t n = plan_.steps.size();
+    waiting_.resize(n);
+    succStart_.assign(n + 1, 0);
+    for (size_t i = 0; i < n; ++i) {
+      const Step& s = plan_.steps[i];
+      waiting_[i] = s.numDeps;
+      for (uint32_t d = 0; d < s.numDeps; ++d) ++succStart_[plan_.deps[s.firstDep + d] + 1];
+    }
+    for (size_t i = 0; i < n; ++i) succStart_[i + 1] += succStart_[i];
+    succ_.resize(succStart_[n]);
+    std::vector<uint32_t> fill(succStart_.begin(), succStart_.end() - 1);
+    for (size_t i = 0; i < n; ++i) {
+      const Step& s = plan_.steps[i];
+      for (uint32_t d = 0; d < s.numDeps; ++d) succ_[fill[plan_.deps[s.firstDep + d]]++] = static_cast<StepId>(i);
+      if (s.numDeps == 0) ready_.push_back(static_cast<StepId>(i));
+    }
+  }
+
+  bool finished() const { return completed_ == plan_.steps.size(); }
+
+  // Starts every ready step; compute steps run to completion here.
+  bool startReady() {
+    bool moved = false;
+    while (head_ < ready_.size()) {
+      start(ready_[head_++]);
+      moved = true;
+    }
+    return moved;
+  }
+
+  bool pollRequests() {
+    bool moved = false;
+    for (size_t i = 0; i < inflight_.size();) {
+      if (!inflight_[i].request->test()) {
+        ++i;
+        continue;
+      }
+      StepId id = inflight_[i].step;
+      checkReceived(id, *inflight_[i].request);
+      inflight_[i] = std::move(inflight_.back());
+      inflight_.pop_back();
+      complete(id);
+      moved = true;
+    }
+    return moved;
+  }
+
+  void checkAbort() const {
+    if (job_.aborted && job_.aborted->load(std::memory_order_relaxed))
+      throw Error(cclInvalidUsage, "the communicator was aborted during the operation");
+  }
+
+ private:
+  char* base(Buf b) const {
+    switch (b) {
+      case Buf::kSend:
+        return static_cast<char*>(const_cast<void*>(job_.buffers.send));
+      case Buf::kRecv:
+        return static_cast<char*>(job_.buffers.recv);
+      case Buf::kScratch:
+        return static_cast<char*>(job_.buffers.scratch);
+    }
+    return nullptr;
+  }
+  char* at(Ref r) const { return base(r.buf) + r.offset; }
+
+  void start(StepId id) {
+    const Step& s = plan_.steps[id];
+    switch (s.kind) {
+      case StepKind::kSend:
+        inflight_.push_back({id, job_.transport->isend(s.peer, job_.tagBase | s.tag, at(s.src), s.bytes)});
+        return;
+      case StepKind::kRecv:
+        inflight_.push_back({id, job_.transport->irecv(s.peer, job_.tagBase | s.tag, at(s.dst), s.bytes)});
+        return;
+      case StepKind::kCopy:
+        if (s.bytes && at(s.dst) != at(s.src)) std::memcpy(at(s.dst), at(s.src), s.bytes);
+        break;
+      case StepKind::kReduce:
+        reduce(at(s.dst), at(s.src), at(s.src2), s.count, plan_.dtype, plan_.op);
+        break;
+      case StepKind::kDivide:
+        divideInPlace(at(s.dst), s.count, plan_.dtype, plan_.nranks);
+        break;
+    }
+    complete(id);
+  }
+
+  void checkReceived(StepId id, const transport::Request& req) const {
+    const Step& s = plan_.steps[id];
+    if (s.kind == StepKind::kRecv && req.receivedBytes() != s.bytes)
+      throw Error(cclInvalidUsage, "rank " + std::to_string(s.peer) + " sent " + std::to_string(req.receivedBytes()) +
+                                       " bytes where " + std::to_string(s.bytes) +
+                                       " were expected: ranks called the operation with different counts or types");
+  }
+
+  void complete(StepId id) {
+    ++completed_;
+    for (uint32_t i = succStart_[id]; i < succStart_[id + 1]; ++i)
+      if (--waiting_[succ_[i]] == 0) ready_.push_back(succ_[i]);
+  }
+
+  const Job& job_;
+  const Plan& plan_;
+  std::vector<uint32_t> waiting_;
+  std::vector<uint32_t> succStart_;
+  std::vector<StepId> succ_;
+  std::vector<StepId> ready_;
+  size_t head_ = 0;
+  size_t completed_ = 0;
+  std::vector<Inflight> inflight_;
+};
+
+}  // namespace
+
+void execute(std::span<const Job> jobs, const ExecOptions& options) {
+  std::vector<std::unique_ptr<JobRun>> runs;
+  runs.reserve(jobs.size());
+  for (const Job& j : jobs) runs.push_back(std::make_unique<JobRun>(j));
+
+  using Clock = std::chrono::steady_clock;
+  auto lastMove = Clock::now();
+  for (;;) {
+    bool moved = false, allDone = true;
+    for (auto& r : runs) moved |= r->startReady();
+    for (const Job& j : jobs) moved |= j.transport->progress();
+    for (auto& r : runs) {
+      moved |= r->pollRequests();
+      moved |= r->startReady();
+      allDone &= r->finished();
+    }
+    if (allDone) return;
+    if (moved) {
+      lastMove = Clock::now();
+      continue;
+    }
+    for (auto& r : runs) r->checkAbort();
+    if (Clock::now() - lastMove > options.timeout)
+      throw Error(cclSystemError, "no progress for " + std::to_string(options.timeout.count()) +
+                                      " ms (CCL_TIMEOUT): a peer is not taking part in the operation");
+    if (options.yieldWhenIdle) sched_yield();
+  }
+}
+
+}  // namespace ccl::coll

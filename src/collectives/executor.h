@@ -1,0 +1,42 @@
+// The host executor: runs plans on host memory over a transport. Sends and receives are
+// posted as soon as the steps they wait for are done, so with a chunked plan the transfer
+// of one chunk overlaps the reduction of the previous one. Several jobs (one per
+// communicator of a group) run together in one loop, so one thread can drive them all.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <span>
+
+#include "collectives/plan.h"
+#include "transport/transport.h"
+
+namespace ccl::coll {
+
+struct Buffers {
+  const void* send = nullptr;
+  void* recv = nullptr;
+  void* scratch = nullptr;  // at least plan.scratchBytes
+};
+
+struct Job {
+  const Plan* plan = nullptr;
+  Buffers buffers;
+  transport::Transport* transport = nullptr;
+  uint64_t tagBase = 0;                        // or'ed into every step tag (call sequence)
+  const std::atomic<bool>* aborted = nullptr;  // checked while waiting; may be null
+};
+
+struct ExecOptions {
+  // A job fails with cclSystemError when nothing completes for this long.
+  std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+  // Yield the CPU when a pass finds nothing to do (ranks outnumber cores).
+  bool yieldWhenIdle = true;
+};
+
+// Runs every job to completion. Throws ccl::Error on the first failure (remote error,
+// size mismatch, abort, timeout); requests still in flight are then cancelled.
+void execute(std::span<const Job> jobs, const ExecOptions& options);
+
+}  // namespace ccl::coll

@@ -1,0 +1,78 @@
+// A plan is one rank's share of a collective: a list of steps over byte ranges of three
+// buffers (the caller's send and receive buffers and a scratch area), each step waiting
+// for the steps it depends on. Plans are built from sizes alone, so the same plan can be
+// run by the host executor, by a stream executor, or priced by a cost model.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "ccl/ccl.h"
+
+namespace ccl::coll {
+
+enum class Buf : uint8_t { kSend, kRecv, kScratch };
+
+// A byte offset into one of the plan's buffers.
+struct Ref {
+  Buf buf;
+  size_t offset;
+  Ref operator+(size_t bytes) const { return {buf, offset + bytes}; }
+};
+
+enum class StepKind : uint8_t {
+  kSend,    // bytes from src to peer
+  kRecv,    // bytes from peer into dst
+  kCopy,    // bytes from src to dst
+  kReduce,  // count elements: dst = src op src2 (dst may alias either)
+  kDivide,  // count elements: dst /= nranks (the tail of cclAvg)
+};
+
+struct Step {
+  StepKind kind;
+  int peer = -1;
+  uint32_t tag = 0;  // send/recv: matches the peer's step with the same tag
+  Ref dst{Buf::kRecv, 0};
+  Ref src{Buf::kSend, 0};
+  Ref src2{Buf::kRecv, 0};
+  size_t bytes = 0;  // send, recv, copy
+  size_t count = 0;  // reduce, divide
+  uint32_t firstDep = 0;
+  uint32_t numDeps = 0;
+};
+
+using StepId = uint32_t;
+using Deps = std::vector<StepId>;
+
+struct Plan {
+  cclDataType_t dtype = cclFloat32;
+  cclRedOp_t op = cclSum;  // of kReduce steps (cclAvg reduces as cclSum)
+  int nranks = 1;          // divisor of kDivide steps
+  size_t scratchBytes = 0;
+  std::vector<Step> steps;
+  std::vector<StepId> deps;  // steps[i] waits for deps[firstDep .. firstDep+numDeps)
+
+  StepId add(const Step& s, const Deps& after = {});
+
+  // Step helpers; each returns the new step's id.
+  StepId send(int peer, uint32_t tag, Ref src, size_t bytes, const Deps& after = {});
+  StepId recv(int peer, uint32_t tag, Ref dst, size_t bytes, const Deps& after = {});
+  StepId copy(Ref dst, Ref src, size_t bytes, const Deps& after = {});
+  StepId reduce(Ref dst, Ref a, Ref b, size_t count, const Deps& after = {});
+  StepId divide(Ref dst, size_t count, const Deps& after = {});
+
+  // Reserves `bytes` of scratch (aligned to 64) and returns its start.
+  Ref scratch(size_t bytes);
+};
+
+// Splits `count` elements into `parts` contiguous pieces whose sizes differ by at most one,
+// the larger ones first. Every rank computes the same split from the same count.
+struct Split {
+  size_t count;
+  size_t parts;
+  size_t size(size_t i) const { return count / parts + (i < count % parts ? 1 : 0); }
+  size_t offset(size_t i) const { return i * (count / parts) + (i < count % parts ? i : count % parts); }
+};
+
+}  // namespace ccl::coll

@@ -1,0 +1,19 @@
+// Element-wise reductions on host memory for every cclDataType_t and cclRedOp_t. 16-bit and
+// fp8 types are widened to fp32, combined, and rounded back once per call.
+#pragma once
+
+#include <cstddef>
+
+#include "ccl/ccl.h"
+
+namespace ccl::coll {
+
+// dst[i] = a[i] op b[i] for i < count. dst may equal a or b; other overlaps are not allowed.
+// op is cclSum, cclProd, cclMax or cclMin (cclAvg reduces as cclSum, see divideInPlace).
+void reduce(void* dst, const void* a, const void* b, size_t count, cclDataType_t dtype, cclRedOp_t op);
+
+// dst[i] /= divisor: integer division for integer types, otherwise a division in the
+// type's compute precision rounded once.
+void divideInPlace(void* dst, size_t count, cclDataType_t dtype, int divisor);
+
+}  // namespace ccl::coll
