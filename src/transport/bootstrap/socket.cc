@@ -59,7 +59,10 @@ static WireAddr fromSockaddr(const sockaddr* sa) {
 std::string toString(const WireAddr& w) {
   char host[INET6_ADDRSTRLEN] = "?";
   inet_ntop(w.family, w.addr, host, sizeof(host));
-  std::string s = w.family == AF_INET6 ? "[" + std::string(host) + "]" : std::string(host);
+  std::string s;
+  if (w.family == AF_INET6) s += '[';
+  s += host;
+  if (w.family == AF_INET6) s += ']';
   return s + ":" + std::to_string(ntohs(w.port));
 }
 

@@ -55,8 +55,13 @@ ucp_context_h processContext() {
   static ucp_context_h context = nullptr;
   static pid_t owner = 0;
   std::lock_guard<std::mutex> lock(mutex);
-  if (!context || owner != getpid()) {
-    context = createContext();  // a forked child must not use its parent's context
+  // UCX's progress thread does not survive fork(), so a child of a process that already
+  // used UCX would hang on connection set-up; refuse it clearly instead.
+  CCL_CHECK(!context || owner == getpid(), cclSystemError,
+            "UCX was initialised before this process was forked; a forked child cannot use it (fork before "
+            "creating communicators, or exec)");
+  if (!context) {
+    context = createContext();
     owner = getpid();
   }
   return context;

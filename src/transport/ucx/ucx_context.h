@@ -11,8 +11,8 @@
 namespace ccl::transport::ucx {
 
 // Created on first use (thread-safe), with the tag feature and workers that may run on
-// different threads. A fork()ed child gets a context of its own. Throws
-// Error(cclSystemError) when UCX cannot be initialised.
+// different threads. Throws Error(cclSystemError) when UCX cannot be initialised, or in a
+// fork()ed child of a process that had already initialised it.
 ucp_context_h processContext();
 
 // cclRemoteError for a failed or unreachable peer, cclInvalidUsage for a truncated message,

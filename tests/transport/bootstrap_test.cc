@@ -1,0 +1,169 @@
+#include "transport/bootstrap/bootstrap.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "rank_threads.h"
+
+namespace ccl::test {
+namespace {
+
+using bootstrap::Bootstrap;
+
+// A byte that depends on who wrote it, so misplaced slots are caught.
+uint8_t pattern(int rank, size_t i) { return static_cast<uint8_t>(rank * 31 + i * 7 + 1); }
+
+class BootstrapRanks : public ::testing::TestWithParam<int> {};
+
+TEST_P(BootstrapRanks, AllGatherBarrierBroadcast) {
+  const int n = GetParam();
+  cclUniqueId id = newId();
+  auto errors = runRanks(n, [&](int rank) {
+    auto bs = Bootstrap::connect(id, rank, n, kJoinTimeout);
+    ASSERT_EQ(bs->rank(), rank);
+    ASSERT_EQ(bs->size(), n);
+    for (size_t bytes : {size_t{1}, size_t{13}, size_t{70000}}) {
+      std::vector<uint8_t> data(bytes * n, 0);
+      for (size_t i = 0; i < bytes; ++i) data[rank * bytes + i] = pattern(rank, i);
+      bs->allGather(data.data(), bytes);
+      for (int r = 0; r < n; ++r)
+        for (size_t i = 0; i < bytes; ++i) ASSERT_EQ(data[r * bytes + i], pattern(r, i)) << "slot " << r;
+    }
+    bs->barrier();
+    for (int root = 0; root < n; ++root) {
+      std::vector<uint8_t> data(1000, 0);
+      if (rank == root)
+        for (size_t i = 0; i < data.size(); ++i) data[i] = pattern(root, i);
+      bs->broadcast(data.data(), data.size(), root);
+      for (size_t i = 0; i < data.size(); ++i) ASSERT_EQ(data[i], pattern(root, i));
+    }
+    bs->barrier();
+  });
+  expectAllSucceeded(errors);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, BootstrapRanks, ::testing::Range(1, 9));
+
+TEST(Bootstrap, ConcurrentUniqueIds) {
+  constexpr int kComms = 3, kRanks = 3;
+  std::vector<cclUniqueId> ids;
+  for (int c = 0; c < kComms; ++c) ids.push_back(newId());
+  auto errors = runRanks(kComms * kRanks, [&](int t) {
+    const int comm = t % kComms, rank = t / kComms;
+    auto bs = Bootstrap::connect(ids[comm], rank, kRanks, kJoinTimeout);
+    std::vector<int> data(kRanks, -1);
+    data[rank] = comm * 100 + rank;
+    bs->allGather(data.data(), sizeof(int));
+    for (int r = 0; r < kRanks; ++r) ASSERT_EQ(data[r], comm * 100 + r);
+    bs->barrier();
+  });
+  expectAllSucceeded(errors);
+}
+
+TEST(Bootstrap, WrongSecretIsRefused) {
+  cclUniqueId id = newId();
+  cclUniqueId bad = id;
+  bad.internal[8] ^= 0x5a;  // first byte of the secret (after the 8-byte magic)
+  std::atomic<bool> badDone{false};
+  auto errors = runRanks(3, [&](int t) {
+    if (t == 2) {
+      // Claims a real rank with the wrong secret; must neither join nor disturb the others.
+      try {
+        Bootstrap::connect(bad, 1, 2, std::chrono::seconds(10));
+      } catch (...) {
+        badDone = true;
+        throw;
+      }
+      return;
+    }
+    // Let the impostor reach the root first.
+    if (t == 1)
+      for (int i = 0; i < 200 && !badDone; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    auto bs = Bootstrap::connect(id, t, 2, kJoinTimeout);
+    std::vector<int> data(2, -1);
+    data[t] = t + 40;
+    bs->allGather(data.data(), sizeof(int));
+    ASSERT_EQ(data[0], 40);
+    ASSERT_EQ(data[1], 41);
+  });
+  EXPECT_EQ(codeOf(errors[0]), cclSuccess);
+  EXPECT_EQ(codeOf(errors[1]), cclSuccess);
+  EXPECT_NE(codeOf(errors[2]), cclSuccess) << "a rank with the wrong secret joined";
+}
+
+TEST(Bootstrap, NranksMismatchIsAnError) {
+  cclUniqueId id = newId();
+  auto errors = runRanks(2, [&](int rank) { Bootstrap::connect(id, rank, rank == 0 ? 2 : 3, kJoinTimeout); });
+  EXPECT_EQ(codeOf(errors[0]), cclInvalidUsage);
+  EXPECT_EQ(codeOf(errors[1]), cclInvalidUsage);
+}
+
+TEST(Bootstrap, DuplicateRankIsAnError) {
+  cclUniqueId id = newId();
+  auto errors = runRanks(2, [&](int) { Bootstrap::connect(id, 0, 2, kJoinTimeout); });
+  EXPECT_EQ(codeOf(errors[0]), cclInvalidUsage);
+  EXPECT_EQ(codeOf(errors[1]), cclInvalidUsage);
+}
+
+TEST(Bootstrap, InvalidArguments) {
+  cclUniqueId zero;
+  std::memset(&zero, 0, sizeof(zero));
+  EXPECT_EQ(codeOf(runRanks(1, [&](int) { Bootstrap::connect(zero, 0, 1, kJoinTimeout); })[0]), cclInvalidArgument);
+  cclUniqueId id = newId();
+  EXPECT_EQ(codeOf(runRanks(1, [&](int) { Bootstrap::connect(id, 2, 2, kJoinTimeout); })[0]), cclInvalidArgument);
+  EXPECT_EQ(codeOf(runRanks(1, [&](int) { Bootstrap::connect(id, 0, 0, kJoinTimeout); })[0]), cclInvalidArgument);
+}
+
+TEST(Bootstrap, MissingRankTimesOut) {
+  cclUniqueId id = newId();
+  auto errors = runRanks(1, [&](int) { Bootstrap::connect(id, 0, 2, std::chrono::milliseconds(300)); });
+  EXPECT_EQ(codeOf(errors[0]), cclSystemError);
+}
+
+TEST(Bootstrap, AllGatherSizeMismatchIsAnError) {
+  cclUniqueId id = newId();
+  auto errors = runRanks(3, [&](int rank) {
+    auto bs = Bootstrap::connect(id, rank, 3, kJoinTimeout);
+    std::vector<char> data(3 * 16);
+    bs->allGather(data.data(), rank == 1 ? 16 : 8);
+  });
+  for (int r = 0; r < 3; ++r) EXPECT_NE(codeOf(errors[r]), cclSuccess) << "rank " << r;
+  EXPECT_EQ(codeOf(errors[1]), cclInvalidUsage);
+}
+
+TEST(Bootstrap, AbortUnblocksBarrier) {
+  cclUniqueId id = newId();
+  std::vector<std::unique_ptr<Bootstrap>> comms(2);
+  expectAllSucceeded(runRanks(2, [&](int rank) { comms[rank] = Bootstrap::connect(id, rank, 2, kJoinTimeout); }));
+  ASSERT_TRUE(comms[0] && comms[1]);
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    comms[0]->abort();
+  });
+  std::string what;
+  // Rank 1 never enters: without the abort this would wait for CCL_TIMEOUT.
+  std::exception_ptr e;
+  try {
+    comms[0]->barrier();
+  } catch (...) {
+    e = std::current_exception();
+  }
+  aborter.join();
+  EXPECT_EQ(codeOf(e, &what), cclRemoteError);
+  EXPECT_NE(what.find("abort"), std::string::npos) << what;
+  // The peer sees the closed ring instead of waiting for its timeout.
+  try {
+    comms[1]->barrier();
+    ADD_FAILURE() << "barrier succeeded after the peer aborted";
+  } catch (const Error& err) {
+    EXPECT_EQ(err.code(), cclRemoteError);
+  }
+}
+
+}  // namespace
+}  // namespace ccl::test

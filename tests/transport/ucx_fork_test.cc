@@ -1,0 +1,124 @@
+// Ranks as fork()ed processes: the bootstrap and UCX across address spaces. Children report
+// through their exit code; the parent never waits past a deadline.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "rank_threads.h"
+#include "transport/ucx/ucx_transport.h"
+
+namespace ccl::test {
+namespace {
+
+using bootstrap::Bootstrap;
+
+enum ChildExit { kOk = 0, kWrongData = 3, kError = 4, kUnexpectedError = 5 };
+
+// Forks one child per rank running body(rank) -> exit code. Returns the exit codes (-1 for
+// a child killed at the deadline or by a signal).
+std::vector<int> forkRanks(int n, const std::function<int(int)>& body, std::chrono::seconds limit) {
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      int code = kUnexpectedError;
+      try {
+        code = body(r);
+      } catch (const std::exception& e) {
+        fprintf(stderr, "rank %d: %s\n", r, e.what());
+        code = kError;
+      }
+      _exit(code);  // no gtest teardown or atexit handlers in the child
+    }
+    if (pid < 0) ADD_FAILURE() << "fork failed: " << std::strerror(errno);
+    pids.push_back(pid);
+  }
+  std::vector<int> codes(n, -1);
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  int left = n;
+  while (left > 0) {
+    for (int r = 0; r < n; ++r) {
+      if (pids[r] <= 0) continue;
+      int status = 0;
+      pid_t got = waitpid(pids[r], &status, WNOHANG);
+      if (got == pids[r] || got < 0) {
+        codes[r] = (got > 0 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
+        pids[r] = 0;
+        --left;
+      }
+    }
+    if (left > 0 && std::chrono::steady_clock::now() > deadline) {
+      for (pid_t p : pids)
+        if (p > 0) kill(p, SIGKILL), waitpid(p, nullptr, 0);
+      ADD_FAILURE() << "child ranks did not finish within " << limit.count() << " s";
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return codes;
+}
+
+// A ring exchange over UCX plus bootstrap collectives between 3 processes.
+TEST(UcxFork, RingExchangeBetweenProcesses) {
+  constexpr int n = 3;
+  cclUniqueId id = newId();
+  auto codes = forkRanks(
+      n,
+      [&](int rank) {
+        auto bs = Bootstrap::connect(id, rank, n, kJoinTimeout);
+        std::vector<int> pids(n);
+        pids[rank] = getpid();
+        bs->allGather(pids.data(), sizeof(int));
+        for (int r = 0; r < n; ++r)
+          if (r != rank && pids[r] == pids[rank]) return int{kWrongData};
+        auto t = transport::createUcxTransport(*bs);
+        const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+        constexpr size_t kBytes = (1 << 20) + 5;
+        std::vector<uint8_t> out(kBytes), in(kBytes, 0);
+        for (size_t i = 0; i < kBytes; ++i) out[i] = static_cast<uint8_t>(rank + i * 13);
+        auto r = t->irecv(prev, 77, in.data(), kBytes);
+        auto s = t->isend(next, 77, out.data(), kBytes);
+        waitFor(*t, *r);
+        waitFor(*t, *s);
+        bs->barrier();
+        for (size_t i = 0; i < kBytes; ++i)
+          if (in[i] != static_cast<uint8_t>(prev + i * 13)) return int{kWrongData};
+        return int{kOk};
+      },
+      std::chrono::seconds(60));
+  for (int r = 0; r < n; ++r) EXPECT_EQ(codes[r], kOk) << "rank " << r;
+}
+
+// A rank that dies turns a receive from it into cclRemoteError on the survivor, not a hang.
+TEST(UcxFork, DeadPeerFailsPendingRecv) {
+  cclUniqueId id = newId();
+  auto codes = forkRanks(
+      2,
+      [&](int rank) {
+        auto bs = Bootstrap::connect(id, rank, 2, kJoinTimeout);
+        auto t = transport::createUcxTransport(*bs);
+        bs->barrier();
+        if (rank == 1) kill(getpid(), SIGKILL);
+        int x = 0;
+        auto r = t->irecv(1, 1, &x, sizeof(x));
+        try {
+          waitFor(*t, *r);
+        } catch (const Error& e) {
+          fprintf(stderr, "rank 0 (expected failure): %s\n", e.what());
+          return int(e.code() == cclRemoteError ? kOk : kError);
+        }
+        return int{kWrongData};
+      },
+      std::chrono::seconds(60));
+  EXPECT_EQ(codes[0], kOk);
+  EXPECT_EQ(codes[1], -1);  // killed by SIGKILL
+}
+
+}  // namespace
+}  // namespace ccl::test

@@ -1,0 +1,273 @@
+#include "transport/ucx/ucx_transport.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "rank_threads.h"
+
+namespace ccl::test {
+namespace {
+
+using bootstrap::Bootstrap;
+using transport::Request;
+using transport::Transport;
+
+std::vector<uint8_t> payload(int from, int to, uint64_t tag, size_t bytes) {
+  std::vector<uint8_t> v(bytes);
+  for (size_t i = 0; i < bytes; ++i) v[i] = static_cast<uint8_t>(from * 37 + to * 11 + tag * 5 + i * 3 + (i >> 9));
+  return v;
+}
+
+// Runs fn(rank, bootstrap, transport) on n thread ranks over a fresh communicator. Ranks
+// meet at a barrier before their transport is destroyed.
+void runUcx(int n, const std::function<void(int, Bootstrap&, Transport&)>& fn) {
+  cclUniqueId id = newId();
+  expectAllSucceeded(runRanks(n, [&](int rank) {
+    auto bs = Bootstrap::connect(id, rank, n, kJoinTimeout);
+    auto t = transport::createUcxTransport(*bs);
+    ASSERT_EQ(t->rank(), rank);
+    ASSERT_EQ(t->size(), n);
+    fn(rank, *bs, *t);
+    bs->barrier();
+  }));
+}
+
+struct SendRecvCase {
+  size_t bytes;
+  bool recvFirst;
+};
+
+class UcxSendRecv : public ::testing::TestWithParam<SendRecvCase> {};
+
+// Every rank exchanges a message with every rank, itself included.
+TEST_P(UcxSendRecv, AllPairsIncludingSelf) {
+  const auto [bytes, recvFirst] = GetParam();
+  constexpr int n = 3;
+  constexpr uint64_t tag = 12345;
+  runUcx(n, [&](int rank, Bootstrap& bs, Transport& t) {
+    std::vector<std::vector<uint8_t>> in(n, std::vector<uint8_t>(bytes + 1, 0xee));
+    std::vector<std::vector<uint8_t>> out(n);
+    std::vector<std::unique_ptr<Request>> recvs(n), sends(n);
+    auto postRecvs = [&] {
+      for (int p = 0; p < n; ++p) recvs[p] = t.irecv(p, tag, in[p].data(), bytes);
+    };
+    if (recvFirst) {
+      postRecvs();
+      bs.barrier();  // every receive is posted before any send
+    }
+    for (int p = 0; p < n; ++p) {
+      out[p] = payload(rank, p, tag, bytes);
+      sends[p] = t.isend(p, tag, out[p].data(), bytes);
+    }
+    if (!recvFirst) {
+      bs.barrier();  // every send is posted (and maybe arrived unexpected) before the receives
+      postRecvs();
+    }
+    for (int p = 0; p < n; ++p) {
+      waitFor(t, *recvs[p]);
+      EXPECT_EQ(recvs[p]->receivedBytes(), bytes);
+      EXPECT_EQ(0, std::memcmp(in[p].data(), payload(p, rank, tag, bytes).data(), bytes)) << "from " << p;
+      EXPECT_EQ(in[p][bytes], 0xee) << "wrote past the message";
+    }
+    for (auto& s : sends) waitFor(t, *s);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, UcxSendRecv,
+                         ::testing::Values(SendRecvCase{0, true}, SendRecvCase{0, false}, SendRecvCase{1, true},
+                                           SendRecvCase{1, false}, SendRecvCase{4099, true}, SendRecvCase{4099, false},
+                                           SendRecvCase{(1 << 20) + 13, true}, SendRecvCase{(1 << 20) + 13, false}),
+                         [](const auto& info) {
+                           return std::to_string(info.param.bytes) +
+                                  (info.param.recvFirst ? "_RecvFirst" : "_SendFirst");
+                         });
+
+TEST(Ucx, SingleRank) {
+  runUcx(1, [](int, Bootstrap&, Transport& t) {
+    int x = 7, y = 0;
+    auto r = t.irecv(0, 3, &y, sizeof(y));
+    auto s = t.isend(0, 3, &x, sizeof(x));
+    waitFor(t, *s);
+    waitFor(t, *r);
+    EXPECT_EQ(y, 7);
+  });
+}
+
+// Receives match by tag; messages with the same tag arrive in posting order.
+TEST(Ucx, TagMatchingOrder) {
+  runUcx(2, [](int rank, Bootstrap& bs, Transport& t) {
+    constexpr int kPerTag = 5;
+    const uint64_t tags[2] = {1, transport::kTagMask};
+    if (rank == 0) {
+      std::vector<int> values(2 * kPerTag);
+      std::vector<std::unique_ptr<Request>> sends;
+      for (int i = 0; i < kPerTag; ++i)
+        for (int k = 0; k < 2; ++k) {
+          values[i * 2 + k] = 1000 * k + i;
+          sends.push_back(t.isend(1, tags[k], &values[i * 2 + k], sizeof(int)));
+        }
+      for (auto& s : sends) waitFor(t, *s);
+      bs.barrier();
+    } else {
+      bs.barrier();  // all messages are sent before any receive is posted
+      std::vector<int> got(2 * kPerTag, -1);
+      std::vector<std::unique_ptr<Request>> recvs;
+      for (int k = 1; k >= 0; --k)  // second tag first
+        for (int i = 0; i < kPerTag; ++i) recvs.push_back(t.irecv(0, tags[k], &got[k * kPerTag + i], sizeof(int)));
+      for (auto& r : recvs) waitFor(t, *r);
+      for (int k = 0; k < 2; ++k)
+        for (int i = 0; i < kPerTag; ++i) EXPECT_EQ(got[k * kPerTag + i], 1000 * k + i);
+    }
+  });
+}
+
+// The source is part of the match: a receive from rank 1 never takes rank 2's message.
+TEST(Ucx, SourceMatching) {
+  runUcx(3, [](int rank, Bootstrap& bs, Transport& t) {
+    if (rank == 0) {
+      int from1 = -1, from2 = -1;
+      bs.barrier();
+      auto r2 = t.irecv(2, 9, &from2, sizeof(int));
+      auto r1 = t.irecv(1, 9, &from1, sizeof(int));
+      waitFor(t, *r1);
+      waitFor(t, *r2);
+      EXPECT_EQ(from1, 100);
+      EXPECT_EQ(from2, 200);
+    } else {
+      int v = rank * 100;
+      auto s = t.isend(0, 9, &v, sizeof(v));
+      waitFor(t, *s);
+      bs.barrier();
+    }
+  });
+}
+
+TEST(Ucx, TruncationIsInvalidUsage) {
+  for (size_t bytes : {size_t{100}, size_t{1} << 20}) {
+    runUcx(2, [&](int rank, Bootstrap& bs, Transport& t) {
+      std::vector<uint8_t> buf(bytes, 1);
+      if (rank == 0) {
+        auto s = t.isend(1, 5, buf.data(), bytes);
+        try {
+          waitFor(t, *s);  // the sender may or may not learn of the truncation
+        } catch (const Error&) {
+        }
+      } else {
+        auto r = t.irecv(0, 5, buf.data(), bytes / 10);
+        try {
+          waitFor(t, *r);
+          ADD_FAILURE() << "a truncated receive of " << bytes << " bytes succeeded";
+        } catch (const Error& e) {
+          EXPECT_EQ(e.code(), cclInvalidUsage) << e.what();
+        }
+      }
+      bs.barrier();
+    });
+  }
+}
+
+TEST(Ucx, InvalidArguments) {
+  runUcx(2, [](int, Bootstrap&, Transport& t) {
+    int x = 0;
+    EXPECT_THROW((void)t.isend(2, 0, &x, sizeof(x)), Error);
+    EXPECT_THROW((void)t.irecv(-1, 0, &x, sizeof(x)), Error);
+    EXPECT_THROW((void)t.isend(0, transport::kTagMask + 1, &x, sizeof(x)), Error);
+    EXPECT_THROW((void)t.irecv(0, 0, nullptr, 4), Error);
+  });
+}
+
+// A receive destroyed while pending is cancelled: the next receive with the same tag gets
+// the message, and the dropped buffer is never written.
+TEST(Ucx, DestroyedPendingRecvIsCancelled) {
+  runUcx(2, [](int rank, Bootstrap& bs, Transport& t) {
+    if (rank == 1) {
+      auto dropped = std::make_unique<std::vector<uint8_t>>(64, 0);
+      {
+        auto r = t.irecv(0, 4, dropped->data(), 64);
+        for (int i = 0; i < 10; ++i) t.progress();
+      }
+      bs.barrier();
+      std::vector<uint8_t> got(64, 0);
+      auto r = t.irecv(0, 4, got.data(), 64);
+      waitFor(t, *r);
+      EXPECT_EQ(got, payload(0, 1, 4, 64));
+      EXPECT_EQ(*dropped, std::vector<uint8_t>(64, 0));
+    } else {
+      bs.barrier();
+      auto data = payload(0, 1, 4, 64);
+      auto s = t.isend(1, 4, data.data(), data.size());
+      waitFor(t, *s);
+    }
+  });
+}
+
+TEST(Ucx, AbortFailsPendingRecvPromptly) {
+  runUcx(2, [](int rank, Bootstrap& bs, Transport& t) {
+    if (rank == 0) {
+      int x = 0;
+      auto r = t.irecv(1, 8, &x, sizeof(x));  // rank 1 never sends
+      std::thread aborter([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        t.abort();
+      });
+      std::string what;
+      try {
+        waitFor(t, *r);
+        ADD_FAILURE() << "receive completed without a sender";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), cclRemoteError);
+        what = e.what();
+      }
+      aborter.join();
+      EXPECT_NE(what.find("aborted"), std::string::npos) << what;
+      auto s = t.isend(1, 8, &x, sizeof(x));  // requests after the abort fail too
+      EXPECT_THROW(waitFor(t, *s), Error);
+    }
+    bs.barrier();
+  });
+}
+
+// Many messages in flight between all pairs, on several tags, as a collective would post.
+TEST(Ucx, ManyRanksManyMessages) {
+  constexpr int n = 6, kTags = 4;
+  constexpr size_t kBytes = 3000;
+  runUcx(n, [](int rank, Bootstrap&, Transport& t) {
+    std::vector<std::vector<uint8_t>> in(n * kTags, std::vector<uint8_t>(kBytes)), out(n * kTags);
+    std::vector<std::unique_ptr<Request>> reqs;
+    for (int p = 0; p < n; ++p)
+      for (int k = 0; k < kTags; ++k) {
+        reqs.push_back(t.irecv(p, k, in[p * kTags + k].data(), kBytes));
+        out[p * kTags + k] = payload(rank, p, k, kBytes);
+        reqs.push_back(t.isend(p, k, out[p * kTags + k].data(), kBytes));
+      }
+    for (auto& r : reqs) waitFor(t, *r);
+    for (int p = 0; p < n; ++p)
+      for (int k = 0; k < kTags; ++k) EXPECT_EQ(in[p * kTags + k], payload(p, rank, k, kBytes));
+  });
+}
+
+TEST(Ucx, ConcurrentCommunicators) {
+  constexpr int kComms = 3, kRanks = 2;
+  std::vector<cclUniqueId> ids;
+  for (int c = 0; c < kComms; ++c) ids.push_back(newId());
+  expectAllSucceeded(runRanks(kComms * kRanks, [&](int th) {
+    const int comm = th % kComms, rank = th / kComms, peer = 1 - rank;
+    auto bs = Bootstrap::connect(ids[comm], rank, kRanks, kJoinTimeout);
+    auto t = transport::createUcxTransport(*bs);
+    auto out = payload(rank, comm, 0, 5000);
+    std::vector<uint8_t> in(5000);
+    auto r = t->irecv(peer, 0, in.data(), in.size());
+    auto s = t->isend(peer, 0, out.data(), out.size());
+    waitFor(*t, *r);
+    waitFor(*t, *s);
+    EXPECT_EQ(in, payload(peer, comm, 0, 5000));
+    bs->barrier();
+  }));
+}
+
+}  // namespace
+}  // namespace ccl::test
