@@ -176,9 +176,9 @@ CCL_API cclResult_t cclGetVersion(int* version);
 CCL_API const char* cclGetErrorString(cclResult_t result);
 
 /*
- * The message recorded by the last failing call made by this thread (or, when `comm` is
- * not NULL and the last failure was on that communicator, its message). Never NULL; empty
- * when nothing failed. Valid until the next ccl call on this thread.
+ * The message recorded by the last failing ccl call of this thread, naming the function
+ * and the argument or condition at fault. Never NULL; empty when nothing failed yet. `comm`
+ * is accepted for NCCL compatibility. Valid until the next failing call on this thread.
  */
 CCL_API const char* cclGetLastError(cclComm_t comm);
 

@@ -41,6 +41,8 @@ CCL_HD float bitsFloat(uint32_t u) {
 // use only the all-ones code as NaN.
 template <int kExp, int kMan, bool kIeee>
 struct Format {
+  static constexpr int kExpBits = kExp;
+  static constexpr int kManBits = kMan;
   static constexpr int kBias = (1 << (kExp - 1)) - 1;
   static constexpr uint32_t kSignBit = 1u << (kExp + kMan);
   static constexpr uint32_t kMaxFinite =

@@ -1,0 +1,191 @@
+// Codec parameters, names, and the dispatch from the codec-independent interface to the
+// quantisers and sparsifiers. Also the exported cclCodecName / cclCodecFromName.
+#include "codecs/codec.h"
+
+#include <strings.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "codecs/elements.h"
+#include "codecs/quantizer.h"
+#include "codecs/sparsifier.h"
+#include "common/error.h"
+
+namespace ccl::codec {
+namespace {
+
+constexpr const char* kNames[cclNumCodecs] = {"none", "fp8_e4m3", "fp8_e5m2", "mxfp8_e4m3", "int8",
+                                              "int4", "int2",     "topk",     "randk",      "threshold"};
+
+[[noreturn]] void badParam(const std::string& what) {
+  throw Error(cclInvalidArgument, "compression parameters: " + what);
+}
+
+void checkParams(const Params& p) {
+  if (isQuantizer(p.codec)) {
+    if (p.blockSize == 0 || p.blockSize % 8 != 0 || p.blockSize > kMaxBlockSize)
+      badParam("blockSize must be a multiple of 8 in [8, 65536], got " + std::to_string(p.blockSize));
+  }
+  if ((p.codec == cclCodecTopK || p.codec == cclCodecRandK) && !(p.keepRatio > 0.0 && p.keepRatio <= 1.0))
+    badParam("keepRatio must be in (0, 1]");
+  if (p.codec == cclCodecThreshold && !(p.threshold >= 0.0f && std::isfinite(p.threshold)))
+    badParam("threshold must be finite and >= 0");
+}
+
+// Copies the caller's struct, reading only the bytes it says it has.
+cclCompression_t readCallerStruct(const cclCompression_t* c) {
+  cclCompression_t s = CCL_COMPRESSION_INITIALIZER;
+  if (c->size < offsetof(cclCompression_t, codec) + sizeof(c->codec)) badParam("size too small");
+  if (c->magic != CCL_COMPRESSION_MAGIC) badParam("bad magic (start from CCL_COMPRESSION_INITIALIZER)");
+  std::memcpy(&s, c, std::min(c->size, sizeof(s)));
+  return s;
+}
+
+}  // namespace
+
+Params defaultParams(cclCodec_t codec) {
+  Params p;
+  p.codec = codec;
+  if (isQuantizer(codec)) p.blockSize = codec == cclCodecMxfp8E4m3 ? 32 : 128;
+  return p;
+}
+
+Params resolveParams(const cclCompression_t* c) {
+  if (!c) return defaultParams(cclCodecNone);
+  const cclCompression_t s = readCallerStruct(c);
+  if (static_cast<unsigned>(s.codec) >= cclNumCodecs) badParam("unknown codec " + std::to_string(s.codec));
+  Params p = defaultParams(s.codec);
+  if (s.blockSize < 0) badParam("negative blockSize");
+  if (s.blockSize > 0 && isQuantizer(s.codec)) p.blockSize = static_cast<uint32_t>(s.blockSize);
+  if (isQuantizer(s.codec)) {
+    if (s.bits != 0 && s.bits != codeBits(s.codec)) badParam("bits does not match the codec");
+    const bool intCodec = s.codec == cclCodecInt8 || s.codec == cclCodecInt4 || s.codec == cclCodecInt2;
+    if (s.scaleBits != 0 && s.scaleBits != 32 && !(s.scaleBits == 16 && intCodec))
+      badParam("scaleBits must be 32, or 16 for the int codecs");
+    p.fp16Scales = s.scaleBits == 16;
+    p.stochastic = s.stochasticRounding != 0;
+  } else if (isSparsifier(s.codec)) {
+    if (s.bits != 0 && s.bits != 32 && s.bits != 16) badParam("bits must be 32 or 16 for a sparsifier");
+    p.fp16Values = s.bits == 16;
+    if (s.keepRatio != 0.0) p.keepRatio = s.keepRatio;
+    p.threshold = s.threshold;
+  }
+  p.seed = s.seed;
+  checkParams(p);
+  return p;
+}
+
+uint64_t keptCount(const Params& p, uint64_t n) {
+  if (n == 0) return 0;
+  const auto k = static_cast<uint64_t>(std::llround(p.keepRatio * static_cast<double>(n)));
+  return std::clamp<uint64_t>(k, 1, n);
+}
+
+size_t maxEncodedBytes(const Params& p, size_t n) {
+  checkParams(p);
+  if (n > kMaxCount) badParam("element count too large");
+  if (isSparsifier(p.codec) && n > 0xffffffffull) badParam("sparsifiers take fewer than 2^32 elements");
+  if (isQuantizer(p.codec)) return detail::quantizerMaxBytes(p, n);
+  if (isSparsifier(p.codec)) return detail::sparsifierMaxBytes(p, n);
+  return kHeaderBytes + n * 4;
+}
+
+size_t encode(const Params& p, const void* x, cclDataType_t type, size_t n, void* out, size_t outBytes,
+              float* residual) {
+  const size_t need = maxEncodedBytes(p, n);
+  if (outBytes < need)
+    throw Error(cclInvalidArgument,
+                "encode: output buffer of " + std::to_string(outBytes) + " bytes, needs " + std::to_string(need));
+  if (!out || (n > 0 && !x)) throw Error(cclInvalidArgument, "encode: null buffer");
+  auto* o = static_cast<uint8_t*>(out);
+  if (isQuantizer(p.codec)) return detail::quantizerEncode(p, x, type, n, o, residual);
+  if (isSparsifier(p.codec)) return detail::sparsifierEncode(p, x, type, n, o, residual);
+  Header h;
+  h.count = n;
+  writeHeader(h, o);
+  withElementType(type, [&](auto tag) {
+    using T = decltype(tag);
+    const auto* src = static_cast<const typename T::Storage*>(x);
+    float* dst = reinterpret_cast<float*>(o + kHeaderBytes);
+    for (size_t i = 0; i < n; ++i) {
+      const float v = T::load(src, i) + (residual ? residual[i] : 0.0f);
+      std::memcpy(dst + i, &v, 4);
+      if (residual) residual[i] = 0.0f;
+    }
+  });
+  return kHeaderBytes + n * 4;
+}
+
+Header inspect(const void* in, size_t inBytes) { return readHeader(in, inBytes); }
+
+namespace {
+
+Header checkExpected(const void* in, size_t inBytes, const Expect& expect) {
+  const Header h = readHeader(in, inBytes);
+  if (expect.codec != cclNumCodecs && h.codec != expect.codec)
+    throw Error(cclInvalidUsage, std::string("compressed stream: codec ") + kNames[h.codec] + ", expected " +
+                                     cclCodecName(expect.codec));
+  if (h.count != expect.count)
+    throw Error(cclInvalidUsage, "compressed stream: " + std::to_string(h.count) + " elements, expected " +
+                                     std::to_string(expect.count));
+  return h;
+}
+
+}  // namespace
+
+void decode(const void* in, size_t inBytes, const Expect& expect, void* y, cclDataType_t type) {
+  const Header h = checkExpected(in, inBytes, expect);
+  if (h.count > 0 && !y) throw Error(cclInvalidArgument, "decode: null output");
+  const auto* i = static_cast<const uint8_t*>(in);
+  const auto codec = static_cast<cclCodec_t>(h.codec);
+  if (isQuantizer(codec)) return detail::quantizerDecode(h, i, y, type);
+  if (isSparsifier(codec)) return detail::sparsifierDecode(h, i, y, type);
+  withElementType(type, [&](auto tag) {
+    using T = decltype(tag);
+    auto* out = static_cast<typename T::Storage*>(y);
+    for (size_t k = 0; k < h.count; ++k) {
+      float v;
+      std::memcpy(&v, i + kHeaderBytes + 4 * k, 4);
+      T::store(out, k, v);
+    }
+  });
+}
+
+void decodeAccumulate(const void* in, size_t inBytes, const Expect& expect, float* acc) {
+  const Header h = checkExpected(in, inBytes, expect);
+  if (h.count > 0 && !acc) throw Error(cclInvalidArgument, "decodeAccumulate: null output");
+  const auto* i = static_cast<const uint8_t*>(in);
+  const auto codec = static_cast<cclCodec_t>(h.codec);
+  if (isQuantizer(codec)) return detail::quantizerAccumulate(h, i, acc);
+  if (isSparsifier(codec)) return detail::sparsifierAccumulate(h, i, acc);
+  for (size_t k = 0; k < h.count; ++k) {
+    float v;
+    std::memcpy(&v, i + kHeaderBytes + 4 * k, 4);
+    acc[k] += v;
+  }
+}
+
+}  // namespace ccl::codec
+
+extern "C" {
+
+CCL_API const char* cclCodecName(cclCodec_t codec) {
+  const auto c = static_cast<unsigned>(codec);
+  return c < cclNumCodecs ? ccl::codec::kNames[c] : "invalid";
+}
+
+CCL_API cclResult_t cclCodecFromName(const char* name, cclCodec_t* codec) {
+  if (!name || !codec) return cclInvalidArgument;
+  for (int c = 0; c < cclNumCodecs; ++c) {
+    if (strcasecmp(name, ccl::codec::kNames[c]) == 0) {
+      *codec = static_cast<cclCodec_t>(c);
+      return cclSuccess;
+    }
+  }
+  return cclInvalidArgument;
+}
+
+}  // extern "C"

@@ -1,0 +1,76 @@
+// The codec interface used by the collectives: encode n elements of fp32/bf16/fp16 into a
+// self-describing stream (see wire.h), decode it back, or add it into an fp32 buffer.
+// Everything is deterministic: the same input, parameters and seed give the same bytes.
+//
+// Error bounds, per element x and decoded y (s is the block's scale, m its absmax):
+//   none                 y == x bit for bit (fp32 stream; bf16/fp16 inputs widen exactly)
+//   int8/int4/int2       |x - y| <= s/2 (nearest) or < s (stochastic), s = m/qmax,
+//                        qmax = 127/7/1; fp16 scales are rounded up (s <= m/qmax * (1+2^-10))
+//   fp8_e4m3 / e5m2      |x - y| <= 2^-4|x| + 2^-10 s  /  2^-3|x| + 2^-17 s, s = m/448 / m/57344
+//                        (twice the rounding terms with stochastic rounding)
+//   mxfp8_e4m3           |x - y| <= |x|/7 + 2^-10 X, X = 2^floor(log2 m) / 256 (saturation per OCP MX)
+//   topk/randk/threshold kept elements exact (fp32 values) or fp16-rounded; the rest are 0
+// A block holding NaN/Inf, or whose scale falls outside the scale format (absmax below
+// about 1e-38 for fp32 scales, outside [6.1e-5, 65504]*qmax for fp16 scales), travels raw:
+// y == x exactly (bf16/fp16 outputs round once).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ccl/ccl.h"
+#include "codecs/wire.h"
+
+namespace ccl::codec {
+
+// Resolved, validated parameters of one codec (defaults filled in).
+struct Params {
+  cclCodec_t codec = cclCodecNone;
+  uint32_t blockSize = 0;   // quantisers
+  bool fp16Scales = false;  // int codecs
+  bool fp16Values = false;  // sparsifiers
+  double keepRatio = 0.01;  // topk, randk
+  float threshold = 0.0f;   // threshold
+  bool stochastic = false;  // quantisers
+  uint64_t seed = 0;        // stochastic rounding, randk
+};
+
+// Defaults for `codec`: block 128 (32 for mxfp8), fp32 scales and values, keep ratio 0.01.
+Params defaultParams(cclCodec_t codec);
+
+// Reads the first c->size bytes of a caller's struct (NULL: codec none) and validates them.
+// Throws Error(cclInvalidArgument) naming the bad field.
+Params resolveParams(const cclCompression_t* c);
+
+// Elements kept by topk/randk for n inputs: round(keepRatio * n), at least 1 when n > 0.
+uint64_t keptCount(const Params& p, uint64_t n);
+
+// Upper bound of encode()'s output for n elements, for pre-sizing buffers.
+size_t maxEncodedBytes(const Params& p, size_t n);
+
+// Encodes n elements of `type` (cclFloat32, cclBfloat16 or cclFloat16) into out (outBytes
+// long, at least maxEncodedBytes). Returns the bytes written. With `residual` (n fp32,
+// error feedback) the codec encodes v = x + residual and leaves residual = v - decode(out).
+// Throws Error(cclInvalidArgument) for a bad type, size or null buffer.
+size_t encode(const Params& p, const void* x, cclDataType_t type, size_t n, void* out, size_t outBytes,
+              float* residual = nullptr);
+
+// What a receiver expects; a stream that disagrees is refused with cclInvalidUsage.
+struct Expect {
+  size_t count = 0;
+  cclCodec_t codec = cclNumCodecs;  // cclNumCodecs: any codec
+};
+
+// Validates the stream in[0, inBytes) completely, then writes its count elements to y as
+// `type` (fp32, bf16 or fp16). Nothing outside in[0, inBytes) or y[0, count) is touched.
+// Throws Error(cclInvalidUsage) if the stream is malformed or does not match `expect`;
+// y is written only when the stream is valid.
+void decode(const void* in, size_t inBytes, const Expect& expect, void* y, cclDataType_t type);
+
+// As decode, but acc[i] += decoded element i (fp32). acc is untouched if the stream is invalid.
+void decodeAccumulate(const void* in, size_t inBytes, const Expect& expect, float* acc);
+
+// Header of a valid stream, for inspection (codec, count); throws like decode.
+Header inspect(const void* in, size_t inBytes);
+
+}  // namespace ccl::codec
