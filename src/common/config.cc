@@ -19,6 +19,7 @@ const std::vector<Var>& all() {
       {"CCL_SOCKET_IFNAME", "", "Network interface for the bootstrap (default: first up non-loopback, else lo)."},
       {"CCL_SOCKET_FAMILY", "AF_INET", "Address family for the bootstrap: AF_INET or AF_INET6."},
       {"CCL_TRANSPORT", "ucx", "Transport between ranks on host memory."},
+      {"CCL_UCX_ERR_MODE", "auto", "UCX peer-failure handling: auto (peer on other hosts, none on this host so shared memory is used; ccl watches local peers itself), peer, none."},
       {"CCL_ALGO", "auto", "Force an algorithm: auto, ring, tree (recursive doubling), direct."},
       {"CCL_CHUNK_BYTES", "256K", "Pipeline chunk size of ring and broadcast/reduce algorithms."},
       {"CCL_TREE_MAX_BYTES", "64K", "Allreduce messages up to this size use recursive doubling (auto mode)."},
