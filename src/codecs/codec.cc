@@ -111,7 +111,8 @@ size_t encode(const Params& p, const void* x, cclDataType_t type, size_t n, void
     const auto* src = static_cast<const typename T::Storage*>(x);
     float* dst = reinterpret_cast<float*>(o + kHeaderBytes);
     for (size_t i = 0; i < n; ++i) {
-      const float v = T::load(src, i) + (residual ? residual[i] : 0.0f);
+      // Adding a zero residual would turn -0 into +0: add only when there is one.
+      const float v = residual ? T::load(src, i) + residual[i] : T::load(src, i);
       std::memcpy(dst + i, &v, 4);
       if (residual) residual[i] = 0.0f;
     }

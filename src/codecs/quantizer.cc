@@ -139,7 +139,12 @@ class BlockEncoder {
     if constexpr (std::is_same_v<T, F32>) {
       if (!residual_ && len == p_.blockSize) return x_ + off;
     }
-    for (uint32_t i = 0; i < len; ++i) stage_[i] = T::load(x_, off + i) + (residual_ ? residual_[off + i] : 0.0f);
+    // Adding a zero residual would turn -0 into +0 (raw blocks must be exact).
+    if (residual_) {
+      for (uint32_t i = 0; i < len; ++i) stage_[i] = T::load(x_, off + i) + residual_[off + i];
+    } else {
+      for (uint32_t i = 0; i < len; ++i) stage_[i] = T::load(x_, off + i);
+    }
     std::fill(stage_.begin() + len, stage_.end(), 0.0f);
     return stage_.data();
   }

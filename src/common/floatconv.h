@@ -51,6 +51,8 @@ struct Format {
   static constexpr uint32_t kNaN =
       kIeee ? (((1u << kExp) - 1) << kMan) | (1u << (kMan - 1)) : ((1u << kExp) - 1) << kMan | ((1u << kMan) - 1);
 
+  static constexpr uint32_t kCanonicalNaN = kSignBit - 1;
+
   // Encodes f. With `saturate`, values beyond the finite range (and infinities) become the
   // largest finite value of the right sign; without it they become inf (NaN for e4m3).
   // Written without branches (both paths computed, one selected) so element loops vectorise.
@@ -72,8 +74,9 @@ struct Format {
     const uint32_t subnormal = static_cast<uint32_t>(static_cast<int32_t>(roundEven(scaled)));
     uint32_t code = a < kMinNormalBits ? subnormal : normal;
     code = (a >= 0x7f800000u || code > kMaxFinite) ? (saturate ? kMaxFinite : kInf) : code;
-    code = a > 0x7f800000u ? kNaN : code;
-    return sign | code;
+    // NaN becomes the all-ones code without sign, whatever the input's sign and payload,
+    // as cuda_fp8.h does.
+    return a > 0x7f800000u ? kCanonicalNaN : (sign | code);
   }
 
   // Decodes without branches and without fp32 denormal arithmetic: the significand is

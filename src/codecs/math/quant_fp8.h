@@ -38,8 +38,7 @@ CCL_HD uint32_t fp8EncodeStochastic(float f, uint32_t randomBits) {
   const uint32_t subnormal = static_cast<uint32_t>(static_cast<int32_t>(scaled + rngUniform(randomBits)));
   uint32_t code = a < kMinNormalBits ? subnormal : normal;
   code = (a >= 0x7f800000u || code > F::kMaxFinite) ? F::kMaxFinite : code;
-  code = a > 0x7f800000u ? F::kNaN : code;
-  return sign | code;
+  return a > 0x7f800000u ? F::kCanonicalNaN : (sign | code);
 }
 
 // e8m0 scale exponent (biased, 0..254) for a finite absmax >= 0 and element emax.

@@ -1,0 +1,68 @@
+// CUDA versions of the codecs of codecs/codec.h. They write the same bytes as the CPU encoder
+// for the same input and parameters (so either side decodes the other's streams), and run
+// stream-ordered: every call only enqueues work on `stream`, nothing waits for the GPU.
+//
+// All data pointers are device pointers. Results that depend on the data (the encoded size,
+// whether a received stream is valid) are written by the GPU to a device word the caller
+// passes; read it after synchronising the stream.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "codecs/codec.h"
+
+namespace ccl::codec::cuda {
+
+// Device scratch for the kernels (CUB temporaries, per-block flags, staged input, decode
+// state). Grows on demand with stream-ordered allocation and is reused across calls; one
+// workspace must not be used by two streams at once.
+class Workspace {
+ public:
+  Workspace() = default;
+  ~Workspace();
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+
+  // A device buffer of at least `bytes`, valid for work enqueued on `stream` after this call.
+  void* get(size_t bytes, cudaStream_t stream);
+  size_t capacity() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Bits of the status word written by decode / decodeAccumulate; 0 means the stream was
+// valid and has been decoded.
+enum StatusBits : uint32_t {
+  kStatusBadHeader = 1,   // header fields, expected codec/count, or inBytes too short
+  kStatusBadScale = 2,    // a block scale the encoder never writes
+  kStatusBadRawBlocks = 4,
+  kStatusBadIndices = 8,  // sparsifier index section (or randk with nothing kept)
+};
+
+// Throws Error(cclInvalidUsage) describing a non-zero status word.
+void throwIfInvalid(uint32_t status);
+
+// As codec::encode: encodes n elements of x (`type` fp32, bf16 or fp16) into out
+// (outBytes >= maxEncodedBytes(p, n)). With `residual` (n fp32) it encodes v = x + residual
+// and leaves residual = v - decode(out): the error-feedback update, fused into the encoder.
+// The stream's length is written to *encodedBytes (device or host-mapped memory; may be
+// null). Throws Error(cclInvalidArgument) for bad parameters or buffers, before enqueuing.
+void encode(const Params& p, const void* x, cclDataType_t type, size_t n, void* out, size_t outBytes, float* residual,
+            uint64_t* encodedBytes, Workspace& ws, cudaStream_t stream);
+
+// As codec::decode, for a stream in device memory. expect.codec must name the codec (the
+// kernels are chosen on the host). The stream is validated on the GPU first; y is written
+// only if it is valid. *status (device or host-mapped) receives 0 or StatusBits.
+void decode(const void* in, size_t inBytes, const Expect& expect, void* y, cclDataType_t type, uint32_t* status,
+            Workspace& ws, cudaStream_t stream);
+
+// As decode, but acc[i] += element i (fp32); acc is untouched if the stream is invalid.
+void decodeAccumulate(const void* in, size_t inBytes, const Expect& expect, float* acc, uint32_t* status,
+                      Workspace& ws, cudaStream_t stream);
+
+}  // namespace ccl::codec::cuda

@@ -1,0 +1,155 @@
+#include "codec_test_util.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "codecs/wire.h"
+#include "common/floatconv.h"
+
+namespace ccl::codec::test {
+
+Params params(cclCodec_t codec) { return defaultParams(codec); }
+
+std::vector<uint8_t> encodeVec(const Params& p, const std::vector<float>& x, float* residual) {
+  std::vector<uint8_t> out(maxEncodedBytes(p, x.size()));
+  const size_t used = encode(p, x.data(), cclFloat32, x.size(), out.data(), out.size(), residual);
+  out.resize(used);
+  return out;
+}
+
+std::vector<float> decodeVec(const std::vector<uint8_t>& s, size_t n) {
+  std::vector<float> y(n, -12345.0f);
+  decode(s.data(), s.size(), Expect{n}, y.data(), cclFloat32);
+  return y;
+}
+
+const char* patternName(Pattern p) {
+  switch (p) {
+    case Pattern::kRandom:
+      return "random";
+    case Pattern::kConstant:
+      return "constant";
+    case Pattern::kZero:
+      return "zero";
+    case Pattern::kDenormal:
+      return "denormal";
+    case Pattern::kHuge:
+      return "huge";
+    case Pattern::kMixed:
+      return "mixed";
+    case Pattern::kNonFinite:
+      return "nonfinite";
+  }
+  return "?";
+}
+
+const std::vector<Pattern>& allPatterns() {
+  static const std::vector<Pattern> all = {Pattern::kRandom, Pattern::kConstant, Pattern::kZero,     Pattern::kDenormal,
+                                           Pattern::kHuge,   Pattern::kMixed,    Pattern::kNonFinite};
+  return all;
+}
+
+std::vector<float> makeInput(Pattern p, size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::vector<float> x(n);
+  for (size_t i = 0; i < n; ++i) {
+    switch (p) {
+      case Pattern::kRandom:
+        x[i] = normal(rng);
+        break;
+      case Pattern::kConstant:
+        x[i] = -2.75f;
+        break;
+      case Pattern::kZero:
+        x[i] = (i & 1) ? -0.0f : 0.0f;
+        break;
+      case Pattern::kDenormal:
+        x[i] = unit(rng) * 1e-39f;
+        break;
+      case Pattern::kHuge:
+        x[i] = unit(rng) * FLT_MAX;
+        break;
+      case Pattern::kMixed:
+        x[i] = std::ldexp(unit(rng), static_cast<int>(rng() % 120) - 60);
+        break;
+      case Pattern::kNonFinite: {
+        const uint32_t r = rng() % 97;
+        x[i] = r == 0 ? NAN : r == 1 ? INFINITY : r == 2 ? -INFINITY : normal(rng);
+        break;
+      }
+    }
+  }
+  return x;
+}
+
+std::vector<cclCodec_t> quantizerCodecs() {
+  return {cclCodecFp8E4m3, cclCodecFp8E5m2, cclCodecMxfp8E4m3, cclCodecInt8, cclCodecInt4, cclCodecInt2};
+}
+
+namespace {
+
+bool isIntCodec(cclCodec_t c) { return c == cclCodecInt8 || c == cclCodecInt4 || c == cclCodecInt2; }
+
+// Bound of one block from its absmax m (finite block); 0 for a block that travels raw.
+void blockBound(const Params& p, double m, const float* x, size_t len, double* out) {
+  const double slack = 1.0 + 1e-5;
+  if (isIntCodec(p.codec)) {
+    const double qmax = (1 << (codeBits(p.codec) - 1)) - 1;
+    double s = m / qmax;
+    const bool raw = p.fp16Scales ? (m > 0 && (s < 0x1p-14 || s > 65504.0)) : (m > 0 && s < FLT_MIN);
+    if (p.fp16Scales) s *= 1.0 + 0x1p-10;
+    for (size_t i = 0; i < len; ++i) out[i] = raw ? 0.0 : (p.stochastic ? 1.0 : 0.5) * s * slack + 1e-300;
+    return;
+  }
+  if (p.codec == cclCodecMxfp8E4m3) {
+    const double X = m > 0 ? std::max(std::ldexp(1.0, std::ilogb(m) - 8), 0x1p-127) : 0x1p-127;
+    for (size_t i = 0; i < len; ++i) out[i] = (std::fabs(x[i]) / 7.0 + X * 0x1p-9) * slack;
+    return;
+  }
+  const bool e4 = p.codec == cclCodecFp8E4m3;
+  const double s = m / (e4 ? 448.0 : 57344.0);
+  const bool raw = m > 0 && s < FLT_MIN;
+  const double rel = std::ldexp(1.0, -(e4 ? 3 : 2) - (p.stochastic ? 0 : 1));
+  const double sub = std::ldexp(1.0, (e4 ? -9 : -16) - (p.stochastic ? 0 : 1));
+  for (size_t i = 0; i < len; ++i) out[i] = raw ? 0.0 : (std::fabs(x[i]) * rel + s * sub) * slack + 1e-300;
+}
+
+}  // namespace
+
+std::vector<double> quantizerBound(const Params& p, const std::vector<float>& x) {
+  std::vector<double> bound(x.size());
+  for (size_t off = 0; off < x.size(); off += p.blockSize) {
+    const size_t len = std::min<size_t>(p.blockSize, x.size() - off);
+    double m = 0;
+    bool finite = true;
+    for (size_t i = 0; i < len; ++i) {
+      finite = finite && std::isfinite(x[off + i]);
+      m = std::max(m, static_cast<double>(std::fabs(x[off + i])));
+    }
+    if (!finite) {
+      std::fill_n(bound.begin() + off, len, 0.0);
+    } else {
+      blockBound(p, m, x.data() + off, len, bound.data() + off);
+    }
+  }
+  return bound;
+}
+
+long firstViolation(const std::vector<float>& x, const std::vector<float>& y, const std::vector<double>& bound) {
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (bound[i] == 0.0) {
+      const bool same = std::isnan(x[i]) ? std::isnan(y[i]) : fp::floatBits(x[i]) == fp::floatBits(y[i]);
+      if (!same) return static_cast<long>(i);
+    } else if (!(std::fabs(static_cast<double>(x[i]) - y[i]) <= bound[i])) {
+      return static_cast<long>(i);
+    }
+  }
+  return -1;
+}
+
+}  // namespace ccl::codec::test

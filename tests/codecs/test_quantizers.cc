@@ -1,0 +1,202 @@
+// Block quantisers: the documented per-element bound on every input pattern and every
+// length 0..1000 plus large odd ones; stochastic rounding unbiased and deterministic;
+// non-finite blocks exact; the other element types; sizes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "codec_test_util.h"
+#include "common/floatconv.h"
+
+namespace ccl::codec::test {
+namespace {
+
+void expectWithinBound(const Params& p, const std::vector<float>& x, const std::string& what) {
+  const auto s = encodeVec(p, x);
+  ASSERT_LE(s.size(), maxEncodedBytes(p, x.size())) << what;
+  const auto y = decodeVec(s, x.size());
+  const auto bound = quantizerBound(p, x);
+  const long bad = firstViolation(x, y, bound);
+  ASSERT_EQ(bad, -1) << what << ": x[" << bad << "]=" << x[bad] << " decoded " << y[bad] << " bound " << bound[bad];
+}
+
+// True when element i of x lies above 448 * X after MX scaling of its block of 32.
+bool saturatesInMx(const std::vector<float>& x, size_t i) {
+  const size_t off = i / 32 * 32;
+  float m = 0;
+  for (size_t j = off; j < std::min(off + 32, x.size()); ++j) m = std::max(m, std::fabs(x[j]));
+  return std::fabs(x[i]) > 448.0 * std::ldexp(1.0, std::ilogb(m) - 8);
+}
+
+class QuantizerTest : public ::testing::TestWithParam<cclCodec_t> {};
+
+TEST_P(QuantizerTest, BoundHoldsForEveryLengthUpTo1000) {
+  const auto& patterns = allPatterns();
+  for (size_t n = 0; n <= 1000; ++n) {
+    Params p = params(GetParam());
+    const Pattern pat = patterns[n % patterns.size()];
+    p.stochastic = n % 3 == 1;
+    p.seed = n;
+    p.fp16Scales = n % 5 == 2 && GetParam() >= cclCodecInt8;
+    if (n % 7 == 3) p.blockSize = 32;
+    expectWithinBound(p, makeInput(pat, n, static_cast<uint32_t>(n)),
+                      std::string(cclCodecName(p.codec)) + " n=" + std::to_string(n) + " " + patternName(pat));
+  }
+}
+
+TEST_P(QuantizerTest, BoundHoldsOnLargeOddLengthsForEveryPattern) {
+  for (Pattern pat : allPatterns()) {
+    for (bool sr : {false, true}) {
+      Params p = params(GetParam());
+      p.stochastic = sr;
+      p.seed = 7;
+      expectWithinBound(p, makeInput(pat, 100003, 5), std::string(patternName(pat)) + (sr ? " stochastic" : ""));
+    }
+  }
+  expectWithinBound(params(GetParam()), makeInput(Pattern::kMixed, (1 << 20) + 13, 11), "1M+13 mixed");
+}
+
+TEST_P(QuantizerTest, StochasticRoundingIsDeterministicPerSeed) {
+  const auto x = makeInput(Pattern::kRandom, 4099, 3);
+  Params p = params(GetParam());
+  p.stochastic = true;
+  p.seed = 42;
+  const auto a = encodeVec(p, x);
+  EXPECT_EQ(a, encodeVec(p, x));
+  p.seed = 43;
+  EXPECT_NE(a, encodeVec(p, x));
+}
+
+TEST_P(QuantizerTest, StochasticRoundingIsUnbiased) {
+  // Values between grid points: nearest rounding is biased on them, stochastic is not.
+  const auto x = makeInput(Pattern::kRandom, 256, 17);
+  Params p = params(GetParam());
+  p.stochastic = true;
+  constexpr int kSeeds = 2000;
+  std::vector<double> meanErr(x.size(), 0.0);
+  for (int seed = 0; seed < kSeeds; ++seed) {
+    p.seed = static_cast<uint64_t>(seed) * 7919 + 1;
+    const auto y = decodeVec(encodeVec(p, x), x.size());
+    for (size_t i = 0; i < x.size(); ++i) meanErr[i] += (static_cast<double>(y[i]) - x[i]) / kSeeds;
+  }
+  // Per element the error is within one grid step g (bounded by twice the nearest bound),
+  // so its mean over kSeeds draws has a standard deviation of at most g/2/sqrt(kSeeds).
+  Params nearest = params(GetParam());
+  const auto bound = quantizerBound(nearest, x);
+  double total = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (GetParam() == cclCodecMxfp8E4m3 && saturatesInMx(x, i)) continue;  // clamped per OCP MX: biased
+    const double g = 2 * bound[i];
+    EXPECT_LE(std::fabs(meanErr[i]), 6 * g / 2 / std::sqrt(kSeeds)) << "element " << i;
+    total += meanErr[i] / (g > 0 ? g : 1);
+  }
+  EXPECT_LE(std::fabs(total / x.size()), 0.01);
+}
+
+TEST_P(QuantizerTest, NonFiniteBlocksArriveExactly) {
+  Params p = params(GetParam());
+  std::vector<float> x = makeInput(Pattern::kRandom, 1000, 1);
+  x[5] = NAN;
+  x[300] = INFINITY;
+  x[999] = -INFINITY;
+  const auto y = decodeVec(encodeVec(p, x), x.size());
+  EXPECT_TRUE(std::isnan(y[5]));
+  EXPECT_EQ(y[300], INFINITY);
+  EXPECT_EQ(y[999], -INFINITY);
+  for (size_t i : {0u, 4u, 6u, 299u, 301u, 998u}) {
+    // Elements sharing a block with a non-finite one travel raw too.
+    if (i / p.blockSize == 5 / p.blockSize || i / p.blockSize == 300 / p.blockSize ||
+        i / p.blockSize == 999 / p.blockSize) {
+      EXPECT_EQ(fp::floatBits(x[i]), fp::floatBits(y[i])) << i;
+    }
+  }
+}
+
+TEST_P(QuantizerTest, Bf16AndHalfInputsAndOutputs) {
+  const auto x32 = makeInput(Pattern::kRandom, 777, 21);
+  std::vector<uint16_t> xb(x32.size()), xh(x32.size());
+  std::vector<float> wb(x32.size()), wh(x32.size());
+  for (size_t i = 0; i < x32.size(); ++i) {
+    xb[i] = fp::floatToBf16(x32[i]);
+    xh[i] = fp::floatToHalf(x32[i]);
+    wb[i] = fp::bf16ToFloat(xb[i]);
+    wh[i] = fp::halfToFloat(xh[i]);
+  }
+  const Params p = params(GetParam());
+  for (auto [type, data, widened] : {std::tuple{cclBfloat16, &xb, &wb}, std::tuple{cclFloat16, &xh, &wh}}) {
+    std::vector<uint8_t> s(maxEncodedBytes(p, x32.size()));
+    s.resize(encode(p, data->data(), type, x32.size(), s.data(), s.size()));
+    EXPECT_EQ(s, encodeVec(p, *widened)) << "a widened input encodes the same";
+    const auto y = decodeVec(s, x32.size());
+    std::vector<uint16_t> y16(x32.size());
+    decode(s.data(), s.size(), Expect{x32.size()}, y16.data(), type);
+    for (size_t i = 0; i < y.size(); ++i) {
+      const uint16_t want = type == cclBfloat16 ? fp::floatToBf16(y[i]) : fp::floatToHalf(y[i]);
+      ASSERT_EQ(want, y16[i]) << i;
+    }
+  }
+}
+
+TEST_P(QuantizerTest, DecodeAccumulateAddsTheDecodedValues) {
+  const Params p = params(GetParam());
+  const auto x = makeInput(Pattern::kMixed, 1001, 8);
+  const auto s = encodeVec(p, x);
+  const auto y = decodeVec(s, x.size());
+  std::vector<float> acc = makeInput(Pattern::kRandom, x.size(), 9);
+  std::vector<float> want(acc.size());
+  for (size_t i = 0; i < acc.size(); ++i) want[i] = acc[i] + y[i];
+  decodeAccumulate(s.data(), s.size(), Expect{x.size(), GetParam()}, acc.data());
+  EXPECT_EQ(acc, want);
+}
+
+TEST_P(QuantizerTest, ResidualIsWhatDecodingLost) {
+  Params p = params(GetParam());
+  const auto x = makeInput(Pattern::kRandom, 1500, 4);
+  std::vector<float> e = makeInput(Pattern::kRandom, x.size(), 5);
+  std::vector<float> v(x.size());
+  for (size_t i = 0; i < x.size(); ++i) v[i] = x[i] + e[i];
+  const auto s = encodeVec(p, x, e.data());
+  EXPECT_EQ(s, encodeVec(p, v)) << "encodes x + e";
+  const auto y = decodeVec(s, x.size());
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(e[i], v[i] - y[i]) << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Codecs, QuantizerTest, ::testing::ValuesIn(quantizerCodecs()),
+                         [](const auto& info) { return std::string(cclCodecName(info.param)); });
+
+double bitsPerElement(const Params& p, size_t n, bool payloadOnly) {
+  const auto s = encodeVec(p, makeInput(Pattern::kRandom, n, 1));
+  return 8.0 * (s.size() - (payloadOnly ? kHeaderBytes : 0)) / n;
+}
+
+TEST(QuantizerSize, Int4Block32Fp16ScalesIsFourAndAHalfBits) {
+  Params p = params(cclCodecInt4);
+  p.blockSize = 32;
+  p.fp16Scales = true;
+  const size_t n = 1 << 20;
+  EXPECT_LE(bitsPerElement(p, n, true), 4.5);
+  EXPECT_LE(bitsPerElement(p, n, false), 4.5 + 8.0 * kHeaderBytes / n);
+}
+
+TEST(QuantizerSize, Fp8Block128IsEightAndAQuarterBits) {
+  const size_t n = 1 << 20;
+  for (cclCodec_t c : {cclCodecFp8E4m3, cclCodecFp8E5m2}) {
+    EXPECT_LE(bitsPerElement(params(c), n, true), 8.25);
+    EXPECT_LE(bitsPerElement(params(c), n, false), 8.25 + 8.0 * kHeaderBytes / n);
+  }
+  EXPECT_LE(bitsPerElement(params(cclCodecMxfp8E4m3), n, true), 8.25);
+}
+
+TEST(QuantizerSize, SmallScalesWithFp16TravelRawNotWrong) {
+  Params p = params(cclCodecInt8);
+  p.fp16Scales = true;
+  std::vector<float> x(256, 1e-6f);
+  x[3] = -2e-6f;
+  const auto y = decodeVec(encodeVec(p, x), x.size());
+  EXPECT_EQ(y, x);
+}
+
+}  // namespace
+}  // namespace ccl::codec::test

@@ -1,0 +1,176 @@
+// Sparsifiers: top-k equals a std::nth_element reference (ties to the lower index), randk
+// keeps the same positions for a seed whatever the values, threshold keeps |x| >= t, values
+// and indices arrive exactly, and the index encoding is the smaller one.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "codec_test_util.h"
+#include "codecs/topk_select.h"
+#include "common/floatconv.h"
+
+namespace ccl::codec::test {
+namespace {
+
+// Reference: order indices by (|x| desc with NaN largest, index asc); nth_element picks the k first.
+std::vector<uint32_t> referenceTopK(const std::vector<float>& x, size_t k) {
+  std::vector<uint32_t> idx(x.size());
+  std::iota(idx.begin(), idx.end(), 0u);
+  auto key = [&](uint32_t i) { return fp::floatBits(x[i]) & 0x7fffffffu; };
+  auto before = [&](uint32_t a, uint32_t b) { return key(a) != key(b) ? key(a) > key(b) : a < b; };
+  if (k < idx.size()) std::nth_element(idx.begin(), idx.begin() + k, idx.end(), before);
+  idx.resize(k);
+  std::sort(idx.begin(), idx.end());
+  return idx;
+}
+
+std::vector<uint32_t> nonZeroPositions(const std::vector<float>& x, const std::vector<float>& y) {
+  std::vector<uint32_t> kept;
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (fp::floatBits(y[i]) != 0) kept.push_back(static_cast<uint32_t>(i));
+    if (fp::floatBits(y[i]) != 0 && !(std::isnan(x[i]) && std::isnan(y[i]))) {
+      EXPECT_EQ(x[i], y[i]) << i;
+    }
+  }
+  return kept;
+}
+
+TEST(TopK, SelectionEqualsNthElementReference) {
+  std::mt19937 rng(5);
+  for (size_t n : {1ul, 2ul, 7ul, 100ul, 1000ul, 4097ul, 100003ul, 1000003ul}) {
+    for (Pattern pat : allPatterns()) {
+      auto x = makeInput(pat, n, static_cast<uint32_t>(n));
+      // Many ties: quantise a random input coarsely.
+      if (pat == Pattern::kMixed) {
+        for (auto& v : x) v = std::round(v * 1e17f);
+      }
+      for (size_t k : {size_t{1}, n / 100, n / 7, n - 1, n}) {
+        if (k == 0 || k > n) continue;
+        std::vector<uint32_t> got;
+        selectTopK(x.data(), n, k, got);
+        ASSERT_EQ(got, referenceTopK(x, k)) << "n=" << n << " k=" << k << " " << patternName(pat);
+      }
+    }
+  }
+}
+
+TEST(TopK, EncodeDecodeKeepsExactlyTheTopValues) {
+  for (size_t n = 0; n <= 1000; ++n) {
+    Params p = params(cclCodecTopK);
+    p.keepRatio = 0.01 + (n % 10) * 0.1;
+    const auto x = makeInput(Pattern::kRandom, n, static_cast<uint32_t>(n));
+    const auto s = encodeVec(p, x);
+    ASSERT_LE(s.size(), maxEncodedBytes(p, n));
+    const auto y = decodeVec(s, n);
+    const auto ref = referenceTopK(x, keptCount(p, n));
+    for (uint32_t i : ref) ASSERT_EQ(fp::floatBits(x[i]), fp::floatBits(y[i])) << "n=" << n << " i=" << i;
+    size_t zeros = 0;
+    for (float v : y) zeros += v == 0.0f;
+    ASSERT_EQ(zeros, n - ref.size()) << n;
+  }
+}
+
+TEST(TopK, OnePercentFitsTwoPercentOfFp32) {
+  Params p = params(cclCodecTopK);
+  p.keepRatio = 0.01;
+  const size_t n = 1 << 20;
+  const auto s = encodeVec(p, makeInput(Pattern::kRandom, n, 3));
+  EXPECT_LE(8.0 * s.size() / n, 0.02 * 32);
+}
+
+TEST(TopK, Fp16ValuesRoundOnce) {
+  Params p = params(cclCodecTopK);
+  p.keepRatio = 0.1;
+  p.fp16Values = true;
+  const auto x = makeInput(Pattern::kRandom, 5000, 3);
+  const auto y = decodeVec(encodeVec(p, x), x.size());
+  for (uint32_t i : referenceTopK(x, keptCount(p, x.size()))) ASSERT_EQ(fp::halfToFloat(fp::floatToHalf(x[i])), y[i]);
+}
+
+TEST(RandK, SamePositionsForTheSameSeedWhateverTheValues) {
+  Params p = params(cclCodecRandK);
+  p.keepRatio = 0.05;
+  p.seed = 1234;
+  const size_t n = 10007;
+  const auto a = makeInput(Pattern::kRandom, n, 1);
+  const auto b = makeInput(Pattern::kMixed, n, 2);
+  const auto pa = nonZeroPositions(a, decodeVec(encodeVec(p, a), n));
+  const auto pb = nonZeroPositions(b, decodeVec(encodeVec(p, b), n));
+  EXPECT_EQ(pa, pb);
+  EXPECT_EQ(pa.size(), keptCount(p, n));
+  p.seed = 1235;
+  EXPECT_NE(pa, nonZeroPositions(a, decodeVec(encodeVec(p, a), n)));
+  // Positions are spread: every element is drawn with about the same frequency.
+  std::vector<int> hits(100, 0);
+  for (uint64_t seed = 0; seed < 2000; ++seed) {
+    p.seed = seed;
+    for (uint32_t i :
+         nonZeroPositions(std::vector<float>(100, 1.0f), decodeVec(encodeVec(p, std::vector<float>(100, 1.0f)), 100)))
+      ++hits[i];
+  }
+  for (int h : hits) EXPECT_NEAR(h, 2000 * 0.05, 40);
+}
+
+TEST(RandK, SumOfTwoRanksStaysSparse) {
+  Params p = params(cclCodecRandK);
+  p.keepRatio = 0.01;
+  p.seed = 99;
+  const size_t n = 50000;
+  std::vector<float> acc(n, 0.0f);
+  for (uint32_t rank = 0; rank < 4; ++rank) {
+    const auto s = encodeVec(p, makeInput(Pattern::kRandom, n, rank + 10));
+    decodeAccumulate(s.data(), s.size(), Expect{n, cclCodecRandK}, acc.data());
+  }
+  EXPECT_LE(static_cast<size_t>(std::count_if(acc.begin(), acc.end(), [](float v) { return v != 0.0f; })),
+            keptCount(p, n));
+}
+
+TEST(Threshold, KeepsAtLeastThresholdAndNaN) {
+  for (size_t n = 0; n <= 1000; ++n) {
+    Params p = params(cclCodecThreshold);
+    p.threshold = 0.5f * (n % 7);
+    const auto x = makeInput(n % 2 ? Pattern::kNonFinite : Pattern::kRandom, n, static_cast<uint32_t>(n));
+    const auto y = decodeVec(encodeVec(p, x), n);
+    for (size_t i = 0; i < n; ++i) {
+      const bool keep = std::isnan(x[i]) || std::fabs(x[i]) >= p.threshold;
+      if (keep) {
+        ASSERT_TRUE(std::isnan(x[i]) ? std::isnan(y[i]) : x[i] == y[i]) << n << " " << i;
+      } else {
+        ASSERT_EQ(y[i], 0.0f) << n << " " << i;
+      }
+    }
+  }
+}
+
+TEST(Threshold, DenseSelectionUsesTheBitmap) {
+  Params p = params(cclCodecThreshold);
+  p.threshold = 0.0f;  // everything kept: a bitmap (n/8 bytes) beats a byte per gap
+  const size_t n = 8000;
+  const auto s = encodeVec(p, makeInput(Pattern::kRandom, n, 1));
+  const Header h = inspect(s.data(), s.size());
+  EXPECT_TRUE(h.flags & kFlagBitmap);
+  EXPECT_EQ(h.indexBytes, n / 8);
+  p.threshold = 3.5f;  // a handful kept: gaps
+  const auto t = encodeVec(p, makeInput(Pattern::kRandom, n, 1));
+  EXPECT_FALSE(inspect(t.data(), t.size()).flags & kFlagBitmap);
+}
+
+TEST(Sparsifiers, ResidualKeepsWhatWasNotSent) {
+  for (cclCodec_t c : {cclCodecTopK, cclCodecRandK, cclCodecThreshold}) {
+    Params p = params(c);
+    p.keepRatio = 0.1;
+    p.threshold = 1.0f;
+    const auto x = makeInput(Pattern::kRandom, 3001, 1);
+    std::vector<float> e = makeInput(Pattern::kRandom, x.size(), 2);
+    std::vector<float> v(x.size());
+    for (size_t i = 0; i < x.size(); ++i) v[i] = x[i] + e[i];
+    const auto y = decodeVec(encodeVec(p, x, e.data()), x.size());
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(e[i], v[i] - y[i]) << cclCodecName(c) << " " << i;
+  }
+}
+
+}  // namespace
+}  // namespace ccl::codec::test
