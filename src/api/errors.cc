@@ -1,12 +1,33 @@
-// Version, error strings and the per-thread last-error message.
-#include "ccl/ccl.h"
+// Version, error strings and the last-error message of each thread.
+#include <string>
+
+#include "api/comm.h"
+#include "common/log.h"
+
+namespace ccl::api {
+
+static thread_local std::string tlsLastError;
+
+cclResult_t recordError(cclComm_t comm, const char* fn, cclResult_t code, const std::string& message) {
+  tlsLastError = std::string(fn) + ": " + message;
+  if (comm && comm->magic == cclComm::kMagic) {
+    log::RankScope scope(comm->rank);
+    CCL_WARN("%s (%s)", tlsLastError.c_str(), cclGetErrorString(code));
+  } else {
+    CCL_WARN("%s (%s)", tlsLastError.c_str(), cclGetErrorString(code));
+  }
+  return code;
+}
+
+}  // namespace ccl::api
 
 extern "C" {
 
 CCL_API cclResult_t cclGetVersion(int* version) {
-  if (!version) return cclInvalidArgument;
-  *version = CCL_VERSION_CODE;
-  return cclSuccess;
+  return ccl::api::guard(nullptr, "cclGetVersion", [&] {
+    CCL_CHECK(version, cclInvalidArgument, "version is NULL");
+    *version = CCL_VERSION_CODE;
+  });
 }
 
 CCL_API const char* cclGetErrorString(cclResult_t result) {
@@ -31,5 +52,7 @@ CCL_API const char* cclGetErrorString(cclResult_t result) {
       return "unknown result code";
   }
 }
+
+CCL_API const char* cclGetLastError(cclComm_t) { return ccl::api::tlsLastError.c_str(); }
 
 }  // extern "C"

@@ -23,26 +23,37 @@ struct Inflight {
 // requests in flight.
 class JobRun {
  public:
-  explicit JobRun(const Job& job) : job_(job), plan_(*job.plan) {
-    const size_t n = plan_.steps.size();
+  // Prepares to run `job`, reusing the vectors of the previous run (no allocation once the
+  // thread has run a plan this large).
+  void reset(const Job& job) {
+    job_ = &job;
+    plan_ = job.plan;
+    head_ = 0;
+    completed_ = 0;
+    ready_.clear();
+    inflight_.clear();
+    const size_t n = plan_->steps.size();
     waiting_.resize(n);
     succStart_.assign(n + 1, 0);
     for (size_t i = 0; i < n; ++i) {
-      const Step& s = plan_.steps[i];
+      const Step& s = plan_->steps[i];
       waiting_[i] = s.numDeps;
-      for (uint32_t d = 0; d < s.numDeps; ++d) ++succStart_[plan_.deps[s.firstDep + d] + 1];
+      for (uint32_t d = 0; d < s.numDeps; ++d) ++succStart_[plan_->deps[s.firstDep + d] + 1];
     }
     for (size_t i = 0; i < n; ++i) succStart_[i + 1] += succStart_[i];
     succ_.resize(succStart_[n]);
-    std::vector<uint32_t> fill(succStart_.begin(), succStart_.end() - 1);
+    fill_.assign(succStart_.begin(), succStart_.end() - 1);
     for (size_t i = 0; i < n; ++i) {
-      const Step& s = plan_.steps[i];
-      for (uint32_t d = 0; d < s.numDeps; ++d) succ_[fill[plan_.deps[s.firstDep + d]]++] = static_cast<StepId>(i);
+      const Step& s = plan_->steps[i];
+      for (uint32_t d = 0; d < s.numDeps; ++d) succ_[fill_[plan_->deps[s.firstDep + d]]++] = static_cast<StepId>(i);
       if (s.numDeps == 0) ready_.push_back(static_cast<StepId>(i));
     }
   }
 
-  bool finished() const { return completed_ == plan_.steps.size(); }
+  bool finished() const { return completed_ == plan_->steps.size(); }
+  bool waitingOnTransport() const { return !inflight_.empty(); }
+  // Cancels what is still in flight (after a failure); the buffers are then free.
+  void drop() { inflight_.clear(); }
 
   // Starts every ready step; compute steps run to completion here.
   bool startReady() {
@@ -72,7 +83,7 @@ class JobRun {
   }
 
   void checkAbort() const {
-    if (job_.aborted && job_.aborted->load(std::memory_order_relaxed))
+    if (job_->aborted && job_->aborted->load(std::memory_order_relaxed))
       throw Error(cclInvalidUsage, "the communicator was aborted during the operation");
   }
 
@@ -80,40 +91,40 @@ class JobRun {
   char* base(Buf b) const {
     switch (b) {
       case Buf::kSend:
-        return static_cast<char*>(const_cast<void*>(job_.buffers.send));
+        return static_cast<char*>(const_cast<void*>(job_->buffers.send));
       case Buf::kRecv:
-        return static_cast<char*>(job_.buffers.recv);
+        return static_cast<char*>(job_->buffers.recv);
       case Buf::kScratch:
-        return static_cast<char*>(job_.buffers.scratch);
+        return static_cast<char*>(job_->buffers.scratch);
     }
     return nullptr;
   }
   char* at(Ref r) const { return base(r.buf) + r.offset; }
 
   void start(StepId id) {
-    const Step& s = plan_.steps[id];
+    const Step& s = plan_->steps[id];
     switch (s.kind) {
       case StepKind::kSend:
-        inflight_.push_back({id, job_.transport->isend(s.peer, job_.tagBase | s.tag, at(s.src), s.bytes)});
+        inflight_.push_back({id, job_->transport->isend(s.peer, job_->tagBase | s.tag, at(s.src), s.bytes)});
         return;
       case StepKind::kRecv:
-        inflight_.push_back({id, job_.transport->irecv(s.peer, job_.tagBase | s.tag, at(s.dst), s.bytes)});
+        inflight_.push_back({id, job_->transport->irecv(s.peer, job_->tagBase | s.tag, at(s.dst), s.bytes)});
         return;
       case StepKind::kCopy:
         if (s.bytes && at(s.dst) != at(s.src)) std::memcpy(at(s.dst), at(s.src), s.bytes);
         break;
       case StepKind::kReduce:
-        reduce(at(s.dst), at(s.src), at(s.src2), s.count, plan_.dtype, plan_.op);
+        reduce(at(s.dst), at(s.src), at(s.src2), s.count, plan_->dtype, plan_->op);
         break;
       case StepKind::kDivide:
-        divideInPlace(at(s.dst), s.count, plan_.dtype, plan_.nranks);
+        divideInPlace(at(s.dst), s.count, plan_->dtype, plan_->nranks);
         break;
     }
     complete(id);
   }
 
   void checkReceived(StepId id, const transport::Request& req) const {
-    const Step& s = plan_.steps[id];
+    const Step& s = plan_->steps[id];
     if (s.kind == StepKind::kRecv && req.receivedBytes() != s.bytes)
       throw Error(cclInvalidUsage, "rank " + std::to_string(s.peer) + " sent " + std::to_string(req.receivedBytes()) +
                                        " bytes where " + std::to_string(s.bytes) +
@@ -126,10 +137,11 @@ class JobRun {
       if (--waiting_[succ_[i]] == 0) ready_.push_back(succ_[i]);
   }
 
-  const Job& job_;
-  const Plan& plan_;
+  const Job* job_ = nullptr;
+  const Plan* plan_ = nullptr;
   std::vector<uint32_t> waiting_;
   std::vector<uint32_t> succStart_;
+  std::vector<uint32_t> fill_;
   std::vector<StepId> succ_;
   std::vector<StepId> ready_;
   size_t head_ = 0;
@@ -137,30 +149,52 @@ class JobRun {
   std::vector<Inflight> inflight_;
 };
 
+constexpr int kSpinPasses = 64;
+
+// Run state kept per thread between calls, so a call allocates nothing in the steady state.
+thread_local std::vector<JobRun> tlsRuns;
+
 }  // namespace
 
 void execute(std::span<const Job> jobs, const ExecOptions& options) {
-  std::vector<std::unique_ptr<JobRun>> runs;
-  runs.reserve(jobs.size());
-  for (const Job& j : jobs) runs.push_back(std::make_unique<JobRun>(j));
+  if (tlsRuns.size() < jobs.size()) tlsRuns.resize(jobs.size());
+  std::span<JobRun> runs(tlsRuns.data(), jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) runs[i].reset(jobs[i]);
+
+  // Whatever way this returns, nothing of this call may stay posted on the buffers.
+  struct Dropper {
+    std::span<JobRun> runs;
+    ~Dropper() {
+      for (JobRun& r : runs) r.drop();
+    }
+  } dropper{runs};
 
   using Clock = std::chrono::steady_clock;
   auto lastMove = Clock::now();
+  int idlePasses = 0;
   for (;;) {
-    bool moved = false, allDone = true;
-    for (auto& r : runs) moved |= r->startReady();
-    for (const Job& j : jobs) moved |= j.transport->progress();
-    for (auto& r : runs) {
-      moved |= r->pollRequests();
-      moved |= r->startReady();
-      allDone &= r->finished();
+    bool moved = false, allDone = true, waiting = false;
+    for (JobRun& r : runs) {
+      moved |= r.startReady();
+      waiting |= r.waitingOnTransport();
+    }
+    if (waiting)
+      for (const Job& j : jobs) moved |= j.transport->progress();
+    for (JobRun& r : runs) {
+      moved |= r.pollRequests();
+      moved |= r.startReady();
+      allDone &= r.finished();
     }
     if (allDone) return;
     if (moved) {
-      lastMove = Clock::now();
+      idlePasses = 0;
       continue;
     }
-    for (auto& r : runs) r->checkAbort();
+    // Spin briefly (a peer on another core answers within microseconds), then give the
+    // core away on every idle pass so that oversubscribed peers can run.
+    if (++idlePasses < kSpinPasses) continue;
+    if (idlePasses == kSpinPasses) lastMove = Clock::now();
+    for (JobRun& r : runs) r.checkAbort();
     if (Clock::now() - lastMove > options.timeout)
       throw Error(cclSystemError, "no progress for " + std::to_string(options.timeout.count()) +
                                       " ms (CCL_TIMEOUT): a peer is not taking part in the operation");

@@ -1,0 +1,282 @@
+// The exported collectives and point-to-point calls: argument checks, then a plan for this
+// rank, run now or at the end of the open group.
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "api/group.h"
+#include "collectives/algorithms.h"
+#include "common/dtype.h"
+#include "common/log.h"
+
+namespace ccl::api {
+namespace {
+
+// Bits 32..42 of a tag carry the collective's sequence number; bit 43 marks point-to-point.
+constexpr uint64_t kSeqShift = 32;
+constexpr uint64_t kSeqMask = (1u << 11) - 1;
+constexpr uint64_t kP2pBit = uint64_t{1} << 43;
+
+enum class Kind { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAlltoAll, kGather, kScatter };
+// Plan-cache kinds of point-to-point messages, after those of the collectives.
+constexpr int kSendKind = 100, kRecvKind = 101;
+
+struct Call {
+  Kind kind;
+  const char* fn;
+  const void* send;
+  void* recv;
+  size_t count;
+  cclDataType_t dtype;
+  cclRedOp_t op;  // reductions only
+  int root;       // rooted only
+  cclComm_t comm;
+  cclStream_t stream;
+};
+
+bool isReduction(Kind k) { return k == Kind::kAllReduce || k == Kind::kReduce || k == Kind::kReduceScatter; }
+bool isRooted(Kind k) {
+  return k == Kind::kBroadcast || k == Kind::kReduce || k == Kind::kGather || k == Kind::kScatter;
+}
+
+// Elements of the send and receive buffers of this rank, as NCCL defines each collective.
+void bufferCounts(const Call& c, int rank, int n, size_t* sendCount, size_t* recvCount) {
+  const bool root = rank == c.root;
+  switch (c.kind) {
+    case Kind::kAllReduce:
+      *sendCount = *recvCount = c.count;
+      return;
+    case Kind::kBroadcast:
+      *sendCount = root ? c.count : 0, *recvCount = c.count;
+      return;
+    case Kind::kReduce:
+      *sendCount = c.count, *recvCount = root ? c.count : 0;
+      return;
+    case Kind::kAllGather:
+      *sendCount = c.count, *recvCount = c.count * n;
+      return;
+    case Kind::kReduceScatter:
+      *sendCount = c.count * n, *recvCount = c.count;
+      return;
+    case Kind::kAlltoAll:
+      *sendCount = *recvCount = c.count * n;
+      return;
+    case Kind::kGather:
+      *sendCount = c.count, *recvCount = root ? c.count * n : 0;
+      return;
+    case Kind::kScatter:
+      *sendCount = root ? c.count * n : 0, *recvCount = c.count;
+      return;
+  }
+}
+
+void checkCommon(cclComm_t comm, cclDataType_t dtype, size_t count, cclStream_t stream) {
+  checkUsable(comm);
+  CCL_CHECK(validDataType(dtype), cclInvalidArgument, "invalid datatype " + std::to_string(static_cast<int>(dtype)));
+  CCL_CHECK(count <= std::numeric_limits<size_t>::max() / dataTypeSize(dtype) / static_cast<size_t>(comm->nranks),
+            cclInvalidArgument, "count " + std::to_string(count) + " overflows the buffer size");
+  CCL_CHECK(stream == nullptr, cclInvalidUsage,
+            "a CUDA stream was given, but this communicator moves host memory only: pass stream NULL");
+}
+
+void checkCall(const Call& c) {
+  checkCommon(c.comm, c.dtype, c.count, c.stream);
+  const int n = c.comm->nranks, r = c.comm->rank;
+  if (isReduction(c.kind))
+    CCL_CHECK(validRedOp(c.op), cclInvalidArgument, "invalid reduction op " + std::to_string(static_cast<int>(c.op)));
+  if (isRooted(c.kind))
+    CCL_CHECK(c.root >= 0 && c.root < n, cclInvalidArgument,
+              "root " + std::to_string(c.root) + " is outside [0, " + std::to_string(n) + ")");
+  size_t sendCount = 0, recvCount = 0;
+  bufferCounts(c, r, n, &sendCount, &recvCount);
+  CCL_CHECK(sendCount == 0 || c.send, cclInvalidArgument,
+            "sendbuff is NULL with a count of " + std::to_string(c.count));
+  CCL_CHECK(recvCount == 0 || c.recv, cclInvalidArgument,
+            "recvbuff is NULL with a count of " + std::to_string(c.count));
+}
+
+// Whether the send buffer sits where NCCL's in-place form of this collective puts it.
+bool inPlace(const Call& c, int rank) {
+  const char* s = static_cast<const char*>(c.send);
+  const char* d = static_cast<const char*>(c.recv);
+  const size_t bytes = c.count * dataTypeSize(c.dtype);
+  if (!s || !d) return false;
+  switch (c.kind) {
+    case Kind::kAllGather:
+      return s == d + rank * bytes;
+    case Kind::kReduceScatter:
+      return d == s + rank * bytes;
+    case Kind::kGather:
+      return rank == c.root && s == d + rank * bytes;
+    case Kind::kScatter:
+      return rank == c.root && d == s + rank * bytes;
+    default:
+      return s == d;
+  }
+}
+
+coll::Plan planFor(const Call& c, const coll::CollArgs& a) {
+  switch (c.kind) {
+    case Kind::kAllReduce:
+      return coll::planAllReduce(a);
+    case Kind::kBroadcast:
+      return coll::planBroadcast(a);
+    case Kind::kReduce:
+      return coll::planReduce(a);
+    case Kind::kAllGather:
+      return coll::planAllGather(a);
+    case Kind::kReduceScatter:
+      return coll::planReduceScatter(a);
+    case Kind::kAlltoAll:
+      return coll::planAlltoAll(a);
+    case Kind::kGather:
+      return coll::planGather(a);
+    case Kind::kScatter:
+      return coll::planScatter(a);
+  }
+  throw Error(cclInternalError, "unknown collective");
+}
+
+constexpr size_t kMaxCachedPlans = 256;
+
+// The cached plan for `key`, built by `build` on first use.
+template <class Build>
+std::shared_ptr<const coll::Plan> cachedPlan(cclComm_t comm, const PlanKey& key, Build&& build) {
+  auto it = comm->plans.find(key);
+  if (it != comm->plans.end()) return it->second;
+  if (comm->plans.size() >= kMaxCachedPlans) comm->plans.clear();
+  auto plan = std::make_shared<const coll::Plan>(build());
+  comm->plans.emplace(key, plan);
+  return plan;
+}
+
+// Marks the open group failed when a call inside it fails, as NCCL does.
+cclResult_t inGroup(cclResult_t r) {
+  if (r != cclSuccess) groupFail(r);
+  return r;
+}
+
+cclResult_t collective(const Call& c) {
+  return inGroup(guard(c.comm, c.fn, [&] {
+    checkCall(c);
+    cclComm_t comm = c.comm;
+    log::RankScope scope(comm->rank);
+    coll::CollArgs a;
+    a.rank = comm->rank;
+    a.nranks = comm->nranks;
+    a.count = c.count;
+    a.dtype = c.dtype;
+    a.op = c.op;
+    a.root = c.root;
+    a.inPlace = inPlace(c, comm->rank);
+    a.chunkBytes = comm->chunkBytes;
+    a.algo = comm->algo;
+    a.treeMaxBytes = comm->treeMaxBytes;
+    Op op;
+    op.comm = comm;
+    PlanKey key{static_cast<int>(c.kind), c.count, c.dtype, c.op, c.root, a.inPlace};
+    op.plan = cachedPlan(comm, key, [&] { return planFor(c, a); });
+    op.send = c.send;
+    op.recv = c.recv;
+    op.tagBase = (comm->collSeq++ & kSeqMask) << kSeqShift;
+    CCL_TRACE("%s count %zu %s %s root %d inplace %d steps %zu", c.fn, c.count, dataTypeName(c.dtype), redOpName(c.op),
+              c.root, a.inPlace, op.plan->steps.size());
+    submit(std::move(op));
+  }));
+}
+
+cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* recv, size_t count, cclDataType_t dtype,
+                         int peer, cclComm_t comm, cclStream_t stream) {
+  return inGroup(guard(comm, fn, [&] {
+    checkCommon(comm, dtype, count, stream);
+    CCL_CHECK(peer >= 0 && peer < comm->nranks, cclInvalidArgument,
+              "peer " + std::to_string(peer) + " is outside [0, " + std::to_string(comm->nranks) + ")");
+    CCL_CHECK(count == 0 || (isSend ? send != nullptr : recv != nullptr), cclInvalidArgument,
+              std::string(isSend ? "sendbuff" : "recvbuff") + " is NULL with a count of " + std::to_string(count));
+    const size_t bytes = count * dataTypeSize(dtype);
+    Op op;
+    op.comm = comm;
+    uint32_t seq = isSend ? comm->sendSeq[peer]++ : comm->recvSeq[peer]++;
+    PlanKey key{isSend ? kSendKind : kRecvKind, bytes, 0, 0, peer, false};
+    op.plan =
+        cachedPlan(comm, key, [&] { return isSend ? coll::planSend(peer, 0, bytes) : coll::planRecv(peer, 0, bytes); });
+    op.send = send;
+    op.recv = recv;
+    op.tagBase = kP2pBit | seq;
+    submit(std::move(op));
+  }));
+}
+
+}  // namespace
+}  // namespace ccl::api
+
+using ccl::api::Call;
+using ccl::api::Kind;
+
+extern "C" {
+
+CCL_API cclResult_t cclAllReduce(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype,
+                                 cclRedOp_t op, cclComm_t comm, cclStream_t stream) {
+  return ccl::api::collective(
+      Call{Kind::kAllReduce, "cclAllReduce", sendbuff, recvbuff, count, datatype, op, 0, comm, stream});
+}
+
+CCL_API cclResult_t cclBroadcast(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype, int root,
+                                 cclComm_t comm, cclStream_t stream) {
+  return ccl::api::collective(
+      Call{Kind::kBroadcast, "cclBroadcast", sendbuff, recvbuff, count, datatype, cclSum, root, comm, stream});
+}
+
+CCL_API cclResult_t cclBcast(void* buff, size_t count, cclDataType_t datatype, int root, cclComm_t comm,
+                             cclStream_t stream) {
+  return ccl::api::collective(
+      Call{Kind::kBroadcast, "cclBcast", buff, buff, count, datatype, cclSum, root, comm, stream});
+}
+
+CCL_API cclResult_t cclReduce(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype, cclRedOp_t op,
+                              int root, cclComm_t comm, cclStream_t stream) {
+  return ccl::api::collective(
+      Call{Kind::kReduce, "cclReduce", sendbuff, recvbuff, count, datatype, op, root, comm, stream});
+}
+
+CCL_API cclResult_t cclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, cclDataType_t datatype,
+                                 cclComm_t comm, cclStream_t stream) {
+  return ccl::api::collective(
+      Call{Kind::kAllGather, "cclAllGather", sendbuff, recvbuff, sendcount, datatype, cclSum, 0, comm, stream});
+}
+
+CCL_API cclResult_t cclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, cclDataType_t datatype,
+                                     cclRedOp_t op, cclComm_t comm, cclStream_t stream) {
+  return ccl::api::collective(
+      Call{Kind::kReduceScatter, "cclReduceScatter", sendbuff, recvbuff, recvcount, datatype, op, 0, comm, stream});
+}
+
+CCL_API cclResult_t cclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype,
+                                cclComm_t comm, cclStream_t stream) {
+  return ccl::api::collective(
+      Call{Kind::kAlltoAll, "cclAlltoAll", sendbuff, recvbuff, count, datatype, cclSum, 0, comm, stream});
+}
+
+CCL_API cclResult_t cclGather(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype, int root,
+                              cclComm_t comm, cclStream_t stream) {
+  return ccl::api::collective(
+      Call{Kind::kGather, "cclGather", sendbuff, recvbuff, count, datatype, cclSum, root, comm, stream});
+}
+
+CCL_API cclResult_t cclScatter(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype, int root,
+                               cclComm_t comm, cclStream_t stream) {
+  return ccl::api::collective(
+      Call{Kind::kScatter, "cclScatter", sendbuff, recvbuff, count, datatype, cclSum, root, comm, stream});
+}
+
+CCL_API cclResult_t cclSend(const void* sendbuff, size_t count, cclDataType_t datatype, int peer, cclComm_t comm,
+                            cclStream_t stream) {
+  return ccl::api::pointToPoint("cclSend", true, sendbuff, nullptr, count, datatype, peer, comm, stream);
+}
+
+CCL_API cclResult_t cclRecv(void* recvbuff, size_t count, cclDataType_t datatype, int peer, cclComm_t comm,
+                            cclStream_t stream) {
+  return ccl::api::pointToPoint("cclRecv", false, nullptr, recvbuff, count, datatype, peer, comm, stream);
+}
+
+}  // extern "C"

@@ -1,0 +1,244 @@
+// Communicator lifecycle: init, init-all, split, finalize, destroy, abort and queries.
+#include "api/comm.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "api/group.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "transport/ucx/ucx_transport.h"
+
+namespace ccl::api {
+
+namespace {
+
+// Copies what the caller passed (only `size` bytes of it) over the defaults, then fills
+// every field still undefined from the environment registry.
+cclConfig_t resolveConfig(const cclConfig_t* user) {
+  cclConfig_t c = CCL_CONFIG_INITIALIZER;
+  if (user) {
+    CCL_CHECK(user->magic == CCL_CONFIG_MAGIC, cclInvalidArgument,
+              "config->magic is not CCL_CONFIG_MAGIC: initialise the config with CCL_CONFIG_INITIALIZER");
+    CCL_CHECK(user->size >= offsetof(cclConfig_t, blocking), cclInvalidArgument, "config->size is too small");
+    std::memcpy(&c, user, std::min(user->size, sizeof(c)));
+    c.size = sizeof(c);
+  }
+  if (c.blocking == CCL_CONFIG_UNDEF_INT) c.blocking = 1;
+  if (c.timeoutMs == CCL_CONFIG_UNDEF_INT) c.timeoutMs = static_cast<int>(config::getInt("CCL_TIMEOUT") * 1000);
+  CCL_CHECK(c.timeoutMs > 0, cclInvalidArgument, "the timeout (config->timeoutMs or CCL_TIMEOUT) must be positive");
+  CCL_CHECK(c.blocking == 0 || c.blocking == 1, cclInvalidArgument, "config->blocking must be 0 or 1");
+  return c;
+}
+
+}  // namespace
+
+cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfig_t* config) {
+  CCL_CHECK(nranks > 0, cclInvalidArgument, "nranks " + std::to_string(nranks) + " must be positive");
+  CCL_CHECK(rank >= 0 && rank < nranks, cclInvalidArgument,
+            "rank " + std::to_string(rank) + " is outside [0, " + std::to_string(nranks) + ")");
+  auto comm = std::make_unique<cclComm>();
+  comm->rank = rank;
+  comm->nranks = nranks;
+  comm->config = resolveConfig(config);
+  if (comm->config.commName) comm->name = comm->config.commName;
+  comm->config.commName = nullptr;  // the copy above is ours; do not keep the caller's pointer
+  comm->timeout = std::chrono::milliseconds(comm->config.timeoutMs);
+  comm->algo = coll::parseAlgo(config::getString("CCL_ALGO"));
+  comm->chunkBytes = static_cast<size_t>(std::max<int64_t>(config::getInt("CCL_CHUNK_BYTES"), 64));
+  comm->treeMaxBytes = static_cast<size_t>(std::max<int64_t>(config::getInt("CCL_TREE_MAX_BYTES"), 0));
+  comm->yieldWhenIdle = config::getBool("CCL_PROGRESS_YIELD");
+  comm->sendSeq.assign(nranks, 0);
+  comm->recvSeq.assign(nranks, 0);
+  log::RankScope scope(rank);
+  comm->bootstrap = bootstrap::Bootstrap::connect(id, rank, nranks, comm->timeout);
+  comm->transport = transport::createUcxTransport(*comm->bootstrap);
+  CCL_INFO("comm %p%s%s rank %d nranks %d transport %s ready", static_cast<void*>(comm.get()),
+           comm->name.empty() ? "" : " ", comm->name.c_str(), rank, nranks, comm->transport->name());
+  return comm.release();
+}
+
+void destroyComm(cclComm_t comm) {
+  comm->magic = 0;
+  comm->transport.reset();
+  comm->bootstrap.reset();
+  delete comm;
+}
+
+void checkUsable(cclComm_t comm) {
+  CCL_CHECK(comm, cclInvalidArgument, "comm is NULL");
+  CCL_CHECK(comm->magic == cclComm::kMagic, cclInvalidArgument, "comm is not a valid communicator");
+  CCL_CHECK(!comm->aborted.load(), cclInvalidUsage, "the communicator has been aborted");
+  CCL_CHECK(!comm->finalized, cclInvalidUsage, "the communicator has been finalized");
+  CCL_CHECK(comm->asyncError == cclSuccess, comm->asyncError,
+            std::string("the communicator failed earlier (") + cclGetErrorString(comm->asyncError) +
+                "); destroy or abort it");
+}
+
+static void checkHandle(cclComm_t comm) {
+  CCL_CHECK(comm, cclInvalidArgument, "comm is NULL");
+  CCL_CHECK(comm->magic == cclComm::kMagic, cclInvalidArgument, "comm is not a valid communicator");
+}
+
+}  // namespace ccl::api
+
+using namespace ccl;
+using ccl::api::guard;
+
+extern "C" {
+
+CCL_API cclResult_t cclGetUniqueId(cclUniqueId* uniqueId) {
+  return guard(nullptr, "cclGetUniqueId", [&] {
+    CCL_CHECK(uniqueId, cclInvalidArgument, "uniqueId is NULL");
+    bootstrap::createUniqueId(uniqueId);
+  });
+}
+
+CCL_API cclResult_t cclCommInitRankConfig(cclComm_t* comm, int nranks, cclUniqueId commId, int rank,
+                                          cclConfig_t* config) {
+  return guard(nullptr, "cclCommInitRank", [&] {
+    CCL_CHECK(comm, cclInvalidArgument, "comm is NULL");
+    *comm = api::createComm(commId, nranks, rank, config);
+  });
+}
+
+CCL_API cclResult_t cclCommInitRank(cclComm_t* comm, int nranks, cclUniqueId commId, int rank) {
+  return cclCommInitRankConfig(comm, nranks, commId, rank, nullptr);
+}
+
+CCL_API cclResult_t cclCommInitAll(cclComm_t* comms, int ndev, const int* /*devlist*/) {
+  return guard(nullptr, "cclCommInitAll", [&] {
+    CCL_CHECK(comms, cclInvalidArgument, "comms is NULL");
+    CCL_CHECK(ndev > 0, cclInvalidArgument, "ndev " + std::to_string(ndev) + " must be positive");
+    cclUniqueId id;
+    bootstrap::createUniqueId(&id);
+    std::vector<cclComm_t> made(ndev, nullptr);
+    std::vector<std::string> errors(ndev);
+    std::vector<cclResult_t> codes(ndev, cclSuccess);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < ndev; ++r)
+      threads.emplace_back([&, r] {
+        try {
+          made[r] = api::createComm(id, ndev, r, nullptr);
+        } catch (const Error& e) {
+          codes[r] = e.code();
+          errors[r] = e.what();
+        } catch (const std::exception& e) {
+          codes[r] = cclSystemError;
+          errors[r] = e.what();
+        }
+      });
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < ndev; ++r) {
+      if (codes[r] == cclSuccess) continue;
+      for (cclComm_t c : made)
+        if (c) api::destroyComm(c);
+      throw Error(codes[r], "rank " + std::to_string(r) + ": " + errors[r]);
+    }
+    std::copy(made.begin(), made.end(), comms);
+  });
+}
+
+CCL_API cclResult_t cclCommSplit(cclComm_t comm, int color, int key, cclComm_t* newcomm, cclConfig_t* config) {
+  return guard(comm, "cclCommSplit", [&] {
+    api::checkUsable(comm);
+    CCL_CHECK(newcomm, cclInvalidArgument, "newcomm is NULL");
+    CCL_CHECK(color >= 0 || color == CCL_SPLIT_NOCOLOR, cclInvalidArgument,
+              "color " + std::to_string(color) + " must be >= 0 or CCL_SPLIT_NOCOLOR");
+    CCL_CHECK(!api::groupActive(), cclInvalidUsage, "cclCommSplit cannot be called inside a group");
+    struct Entry {
+      int color, key, rank;
+    };
+    std::vector<Entry> all(comm->nranks);
+    all[comm->rank] = {color, key, comm->rank};
+    comm->bootstrap->allGather(all.data(), sizeof(Entry));
+    std::vector<Entry> mine;
+    for (const Entry& e : all)
+      if (color != CCL_SPLIT_NOCOLOR && e.color == color) mine.push_back(e);
+    std::stable_sort(mine.begin(), mine.end(),
+                     [](const Entry& a, const Entry& b) { return a.key != b.key ? a.key < b.key : a.rank < b.rank; });
+    // The first rank of each new communicator makes its id; one more all-gather hands it out.
+    std::vector<cclUniqueId> ids(comm->nranks);
+    std::memset(ids.data(), 0, ids.size() * sizeof(cclUniqueId));
+    if (!mine.empty() && mine.front().rank == comm->rank) bootstrap::createUniqueId(&ids[comm->rank]);
+    comm->bootstrap->allGather(ids.data(), sizeof(cclUniqueId));
+    if (color == CCL_SPLIT_NOCOLOR) {
+      *newcomm = nullptr;
+      return;
+    }
+    int newRank = 0;
+    while (mine[newRank].rank != comm->rank) ++newRank;
+    cclConfig_t inherited = comm->config;
+    inherited.commName = comm->name.empty() ? nullptr : comm->name.c_str();
+    *newcomm =
+        api::createComm(ids[mine.front().rank], static_cast<int>(mine.size()), newRank, config ? config : &inherited);
+  });
+}
+
+CCL_API cclResult_t cclCommFinalize(cclComm_t comm) {
+  return guard(comm, "cclCommFinalize", [&] {
+    api::checkUsable(comm);
+    CCL_CHECK(!api::groupHasComm(comm), cclInvalidUsage, "the communicator has operations queued in an open group");
+    comm->finalized = true;
+  });
+}
+
+CCL_API cclResult_t cclCommDestroy(cclComm_t comm) {
+  return guard(comm, "cclCommDestroy", [&] {
+    if (!comm) return;  // as free(NULL)
+    api::checkHandle(comm);
+    CCL_CHECK(!api::groupHasComm(comm), cclInvalidUsage, "the communicator has operations queued in an open group");
+    api::destroyComm(comm);
+  });
+}
+
+CCL_API cclResult_t cclCommAbort(cclComm_t comm) {
+  return guard(comm, "cclCommAbort", [&] {
+    if (!comm) return;
+    api::checkHandle(comm);
+    comm->aborted.store(true);
+    comm->transport->abort();
+    comm->bootstrap->abort();
+    // Operations running in other threads notice the flag within one progress pass.
+    while (comm->active.load() > 0) sched_yield();
+    api::groupForget(comm);
+    api::destroyComm(comm);
+  });
+}
+
+CCL_API cclResult_t cclCommGetAsyncError(cclComm_t comm, cclResult_t* asyncError) {
+  return guard(comm, "cclCommGetAsyncError", [&] {
+    api::checkHandle(comm);
+    CCL_CHECK(asyncError, cclInvalidArgument, "asyncError is NULL");
+    *asyncError = comm->asyncError;
+  });
+}
+
+CCL_API cclResult_t cclCommCount(const cclComm_t comm, int* count) {
+  return guard(comm, "cclCommCount", [&] {
+    api::checkHandle(comm);
+    CCL_CHECK(count, cclInvalidArgument, "count is NULL");
+    *count = comm->nranks;
+  });
+}
+
+CCL_API cclResult_t cclCommCuDevice(const cclComm_t comm, int* device) {
+  return guard(comm, "cclCommCuDevice", [&] {
+    api::checkHandle(comm);
+    CCL_CHECK(device, cclInvalidArgument, "device is NULL");
+    *device = -1;
+  });
+}
+
+CCL_API cclResult_t cclCommUserRank(const cclComm_t comm, int* rank) {
+  return guard(comm, "cclCommUserRank", [&] {
+    api::checkHandle(comm);
+    CCL_CHECK(rank, cclInvalidArgument, "rank is NULL");
+    *rank = comm->rank;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,102 @@
+// The communicator behind cclComm_t, and the guard that turns exceptions into result codes
+// at the C boundary.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ccl/ccl.h"
+#include "collectives/algorithms.h"
+#include "collectives/scratch_pool.h"
+#include "common/error.h"
+#include "transport/bootstrap/bootstrap.h"
+#include "transport/transport.h"
+
+namespace ccl::api {
+
+// What a plan depends on besides the communicator's settings. Calls repeat (a training
+// loop issues the same collectives every step), so plans are built once and reused.
+struct PlanKey {
+  int kind;
+  size_t count;
+  int dtype;
+  int op;
+  int root;  // or the peer of a send/recv
+  bool inPlace;
+  bool operator==(const PlanKey&) const = default;
+};
+struct PlanKeyHash {
+  size_t operator()(const PlanKey& k) const {
+    size_t h = k.count * 0x9e3779b97f4a7c15ull;
+    for (int v : {k.kind, k.dtype, k.op, k.root, static_cast<int>(k.inPlace)})
+      h = (h ^ static_cast<size_t>(v)) * 0x100000001b3ull;
+    return h;
+  }
+};
+
+}  // namespace ccl::api
+
+struct cclComm {
+  static constexpr uint64_t kMagic = 0x63636c636f6d6d31ull;  // "cclcomm1"
+  uint64_t magic = kMagic;
+  int rank = 0;
+  int nranks = 0;
+  std::string name;
+  cclConfig_t config{};  // resolved: every field defined
+  std::chrono::milliseconds timeout{0};
+  ccl::coll::Algo algo = ccl::coll::Algo::kAuto;
+  size_t chunkBytes = 0;
+  size_t treeMaxBytes = 0;
+  bool yieldWhenIdle = true;
+
+  std::unique_ptr<ccl::bootstrap::Bootstrap> bootstrap;
+  std::unique_ptr<ccl::transport::Transport> transport;
+  ccl::coll::ScratchPool scratch;
+  std::unordered_map<ccl::api::PlanKey, std::shared_ptr<const ccl::coll::Plan>, ccl::api::PlanKeyHash> plans;
+
+  uint32_t collSeq = 0;                    // collectives issued, matched by order on every rank
+  std::vector<uint32_t> sendSeq, recvSeq;  // point-to-point messages per peer
+  std::atomic<bool> aborted{false};
+  std::atomic<int> active{0};  // operations running on this communicator
+  bool finalized = false;
+  cclResult_t asyncError = cclSuccess;
+};
+
+namespace ccl::api {
+
+// Records `message` as the last error of this thread (and of `comm` when given), logs it
+// once at WARN, and returns `code`.
+cclResult_t recordError(cclComm_t comm, const char* fn, cclResult_t code, const std::string& message);
+
+// Runs f(); maps every exception to a result code and a recorded message. Never throws.
+template <class F>
+cclResult_t guard(cclComm_t comm, const char* fn, F&& f) noexcept {
+  try {
+    f();
+    return cclSuccess;
+  } catch (const Error& e) {
+    return recordError(comm, fn, e.code(), e.what());
+  } catch (const std::bad_alloc&) {
+    return recordError(comm, fn, cclSystemError, "out of memory");
+  } catch (const std::exception& e) {
+    return recordError(comm, fn, cclInternalError, e.what());
+  } catch (...) {
+    return recordError(comm, fn, cclInternalError, "unknown exception");
+  }
+}
+
+// Throws cclInvalidArgument/cclInvalidUsage unless `comm` is a live communicator that may
+// take new operations.
+void checkUsable(cclComm_t comm);
+
+// Joins `id` as rank `rank` of `nranks` with a resolved copy of `config` (may be NULL).
+cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfig_t* config);
+
+// Frees `comm` (transport first, then bootstrap).
+void destroyComm(cclComm_t comm);
+
+}  // namespace ccl::api

@@ -1,0 +1,133 @@
+#include "api/group.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "collectives/executor.h"
+#include "collectives/scratch_pool.h"
+#include "common/log.h"
+
+namespace ccl::api {
+namespace {
+
+struct GroupState {
+  int depth = 0;
+  std::vector<Op> queued;
+  cclResult_t error = cclSuccess;
+};
+thread_local GroupState tlsGroup;
+
+// Counts an operation as running on its communicator, so cclCommAbort waits for it.
+class ActiveGuard {
+ public:
+  explicit ActiveGuard(cclComm_t c) : comm_(c) { comm_->active.fetch_add(1); }
+  ~ActiveGuard() { comm_->active.fetch_sub(1); }
+  ActiveGuard(const ActiveGuard&) = delete;
+  ActiveGuard& operator=(const ActiveGuard&) = delete;
+
+ private:
+  cclComm_t comm_;
+};
+
+coll::Job makeJob(const Op& op, void* scratch) {
+  coll::Job j;
+  j.plan = op.plan.get();
+  j.buffers = {op.send, op.recv, scratch};
+  j.transport = op.comm->transport.get();
+  j.tagBase = op.tagBase;
+  j.aborted = &op.comm->aborted;
+  return j;
+}
+
+// Runs the jobs; on failure the communicators involved are marked failed, since messages of
+// the failed operation may still be in flight and they cannot be trusted with more work.
+void execute(std::span<const coll::Job> jobs, std::span<const Op> ops, const coll::ExecOptions& options) {
+  try {
+    coll::execute(jobs, options);
+  } catch (const Error& e) {
+    for (const Op& op : ops)
+      if (!op.comm->aborted.load()) op.comm->asyncError = e.code();
+    throw;
+  }
+}
+
+coll::ExecOptions optionsFor(cclComm_t c) {
+  coll::ExecOptions o;
+  o.timeout = c->timeout;
+  o.yieldWhenIdle = c->yieldWhenIdle;
+  return o;
+}
+
+void runOne(const Op& op) {
+  ActiveGuard active(op.comm);
+  coll::ScratchLease scratch(op.comm->scratch, op.plan->scratchBytes);
+  coll::Job job = makeJob(op, scratch.get());
+  execute(std::span<const coll::Job>(&job, 1), std::span<const Op>(&op, 1), optionsFor(op.comm));
+}
+
+void runGroup(const std::vector<Op>& ops) {
+  if (ops.empty()) return;
+  std::vector<std::unique_ptr<ActiveGuard>> active;
+  std::vector<std::unique_ptr<coll::ScratchLease>> scratch;
+  std::vector<coll::Job> jobs;
+  coll::ExecOptions options = optionsFor(ops.front().comm);
+  for (const Op& op : ops) {
+    active.push_back(std::make_unique<ActiveGuard>(op.comm));
+    scratch.push_back(std::make_unique<coll::ScratchLease>(op.comm->scratch, op.plan->scratchBytes));
+    jobs.push_back(makeJob(op, scratch.back()->get()));
+    options.timeout = std::min(options.timeout, op.comm->timeout);
+    options.yieldWhenIdle = options.yieldWhenIdle && op.comm->yieldWhenIdle;
+  }
+  execute(jobs, ops, options);
+}
+
+}  // namespace
+
+bool groupActive() { return tlsGroup.depth > 0; }
+
+bool groupHasComm(cclComm_t comm) {
+  return std::any_of(tlsGroup.queued.begin(), tlsGroup.queued.end(), [&](const Op& o) { return o.comm == comm; });
+}
+
+void groupForget(cclComm_t comm) {
+  auto& q = tlsGroup.queued;
+  q.erase(std::remove_if(q.begin(), q.end(), [&](const Op& o) { return o.comm == comm; }), q.end());
+}
+
+void groupFail(cclResult_t code) {
+  if (tlsGroup.depth > 0 && tlsGroup.error == cclSuccess) tlsGroup.error = code;
+}
+
+void submit(Op&& op) {
+  if (tlsGroup.depth > 0) {
+    tlsGroup.queued.push_back(std::move(op));
+    return;
+  }
+  runOne(op);
+}
+
+}  // namespace ccl::api
+
+extern "C" {
+
+CCL_API cclResult_t cclGroupStart(void) {
+  ++ccl::api::tlsGroup.depth;
+  return cclSuccess;
+}
+
+CCL_API cclResult_t cclGroupEnd(void) {
+  using namespace ccl;
+  return api::guard(nullptr, "cclGroupEnd", [&] {
+    api::GroupState& g = api::tlsGroup;
+    CCL_CHECK(g.depth > 0, cclInvalidUsage, "cclGroupEnd without a matching cclGroupStart");
+    if (--g.depth > 0) return;
+    std::vector<api::Op> ops = std::move(g.queued);
+    g.queued.clear();
+    cclResult_t failed = g.error;
+    g.error = cclSuccess;
+    CCL_CHECK(failed == cclSuccess, failed, "an operation of the group was invalid; the whole group was dropped");
+    api::runGroup(ops);
+  });
+}
+
+}  // extern "C"

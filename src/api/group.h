@@ -1,0 +1,33 @@
+// Operations and NCCL group semantics: outside a group an operation runs at once; between
+// cclGroupStart and the outermost cclGroupEnd, operations of this thread are queued and then
+// run together, so sends and receives that depend on each other cannot deadlock and one
+// thread can drive several communicators.
+#pragma once
+
+#include <memory>
+#include "api/comm.h"
+
+#include "collectives/plan.h"
+
+namespace ccl::api {
+
+struct Op {
+  cclComm_t comm = nullptr;
+  std::shared_ptr<const coll::Plan> plan;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  uint64_t tagBase = 0;
+};
+
+bool groupActive();
+// True when the open group of this thread has an operation on `comm`.
+bool groupHasComm(cclComm_t comm);
+// Drops queued operations of `comm` (it is being aborted).
+void groupForget(cclComm_t comm);
+// Marks the open group failed: its cclGroupEnd runs nothing and returns `code`.
+void groupFail(cclResult_t code);
+
+// Runs `op` now, or queues it when a group is open.
+void submit(Op&& op);
+
+}  // namespace ccl::api
