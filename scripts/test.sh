@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Sets up a fresh machine and runs every test: the main build (CUDA kernels compiled when
+# nvcc is present; GPU tests skip without a device), the same suite under ASan+UBSan and
+# under TSan, and the decoder fuzzers for a bounded time. CCL_TEST_QUICK=1 runs only the
+# main build's suite.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+"$root/scripts/setup.sh"
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+jobs=$(nproc)
+status=0
+step() { printf '\n=== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
+
+step "main build"
+BUILD_DIR="$root/build" "$root/scripts/build.sh"
+step "main test suite"
+ctest --test-dir "$root/build" --output-on-failure -j "$jobs" --timeout 900 || status=1
+
+if [ "${CCL_TEST_QUICK:-0}" != 1 ]; then
+  sup="$root/tests/sanitizers"
+  for san in address thread; do
+    step "$san sanitizer build"
+    BUILD_DIR="$root/build-$san" "$root/scripts/build.sh" -DCCL_SANITIZE=$san -DCCL_ENABLE_CUDA=OFF \
+      -DCCL_BUILD_PERF=OFF -DCCL_BUILD_EXAMPLES=OFF
+    step "$san sanitizer test suite"
+    ASAN_OPTIONS="detect_leaks=1:abort_on_error=0" LSAN_OPTIONS="suppressions=$sup/lsan.supp:print_suppressions=0" \
+      UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+      TSAN_OPTIONS="suppressions=$sup/tsan.supp:halt_on_error=1:second_deadlock_stack=1" \
+      ctest --test-dir "$root/build-$san" --output-on-failure -j "$jobs" --timeout 900 -LE no_sanitizer || status=1
+  done
+  if [ -x "$root/fuzz/run.sh" ]; then
+    step "decoder fuzzers"
+    "$root/fuzz/run.sh" "${CCL_FUZZ_SECONDS:-20}" || status=1
+  fi
+fi
+
+step "done"
+exit $status
