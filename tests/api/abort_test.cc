@@ -1,0 +1,133 @@
+// cclCommAbort: a collective blocked on an aborted communicator, or on a peer that aborted,
+// returns an error instead of hanging. CCL_TIMEOUT is lowered for these communicators so
+// that the library's deadline, not the harness, is what guarantees the return.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "world.h"
+
+namespace ccltest {
+namespace {
+
+constexpr char kTimeoutSeconds[] = "5";
+
+// Sets an environment variable for the lifetime of the object.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+TEST(Abort, PeerAbortFailsABlockedAllReduce) {
+  ScopedEnv timeout("CCL_TIMEOUT", kTimeoutSeconds);
+  World w(2);
+  ASSERT_TRUE(w.ready());
+  cclResult_t blocked = cclSuccess;
+  double elapsed = 0;
+  w.run(
+      [&](int rank, cclComm_t comm) {
+        if (rank == 0) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          EXPECT_CCL_OK(cclCommAbort(comm));
+          return;
+        }
+        std::vector<float> in(1000, 1.f), out(1000);
+        const auto start = std::chrono::steady_clock::now();
+        blocked = cclAllReduce(in.data(), out.data(), in.size(), cclFloat32, cclSum, comm, nullptr);
+        elapsed = secondsSince(start);
+        std::string message = cclGetLastError(comm);
+        ASSERT_NE(blocked, cclSuccess) << "allreduce with an aborted peer succeeded";
+        EXPECT_EQ(blocked, cclRemoteError)
+            << "peers of an aborted rank see cclRemoteError; got " << describeResult(blocked, comm);
+        EXPECT_NE(message, "");
+      },
+      std::chrono::seconds(60));
+  w.forgetComm(0);
+  RecordProperty("blocked_rank_seconds", std::to_string(elapsed));
+  std::printf("blocked rank returned %s after %.2f s (CCL_TIMEOUT=%s)\n", cclGetErrorString(blocked), elapsed,
+              kTimeoutSeconds);
+}
+
+TEST(Abort, AbortFromAnotherThreadUnblocksALocalCall) {
+  ScopedEnv timeout("CCL_TIMEOUT", kTimeoutSeconds);
+  World w(2);
+  ASSERT_TRUE(w.ready());
+  cclResult_t blocked = cclSuccess;
+  double elapsed = 0;
+  const cclComm_t victim = w.comm(1);
+  w.run(
+      [&](int rank, cclComm_t comm) {
+        if (rank == 0) {  // never joins the allreduce; aborts rank 1's communicator instead
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          EXPECT_CCL_OK(cclCommAbort(victim));
+          return;
+        }
+        std::vector<float> in(1000, 1.f), out(1000);
+        const auto start = std::chrono::steady_clock::now();
+        blocked = cclAllReduce(in.data(), out.data(), in.size(), cclFloat32, cclSum, comm, nullptr);
+        elapsed = secondsSince(start);
+        ASSERT_NE(blocked, cclSuccess) << "allreduce on an aborted communicator succeeded";
+        EXPECT_TRUE(blocked == cclInvalidUsage || blocked == cclRemoteError)
+            << "a call blocked on an aborted communicator returns cclInvalidUsage or cclRemoteError; got "
+            << describeResult(blocked);
+      },
+      std::chrono::seconds(60));
+  w.forgetComm(1);
+  std::printf("blocked rank returned %s after %.2f s (CCL_TIMEOUT=%s)\n", cclGetErrorString(blocked), elapsed,
+              kTimeoutSeconds);
+}
+
+TEST(Abort, AbortOfIdleCommunicatorsSucceeds) {
+  World w(3);
+  ASSERT_TRUE(w.ready());
+  w.run([](int rank, cclComm_t comm) {
+    int32_t in = rank, out = -1;
+    EXPECT_CCL_OK(cclAllReduce(&in, &out, 1, cclInt32, cclSum, comm, nullptr));
+    EXPECT_EQ(out, 3);
+    EXPECT_CCL_OK(cclCommAbort(comm));
+  });
+  for (int r = 0; r < 3; ++r) w.forgetComm(r);
+}
+
+TEST(Abort, SilentPeerTimesOut) {
+  ScopedEnv timeout("CCL_TIMEOUT", kTimeoutSeconds);
+  World w(2);
+  ASSERT_TRUE(w.ready());
+  w.run(
+      [&](int rank, cclComm_t comm) {
+        if (rank == 0) return;  // never calls the collective
+        std::vector<float> in(1000, 1.f), out(1000);
+        const auto start = std::chrono::steady_clock::now();
+        const cclResult_t r = cclAllReduce(in.data(), out.data(), in.size(), cclFloat32, cclSum, comm, nullptr);
+        EXPECT_NE(r, cclSuccess) << "allreduce without its peer succeeded";
+        std::printf("silent peer: %s after %.2f s\n", cclGetErrorString(r), secondsSince(start));
+      },
+      std::chrono::seconds(60));
+}
+
+}  // namespace
+}  // namespace ccltest

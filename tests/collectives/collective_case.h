@@ -1,0 +1,59 @@
+// One point of the collectives test matrix and the code that runs it on a cached World and
+// checks every rank's buffers against the serial reference.
+#pragma once
+
+#include <cstddef>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "ccl/ccl.h"
+
+namespace ccltest {
+
+enum class Coll {
+  kAllReduce,
+  kBroadcast,
+  kBcast,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+  kAlltoAll,
+  kGather,
+  kScatter,
+  kSendRecvRing,      // every rank sends to rank+1 and receives from rank-1, in one group
+  kSendRecvAllPairs,  // every rank sends a distinct block to every other rank, in one group
+};
+
+enum class RootSel { kFirst, kMiddle, kLast };
+
+struct Case {
+  Coll coll;
+  cclDataType_t dtype;
+  cclRedOp_t op;  // reductions only
+  size_t count;   // the count argument of the call
+  int nranks;
+  bool inPlace;
+  RootSel root;  // rooted collectives only
+};
+
+const std::vector<Coll>& allColls();
+const char* collName(Coll c);
+bool isReduction(Coll c);
+bool isRooted(Coll c);
+// Whether the collective has an in-place form; cclBcast has only that one.
+bool hasInPlace(Coll c);
+bool hasOutOfPlace(Coll c);
+int rootRank(const Case& c);
+
+// "AllReduce_float32_sum_r4_n1000_inplace", usable as a gtest parameter name.
+std::string caseName(const Case& c);
+
+// gtest prints parameters with this (found by argument-dependent lookup).
+void PrintTo(const Case& c, std::ostream* os);
+
+// Runs the case on World::get(c.nranks) and records gtest failures for every wrong
+// element, return code or modified input.
+void runCase(const Case& c);
+
+}  // namespace ccltest
