@@ -23,10 +23,19 @@ enum ChildExit { kOk = 0, kWrongData = 3, kError = 4, kUnexpectedError = 5 };
 // Forks one child per rank running body(rank) -> exit code. Returns the exit codes (-1 for
 // a child killed at the deadline or by a signal).
 std::vector<int> forkRanks(int n, const std::function<int(int)>& body, std::chrono::seconds limit) {
+  // Children start only once all are forked: a fork() while the rendezvous thread of this
+  // process serves an earlier child could copy a lock held by that thread (malloc, or the
+  // mmap hooks of UCX's libucm) into the new child, which would then deadlock.
+  int gate[2];
+  if (pipe(gate) != 0) ADD_FAILURE() << "pipe failed: " << std::strerror(errno);
   std::vector<pid_t> pids;
   for (int r = 0; r < n; ++r) {
     pid_t pid = fork();
     if (pid == 0) {
+      close(gate[1]);
+      char c;
+      while (read(gate[0], &c, 1) < 0 && errno == EINTR) {
+      }
       int code = kUnexpectedError;
       try {
         code = body(r);
@@ -39,6 +48,8 @@ std::vector<int> forkRanks(int n, const std::function<int(int)>& body, std::chro
     if (pid < 0) ADD_FAILURE() << "fork failed: " << std::strerror(errno);
     pids.push_back(pid);
   }
+  close(gate[0]);
+  close(gate[1]);  // releases the children
   std::vector<int> codes(n, -1);
   auto deadline = std::chrono::steady_clock::now() + limit;
   int left = n;

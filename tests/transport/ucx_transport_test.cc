@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <ostream>
 #include <thread>
 #include <vector>
 
@@ -40,6 +41,10 @@ struct SendRecvCase {
   size_t bytes;
   bool recvFirst;
 };
+
+void PrintTo(const SendRecvCase& c, std::ostream* os) {
+  *os << c.bytes << (c.recvFirst ? " bytes, receive first" : " bytes, send first");
+}
 
 class UcxSendRecv : public ::testing::TestWithParam<SendRecvCase> {};
 

@@ -34,7 +34,13 @@ struct Joined {
 class RootService {
  public:
   RootService(Socket listener, const IdLayout& id, Deadline deadline)
-      : listener_(std::move(listener)), id_(id), deadline_(deadline) {}
+      : listener_(std::move(listener)), id_(id), deadline_(deadline) {
+    // Allocated up front, on the caller's thread: an idle service then makes no allocation,
+    // so a process that forks its ranks right after createUniqueId does not copy a lock
+    // held by this thread (malloc's, or the mmap hooks UCX's libucm installs) into a child.
+    fds_.reserve(kReserve);
+    pending_.reserve(kReserve);
+  }
 
   // Serves until all ranks joined (or the timeout). Never throws: it runs on a detached thread.
   void run() noexcept;
@@ -48,8 +54,11 @@ class RootService {
   void sendReply(Socket& s, cclResult_t code, const std::string& message, const std::vector<WireAddr>* table);
   bool complete() const { return expected_ > 0 && joinedCount_ == expected_; }
 
+  static constexpr size_t kReserve = 256;
+
   Socket listener_;
   IdLayout id_;
+  std::vector<pollfd> fds_;
   Deadline deadline_;
   std::vector<Pending> pending_;
   std::vector<std::optional<Joined>> joined_;
@@ -77,14 +86,14 @@ void RootService::run() noexcept {
 }
 
 void RootService::pollOnce() {
-  std::vector<pollfd> fds;
-  fds.push_back({listener_.fd(), POLLIN, 0});
-  for (auto& p : pending_) fds.push_back({p.sock.fd(), POLLIN, 0});
+  fds_.clear();
+  fds_.push_back({listener_.fd(), POLLIN, 0});
+  for (auto& p : pending_) fds_.push_back({p.sock.fd(), POLLIN, 0});
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
-  int rc = poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long long>(left + 1, 0, 1 << 30)));
+  int rc = poll(fds_.data(), fds_.size(), static_cast<int>(std::clamp<long long>(left + 1, 0, 1 << 30)));
   if (rc < 0 && errno != EINTR) throwSystemError("poll", errno);
   if (rc <= 0) return;
-  if (fds[0].revents) acceptAll();
+  if (fds_[0].revents) acceptAll();
   readPending();
 }
 

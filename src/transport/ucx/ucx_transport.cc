@@ -74,7 +74,10 @@ std::unique_ptr<Request> UcxTransport::irecv(int peer, uint64_t tag, void* buf, 
   }
   static char sink = 0;
   ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO;
+  // UCX 1.13 does not fill recv_info when a receive completes immediately (an unexpected
+  // message already arrived), so ask for a request always: ucp_tag_recv_request_test then
+  // reports the length.
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   param.recv_info.tag_info = request->recvInfo();
   request->start(ucp_tag_recv_nbx(worker_.handle(), buf ? buf : &sink, bytes, wireTag(peer, tag), kFullMask, &param));
   return request;
@@ -122,7 +125,11 @@ void wireUp(UcxTransport& t) {
 
 std::unique_ptr<Transport> createUcxTransport(bootstrap::Bootstrap& bs) {
   auto transport = std::make_unique<UcxTransport>(bs.rank(), bs.size());
-  transport->worker().connect(gatherAddresses(bs, transport->worker().address()));
+  std::vector<ucx::PeerInfo> peers(bs.size());
+  peers[bs.rank()] = ucx::PeerInfo::local();
+  bs.allGather(peers.data(), sizeof(ucx::PeerInfo));
+  auto addresses = gatherAddresses(bs, transport->worker().address());
+  transport->worker().connect(addresses, peers);
   wireUp(*transport);
   bs.barrier();
   CCL_INFO("UCX transport ready: rank %d of %d", bs.rank(), bs.size());

@@ -1,9 +1,16 @@
 #include "transport/ucx/ucx_worker.h"
 
 #include <sched.h>
+#include <signal.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
 
+#include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "transport/ucx/ucx_context.h"
@@ -29,7 +36,49 @@ ucs_status_t waitAndFree(ucp_worker_h worker, ucs_status_ptr_t request, std::chr
   return status;
 }
 
+uint64_t fnv1a(uint64_t h, const std::string& s) {
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+std::string readFile(const char* path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// False once `pid` has exited (a zombie counts as exited).
+bool processAlive(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  std::string stat = readFile(("/proc/" + std::to_string(pid) + "/stat").c_str());
+  size_t paren = stat.rfind(')');
+  if (stat.empty() || paren == std::string::npos || paren + 2 >= stat.size()) return true;
+  char state = stat[paren + 2];
+  return state != 'Z' && state != 'X';
+}
+
+ucp_err_handling_mode_t errorMode(bool sameHost) {
+  std::string mode = config::getString("CCL_UCX_ERR_MODE");
+  if (mode == "peer") return UCP_ERR_HANDLING_MODE_PEER;
+  if (mode == "none") return UCP_ERR_HANDLING_MODE_NONE;
+  CCL_CHECK(mode == "auto", cclInvalidArgument, "CCL_UCX_ERR_MODE='" + mode + "' must be auto, peer or none");
+  return sameHost ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER;
+}
+
 }  // namespace
+
+PeerInfo PeerInfo::local() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  char ns[128] = {};
+  ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
+  uint64_t h = 0xcbf29ce484222325ull;
+  h = fnv1a(h, readFile("/proc/sys/kernel/random/boot_id"));
+  h = fnv1a(h, host);
+  h = fnv1a(h, n > 0 ? std::string(ns, n) : std::string());
+  return PeerInfo{h, static_cast<int64_t>(getpid())};
+}
 
 Worker::Worker(int rank, int size)
     : rank_(rank), size_(size), eps_(size, nullptr), failed_(size, 0), epContexts_(size) {
@@ -54,17 +103,37 @@ std::vector<uint8_t> Worker::address() const {
   return out;
 }
 
-void Worker::connect(const std::vector<std::vector<uint8_t>>& addresses) {
+void Worker::connect(const std::vector<std::vector<uint8_t>>& addresses, const std::vector<PeerInfo>& peers) {
+  const PeerInfo me = PeerInfo::local();
+  watched_.assign(size_, 0);
   for (int peer = 0; peer < size_; ++peer) {
     epContexts_[peer] = {this, peer};
     ucp_ep_params_t params{};
     params.field_mask =
         UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
     params.address = reinterpret_cast<const ucp_address_t*>(addresses[peer].data());
-    params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    params.err_mode = errorMode(peers[peer].hostId == me.hostId);
     params.err_handler.cb = &Worker::onEndpointError;
     params.err_handler.arg = &epContexts_[peer];
     checkStatus(ucp_ep_create(worker_, &params, &eps_[peer]), "ucp_ep_create to rank " + std::to_string(peer));
+    if (params.err_mode == UCP_ERR_HANDLING_MODE_NONE && peers[peer].pid != me.pid) {
+      watched_[peer] = static_cast<pid_t>(peers[peer].pid);
+      anyWatched_ = true;
+    }
+  }
+}
+
+// A peer process on this host that exits fails like a peer reported by UCX. Checked about
+// every 100 ms of progress, so the cost per progress call is a counter increment.
+void Worker::watchPeers() {
+  auto now = std::chrono::steady_clock::now();
+  if (now < nextWatch_) return;
+  nextWatch_ = now + std::chrono::milliseconds(100);
+  for (int peer = 0; peer < size_; ++peer) {
+    if (!watched_[peer] || failed_[peer] || processAlive(watched_[peer])) continue;
+    CCL_WARN("UCX: rank %d lost rank %d: its process %d on this host has exited", rank_, peer, watched_[peer]);
+    failed_[peer] = 1;
+    failurePending_ = true;
   }
 }
 
@@ -79,6 +148,7 @@ void Worker::onEndpointError(void* arg, ucp_ep_h, ucs_status_t status) {
 
 bool Worker::progress() {
   bool changed = ucp_worker_progress(worker_) != 0;
+  if (anyWatched_ && (++progressCalls_ & 63) == 0) watchPeers();
   if (failurePending_ || (!abortApplied_ && aborted())) {
     handleEvents();
     changed = true;

@@ -5,11 +5,21 @@
 
 #include <ucp/api/ucp.h>
 
+#include <sys/types.h>
+
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
 namespace ccl::transport::ucx {
+
+// Who a rank is, so that peers can tell whether it shares their host (and its processes).
+struct PeerInfo {
+  uint64_t hostId;  // boot id, host name and pid namespace
+  int64_t pid;
+  static PeerInfo local();
+};
 
 class Worker {
  public:
@@ -21,7 +31,12 @@ class Worker {
   // This worker's address, to be exchanged through the bootstrap.
   std::vector<uint8_t> address() const;
   // Creates the endpoint to every rank (including this one) from their addresses.
-  void connect(const std::vector<std::vector<uint8_t>>& addresses);
+  //
+  // UCX 1.13's shared-memory transports cannot report a failed peer, and an endpoint that
+  // asks for UCP_ERR_HANDLING_MODE_PEER silently falls back to TCP. So by default
+  // (CCL_UCX_ERR_MODE=auto) peers on this host get no UCX error handling, and this worker
+  // watches their processes instead; peers on other hosts use UCP_ERR_HANDLING_MODE_PEER.
+  void connect(const std::vector<std::vector<uint8_t>>& addresses, const std::vector<PeerInfo>& peers);
 
   ucp_worker_h handle() const { return worker_; }
   int rank() const { return rank_; }
@@ -47,12 +62,17 @@ class Worker {
   static void onEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
   void closeAll(bool force);
   void handleEvents();
+  void watchPeers();
 
   int rank_, size_;
   ucp_worker_h worker_ = nullptr;
   std::vector<ucp_ep_h> eps_;
   std::vector<uint8_t> failed_;
   std::vector<EpContext> epContexts_;
+  std::vector<pid_t> watched_;  // per peer: a process on this host to watch, or 0
+  bool anyWatched_ = false;
+  uint32_t progressCalls_ = 0;
+  std::chrono::steady_clock::time_point nextWatch_{};
   bool failurePending_ = false;  // the error handler ran; close the failed endpoints
   bool abortApplied_ = false;
   std::atomic<bool> abortRequested_{false};
