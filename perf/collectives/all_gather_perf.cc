@@ -1,0 +1,34 @@
+// all_gather_perf: cclAllGather; every rank receives every rank's block, by rank.
+#include "harness/ccl_backend.h"
+
+namespace {
+
+using namespace cclperf;
+
+class AllGatherPerf final : public PerfCollective {
+ public:
+  BufferLayout layout(size_t count, int n) const override {
+    const size_t c = count / size_t(n);
+    return {c, c * size_t(n), c, c, 0};
+  }
+  double algbwBytes(size_t count, size_t type_size, int n) const override { return double(count * type_size) * n; }
+  double busbwFactor(int n) const override { return double(n - 1) / n; }
+
+  void run(RankComm& comm, const CallArgs& a) const override {
+    cclCheck(cclAllGather(a.send, a.recv, a.count, a.type, cclCommOf(comm), nullptr), "cclAllGather", cclCommOf(comm));
+  }
+  // Element j of rank r's block is global element r * c + j of the gathered result.
+  void fillInput(const DataModel& m, RankInfo me, int, const TypedBuffer& send) const override {
+    const size_t first = size_t(me.rank) * send.count;
+    fillWith(send, [&](size_t j) { return m.input(me.rank, first + j); });
+  }
+  bool fillExpected(const DataModel& m, RankInfo me, int, const TypedBuffer& out) const override {
+    const size_t c = out.count / size_t(me.nranks);
+    fillWith(out, [&](size_t i) { return m.input(int(i / c), i); });
+    return true;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) { return cclperf::runCclPerf(argc, argv, AllGatherPerf{}); }

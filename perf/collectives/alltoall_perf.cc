@@ -1,0 +1,33 @@
+// alltoall_perf: cclAlltoAll; block j of rank i lands as block i of rank j.
+#include "harness/ccl_backend.h"
+
+namespace {
+
+using namespace cclperf;
+
+class AlltoAllPerf final : public PerfCollective {
+ public:
+  BufferLayout layout(size_t count, int n) const override {
+    const size_t c = count / size_t(n);
+    return {c * size_t(n), c * size_t(n), c, 0, 0};
+  }
+  double algbwBytes(size_t count, size_t type_size, int n) const override { return double(count * type_size) * n; }
+  double busbwFactor(int n) const override { return double(n - 1) / n; }
+
+  void run(RankComm& comm, const CallArgs& a) const override {
+    cclCheck(cclAlltoAll(a.send, a.recv, a.count, a.type, cclCommOf(comm), nullptr), "cclAlltoAll", cclCommOf(comm));
+  }
+  void fillInput(const DataModel& m, RankInfo me, int, const TypedBuffer& send) const override {
+    fillWith(send, [&](size_t i) { return m.input(me.rank, i); });
+  }
+  bool fillExpected(const DataModel& m, RankInfo me, int, const TypedBuffer& out) const override {
+    const size_t c = out.count / size_t(me.nranks);
+    // Block `src` of my result is block `me` of rank src's input.
+    fillWith(out, [&](size_t i) { return m.input(int(i / c), size_t(me.rank) * c + i % c); });
+    return true;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) { return cclperf::runCclPerf(argc, argv, AlltoAllPerf{}); }

@@ -1,0 +1,30 @@
+// broadcast_perf: cclBroadcast from the root (-r) to every rank.
+#include "harness/ccl_backend.h"
+
+namespace {
+
+using namespace cclperf;
+
+class BroadcastPerf final : public PerfCollective {
+ public:
+  bool usesRoot() const override { return true; }
+  BufferLayout layout(size_t count, int) const override { return {count, count, count, 0, 0}; }
+  double algbwBytes(size_t count, size_t type_size, int) const override { return double(count * type_size); }
+  double busbwFactor(int) const override { return 1.0; }
+
+  void run(RankComm& comm, const CallArgs& a) const override {
+    cclCheck(cclBroadcast(a.send, a.recv, a.count, a.type, a.root, cclCommOf(comm), nullptr), "cclBroadcast",
+             cclCommOf(comm));
+  }
+  void fillInput(const DataModel& m, RankInfo me, int, const TypedBuffer& send) const override {
+    fillWith(send, [&](size_t i) { return m.input(me.rank, i); });
+  }
+  bool fillExpected(const DataModel& m, RankInfo, int root, const TypedBuffer& out) const override {
+    fillWith(out, [&](size_t i) { return m.input(root, i); });
+    return true;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) { return cclperf::runCclPerf(argc, argv, BroadcastPerf{}); }

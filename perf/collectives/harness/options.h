@@ -1,0 +1,54 @@
+// Command-line flags of the perf binaries, spelled and defaulted as in nccl-tests.
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ccl/ccl.h"
+
+namespace cclperf {
+
+// How the per-rank time is combined across ranks (-a), as nccl-tests numbers it.
+enum class TimeAverage { kRank0 = 0, kMean = 1, kMin = 2, kMax = 3 };
+
+struct Options {
+  int nthreads = 1;
+  int ngpus = 1;
+  size_t min_bytes = 32u << 20;
+  size_t max_bytes = 32u << 20;
+  size_t step_bytes = 1u << 20;
+  size_t step_factor = 1;
+  int iters = 20;
+  int agg_iters = 1;
+  int warmup_iters = 5;
+  int parallel_init = 0;
+  int check = 1;
+  std::vector<cclDataType_t> types{cclFloat32};
+  std::vector<cclRedOp_t> ops{cclSum};
+  int root = 0;  // -1: every root in turn
+  int blocking = 0;
+  int stream_null = 0;
+  int timeout_s = 0;
+  int graph_launches = 0;
+  int report_cputime = 0;
+  TimeAverage average = TimeAverage::kMean;
+  bool help = false;
+};
+
+// Thrown for a bad command line; main prints the message and the usage.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+Options parseOptions(int argc, char** argv);
+std::string usage(const char* program);
+
+// Parses "8", "1K", "64M", "1G" (binary units, as nccl-tests).
+size_t parseSize(const std::string& text);
+
+const char* opName(cclRedOp_t op);
+
+}  // namespace cclperf

@@ -1,0 +1,98 @@
+#include "harness/runner.h"
+
+#include <cstdio>
+#include <exception>
+#include <thread>
+
+#include "harness/report.h"
+#include "harness/sweep.h"
+#include "harness/team.h"
+
+namespace cclperf {
+namespace {
+
+// Runs one sweep per thread rank and returns the totals of thread 0 (every thread sees
+// the same combined numbers). Rethrows the first real failure of any thread.
+SweepTotals runThreads(const PerfCollective& collective, const Options& o, ProcessGroup& processes,
+                       std::vector<std::unique_ptr<RankComm>>& comms) {
+  const int nranks = processes.size() * o.nthreads;
+  Team team(o.nthreads, processes);
+  std::vector<SweepTotals> totals(size_t(o.nthreads));
+  std::vector<std::exception_ptr> errors(size_t(o.nthreads));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < o.nthreads; ++t) {
+    threads.emplace_back([&, t] {
+      const RankInfo me{processes.rank() * o.nthreads + t, nranks};
+      try {
+        totals[size_t(t)] = runRankSweep(collective, o, *comms[size_t(t)], team, t, me, me.rank == 0);
+      } catch (const TeamAborted&) {
+        errors[size_t(t)] = std::current_exception();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "rank %d: %s\n", me.rank, e.what());
+        errors[size_t(t)] = std::current_exception();
+        team.abort();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::exception_ptr aborted;
+  for (const auto& e : errors) {
+    if (!e) continue;
+    try {
+      std::rethrow_exception(e);
+    } catch (const TeamAborted&) {
+      aborted = e;
+    }
+  }
+  if (aborted) std::rethrow_exception(aborted);
+  return totals[0];
+}
+
+int runProgram(const PerfCollective& collective, Backend& backend, ProcessGroup& processes, const Options& o) {
+  const bool root = processes.rank() == 0;
+  if (root) printRunHeader(o, backend.describe());
+  const auto lines = processes.gatherText(deviceLines(processes.rank() * o.nthreads, o.nthreads, "host"));
+  if (root) printDevices(lines);
+
+  auto comms = backend.connect(processes, o);
+  if (root) printTableHeader(o.report_cputime != 0);
+  const SweepTotals totals = runThreads(collective, o, processes, comms);
+  comms.clear();
+
+  if (root) printSummary(totals.wrong, totals.rows ? totals.busbw_sum / totals.rows : 0.0);
+  return totals.wrong ? 1 : 0;
+}
+
+}  // namespace
+
+int perfMain(int argc, char** argv, const PerfCollective& collective, Backend& backend) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  std::unique_ptr<ProcessGroup> processes;
+  try {
+    processes = makeProcessGroup(&argc, &argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+  const bool root = processes->rank() == 0;
+  Options o;
+  try {
+    o = parseOptions(argc, argv);
+  } catch (const UsageError& e) {
+    if (root) std::fprintf(stderr, "%s\n%s", e.what(), usage(argv[0]).c_str());
+    return 2;
+  }
+  if (o.help) {
+    if (root) std::printf("%s", usage(argv[0]).c_str());
+    return 0;
+  }
+  try {
+    return runProgram(collective, backend, *processes, o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "process %d: %s\n", processes->rank(), e.what());
+    processes->abortAll();
+    return 1;
+  }
+}
+
+}  // namespace cclperf

@@ -1,0 +1,192 @@
+#include "harness/sweep.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "harness/report.h"
+
+namespace cclperf {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+using HostBuffer = std::unique_ptr<char, FreeDeleter>;
+
+HostBuffer allocateZeroed(size_t bytes) {
+  constexpr size_t kAlign = 4096;
+  const size_t rounded = std::max<size_t>(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+  HostBuffer buf(static_cast<char*>(std::aligned_alloc(kAlign, rounded)));
+  if (!buf) throw std::runtime_error("out of host memory allocating " + std::to_string(rounded) + " bytes");
+  std::memset(buf.get(), 0, rounded);  // touch every page before timing
+  return buf;
+}
+
+// One (type, op, root) combination: the current size and its buffers' layout.
+struct Case {
+  cclDataType_t type;
+  size_t type_size;
+  const char* type_name;
+  cclRedOp_t op;
+  const char* op_name;
+  int root;
+};
+
+class RankSweep {
+ public:
+  RankSweep(const PerfCollective& c, const Options& o, RankComm& comm, Team& team, int thread, RankInfo me, bool prints)
+      : coll_(c), opt_(o), comm_(comm), team_(team), thread_(thread), me_(me), prints_(prints) {
+    send_ = allocateZeroed(o.max_bytes);
+    recv_ = allocateZeroed(o.max_bytes);
+    if (o.check) expected_ = allocateZeroed(o.max_bytes);
+  }
+
+  SweepTotals runAll() {
+    for (cclDataType_t type : opt_.types) {
+      const auto& info = dataTypeInfo(type);
+      const std::vector<cclRedOp_t> ops = coll_.usesOp() ? opt_.ops : std::vector<cclRedOp_t>{cclSum};
+      for (cclRedOp_t op : ops) {
+        for (int root : roots()) {
+          timeTest(Case{type, info.size, info.name, op, coll_.usesOp() ? opName(op) : "none", root});
+        }
+      }
+    }
+    return totals_;
+  }
+
+ private:
+  std::vector<int> roots() const {
+    if (!coll_.usesRoot()) return {-1};
+    if (opt_.root >= me_.nranks) throw std::runtime_error("root " + std::to_string(opt_.root) + " is not a rank");
+    if (opt_.root >= 0) return {opt_.root};
+    std::vector<int> all(size_t(me_.nranks));
+    for (int r = 0; r < me_.nranks; ++r) all[size_t(r)] = r;
+    return all;
+  }
+
+  BufferLayout layoutFor(size_t bytes, const Case& k) const { return coll_.layout(bytes / k.type_size, me_.nranks); }
+
+  CallArgs callArgs(const BufferLayout& l, const Case& k, bool in_place) const {
+    char* recv = recv_.get();
+    const size_t rank = size_t(me_.rank);
+    const char* send = in_place ? recv + l.send_inplace_offset * rank * k.type_size : send_.get();
+    if (in_place) recv += l.recv_inplace_offset * rank * k.type_size;
+    return CallArgs{send, recv, l.param_count, k.type, k.op, k.root};
+  }
+
+  void launch(const BufferLayout& l, const Case& k, bool in_place) {
+    coll_.run(comm_, callArgs(l, k, in_place));
+    if (opt_.blocking) team_.barrier(thread_);
+  }
+
+  void timeTest(const Case& k) {
+    team_.barrier(thread_);
+    for (size_t bytes : {opt_.max_bytes, opt_.min_bytes}) {
+      const BufferLayout l = layoutFor(bytes, k);
+      for (int i = 0; i < opt_.warmup_iters; ++i) launch(l, k, false);
+    }
+    for (size_t bytes = opt_.min_bytes; bytes <= opt_.max_bytes;) {
+      const BufferLayout l = layoutFor(bytes, k);
+      if (prints_) {
+        printRowStart(std::max(l.send_count, l.recv_count) * k.type_size, l.param_count, k.type_name, k.op_name,
+                      k.root);
+      }
+      for (bool in_place : {false, true}) {
+        const PlacementResult r = benchTime(l, k, in_place);
+        if (prints_) printPlacement(r);
+      }
+      if (prints_) printRowEnd();
+      const size_t next = opt_.step_factor > 1 ? bytes * opt_.step_factor : bytes + opt_.step_bytes;
+      if (next <= bytes) break;  // minBytes 0 with a factor would never grow
+      bytes = next;
+    }
+  }
+
+  double timedLoop(const BufferLayout& l, const Case& k, bool in_place) {
+    const auto start = Clock::now();
+    for (int i = 0; i < opt_.iters; ++i) {
+      if (opt_.agg_iters > 1) comm_.groupStart();
+      for (int a = 0; a < opt_.agg_iters; ++a) launch(l, k, in_place);
+      if (opt_.agg_iters > 1) comm_.groupEnd();
+    }
+    const std::chrono::duration<double> elapsed = Clock::now() - start;
+    return elapsed.count() / (double(opt_.iters) * opt_.agg_iters);
+  }
+
+  PlacementResult benchTime(const BufferLayout& l, const Case& k, bool in_place) {
+    if (opt_.check) initData(l, k, in_place, 0);
+    launch(l, k, in_place);  // the untimed call nccl-tests makes before timing
+    team_.barrier(thread_);
+    const double seconds = team_.combineTime(thread_, timedLoop(l, k, in_place), opt_.average);
+    const double algbw = seconds > 0 ? coll_.algbwBytes(l.param_count, k.type_size, me_.nranks) / 1e9 / seconds : 0;
+    const double busbw = algbw * coll_.busbwFactor(me_.nranks);
+    team_.barrier(thread_);
+
+    long long wrong = -1;
+    if (opt_.check && (!in_place || coll_.checksInPlace())) {
+      ++rep_;
+      const bool has_expected = initData(l, k, in_place, rep_);
+      launch(l, k, in_place);
+      const long long mine = has_expected ? countWrong(l, k, in_place) : 0;
+      wrong = team_.sum(thread_, mine);
+      totals_.wrong += wrong;
+    }
+    totals_.busbw_sum += busbw;
+    ++totals_.rows;
+    return PlacementResult{seconds, algbw, busbw, wrong};
+  }
+
+  // Poisons the receive side, writes this rank's input and the expected result.
+  bool initData(const BufferLayout& l, const Case& k, bool in_place, uint64_t seed) {
+    const DataModel model(k.type, coll_.usesOp(), k.op, me_.nranks, seed);
+    const CallArgs a = callArgs(l, k, in_place);
+    poison(TypedBuffer{recv_.get(), recvExtent(l), k.type});
+    coll_.fillInput(model, me_, k.root, TypedBuffer{const_cast<void*>(a.send), l.send_count, k.type});
+    return coll_.fillExpected(model, me_, k.root, TypedBuffer{expected_.get(), l.recv_count, k.type});
+  }
+
+  // In place, the result sits at an offset inside the receive buffer.
+  size_t recvExtent(const BufferLayout& l) const {
+    const size_t rank = size_t(me_.rank);
+    return std::max(l.recv_count + l.recv_inplace_offset * rank, l.send_count + l.send_inplace_offset * rank);
+  }
+
+  long long countWrong(const BufferLayout& l, const Case& k, bool in_place) const {
+    const CallArgs a = callArgs(l, k, in_place);
+    const size_t bytes = l.recv_count * k.type_size;
+    if (std::memcmp(a.recv, expected_.get(), bytes) == 0) return 0;
+    const TypedBuffer got{a.recv, l.recv_count, k.type};
+    const TypedBuffer want{expected_.get(), l.recv_count, k.type};
+    long long wrong = 0;
+    for (size_t i = 0; i < l.recv_count; ++i) {
+      if (!(loadElement(got, i) == loadElement(want, i))) ++wrong;
+    }
+    return wrong;
+  }
+
+  const PerfCollective& coll_;
+  const Options& opt_;
+  RankComm& comm_;
+  Team& team_;
+  int thread_;
+  RankInfo me_;
+  bool prints_;
+  HostBuffer send_, recv_, expected_;
+  uint64_t rep_ = 0;
+  SweepTotals totals_;
+};
+
+}  // namespace
+
+SweepTotals runRankSweep(const PerfCollective& collective, const Options& options, RankComm& comm, Team& team,
+                         int thread, RankInfo me, bool prints) {
+  RankSweep sweep(collective, options, comm, team, thread, me, prints);
+  return sweep.runAll();
+}
+
+}  // namespace cclperf

@@ -1,0 +1,43 @@
+// sendrecv_perf: each rank sends to rank+1 and receives from rank-1 in one group.
+#include "harness/ccl_backend.h"
+
+namespace {
+
+using namespace cclperf;
+
+class SendRecvPerf final : public PerfCollective {
+ public:
+  // In place, a rank would receive into the buffer it is sending from.
+  bool checksInPlace() const override { return false; }
+  BufferLayout layout(size_t count, int) const override { return {count, count, count, 0, 0}; }
+  double algbwBytes(size_t count, size_t type_size, int) const override { return double(count * type_size); }
+  double busbwFactor(int) const override { return 1.0; }
+
+  void run(RankComm& comm, const CallArgs& a) const override {
+    const cclComm_t c = cclCommOf(comm);
+    int rank = 0;
+    int n = 0;
+    cclCheck(cclCommUserRank(c, &rank), "cclCommUserRank", c);
+    cclCheck(cclCommCount(c, &n), "cclCommCount", c);
+    cclCheck(cclGroupStart(), "cclGroupStart");
+    const cclResult_t sent = cclSend(a.send, a.count, a.type, (rank + 1) % n, c, nullptr);
+    const cclResult_t received = cclRecv(a.recv, a.count, a.type, (rank - 1 + n) % n, c, nullptr);
+    // The group is closed whatever happened, so the thread is not left inside it.
+    const cclResult_t ended = cclGroupEnd();
+    cclCheck(sent, "cclSend", c);
+    cclCheck(received, "cclRecv", c);
+    cclCheck(ended, "cclGroupEnd", c);
+  }
+  void fillInput(const DataModel& m, RankInfo me, int, const TypedBuffer& send) const override {
+    fillWith(send, [&](size_t i) { return m.input(me.rank, i); });
+  }
+  bool fillExpected(const DataModel& m, RankInfo me, int, const TypedBuffer& out) const override {
+    const int from = (me.rank - 1 + me.nranks) % me.nranks;
+    fillWith(out, [&](size_t i) { return m.input(from, i); });
+    return true;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) { return cclperf::runCclPerf(argc, argv, SendRecvPerf{}); }
