@@ -38,8 +38,8 @@ class Workspace {
 // Bits of the status word written by decode / decodeAccumulate; 0 means the stream was
 // valid and has been decoded.
 enum StatusBits : uint32_t {
-  kStatusBadHeader = 1,   // header fields, expected codec/count, or inBytes too short
-  kStatusBadScale = 2,    // a block scale the encoder never writes
+  kStatusBadHeader = 1,  // header fields, expected codec/count, or inBytes too short
+  kStatusBadScale = 2,   // a block scale the encoder never writes
   kStatusBadRawBlocks = 4,
   kStatusBadIndices = 8,  // sparsifier index section (or randk with nothing kept)
 };
@@ -62,7 +62,7 @@ void decode(const void* in, size_t inBytes, const Expect& expect, void* y, cclDa
             Workspace& ws, cudaStream_t stream);
 
 // As decode, but acc[i] += element i (fp32); acc is untouched if the stream is invalid.
-void decodeAccumulate(const void* in, size_t inBytes, const Expect& expect, float* acc, uint32_t* status,
-                      Workspace& ws, cudaStream_t stream);
+void decodeAccumulate(const void* in, size_t inBytes, const Expect& expect, float* acc, uint32_t* status, Workspace& ws,
+                      cudaStream_t stream);
 
 }  // namespace ccl::codec::cuda

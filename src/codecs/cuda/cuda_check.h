@@ -11,8 +11,8 @@ namespace ccl::codec::cuda {
 
 inline void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess)
-    throw Error(cclUnhandledCudaError, std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) +
-                                           ")");
+    throw Error(cclUnhandledCudaError,
+                std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
 }
 
 // After a kernel launch: reports a bad launch configuration or an earlier asynchronous error.

@@ -33,31 +33,40 @@ struct DevF32 {
   }
 };
 
+struct Bf16Conv {
+  __device__ static float toFloat(uint16_t h) { return fp::bf16ToFloat(h); }
+  __device__ static uint16_t fromFloat(float f) { return fp::floatToBf16(f); }
+};
+struct HalfConv {
+  __device__ static float toFloat(uint16_t h) { return fp::halfToFloat(h); }
+  __device__ static uint16_t fromFloat(float f) { return fp::floatToHalf(f); }
+};
+
 // 16-bit formats: eight elements are one 128-bit word.
-template <float (*kToFloat)(uint16_t), uint16_t (*kFromFloat)(float)>
+template <class C>
 struct Dev16 {
   using Storage = uint16_t;
   static constexpr bool kIsF32 = false;
-  __device__ static float load(const uint16_t* p, size_t i) { return kToFloat(p[i]); }
-  __device__ static void store(uint16_t* p, size_t i, float v) { p[i] = kFromFloat(v); }
+  __device__ static float load(const uint16_t* p, size_t i) { return C::toFloat(p[i]); }
+  __device__ static void store(uint16_t* p, size_t i, float v) { p[i] = C::fromFloat(v); }
   __device__ static void load8(const uint16_t* p, float v[kGroup]) {
     const uint4 w = *reinterpret_cast<const uint4*>(p);
     const uint32_t words[4] = {w.x, w.y, w.z, w.w};
     for (int k = 0; k < 4; ++k) {
-      v[2 * k] = kToFloat(static_cast<uint16_t>(words[k]));
-      v[2 * k + 1] = kToFloat(static_cast<uint16_t>(words[k] >> 16));
+      v[2 * k] = C::toFloat(static_cast<uint16_t>(words[k]));
+      v[2 * k + 1] = C::toFloat(static_cast<uint16_t>(words[k] >> 16));
     }
   }
   __device__ static void store8(uint16_t* p, const float v[kGroup]) {
     uint32_t words[4];
     for (int k = 0; k < 4; ++k)
-      words[k] = kFromFloat(v[2 * k]) | (static_cast<uint32_t>(kFromFloat(v[2 * k + 1])) << 16);
+      words[k] = C::fromFloat(v[2 * k]) | (static_cast<uint32_t>(C::fromFloat(v[2 * k + 1])) << 16);
     *reinterpret_cast<uint4*>(p) = make_uint4(words[0], words[1], words[2], words[3]);
   }
 };
 
-using DevBf16 = Dev16<fp::bf16ToFloat, fp::floatToBf16>;
-using DevF16 = Dev16<fp::halfToFloat, fp::floatToHalf>;
+using DevBf16 = Dev16<Bf16Conv>;
+using DevF16 = Dev16<HalfConv>;
 
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 

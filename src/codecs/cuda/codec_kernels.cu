@@ -1,0 +1,161 @@
+// Entry points of the CUDA codecs: argument checks on the host (the same as codec::encode and
+// codec::decode, thrown before anything is enqueued), the workspace, the shared decode
+// prologue/epilogue, codec "none", and dispatch to the quantiser and sparsifier kernels.
+#include <string>
+
+#include "codecs/cuda/codec_kernels.h"
+#include "codecs/cuda/cuda_check.h"
+#include "codecs/cuda/device_elements.cuh"
+#include "codecs/cuda/device_wire.cuh"
+#include "codecs/cuda/kernels_internal.h"
+
+namespace ccl::codec::cuda {
+
+Workspace::~Workspace() {
+  if (ptr_) cudaFree(ptr_);  // synchronises; errors cannot be reported from a destructor
+}
+
+void* Workspace::get(size_t bytes, cudaStream_t stream) {
+  if (bytes <= bytes_ && ptr_) return ptr_;
+  if (ptr_) check(cudaFreeAsync(ptr_, stream), "cudaFreeAsync");
+  ptr_ = nullptr;
+  bytes_ = 0;
+  const size_t want = bytes < 4096 ? 4096 : bytes + bytes / 4;
+  check(cudaMallocAsync(&ptr_, want, stream), "cudaMallocAsync (codec workspace)");
+  bytes_ = want;
+  return ptr_;
+}
+
+void throwIfInvalid(uint32_t status) {
+  if (status == 0) return;
+  std::string what = "compressed stream (GPU decode):";
+  if (status & kStatusBadHeader) what += " bad header or unexpected codec/count;";
+  if (status & kStatusBadScale) what += " invalid block scale;";
+  if (status & kStatusBadRawBlocks) what += " bad raw block entries;";
+  if (status & kStatusBadIndices) what += " bad index section;";
+  throw Error(cclInvalidUsage, what);
+}
+
+namespace {
+
+__global__ void readHeaderKernel(const uint8_t* in, uint64_t inBytes, uint64_t count, int codec, DecodeState* st) {
+  if (inBytes < kHeaderBytes) {
+    st->status = kStatusBadHeader;
+    return;
+  }
+  st->h = readHeaderBytes(in);
+  if (!headerValid(st->h, inBytes, count, codec)) st->status = kStatusBadHeader;
+}
+
+__global__ void copyStatus(const DecodeState* st, uint32_t* status) { *status = st->status; }
+
+constexpr unsigned kThreads = 256;
+
+// Codec none: the elements as fp32, v = x + (residual or 0.0f), as codec::encode writes them.
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    encodeNone(const typename T::Storage* x, uint64_t n, uint8_t* out, float* residual, uint64_t* encodedBytes) {
+  const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
+  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const float v = T::load(x, i) + (residual ? residual[i] : 0.0f);
+    storeLe(out + kHeaderBytes + 4 * i, fp::floatBits(v), 4);
+    if (residual) residual[i] = 0.0f;
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    Header h;
+    h.count = n;
+    writeHeaderBytes(h, out);
+    if (encodedBytes) *encodedBytes = kHeaderBytes + 4 * n;
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    decodeNone(const uint8_t* in, const DecodeState* st, typename T::Storage* y, float* acc) {
+  if (st->status) return;
+  const uint64_t n = st->h.count;
+  const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
+  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const float v = fp::bitsFloat(loadLe(in + kHeaderBytes + 4 * i, 4));
+    if (acc) {
+      acc[i] += v;
+    } else {
+      T::store(y, i, v);
+    }
+  }
+}
+
+void checkEncodeArgs(const Params& p, const void* x, size_t n, void* out, size_t outBytes) {
+  const size_t need = maxEncodedBytes(p, n);  // also validates p and n
+  if (outBytes < need)
+    throw Error(cclInvalidArgument,
+                "encode: output buffer of " + std::to_string(outBytes) + " bytes, needs " + std::to_string(need));
+  if (!out || (n > 0 && !x)) throw Error(cclInvalidArgument, "encode: null buffer");
+}
+
+void decodeAny(const void* in, size_t inBytes, const Expect& expect, detail::Target target, uint32_t* status,
+               Workspace& ws, cudaStream_t stream) {
+  if (expect.codec >= cclNumCodecs || expect.codec < 0)
+    throw Error(cclInvalidArgument, "GPU decode: the expected codec must be named");
+  if (!status) throw Error(cclInvalidArgument, "GPU decode: null status word");
+  if ((expect.count > 0 && !target.y) || (!in && inBytes > 0))
+    throw Error(cclInvalidArgument, "GPU decode: null buffer");
+  if (!target.accumulate) withDeviceType(target.type, [](auto) {});  // rejects other types
+  const auto* i = static_cast<const uint8_t*>(in);
+  if (isQuantizer(expect.codec)) return detail::quantizerDecode(i, inBytes, expect, target, status, ws, stream);
+  if (isSparsifier(expect.codec)) return detail::sparsifierDecode(i, inBytes, expect, target, status, ws, stream);
+  auto* st = static_cast<DecodeState*>(ws.get(sizeof(DecodeState), stream));
+  startDecode(in, inBytes, expect, st, stream);
+  const unsigned grid = gridFor(expect.count, kThreads);
+  if (target.accumulate) {
+    decodeNone<DevF32><<<grid, kThreads, 0, stream>>>(i, st, nullptr, static_cast<float*>(target.y));
+  } else {
+    withDeviceType(target.type, [&](auto tag) {
+      using T = decltype(tag);
+      decodeNone<T><<<grid, kThreads, 0, stream>>>(i, st, static_cast<typename T::Storage*>(target.y), nullptr);
+    });
+  }
+  checkLaunch("decodeNone");
+  finishDecode(st, status, stream);
+}
+
+}  // namespace
+
+void startDecode(const void* in, size_t inBytes, const Expect& expect, DecodeState* st, cudaStream_t stream) {
+  check(cudaMemsetAsync(st, 0, sizeof(DecodeState), stream), "cudaMemsetAsync");
+  readHeaderKernel<<<1, 1, 0, stream>>>(static_cast<const uint8_t*>(in), inBytes, expect.count, expect.codec, st);
+  checkLaunch("readHeaderKernel");
+}
+
+void finishDecode(DecodeState* st, uint32_t* status, cudaStream_t stream) {
+  // A kernel rather than a copy: `status` may be device, managed or host-mapped memory.
+  copyStatus<<<1, 1, 0, stream>>>(st, status);
+  checkLaunch("copyStatus");
+}
+
+void encode(const Params& p, const void* x, cclDataType_t type, size_t n, void* out, size_t outBytes, float* residual,
+            uint64_t* encodedBytes, Workspace& ws, cudaStream_t stream) {
+  checkEncodeArgs(p, x, n, out, outBytes);
+  withDeviceType(type, [](auto) {});  // rejects other types before anything is enqueued
+  auto* o = static_cast<uint8_t*>(out);
+  if (isQuantizer(p.codec)) return detail::quantizerEncode(p, x, type, n, o, residual, encodedBytes, ws, stream);
+  if (isSparsifier(p.codec)) return detail::sparsifierEncode(p, x, type, n, o, residual, encodedBytes, ws, stream);
+  withDeviceType(type, [&](auto tag) {
+    using T = decltype(tag);
+    encodeNone<T><<<gridFor(n, kThreads), kThreads, 0, stream>>>(static_cast<const typename T::Storage*>(x), n, o,
+                                                                 residual, encodedBytes);
+  });
+  checkLaunch("encodeNone");
+}
+
+void decode(const void* in, size_t inBytes, const Expect& expect, void* y, cclDataType_t type, uint32_t* status,
+            Workspace& ws, cudaStream_t stream) {
+  decodeAny(in, inBytes, expect, detail::Target{y, type, false}, status, ws, stream);
+}
+
+void decodeAccumulate(const void* in, size_t inBytes, const Expect& expect, float* acc, uint32_t* status, Workspace& ws,
+                      cudaStream_t stream) {
+  decodeAny(in, inBytes, expect, detail::Target{acc, cclFloat32, true}, status, ws, stream);
+}
+
+}  // namespace ccl::codec::cuda

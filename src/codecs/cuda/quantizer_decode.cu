@@ -1,0 +1,175 @@
+// Block quantiser decoder on the GPU. The stream is validated first, as the CPU decoder
+// does before writing anything: every scale (a value the encoder can write, or the raw
+// marker) and every raw entry (increasing block numbers naming exactly the marked blocks).
+// Then one thread per group of eight elements dequantises with the shared element math,
+// and raw entries are copied. Every kernel after the header check does nothing once the
+// status word is non-zero, so y (or acc) is only written for a valid stream.
+#include "codecs/cuda/cuda_check.h"
+#include "codecs/cuda/device_elements.cuh"
+#include "codecs/cuda/device_kinds.cuh"
+#include "codecs/cuda/device_wire.cuh"
+#include "codecs/cuda/kernels_internal.h"
+
+namespace ccl::codec::cuda::detail {
+namespace {
+
+constexpr unsigned kThreads = 256;
+
+struct View {
+  Header h;
+  Layout l;
+  uint64_t blocks;
+  int bits;
+  int scaleBytes;
+  bool fp16;
+};
+
+__device__ inline View viewOf(const DecodeState* st) {
+  View v;
+  v.h = st->h;
+  v.l = devLayout(v.h);
+  v.blocks = (v.h.count + v.h.blockSize - 1) / v.h.blockSize;
+  v.bits = devCodeBits(v.h.codec);
+  v.scaleBytes = static_cast<int>(devScaleBytes(v.h.codec, v.h.flags));
+  v.fp16 = (v.h.flags & kFlagFp16Scales) != 0;
+  return v;
+}
+
+__device__ inline uint32_t scaleAt(const uint8_t* in, const View& v, uint64_t b) {
+  return loadLe(in + kHeaderBytes + b * v.scaleBytes, v.scaleBytes);
+}
+
+__device__ inline uint64_t entryBytes(const View& v) { return 8 + uint64_t{v.h.blockSize} * 4; }
+
+template <class K>
+__global__ void __launch_bounds__(kThreads) validateBlocks(const uint8_t* in, DecodeState* st) {
+  if (st->status) return;
+  const View v = viewOf(st);
+  const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
+  const uint64_t first = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  unsigned long long marked = 0;
+  uint32_t bad = 0;
+  for (uint64_t b = first; b < v.blocks; b += stride) {
+    float s;
+    const ScaleRead r = K::readScale(scaleAt(in, v, b), v.fp16, s);
+    marked += r == ScaleRead::kRaw ? 1 : 0;
+    bad |= r == ScaleRead::kInvalid ? kStatusBadScale : 0u;
+  }
+  for (uint64_t r = first; r < v.h.aux; r += stride) {
+    const uint8_t* entry = in + v.l.raw + r * entryBytes(v);
+    const uint32_t block = loadLe(entry, 4);
+    const int64_t prev = r == 0 ? -1 : static_cast<int64_t>(loadLe(entry - entryBytes(v), 4));
+    float s;
+    const bool ok = static_cast<int64_t>(block) > prev && block < v.blocks && loadLe(entry + 4, 4) == 0 &&
+                    K::readScale(scaleAt(in, v, block), v.fp16, s) == ScaleRead::kRaw;
+    bad |= ok ? 0u : kStatusBadRawBlocks;
+  }
+  if (marked) atomicAdd(&st->counter, marked);
+  if (bad) atomicOr(&st->status, bad);
+}
+
+// Entries are distinct, in range and marked; equal counts make them exactly the marked set.
+__global__ void checkRawCount(DecodeState* st) {
+  if (st->status == 0 && st->counter != st->h.aux) st->status |= kStatusBadRawBlocks;
+}
+
+template <class T>
+struct StoreSink {
+  typename T::Storage* y;
+  bool vec;
+  __device__ void group(uint64_t i, uint32_t cnt, const float v[kGroup]) const { storeGroup<T>(y, i, cnt, vec, v); }
+  __device__ void one(uint64_t i, float v) const { T::store(y, i, v); }
+};
+
+struct AccumulateSink {
+  float* acc;
+  bool vec;
+  __device__ void group(uint64_t i, uint32_t cnt, const float v[kGroup]) const {
+    float a[kGroup];
+    loadGroup<DevF32>(acc, i, cnt, vec, a);
+    for (int t = 0; t < kGroup; ++t) a[t] += v[t];
+    storeGroup<DevF32>(acc, i, cnt, vec, a);
+  }
+  __device__ void one(uint64_t i, float v) const { acc[i] += v; }
+};
+
+__device__ inline uint64_t loadCodes(const uint8_t* p, uint32_t bytes, int bits, bool vec) {
+  if (vec && bytes == static_cast<uint32_t>(bits)) {
+    if (bits == 8) return *reinterpret_cast<const uint64_t*>(p);
+    if (bits == 4) return *reinterpret_cast<const uint32_t*>(p);
+    return *reinterpret_cast<const uint16_t*>(p);
+  }
+  uint64_t w = 0;
+  for (uint32_t k = 0; k < bytes; ++k) w |= static_cast<uint64_t>(p[k]) << (8 * k);
+  return w;
+}
+
+// One thread per group of eight elements; a group never straddles blocks (blockSize % 8 == 0).
+template <class K, class Sink>
+__global__ void __launch_bounds__(kThreads)
+    dequantizeGroups(const uint8_t* in, const DecodeState* st, Sink sink, bool vecIn) {
+  if (st->status) return;
+  const View v = viewOf(st);
+  const uint64_t groups = (v.h.count + kGroup - 1) / kGroup;
+  constexpr uint32_t kMask = (1u << K::kBits) - 1;
+  for (uint64_t g = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; g < groups;
+       g += uint64_t{gridDim.x} * blockDim.x) {
+    const uint64_t i = g * kGroup;
+    float s;
+    if (K::readScale(scaleAt(in, v, i / v.h.blockSize), v.fp16, s) != ScaleRead::kOk) continue;
+    const uint32_t cnt = v.h.count - i < kGroup ? static_cast<uint32_t>(v.h.count - i) : kGroup;
+    const uint64_t word = loadCodes(in + v.l.codes + i * K::kBits / 8, (cnt * K::kBits + 7) / 8, K::kBits, vecIn);
+    float y[kGroup];
+    for (int t = 0; t < kGroup; ++t) y[t] = K::dequant(static_cast<uint32_t>(word >> (t * K::kBits)) & kMask, s);
+    sink.group(i, cnt, y);
+  }
+}
+
+template <class Sink>
+__global__ void __launch_bounds__(kThreads) copyRawBlocks(const uint8_t* in, const DecodeState* st, Sink sink) {
+  if (st->status) return;
+  const View v = viewOf(st);
+  for (uint64_t r = blockIdx.x; r < v.h.aux; r += gridDim.x) {
+    const uint8_t* entry = in + v.l.raw + r * entryBytes(v);
+    const uint64_t off = uint64_t{loadLe(entry, 4)} * v.h.blockSize;
+    const uint64_t len = v.h.count - off < v.h.blockSize ? v.h.count - off : v.h.blockSize;
+    for (uint32_t i = threadIdx.x; i < len; i += blockDim.x)
+      sink.one(off + i, fp::bitsFloat(loadLe(entry + 8 + 4 * i, 4)));
+  }
+}
+
+template <class K, class Sink>
+void launchDecode(const uint8_t* in, const Expect& expect, DecodeState* st, Sink sink, cudaStream_t stream) {
+  const unsigned grid = gridFor(expect.count / kGroup + 1, kThreads);
+  validateBlocks<K><<<grid, kThreads, 0, stream>>>(in, st);
+  checkLaunch("validateBlocks");
+  checkRawCount<<<1, 1, 0, stream>>>(st);
+  checkLaunch("checkRawCount");
+  dequantizeGroups<K><<<grid, kThreads, 0, stream>>>(in, st, sink, aligned16(in));
+  checkLaunch("dequantizeGroups");
+  copyRawBlocks<<<gridFor(expect.count / 8 + 1, 1, 1024), kThreads, 0, stream>>>(in, st, sink);
+  checkLaunch("copyRawBlocks");
+}
+
+}  // namespace
+
+void quantizerDecode(const uint8_t* in, size_t inBytes, const Expect& expect, Target target, uint32_t* status,
+                     Workspace& ws, cudaStream_t stream) {
+  auto* st = static_cast<DecodeState*>(ws.get(sizeof(DecodeState), stream));
+  startDecode(in, inBytes, expect, st, stream);
+  withDeviceKind(expect.codec, [&](auto kind) {
+    using K = decltype(kind);
+    if (target.accumulate) {
+      launchDecode<K>(in, expect, st, AccumulateSink{static_cast<float*>(target.y), aligned16(target.y)}, stream);
+      return;
+    }
+    withDeviceType(target.type, [&](auto tag) {
+      using T = decltype(tag);
+      StoreSink<T> sink{static_cast<typename T::Storage*>(target.y), aligned16(target.y)};
+      launchDecode<K>(in, expect, st, sink, stream);
+    });
+  });
+  finishDecode(st, status, stream);
+}
+
+}  // namespace ccl::codec::cuda::detail

@@ -1,0 +1,269 @@
+// Block quantiser encoder on the GPU: one thread block per codec block. Each thread takes
+// groups of eight elements (128-bit loads), the block reduces absmax and finiteness, then
+// every thread quantises its groups with the shared element math. Raw blocks are placed in
+// block order by an exclusive scan of the per-block raw flags (CUB), and a last small
+// kernel writes the header and the zero padding, exactly as the CPU encoder lays them out.
+#include <cub/device/device_scan.cuh>
+
+#include "codecs/cuda/cuda_check.h"
+#include "codecs/cuda/device_elements.cuh"
+#include "codecs/cuda/device_kinds.cuh"
+#include "codecs/cuda/device_wire.cuh"
+#include "codecs/cuda/kernels_internal.h"
+#include "codecs/math/rng.h"
+
+namespace ccl::codec::cuda::detail {
+namespace {
+
+constexpr unsigned kMaxThreads = 256;
+
+struct EncodeArgs {
+  const void* x;
+  float* residual;
+  uint8_t* out;
+  uint64_t n;
+  uint64_t blocks;
+  uint32_t blockSize;
+  int codec;
+  int scaleBytes;
+  bool fp16Scales;
+  bool stochastic;
+  bool vecX, vecRes, vecCodes, out4;
+  math::RngKey key;
+  Layout layout;
+  uint32_t* rawFlag;  // blocks + 1 entries; the last stays 0
+  uint32_t* rawPos;   // exclusive scan of rawFlag; rawPos[blocks] = raw blocks
+};
+
+__device__ inline uint32_t blockLen(const EncodeArgs& a, uint64_t off) {
+  return static_cast<uint32_t>(a.n - off < a.blockSize ? a.n - off : a.blockSize);
+}
+
+// Group [i, i + cnt) of the block's input as the CPU stages it: x + residual, and x + 0.0f
+// whenever the CPU copies into its stage (non-fp32 input or a partial block), which turns
+// -0 into +0 exactly as there.
+template <class T>
+__device__ void stageGroup(const EncodeArgs& a, uint64_t i, uint32_t cnt, bool plus, float v[kGroup]) {
+  loadGroup<T>(static_cast<const typename T::Storage*>(a.x), i, cnt, a.vecX, v);
+  if (!plus) return;
+  float r[kGroup];
+  if (a.residual) {
+    loadGroup<DevF32>(a.residual, i, cnt, a.vecRes, r);
+  } else {
+    for (int t = 0; t < kGroup; ++t) r[t] = 0.0f;
+  }
+  for (uint32_t t = 0; t < cnt; ++t) v[t] = v[t] + r[t];
+}
+
+// Absmax and "any non-finite" over the thread block; every thread gets the result.
+__device__ void blockReduce(float& m, uint32_t& nonFinite) {
+  __shared__ float warpMax[kMaxThreads / 32];
+  __shared__ uint32_t warpFlag[kMaxThreads / 32];
+  for (int o = 16; o > 0; o >>= 1) {
+    const float other = __shfl_xor_sync(0xffffffffu, m, o);
+    m = other > m ? other : m;
+    nonFinite |= __shfl_xor_sync(0xffffffffu, nonFinite, o);
+  }
+  const unsigned warp = threadIdx.x / 32;
+  if (threadIdx.x % 32 == 0) warpMax[warp] = m, warpFlag[warp] = nonFinite;
+  __syncthreads();
+  for (unsigned w = 0; w < blockDim.x / 32; ++w) {
+    m = warpMax[w] > m ? warpMax[w] : m;
+    nonFinite |= warpFlag[w];
+  }
+  __syncthreads();  // the arrays are reused for the next codec block
+}
+
+__device__ void storeCodes(uint8_t* dst, uint64_t word, uint32_t bytes, int bits, bool vec) {
+  if (vec && bytes == static_cast<uint32_t>(bits)) {
+    if (bits == 8) {
+      *reinterpret_cast<uint64_t*>(dst) = word;
+    } else if (bits == 4) {
+      *reinterpret_cast<uint32_t*>(dst) = static_cast<uint32_t>(word);
+    } else {
+      *reinterpret_cast<uint16_t*>(dst) = static_cast<uint16_t>(word);
+    }
+    return;
+  }
+  for (uint32_t k = 0; k < bytes; ++k) dst[k] = static_cast<uint8_t>(word >> (8 * k));
+}
+
+// Quantises one group, writes its code bytes and, with error feedback, its residual.
+template <class K, class T>
+__device__ void encodeGroup(const EncodeArgs& a, const DevScale& bs, uint64_t i, uint32_t cnt, bool plus) {
+  float v[kGroup];
+  stageGroup<T>(a, i, cnt, plus, v);
+  uint32_t c[kGroup];
+  uint64_t word = 0;
+  for (int t = 0; t < kGroup; ++t) {
+    c[t] = a.stochastic ? K::quantStochastic(v[t], bs.inv, math::rngBits(a.key, i + t)) : K::quant(v[t], bs.inv);
+    word |= static_cast<uint64_t>(c[t]) << (t * K::kBits);
+  }
+  storeCodes(a.out + a.layout.codes + i * K::kBits / 8, word, (cnt * K::kBits + 7) / 8, K::kBits, a.vecCodes);
+  if (!a.residual) return;
+  float e[kGroup];
+  for (int t = 0; t < kGroup; ++t) e[t] = v[t] - K::dequant(c[t], bs.scale);
+  storeGroup<DevF32>(a.residual, i, cnt, a.vecRes, e);
+}
+
+template <class K, class T>
+__global__ void __launch_bounds__(kMaxThreads) encodeBlocks(EncodeArgs a) {
+  for (uint64_t b = blockIdx.x; b < a.blocks; b += gridDim.x) {
+    const uint64_t off = b * a.blockSize;
+    const uint32_t len = blockLen(a, off);
+    const bool plus = a.residual != nullptr || !T::kIsF32 || len != a.blockSize;
+    const uint32_t groups = (len + kGroup - 1) / kGroup;
+    float m = 0.0f;
+    uint32_t nonFinite = 0;
+    for (uint32_t g = threadIdx.x; g < groups; g += blockDim.x) {
+      const uint32_t cnt = min(static_cast<uint32_t>(kGroup), len - g * kGroup);
+      float v[kGroup];
+      stageGroup<T>(a, off + g * kGroup, cnt, plus, v);
+      for (int t = 0; t < kGroup; ++t) {
+        m = math::absMaxStep(m, v[t]);
+        nonFinite |= math::isFiniteBits(v[t]) ? 0u : 1u;
+      }
+    }
+    blockReduce(m, nonFinite);
+    const DevScale bs = K::chooseScale(m, a.fp16Scales);
+    const bool raw = nonFinite != 0 || bs.raw;
+    if (threadIdx.x == 0) {
+      const uint32_t stored = raw ? rawMarkerOf(a.codec, a.fp16Scales) : bs.stored;
+      storeLe(a.out + kHeaderBytes + b * a.scaleBytes, stored, a.scaleBytes);
+      a.rawFlag[b] = raw ? 1u : 0u;
+    }
+    for (uint32_t g = threadIdx.x; g < groups; g += blockDim.x) {
+      const uint32_t cnt = min(static_cast<uint32_t>(kGroup), len - g * kGroup);
+      const uint64_t i = off + g * kGroup;
+      if (raw) {
+        // The raw kernel writes the elements; the codes of a raw block are zero.
+        storeCodes(a.out + a.layout.codes + i * K::kBits / 8, 0, (cnt * K::kBits + 7) / 8, K::kBits, a.vecCodes);
+      } else {
+        encodeGroup<K, T>(a, bs, i, cnt, plus);
+      }
+    }
+  }
+}
+
+// Raw entries {u32 block, u32 0, fp32 x[blockSize]} at their scanned positions; the residual
+// of a raw block becomes 0 (the block arrives exactly).
+template <class T>
+__global__ void __launch_bounds__(kMaxThreads) encodeRaw(EncodeArgs a) {
+  const auto* x = static_cast<const typename T::Storage*>(a.x);
+  for (uint64_t b = blockIdx.x; b < a.blocks; b += gridDim.x) {
+    if (!a.rawFlag[b]) continue;
+    uint8_t* entry = a.out + a.layout.raw + uint64_t{a.rawPos[b]} * (8 + uint64_t{a.blockSize} * 4);
+    const uint64_t off = b * a.blockSize;
+    const uint32_t len = blockLen(a, off);
+    const bool plus = a.residual != nullptr || !T::kIsF32 || len != a.blockSize;
+    if (threadIdx.x == 0) {
+      storeLe(entry, b, 4);
+      storeLe(entry + 4, 0, 4);
+    }
+    for (uint32_t i = threadIdx.x; i < a.blockSize; i += blockDim.x) {
+      float v = 0.0f;
+      if (i < len) {
+        v = T::load(x, off + i);
+        if (plus) v = v + (a.residual ? a.residual[off + i] : 0.0f);
+        if (a.residual) a.residual[off + i] = 0.0f;
+      }
+      if (a.out4) {
+        *reinterpret_cast<uint32_t*>(entry + 8 + 4 * i) = fp::floatBits(v);
+      } else {
+        storeLe(entry + 8 + 4 * i, fp::floatBits(v), 4);
+      }
+    }
+  }
+}
+
+// The header (aux = raw blocks), the zero padding after the scales and after the codes,
+// and the stream's length.
+__global__ void __launch_bounds__(kMaxThreads) encodeFinish(EncodeArgs a, uint8_t flags, uint64_t* encodedBytes) {
+  const uint64_t aux = a.rawPos[a.blocks];
+  if (threadIdx.x == 0) {
+    Header h;
+    h.codec = static_cast<uint8_t>(a.codec);
+    h.flags = flags;
+    h.blockSize = a.blockSize;
+    h.count = a.n;
+    h.aux = aux;
+    writeHeaderBytes(h, a.out);
+    if (encodedBytes) *encodedBytes = a.layout.raw + aux * (8 + uint64_t{a.blockSize} * 4);
+  }
+  const uint64_t scalesEnd = kHeaderBytes + a.blocks * a.scaleBytes;
+  for (uint64_t k = scalesEnd + threadIdx.x; k < a.layout.codes; k += blockDim.x) a.out[k] = 0;
+  const int bits = devCodeBits(a.codec);
+  const uint64_t codesEnd = a.layout.codes + (a.n * bits + 7) / 8;
+  for (uint64_t k = codesEnd + threadIdx.x; k < a.layout.raw; k += blockDim.x) a.out[k] = 0;
+}
+
+template <class K, class T>
+void launchEncode(const EncodeArgs& a, uint8_t flags, uint64_t* encodedBytes, void* scanTemp, size_t scanBytes,
+                  cudaStream_t stream) {
+  const unsigned groups = (a.blockSize + kGroup - 1) / kGroup;
+  const unsigned threads = groups >= kMaxThreads ? kMaxThreads : ((groups + 31) / 32) * 32;
+  const unsigned grid = static_cast<unsigned>(a.blocks < (1u << 30) ? a.blocks : (1u << 30));
+  if (a.blocks > 0) {
+    encodeBlocks<K, T><<<grid, threads, 0, stream>>>(a);
+    checkLaunch("encodeBlocks");
+  }
+  check(cub::DeviceScan::ExclusiveSum(scanTemp, scanBytes, a.rawFlag, a.rawPos, static_cast<int64_t>(a.blocks + 1),
+                                      stream),
+        "cub::DeviceScan::ExclusiveSum");
+  if (a.blocks > 0) {
+    encodeRaw<T><<<grid, threads, 0, stream>>>(a);
+    checkLaunch("encodeRaw");
+  }
+  encodeFinish<<<1, kMaxThreads, 0, stream>>>(a, flags, encodedBytes);
+  checkLaunch("encodeFinish");
+}
+
+}  // namespace
+
+void quantizerEncode(const Params& p, const void* x, cclDataType_t type, size_t n, uint8_t* out, float* residual,
+                     uint64_t* encodedBytes, Workspace& ws, cudaStream_t stream) {
+  EncodeArgs a{};
+  a.x = x;
+  a.residual = residual;
+  a.out = out;
+  a.n = n;
+  a.blockSize = p.blockSize;
+  a.blocks = (n + p.blockSize - 1) / p.blockSize;
+  if (a.blocks >= (1ull << 31)) throw Error(cclInvalidArgument, "encode: too many blocks for the CUDA quantiser");
+  a.codec = p.codec;
+  a.fp16Scales = p.fp16Scales;
+  a.stochastic = p.stochastic;
+  const uint8_t flags =
+      static_cast<uint8_t>((p.fp16Scales ? kFlagFp16Scales : 0) | (p.stochastic ? kFlagStochastic : 0));
+  a.scaleBytes = static_cast<int>(devScaleBytes(p.codec, flags));
+  a.vecX = aligned16(x);
+  a.vecRes = residual && aligned16(residual);
+  a.vecCodes = (reinterpret_cast<uintptr_t>(out) & 7u) == 0;
+  a.out4 = (reinterpret_cast<uintptr_t>(out) & 3u) == 0;
+  a.key = math::rngKey(p.seed);
+  Header h;
+  h.codec = static_cast<uint8_t>(p.codec);
+  h.flags = flags;
+  h.blockSize = p.blockSize;
+  h.count = n;
+  a.layout = devLayout(h);  // aux = 0: codes and raw offsets do not depend on it
+
+  size_t scanBytes = 0;
+  check(cub::DeviceScan::ExclusiveSum(nullptr, scanBytes, static_cast<uint32_t*>(nullptr),
+                                      static_cast<uint32_t*>(nullptr), static_cast<int64_t>(a.blocks + 1), stream),
+        "cub::DeviceScan::ExclusiveSum (size)");
+  Carver c;
+  const size_t flagAt = c.add((a.blocks + 1) * 4), posAt = c.add((a.blocks + 1) * 4), scanAt = c.add(scanBytes);
+  void* base = ws.get(c.bytes(), stream);
+  a.rawFlag = at<uint32_t>(base, flagAt);
+  a.rawPos = at<uint32_t>(base, posAt);
+  check(cudaMemsetAsync(a.rawFlag + a.blocks, 0, 4, stream), "cudaMemsetAsync");
+
+  withDeviceKind(p.codec, [&](auto kind) {
+    withDeviceType(type, [&](auto tag) {
+      launchEncode<decltype(kind), decltype(tag)>(a, flags, encodedBytes, at<void>(base, scanAt), scanBytes, stream);
+    });
+  });
+}
+
+}  // namespace ccl::codec::cuda::detail

@@ -1,0 +1,282 @@
+// Sparsifier encoder on the GPU. The kept indices come out ascending, as on the CPU:
+//   topk       CUB radix sort of the |x| keys, descending and stable (ties keep the lower
+//              index first, the CPU's rule), the first k indices then sorted ascending;
+//   threshold  CUB stream compaction (DeviceSelect::If) of the indices with |x| >= t;
+//   randk      one index per stratum from the shared counter-based RNG.
+// The values kernel writes fp32/fp16 values and the residual; varint lengths are scanned
+// (CUB) into gap offsets, and the header kernel picks bitmap or gaps by the CPU's rule.
+#include <algorithm>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cub/device/device_select.cuh>
+
+#include "codecs/cuda/cuda_check.h"
+#include "codecs/cuda/device_elements.cuh"
+#include "codecs/cuda/device_wire.cuh"
+#include "codecs/cuda/kernels_internal.h"
+#include "codecs/cuda/sparse_common.cuh"
+
+namespace ccl::codec::cuda::detail {
+namespace {
+
+constexpr unsigned kThreads = 256;
+
+struct SparseState {
+  unsigned long long kept;
+  uint32_t bitmap;
+  uint32_t pad;
+};
+
+__device__ inline uint64_t firstThread() { return uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; }
+__device__ inline uint64_t threadStride() { return uint64_t{gridDim.x} * blockDim.x; }
+
+// The fp32 values the codec sees (residual += x, or a converted copy) and, for topk, the
+// sort keys and the identity permutation.
+template <class T>
+__global__ void __launch_bounds__(kThreads) stageSparse(const typename T::Storage* x, uint64_t n, float* residual,
+                                                        float* stage, uint32_t* keys, uint32_t* iota) {
+  for (uint64_t i = firstThread(); i < n; i += threadStride()) {
+    float v = T::load(x, i);
+    if (residual) {
+      v = residual[i] + v;
+      residual[i] = v;
+    } else if (stage) {
+      stage[i] = v;
+    }
+    if (keys) keys[i] = devMagnitudeKey(fp::floatBits(v));
+    if (iota) iota[i] = static_cast<uint32_t>(i);
+  }
+}
+
+struct AtLeast {
+  const float* v;
+  uint32_t key;
+  __device__ bool operator()(uint32_t i) const { return devMagnitudeKey(fp::floatBits(v[i])) >= key; }
+};
+
+__global__ void randomKIndices(math::RngKey key, uint64_t n, uint64_t k, uint32_t* idx, SparseState* st) {
+  for (uint64_t j = firstThread(); j < k; j += threadStride()) idx[j] = devRandomKIndex(key, n, k, j);
+  if (firstThread() == 0) st->kept = k;
+}
+
+__global__ void setKept(SparseState* st, uint64_t k) { st->kept = k; }
+
+__device__ inline uint32_t varintBytes(uint32_t v) {
+  return v < (1u << 7) ? 1 : v < (1u << 14) ? 2 : v < (1u << 21) ? 3 : v < (1u << 28) ? 4 : 5;
+}
+
+// Values (and residual) of the kept elements, and the varint length of each gap; lengths
+// past the kept count are 0 so the scan may run over an upper bound.
+__global__ void __launch_bounds__(kThreads)
+    writeValues(const float* v, const uint32_t* idx, const SparseState* st, uint64_t slots, uint8_t* values, bool fp16,
+                float* residual, uint32_t* lens) {
+  const uint64_t kept = st->kept;
+  for (uint64_t r = firstThread(); r < slots; r += threadStride()) {
+    if (r >= kept) {
+      if (lens) lens[r] = 0;
+      continue;
+    }
+    const uint32_t i = idx[r];
+    const float x = v[i];
+    if (fp16) {
+      const uint16_t h = fp::floatToHalf(x);
+      storeLe(values + 2 * r, h, 2);
+      if (residual) residual[i] = x - fp::halfToFloat(h);
+    } else {
+      storeLe(values + 4 * r, fp::floatBits(x), 4);
+      if (residual) residual[i] = 0.0f;
+    }
+    if (lens) lens[r] = varintBytes(i - (r ? idx[r - 1] + 1 : 0));
+  }
+}
+
+// Header, randk seed, value padding, the index format, and the stream's length.
+__global__ void __launch_bounds__(kThreads)
+    sparseHeader(int codec, uint64_t n, uint8_t flags, uint64_t seed, const unsigned long long* offs, SparseState* st,
+                 uint8_t* out, uint64_t* encodedBytes) {
+  const uint64_t kept = st->kept;
+  const bool randk = codec == cclCodecRandK;
+  const uint64_t gapBytes = randk ? 0 : offs[kept];
+  const bool bitmap = !randk && (n + 7) / 8 < gapBytes;
+  Header h;
+  h.codec = static_cast<uint8_t>(codec);
+  h.count = n;
+  h.aux = kept;
+  h.flags = static_cast<uint8_t>(flags | (bitmap ? kFlagBitmap : 0));
+  if (!randk) h.indexBytes = static_cast<uint32_t>(bitmap ? (n + 7) / 8 : gapBytes);
+  const Layout l = devLayout(h);
+  if (threadIdx.x == 0) {
+    writeHeaderBytes(h, out);
+    if (randk) storeLe(out + kHeaderBytes, seed, 8);
+    if (encodedBytes) *encodedBytes = l.total;
+    st->bitmap = bitmap;
+  }
+  const uint64_t valuesEnd = l.codes + kept * ((flags & kFlagFp16Values) ? 2 : 4);
+  for (uint64_t k = valuesEnd + threadIdx.x; k < l.raw; k += blockDim.x) out[k] = 0;
+}
+
+// The index section (after the values, aligned): LEB128 gaps at their scanned offsets, or
+// the bitmap, one byte per thread from a binary search of the sorted indices.
+__global__ void __launch_bounds__(kThreads)
+    writeIndexSection(const uint32_t* idx, const unsigned long long* offs, const SparseState* st, uint64_t n,
+                      uint64_t valueBytes, uint8_t* out) {
+  const uint64_t kept = st->kept;
+  uint8_t* section = out + devAlignUp(kHeaderBytes + kept * valueBytes);
+  if (!st->bitmap) {
+    for (uint64_t r = firstThread(); r < kept; r += threadStride()) {
+      uint32_t gap = idx[r] - (r ? idx[r - 1] + 1 : 0);
+      uint8_t* p = section + offs[r];
+      while (gap >= 0x80) {
+        *p++ = static_cast<uint8_t>(gap | 0x80);
+        gap >>= 7;
+      }
+      *p = static_cast<uint8_t>(gap);
+    }
+    return;
+  }
+  for (uint64_t byte = firstThread(); byte < (n + 7) / 8; byte += threadStride()) {
+    uint64_t lo = 0, hi = kept;  // first r with idx[r] >= 8 * byte
+    while (lo < hi) {
+      const uint64_t mid = (lo + hi) / 2;
+      if (idx[mid] < 8 * byte) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    uint32_t bits = 0;
+    for (uint64_t r = lo; r < kept && idx[r] < 8 * byte + 8; ++r) bits |= 1u << (idx[r] % 8);
+    section[byte] = static_cast<uint8_t>(bits);
+  }
+}
+
+// Device buffers of one encode call, carved from the workspace.
+struct Buffers {
+  float* stage = nullptr;
+  uint32_t *keys = nullptr, *keysSorted = nullptr, *iota = nullptr, *sorted = nullptr, *idx = nullptr;
+  uint32_t* lens = nullptr;
+  unsigned long long* offs = nullptr;
+  SparseState* st = nullptr;
+  void* temp = nullptr;
+  size_t tempBytes = 0;
+};
+
+// CUB temporary bytes for the selection and the gap scan of n elements, k kept at most.
+size_t cubTempBytes(cclCodec_t codec, uint64_t n, uint64_t slots, cudaStream_t stream) {
+  size_t a = 0, b = 0, c = 0;
+  const auto items = static_cast<int64_t>(n);
+  if (codec == cclCodecTopK) {
+    check(cub::DeviceRadixSort::SortPairsDescending(nullptr, a, static_cast<uint32_t*>(nullptr),
+                                                    static_cast<uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
+                                                    static_cast<uint32_t*>(nullptr), items, 0, 31, stream),
+          "cub::DeviceRadixSort (size)");
+    check(cub::DeviceRadixSort::SortKeys(nullptr, b, static_cast<uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
+                                         items, 0, 32, stream),
+          "cub::DeviceRadixSort (size)");
+  } else if (codec == cclCodecThreshold) {
+    check(cub::DeviceSelect::If(nullptr, a, static_cast<uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
+                                static_cast<unsigned long long*>(nullptr), items, AtLeast{nullptr, 0}, stream),
+          "cub::DeviceSelect::If (size)");
+  }
+  if (codec != cclCodecRandK)
+    check(cub::DeviceScan::ExclusiveSum(nullptr, c, static_cast<uint32_t*>(nullptr),
+                                        static_cast<unsigned long long*>(nullptr), static_cast<int64_t>(slots + 1),
+                                        stream),
+          "cub::DeviceScan::ExclusiveSum (size)");
+  return std::max({a, b, c, size_t{1}});
+}
+
+Buffers carve(const Params& p, uint64_t n, uint64_t slots, bool needStage, Workspace& ws, cudaStream_t stream) {
+  const size_t tempBytes = cubTempBytes(p.codec, n, slots, stream);
+  const bool topk = p.codec == cclCodecTopK, sel = p.codec != cclCodecRandK;
+  Carver c;
+  const size_t stageAt = c.add(needStage ? n * 4 : 0), keysAt = c.add(topk ? n * 4 : 0),
+               keysSortedAt = c.add(topk ? n * 4 : 0), iotaAt = c.add(sel ? n * 4 : 0),
+               sortedAt = c.add(topk ? n * 4 : 0), idxAt = c.add(slots * 4), lensAt = c.add(sel ? (slots + 1) * 4 : 0),
+               offsAt = c.add(sel ? (slots + 1) * 8 : 0), stAt = c.add(sizeof(SparseState)), tempAt = c.add(tempBytes);
+  void* base = ws.get(c.bytes(), stream);
+  Buffers b;
+  b.stage = needStage ? at<float>(base, stageAt) : nullptr;
+  if (topk) {
+    b.keys = at<uint32_t>(base, keysAt);
+    b.keysSorted = at<uint32_t>(base, keysSortedAt);
+    b.sorted = at<uint32_t>(base, sortedAt);
+  }
+  if (sel) {
+    b.iota = at<uint32_t>(base, iotaAt);
+    b.lens = at<uint32_t>(base, lensAt);
+    b.offs = at<unsigned long long>(base, offsAt);
+  }
+  b.idx = at<uint32_t>(base, idxAt);
+  b.st = at<SparseState>(base, stAt);
+  b.temp = at<void>(base, tempAt);
+  b.tempBytes = tempBytes;
+  return b;
+}
+
+// Leaves the ascending kept indices in b.idx and their number in b.st->kept.
+void select(const Params& p, const float* v, uint64_t n, uint64_t k, Buffers& b, cudaStream_t stream) {
+  const auto items = static_cast<int64_t>(n);
+  size_t tb = b.tempBytes;
+  if (p.codec == cclCodecRandK) {
+    randomKIndices<<<gridFor(k, kThreads), kThreads, 0, stream>>>(math::rngKey(p.seed), n, k, b.idx, b.st);
+    checkLaunch("randomKIndices");
+  } else if (p.codec == cclCodecThreshold) {
+    const AtLeast pred{v, devMagnitudeKey(fp::floatBits(p.threshold))};
+    check(cub::DeviceSelect::If(b.temp, tb, b.iota, b.idx, &b.st->kept, items, pred, stream), "cub::DeviceSelect::If");
+  } else {
+    check(cub::DeviceRadixSort::SortPairsDescending(b.temp, tb, b.keys, b.keysSorted, b.iota, b.sorted, items, 0, 31,
+                                                    stream),
+          "cub::DeviceRadixSort::SortPairsDescending");
+    tb = b.tempBytes;
+    check(cub::DeviceRadixSort::SortKeys(b.temp, tb, b.sorted, b.idx, static_cast<int64_t>(k), 0, 32, stream),
+          "cub::DeviceRadixSort::SortKeys");
+    setKept<<<1, 1, 0, stream>>>(b.st, k);
+    checkLaunch("setKept");
+  }
+}
+
+template <class T>
+void encodeTyped(const Params& p, const typename T::Storage* x, uint64_t n, uint8_t* out, float* residual,
+                 uint64_t* encodedBytes, Workspace& ws, cudaStream_t stream) {
+  const bool randk = p.codec == cclCodecRandK;
+  const uint64_t k = keptCount(p, n);
+  const uint64_t slots = p.codec == cclCodecThreshold ? n : k;  // upper bound of the kept count
+  const bool needStage = !residual && !T::kIsF32;
+  Buffers b = carve(p, n, slots, needStage, ws, stream);
+  check(cudaMemsetAsync(b.st, 0, sizeof(SparseState), stream), "cudaMemsetAsync");
+  if (n > 0) {
+    stageSparse<T><<<gridFor(n, kThreads), kThreads, 0, stream>>>(x, n, residual, b.stage, b.keys, b.iota);
+    checkLaunch("stageSparse");
+  }
+  const float* v = residual ? residual : needStage ? b.stage : reinterpret_cast<const float*>(x);
+  if (n > 0) select(p, v, n, k, b, stream);
+  const uint64_t valuesAt = kHeaderBytes + (randk ? 8 : 0);
+  writeValues<<<gridFor(slots + 1, kThreads), kThreads, 0, stream>>>(v, b.idx, b.st, randk ? slots : slots + 1,
+                                                                     out + valuesAt, p.fp16Values, residual, b.lens);
+  checkLaunch("writeValues");
+  if (!randk) {
+    size_t tb = b.tempBytes;
+    check(cub::DeviceScan::ExclusiveSum(b.temp, tb, b.lens, b.offs, static_cast<int64_t>(slots + 1), stream),
+          "cub::DeviceScan::ExclusiveSum");
+  }
+  const uint8_t flags = p.fp16Values ? kFlagFp16Values : 0;
+  sparseHeader<<<1, kThreads, 0, stream>>>(p.codec, n, flags, p.seed, b.offs, b.st, out, encodedBytes);
+  checkLaunch("sparseHeader");
+  if (randk) return;
+  writeIndexSection<<<gridFor(n / 8 + slots + 1, kThreads), kThreads, 0, stream>>>(b.idx, b.offs, b.st, n,
+                                                                                   p.fp16Values ? 2 : 4, out);
+  checkLaunch("writeIndexSection");
+}
+
+}  // namespace
+
+void sparsifierEncode(const Params& p, const void* x, cclDataType_t type, size_t n, uint8_t* out, float* residual,
+                      uint64_t* encodedBytes, Workspace& ws, cudaStream_t stream) {
+  withDeviceType(type, [&](auto tag) {
+    using T = decltype(tag);
+    encodeTyped<T>(p, static_cast<const typename T::Storage*>(x), n, out, residual, encodedBytes, ws, stream);
+  });
+}
+
+}  // namespace ccl::codec::cuda::detail
