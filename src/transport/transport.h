@@ -16,7 +16,9 @@ constexpr int kTagBits = 44;
 constexpr uint64_t kTagMask = (uint64_t{1} << kTagBits) - 1;
 
 // One posted send or receive. Destroying a request that has not completed cancels it; the
-// destructor returns once the transport no longer touches the request's buffer.
+// destructor returns once the transport no longer writes the request's buffer. (A send
+// that can never complete, e.g. a large send the peer never receives, is abandoned after a
+// short grace; the peer of such a failed or aborted exchange might still read its buffer.)
 class Request {
  public:
   virtual ~Request() = default;

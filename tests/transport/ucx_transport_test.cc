@@ -210,11 +210,28 @@ TEST(Ucx, DestroyedPendingRecvIsCancelled) {
   });
 }
 
+// A large send that nobody receives cannot complete; destroying it must still return (the
+// transport closes the endpoint to release it) so the caller may free the buffer.
+TEST(Ucx, DestroyedPendingSendReturns) {
+  runUcx(2, [](int rank, Bootstrap& bs, Transport& t) {
+    if (rank == 0) {
+      auto buf = std::make_unique<std::vector<uint8_t>>(size_t{4} << 20, 7);
+      auto s = t.isend(1, 6, buf->data(), buf->size());
+      for (int i = 0; i < 10; ++i) t.progress();
+      s.reset();
+      buf.reset();
+    }
+    bs.barrier();
+  });
+}
+
 TEST(Ucx, AbortFailsPendingRecvPromptly) {
   runUcx(2, [](int rank, Bootstrap& bs, Transport& t) {
     if (rank == 0) {
       int x = 0;
       auto r = t.irecv(1, 8, &x, sizeof(x));  // rank 1 never sends
+      std::vector<uint8_t> big(size_t{4} << 20, 1);
+      auto pendingSend = t.isend(1, 9, big.data(), big.size());  // nor receives
       std::thread aborter([&] {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
         t.abort();
@@ -229,6 +246,12 @@ TEST(Ucx, AbortFailsPendingRecvPromptly) {
       }
       aborter.join();
       EXPECT_NE(what.find("aborted"), std::string::npos) << what;
+      try {
+        waitFor(t, *pendingSend);
+        ADD_FAILURE() << "a send nobody receives completed after the abort";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), cclRemoteError) << e.what();
+      }
       auto s = t.isend(1, 8, &x, sizeof(x));  // requests after the abort fail too
       EXPECT_THROW(waitFor(t, *s), Error);
     }
