@@ -1,6 +1,9 @@
 #include "transport/bootstrap/bootstrap.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -163,6 +166,53 @@ TEST(Bootstrap, AbortUnblocksBarrier) {
   } catch (const Error& err) {
     EXPECT_EQ(err.code(), cclRemoteError);
   }
+}
+
+TEST(Bootstrap, InterfaceFromEnvironment) {
+  setenv("CCL_SOCKET_IFNAME", "lo", 1);
+  cclUniqueId id = newId();
+  auto errors = runRanks(2, [&](int rank) {
+    auto bs = Bootstrap::connect(id, rank, 2, kJoinTimeout);
+    bs->barrier();
+  });
+  setenv("CCL_SOCKET_IFNAME", "no-such-interface0", 1);
+  cclUniqueId unused;
+  std::string what;
+  std::exception_ptr failure;
+  try {
+    bootstrap::createUniqueId(&unused);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  unsetenv("CCL_SOCKET_IFNAME");
+  expectAllSucceeded(errors);
+  EXPECT_EQ(codeOf(failure, &what), cclSystemError);
+  EXPECT_NE(what.find("no-such-interface0"), std::string::npos) << what;
+}
+
+// A process whose rendezvous is still waiting for ranks exits normally: the service thread
+// neither keeps it alive nor crashes it during exit.
+TEST(Bootstrap, PendingRendezvousDoesNotBlockExit) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    cclUniqueId id;
+    bootstrap::createUniqueId(&id);
+    std::exit(7);  // runs static destructors while the service thread waits in poll()
+  }
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  pid_t got = 0;
+  for (int i = 0; i < 2000 && got == 0; ++i) {
+    got = waitpid(pid, &status, WNOHANG);
+    if (got == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (got == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FAIL() << "the process did not exit";
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 7);
 }
 
 }  // namespace

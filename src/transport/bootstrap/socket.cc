@@ -180,7 +180,7 @@ static Socket tryConnect(const WireAddr& addr, Deadline deadline) {
   int rc;
   do rc = ::connect(s.fd(), reinterpret_cast<sockaddr*>(&ss), len);
   while (rc != 0 && errno == EINTR);
-  if (rc != 0 && errno != EINPROGRESS) {
+  if (rc != 0 && errno != EINPROGRESS && errno != EALREADY) {
     if (errno == ECONNREFUSED || errno == EAGAIN) return Socket();
     throwSystemError("connect to " + toString(addr), errno);
   }
