@@ -19,6 +19,7 @@ constexpr uint64_t kTagMask = (uint64_t{1} << kTagBits) - 1;
 // destructor returns once the transport no longer writes the request's buffer. (A send
 // that can never complete, e.g. a large send the peer never receives, is abandoned after a
 // short grace; the peer of such a failed or aborted exchange might still read its buffer.)
+// Requests must be destroyed before the transport that made them.
 class Request {
  public:
   virtual ~Request() = default;
