@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
+#include <string>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -48,13 +51,29 @@ static ucp_context_h createContext() {
   return context;
 }
 
+// UCX has no query for the transports it selected, so read its resource table
+// ("resource 3 : md 2 dev 3 flags -- sysv/memory").
+static bool detectSharedMemory(ucp_context_h context) {
+  char* text = nullptr;
+  size_t size = 0;
+  FILE* stream = open_memstream(&text, &size);
+  if (!stream) return false;
+  ucp_context_print_info(context, stream);
+  std::fclose(stream);
+  std::string info(text, size);
+  std::free(text);
+  return info.find(" posix/") != std::string::npos || info.find(" sysv/") != std::string::npos;
+}
+
+static std::mutex contextMutex;
+static ucp_context_h context = nullptr;
+static bool sharedMemory = false;
+
 ucp_context_h processContext() {
   // Never destroyed: workers of communicators that outlive static destruction may still
   // refer to it, and the OS reclaims it at exit.
-  static std::mutex mutex;
-  static ucp_context_h context = nullptr;
   static pid_t owner = 0;
-  std::lock_guard<std::mutex> lock(mutex);
+  std::lock_guard<std::mutex> lock(contextMutex);
   // UCX's progress thread does not survive fork(), so a child of a process that already
   // used UCX would hang on connection set-up; refuse it clearly instead.
   CCL_CHECK(!context || owner == getpid(), cclSystemError,
@@ -63,8 +82,15 @@ ucp_context_h processContext() {
   if (!context) {
     context = createContext();
     owner = getpid();
+    sharedMemory = detectSharedMemory(context);
   }
   return context;
+}
+
+bool hasSharedMemory() {
+  processContext();
+  std::lock_guard<std::mutex> lock(contextMutex);
+  return sharedMemory;
 }
 
 }  // namespace ccl::transport::ucx

@@ -15,6 +15,10 @@ namespace ccl::transport::ucx {
 // fork()ed child of a process that had already initialised it.
 ucp_context_h processContext();
 
+// True when the process context has a shared-memory transport (posix or sysv) among its
+// resources, i.e. UCX_TLS allows one.
+bool hasSharedMemory();
+
 // cclRemoteError for a failed or unreachable peer, cclInvalidUsage for a truncated message,
 // cclSystemError otherwise.
 cclResult_t resultOf(ucs_status_t status);

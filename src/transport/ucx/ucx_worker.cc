@@ -58,12 +58,16 @@ bool processAlive(pid_t pid) {
   return state != 'Z' && state != 'X';
 }
 
-ucp_err_handling_mode_t errorMode(bool sameHost) {
+// Without peer-failure handling UCX may select its shared-memory transports, which cannot
+// report a failed peer. That is worth it only when shared memory is actually available:
+// over TCP, UCX's own detection costs nothing, and force-closing a TCP endpoint that has
+// no error handling is undefined behaviour on the peer.
+ucp_err_handling_mode_t errorMode(bool self, bool sameHost) {
   std::string mode = config::getString("CCL_UCX_ERR_MODE");
   if (mode == "peer") return UCP_ERR_HANDLING_MODE_PEER;
   if (mode == "none") return UCP_ERR_HANDLING_MODE_NONE;
   CCL_CHECK(mode == "auto", cclInvalidArgument, "CCL_UCX_ERR_MODE='" + mode + "' must be auto, peer or none");
-  return sameHost ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER;
+  return self || (sameHost && hasSharedMemory()) ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER;
 }
 
 }  // namespace
@@ -112,7 +116,7 @@ void Worker::connect(const std::vector<std::vector<uint8_t>>& addresses, const s
     params.field_mask =
         UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
     params.address = reinterpret_cast<const ucp_address_t*>(addresses[peer].data());
-    params.err_mode = errorMode(peers[peer].hostId == me.hostId);
+    params.err_mode = errorMode(peer == rank_, peers[peer].hostId == me.hostId);
     params.err_handler.cb = &Worker::onEndpointError;
     params.err_handler.arg = &epContexts_[peer];
     checkStatus(ucp_ep_create(worker_, &params, &eps_[peer]), "ucp_ep_create to rank " + std::to_string(peer));
