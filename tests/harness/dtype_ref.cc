@@ -86,9 +86,12 @@ uint64_t encodeNarrow(const Narrow& f, double v) {
 }  // namespace
 
 const DtypeInfo& dtypeInfo(cclDataType_t t) {
-  for (const DtypeInfo& d : table())
-    if (d.type == t) return d;
-  throw std::invalid_argument("unknown data type " + std::to_string(static_cast<int>(t)));
+  // The table is in enum order, so the type indexes it.
+  const std::vector<DtypeInfo>& all = table();
+  const int i = static_cast<int>(t);
+  if (i < 0 || i >= static_cast<int>(all.size()))
+    throw std::invalid_argument("unknown data type " + std::to_string(i));
+  return all[i];
 }
 
 const std::vector<cclDataType_t>& allDtypes() {
@@ -122,14 +125,36 @@ const std::vector<cclRedOp_t>& allOps() {
   return ops;
 }
 
-uint64_t loadBits(const void* buf, size_t index, size_t size) {
-  uint64_t v = 0;
-  std::memcpy(&v, static_cast<const char*>(buf) + index * size, size);  // little endian
+namespace {
+template <typename T>
+uint64_t loadAs(const void* buf, size_t index) {
+  T v;
+  std::memcpy(&v, static_cast<const char*>(buf) + index * sizeof(T), sizeof(T));
   return v;
+}
+template <typename T>
+void storeAs(void* buf, size_t index, uint64_t bits) {
+  const T v = static_cast<T>(bits);
+  std::memcpy(static_cast<char*>(buf) + index * sizeof(T), &v, sizeof(T));
+}
+}  // namespace
+
+uint64_t loadBits(const void* buf, size_t index, size_t size) {
+  switch (size) {
+    case 1: return loadAs<uint8_t>(buf, index);
+    case 2: return loadAs<uint16_t>(buf, index);
+    case 4: return loadAs<uint32_t>(buf, index);
+    default: return loadAs<uint64_t>(buf, index);
+  }
 }
 
 void storeBits(void* buf, size_t index, size_t size, uint64_t bits) {
-  std::memcpy(static_cast<char*>(buf) + index * size, &bits, size);
+  switch (size) {
+    case 1: return storeAs<uint8_t>(buf, index, bits);
+    case 2: return storeAs<uint16_t>(buf, index, bits);
+    case 4: return storeAs<uint32_t>(buf, index, bits);
+    default: return storeAs<uint64_t>(buf, index, bits);
+  }
 }
 
 double decodeFloat(cclDataType_t t, uint64_t bits) {

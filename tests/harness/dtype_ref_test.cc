@@ -60,6 +60,11 @@ INSTANTIATE_TEST_SUITE_P(DtypeRef, FloatTypeTest,
                                            cclFloat8e5m2),
                          dtypeName);
 
+TEST(DtypeRef, TableCoversEveryTypeInEnumOrder) {
+  EXPECT_EQ(allDtypes().size(), static_cast<size_t>(cclNumTypes));
+  for (int t = 0; t < cclNumTypes; ++t) EXPECT_EQ(dtypeInfo(static_cast<cclDataType_t>(t)).type, t);
+}
+
 TEST(DtypeRef, KnownEncodings) {
   EXPECT_EQ(encodeFloat(cclFloat16, 1.0), 0x3c00u);
   EXPECT_EQ(encodeFloat(cclFloat16, 65504.0), 0x7bffu);

@@ -129,7 +129,10 @@ uint64_t reduceFloats(const DtypeInfo& d, cclRedOp_t op, const uint64_t* in, int
 
 }  // namespace
 
-uint64_t mixBits(uint64_t seed, uint64_t a, uint64_t b) { return splitmix(splitmix(splitmix(seed) ^ a) ^ b); }
+uint64_t mixBits(uint64_t seed, uint64_t a, uint64_t b) {
+  // Odd multipliers keep (a, b) -> word injective for the small a of ranks; splitmix mixes.
+  return splitmix(seed ^ (a * 0xd1b54a32d192ed03ull) ^ splitmix(b));
+}
 
 uint64_t reductionInput(cclDataType_t t, cclRedOp_t op, int nranks, int rank, size_t index, uint64_t seed) {
   const DtypeInfo& d = dtypeInfo(t);
