@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Side-by-side allreduce comparison on this machine: ccl (4 MPI processes, and 4 thread
+# ranks in one process) against Open MPI's MPI_Allreduce, float sum, uncompressed.
+# Runs are interleaved (ccl, ccl -t, MPI, ccl, ...) and the median of each is reported.
+#
+# Usage: perf/compare_mpi.sh [build-dir] [repeats]
+#   env ITERS (default 20), WARMUP (5), LAT_ITERS (2000), LAT_WARMUP (200), NP (4),
+#   MAX_BYTES (64M), MPIRUN (default: mpirun --allow-run-as-root --oversubscribe --bind-to none)
+set -euo pipefail
+
+build=${1:-build-perf}
+repeats=${2:-5}
+iters=${ITERS:-20}
+warmup=${WARMUP:-5}
+lat_iters=${LAT_ITERS:-2000}
+lat_warmup=${LAT_WARMUP:-200}
+np=${NP:-4}
+max_bytes=${MAX_BYTES:-64M}
+mpirun=${MPIRUN:-mpirun --allow-run-as-root --oversubscribe --bind-to none}
+
+ccl_bin=$build/perf/collectives/all_reduce_perf
+mpi_bin=$build/perf/baselines/mpi_allreduce_perf
+for bin in "$ccl_bin" "$mpi_bin"; do
+  [[ -x $bin ]] || { echo "missing $bin: build targets all_reduce_perf and mpi_allreduce_perf first" >&2; exit 1; }
+done
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+bw_flags=(-b 1M -e "$max_bytes" -f 2 -d float -o sum -c 0 -n "$iters" -w "$warmup")
+lat_flags=(-b 8 -e 8 -d float -o sum -c 0 -n "$lat_iters" -w "$lat_warmup")
+
+echo "# ccl bandwidth: $mpirun -np $np $ccl_bin ${bw_flags[*]}"
+echo "# ccl threads:   $ccl_bin -t $np ${bw_flags[*]}"
+echo "# MPI bandwidth: $mpirun -np $np $mpi_bin ${bw_flags[*]}"
+echo "# latency runs use: ${lat_flags[*]}"
+echo "# repeats: $repeats (interleaved), median reported"
+
+for ((r = 0; r < repeats; r++)); do
+  $mpirun -np "$np" "$ccl_bin" "${bw_flags[@]}" > "$out/ccl_bw_$r.txt"
+  "$ccl_bin" -t "$np" "${bw_flags[@]}" > "$out/cclt_bw_$r.txt"
+  $mpirun -np "$np" "$mpi_bin" "${bw_flags[@]}" > "$out/mpi_bw_$r.txt"
+  $mpirun -np "$np" "$ccl_bin" "${lat_flags[@]}" > "$out/ccl_lat_$r.txt"
+  "$ccl_bin" -t "$np" "${lat_flags[@]}" > "$out/cclt_lat_$r.txt"
+  $mpirun -np "$np" "$mpi_bin" "${lat_flags[@]}" > "$out/mpi_lat_$r.txt"
+  echo "# repeat $((r + 1))/$repeats done" >&2
+done
+
+python3 - "$out" "$repeats" <<'PY'
+import statistics, sys
+
+out, repeats = sys.argv[1], int(sys.argv[2])
+
+def rows(path):
+    """size -> (out-of-place time us, out-of-place busbw, in-place time us, in-place busbw)."""
+    table = {}
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            c = line.split()
+            table[int(c[0])] = (float(c[5]), float(c[7]), float(c[9]), float(c[11]))
+    return table
+
+def median(kind, what, col):
+    per_size = {}
+    for r in range(repeats):
+        for size, vals in rows(f"{out}/{kind}_{what}_{r}.txt").items():
+            per_size.setdefault(size, []).append(vals[col])
+    return {s: statistics.median(v) for s, v in per_size.items()}
+
+ccl, cclt, mpi = (median(k, "bw", 1) for k in ("ccl", "cclt", "mpi"))
+print()
+print("out-of-place busbw (GB/s), median of %d runs" % repeats)
+print("%12s  %10s  %10s  %10s  %9s  %9s" % ("size (B)", "ccl np4", "ccl -t4", "MPI np4", "np4/MPI", "-t4/MPI"))
+for size in sorted(mpi):
+    m = mpi[size]
+    a, b = ccl.get(size, float("nan")), cclt.get(size, float("nan"))
+    print("%12d  %10.3f  %10.3f  %10.3f  %9.2f  %9.2f" % (size, a, b, m, a / m if m else float("nan"), b / m if m else float("nan")))
+
+lat = {k: median(k, "lat", 0)[8] for k in ("ccl", "cclt", "mpi")}
+print()
+print("8-byte allreduce latency (us, out-of-place), median of %d runs" % repeats)
+print("%10s  %10s  %10s  %9s  %9s" % ("ccl np4", "ccl -t4", "MPI np4", "np4/MPI", "-t4/MPI"))
+print("%10.2f  %10.2f  %10.2f  %9.2f  %9.2f" % (lat["ccl"], lat["cclt"], lat["mpi"], lat["ccl"] / lat["mpi"], lat["cclt"] / lat["mpi"]))
+PY
