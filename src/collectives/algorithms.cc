@@ -12,7 +12,10 @@ Algo parseAlgo(const std::string& name) {
   if (name == "ring") return Algo::kRing;
   if (name == "tree" || name == "rd" || name == "recursive_doubling") return Algo::kTree;
   if (name == "direct") return Algo::kDirect;
-  throw Error(cclInvalidArgument, "unknown algorithm '" + name + "' (CCL_ALGO: auto, ring, tree, direct)");
+  if (name == "twoshot" || name == "two_shot") return Algo::kTwoShot;
+  if (name == "sparse") return Algo::kSparse;
+  throw Error(cclInvalidArgument,
+              "unknown algorithm '" + name + "' (CCL_ALGO: auto, ring, tree, direct, twoshot, sparse)");
 }
 
 const char* algoName(Algo a) {
@@ -25,8 +28,17 @@ const char* algoName(Algo a) {
       return "tree";
     case Algo::kDirect:
       return "direct";
+    case Algo::kTwoShot:
+      return "twoshot";
+    case Algo::kSparse:
+      return "sparse";
   }
   return "?";
+}
+
+bool compressible(const CollArgs& a) {
+  return a.codec.codec != cclCodecNone && (a.dtype == cclFloat32 || a.dtype == cclBfloat16 || a.dtype == cclFloat16) &&
+         (a.op == cclSum || a.op == cclAvg);
 }
 
 Algo chooseAllReduce(const CollArgs& a) {

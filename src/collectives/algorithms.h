@@ -6,11 +6,12 @@
 #include <string>
 
 #include "ccl/ccl.h"
+#include "codecs/codec.h"
 #include "collectives/plan.h"
 
 namespace ccl::coll {
 
-enum class Algo { kAuto, kRing, kTree, kDirect };
+enum class Algo { kAuto, kRing, kTree, kDirect, kTwoShot, kSparse };
 
 // Parses CCL_ALGO values ("auto", "ring", "tree", "direct"); throws cclInvalidArgument.
 Algo parseAlgo(const std::string& name);
@@ -27,7 +28,14 @@ struct CollArgs {
   size_t chunkBytes = 256 << 10;
   Algo algo = Algo::kAuto;
   size_t treeMaxBytes = 64 << 10;  // auto: allreduce up to this size uses recursive doubling
+  // Compression: codec none means the uncompressed plans. With `feedback` the caller passes
+  // a residual buffer of feedbackFloats(args) fp32 values (Buf::kFeedback).
+  codec::Params codec;
+  bool feedback = false;
 };
+
+// Whether a call with these arguments is carried compressed (float dtype, sum/avg, a codec).
+bool compressible(const CollArgs& a);
 
 // The algorithm allreduce uses for these arguments (resolving kAuto).
 Algo chooseAllReduce(const CollArgs& a);
@@ -40,6 +48,19 @@ Plan planReduce(const CollArgs& a);
 Plan planAlltoAll(const CollArgs& a);  // count per peer
 Plan planGather(const CollArgs& a);    // count per rank
 Plan planScatter(const CollArgs& a);   // count per rank
+
+// Compressed plans (compressible(a) must hold; see compressed.cc for the algorithms).
+Algo chooseCompressedAllReduce(const CollArgs& a);
+Plan planCompressedAllReduce(const CollArgs& a);
+Plan planCompressedReduceScatter(const CollArgs& a);
+Plan planCompressedAllGather(const CollArgs& a);
+Plan planCompressedBroadcast(const CollArgs& a);
+Plan planCompressedAlltoAll(const CollArgs& a);
+Plan planCompressedSend(const CollArgs& a, int peer, uint32_t tag);
+Plan planCompressedRecv(const CollArgs& a, int peer, uint32_t tag);
+// fp32 values of error-feedback state the plan of `a` (an allreduce, reduce-scatter or
+// allgather of this rank) reads and updates.
+size_t feedbackFloats(const CollArgs& a, bool reduceScatter);
 
 // Point to point: one message of `bytes` to or from `peer`, matched by `tag`.
 Plan planSend(int peer, uint32_t tag, size_t bytes);

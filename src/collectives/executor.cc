@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "codecs/codec.h"
 #include "collectives/reduce_kernels.h"
 #include "common/dtype.h"
 #include "common/error.h"
@@ -32,6 +33,8 @@ class JobRun {
     completed_ = 0;
     ready_.clear();
     inflight_.clear();
+    lengths_.assign(plan_->lengthSlots, 0);
+    codec_ = plan_->codec;
     const size_t n = plan_->steps.size();
     waiting_.resize(n);
     succStart_.assign(n + 1, 0);
@@ -96,6 +99,8 @@ class JobRun {
         return static_cast<char*>(job_->buffers.recv);
       case Buf::kScratch:
         return static_cast<char*>(job_->buffers.scratch);
+      case Buf::kFeedback:
+        return reinterpret_cast<char*>(job_->buffers.feedback);
     }
     return nullptr;
   }
@@ -104,9 +109,11 @@ class JobRun {
   void start(StepId id) {
     const Step& s = plan_->steps[id];
     switch (s.kind) {
-      case StepKind::kSend:
-        inflight_.push_back({id, job_->transport->isend(s.peer, job_->tagBase | s.tag, at(s.src), s.bytes)});
+      case StepKind::kSend: {
+        size_t bytes = s.slot == kNoSlot ? s.bytes : lengths_[s.slot];
+        inflight_.push_back({id, job_->transport->isend(s.peer, job_->tagBase | s.tag, at(s.src), bytes)});
         return;
+      }
       case StepKind::kRecv:
         inflight_.push_back({id, job_->transport->irecv(s.peer, job_->tagBase | s.tag, at(s.dst), s.bytes)});
         return;
@@ -119,13 +126,51 @@ class JobRun {
       case StepKind::kDivide:
         divideInPlace(at(s.dst), s.count, plan_->dtype, plan_->nranks);
         break;
+      case StepKind::kEncode:
+        codec_.seed = plan_->codec.seed + job_->callSeed * 0x9e3779b97f4a7c15ull + s.seedSalt;
+        lengths_[s.slot] = codec::encode(codec_, at(s.src), s.type, s.count, at(s.dst), s.bytes,
+                                         s.withFeedback ? reinterpret_cast<float*>(at(s.src2)) : nullptr);
+        break;
+      case StepKind::kDecode:
+        codec::decode(at(s.src), lengths_[s.slot], expect(s), at(s.dst), s.type);
+        break;
+      case StepKind::kDecodeAdd:
+        codec::decodeAccumulate(at(s.src), lengths_[s.slot], expect(s), reinterpret_cast<float*>(at(s.dst)));
+        break;
+      case StepKind::kWiden:
+        widenToFloat(reinterpret_cast<float*>(at(s.dst)), at(s.src), s.count, plan_->dtype);
+        break;
+      case StepKind::kDivideFloat: {
+        float* d = reinterpret_cast<float*>(at(s.dst));
+        const float div = static_cast<float>(plan_->nranks);
+        for (size_t i = 0; i < s.count; ++i) d[i] /= div;
+        break;
+      }
+      case StepKind::kNarrow:
+        narrowFromFloat(at(s.dst), reinterpret_cast<const float*>(at(s.src)), s.count, plan_->dtype,
+                        s.divide ? plan_->nranks : 1);
+        break;
     }
     complete(id);
   }
 
-  void checkReceived(StepId id, const transport::Request& req) const {
+  // A stream must carry the elements and codec the receiver expects: a mismatch means the
+  // ranks called the operation differently.
+  codec::Expect expect(const Step& s) const {
+    codec::Expect e;
+    e.count = s.count;
+    e.codec = plan_->codec.codec;
+    return e;
+  }
+
+  void checkReceived(StepId id, const transport::Request& req) {
     const Step& s = plan_->steps[id];
-    if (s.kind == StepKind::kRecv && req.receivedBytes() != s.bytes)
+    if (s.kind != StepKind::kRecv) return;
+    if (s.slot != kNoSlot) {
+      lengths_[s.slot] = req.receivedBytes();
+      return;
+    }
+    if (req.receivedBytes() != s.bytes)
       throw Error(cclInvalidUsage, "rank " + std::to_string(s.peer) + " sent " + std::to_string(req.receivedBytes()) +
                                        " bytes where " + std::to_string(s.bytes) +
                                        " were expected: ranks called the operation with different counts or types");
@@ -147,6 +192,8 @@ class JobRun {
   size_t head_ = 0;
   size_t completed_ = 0;
   std::vector<Inflight> inflight_;
+  std::vector<size_t> lengths_;  // encoded-stream lengths, by slot
+  codec::Params codec_;          // the plan's codec with this call's seed
 };
 
 constexpr int kSpinPasses = 64;

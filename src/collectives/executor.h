@@ -17,7 +17,8 @@ namespace ccl::coll {
 struct Buffers {
   const void* send = nullptr;
   void* recv = nullptr;
-  void* scratch = nullptr;  // at least plan.scratchBytes
+  void* scratch = nullptr;    // at least plan.scratchBytes
+  float* feedback = nullptr;  // error-feedback residual, when the plan's encodes use one
 };
 
 struct Job {
@@ -26,6 +27,7 @@ struct Job {
   transport::Transport* transport = nullptr;
   uint64_t tagBase = 0;                        // or'ed into every step tag (call sequence)
   const std::atomic<bool>* aborted = nullptr;  // checked while waiting; may be null
+  uint64_t callSeed = 0;                       // mixed into the codec seed: the same on every rank for one call
 };
 
 struct ExecOptions {

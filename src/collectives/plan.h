@@ -9,10 +9,12 @@
 #include <vector>
 
 #include "ccl/ccl.h"
+#include "codecs/codec.h"
 
 namespace ccl::coll {
 
-enum class Buf : uint8_t { kSend, kRecv, kScratch };
+// kFeedback is the caller's error-feedback residual (fp32, one per element of the tensor).
+enum class Buf : uint8_t { kSend, kRecv, kScratch, kFeedback };
 
 // A byte offset into one of the plan's buffers.
 struct Ref {
@@ -27,7 +29,17 @@ enum class StepKind : uint8_t {
   kCopy,    // bytes from src to dst
   kReduce,  // count elements: dst = src op src2 (dst may alias either)
   kDivide,  // count elements: dst /= nranks (the tail of cclAvg)
+  // Codec steps (plan.codec). Encoded streams have a data-dependent length, kept in the
+  // job's length slot `slot`: an encode or a receive writes it, a send or a decode reads it.
+  kEncode,       // count elements of `type` at src -> stream at dst (at most `bytes`), residual if withFeedback
+  kDecode,       // stream at src -> count elements of `type` at dst
+  kDecodeAdd,    // stream at src added into count fp32 elements at dst
+  kWiden,        // count elements of plan.dtype at src -> fp32 at dst
+  kNarrow,       // count fp32 elements at src -> plan.dtype at dst (divided by nranks first if `divide`)
+  kDivideFloat,  // count fp32 elements at dst /= nranks
 };
+
+constexpr uint16_t kNoSlot = 0xffff;
 
 struct Step {
   StepKind kind;
@@ -36,8 +48,13 @@ struct Step {
   Ref dst{Buf::kRecv, 0};
   Ref src{Buf::kSend, 0};
   Ref src2{Buf::kRecv, 0};
-  size_t bytes = 0;  // send, recv, copy
-  size_t count = 0;  // reduce, divide
+  size_t bytes = 0;                 // send, recv, copy
+  size_t count = 0;                 // reduce, divide, codec steps
+  uint16_t slot = kNoSlot;          // send/recv/codec steps: length slot of an encoded stream
+  cclDataType_t type = cclFloat32;  // encode/decode element type
+  bool withFeedback = false;        // encode: apply and update the residual at `src2`
+  bool divide = false;              // narrow: divide by nranks (cclAvg)
+  uint32_t seedSalt = 0;            // encode: added to the call's seed (0 on every rank for randk)
   uint32_t firstDep = 0;
   uint32_t numDeps = 0;
 };
@@ -50,6 +67,8 @@ struct Plan {
   cclRedOp_t op = cclSum;  // of kReduce steps (cclAvg reduces as cclSum)
   int nranks = 1;          // divisor of kDivide steps
   size_t scratchBytes = 0;
+  uint16_t lengthSlots = 0;  // encoded-stream lengths a job keeps
+  codec::Params codec;       // of the codec steps
   std::vector<Step> steps;
   std::vector<StepId> deps;  // steps[i] waits for deps[firstDep .. firstDep+numDeps)
 
@@ -61,6 +80,18 @@ struct Plan {
   StepId copy(Ref dst, Ref src, size_t bytes, const Deps& after = {});
   StepId reduce(Ref dst, Ref a, Ref b, size_t count, const Deps& after = {});
   StepId divide(Ref dst, size_t count, const Deps& after = {});
+
+  // Codec step helpers. encode returns the step; its stream length lands in `slot`.
+  uint16_t newSlot() { return lengthSlots++; }
+  StepId encode(Ref dst, size_t capacity, uint16_t slot, Ref src, cclDataType_t type, size_t count, const Ref* residual,
+                const Deps& after = {});
+  StepId sendStream(int peer, uint32_t tag, Ref src, uint16_t slot, const Deps& after = {});
+  StepId recvStream(int peer, uint32_t tag, Ref dst, size_t capacity, uint16_t slot, const Deps& after = {});
+  StepId decode(Ref dst, cclDataType_t type, Ref src, uint16_t slot, size_t count, const Deps& after = {});
+  StepId decodeAdd(Ref acc, Ref src, uint16_t slot, size_t count, const Deps& after = {});
+  StepId widen(Ref dst, Ref src, size_t count, const Deps& after = {});
+  StepId narrow(Ref dst, Ref src, size_t count, bool divideByRanks, const Deps& after = {});
+  StepId divideFloat(Ref dst, size_t count, const Deps& after = {});
 
   // Reserves `bytes` of scratch (aligned to 64) and returns its start.
   Ref scratch(size_t bytes);

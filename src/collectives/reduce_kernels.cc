@@ -157,7 +157,45 @@ void dispatch(cclDataType_t dtype, F&& f) {
   }
 }
 
+template <class Tr>
+void widenType(float* dst, const void* src, size_t n) {
+  const auto* s = static_cast<const typename Tr::Storage*>(src);
+  for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(Tr::load(s[i]));
+}
+
+template <class Tr>
+void narrowType(void* dst, const float* src, size_t n, int divisor) {
+  using C = typename Tr::Compute;
+  auto* d = static_cast<typename Tr::Storage*>(dst);
+  if (divisor == 1) {
+    for (size_t i = 0; i < n; ++i) d[i] = Tr::store(static_cast<C>(src[i]));
+  } else {
+    const float div = static_cast<float>(divisor);
+    for (size_t i = 0; i < n; ++i) d[i] = Tr::store(static_cast<C>(src[i] / div));
+  }
+}
+
 }  // namespace
+
+void widenToFloat(float* dst, const void* src, size_t count, cclDataType_t dtype) {
+  dispatch(dtype, [&](auto tr) {
+    if constexpr (std::is_floating_point_v<typename decltype(tr)::Compute>) {
+      widenType<decltype(tr)>(dst, src, count);
+    } else {
+      throw Error(cclInvalidArgument, "widenToFloat: integer type");
+    }
+  });
+}
+
+void narrowFromFloat(void* dst, const float* src, size_t count, cclDataType_t dtype, int divisor) {
+  dispatch(dtype, [&](auto tr) {
+    if constexpr (std::is_floating_point_v<typename decltype(tr)::Compute>) {
+      narrowType<decltype(tr)>(dst, src, count, divisor);
+    } else {
+      throw Error(cclInvalidArgument, "narrowFromFloat: integer type");
+    }
+  });
+}
 
 void reduce(void* dst, const void* a, const void* b, size_t count, cclDataType_t dtype, cclRedOp_t op) {
   dispatch(dtype, [&](auto tr) { reduceType<decltype(tr)>(dst, a, b, count, op); });

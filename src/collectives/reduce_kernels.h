@@ -16,4 +16,10 @@ void reduce(void* dst, const void* a, const void* b, size_t count, cclDataType_t
 // type's compute precision rounded once.
 void divideInPlace(void* dst, size_t count, cclDataType_t dtype, int divisor);
 
+// dst[i] = (float)src[i] for a floating-point dtype.
+void widenToFloat(float* dst, const void* src, size_t count, cclDataType_t dtype);
+
+// dst[i] = src[i] / divisor, rounded once to `dtype` (a floating-point dtype).
+void narrowFromFloat(void* dst, const float* src, size_t count, cclDataType_t dtype, int divisor);
+
 }  // namespace ccl::coll

@@ -10,40 +10,18 @@
 
 #include "collectives/algorithms.h"
 #include "collectives/executor.h"
-#include "local_transport.h"
+#include "plan_runner.h"
 
 namespace ccl::coll {
 namespace {
 
 using Data = std::vector<int32_t>;
 
-// Runs one plan per rank on its own thread; send/recv buffers are per rank.
 void runAll(int n, const std::function<Plan(int)>& build, std::vector<Data>& send, std::vector<Data>& recv,
             bool inPlace) {
-  testing::Fabric fabric;
-  std::vector<std::thread> threads;
-  std::vector<std::string> errors(n);
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        Plan plan = build(r);
-        std::vector<std::byte> scratch(plan.scratchBytes);
-        testing::LocalTransport t(fabric, r, n);
-        Job job;
-        job.plan = &plan;
-        job.buffers = {inPlace ? static_cast<const void*>(recv[r].data()) : send[r].data(), recv[r].data(),
-                       scratch.data()};
-        job.transport = &t;
-        ExecOptions opt;
-        opt.timeout = std::chrono::seconds(20);
-        execute(std::span<const Job>(&job, 1), opt);
-      } catch (const std::exception& e) {
-        errors[r] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+  testing::runPlans(n, build, [&](int r) {
+    return testing::RankBuffers{inPlace ? static_cast<const void*>(recv[r].data()) : send[r].data(), recv[r].data()};
+  });
 }
 
 int32_t value(int rank, size_t i) { return static_cast<int32_t>((i * 7 + rank * 13) % 23) - 11; }

@@ -1,0 +1,399 @@
+// Compressed plans. Data crosses the wire only as codec streams; sums are kept in fp32.
+//
+//   two-shot allreduce  every rank encodes shard k of its input once and sends it to rank k,
+//                       which adds the n-1 streams to its own (exact) shard in fp32; each
+//                       owner then encodes its sum once and sends it to everyone. Two
+//                       quantisations whatever the rank count.
+//   ring allreduce      the partial sum is decoded, added and re-encoded at every hop
+//                       (n quantisations); the sums then go round the ring untouched.
+//   sparse allreduce    each rank's sparse stream goes to every rank; every rank adds the n
+//                       streams in rank order, so all get the same bits.
+//   allgather, broadcast, all-to-all, send/recv: encode once, forward bytes, decode at the end.
+// Every rank, the sender included, takes the decoded values, so all ranks agree exactly.
+// Quantised data moves in chunks aligned to the codec block, so encoding one chunk
+// overlaps the transfer of the previous one.
+#include <algorithm>
+#include <tuple>
+#include <vector>
+
+#include "codecs/wire.h"
+#include "collectives/algorithms.h"
+#include "common/dtype.h"
+
+namespace ccl::coll {
+namespace {
+
+using detail::mod;
+using detail::tag;
+
+// Fixed-size pieces of a range: `per` elements each, the last one shorter.
+struct Pieces {
+  size_t count;
+  size_t per;
+  size_t parts() const { return count == 0 ? 1 : (count + per - 1) / per; }
+  size_t offset(size_t j) const { return j * per; }
+  size_t size(size_t j) const { return std::min(per, count - std::min(count, j * per)); }
+};
+
+// Sparsifiers select over the whole piece (top-k is exact per message); quantisers are cut
+// into chunks of whole blocks.
+Pieces pieces(const CollArgs& a, size_t count) {
+  if (!codec::isQuantizer(a.codec.codec)) return {count, std::max<size_t>(count, 1)};
+  const size_t block = std::max<size_t>(a.codec.blockSize, 1);
+  const size_t per = std::max(block, a.chunkBytes / sizeof(float) / block * block);
+  return {count, per};
+}
+
+Plan codecPlan(const CollArgs& a) {
+  Plan p = detail::emptyPlan(a);
+  p.codec = a.codec;
+  return p;
+}
+
+// Builds the codec steps of one rank's plan, naming the buffers by element offsets.
+class Builder {
+ public:
+  explicit Builder(const CollArgs& a) : a_(a), p_(codecPlan(a)), es_(dataTypeSize(a.dtype)) {}
+
+  Plan take() { return std::move(p_); }
+  Plan& plan() { return p_; }
+  size_t es() const { return es_; }
+
+  Ref send(size_t elem) const { return {Buf::kSend, elem * es_}; }
+  Ref recv(size_t elem) const { return {Buf::kRecv, elem * es_}; }
+  Ref floats(Ref base, size_t elem) const { return base + elem * sizeof(float); }
+  const Ref* residual(size_t elem) {
+    if (!a_.feedback) return nullptr;
+    residual_ = {Buf::kFeedback, elem * sizeof(float)};
+    return &residual_;
+  }
+
+  // A stream buffer for `count` elements with its length slot.
+  struct Stream {
+    Ref buf;
+    size_t capacity;
+    uint16_t slot;
+  };
+  Stream stream(size_t count) {
+    size_t cap = codec::maxEncodedBytes(p_.codec, count);
+    return {p_.scratch(cap), cap, p_.newSlot()};
+  }
+
+  // Encodes `count` elements of `type` at src into a new stream.
+  std::pair<Stream, StepId> encode(Ref src, cclDataType_t type, size_t count, const Ref* res, const Deps& after) {
+    Stream st = stream(count);
+    StepId e = p_.encode(st.buf, st.capacity, st.slot, src, type, count, res, after);
+    // Stochastic rounding draws differ per rank and per stream; random-k must draw the
+    // same positions on every rank, so it gets no salt.
+    if (a_.codec.codec != cclCodecRandK) p_.steps[e].seedSalt = static_cast<uint32_t>(a_.rank + 1) * 0x10000u + e;
+    return {st, e};
+  }
+
+  StepId sendTo(int peer, uint32_t t, const Stream& st, const Deps& after) {
+    return p_.sendStream(peer, t, st.buf, st.slot, after);
+  }
+  std::pair<Stream, StepId> recvFrom(int peer, uint32_t t, size_t count) {
+    Stream st = stream(count);
+    return {st, p_.recvStream(peer, t, st.buf, st.capacity, st.slot)};
+  }
+
+ private:
+  const CollArgs& a_;
+  Plan p_;
+  size_t es_;
+  Ref residual_{Buf::kFeedback, 0};
+};
+
+// Reduce-scatter in two shots' first half: this rank ends with the fp32 sum of its own
+// shard. shardOffset/shardCount give the layout of the input; residual offsets follow the
+// input. Returns the accumulator and, per chunk, the step after which it is complete.
+// readDone[k][j] receives the step after which shard k chunk j of the input was read.
+struct Owned {
+  Ref acc;
+  Pieces chunks;
+  Deps ready;
+};
+template <class Offset, class Count>
+Owned reduceToOwners(Builder& b, const CollArgs& a, Offset shardOffset, Count shardCount, std::vector<Deps>* readDone) {
+  const int n = a.nranks, r = a.rank;
+  Plan& p = b.plan();
+  Owned own{p.scratch(shardCount(r) * sizeof(float)), pieces(a, shardCount(r)), {}};
+  for (size_t j = 0; j < own.chunks.parts(); ++j)
+    own.ready.push_back(p.widen(b.floats(own.acc, own.chunks.offset(j)), b.send(shardOffset(r) + own.chunks.offset(j)),
+                                own.chunks.size(j)));
+  if (readDone) readDone->assign(n, {});
+  for (int k = 1; k < n; ++k) {
+    const int peer = mod(r + k, n);
+    Pieces c = pieces(a, shardCount(peer));
+    for (size_t j = 0; j < c.parts(); ++j) {
+      const size_t at = shardOffset(peer) + c.offset(j);
+      auto [st, e] = b.encode(b.send(at), a.dtype, c.size(j), b.residual(at), {});
+      b.sendTo(peer, tag(0, n, k, j), st, {e});
+      if (readDone) (*readDone)[peer].push_back(e);
+    }
+  }
+  if (readDone)
+    for (StepId w : own.ready) (*readDone)[r].push_back(w);
+  // Add the peers' streams in a fixed order (r-1, r-2, ...) so results do not depend on timing.
+  for (int k = 1; k < n; ++k) {
+    const int peer = mod(r - k, n);
+    for (size_t j = 0; j < own.chunks.parts(); ++j) {
+      auto [st, rid] = b.recvFrom(peer, tag(0, n, k, j), own.chunks.size(j));
+      own.ready[j] = p.decodeAdd(b.floats(own.acc, own.chunks.offset(j)), st.buf, st.slot, own.chunks.size(j),
+                                 {rid, own.ready[j]});
+    }
+  }
+  if (a.op == cclAvg)
+    for (size_t j = 0; j < own.chunks.parts(); ++j)
+      own.ready[j] = p.divideFloat(b.floats(own.acc, own.chunks.offset(j)), own.chunks.size(j), {own.ready[j]});
+  return own;
+}
+
+Plan twoShotAllReduce(const CollArgs& a) {
+  const int n = a.nranks, r = a.rank;
+  Builder b(a);
+  Plan& p = b.plan();
+  Split shard{a.count, static_cast<size_t>(n)};
+  auto offset = [&](int k) { return shard.offset(k); };
+  auto count = [&](int k) { return shard.size(k); };
+  std::vector<Deps> readDone;
+  Owned own = reduceToOwners(b, a, offset, count, &readDone);
+  // Second shot: each owner encodes its sum once; everyone decodes every shard.
+  for (size_t j = 0; j < own.chunks.parts(); ++j) {
+    const size_t off = own.chunks.offset(j), len = own.chunks.size(j);
+    auto [st, e] = b.encode(b.floats(own.acc, off), cclFloat32, len, b.residual(a.count + off), {own.ready[j]});
+    for (int k = 1; k < n; ++k) b.sendTo(mod(r + k, n), tag(1, n, k, j), st, {e});
+    p.decode(b.recv(offset(r) + off), a.dtype, st.buf, st.slot, len, {e});
+  }
+  for (int k = 1; k < n; ++k) {
+    const int peer = mod(r - k, n);
+    Pieces c = pieces(a, count(peer));
+    for (size_t j = 0; j < c.parts(); ++j) {
+      auto [st, rid] = b.recvFrom(peer, tag(1, n, k, j), c.size(j));
+      // In place, the first shot may still be reading this part of the buffer.
+      Deps deps{rid};
+      if (j < readDone[peer].size()) deps.push_back(readDone[peer][j]);
+      p.decode(b.recv(offset(peer) + c.offset(j)), a.dtype, st.buf, st.slot, c.size(j), deps);
+    }
+  }
+  return b.take();
+}
+
+Plan ringAllReduce(const CollArgs& a) {
+  const int n = a.nranks, r = a.rank, next = mod(r + 1, n), prev = mod(r - 1, n);
+  Builder b(a);
+  Plan& p = b.plan();
+  Split seg{a.count, static_cast<size_t>(n)};
+  Ref acc = p.scratch(a.count * sizeof(float));
+  std::vector<Deps> reduced(n), readDone(n);
+  for (int s = 0; s + 1 < n; ++s) {
+    const int sendSeg = mod(r - 1 - s, n), recvSeg = mod(r - 2 - s, n);
+    Pieces sc = pieces(a, seg.size(sendSeg));
+    for (size_t j = 0; j < sc.parts(); ++j) {
+      const size_t at = seg.offset(sendSeg) + sc.offset(j);
+      auto [st, e] = s == 0
+                         ? b.encode(b.send(at), a.dtype, sc.size(j), b.residual(at), {})
+                         : b.encode(b.floats(acc, at), cclFloat32, sc.size(j), b.residual(at), {reduced[sendSeg][j]});
+      b.sendTo(next, tag(0, n, s, j), st, {e});
+      if (s == 0) readDone[sendSeg].push_back(e);
+    }
+    Pieces rc = pieces(a, seg.size(recvSeg));
+    for (size_t j = 0; j < rc.parts(); ++j) {
+      const size_t at = seg.offset(recvSeg) + rc.offset(j);
+      auto [st, rid] = b.recvFrom(prev, tag(0, n, s, j), rc.size(j));
+      StepId w = p.widen(b.floats(acc, at), b.send(at), rc.size(j));
+      readDone[recvSeg].push_back(w);
+      reduced[recvSeg].push_back(p.decodeAdd(b.floats(acc, at), st.buf, st.slot, rc.size(j), {rid, w}));
+    }
+  }
+  // The owner encodes its finished segment once; the bytes then travel the ring unchanged.
+  Pieces oc = pieces(a, seg.size(r));
+  for (size_t j = 0; j < oc.parts(); ++j) {
+    const size_t at = seg.offset(r) + oc.offset(j);
+    StepId ready = reduced[r][j];
+    if (a.op == cclAvg) ready = p.divideFloat(b.floats(acc, at), oc.size(j), {ready});
+    auto [st, e] = b.encode(b.floats(acc, at), cclFloat32, oc.size(j), b.residual(a.count + oc.offset(j)), {ready});
+    b.sendTo(next, tag(1, n, 0, j), st, {e});
+    p.decode(b.recv(at), a.dtype, st.buf, st.slot, oc.size(j), {e});
+  }
+  for (int s = 0; s + 1 < n; ++s) {
+    const int recvSeg = mod(r - s - 1, n);
+    Pieces rc = pieces(a, seg.size(recvSeg));
+    for (size_t j = 0; j < rc.parts(); ++j) {
+      auto [st, rid] = b.recvFrom(prev, tag(1, n, s, j), rc.size(j));
+      if (s + 2 < n) b.sendTo(next, tag(1, n, s + 1, j), st, {rid});
+      p.decode(b.recv(seg.offset(recvSeg) + rc.offset(j)), a.dtype, st.buf, st.slot, rc.size(j),
+               {rid, readDone[recvSeg][j]});
+    }
+  }
+  return b.take();
+}
+
+// Sends this rank's stream(s) of `count` elements at src to every peer; returns them.
+std::vector<std::pair<Builder::Stream, StepId>> encodeForAll(Builder& b, const CollArgs& a, Ref src, size_t count,
+                                                             size_t residualAt) {
+  std::vector<std::pair<Builder::Stream, StepId>> out;
+  Pieces c = pieces(a, count);
+  for (size_t j = 0; j < c.parts(); ++j) {
+    out.push_back(b.encode(src + c.offset(j) * b.es(), a.dtype, c.size(j), b.residual(residualAt + c.offset(j)), {}));
+    for (int k = 1; k < a.nranks; ++k)
+      b.sendTo(mod(a.rank + k, a.nranks), tag(0, a.nranks, k, j), out.back().first, {out.back().second});
+  }
+  return out;
+}
+
+Plan sparseAllReduce(const CollArgs& a) {
+  const int n = a.nranks, r = a.rank;
+  Builder b(a);
+  Plan& p = b.plan();
+  auto mine = encodeForAll(b, a, b.send(0), a.count, 0);
+  Ref acc = p.scratch(a.count * sizeof(float));
+  Deps last;
+  for (int k = 0; k < n; ++k) {
+    Builder::Stream st;
+    StepId got;
+    if (k == r) {
+      std::tie(st, got) = mine.front();
+    } else {
+      std::tie(st, got) = b.recvFrom(k, tag(0, n, mod(r - k, n), 0), a.count);
+    }
+    Deps deps = last;
+    deps.push_back(got);
+    last = {k == 0 ? p.decode(acc, cclFloat32, st.buf, st.slot, a.count, deps)
+                   : p.decodeAdd(acc, st.buf, st.slot, a.count, deps)};
+  }
+  last.push_back(mine.front().second);  // in place: the input has been encoded
+  p.narrow(b.recv(0), acc, a.count, a.op == cclAvg, last);
+  return b.take();
+}
+
+}  // namespace
+
+Algo chooseCompressedAllReduce(const CollArgs& a) {
+  if (a.algo == Algo::kRing || a.algo == Algo::kTwoShot || a.algo == Algo::kSparse) return a.algo;
+  return codec::isQuantizer(a.codec.codec) ? Algo::kTwoShot : Algo::kSparse;
+}
+
+size_t feedbackFloats(const CollArgs& a, bool reduceScatter) {
+  const size_t n = static_cast<size_t>(a.nranks);
+  return reduceScatter ? a.count * n : a.count + (a.count + n - 1) / n;
+}
+
+Plan planCompressedAllReduce(const CollArgs& a) {
+  if (a.count == 0) return codecPlan(a);
+  if (a.nranks == 1) {
+    // Nothing crosses a wire, but the result still goes through the codec once, as it would
+    // with more ranks, so that behaviour does not change with the rank count.
+    Builder b(a);
+    auto [st, e] = b.encode(b.send(0), a.dtype, a.count, b.residual(0), {});
+    b.plan().decode(b.recv(0), a.dtype, st.buf, st.slot, a.count, {e});
+    return b.take();
+  }
+  switch (chooseCompressedAllReduce(a)) {
+    case Algo::kRing:
+      return ringAllReduce(a);
+    case Algo::kSparse:
+      return sparseAllReduce(a);
+    default:
+      return twoShotAllReduce(a);
+  }
+}
+
+Plan planCompressedReduceScatter(const CollArgs& a) {
+  if (a.count == 0) return codecPlan(a);
+  Builder b(a);
+  auto offset = [&](int k) { return static_cast<size_t>(k) * a.count; };
+  auto count = [&](int) { return a.count; };
+  Owned own = reduceToOwners(b, a, offset, count, nullptr);
+  for (size_t j = 0; j < own.chunks.parts(); ++j)
+    b.plan().narrow(b.recv(own.chunks.offset(j)), b.floats(own.acc, own.chunks.offset(j)), own.chunks.size(j), false,
+                    {own.ready[j]});
+  return b.take();
+}
+
+Plan planCompressedAllGather(const CollArgs& a) {
+  const int n = a.nranks, r = a.rank;
+  if (a.count == 0) return codecPlan(a);
+  Builder b(a);
+  Plan& p = b.plan();
+  Pieces c = pieces(a, a.count);
+  auto mine = encodeForAll(b, a, a.inPlace ? b.recv(r * a.count) : b.send(0), a.count, 0);
+  for (size_t j = 0; j < c.parts(); ++j)
+    p.decode(b.recv(r * a.count + c.offset(j)), a.dtype, mine[j].first.buf, mine[j].first.slot, c.size(j),
+             {mine[j].second});
+  for (int k = 1; k < n; ++k) {
+    const int peer = mod(r - k, n);
+    for (size_t j = 0; j < c.parts(); ++j) {
+      auto [st, rid] = b.recvFrom(peer, tag(0, n, k, j), c.size(j));
+      p.decode(b.recv(peer * a.count + c.offset(j)), a.dtype, st.buf, st.slot, c.size(j), {rid});
+    }
+  }
+  return b.take();
+}
+
+Plan planCompressedBroadcast(const CollArgs& a) {
+  const int n = a.nranks, r = a.rank;
+  if (a.count == 0) return codecPlan(a);
+  Builder b(a);
+  Plan& p = b.plan();
+  Pieces c = pieces(a, a.count);
+  const int pos = mod(r - a.root, n), next = mod(r + 1, n), prev = mod(r - 1, n);
+  for (size_t j = 0; j < c.parts(); ++j) {
+    const uint32_t t = static_cast<uint32_t>(j);
+    auto [st, got] =
+        pos == 0 ? b.encode(b.send(c.offset(j)), a.dtype, c.size(j), nullptr, {}) : b.recvFrom(prev, t, c.size(j));
+    if (pos + 1 < n) b.sendTo(next, t, st, {got});
+    p.decode(b.recv(c.offset(j)), a.dtype, st.buf, st.slot, c.size(j), {got});
+  }
+  return b.take();
+}
+
+Plan planCompressedAlltoAll(const CollArgs& a) {
+  const int n = a.nranks, r = a.rank;
+  if (a.count == 0) return codecPlan(a);
+  Builder b(a);
+  Plan& p = b.plan();
+  Pieces c = pieces(a, a.count);
+  const Ref src = a.inPlace ? Ref{Buf::kRecv, 0} : Ref{Buf::kSend, 0};
+  std::vector<Deps> encoded(n);
+  for (int k = 1; k < n; ++k) {
+    const int peer = mod(r + k, n);
+    for (size_t j = 0; j < c.parts(); ++j) {
+      auto [st, e] = b.encode(src + (peer * a.count + c.offset(j)) * b.es(), a.dtype, c.size(j), nullptr, {});
+      b.sendTo(peer, tag(0, n, k, j), st, {e});
+      encoded[peer].push_back(e);
+    }
+  }
+  if (!a.inPlace) p.copy(b.recv(r * a.count), b.send(r * a.count), a.count * b.es());
+  for (int k = 1; k < n; ++k) {
+    const int peer = mod(r - k, n);
+    for (size_t j = 0; j < c.parts(); ++j) {
+      auto [st, rid] = b.recvFrom(peer, tag(0, n, k, j), c.size(j));
+      // Block `peer` of the output is block `peer` of the input in place: encode it first.
+      p.decode(b.recv(peer * a.count + c.offset(j)), a.dtype, st.buf, st.slot, c.size(j), {rid, encoded[peer][j]});
+    }
+  }
+  return b.take();
+}
+
+Plan planCompressedSend(const CollArgs& a, int peer, uint32_t t) {
+  Builder b(a);
+  Pieces c = pieces(a, a.count);
+  for (size_t j = 0; j < c.parts() && a.count > 0; ++j) {
+    auto [st, e] = b.encode(b.send(c.offset(j)), a.dtype, c.size(j), nullptr, {});
+    b.sendTo(peer, t + static_cast<uint32_t>(j), st, {e});
+  }
+  return b.take();
+}
+
+Plan planCompressedRecv(const CollArgs& a, int peer, uint32_t t) {
+  Builder b(a);
+  Pieces c = pieces(a, a.count);
+  for (size_t j = 0; j < c.parts() && a.count > 0; ++j) {
+    auto [st, rid] = b.recvFrom(peer, t + static_cast<uint32_t>(j), c.size(j));
+    b.plan().decode(b.recv(c.offset(j)), a.dtype, st.buf, st.slot, c.size(j), {rid});
+  }
+  return b.take();
+}
+
+}  // namespace ccl::coll
