@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <ostream>
@@ -75,7 +76,8 @@ TEST_P(UcxSendRecv, AllPairsIncludingSelf) {
     for (int p = 0; p < n; ++p) {
       waitFor(t, *recvs[p]);
       EXPECT_EQ(recvs[p]->receivedBytes(), bytes);
-      EXPECT_EQ(0, std::memcmp(in[p].data(), payload(p, rank, tag, bytes).data(), bytes)) << "from " << p;
+      EXPECT_TRUE(std::equal(in[p].begin(), in[p].begin() + bytes, payload(p, rank, tag, bytes).begin()))
+          << "from " << p;
       EXPECT_EQ(in[p][bytes], 0xee) << "wrote past the message";
     }
     for (auto& s : sends) waitFor(t, *s);
