@@ -1,6 +1,8 @@
 // The CPU loops of the block quantisers. Each block is staged as fp32 (the input itself
 // when it is fp32 and no residual is added), scanned for its absmax and non-finite values,
-// then quantised element by element with the shared math of codecs/math/.
+// then quantised element by element with the shared math of codecs/math/. The loops are
+// written so the compiler vectorises them (one byte of code per element in a stage, packed
+// in a separate loop) and are compiled per instruction set (vector_clones.h).
 #include "codecs/quantizer.h"
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 
 #include "codecs/elements.h"
 #include "codecs/quantizer_kinds.h"
+#include "codecs/vector_clones.h"
 
 namespace ccl::codec::detail {
 namespace {
@@ -21,161 +24,174 @@ struct Geometry {
 
 Geometry geometry(const Header& h) { return Geometry{(h.count + h.blockSize - 1) / h.blockSize, layoutOf(h)}; }
 
-// Absmax of v[0, len) and whether all of it is finite.
-inline float blockAbsMax(const float* v, uint32_t len, bool& finite) {
-  float m = 0.0f;
-  uint32_t nonFinite = 0;
+// Largest |v| as fp32 bits: NaN and inf compare above every finite value, so one integer
+// max both finds the absmax and flags a non-finite block (result >= 0x7f800000).
+CCL_ALWAYS_INLINE uint32_t blockAbsMaxBits(const float* v, uint32_t len) {
+  uint32_t m = 0;
   for (uint32_t i = 0; i < len; ++i) {
-    m = math::absMaxStep(m, v[i]);
-    nonFinite |= (fp::floatBits(v[i]) & 0x7f800000u) == 0x7f800000u;
+    uint32_t b;
+    std::memcpy(&b, v + i, 4);
+    b &= 0x7fffffffu;
+    m = b > m ? b : m;
   }
-  finite = nonFinite == 0;
   return m;
 }
 
-// Codes of v[0, len), len a multiple of 8 / K::kBits elements per byte, packed into out.
 template <class K, bool kStochastic>
-void quantizeCodes(const float* v, uint32_t len, float inv, uint8_t* out, math::RngKey key, uint64_t base) {
-  constexpr int kPer = 8 / K::kBits;
-  for (uint32_t j = 0; j < len / kPer; ++j) {
-    uint32_t byte = 0;
-    for (int t = 0; t < kPer; ++t) {
-      const uint32_t i = j * kPer + t;
-      uint32_t c;
-      if constexpr (kStochastic) {
-        c = K::quantStochastic(v[i], inv, math::rngBits(key, base + i));
-      } else {
-        c = K::quant(v[i], inv);
-      }
-      byte |= c << (t * K::kBits);
+CCL_ALWAYS_INLINE void quantizeToBytes(const float* v, uint32_t len, float inv, uint8_t* codes, math::RngKey key,
+                                       uint64_t base) {
+  for (uint32_t i = 0; i < len; ++i) {
+    if constexpr (kStochastic) {
+      codes[i] = static_cast<uint8_t>(K::quantStochastic(v[i], inv, math::rngBits(key, base + i)));
+    } else {
+      codes[i] = static_cast<uint8_t>(K::quant(v[i], inv));
     }
-    out[j] = static_cast<uint8_t>(byte);
   }
 }
 
-// Calls op(i, value) for the dequantised elements of a block's codes, i in [0, len).
-template <class K, class Op>
-inline void dequantizeCodes(const uint8_t* in, uint32_t len, float s, Op op) {
-  constexpr int kPer = 8 / K::kBits;
-  constexpr uint32_t kMask = (1u << K::kBits) - 1;
+// Packs len codes (len a multiple of 8) of kBits each into len * kBits / 8 bytes.
+template <int kBits>
+CCL_ALWAYS_INLINE void packCodes(const uint8_t* codes, uint32_t len, uint8_t* out) {
+  if constexpr (kBits == 4) {
+    for (uint32_t j = 0; j < len / 2; ++j) out[j] = math::packInt4(codes[2 * j], codes[2 * j + 1]);
+  } else if constexpr (kBits == 2) {
+    for (uint32_t j = 0; j < len / 4; ++j)
+      out[j] = math::packInt2(codes[4 * j], codes[4 * j + 1], codes[4 * j + 2], codes[4 * j + 3]);
+  }
+}
+
+// Unpacks len codes (a multiple of 8 / kBits... any len; the source holds ceil) to one per byte.
+template <int kBits>
+CCL_ALWAYS_INLINE void unpackCodes(const uint8_t* in, uint32_t len, uint8_t* codes) {
+  constexpr uint32_t kPer = 8 / kBits;
+  constexpr uint32_t kMask = (1u << kBits) - 1;
   const uint32_t full = len / kPer;
-  for (uint32_t j = 0; j < full; ++j) {
-    const uint32_t byte = in[j];
-    for (int t = 0; t < kPer; ++t) op(j * kPer + t, K::dequant((byte >> (t * K::kBits)) & kMask, s));
-  }
-  for (uint32_t i = full * kPer; i < len; ++i) op(i, K::dequant((in[i / kPer] >> ((i % kPer) * K::kBits)) & kMask, s));
+  for (uint32_t j = 0; j < full; ++j)
+    for (uint32_t t = 0; t < kPer; ++t) codes[j * kPer + t] = static_cast<uint8_t>((in[j] >> (t * kBits)) & kMask);
+  for (uint32_t i = full * kPer; i < len; ++i)
+    codes[i] = static_cast<uint8_t>((in[i / kPer] >> ((i % kPer) * kBits)) & kMask);
 }
 
+// Block staging and raw output of the encoder; the hot loops are in encodeStream.
 template <class K, class T>
-class BlockEncoder {
- public:
-  BlockEncoder(const Params& p, const typename T::Storage* x, size_t n, uint8_t* out, float* residual)
-      : p_(p), x_(x), n_(n), out_(out), residual_(residual), key_(math::rngKey(p.seed)) {
-    h_.codec = static_cast<uint8_t>(p.codec);
-    h_.blockSize = p.blockSize;
-    h_.count = n;
-    h_.flags = static_cast<uint8_t>((p.fp16Scales ? kFlagFp16Scales : 0) | (p.stochastic ? kFlagStochastic : 0));
-    g_ = geometry(h_);
-    scaleBytes_ = scaleBytes(p.codec, h_.flags);
-    stage_.assign(p.blockSize, 0.0f);
-  }
-
-  size_t run() {
-    rawOut_ = out_ + g_.layout.raw;
-    for (uint64_t b = 0; b < g_.blocks; ++b) block(b);
-    h_.aux = rawBlocks_;
-    writeHeader(h_, out_);
-    // Zero the alignment padding so equal inputs give equal bytes.
-    std::memset(out_ + kHeaderBytes + g_.blocks * scaleBytes_, 0,
-                g_.layout.codes - kHeaderBytes - g_.blocks * scaleBytes_);
-    const size_t codeEnd = g_.layout.codes + (n_ * K::kBits + 7) / 8;
-    std::memset(out_ + codeEnd, 0, g_.layout.raw - codeEnd);
-    return static_cast<size_t>(rawOut_ - out_);
-  }
-
- private:
-  void block(uint64_t b) {
-    const size_t off = b * p_.blockSize;
-    const uint32_t len = static_cast<uint32_t>(std::min<size_t>(p_.blockSize, n_ - off));
-    const float* v = stage(off, len);
-    bool finite = true;
-    const float absmax = blockAbsMax(v, len, finite);
-    BlockScale bs = K::chooseScale(absmax, p_.fp16Scales);
-    uint8_t* codes = out_ + g_.layout.codes + off * K::kBits / 8;
-    const size_t codeBytes = (size_t{len} * K::kBits + 7) / 8;
-    if (!finite || bs.raw) {
-      storeScale(out_ + kHeaderBytes, b, scaleBytes_, rawMarker());
-      std::memset(codes, 0, codeBytes);
-      writeRaw(b, v, len);
-      if (residual_) std::fill_n(residual_ + off, len, 0.0f);
-      return;
-    }
-    storeScale(out_ + kHeaderBytes, b, scaleBytes_, bs.stored);
-    // Whole groups of 8 go straight to the output; a last partial group (zero-padded in
-    // the stage) goes through `tail` so no byte past the stream's codes is written.
-    const uint32_t len8 = len & ~7u;
-    quantize(v, len8, bs.inv, codes, off);
-    if (len8 != len) {
-      uint8_t tail[8];
-      quantize(v + len8, 8, bs.inv, tail, off + len8);
-      std::memcpy(codes + len8 * K::kBits / 8, tail, codeBytes - len8 * K::kBits / 8);
-    }
-    if (residual_) {
-      float* e = residual_ + off;
-      dequantizeCodes<K>(codes, len, bs.scale, [&](uint32_t i, float y) { e[i] = v[i] - y; });
-    }
-  }
-
-  void quantize(const float* v, uint32_t len, float inv, uint8_t* dst, uint64_t base) {
-    if (p_.stochastic) {
-      quantizeCodes<K, true>(v, len, inv, dst, key_, base);
-    } else {
-      quantizeCodes<K, false>(v, len, inv, dst, key_, base);
-    }
-  }
-
-  // The block as fp32, zero-padded to a multiple of 8 elements.
-  const float* stage(size_t off, uint32_t len) {
-    if constexpr (std::is_same_v<T, F32>) {
-      if (!residual_ && len == p_.blockSize) return x_ + off;
-    }
-    // Adding a zero residual would turn -0 into +0 (raw blocks must be exact).
-    if (residual_) {
-      for (uint32_t i = 0; i < len; ++i) stage_[i] = T::load(x_, off + i) + residual_[off + i];
-    } else {
-      for (uint32_t i = 0; i < len; ++i) stage_[i] = T::load(x_, off + i);
-    }
-    std::fill(stage_.begin() + len, stage_.end(), 0.0f);
-    return stage_.data();
-  }
+struct EncodeState {
+  const Params& p;
+  const typename T::Storage* x;
+  size_t n;
+  uint8_t* out;
+  float* residual;
+  Header h;
+  Geometry g;
+  size_t scaleBytes;
+  uint8_t* rawOut;
+  uint64_t rawBlocks = 0;
+  std::vector<float>& stage;
+  std::vector<uint8_t>& codes;
 
   uint32_t rawMarker() const {
-    if (p_.codec == cclCodecMxfp8E4m3) return math::kMxRawMarker;
-    return p_.fp16Scales ? kF16RawMarker : kF32RawMarker;
+    if (p.codec == cclCodecMxfp8E4m3) return math::kMxRawMarker;
+    return p.fp16Scales ? kF16RawMarker : kF32RawMarker;
+  }
+
+  // The block as fp32, zero-padded to a multiple of 8 elements. Adding a zero residual
+  // would turn -0 into +0 (raw blocks must be exact), so it is added only when present.
+  CCL_ALWAYS_INLINE const float* stageBlock(size_t off, uint32_t len) {
+    if constexpr (std::is_same_v<T, F32>) {
+      if (!residual && len == p.blockSize) return x + off;
+    }
+    float* s = stage.data();
+    if (residual) {
+      for (uint32_t i = 0; i < len; ++i) s[i] = T::load(x, off + i) + residual[off + i];
+    } else {
+      for (uint32_t i = 0; i < len; ++i) s[i] = T::load(x, off + i);
+    }
+    for (uint32_t i = len; i < p.blockSize; ++i) s[i] = 0.0f;
+    return s;
   }
 
   void writeRaw(uint64_t b, const float* v, uint32_t len) {
     const uint32_t entry[2] = {static_cast<uint32_t>(b), 0};
-    std::memcpy(rawOut_, entry, sizeof(entry));
-    std::memcpy(rawOut_ + 8, v, size_t{len} * 4);
-    std::memset(rawOut_ + 8 + size_t{len} * 4, 0, size_t{p_.blockSize - len} * 4);
-    rawOut_ += rawEntryBytes(p_.blockSize);
-    ++rawBlocks_;
+    std::memcpy(rawOut, entry, sizeof(entry));
+    std::memcpy(rawOut + 8, v, size_t{len} * 4);
+    std::memset(rawOut + 8 + size_t{len} * 4, 0, size_t{p.blockSize - len} * 4);
+    rawOut += rawEntryBytes(p.blockSize);
+    ++rawBlocks;
   }
-
-  const Params& p_;
-  const typename T::Storage* x_;
-  size_t n_;
-  uint8_t* out_;
-  float* residual_;
-  math::RngKey key_;
-  Header h_;
-  Geometry g_{};
-  size_t scaleBytes_ = 4;
-  std::vector<float> stage_;
-  uint8_t* rawOut_ = nullptr;
-  uint64_t rawBlocks_ = 0;
 };
+
+template <class K, class T, bool kStochastic>
+CCL_VECTOR_CLONES void encodeStream(EncodeState<K, T>& st) {
+  const uint32_t bs = st.p.blockSize;
+  uint8_t* scales = st.out + kHeaderBytes;
+  uint8_t* codes = st.codes.data();
+  const math::RngKey key = math::rngKey(st.p.seed);
+  for (uint64_t b = 0; b < st.g.blocks; ++b) {
+    const size_t off = b * bs;
+    const uint32_t len = static_cast<uint32_t>(std::min<size_t>(bs, st.n - off));
+    const float* v = st.stageBlock(off, len);
+    const uint32_t m = blockAbsMaxBits(v, len);
+    const BlockScale s =
+        m >= 0x7f800000u ? BlockScale{true, 0, 0, 0} : K::chooseScale(fp::bitsFloat(m), st.p.fp16Scales);
+    uint8_t* dst = st.out + st.g.layout.codes + off * K::kBits / 8;
+    const size_t codeBytes = (size_t{len} * K::kBits + 7) / 8;
+    if (s.raw) {
+      storeScale(scales, b, st.scaleBytes, st.rawMarker());
+      std::memset(dst, 0, codeBytes);
+      st.writeRaw(b, v, len);
+      if (st.residual) std::fill_n(st.residual + off, len, 0.0f);
+      continue;
+    }
+    storeScale(scales, b, st.scaleBytes, s.stored);
+    const uint32_t padded = (len + 7) & ~7u;  // the stage is zero past len
+    quantizeToBytes<K, kStochastic>(v, padded, s.inv, codes, key, off);
+    if constexpr (K::kBits == 8) {
+      std::memcpy(dst, codes, codeBytes);
+    } else {
+      // Pack whole groups in place; a last partial group goes through a small buffer so no
+      // byte past the stream's codes is written.
+      const uint32_t len8 = len & ~7u;
+      packCodes<K::kBits>(codes, len8, dst);
+      if (len8 != len) {
+        uint8_t tail[8];
+        packCodes<K::kBits>(codes + len8, 8, tail);
+        std::memcpy(dst + len8 * K::kBits / 8, tail, codeBytes - len8 * K::kBits / 8);
+      }
+    }
+    if (st.residual) {
+      float* e = st.residual + off;
+      for (uint32_t i = 0; i < len; ++i) e[i] = v[i] - K::dequant(codes[i], s.scale);
+    }
+  }
+}
+
+template <class K, class T>
+size_t encodeQuantized(const Params& p, const typename T::Storage* x, size_t n, uint8_t* out, float* residual) {
+  thread_local std::vector<float> stage;
+  thread_local std::vector<uint8_t> codes;
+  stage.resize(p.blockSize);
+  codes.resize(p.blockSize);
+  EncodeState<K, T> st{p, x, n, out, residual, Header{}, Geometry{}, 0, nullptr, 0, stage, codes};
+  st.h.codec = static_cast<uint8_t>(p.codec);
+  st.h.blockSize = p.blockSize;
+  st.h.count = n;
+  st.h.flags = static_cast<uint8_t>((p.fp16Scales ? kFlagFp16Scales : 0) | (p.stochastic ? kFlagStochastic : 0));
+  st.g = geometry(st.h);
+  st.scaleBytes = scaleBytes(p.codec, st.h.flags);
+  st.rawOut = out + st.g.layout.raw;
+  if (p.stochastic) {
+    encodeStream<K, T, true>(st);
+  } else {
+    encodeStream<K, T, false>(st);
+  }
+  st.h.aux = st.rawBlocks;
+  writeHeader(st.h, out);
+  // Zero the alignment padding so equal inputs give equal bytes.
+  const size_t scalesEnd = kHeaderBytes + st.g.blocks * st.scaleBytes;
+  std::memset(out + scalesEnd, 0, st.g.layout.codes - scalesEnd);
+  const size_t codeEnd = st.g.layout.codes + (n * K::kBits + 7) / 8;
+  std::memset(out + codeEnd, 0, st.g.layout.raw - codeEnd);
+  return static_cast<size_t>(st.rawOut - out);
+}
 
 // Checks every scale and raw entry before anything is written: raw entries name distinct
 // blocks in increasing order, exactly the blocks whose scale is the raw marker.
@@ -201,31 +217,50 @@ void validateBlocks(const Header& h, const uint8_t* in, const Geometry& g) {
   }
 }
 
-// Runs op(index, value) over every element of a validated stream.
+// Dequantises every non-raw block of a validated stream: op(offset, values, len) receives
+// each block's values in a stage.
 template <class K, class Op>
-void forEachElement(const Header& h, const uint8_t* in, Op op) {
-  const Geometry g = geometry(h);
-  validateBlocks<K>(h, in, g);
+CCL_VECTOR_CLONES void decodeBlocks(const Header& h, const uint8_t* in, const Geometry& g, Op& op) {
   const bool fp16 = h.flags & kFlagFp16Scales;
   const size_t sb = scaleBytes(static_cast<cclCodec_t>(h.codec), h.flags);
+  thread_local std::vector<uint8_t> codeStage;
+  thread_local std::vector<float> valueStage;
+  codeStage.resize(h.blockSize);
+  valueStage.resize(h.blockSize);
+  uint8_t* codes = codeStage.data();
+  float* vals = valueStage.data();
   for (uint64_t b = 0; b < g.blocks; ++b) {
     const size_t off = b * h.blockSize;
     const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(h.blockSize, h.count - off));
     float s;
     if (!K::readScale(loadScale(in + kHeaderBytes, b, sb), fp16, s)) continue;
-    dequantizeCodes<K>(in + g.layout.codes + off * K::kBits / 8, len, s, [&](uint32_t i, float y) { op(off + i, y); });
+    const uint8_t* src = in + g.layout.codes + off * K::kBits / 8;
+    if constexpr (K::kBits == 8) {
+      for (uint32_t i = 0; i < len; ++i) vals[i] = K::dequant(src[i], s);
+    } else {
+      unpackCodes<K::kBits>(src, len, codes);
+      for (uint32_t i = 0; i < len; ++i) vals[i] = K::dequant(codes[i], s);
+    }
+    op(off, vals, len);
   }
+}
+
+// Runs op(offset, values, len) over every block of a validated stream, raw ones included.
+template <class K, class Op>
+void forEachBlock(const Header& h, const uint8_t* in, Op op) {
+  const Geometry g = geometry(h);
+  validateBlocks<K>(h, in, g);
+  decodeBlocks<K>(h, in, g, op);
+  thread_local std::vector<float> raw;
+  raw.resize(h.blockSize);
   for (uint64_t r = 0; r < h.aux; ++r) {
     const uint8_t* entry = in + g.layout.raw + r * rawEntryBytes(h.blockSize);
     uint32_t b;
     std::memcpy(&b, entry, 4);
     const size_t off = size_t{b} * h.blockSize;
     const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(h.blockSize, h.count - off));
-    for (uint32_t i = 0; i < len; ++i) {
-      float v;
-      std::memcpy(&v, entry + 8 + size_t{i} * 4, 4);
-      op(off + i, v);
-    }
+    std::memcpy(raw.data(), entry + 8, size_t{len} * 4);
+    op(off, raw.data(), len);
   }
 }
 
@@ -266,25 +301,41 @@ size_t quantizerEncode(const Params& p, const void* x, cclDataType_t type, size_
     using K = decltype(kind);
     return withElementType(type, [&](auto tag) {
       using T = decltype(tag);
-      return BlockEncoder<K, T>(p, static_cast<const typename T::Storage*>(x), n, out, residual).run();
+      return encodeQuantized<K, T>(p, static_cast<const typename T::Storage*>(x), n, out, residual);
     });
   });
 }
+
+// Output ops are structs, not lambdas, so the vector clones of decodeBlocks get a named type.
+template <class T>
+struct StoreOp {
+  typename T::Storage* out;
+  CCL_ALWAYS_INLINE void operator()(size_t off, const float* v, uint32_t len) const {
+    for (uint32_t i = 0; i < len; ++i) T::store(out, off + i, v[i]);
+  }
+};
+
+struct AccumulateOp {
+  float* acc;
+  CCL_ALWAYS_INLINE void operator()(size_t off, const float* v, uint32_t len) const {
+    float* a = acc + off;
+    for (uint32_t i = 0; i < len; ++i) a[i] += v[i];
+  }
+};
 
 void quantizerDecode(const Header& h, const uint8_t* in, void* y, cclDataType_t type) {
   withKind(static_cast<cclCodec_t>(h.codec), [&](auto kind) {
     using K = decltype(kind);
     withElementType(type, [&](auto tag) {
       using T = decltype(tag);
-      auto* out = static_cast<typename T::Storage*>(y);
-      forEachElement<K>(h, in, [out](size_t i, float v) { T::store(out, i, v); });
+      forEachBlock<K>(h, in, StoreOp<T>{static_cast<typename T::Storage*>(y)});
     });
   });
 }
 
 void quantizerAccumulate(const Header& h, const uint8_t* in, float* acc) {
   withKind(static_cast<cclCodec_t>(h.codec),
-           [&](auto kind) { forEachElement<decltype(kind)>(h, in, [acc](size_t i, float v) { acc[i] += v; }); });
+           [&](auto kind) { forEachBlock<decltype(kind)>(h, in, AccumulateOp{acc}); });
 }
 
 }  // namespace ccl::codec::detail

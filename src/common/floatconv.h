@@ -73,25 +73,35 @@ struct Format {
         bitsFloat(a < kMinNormalBits ? a : 0u) * bitsFloat(static_cast<uint32_t>(127 + kBias - 1 + kMan) << 23);
     const uint32_t subnormal = static_cast<uint32_t>(static_cast<int32_t>(roundEven(scaled)));
     uint32_t code = a < kMinNormalBits ? subnormal : normal;
-    code = (a >= 0x7f800000u || code > kMaxFinite) ? (saturate ? kMaxFinite : kInf) : code;
+    code = ((a >= 0x7f800000u) | (code > kMaxFinite)) ? (saturate ? kMaxFinite : kInf) : code;
     // NaN becomes the all-ones code without sign, whatever the input's sign and payload,
     // as cuda_fp8.h does.
     return a > 0x7f800000u ? kCanonicalNaN : (sign | code);
   }
 
-  // Decodes without branches and without fp32 denormal arithmetic: the significand is
-  // converted as an integer and scaled by a normal power of two.
+  // Decodes without branches (selections are bit masks, so loops vectorise) and without
+  // fp32 denormal arithmetic: the significand is converted as an integer and scaled by a
+  // normal power of two.
   static CCL_HD float decode(uint32_t code) {
-    const uint32_t sign = (code & kSignBit) ? 0x80000000u : 0u;
-    const uint32_t exp = (code >> kMan) & ((1u << kExp) - 1);
+    constexpr uint32_t kExpMask = (1u << kExp) - 1;
+    const uint32_t sign = (code & kSignBit) << (31 - kExp - kMan);
+    const uint32_t exp = (code >> kMan) & kExpMask;
     const uint32_t man = code & ((1u << kMan) - 1);
-    const uint32_t sig = exp ? (man | (1u << kMan)) : man;
-    const uint32_t e = exp ? exp : 1u;
+    const uint32_t normal = exp != 0 ? 1u : 0u;
+    const uint32_t sig = man | (normal << kMan);
+    const uint32_t e = exp + (1u - normal);
     // sig * 2^(e - kBias - kMan); the exponent stays within fp32's normal range.
     const float mag = static_cast<float>(static_cast<int32_t>(sig)) * bitsFloat((e + 127 - kBias - kMan) << 23);
-    const bool special = kIeee ? exp == (1u << kExp) - 1 : (code & ~kSignBit) == kNaN;
-    const uint32_t specialBits = kIeee ? (0x7f800000u | (man ? 0x00400000u : 0u)) : 0x7fc00000u;
-    return bitsFloat(sign | (special ? specialBits : floatBits(mag)));
+    uint32_t special, specialBits;
+    if constexpr (kIeee) {
+      special = exp == kExpMask ? 1u : 0u;
+      specialBits = 0x7f800000u | (man != 0 ? 0x00400000u : 0u);
+    } else {
+      special = (code & (kSignBit - 1)) == kNaN ? 1u : 0u;
+      specialBits = 0x7fc00000u;
+    }
+    const uint32_t mask = 0u - special;
+    return bitsFloat(sign | (specialBits & mask) | (floatBits(mag) & ~mask));
   }
 
   // Round to nearest, ties to even, for |x| < 2^22 under the default rounding mode. Adding

@@ -24,13 +24,13 @@ struct DevScale {
 
 enum class ScaleRead { kOk, kRaw, kInvalid };
 
-__device__ inline DevScale devF32Scale(float absmax, float divisor) {
+__host__ __device__ inline DevScale devF32Scale(float absmax, float divisor) {
   const float s = absmax / divisor;
   if (absmax > 0.0f && !(s >= math::kMinScale)) return DevScale{true, 0.0f, 0.0f, kF32RawMarker};
   return DevScale{false, s > 0.0f ? 1.0f / s : 0.0f, s, fp::floatBits(s)};
 }
 
-__device__ inline ScaleRead devReadLinearScale(uint32_t stored, bool fp16, float& s) {
+__host__ __device__ inline ScaleRead devReadLinearScale(uint32_t stored, bool fp16, float& s) {
   if (fp16) {
     if (stored == kF16RawMarker) return ScaleRead::kRaw;
     s = fp::halfToFloat(static_cast<uint16_t>(stored));
@@ -47,7 +47,7 @@ struct DevIntKind {
   static constexpr int kQmax = IntKind<kBitsT>::kQmax;
   static constexpr uint32_t kMask = IntKind<kBitsT>::kMask;
 
-  __device__ static DevScale chooseScale(float absmax, bool fp16) {
+  __host__ __device__ static DevScale chooseScale(float absmax, bool fp16) {
     if (!fp16) return devF32Scale(absmax, static_cast<float>(kQmax));
     const float s = absmax / static_cast<float>(kQmax);
     if (absmax > 0.0f && !(s >= math::kMinHalfScale && s <= math::kMaxHalfScale))
@@ -56,16 +56,16 @@ struct DevIntKind {
     const float scale = fp::halfToFloat(h);
     return DevScale{false, scale > 0.0f ? 1.0f / scale : 0.0f, scale, h};
   }
-  __device__ static ScaleRead readScale(uint32_t stored, bool fp16, float& s) {
+  __host__ __device__ static ScaleRead readScale(uint32_t stored, bool fp16, float& s) {
     return devReadLinearScale(stored, fp16, s);
   }
-  __device__ static uint32_t quant(float v, float inv) {
+  __host__ __device__ static uint32_t quant(float v, float inv) {
     return static_cast<uint32_t>(math::quantIntNearest(v * inv, kQmax)) & kMask;
   }
-  __device__ static uint32_t quantStochastic(float v, float inv, uint32_t r) {
+  __host__ __device__ static uint32_t quantStochastic(float v, float inv, uint32_t r) {
     return static_cast<uint32_t>(math::quantIntStochastic(v * inv, kQmax, r)) & kMask;
   }
-  __device__ static float dequant(uint32_t code, float s) {
+  __host__ __device__ static float dequant(uint32_t code, float s) {
     const int32_t q = static_cast<int32_t>(code << (32 - kBits)) >> (32 - kBits);
     return math::dequantInt(q, s);
   }
@@ -76,35 +76,35 @@ struct DevFp8Kind {
   static constexpr int kBits = 8;
   static constexpr float kMaxFinite = math::fp8MaxFinite<F>();  // evaluated on the host compiler's side
 
-  __device__ static DevScale chooseScale(float absmax, bool) { return devF32Scale(absmax, kMaxFinite); }
-  __device__ static ScaleRead readScale(uint32_t stored, bool, float& s) {
+  __host__ __device__ static DevScale chooseScale(float absmax, bool) { return devF32Scale(absmax, kMaxFinite); }
+  __host__ __device__ static ScaleRead readScale(uint32_t stored, bool, float& s) {
     return devReadLinearScale(stored, false, s);
   }
-  __device__ static uint32_t quant(float v, float inv) { return F::encode(v * inv, true); }
-  __device__ static uint32_t quantStochastic(float v, float inv, uint32_t r) {
+  __host__ __device__ static uint32_t quant(float v, float inv) { return F::encode(v * inv, true); }
+  __host__ __device__ static uint32_t quantStochastic(float v, float inv, uint32_t r) {
     return math::fp8EncodeStochastic<F>(v * inv, r);
   }
-  __device__ static float dequant(uint32_t code, float s) { return F::decode(code) * s; }
+  __host__ __device__ static float dequant(uint32_t code, float s) { return F::decode(code) * s; }
 };
 
 struct DevMxKind {
   static constexpr int kBits = 8;
   static constexpr int kEmaxElem = MxKind::kEmaxElem;
 
-  __device__ static DevScale chooseScale(float absmax, bool) {
+  __host__ __device__ static DevScale chooseScale(float absmax, bool) {
     const uint32_t e = math::mxScaleExponent(absmax, kEmaxElem);
     return DevScale{false, math::mxEncodeMultiplier(e), fp::bitsFloat(e), e};
   }
-  __device__ static ScaleRead readScale(uint32_t stored, bool, float& s) {
+  __host__ __device__ static ScaleRead readScale(uint32_t stored, bool, float& s) {
     if (stored == math::kMxRawMarker) return ScaleRead::kRaw;
     s = fp::bitsFloat(stored);
     return ScaleRead::kOk;
   }
-  __device__ static uint32_t quant(float v, float inv) { return fp::E4M3::encode(v * inv, true); }
-  __device__ static uint32_t quantStochastic(float v, float inv, uint32_t r) {
+  __host__ __device__ static uint32_t quant(float v, float inv) { return fp::E4M3::encode(v * inv, true); }
+  __host__ __device__ static uint32_t quantStochastic(float v, float inv, uint32_t r) {
     return math::fp8EncodeStochastic<fp::E4M3>(v * inv, r);
   }
-  __device__ static float dequant(uint32_t code, float s) {
+  __host__ __device__ static float dequant(uint32_t code, float s) {
     return math::mxApplyScale(fp::E4M3::decode(code), fp::floatBits(s));
   }
 };
@@ -130,7 +130,7 @@ decltype(auto) withDeviceKind(cclCodec_t codec, Fn&& fn) {
   }
 }
 
-__device__ inline uint32_t rawMarkerOf(int codec, bool fp16Scales) {
+__host__ __device__ inline uint32_t rawMarkerOf(int codec, bool fp16Scales) {
   if (codec == cclCodecMxfp8E4m3) return math::kMxRawMarker;
   return fp16Scales ? kF16RawMarker : kF32RawMarker;
 }

@@ -50,19 +50,19 @@ __host__ __device__ inline Layout devLayout(const Header& h) {
   return l;
 }
 
-__device__ inline uint32_t loadLe(const uint8_t* p, int bytes) {
+__host__ __device__ inline uint32_t loadLe(const uint8_t* p, int bytes) {
   uint32_t v = 0;
   for (int k = 0; k < bytes; ++k) v |= static_cast<uint32_t>(p[k]) << (8 * k);
   return v;
 }
-__device__ inline void storeLe(uint8_t* p, uint64_t v, int bytes) {
+__host__ __device__ inline void storeLe(uint8_t* p, uint64_t v, int bytes) {
   for (int k = 0; k < bytes; ++k) p[k] = static_cast<uint8_t>(v >> (8 * k));
 }
-__device__ inline uint64_t loadLe64(const uint8_t* p) {
+__host__ __device__ inline uint64_t loadLe64(const uint8_t* p) {
   return loadLe(p, 4) | (static_cast<uint64_t>(loadLe(p + 4, 4)) << 32);
 }
 
-__device__ inline void writeHeaderBytes(const Header& h, uint8_t* out) {
+__host__ __device__ inline void writeHeaderBytes(const Header& h, uint8_t* out) {
   storeLe(out, h.magic, 4);
   out[4] = h.version, out[5] = h.codec, out[6] = h.flags, out[7] = h.reserved;
   storeLe(out + 8, h.blockSize, 4);
@@ -71,7 +71,7 @@ __device__ inline void writeHeaderBytes(const Header& h, uint8_t* out) {
   storeLe(out + 24, h.aux, 8);
 }
 
-__device__ inline Header readHeaderBytes(const uint8_t* in) {
+__host__ __device__ inline Header readHeaderBytes(const uint8_t* in) {
   Header h;
   h.magic = loadLe(in, 4);
   h.version = in[4], h.codec = in[5], h.flags = in[6], h.reserved = in[7];
@@ -84,7 +84,7 @@ __device__ inline Header readHeaderBytes(const uint8_t* in) {
 
 // readHeader's checks plus the receiver's expectations; true if the header is acceptable.
 // The caller has checked inBytes >= kHeaderBytes.
-__device__ inline bool headerValid(const Header& h, uint64_t inBytes, uint64_t count, int codec) {
+__host__ __device__ inline bool headerValid(const Header& h, uint64_t inBytes, uint64_t count, int codec) {
   if (h.magic != kWireMagic || h.version != kWireVersion || h.reserved != 0) return false;
   if (h.codec != codec || h.count != count || h.count > kMaxCount) return false;
   if (devCodeBits(codec) != 0) {

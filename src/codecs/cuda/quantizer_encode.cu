@@ -39,19 +39,14 @@ __device__ inline uint32_t blockLen(const EncodeArgs& a, uint64_t off) {
   return static_cast<uint32_t>(a.n - off < a.blockSize ? a.n - off : a.blockSize);
 }
 
-// Group [i, i + cnt) of the block's input as the CPU stages it: x + residual, and x + 0.0f
-// whenever the CPU copies into its stage (non-fp32 input or a partial block), which turns
-// -0 into +0 exactly as there.
+// Group [i, i + cnt) of the block's input as the CPU stages it: x, or x + residual. (No
+// zero is added without a residual: that would turn -0 into +0 in raw blocks.)
 template <class T>
-__device__ void stageGroup(const EncodeArgs& a, uint64_t i, uint32_t cnt, bool plus, float v[kGroup]) {
+__device__ void stageGroup(const EncodeArgs& a, uint64_t i, uint32_t cnt, float v[kGroup]) {
   loadGroup<T>(static_cast<const typename T::Storage*>(a.x), i, cnt, a.vecX, v);
-  if (!plus) return;
+  if (!a.residual) return;
   float r[kGroup];
-  if (a.residual) {
-    loadGroup<DevF32>(a.residual, i, cnt, a.vecRes, r);
-  } else {
-    for (int t = 0; t < kGroup; ++t) r[t] = 0.0f;
-  }
+  loadGroup<DevF32>(a.residual, i, cnt, a.vecRes, r);
   for (uint32_t t = 0; t < cnt; ++t) v[t] = v[t] + r[t];
 }
 
@@ -90,9 +85,9 @@ __device__ void storeCodes(uint8_t* dst, uint64_t word, uint32_t bytes, int bits
 
 // Quantises one group, writes its code bytes and, with error feedback, its residual.
 template <class K, class T>
-__device__ void encodeGroup(const EncodeArgs& a, const DevScale& bs, uint64_t i, uint32_t cnt, bool plus) {
+__device__ void encodeGroup(const EncodeArgs& a, const DevScale& bs, uint64_t i, uint32_t cnt) {
   float v[kGroup];
-  stageGroup<T>(a, i, cnt, plus, v);
+  stageGroup<T>(a, i, cnt, v);
   uint32_t c[kGroup];
   uint64_t word = 0;
   for (int t = 0; t < kGroup; ++t) {
@@ -111,14 +106,13 @@ __global__ void __launch_bounds__(kMaxThreads) encodeBlocks(EncodeArgs a) {
   for (uint64_t b = blockIdx.x; b < a.blocks; b += gridDim.x) {
     const uint64_t off = b * a.blockSize;
     const uint32_t len = blockLen(a, off);
-    const bool plus = a.residual != nullptr || !T::kIsF32 || len != a.blockSize;
     const uint32_t groups = (len + kGroup - 1) / kGroup;
     float m = 0.0f;
     uint32_t nonFinite = 0;
     for (uint32_t g = threadIdx.x; g < groups; g += blockDim.x) {
       const uint32_t cnt = min(static_cast<uint32_t>(kGroup), len - g * kGroup);
       float v[kGroup];
-      stageGroup<T>(a, off + g * kGroup, cnt, plus, v);
+      stageGroup<T>(a, off + g * kGroup, cnt, v);
       for (int t = 0; t < kGroup; ++t) {
         m = math::absMaxStep(m, v[t]);
         nonFinite |= math::isFiniteBits(v[t]) ? 0u : 1u;
@@ -139,7 +133,7 @@ __global__ void __launch_bounds__(kMaxThreads) encodeBlocks(EncodeArgs a) {
         // The raw kernel writes the elements; the codes of a raw block are zero.
         storeCodes(a.out + a.layout.codes + i * K::kBits / 8, 0, (cnt * K::kBits + 7) / 8, K::kBits, a.vecCodes);
       } else {
-        encodeGroup<K, T>(a, bs, i, cnt, plus);
+        encodeGroup<K, T>(a, bs, i, cnt);
       }
     }
   }
@@ -155,7 +149,6 @@ __global__ void __launch_bounds__(kMaxThreads) encodeRaw(EncodeArgs a) {
     uint8_t* entry = a.out + a.layout.raw + uint64_t{a.rawPos[b]} * (8 + uint64_t{a.blockSize} * 4);
     const uint64_t off = b * a.blockSize;
     const uint32_t len = blockLen(a, off);
-    const bool plus = a.residual != nullptr || !T::kIsF32 || len != a.blockSize;
     if (threadIdx.x == 0) {
       storeLe(entry, b, 4);
       storeLe(entry + 4, 0, 4);
@@ -164,8 +157,10 @@ __global__ void __launch_bounds__(kMaxThreads) encodeRaw(EncodeArgs a) {
       float v = 0.0f;
       if (i < len) {
         v = T::load(x, off + i);
-        if (plus) v = v + (a.residual ? a.residual[off + i] : 0.0f);
-        if (a.residual) a.residual[off + i] = 0.0f;
+        if (a.residual) {
+          v = v + a.residual[off + i];
+          a.residual[off + i] = 0.0f;
+        }
       }
       if (a.out4) {
         *reinterpret_cast<uint32_t*>(entry + 8 + 4 * i) = fp::floatBits(v);

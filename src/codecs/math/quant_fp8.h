@@ -37,7 +37,7 @@ CCL_HD uint32_t fp8EncodeStochastic(float f, uint32_t randomBits) {
   // scaled < 2^kMan: adding u in [0,1) and truncating is floor(scaled + u).
   const uint32_t subnormal = static_cast<uint32_t>(static_cast<int32_t>(scaled + rngUniform(randomBits)));
   uint32_t code = a < kMinNormalBits ? subnormal : normal;
-  code = (a >= 0x7f800000u || code > F::kMaxFinite) ? F::kMaxFinite : code;
+  code = ((a >= 0x7f800000u) | (code > F::kMaxFinite)) ? F::kMaxFinite : code;
   return a > 0x7f800000u ? F::kCanonicalNaN : (sign | code);
 }
 
