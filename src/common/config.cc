@@ -24,6 +24,7 @@ const std::vector<Var>& all() {
       {"CCL_CHUNK_BYTES", "256K", "Pipeline chunk size of ring and broadcast/reduce algorithms."},
       {"CCL_TREE_MAX_BYTES", "64K", "Allreduce messages up to this size use recursive doubling (auto mode)."},
       {"CCL_PROGRESS_YIELD", "1", "Yield the CPU when a progress loop finds nothing to do (for oversubscribed nodes)."},
+      {"CCL_NCCL_LIBRARY", "/usr/local/cuda/lib64/libnccl.so.2", "Real NCCL library the NCCL face forwards device-memory calls to in drop-in mode (loaded with RTLD_LOCAL)."},
   };
   return vars;
 }

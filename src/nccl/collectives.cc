@@ -1,0 +1,215 @@
+// Collectives and point-to-point calls of the NCCL face. Each call goes one of three ways:
+// device buffers to the real NCCL communicator; host buffers the policy wants compressed to
+// the compressed path (when one is installed); every other host call to ccl uncompressed.
+// A CUDA stream given with host buffers is not used: ccl completes host calls before it
+// returns (or at the end of the group), so there is nothing to order on the stream.
+#include <limits>
+#include <string>
+
+#include "common/error.h"
+#include "nccl/comm.h"
+#include "nccl/cuda_probe.h"
+#include "nccl/face_error.h"
+#include "nccl/group.h"
+#include "nccl/policy.h"
+#include "nccl/real_nccl.h"
+
+namespace ccl::nccl {
+namespace {
+
+cclDataType_t cclType(ncclDataType_t t) { return static_cast<cclDataType_t>(t); }
+
+bool isReduction(Coll k) { return k == Coll::kAllReduce || k == Coll::kReduce || k == Coll::kReduceScatter; }
+
+// Elements of the send buffer a PreMulSum must scale.
+size_t reductionInputCount(const CollCall& call, int nranks) {
+  return call.kind == Coll::kReduceScatter ? call.count * static_cast<size_t>(nranks) : call.count;
+}
+
+void runHost(ncclComm& c, const CollCall& call) {
+  const cclDataType_t t = cclType(call.dtype);
+  if (isReduction(call.kind)) {
+    const size_t esize = elementSize(call.dtype);
+    CCL_CHECK(esize == 0 || call.count <= std::numeric_limits<size_t>::max() / esize / static_cast<size_t>(c.nranks),
+              cclInvalidArgument, "count " + std::to_string(call.count) + " overflows the buffer size");
+    ReductionInput in = prepareReduction(c.ops, call.op, call.dtype, call.send, reductionInputCount(call, c.nranks));
+    group::keep(in.scratch);
+    group::noteHostOp();
+    switch (call.kind) {
+      case Coll::kAllReduce:
+        return cclCheck(cclAllReduce(in.send, call.recv, call.count, t, in.op, c.ccl, nullptr), "cclAllReduce");
+      case Coll::kReduce:
+        return cclCheck(cclReduce(in.send, call.recv, call.count, t, in.op, call.root, c.ccl, nullptr), "cclReduce");
+      default:
+        return cclCheck(cclReduceScatter(in.send, call.recv, call.count, t, in.op, c.ccl, nullptr), "cclReduceScatter");
+    }
+  }
+  group::noteHostOp();
+  switch (call.kind) {
+    case Coll::kBroadcast:
+      return cclCheck(cclBroadcast(call.send, call.recv, call.count, t, call.root, c.ccl, nullptr), "cclBroadcast");
+    case Coll::kAllGather:
+      return cclCheck(cclAllGather(call.send, call.recv, call.count, t, c.ccl, nullptr), "cclAllGather");
+    case Coll::kAlltoAll:
+      return cclCheck(cclAlltoAll(call.send, call.recv, call.count, t, c.ccl, nullptr), "cclAlltoAll");
+    case Coll::kGather:
+      return cclCheck(cclGather(call.send, call.recv, call.count, t, call.root, c.ccl, nullptr), "cclGather");
+    case Coll::kScatter:
+      return cclCheck(cclScatter(call.send, call.recv, call.count, t, call.root, c.ccl, nullptr), "cclScatter");
+    default:
+      throw Error(cclInternalError, "unknown collective");
+  }
+}
+
+void checkReal(ncclResult_t r, const char* fn) {
+  if (r == ncclSuccess || r == ncclInProgress) return;
+  throw Error(static_cast<cclResult_t>(r),
+              std::string("the real NCCL's p") + fn + " failed: " + CCL_REAL(ncclGetLastError)(nullptr));
+}
+
+ncclComm_t realComm(ncclComm& c) {
+  CCL_CHECK(c.real, cclInvalidUsage,
+            "device buffers need NVIDIA's NCCL, which this communicator has not: " + c.realWhy);
+  group::enterReal();
+  return c.real;
+}
+
+// The real NCCL's twin of a PreMulSum op, made on first use with the same scalar.
+ncclRedOp_t realOp(ncclComm& c, ncclRedOp_t op) {
+  if (static_cast<int>(op) < static_cast<int>(ncclNumOps)) return op;
+  PreMulSumOp pm = c.ops.get(op);
+  if (pm.hasRealOp) return pm.realOp;
+  void* scalar = pm.residence == ncclScalarHostImmediate ? pm.value : const_cast<void*>(pm.pointer);
+  ncclRedOp_t made;
+  checkReal(CCL_REAL(ncclRedOpCreatePreMulSum)(&made, scalar, pm.dtype, pm.residence, c.real),
+            "ncclRedOpCreatePreMulSum");
+  c.ops.setRealOp(op, made);
+  return made;
+}
+
+void runDevice(ncclComm& c, const CollCall& k) {
+  ncclComm_t r = realComm(c);
+  switch (k.kind) {
+    case Coll::kAllReduce:
+      return checkReal(CCL_REAL(ncclAllReduce)(k.send, k.recv, k.count, k.dtype, realOp(c, k.op), r, k.stream), k.fn);
+    case Coll::kReduce:
+      return checkReal(CCL_REAL(ncclReduce)(k.send, k.recv, k.count, k.dtype, realOp(c, k.op), k.root, r, k.stream),
+                       k.fn);
+    case Coll::kReduceScatter:
+      return checkReal(CCL_REAL(ncclReduceScatter)(k.send, k.recv, k.count, k.dtype, realOp(c, k.op), r, k.stream),
+                       k.fn);
+    case Coll::kBroadcast:
+      return checkReal(CCL_REAL(ncclBroadcast)(k.send, k.recv, k.count, k.dtype, k.root, r, k.stream), k.fn);
+    case Coll::kAllGather:
+      return checkReal(CCL_REAL(ncclAllGather)(k.send, k.recv, k.count, k.dtype, r, k.stream), k.fn);
+    case Coll::kAlltoAll:
+      return checkReal(CCL_REAL(ncclAlltoAll)(k.send, k.recv, k.count, k.dtype, r, k.stream), k.fn);
+    case Coll::kGather:
+      return checkReal(CCL_REAL(ncclGather)(k.send, k.recv, k.count, k.dtype, k.root, r, k.stream), k.fn);
+    case Coll::kScatter:
+      return checkReal(CCL_REAL(ncclScatter)(k.send, k.recv, k.count, k.dtype, k.root, r, k.stream), k.fn);
+    default:
+      throw Error(cclInternalError, "unknown collective");
+  }
+}
+
+ncclResult_t run(const CollCall& call) {
+  return faceGuard(call.fn, [&] {
+    ncclComm& c = usable(call.comm);
+    if (cuda::isDevicePointer(call.send) || cuda::isDevicePointer(call.recv)) return runDevice(c, call);
+    if (tryCompressed(call, call.count * elementSize(call.dtype))) return;
+    runHost(c, call);
+  });
+}
+
+ncclResult_t p2p(const char* fn, bool send, void* buff, size_t count, ncclDataType_t dtype, int peer, ncclComm_t comm,
+                 cudaStream_t stream) {
+  return faceGuard(fn, [&] {
+    ncclComm& c = usable(comm);
+    if (cuda::isDevicePointer(buff)) {
+      ncclComm_t r = realComm(c);
+      return checkReal(send ? CCL_REAL(ncclSend)(buff, count, dtype, peer, r, stream)
+                            : CCL_REAL(ncclRecv)(buff, count, dtype, peer, r, stream),
+                       fn);
+    }
+    group::noteHostOp();
+    if (send) return cclCheck(cclSend(buff, count, cclType(dtype), peer, c.ccl, nullptr), "cclSend");
+    cclCheck(cclRecv(buff, count, cclType(dtype), peer, c.ccl, nullptr), "cclRecv");
+  });
+}
+
+}  // namespace
+}  // namespace ccl::nccl
+
+using namespace ccl::nccl;
+
+extern "C" {
+
+ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                            ncclComm_t comm, cudaStream_t stream) {
+  return run({Coll::kAllReduce, "ncclAllReduce", sendbuff, recvbuff, count, datatype, op, 0, comm, stream});
+}
+
+ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                         int root, ncclComm_t comm, cudaStream_t stream) {
+  return run({Coll::kReduce, "ncclReduce", sendbuff, recvbuff, count, datatype, op, root, comm, stream});
+}
+
+ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
+                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  return run({Coll::kReduceScatter, "ncclReduceScatter", sendbuff, recvbuff, recvcount, datatype, op, 0, comm, stream});
+}
+
+ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                            ncclComm_t comm, cudaStream_t stream) {
+  return run({Coll::kBroadcast, "ncclBroadcast", sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream});
+}
+
+ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                        cudaStream_t stream) {
+  return run({Coll::kBroadcast, "ncclBcast", buff, buff, count, datatype, ncclSum, root, comm, stream});
+}
+
+ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                            ncclComm_t comm, cudaStream_t stream) {
+  return run({Coll::kAllGather, "ncclAllGather", sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, comm, stream});
+}
+
+ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm,
+                           cudaStream_t stream) {
+  return run({Coll::kAlltoAll, "ncclAlltoAll", sendbuff, recvbuff, count, datatype, ncclSum, 0, comm, stream});
+}
+
+ncclResult_t pncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                         ncclComm_t comm, cudaStream_t stream) {
+  return run({Coll::kGather, "ncclGather", sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream});
+}
+
+ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                          ncclComm_t comm, cudaStream_t stream) {
+  return run({Coll::kScatter, "ncclScatter", sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream});
+}
+
+ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                       cudaStream_t stream) {
+  return p2p("ncclSend", true, const_cast<void*>(sendbuff), count, datatype, peer, comm, stream);
+}
+
+ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                       cudaStream_t stream) {
+  return p2p("ncclRecv", false, recvbuff, count, datatype, peer, comm, stream);
+}
+
+}  // extern "C"
+
+CCL_NCCL_ALIAS(ncclAllReduce)
+CCL_NCCL_ALIAS(ncclReduce)
+CCL_NCCL_ALIAS(ncclReduceScatter)
+CCL_NCCL_ALIAS(ncclBroadcast)
+CCL_NCCL_ALIAS(ncclBcast)
+CCL_NCCL_ALIAS(ncclAllGather)
+CCL_NCCL_ALIAS(ncclAlltoAll)
+CCL_NCCL_ALIAS(ncclGather)
+CCL_NCCL_ALIAS(ncclScatter)
+CCL_NCCL_ALIAS(ncclSend)
+CCL_NCCL_ALIAS(ncclRecv)

@@ -1,0 +1,118 @@
+#include "nccl/comm.h"
+
+#include <cstring>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "nccl/cuda_probe.h"
+#include "nccl/face_error.h"
+#include "nccl/policy.h"
+#include "nccl/real_nccl.h"
+
+namespace ccl::nccl {
+namespace {
+
+// Rank 0 decides whether a real NCCL communicator is made and hands out its id over the
+// ccl communicator, so every rank takes the same decision.
+struct RealIdMessage {
+  char make;
+  ncclUniqueId id;
+};
+
+void makeRealComm(ncclComm& c, int device) {
+  RealIdMessage msg{};
+  if (c.rank == 0) {
+    if (!cuda::deviceAvailable())
+      c.realWhy = "no CUDA device";
+    else if (!real::available())
+      c.realWhy = real::describe();
+    else
+      msg.make = CCL_REAL(ncclGetUniqueId)(&msg.id) == ncclSuccess;
+  }
+  cclCheck(cclBroadcast(&msg, &msg, sizeof(msg), cclUint8, 0, c.ccl, nullptr), "exchanging the real NCCL id");
+  if (!msg.make) {
+    if (c.realWhy.empty()) c.realWhy = "rank 0 made no real NCCL communicator";
+    return;
+  }
+  cuda::setDevice(device);
+  ncclResult_t r = CCL_REAL(ncclCommInitRank)(&c.real, c.nranks, msg.id, c.rank);
+  CCL_CHECK(r == ncclSuccess, static_cast<cclResult_t>(r),
+            std::string("the real NCCL communicator failed: ") + CCL_REAL(ncclGetLastError)(nullptr));
+}
+
+void create(ncclComm* c, const std::function<cclComm_t()>& make, int device) {
+  try {
+    c->ccl = make();
+    if (c->ccl) {
+      cclCheck(cclCommUserRank(c->ccl, &c->rank), "cclCommUserRank");
+      cclCheck(cclCommCount(c->ccl, &c->nranks), "cclCommCount");
+      makeRealComm(*c, device);
+    }
+  } catch (const Error& e) {
+    c->createResult = static_cast<ncclResult_t>(e.code());
+    c->createError = e.what();
+  } catch (const std::exception& e) {
+    c->createResult = ncclInternalError;
+    c->createError = e.what();
+  }
+  c->created.store(true);
+}
+
+}  // namespace
+
+ncclComm_t startComm(int nranks, int rank, const FaceConfig& config, std::function<cclComm_t()> make, int device) {
+  policy();  // parse (and log) the policy once, before the first communicator exists
+  auto c = std::make_unique<ncclComm>();
+  c->nranks = nranks;
+  c->rank = rank;
+  c->config = config;
+  if (device < 0) device = cuda::currentDevice();
+  ncclComm* raw = c.get();
+  c->creator = std::thread([raw, make = std::move(make), device] { create(raw, make, device); });
+  return c.release();
+}
+
+ncclResult_t finishCreation(ncclComm_t comm, const char* fn) {
+  if (comm->creator.joinable()) comm->creator.join();
+  if (comm->createResult != ncclSuccess)
+    return recordError(fn, static_cast<cclResult_t>(comm->createResult), comm->createError, false);
+  return ncclSuccess;
+}
+
+ncclComm& handle(ncclComm_t comm) {
+  CCL_CHECK(comm, cclInvalidArgument, "comm is NULL");
+  CCL_CHECK(comm->magic == ncclComm::kMagic, cclInvalidArgument, "comm is not a communicator of this library");
+  return *comm;
+}
+
+ncclComm& usable(ncclComm_t comm) {
+  ncclComm& c = handle(comm);
+  if (c.creator.joinable()) c.creator.join();
+  CCL_CHECK(c.createResult == ncclSuccess, static_cast<cclResult_t>(c.createResult),
+            "the communicator failed to initialise: " + c.createError);
+  CCL_CHECK(c.ccl, cclInvalidUsage, "the communicator has no ranks here");
+  CCL_CHECK(!c.revoked.load(), cclInvalidUsage, "the communicator was revoked");
+  return c;
+}
+
+void destroy(ncclComm_t comm, bool abort) {
+  if (comm->creator.joinable()) comm->creator.join();
+  comm->magic = 0;
+  if (comm->real && real::available()) {
+    ncclResult_t r = abort ? CCL_REAL(ncclCommAbort)(comm->real) : CCL_REAL(ncclCommDestroy)(comm->real);
+    if (r != ncclSuccess) CCL_WARN("the real NCCL communicator did not close cleanly (%d)", static_cast<int>(r));
+  }
+  cclResult_t r = cclSuccess;
+  if (comm->ccl) r = abort ? cclCommAbort(comm->ccl) : cclCommDestroy(comm->ccl);
+  delete comm;
+  cclCheck(r, abort ? "cclCommAbort" : "cclCommDestroy");
+}
+
+cclUniqueId toCcl(const ncclUniqueId& id) {
+  static_assert(sizeof(cclUniqueId) == sizeof(ncclUniqueId));
+  cclUniqueId out;
+  std::memcpy(&out, &id, sizeof(out));
+  return out;
+}
+
+}  // namespace ccl::nccl

@@ -1,0 +1,74 @@
+// The communicator handed to NCCL callers: a ccl communicator for host buffers and, when a
+// CUDA device and NVIDIA's NCCL are present, a real NCCL communicator for device buffers.
+// Creation runs on a thread of its own so that non-blocking configs and inits inside a group
+// (one thread creating several ranks) behave as in NCCL.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ccl/ccl.h"
+#include "nccl/config_compat.h"
+#include "nccl/nccl_abi.h"
+#include "nccl/premulsum.h"
+
+struct ncclComm {
+  static constexpr uint64_t kMagic = 0x63636c6e63636c31ull;  // "cclnccl1"
+  uint64_t magic = kMagic;
+  int rank = 0;
+  int nranks = 0;
+  ccl::nccl::FaceConfig config;
+
+  cclComm_t ccl = nullptr;    // host buffers
+  ncclComm_t real = nullptr;  // device buffers; NULL without a device or real NCCL
+  std::string realWhy;        // why `real` is NULL
+
+  // Creation: the thread, whether it finished, and its outcome.
+  std::thread creator;
+  std::atomic<bool> created{false};
+  ncclResult_t createResult = ncclSuccess;
+  std::string createError;
+
+  std::atomic<bool> revoked{false};
+  ccl::nccl::PreMulSumTable ops;
+
+  std::mutex regMutex;  // registrations and windows
+  std::vector<std::unique_ptr<struct ccl_nccl_Registration>> registrations;
+};
+
+// A buffer registration or window: remembered so deregistration can validate the handle.
+struct ccl_nccl_Registration {
+  void* buff = nullptr;
+  size_t size = 0;
+  void* realHandle = nullptr;  // the real NCCL's handle for device memory
+  bool window = false;
+};
+
+namespace ccl::nccl {
+
+// Creates the wrapper and starts `make` (which fills comm->ccl) on the creator thread; the
+// real NCCL communicator is added there too when possible, on `device` (-1: the caller's
+// current device). `nranks` and `rank` may be 0 when only `make` knows them. Returns at once.
+ncclComm_t startComm(int nranks, int rank, const FaceConfig& config, std::function<cclComm_t()> make, int device = -1);
+
+// Waits for creation; returns its result (recording its message as the last error).
+ncclResult_t finishCreation(ncclComm_t comm, const char* fn);
+
+// Validates the handle (not NULL, ours). Throws Error(cclInvalidArgument) otherwise.
+ncclComm& handle(ncclComm_t comm);
+
+// A communicator that may take new operations: created successfully, not revoked.
+ncclComm& usable(ncclComm_t comm);
+
+// Frees the wrapper and both communicators; `abort` aborts instead of destroying.
+void destroy(ncclComm_t comm, bool abort);
+
+// Converts between the two 128-byte ids.
+cclUniqueId toCcl(const ncclUniqueId& id);
+
+}  // namespace ccl::nccl

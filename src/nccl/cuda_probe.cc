@@ -1,0 +1,83 @@
+#include "nccl/cuda_probe.h"
+
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+
+#include "common/error.h"
+#include "common/log.h"
+
+namespace ccl::nccl::cuda {
+namespace {
+
+struct Runtime {
+  void* handle = nullptr;
+  cudaError_t (*getDeviceCount)(int*) = nullptr;
+  cudaError_t (*pointerAttributes)(cudaPointerAttributes*, const void*) = nullptr;
+  cudaError_t (*memcpy)(void*, const void*, size_t, cudaMemcpyKind) = nullptr;
+  cudaError_t (*getDevice)(int*) = nullptr;
+  cudaError_t (*setDevice)(int) = nullptr;
+  int devices = 0;
+};
+
+template <class F>
+void bind(void* handle, const char* name, F** out) {
+  *out = reinterpret_cast<F*>(dlsym(handle, name));
+}
+
+Runtime load() {
+  Runtime rt;
+  for (const char* name : {"libcudart.so.13", "libcudart.so.12", "libcudart.so"}) {
+    rt.handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (rt.handle) break;
+  }
+  if (!rt.handle) {
+    CCL_INFO("NCCL face: no CUDA runtime found; every buffer is host memory");
+    return rt;
+  }
+  bind(rt.handle, "cudaGetDeviceCount", &rt.getDeviceCount);
+  bind(rt.handle, "cudaPointerGetAttributes", &rt.pointerAttributes);
+  bind(rt.handle, "cudaMemcpy", &rt.memcpy);
+  bind(rt.handle, "cudaGetDevice", &rt.getDevice);
+  bind(rt.handle, "cudaSetDevice", &rt.setDevice);
+  int n = 0;
+  if (rt.getDeviceCount && rt.pointerAttributes && rt.memcpy && rt.getDevice && rt.setDevice &&
+      rt.getDeviceCount(&n) == cudaSuccess)
+    rt.devices = n;
+  CCL_INFO("NCCL face: CUDA runtime loaded, %d device(s)", rt.devices);
+  return rt;
+}
+
+// The runtime stays loaded for the life of the process: CUDA does not support unloading.
+const Runtime& runtime() {
+  static const Runtime rt = load();
+  return rt;
+}
+
+}  // namespace
+
+bool deviceAvailable() { return runtime().devices > 0; }
+
+bool isDevicePointer(const void* ptr) {
+  if (!ptr || !deviceAvailable()) return false;
+  cudaPointerAttributes attr{};
+  if (runtime().pointerAttributes(&attr, ptr) != cudaSuccess) return false;
+  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+}
+
+void copy(void* dst, const void* src, size_t bytes) {
+  CCL_CHECK(deviceAvailable(), cclUnhandledCudaError, "no CUDA device to copy from");
+  CCL_CHECK(runtime().memcpy(dst, src, bytes, cudaMemcpyDefault) == cudaSuccess, cclUnhandledCudaError,
+            "cudaMemcpy failed");
+}
+
+int currentDevice() {
+  int d = 0;
+  if (deviceAvailable() && runtime().getDevice(&d) == cudaSuccess) return d;
+  return -1;
+}
+
+void setDevice(int device) {
+  if (device >= 0 && deviceAvailable()) runtime().setDevice(device);
+}
+
+}  // namespace ccl::nccl::cuda

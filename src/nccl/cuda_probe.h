@@ -1,0 +1,22 @@
+// The CUDA runtime, loaded at run time so the library has no link-time dependency on it.
+// Without CUDA (or without a device) every pointer is host memory.
+#pragma once
+
+#include <cstddef>
+
+namespace ccl::nccl::cuda {
+
+// True when libcudart loads and reports at least one device.
+bool deviceAvailable();
+
+// True when `ptr` is device or managed memory; false for host memory or without CUDA.
+bool isDevicePointer(const void* ptr);
+
+// Copies `bytes` between any two pointers (cudaMemcpyDefault). Throws without CUDA.
+void copy(void* dst, const void* src, size_t bytes);
+
+// The calling thread's current device, and setting it (both no-ops without a device).
+int currentDevice();
+void setDevice(int device);
+
+}  // namespace ccl::nccl::cuda

@@ -1,0 +1,109 @@
+#include "nccl/group.h"
+
+#include <vector>
+
+#include "nccl/comm.h"
+#include "nccl/face_error.h"
+#include "nccl/real_nccl.h"
+
+namespace ccl::nccl::group {
+namespace {
+
+struct State {
+  int depth = 0;
+  bool realOpen = false;
+  int hostOps = 0;
+  std::vector<std::shared_ptr<void>> kept;
+  std::vector<ncclComm_t> creations;
+};
+thread_local State tls;
+
+// Ends the group: runs ccl's queued host operations, then the real NCCL's, then waits for
+// communicators created in the group. Returns the first failure.
+ncclResult_t closeOutermost(const char* fn) {
+  State s = std::move(tls);
+  tls = State{};
+  ncclResult_t result = faceGuard(fn, [&] { cclCheck(cclGroupEnd(), "running the group's host operations"); });
+  if (s.realOpen) {
+    ncclResult_t realResult = ncclSuccess;
+    ncclResult_t r = faceGuard(fn, [&] {
+      realResult = CCL_REAL(ncclGroupEnd)();
+      CCL_CHECK(realResult == ncclSuccess || realResult == ncclInProgress, static_cast<cclResult_t>(realResult),
+                std::string("the real NCCL group failed: ") + CCL_REAL(ncclGetLastError)(nullptr));
+    });
+    if (result == ncclSuccess) result = r != ncclSuccess ? r : realResult;
+  }
+  for (ncclComm_t c : s.creations) {
+    if (!c->config.blocking && !c->created.load()) {
+      if (result == ncclSuccess) result = ncclInProgress;
+      continue;
+    }
+    ncclResult_t r = finishCreation(c, fn);
+    if (result == ncclSuccess) result = r;
+  }
+  return result;
+}
+
+}  // namespace
+
+bool active() { return tls.depth > 0; }
+
+void keep(std::shared_ptr<void> buffer) {
+  if (tls.depth > 0) tls.kept.push_back(std::move(buffer));
+}
+
+void enterReal() {
+  if (tls.depth == 0 || tls.realOpen) return;
+  ncclResult_t r = CCL_REAL(ncclGroupStart)();
+  CCL_CHECK(r == ncclSuccess, static_cast<cclResult_t>(r), "the real NCCL refused ncclGroupStart");
+  tls.realOpen = true;
+}
+
+void addCreation(ncclComm_t comm) { tls.creations.push_back(comm); }
+
+void noteHostOp() {
+  if (tls.depth > 0) ++tls.hostOps;
+}
+
+}  // namespace ccl::nccl::group
+
+using namespace ccl::nccl;
+
+extern "C" {
+
+ncclResult_t pncclGroupStart() {
+  return faceGuard("ncclGroupStart", [] {
+    cclCheck(cclGroupStart(), "cclGroupStart");
+    ++group::tls.depth;
+  });
+}
+
+ncclResult_t pncclGroupEnd() {
+  if (group::tls.depth == 0)
+    return recordError("ncclGroupEnd", cclInvalidUsage, "ncclGroupEnd without a matching ncclGroupStart");
+  if (--group::tls.depth > 0) {
+    return faceGuard("ncclGroupEnd", [] { cclCheck(cclGroupEnd(), "cclGroupEnd"); });
+  }
+  return group::closeOutermost("ncclGroupEnd");
+}
+
+// Nothing of the group is run. ccl has no cost model to report yet, so only a group that
+// holds no host operation can be simulated; otherwise the group stays open for ncclGroupEnd.
+ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  return faceGuard("ncclGroupSimulateEnd", [&] {
+    CCL_CHECK(simInfo, cclInvalidArgument, "simInfo is NULL");
+    CCL_CHECK(simInfo->size >= offsetof(ncclSimInfo_t, estimatedTime) + sizeof(float) && simInfo->magic == 0x74685283,
+              cclInvalidArgument, "simInfo was not initialised with NCCL_SIM_INFO_INITIALIZER");
+    CCL_CHECK(group::tls.depth > 0, cclInvalidUsage, "ncclGroupSimulateEnd without a matching ncclGroupStart");
+    CCL_CHECK(group::tls.hostOps == 0 && !group::tls.realOpen, cclInvalidUsage,
+              "ccl cannot simulate a group that holds operations; the group is still open, end it with ncclGroupEnd");
+    CCL_CHECK(pncclGroupEnd() == ncclSuccess, cclInvalidUsage, lastError());
+    simInfo->estimatedTime = 0.0f;
+  });
+}
+
+}  // extern "C"
+
+CCL_NCCL_ALIAS(ncclGroupStart)
+CCL_NCCL_ALIAS(ncclGroupEnd)
+CCL_NCCL_ALIAS(ncclGroupSimulateEnd)

@@ -1,0 +1,1 @@
+// libccl_nccl.so is made of the face and the layer libraries; this file only gives the target a source.

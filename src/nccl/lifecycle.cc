@@ -1,0 +1,324 @@
+// Communicator lifecycle of the NCCL face: ids, init (blocking, non-blocking, inside a
+// group), split, shrink, finalize, destroy, abort, revoke and queries.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "common/error.h"
+#include "nccl/comm.h"
+#include "nccl/face_error.h"
+#include "nccl/group.h"
+#include "nccl/real_nccl.h"
+
+namespace ccl::nccl {
+namespace {
+
+// The ccl config of a face communicator; it points into `fc`, which must outlive its use.
+cclConfig_t cclConfigFor(const FaceConfig& fc) {
+  cclConfig_t cfg = CCL_CONFIG_INITIALIZER;
+  cfg.blocking = 1;  // the face runs creation on its own thread
+  cfg.commName = fc.commName.empty() ? nullptr : fc.commName.c_str();
+  return cfg;
+}
+
+// Joins `id` as `rank`; the name is copied into the lambda so it outlives the caller's config.
+std::function<cclComm_t()> joinId(int nranks, cclUniqueId id, int rank, const FaceConfig& fc) {
+  return [=] {
+    cclConfig_t cfg = cclConfigFor(fc);
+    cclComm_t out = nullptr;
+    cclCheck(cclCommInitRankConfig(&out, nranks, id, rank, &cfg), "cclCommInitRankConfig");
+    return out;
+  };
+}
+
+// Hands a started communicator to the caller: at once inside a group (awaited at its end)
+// and in non-blocking mode (ncclInProgress until ncclCommGetAsyncError says otherwise);
+// otherwise after creation, and only if it succeeded.
+ncclResult_t deliver(const char* fn, ncclComm_t c, ncclComm_t* out) {
+  if (group::active()) {
+    group::addCreation(c);
+    *out = c;
+    return ncclSuccess;
+  }
+  if (!c->config.blocking) {
+    *out = c;
+    return c->created.load() && c->createResult == ncclSuccess ? ncclSuccess : ncclInProgress;
+  }
+  ncclResult_t r = finishCreation(c, fn);
+  if (r != ncclSuccess) {
+    destroy(c, true);
+    return r;
+  }
+  *out = c;
+  return ncclSuccess;
+}
+
+ncclResult_t initRank(const char* fn, ncclComm_t* comm, int nranks, const ncclUniqueId& id, int rank,
+                      const ncclConfig_t* config) {
+  ncclComm_t c = nullptr;
+  ncclResult_t r = faceGuard(fn, [&] {
+    CCL_CHECK(comm, cclInvalidArgument, "comm is NULL");
+    CCL_CHECK(nranks > 0, cclInvalidArgument, "nranks " + std::to_string(nranks) + " must be positive");
+    CCL_CHECK(rank >= 0 && rank < nranks, cclInvalidArgument,
+              "rank " + std::to_string(rank) + " is outside [0, " + std::to_string(nranks) + ")");
+    FaceConfig fc = readConfig(config);
+    c = startComm(nranks, rank, fc, joinId(nranks, toCcl(id), rank, fc));
+  });
+  return r == ncclSuccess ? deliver(fn, c, comm) : r;
+}
+
+// The ranks of `parent` that survive a shrink, in order.
+std::vector<int> survivors(const ncclComm& parent, const int* exclude, int excludeCount) {
+  std::vector<bool> gone(parent.nranks, false);
+  for (int i = 0; i < excludeCount; ++i) {
+    CCL_CHECK(exclude[i] >= 0 && exclude[i] < parent.nranks, cclInvalidArgument,
+              "excludeRanksList holds rank " + std::to_string(exclude[i]) + ", outside the communicator");
+    gone[exclude[i]] = true;
+  }
+  CCL_CHECK(!gone[parent.rank], cclInvalidArgument,
+            "this rank is in excludeRanksList; only survivors call ncclCommShrink");
+  std::vector<int> out;
+  for (int r = 0; r < parent.nranks; ++r)
+    if (!gone[r]) out.push_back(r);
+  return out;
+}
+
+// The first survivor makes a new id and sends it to the other survivors over the parent
+// (excluded ranks take no part); then the survivors join it.
+cclComm_t shrinkJoin(cclComm_t parent, std::vector<int> keep, int myRank, FaceConfig fc) {
+  cclUniqueId id;
+  const int leader = keep.front();
+  cclCheck(cclGroupStart(), "cclGroupStart");
+  if (myRank == leader) {
+    cclResult_t r = cclGetUniqueId(&id);
+    for (size_t i = 1; i < keep.size() && r == cclSuccess; ++i)
+      r = cclSend(&id, sizeof(id), cclUint8, keep[i], parent, nullptr);
+    if (r != cclSuccess) {
+      cclGroupEnd();
+      cclCheck(r, "handing out the shrunk communicator's id");
+    }
+  } else {
+    cclResult_t r = cclRecv(&id, sizeof(id), cclUint8, leader, parent, nullptr);
+    if (r != cclSuccess) {
+      cclGroupEnd();
+      cclCheck(r, "receiving the shrunk communicator's id");
+    }
+  }
+  cclCheck(cclGroupEnd(), "exchanging the shrunk communicator's id");
+  const int newRank = static_cast<int>(std::find(keep.begin(), keep.end(), myRank) - keep.begin());
+  return joinId(static_cast<int>(keep.size()), id, newRank, fc)();
+}
+
+}  // namespace
+}  // namespace ccl::nccl
+
+using namespace ccl;
+using namespace ccl::nccl;
+
+extern "C" {
+
+ncclResult_t pncclGetUniqueId(ncclUniqueId* uniqueId) {
+  return faceGuard("ncclGetUniqueId", [&] {
+    CCL_CHECK(uniqueId, cclInvalidArgument, "uniqueId is NULL");
+    cclUniqueId id;
+    cclCheck(cclGetUniqueId(&id), "cclGetUniqueId");
+    std::memcpy(uniqueId, &id, sizeof(id));
+  });
+}
+
+ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  return initRank("ncclCommInitRank", comm, nranks, commId, rank, nullptr);
+}
+
+ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                     ncclConfig_t* config) {
+  return initRank("ncclCommInitRankConfig", comm, nranks, commId, rank, config);
+}
+
+// Every rank holds all nId ids; ccl's bootstrap needs one rendezvous, so the first serves.
+ncclResult_t pncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
+                                       ncclConfig_t* config) {
+  if (nId < 1 || !commIds)
+    return recordError("ncclCommInitRankScalable", cclInvalidArgument, "commIds must hold at least one id");
+  return initRank("ncclCommInitRankScalable", newcomm, nranks, commIds[0], myrank, config);
+}
+
+ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  std::vector<ncclComm_t> made;
+  ncclResult_t r = faceGuard("ncclCommInitAll", [&] {
+    CCL_CHECK(comms, cclInvalidArgument, "comms is NULL");
+    CCL_CHECK(ndev > 0, cclInvalidArgument, "ndev " + std::to_string(ndev) + " must be positive");
+    cclUniqueId id;
+    cclCheck(cclGetUniqueId(&id), "cclGetUniqueId");
+    FaceConfig fc;
+    for (int rank = 0; rank < ndev; ++rank)
+      made.push_back(startComm(ndev, rank, fc, joinId(ndev, id, rank, fc), devlist ? devlist[rank] : -1));
+  });
+  for (ncclComm_t c : made) {
+    ncclResult_t cr = finishCreation(c, "ncclCommInitAll");
+    if (r == ncclSuccess) r = cr;
+  }
+  if (r != ncclSuccess) {
+    for (ncclComm_t c : made) faceGuard("ncclCommInitAll", [&] { destroy(c, true); });
+    return r;
+  }
+  std::copy(made.begin(), made.end(), comms);
+  return ncclSuccess;
+}
+
+ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+  ncclComm_t c = nullptr;
+  ncclResult_t r = faceGuard("ncclCommSplit", [&] {
+    ncclComm& parent = usable(comm);
+    CCL_CHECK(newcomm, cclInvalidArgument, "newcomm is NULL");
+    CCL_CHECK(color >= 0 || color == NCCL_SPLIT_NOCOLOR, cclInvalidArgument,
+              "color " + std::to_string(color) + " must be >= 0 or NCCL_SPLIT_NOCOLOR");
+    FaceConfig fc = config ? readConfig(config) : parent.config;
+    cclComm_t parentCcl = parent.ccl;
+    c = startComm(0, 0, fc, [=] {
+      cclConfig_t cfg = cclConfigFor(fc);
+      cclComm_t out = nullptr;
+      cclCheck(cclCommSplit(parentCcl, color, key, &out, &cfg), "cclCommSplit");
+      return out;
+    });
+  });
+  if (r != ncclSuccess) return r;
+  if (color != NCCL_SPLIT_NOCOLOR) return deliver("ncclCommSplit", c, newcomm);
+  // A rank outside every new communicator takes part in the split but gets NULL; it waits
+  // here, whatever the mode, since it keeps no handle to poll.
+  r = finishCreation(c, "ncclCommSplit");
+  faceGuard("ncclCommSplit", [&] { destroy(c, false); });
+  if (r == ncclSuccess) *newcomm = nullptr;
+  return r;
+}
+
+ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
+                             ncclConfig_t* config, int shrinkFlags) {
+  ncclComm_t c = nullptr;
+  ncclResult_t r = faceGuard("ncclCommShrink", [&] {
+    ncclComm& parent = handle(comm);
+    if (parent.creator.joinable()) parent.creator.join();
+    CCL_CHECK(parent.ccl && parent.createResult == ncclSuccess, cclInvalidUsage,
+              "the communicator failed to initialise");
+    CCL_CHECK(newcomm, cclInvalidArgument, "newcomm is NULL");
+    CCL_CHECK(excludeRanksCount >= 0 && (excludeRanksCount == 0 || excludeRanksList), cclInvalidArgument,
+              "excludeRanksList is NULL with a count of " + std::to_string(excludeRanksCount));
+    CCL_CHECK(shrinkFlags == NCCL_SHRINK_DEFAULT || shrinkFlags == NCCL_SHRINK_ABORT, cclInvalidArgument,
+              "shrinkFlags must be NCCL_SHRINK_DEFAULT or NCCL_SHRINK_ABORT");
+    std::vector<int> keep = survivors(parent, excludeRanksList, excludeRanksCount);
+    FaceConfig fc = config ? readConfig(config) : parent.config;
+    cclComm_t parentCcl = parent.ccl;
+    const int myRank = parent.rank;
+    c = startComm(static_cast<int>(keep.size()), 0, fc, [=] { return shrinkJoin(parentCcl, keep, myRank, fc); });
+  });
+  return r == ncclSuccess ? deliver("ncclCommShrink", c, newcomm) : r;
+}
+
+ncclResult_t pncclCommFinalize(ncclComm_t comm) {
+  return faceGuard("ncclCommFinalize", [&] {
+    ncclComm& c = usable(comm);
+    if (c.real) {
+      ncclResult_t r = CCL_REAL(ncclCommFinalize)(c.real);
+      CCL_CHECK(r == ncclSuccess || r == ncclInProgress, static_cast<cclResult_t>(r),
+                "the real NCCL communicator failed to finalize");
+    }
+    cclCheck(cclCommFinalize(c.ccl), "cclCommFinalize");
+  });
+}
+
+ncclResult_t pncclCommDestroy(ncclComm_t comm) {
+  return faceGuard("ncclCommDestroy", [&] {
+    if (!comm) return;
+    handle(comm);
+    destroy(comm, false);
+  });
+}
+
+ncclResult_t pncclCommAbort(ncclComm_t comm) {
+  return faceGuard("ncclCommAbort", [&] {
+    if (!comm) return;
+    handle(comm);
+    destroy(comm, true);
+  });
+}
+
+// ccl cannot interrupt an operation already running on another thread; revoking stops new
+// ones, and the communicator can still be shrunk, finalized or destroyed.
+ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  return faceGuard("ncclCommRevoke", [&] {
+    ncclComm& c = usable(comm);
+    CCL_CHECK(revokeFlags == NCCL_REVOKE_DEFAULT, cclInvalidArgument, "revokeFlags must be NCCL_REVOKE_DEFAULT");
+    if (c.real) {
+      ncclResult_t r = CCL_REAL(ncclCommRevoke)(c.real, revokeFlags);
+      CCL_CHECK(r == ncclSuccess || r == ncclInProgress, static_cast<cclResult_t>(r),
+                "the real NCCL communicator refused ncclCommRevoke");
+    }
+    c.revoked.store(true);
+  });
+}
+
+ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  return faceGuard("ncclCommGetAsyncError", [&] {
+    ncclComm& c = handle(comm);
+    CCL_CHECK(asyncError, cclInvalidArgument, "asyncError is NULL");
+    if (!c.created.load()) {
+      *asyncError = ncclInProgress;
+      return;
+    }
+    if (c.creator.joinable()) c.creator.join();
+    if (c.createResult != ncclSuccess) {
+      *asyncError = c.createResult;
+      return;
+    }
+    cclResult_t e = cclSuccess;
+    if (c.ccl) cclCheck(cclCommGetAsyncError(c.ccl, &e), "cclCommGetAsyncError");
+    *asyncError = static_cast<ncclResult_t>(e);
+  });
+}
+
+ncclResult_t pncclCommCount(const ncclComm_t comm, int* count) {
+  return faceGuard("ncclCommCount", [&] {
+    ncclComm& c = usable(comm);
+    CCL_CHECK(count, cclInvalidArgument, "count is NULL");
+    *count = c.nranks;
+  });
+}
+
+ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* device) {
+  return faceGuard("ncclCommCuDevice", [&] {
+    ncclComm& c = usable(comm);
+    CCL_CHECK(device, cclInvalidArgument, "device is NULL");
+    int d = -1;  // a host-only communicator has no device
+    if (c.real) {
+      ncclResult_t r = CCL_REAL(ncclCommCuDevice)(c.real, &d);
+      CCL_CHECK(r == ncclSuccess, static_cast<cclResult_t>(r), "the real NCCL communicator has no device");
+    }
+    *device = d;
+  });
+}
+
+ncclResult_t pncclCommUserRank(const ncclComm_t comm, int* rank) {
+  return faceGuard("ncclCommUserRank", [&] {
+    ncclComm& c = usable(comm);
+    CCL_CHECK(rank, cclInvalidArgument, "rank is NULL");
+    *rank = c.rank;
+  });
+}
+
+}  // extern "C"
+
+CCL_NCCL_ALIAS(ncclGetUniqueId)
+CCL_NCCL_ALIAS(ncclCommInitRank)
+CCL_NCCL_ALIAS(ncclCommInitRankConfig)
+CCL_NCCL_ALIAS(ncclCommInitRankScalable)
+CCL_NCCL_ALIAS(ncclCommInitAll)
+CCL_NCCL_ALIAS(ncclCommSplit)
+CCL_NCCL_ALIAS(ncclCommShrink)
+CCL_NCCL_ALIAS(ncclCommFinalize)
+CCL_NCCL_ALIAS(ncclCommDestroy)
+CCL_NCCL_ALIAS(ncclCommAbort)
+CCL_NCCL_ALIAS(ncclCommRevoke)
+CCL_NCCL_ALIAS(ncclCommGetAsyncError)
+CCL_NCCL_ALIAS(ncclCommCount)
+CCL_NCCL_ALIAS(ncclCommCuDevice)
+CCL_NCCL_ALIAS(ncclCommUserRank)

@@ -1,0 +1,119 @@
+// Device memory allocation and buffer/window registration. ncclMemAlloc/Free always belong
+// to the real NCCL (they allocate device memory). Registration is an optimisation hint: host
+// buffers get a handle of ccl's own (ccl needs no registration), device buffers are also
+// registered with the real communicator.
+#include <algorithm>
+
+#include "common/error.h"
+#include "nccl/comm.h"
+#include "nccl/cuda_probe.h"
+#include "nccl/face_error.h"
+#include "nccl/real_nccl.h"
+
+namespace ccl::nccl {
+namespace {
+
+void checkReal(ncclResult_t r, const char* what) {
+  CCL_CHECK(r == ncclSuccess, static_cast<cclResult_t>(r),
+            std::string("the real NCCL's ") + what + " failed: " + CCL_REAL(ncclGetLastError)(nullptr));
+}
+
+// The handle handed out: the real NCCL's own for device memory (device code uses windows
+// directly), else ccl's record.
+void* addRegistration(ncclComm& c, void* buff, size_t size, bool window, int winFlags) {
+  auto reg = std::make_unique<ccl_nccl_Registration>();
+  reg->buff = buff;
+  reg->size = size;
+  reg->window = window;
+  if (c.real && cuda::isDevicePointer(buff)) {
+    if (window)
+      checkReal(CCL_REAL(ncclCommWindowRegister)(c.real, buff, size, reinterpret_cast<ncclWindow_t*>(&reg->realHandle),
+                                                 winFlags),
+                "ncclCommWindowRegister");
+    else
+      checkReal(CCL_REAL(ncclCommRegister)(c.real, buff, size, &reg->realHandle), "ncclCommRegister");
+  }
+  std::lock_guard<std::mutex> lock(c.regMutex);
+  void* out = reg->realHandle ? reg->realHandle : reg.get();
+  c.registrations.push_back(std::move(reg));
+  return out;
+}
+
+void removeRegistration(ncclComm& c, const void* handle, bool window) {
+  std::unique_ptr<ccl_nccl_Registration> reg;
+  {
+    std::lock_guard<std::mutex> lock(c.regMutex);
+    auto it = std::find_if(c.registrations.begin(), c.registrations.end(), [&](const auto& r) {
+      return (r.get() == handle || (r->realHandle && r->realHandle == handle)) && r->window == window;
+    });
+    CCL_CHECK(it != c.registrations.end(), cclInvalidArgument,
+              std::string(window ? "window" : "handle") + " was not registered with this communicator");
+    reg = std::move(*it);
+    c.registrations.erase(it);
+  }
+  if (!reg->realHandle) return;
+  if (window)
+    checkReal(CCL_REAL(ncclCommWindowDeregister)(c.real, static_cast<ncclWindow_t>(reg->realHandle)),
+              "ncclCommWindowDeregister");
+  else
+    checkReal(CCL_REAL(ncclCommDeregister)(c.real, reg->realHandle), "ncclCommDeregister");
+}
+
+}  // namespace
+}  // namespace ccl::nccl
+
+using namespace ccl;
+using namespace ccl::nccl;
+
+extern "C" {
+
+ncclResult_t pncclMemAlloc(void** ptr, size_t size) {
+  return faceGuard("ncclMemAlloc", [&] {
+    CCL_CHECK(ptr, cclInvalidArgument, "ptr is NULL");
+    checkReal(CCL_REAL(ncclMemAlloc)(ptr, size), "ncclMemAlloc");
+  });
+}
+
+ncclResult_t pncclMemFree(void* ptr) {
+  return faceGuard("ncclMemFree", [&] {
+    if (!ptr) return;
+    checkReal(CCL_REAL(ncclMemFree)(ptr), "ncclMemFree");
+  });
+}
+
+ncclResult_t pncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  return faceGuard("ncclCommRegister", [&] {
+    ncclComm& c = usable(comm);
+    CCL_CHECK(handle, cclInvalidArgument, "handle is NULL");
+    CCL_CHECK(buff || size == 0, cclInvalidArgument, "buff is NULL");
+    *handle = addRegistration(c, buff, size, false, 0);
+  });
+}
+
+ncclResult_t pncclCommDeregister(const ncclComm_t comm, void* handle) {
+  return faceGuard("ncclCommDeregister", [&] { removeRegistration(ccl::nccl::handle(comm), handle, false); });
+}
+
+ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags) {
+  return faceGuard("ncclCommWindowRegister", [&] {
+    ncclComm& c = usable(comm);
+    CCL_CHECK(win, cclInvalidArgument, "win is NULL");
+    CCL_CHECK(buff || size == 0, cclInvalidArgument, "buff is NULL");
+    CCL_CHECK((winFlags & ~NCCL_WIN_COLL_SYMMETRIC) == 0, cclInvalidArgument,
+              "unknown winFlags " + std::to_string(winFlags));
+    *win = reinterpret_cast<ncclWindow_t>(addRegistration(c, buff, size, true, winFlags));
+  });
+}
+
+ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  return faceGuard("ncclCommWindowDeregister", [&] { removeRegistration(handle(comm), win, true); });
+}
+
+}  // extern "C"
+
+CCL_NCCL_ALIAS(ncclMemAlloc)
+CCL_NCCL_ALIAS(ncclMemFree)
+CCL_NCCL_ALIAS(ncclCommRegister)
+CCL_NCCL_ALIAS(ncclCommDeregister)
+CCL_NCCL_ALIAS(ncclCommWindowRegister)
+CCL_NCCL_ALIAS(ncclCommWindowDeregister)

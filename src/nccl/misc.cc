@@ -1,0 +1,34 @@
+// Version, error strings, the last error, and debug re-initialisation.
+#include "common/error.h"
+#include "nccl/face_error.h"
+
+using namespace ccl;
+using namespace ccl::nccl;
+
+extern "C" {
+
+// The NCCL version whose ABI this library implements, so version checks of callers pass.
+ncclResult_t pncclGetVersion(int* version) {
+  return faceGuard("ncclGetVersion", [&] {
+    CCL_CHECK(version, cclInvalidArgument, "version is NULL");
+    *version = NCCL_VERSION_CODE;
+  });
+}
+
+const char* pncclGetErrorString(ncclResult_t result) { return cclGetErrorString(static_cast<cclResult_t>(result)); }
+
+// Messages are kept per thread, for every communicator; `comm` is accepted as in NCCL.
+const char* pncclGetLastError(ncclComm_t) { return lastError(); }
+
+// ccl reads its log settings once per process; there is nothing to re-initialise.
+void pncclResetDebugInit() {}
+
+}  // extern "C"
+
+// NCCL exports this helper of ncclResetDebugInit too; same behaviour here.
+extern "C" __attribute__((visibility("default"))) void ncclResetDebugInitInternal() {}
+
+CCL_NCCL_ALIAS(ncclGetVersion)
+CCL_NCCL_ALIAS(ncclGetErrorString)
+CCL_NCCL_ALIAS(ncclGetLastError)
+CCL_NCCL_ALIAS(ncclResetDebugInit)

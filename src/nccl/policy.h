@@ -1,0 +1,64 @@
+// The compression policy of the NCCL face, from the environment (CCL_CODEC,
+// CCL_CODEC_MIN_BYTES, CCL_COMPRESS, CCL_FEEDBACK). It decides per call whether a
+// collective should take ccl's compressed path; everything else runs uncompressed and
+// bit-identical to NCCL's semantics. The compressed path plugs in through setCompressedRunner.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "ccl/ccl.h"
+#include "nccl/nccl_abi.h"
+
+namespace ccl::nccl {
+
+enum class Coll { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAlltoAll, kGather, kScatter, kCount };
+
+enum class Feedback { kNone, kErrorFeedback, kLoco };
+
+// One call as the application made it, with the face's communicator.
+struct CollCall {
+  Coll kind;
+  const char* fn;
+  const void* send;
+  void* recv;
+  size_t count;
+  ncclDataType_t dtype;
+  ncclRedOp_t op;  // reductions only
+  int root;        // rooted collectives only
+  ncclComm_t comm;
+  cudaStream_t stream;
+};
+
+struct Policy {
+  cclCodec_t codec = cclCodecNone;
+  size_t minBytes = 0;
+  unsigned enabled = 0;  // bit per Coll
+  Feedback feedback = Feedback::kNone;
+  bool enables(Coll c) const { return (enabled >> static_cast<unsigned>(c)) & 1u; }
+};
+
+// Parses the policy variables; throws Error(cclInvalidArgument) naming a bad value.
+Policy parsePolicy();
+
+// The process's policy, parsed at the first communicator init, which also logs one INFO
+// line saying what will be compressed.
+const Policy& policy();
+
+// Runs `call` compressed; returns false to decline (the call then runs uncompressed).
+using CompressedRunner = bool (*)(const CollCall& call, const Policy& policy);
+void setCompressedRunner(CompressedRunner runner);
+
+// True when the policy asks for compression of `call` (size, type, collective).
+bool wantsCompression(const CollCall& call, size_t bytes);
+
+// Offers `call` to the compressed path when the policy wants it; false when it ran nothing.
+bool tryCompressed(const CollCall& call, size_t bytes);
+
+// "allreduce", ... as CCL_COMPRESS spells them.
+const char* collName(Coll c);
+
+// A line describing `p` for the log.
+std::string describePolicy(const Policy& p);
+
+}  // namespace ccl::nccl

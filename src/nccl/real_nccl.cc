@@ -1,0 +1,101 @@
+#include "nccl/real_nccl.h"
+
+#include <dlfcn.h>
+
+#include "common/config.h"
+#include "common/error.h"
+#include "common/log.h"
+
+namespace ccl::nccl::real {
+namespace {
+
+struct Library {
+  Mode mode = Mode::kUnavailable;
+  void* handle = nullptr;
+  std::string where;
+};
+
+// RTLD_DEEPBIND keeps the real library's calls to its own public functions inside it, even
+// though ccl exports the same names globally. The sanitizer runtimes refuse that flag.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr int kDeepBind = 0;
+#else
+constexpr int kDeepBind = RTLD_DEEPBIND;
+#endif
+
+std::string objectName(const void* addr) {
+  Dl_info info{};
+  if (dladdr(addr, &info) && info.dli_fname) return info.dli_fname;
+  return "?";
+}
+
+Library openByPath() {
+  Library lib;
+  const std::string path = config::getString("CCL_NCCL_LIBRARY");
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | kDeepBind);
+  if (!h) {
+    const char* why = dlerror();
+    lib.where = "cannot load CCL_NCCL_LIBRARY=" + path + ": " + (why ? why : "unknown error");
+    return lib;
+  }
+  void* probe = dlsym(h, "pncclGetVersion");
+  if (!probe || insideSelf(probe)) {
+    lib.where =
+        "CCL_NCCL_LIBRARY=" + path + (probe ? " is ccl itself" : " has no pncclGetVersion") + ", not NVIDIA's NCCL";
+    dlclose(h);
+    return lib;
+  }
+  lib.mode = Mode::kDropIn;
+  lib.handle = h;
+  lib.where = objectName(probe);
+  return lib;
+}
+
+Library resolve() {
+  Library lib;
+  void* next = dlsym(RTLD_NEXT, "pncclGetVersion");
+  if (next && !insideSelf(next)) {
+    lib.mode = Mode::kInterposer;
+    lib.handle = RTLD_NEXT;
+    lib.where = objectName(next);
+  } else {
+    lib = openByPath();
+  }
+  if (lib.mode == Mode::kUnavailable)
+    CCL_INFO("NCCL face: no real NCCL (%s); device buffers cannot be served", lib.where.c_str());
+  else
+    CCL_INFO("NCCL face: real NCCL for device buffers: %s (%s mode)", lib.where.c_str(),
+             lib.mode == Mode::kInterposer ? "interposer" : "drop-in");
+  return lib;
+}
+
+// The library stays loaded until exit: communicators may hold its objects until then.
+const Library& library() {
+  static const Library lib = resolve();
+  return lib;
+}
+
+}  // namespace
+
+bool insideSelf(const void* addr) {
+  Dl_info self{}, other{};
+  if (!dladdr(reinterpret_cast<const void*>(&insideSelf), &self)) return false;
+  if (!dladdr(addr, &other)) return false;
+  return self.dli_fbase == other.dli_fbase;
+}
+
+Mode mode() { return library().mode; }
+const std::string& describe() { return library().where; }
+bool available() { return library().mode != Mode::kUnavailable; }
+
+void* symbol(const char* name) {
+  const Library& lib = library();
+  CCL_CHECK(lib.mode != Mode::kUnavailable, cclInvalidUsage,
+            "this needs NVIDIA's NCCL, which is unavailable: " + lib.where);
+  void* p = dlsym(lib.handle, name);
+  CCL_CHECK(p, cclInvalidUsage, std::string("the real NCCL (") + lib.where + ") has no " + name);
+  CCL_CHECK(!insideSelf(p), cclInternalError, std::string(name) + " resolved to ccl itself");
+  return p;
+}
+
+}  // namespace ccl::nccl::real

@@ -1,0 +1,32 @@
+// The real NVIDIA NCCL library, for what ccl does not serve itself (device buffers,
+// device memory allocation, the device API). It is found either as the next library
+// after ccl (interposer mode: LD_PRELOAD=libccl_nccl.so, NCCL linked by the program) or by
+// dlopen of CCL_NCCL_LIBRARY with RTLD_LOCAL (drop-in mode: ccl loaded as libnccl.so.2).
+// A symbol that resolves into ccl's own library is refused, so a call never loops back.
+#pragma once
+
+#include <string>
+
+namespace ccl::nccl::real {
+
+enum class Mode { kInterposer, kDropIn, kUnavailable };
+
+// How the real library was found (resolved once per process).
+Mode mode();
+// Where it was found, or why not.
+const std::string& describe();
+
+// True when the real library is loaded and not ccl itself.
+bool available();
+
+// The address of `name` ("pncclAllReduce", ...) in the real library. Throws
+// Error(cclInvalidUsage) naming the reason when the library or the symbol is missing.
+void* symbol(const char* name);
+
+// True when `addr` lies inside the library that holds this code.
+bool insideSelf(const void* addr);
+
+}  // namespace ccl::nccl::real
+
+// Calls the real library's `pncclXxx` with the given arguments: CCL_REAL(ncclAllReduce)(...).
+#define CCL_REAL(fn) (reinterpret_cast<decltype(&p##fn)>(::ccl::nccl::real::symbol("p" #fn)))

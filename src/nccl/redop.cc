@@ -1,0 +1,37 @@
+// ncclRedOpCreatePreMulSum / ncclRedOpDestroy: ops live in the communicator's table.
+#include "common/error.h"
+#include "nccl/comm.h"
+#include "nccl/face_error.h"
+#include "nccl/real_nccl.h"
+
+using namespace ccl;
+using namespace ccl::nccl;
+
+extern "C" {
+
+ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                                       ncclScalarResidence_t residence, ncclComm_t comm) {
+  return faceGuard("ncclRedOpCreatePreMulSum", [&] {
+    ncclComm& c = usable(comm);
+    CCL_CHECK(op, cclInvalidArgument, "op is NULL");
+    *op = c.ops.create(scalar, datatype, residence);
+  });
+}
+
+ncclResult_t pncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  return faceGuard("ncclRedOpDestroy", [&] {
+    ncclComm& c = handle(comm);
+    CCL_CHECK(static_cast<int>(op) >= static_cast<int>(ncclNumOps), cclInvalidArgument,
+              "op " + std::to_string(static_cast<int>(op)) + " is a built-in op and cannot be destroyed");
+    PreMulSumOp old = c.ops.destroy(op);
+    if (old.hasRealOp && c.real) {
+      ncclResult_t r = CCL_REAL(ncclRedOpDestroy)(old.realOp, c.real);
+      CCL_CHECK(r == ncclSuccess, static_cast<cclResult_t>(r), "the real NCCL refused to destroy its twin op");
+    }
+  });
+}
+
+}  // extern "C"
+
+CCL_NCCL_ALIAS(ncclRedOpCreatePreMulSum)
+CCL_NCCL_ALIAS(ncclRedOpDestroy)
