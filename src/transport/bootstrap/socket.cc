@@ -197,10 +197,16 @@ static Socket tryConnect(const WireAddr& addr, Deadline deadline) {
 }
 
 Socket Socket::connectTo(const WireAddr& addr, Deadline deadline) {
+  // Every listener the bootstrap connects to exists before its address is published, so a
+  // refusal means the process or rendezvous is gone: retry briefly (transient overload),
+  // then fail instead of waiting for the whole timeout.
+  const Deadline giveUp = std::min(deadline, deadlineAfter(std::chrono::seconds(2)));
   for (auto pause = std::chrono::milliseconds(1);; pause = std::min(pause * 2, std::chrono::milliseconds(100))) {
     Socket s = tryConnect(addr, deadline);
     if (s.valid()) return s;
-    if (Clock::now() + pause >= deadline) throw Error(cclSystemError, "connection refused by " + toString(addr));
+    if (Clock::now() + pause >= giveUp)
+      throw Error(cclSystemError,
+                  "connection refused by " + toString(addr) + " (its process exited or its rendezvous ended)");
     std::this_thread::sleep_for(pause);
   }
 }

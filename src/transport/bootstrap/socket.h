@@ -46,7 +46,7 @@ class Socket {
 
   // A listening socket bound to `addr` (port 0 picks a free one).
   static Socket listenOn(const WireAddr& addr);
-  // Connects to `addr`, retrying refused connections until `deadline`.
+  // Connects to `addr`. A refusal is retried for up to 2 s, then fails (cclSystemError).
   static Socket connectTo(const WireAddr& addr, Deadline deadline);
 
   bool valid() const { return fd_ >= 0; }

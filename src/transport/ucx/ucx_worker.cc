@@ -94,7 +94,7 @@ Worker::Worker(int rank, int size)
 }
 
 Worker::~Worker() {
-  closeAll(false);
+  closeAll();
   ucp_worker_destroy(worker_);
 }
 
@@ -181,15 +181,16 @@ void Worker::forceClose(int peer) {
   waitAndFree(worker_, ucp_ep_close_nbx(ep, &param), std::chrono::seconds(5));
 }
 
-void Worker::closeAll(bool force) {
+void Worker::closeAll() {
   // Flushing lets this rank's last sends reach live peers; the bound keeps a dead or
-  // unresponsive peer from holding up the close, after which the endpoint is forced.
+  // unresponsive peer from holding up the close (ucp_worker_destroy then releases what is
+  // left of that endpoint).
   std::vector<std::pair<int, ucs_status_ptr_t>> closing;
   for (int peer = 0; peer < size_; ++peer) {
     if (!eps_[peer]) continue;
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    param.flags = failed_[peer] ? UCP_EP_CLOSE_FLAG_FORCE : 0;
     closing.emplace_back(peer, ucp_ep_close_nbx(eps_[peer], &param));
     eps_[peer] = nullptr;
   }

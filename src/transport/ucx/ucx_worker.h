@@ -60,7 +60,8 @@ class Worker {
     int peer;
   };
   static void onEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
-  void closeAll(bool force);
+  // Flushes the endpoints of live peers (bounded wait) and force-closes those of failed ones.
+  void closeAll();
   void handleEvents();
   void watchPeers();
 
