@@ -109,12 +109,14 @@ typedef struct cclConfig_v1 {
   int blocking;         /* 1 (default): calls block until done. 0: init may return cclInProgress */
   const char* commName; /* optional name used in log lines; copied */
   int timeoutMs;        /* deadline of every blocking wait; default CCL_TIMEOUT */
+  /* default codec of the communicator (copied); NULL: from CCL_CODEC and CCL_CODEC_* */
+  const struct cclCompression_v1* compression;
 } cclConfig_t;
 
 #define CCL_CONFIG_INITIALIZER                                                                           \
   {                                                                                                      \
     sizeof(cclConfig_t), CCL_CONFIG_MAGIC, CCL_VERSION_CODE, CCL_CONFIG_UNDEF_INT, CCL_CONFIG_UNDEF_PTR, \
-        CCL_CONFIG_UNDEF_INT                                                                             \
+        CCL_CONFIG_UNDEF_INT, CCL_CONFIG_UNDEF_PTR                                                       \
   }
 
 /* ---- Compression ----
@@ -289,6 +291,93 @@ CCL_API cclResult_t cclSend(const void* sendbuff, size_t count, cclDataType_t da
                             cclStream_t stream);
 CCL_API cclResult_t cclRecv(void* recvbuff, size_t count, cclDataType_t datatype, int peer, cclComm_t comm,
                             cclStream_t stream);
+
+/* ---- Compressed collectives ----
+ * A communicator compresses by policy: its default codec comes from cclConfig_t's
+ * `compression`, else from CCL_CODEC (and CCL_CODEC_* parameters) in the environment, and
+ * cclCommSetCompression changes it. The *Ex calls take a per-call codec (NULL: the
+ * communicator's) and an error-feedback handle (NULL: none, or the state kept per buffer
+ * when CCL_FEEDBACK is ef or loco). A call is carried uncompressed when its codec is
+ * cclCodecNone, its size is below CCL_CODEC_MIN_BYTES, its type is not fp32/bf16/fp16, its
+ * op is not sum or avg, or CCL_COMPRESS does not list the collective. Compressed results
+ * are identical on every rank and within the codec's documented bound composed over the
+ * algorithm (two-shot allreduce: two quantisations; ring: one per hop).
+ */
+
+/* Error-feedback state of one tensor: what compression lost in one call is added to the
+ * input of the next. Residual: the plain error. LoCo: a moving average of the error with
+ * weight beta, kept in 8 bits and cleared every resetPeriod calls (0: never). */
+typedef struct cclFeedback* cclFeedback_t;
+typedef enum { cclFeedbackNone = 0, cclFeedbackResidual = 1, cclFeedbackLoco = 2 } cclFeedbackKind_t;
+
+/* Creates feedback state. beta in [0, 1) (LoCo only), resetPeriod >= 0. The state sizes
+ * itself on first use and is reset if later used with another size or collective. */
+CCL_API cclResult_t cclFeedbackCreate(cclFeedback_t* feedback, cclFeedbackKind_t kind, float beta, int resetPeriod);
+/* Frees feedback state; NULL is accepted. */
+CCL_API cclResult_t cclFeedbackDestroy(cclFeedback_t feedback);
+
+/* Sets the communicator's default codec (NULL: none). Not collective: every rank must set
+ * the same codec before the calls that use it, or those calls fail with cclInvalidUsage. */
+CCL_API cclResult_t cclCommSetCompression(cclComm_t comm, const cclCompression_t* compression);
+
+CCL_API cclResult_t cclAllReduceEx(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype,
+                                   cclRedOp_t op, cclComm_t comm, cclStream_t stream,
+                                   const cclCompression_t* compression, cclFeedback_t feedback);
+CCL_API cclResult_t cclReduceScatterEx(const void* sendbuff, void* recvbuff, size_t recvcount, cclDataType_t datatype,
+                                       cclRedOp_t op, cclComm_t comm, cclStream_t stream,
+                                       const cclCompression_t* compression, cclFeedback_t feedback);
+CCL_API cclResult_t cclAllGatherEx(const void* sendbuff, void* recvbuff, size_t sendcount, cclDataType_t datatype,
+                                   cclComm_t comm, cclStream_t stream, const cclCompression_t* compression,
+                                   cclFeedback_t feedback);
+CCL_API cclResult_t cclAlltoAllEx(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype,
+                                  cclComm_t comm, cclStream_t stream, const cclCompression_t* compression);
+CCL_API cclResult_t cclBroadcastEx(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype, int root,
+                                   cclComm_t comm, cclStream_t stream, const cclCompression_t* compression);
+/* Sender and receiver must pass the same codec. */
+CCL_API cclResult_t cclSendEx(const void* sendbuff, size_t count, cclDataType_t datatype, int peer, cclComm_t comm,
+                              cclStream_t stream, const cclCompression_t* compression);
+CCL_API cclResult_t cclRecvEx(void* recvbuff, size_t count, cclDataType_t datatype, int peer, cclComm_t comm,
+                              cclStream_t stream, const cclCompression_t* compression);
+
+/* Counters of one kind of operation on one communicator, since it was created. */
+typedef struct {
+  unsigned long long calls;           /* operations issued */
+  unsigned long long compressedCalls; /* of which carried compressed */
+  unsigned long long rawBytes;        /* bytes sent, counted uncompressed */
+  unsigned long long wireBytes;       /* bytes actually sent */
+  double codecSeconds;                /* time spent encoding and decoding */
+} cclOpStats_t;
+
+typedef enum {
+  cclOpAllReduce = 0,
+  cclOpBroadcast = 1,
+  cclOpReduce = 2,
+  cclOpAllGather = 3,
+  cclOpReduceScatter = 4,
+  cclOpAlltoAll = 5,
+  cclOpGather = 6,
+  cclOpScatter = 7,
+  cclOpSend = 8,
+  cclOpRecv = 9,
+  cclNumOpKinds = 10
+} cclOpKind_t;
+
+#define CCL_STATS_MAGIC 0xcc15a7a5u
+typedef struct cclStats_v1 {
+  size_t size;          /* sizeof(cclStats_t) as the caller saw it */
+  unsigned int magic;   /* CCL_STATS_MAGIC */
+  unsigned int version; /* CCL_VERSION_CODE */
+  cclOpStats_t op[cclNumOpKinds];
+} cclStats_t;
+#define CCL_STATS_INITIALIZER                                \
+  {                                                          \
+    sizeof(cclStats_t), CCL_STATS_MAGIC, CCL_VERSION_CODE, { \
+      { 0, 0, 0, 0, 0.0 }                                    \
+    }                                                        \
+  }
+
+/* Copies the communicator's counters into *stats (only stats->size bytes are written). */
+CCL_API cclResult_t cclCommGetStats(cclComm_t comm, cclStats_t* stats);
 
 /* ---- Groups ----
  * Calls between cclGroupStart and the matching cclGroupEnd are validated when called and

@@ -16,6 +16,10 @@ namespace {
 constexpr uint64_t kSeqShift = 32;
 constexpr uint64_t kSeqMask = (1u << 11) - 1;
 constexpr uint64_t kP2pBit = uint64_t{1} << 43;
+// Point-to-point messages of one peer pair are numbered in bits 20..42; a compressed
+// message's chunks are numbered below.
+constexpr uint64_t kP2pSeqShift = 20;
+constexpr uint64_t kP2pSeqMask = (uint64_t{1} << 23) - 1;
 
 enum class Kind { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAlltoAll, kGather, kScatter };
 // Plan-cache kinds of point-to-point messages, after those of the collectives.
@@ -32,7 +36,47 @@ struct Call {
   int root;       // rooted only
   cclComm_t comm;
   cclStream_t stream;
+  bool ex = false;  // an *Ex call: compression and feedback below override the policy
+  const cclCompression_t* compression = nullptr;
+  cclFeedback_t feedback = nullptr;
 };
+
+bool compressedKind(int opKind) {
+  return opKind == cclOpAllReduce || opKind == cclOpReduceScatter || opKind == cclOpAllGather ||
+         opKind == cclOpBroadcast || opKind == cclOpAlltoAll || opKind == cclOpSend || opKind == cclOpRecv;
+}
+
+// The codec a call uses: its own (an *Ex call), else the communicator's when the policy
+// enables it for this collective; none below the size threshold.
+codec::Params codecFor(cclComm_t comm, int opKind, bool ex, const cclCompression_t* explicitCodec, size_t bytes) {
+  codec::Params none;
+  if (!compressedKind(opKind)) return none;
+  codec::Params p = (ex && explicitCodec)                  ? codec::resolveParams(explicitCodec)
+                    : (comm->policy.enabled >> opKind) & 1 ? comm->policy.codec
+                                                           : none;
+  return bytes < comm->policy.minBytes ? none : p;
+}
+
+uint64_t codecKey(const coll::CollArgs& a) {
+  if (a.codec.codec == cclCodecNone) return 0;
+  const codec::Params& p = a.codec;
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (uint64_t v : {uint64_t(p.codec), uint64_t(p.blockSize), uint64_t(p.fp16Scales), uint64_t(p.fp16Values),
+                     uint64_t(p.keepRatio * 1e9), uint64_t(double(p.threshold) * 1e9), uint64_t(p.stochastic), p.seed,
+                     uint64_t(a.feedback)})
+    h = (h ^ v) * 0x100000001b3ull;
+  return h | 1;
+}
+
+// The error-feedback state of a compressed call: the caller's handle, else the state kept
+// per buffer when CCL_FEEDBACK asks for it.
+cclFeedback* feedbackFor(const Call& c, int opKind) {
+  if (opKind != cclOpAllReduce && opKind != cclOpReduceScatter && opKind != cclOpAllGather) return nullptr;
+  cclFeedback* fb = c.feedback;
+  if (!fb && c.comm->policy.autoFeedback != cclFeedbackNone)
+    fb = c.comm->autoFeedback.get(c.send, c.count, opKind, c.comm->policy);
+  return fb && fb->kind != cclFeedbackNone ? fb : nullptr;
+}
 
 bool isReduction(Kind k) { return k == Kind::kAllReduce || k == Kind::kReduce || k == Kind::kReduceScatter; }
 bool isRooted(Kind k) {
@@ -116,6 +160,22 @@ bool inPlace(const Call& c, int rank) {
 }
 
 coll::Plan planFor(const Call& c, const coll::CollArgs& a) {
+  if (a.codec.codec != cclCodecNone) {
+    switch (c.kind) {
+      case Kind::kAllReduce:
+        return coll::planCompressedAllReduce(a);
+      case Kind::kReduceScatter:
+        return coll::planCompressedReduceScatter(a);
+      case Kind::kAllGather:
+        return coll::planCompressedAllGather(a);
+      case Kind::kBroadcast:
+        return coll::planCompressedBroadcast(a);
+      case Kind::kAlltoAll:
+        return coll::planCompressedAlltoAll(a);
+      default:
+        break;
+    }
+  }
   switch (c.kind) {
     case Kind::kAllReduce:
       return coll::planAllReduce(a);
@@ -172,10 +232,26 @@ cclResult_t collective(const Call& c) {
     a.chunkBytes = comm->chunkBytes;
     a.algo = comm->algo;
     a.treeMaxBytes = comm->treeMaxBytes;
+    const int opKind = static_cast<int>(c.kind);
+    a.codec = codecFor(comm, opKind, c.ex, c.compression, c.count * dataTypeSize(c.dtype));
+    if (!coll::compressible(a)) a.codec = codec::Params{};
     Op op;
     op.comm = comm;
-    PlanKey key{static_cast<int>(c.kind), c.count, c.dtype, c.op, c.root, a.inPlace};
-    op.plan = cachedPlan(comm, key, [&] { return planFor(c, a); });
+    op.opKind = opKind;
+    op.compressed = a.codec.codec != cclCodecNone;
+    if (op.compressed) {
+      op.feedback = feedbackFor(c, opKind);
+      a.feedback = op.feedback != nullptr;
+      op.feedbackFloats = coll::feedbackFloats(a, c.kind == Kind::kReduceScatter);
+    }
+    PlanKey key{opKind, c.count, c.dtype, c.op, c.root, a.inPlace, codecKey(a)};
+    op.plan = cachedPlan(comm, key, [&] {
+      if (op.compressed)
+        CCL_INFO("%s count %zu %s: codec %s, algorithm %s", c.fn, c.count, dataTypeName(c.dtype),
+                 cclCodecName(a.codec.codec),
+                 c.kind == Kind::kAllReduce ? coll::algoName(coll::chooseCompressedAllReduce(a)) : "default");
+      return planFor(c, a);
+    });
     op.send = c.send;
     op.recv = c.recv;
     op.tagBase = (comm->collSeq++ & kSeqMask) << kSeqShift;
@@ -186,7 +262,8 @@ cclResult_t collective(const Call& c) {
 }
 
 cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* recv, size_t count, cclDataType_t dtype,
-                         int peer, cclComm_t comm, cclStream_t stream) {
+                         int peer, cclComm_t comm, cclStream_t stream, bool ex = false,
+                         const cclCompression_t* compression = nullptr) {
   return inGroup(guard(comm, fn, [&] {
     checkCommon(comm, dtype, count, stream);
     CCL_CHECK(peer >= 0 && peer < comm->nranks, cclInvalidArgument,
@@ -197,12 +274,24 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
     Op op;
     op.comm = comm;
     uint32_t seq = isSend ? comm->sendSeq[peer]++ : comm->recvSeq[peer]++;
-    PlanKey key{isSend ? kSendKind : kRecvKind, bytes, 0, 0, peer, false};
-    op.plan =
-        cachedPlan(comm, key, [&] { return isSend ? coll::planSend(peer, 0, bytes) : coll::planRecv(peer, 0, bytes); });
+    op.opKind = isSend ? cclOpSend : cclOpRecv;
+    coll::CollArgs a;
+    a.rank = comm->rank;
+    a.nranks = comm->nranks;
+    a.count = count;
+    a.dtype = dtype;
+    a.chunkBytes = comm->chunkBytes;
+    a.codec = codecFor(comm, op.opKind, ex, compression, bytes);
+    if (!coll::compressible(a)) a.codec = codec::Params{};
+    op.compressed = a.codec.codec != cclCodecNone;
+    PlanKey key{isSend ? kSendKind : kRecvKind, bytes, dtype, 0, peer, false, codecKey(a)};
+    op.plan = cachedPlan(comm, key, [&] {
+      if (op.compressed) return isSend ? coll::planCompressedSend(a, peer, 0) : coll::planCompressedRecv(a, peer, 0);
+      return isSend ? coll::planSend(peer, 0, bytes) : coll::planRecv(peer, 0, bytes);
+    });
     op.send = send;
     op.recv = recv;
-    op.tagBase = kP2pBit | seq;
+    op.tagBase = kP2pBit | ((uint64_t{seq} & kP2pSeqMask) << kP2pSeqShift);
     submit(std::move(op));
   }));
 }
@@ -277,6 +366,51 @@ CCL_API cclResult_t cclSend(const void* sendbuff, size_t count, cclDataType_t da
 CCL_API cclResult_t cclRecv(void* recvbuff, size_t count, cclDataType_t datatype, int peer, cclComm_t comm,
                             cclStream_t stream) {
   return ccl::api::pointToPoint("cclRecv", false, nullptr, recvbuff, count, datatype, peer, comm, stream);
+}
+
+CCL_API cclResult_t cclAllReduceEx(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype,
+                                   cclRedOp_t op, cclComm_t comm, cclStream_t stream,
+                                   const cclCompression_t* compression, cclFeedback_t feedback) {
+  return ccl::api::collective(Call{Kind::kAllReduce, "cclAllReduceEx", sendbuff, recvbuff, count, datatype, op, 0, comm,
+                                   stream, true, compression, feedback});
+}
+
+CCL_API cclResult_t cclReduceScatterEx(const void* sendbuff, void* recvbuff, size_t recvcount, cclDataType_t datatype,
+                                       cclRedOp_t op, cclComm_t comm, cclStream_t stream,
+                                       const cclCompression_t* compression, cclFeedback_t feedback) {
+  return ccl::api::collective(Call{Kind::kReduceScatter, "cclReduceScatterEx", sendbuff, recvbuff, recvcount, datatype,
+                                   op, 0, comm, stream, true, compression, feedback});
+}
+
+CCL_API cclResult_t cclAllGatherEx(const void* sendbuff, void* recvbuff, size_t sendcount, cclDataType_t datatype,
+                                   cclComm_t comm, cclStream_t stream, const cclCompression_t* compression,
+                                   cclFeedback_t feedback) {
+  return ccl::api::collective(Call{Kind::kAllGather, "cclAllGatherEx", sendbuff, recvbuff, sendcount, datatype, cclSum,
+                                   0, comm, stream, true, compression, feedback});
+}
+
+CCL_API cclResult_t cclAlltoAllEx(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype,
+                                  cclComm_t comm, cclStream_t stream, const cclCompression_t* compression) {
+  return ccl::api::collective(Call{Kind::kAlltoAll, "cclAlltoAllEx", sendbuff, recvbuff, count, datatype, cclSum, 0,
+                                   comm, stream, true, compression, nullptr});
+}
+
+CCL_API cclResult_t cclBroadcastEx(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype, int root,
+                                   cclComm_t comm, cclStream_t stream, const cclCompression_t* compression) {
+  return ccl::api::collective(Call{Kind::kBroadcast, "cclBroadcastEx", sendbuff, recvbuff, count, datatype, cclSum,
+                                   root, comm, stream, true, compression, nullptr});
+}
+
+CCL_API cclResult_t cclSendEx(const void* sendbuff, size_t count, cclDataType_t datatype, int peer, cclComm_t comm,
+                              cclStream_t stream, const cclCompression_t* compression) {
+  return ccl::api::pointToPoint("cclSendEx", true, sendbuff, nullptr, count, datatype, peer, comm, stream, true,
+                                compression);
+}
+
+CCL_API cclResult_t cclRecvEx(void* recvbuff, size_t count, cclDataType_t datatype, int peer, cclComm_t comm,
+                              cclStream_t stream, const cclCompression_t* compression) {
+  return ccl::api::pointToPoint("cclRecvEx", false, nullptr, recvbuff, count, datatype, peer, comm, stream, true,
+                                compression);
 }
 
 }  // extern "C"

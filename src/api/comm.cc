@@ -46,6 +46,8 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
   comm->config = resolveConfig(config);
   if (comm->config.commName) comm->name = comm->config.commName;
   comm->config.commName = nullptr;  // the copy above is ours; do not keep the caller's pointer
+  comm->policy = policyFromEnv(comm->config.compression);
+  comm->config.compression = nullptr;
   comm->timeout = std::chrono::milliseconds(comm->config.timeoutMs);
   comm->algo = coll::parseAlgo(config::getString("CCL_ALGO"));
   comm->chunkBytes = static_cast<size_t>(std::max<int64_t>(config::getInt("CCL_CHUNK_BYTES"), 64));
@@ -56,6 +58,9 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
   log::RankScope scope(rank);
   comm->bootstrap = bootstrap::Bootstrap::connect(id, rank, nranks, comm->timeout);
   comm->transport = transport::createUcxTransport(*comm->bootstrap);
+  if (comm->policy.codec.codec != cclCodecNone)
+    CCL_INFO("comm %p: default codec %s for messages of at least %zu bytes", static_cast<void*>(comm.get()),
+             cclCodecName(comm->policy.codec.codec), comm->policy.minBytes);
   CCL_INFO("comm %p%s%s rank %d nranks %d transport %s ready", static_cast<void*>(comm.get()),
            comm->name.empty() ? "" : " ", comm->name.c_str(), rank, nranks, comm->transport->name());
   return comm.release();
@@ -206,6 +211,29 @@ CCL_API cclResult_t cclCommAbort(cclComm_t comm) {
     while (comm->active.load() > 0) sched_yield();
     api::groupForget(comm);
     api::destroyComm(comm);
+  });
+}
+
+CCL_API cclResult_t cclCommSetCompression(cclComm_t comm, const cclCompression_t* compression) {
+  return guard(comm, "cclCommSetCompression", [&] {
+    api::checkUsable(comm);
+    comm->policy.codec = codec::resolveParams(compression);
+    comm->plans.clear();
+  });
+}
+
+CCL_API cclResult_t cclCommGetStats(cclComm_t comm, cclStats_t* stats) {
+  return guard(comm, "cclCommGetStats", [&] {
+    api::checkHandle(comm);
+    CCL_CHECK(stats, cclInvalidArgument, "stats is NULL");
+    CCL_CHECK(stats->magic == CCL_STATS_MAGIC, cclInvalidArgument,
+              "stats->magic: initialise with CCL_STATS_INITIALIZER");
+    CCL_CHECK(stats->size >= offsetof(cclStats_t, op), cclInvalidArgument, "stats->size is too small");
+    cclStats_t full = CCL_STATS_INITIALIZER;
+    std::copy(std::begin(comm->stats), std::end(comm->stats), full.op);
+    size_t size = std::min(stats->size, sizeof(full));
+    full.size = stats->size;
+    std::memcpy(stats, &full, size);
   });
 }
 

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "api/compression.h"
 #include "ccl/ccl.h"
 #include "collectives/algorithms.h"
 #include "collectives/scratch_pool.h"
@@ -27,11 +28,13 @@ struct PlanKey {
   int op;
   int root;  // or the peer of a send/recv
   bool inPlace;
+  uint64_t codec;  // hash of the codec parameters and feedback use; 0 uncompressed
   bool operator==(const PlanKey&) const = default;
 };
 struct PlanKeyHash {
   size_t operator()(const PlanKey& k) const {
     size_t h = k.count * 0x9e3779b97f4a7c15ull;
+    h ^= k.codec * 0xff51afd7ed558ccdull;
     for (int v : {k.kind, k.dtype, k.op, k.root, static_cast<int>(k.inPlace)})
       h = (h ^ static_cast<size_t>(v)) * 0x100000001b3ull;
     return h;
@@ -57,6 +60,10 @@ struct cclComm {
   std::unique_ptr<ccl::transport::Transport> transport;
   ccl::coll::ScratchPool scratch;
   std::unordered_map<ccl::api::PlanKey, std::shared_ptr<const ccl::coll::Plan>, ccl::api::PlanKeyHash> plans;
+
+  ccl::api::Policy policy;  // default compression
+  ccl::api::AutoFeedback autoFeedback;
+  cclOpStats_t stats[cclNumOpKinds] = {};
 
   uint32_t collSeq = 0;                    // collectives issued, matched by order on every rank
   std::vector<uint32_t> sendSeq, recvSeq;  // point-to-point messages per peer

@@ -29,14 +29,27 @@ class ActiveGuard {
   cclComm_t comm_;
 };
 
-coll::Job makeJob(const Op& op, void* scratch) {
+coll::Job makeJob(const Op& op, void* scratch, coll::ExecStats* stats) {
   coll::Job j;
   j.plan = op.plan.get();
-  j.buffers = {op.send, op.recv, scratch};
+  float* feedback = op.feedback ? op.feedback->prepare(op.opKind, op.feedbackFloats) : nullptr;
+  j.buffers = {op.send, op.recv, scratch, feedback};
   j.transport = op.comm->transport.get();
   j.tagBase = op.tagBase;
   j.aborted = &op.comm->aborted;
+  j.callSeed = op.tagBase;
+  j.stats = stats;
   return j;
+}
+
+void account(const Op& op, const coll::ExecStats& s) {
+  cclOpStats_t& st = op.comm->stats[op.opKind];
+  st.calls += 1;
+  st.compressedCalls += op.compressed ? 1 : 0;
+  st.rawBytes += s.rawBytes;
+  st.wireBytes += s.wireBytes;
+  st.codecSeconds += static_cast<double>(s.codecNs) * 1e-9;
+  if (op.feedback) op.feedback->finish();
 }
 
 // Runs the jobs; on failure the communicators involved are marked failed, since messages of
@@ -61,8 +74,10 @@ coll::ExecOptions optionsFor(cclComm_t c) {
 void runOne(const Op& op) {
   ActiveGuard active(op.comm);
   coll::ScratchLease scratch(op.comm->scratch, op.plan->scratchBytes);
-  coll::Job job = makeJob(op, scratch.get());
+  coll::ExecStats stats;
+  coll::Job job = makeJob(op, scratch.get(), &stats);
   execute(std::span<const coll::Job>(&job, 1), std::span<const Op>(&op, 1), optionsFor(op.comm));
+  account(op, stats);
 }
 
 void runGroup(const std::vector<Op>& ops) {
@@ -70,15 +85,18 @@ void runGroup(const std::vector<Op>& ops) {
   std::vector<std::unique_ptr<ActiveGuard>> active;
   std::vector<std::unique_ptr<coll::ScratchLease>> scratch;
   std::vector<coll::Job> jobs;
+  std::vector<coll::ExecStats> stats(ops.size());
   coll::ExecOptions options = optionsFor(ops.front().comm);
-  for (const Op& op : ops) {
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
     active.push_back(std::make_unique<ActiveGuard>(op.comm));
     scratch.push_back(std::make_unique<coll::ScratchLease>(op.comm->scratch, op.plan->scratchBytes));
-    jobs.push_back(makeJob(op, scratch.back()->get()));
+    jobs.push_back(makeJob(op, scratch.back()->get(), &stats[i]));
     options.timeout = std::min(options.timeout, op.comm->timeout);
     options.yieldWhenIdle = options.yieldWhenIdle && op.comm->yieldWhenIdle;
   }
   execute(jobs, ops, options);
+  for (size_t i = 0; i < ops.size(); ++i) account(ops[i], stats[i]);
 }
 
 }  // namespace

@@ -17,6 +17,10 @@ struct Op {
   const void* send = nullptr;
   void* recv = nullptr;
   uint64_t tagBase = 0;
+  int opKind = 0;  // cclOpKind_t, for the statistics
+  bool compressed = false;
+  cclFeedback* feedback = nullptr;  // error-feedback state the plan's encodes use
+  size_t feedbackFloats = 0;
 };
 
 bool groupActive();

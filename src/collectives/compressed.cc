@@ -73,10 +73,11 @@ class Builder {
     Ref buf;
     size_t capacity;
     uint16_t slot;
+    size_t count;  // elements it carries
   };
   Stream stream(size_t count) {
     size_t cap = codec::maxEncodedBytes(p_.codec, count);
-    return {p_.scratch(cap), cap, p_.newSlot()};
+    return {p_.scratch(cap), cap, p_.newSlot(), count};
   }
 
   // Encodes `count` elements of `type` at src into a new stream.
@@ -90,7 +91,9 @@ class Builder {
   }
 
   StepId sendTo(int peer, uint32_t t, const Stream& st, const Deps& after) {
-    return p_.sendStream(peer, t, st.buf, st.slot, after);
+    StepId id = p_.sendStream(peer, t, st.buf, st.slot, after);
+    p_.steps[id].count = st.count;  // for the raw-bytes statistics
+    return id;
   }
   std::pair<Stream, StepId> recvFrom(int peer, uint32_t t, size_t count) {
     Stream st = stream(count);

@@ -111,6 +111,10 @@ class JobRun {
     switch (s.kind) {
       case StepKind::kSend: {
         size_t bytes = s.slot == kNoSlot ? s.bytes : lengths_[s.slot];
+        if (job_->stats) {
+          job_->stats->wireBytes += bytes;
+          job_->stats->rawBytes += s.slot == kNoSlot ? bytes : s.count * dataTypeSize(plan_->dtype);
+        }
         inflight_.push_back({id, job_->transport->isend(s.peer, job_->tagBase | s.tag, at(s.src), bytes)});
         return;
       }
@@ -127,15 +131,9 @@ class JobRun {
         divideInPlace(at(s.dst), s.count, plan_->dtype, plan_->nranks);
         break;
       case StepKind::kEncode:
-        codec_.seed = plan_->codec.seed + job_->callSeed * 0x9e3779b97f4a7c15ull + s.seedSalt;
-        lengths_[s.slot] = codec::encode(codec_, at(s.src), s.type, s.count, at(s.dst), s.bytes,
-                                         s.withFeedback ? reinterpret_cast<float*>(at(s.src2)) : nullptr);
-        break;
       case StepKind::kDecode:
-        codec::decode(at(s.src), lengths_[s.slot], expect(s), at(s.dst), s.type);
-        break;
       case StepKind::kDecodeAdd:
-        codec::decodeAccumulate(at(s.src), lengths_[s.slot], expect(s), reinterpret_cast<float*>(at(s.dst)));
+        runCodec(s);
         break;
       case StepKind::kWiden:
         widenToFloat(reinterpret_cast<float*>(at(s.dst)), at(s.src), s.count, plan_->dtype);
@@ -152,6 +150,24 @@ class JobRun {
         break;
     }
     complete(id);
+  }
+
+  // Encode and decode steps, timed for the statistics.
+  void runCodec(const Step& s) {
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = job_->stats ? Clock::now() : Clock::time_point{};
+    if (s.kind == StepKind::kEncode) {
+      codec_.seed = plan_->codec.seed + job_->callSeed * 0x9e3779b97f4a7c15ull + s.seedSalt;
+      lengths_[s.slot] = codec::encode(codec_, at(s.src), s.type, s.count, at(s.dst), s.bytes,
+                                       s.withFeedback ? reinterpret_cast<float*>(at(s.src2)) : nullptr);
+    } else if (s.kind == StepKind::kDecode) {
+      codec::decode(at(s.src), lengths_[s.slot], expect(s), at(s.dst), s.type);
+    } else {
+      codec::decodeAccumulate(at(s.src), lengths_[s.slot], expect(s), reinterpret_cast<float*>(at(s.dst)));
+    }
+    if (job_->stats)
+      job_->stats->codecNs +=
+          static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
   }
 
   // A stream must carry the elements and codec the receiver expects: a mismatch means the

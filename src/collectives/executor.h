@@ -21,13 +21,21 @@ struct Buffers {
   float* feedback = nullptr;  // error-feedback residual, when the plan's encodes use one
 };
 
+// What a job moved and how long its codec steps took.
+struct ExecStats {
+  uint64_t rawBytes = 0;   // bytes sent, counted as the uncompressed elements they carry
+  uint64_t wireBytes = 0;  // bytes actually sent
+  uint64_t codecNs = 0;    // encode and decode time
+};
+
 struct Job {
   const Plan* plan = nullptr;
   Buffers buffers;
   transport::Transport* transport = nullptr;
   uint64_t tagBase = 0;                        // or'ed into every step tag (call sequence)
   const std::atomic<bool>* aborted = nullptr;  // checked while waiting; may be null
-  uint64_t callSeed = 0;                       // mixed into the codec seed: the same on every rank for one call
+  uint64_t callSeed = 0;
+  ExecStats* stats = nullptr;  // accumulated into when set                       // mixed into the codec seed: the same on every rank for one call
 };
 
 struct ExecOptions {

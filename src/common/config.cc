@@ -25,6 +25,19 @@ const std::vector<Var>& all() {
       {"CCL_TREE_MAX_BYTES", "64K", "Allreduce messages up to this size use recursive doubling (auto mode)."},
       {"CCL_PROGRESS_YIELD", "1", "Yield the CPU when a progress loop finds nothing to do (for oversubscribed nodes)."},
       {"CCL_NCCL_LIBRARY", "/usr/local/cuda/lib64/libnccl.so.2", "Real NCCL library the NCCL face forwards device-memory calls to in drop-in mode (loaded with RTLD_LOCAL)."},
+      {"CCL_CODEC", "none", "Default codec of communicators (none, fp8_e4m3, fp8_e5m2, mxfp8_e4m3, int8, int4, int2, topk, randk, threshold), applied to the collectives CCL_COMPRESS enables."},
+      {"CCL_CODEC_MIN_BYTES", "64K", "Messages smaller than this many bytes are never compressed."},
+      {"CCL_COMPRESS", "allreduce,reducescatter,allgather", "Comma-separated collectives a communicator's default codec applies to (allreduce, reducescatter, allgather, broadcast, alltoall, sendrecv, all, none)."},
+      {"CCL_FEEDBACK", "none", "Error feedback kept per buffer for compressed calls made without a feedback handle: none, ef (residual) or loco."},
+      {"CCL_CODEC_BLOCK", "0", "Quantiser block size (elements per scale); 0: the codec's default (128, mxfp8 32)."},
+      {"CCL_CODEC_SCALE_BITS", "32", "Scale width of int codecs: 32 (fp32) or 16 (fp16)."},
+      {"CCL_CODEC_VALUE_BITS", "32", "Value width of sparsifiers: 32 (fp32) or 16 (fp16)."},
+      {"CCL_CODEC_KEEP", "0.01", "Fraction of elements top-k and random-k keep."},
+      {"CCL_CODEC_THRESHOLD", "0", "Threshold sparsifier: keep elements with |x| >= this."},
+      {"CCL_CODEC_STOCHASTIC", "0", "Quantisers round stochastically (1) or to nearest even (0)."},
+      {"CCL_CODEC_SEED", "0", "Seed of stochastic rounding and random-k (combined with the call number)."},
+      {"CCL_LOCO_BETA", "0.5", "LoCo error feedback: weight of the previous error in the moving average."},
+      {"CCL_LOCO_RESET", "0", "LoCo error feedback: clear the error every this many calls (0: never)."},
   };
   return vars;
 }
@@ -66,6 +79,16 @@ int64_t getInt(const char* name) {
   }
   CCL_CHECK(mult != 0, cclInvalidArgument, name + std::string("='") + s + "' is not an integer");
   return value * mult;
+}
+
+double getDouble(const char* name) {
+  std::string s = getString(name);
+  char* end = nullptr;
+  errno = 0;
+  double value = std::strtod(s.c_str(), &end);
+  CCL_CHECK(end != s.c_str() && *end == '\0' && errno == 0, cclInvalidArgument,
+            std::string(name) + "='" + s + "' is not a number");
+  return value;
 }
 
 bool getBool(const char* name) {

@@ -26,6 +26,9 @@ std::string getString(const char* name);
 // Error(cclInvalidArgument) naming the variable when the value does not parse.
 int64_t getInt(const char* name);
 
+// The value parsed as a floating-point number; throws like getInt.
+double getDouble(const char* name);
+
 // True when the value is 1/true/yes/on (case-insensitive).
 bool getBool(const char* name);
 

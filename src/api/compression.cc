@@ -1,0 +1,151 @@
+#include "api/compression.h"
+
+#include <sstream>
+#include <string>
+
+#include "api/comm.h"
+#include "common/config.h"
+#include "common/log.h"
+
+float* cclFeedback::prepare(int op, size_t floats) {
+  if (op != op_ || residual_.size() != floats) {
+    if (op_ >= 0) CCL_INFO("error feedback state reset: used for another operation or size");
+    op_ = op;
+    residual_.assign(floats, 0.0f);
+    stored_.clear();
+    storedBytes_ = 0;
+    calls_ = 0;
+  }
+  if (kind == cclFeedbackLoco) {
+    if (storedBytes_ == 0) {
+      std::fill(residual_.begin(), residual_.end(), 0.0f);
+    } else {
+      ccl::codec::Expect e;
+      e.count = floats;
+      ccl::codec::decode(stored_.data(), storedBytes_, e, residual_.data(), cclFloat32);
+    }
+    previous_ = residual_;
+  }
+  return residual_.data();
+}
+
+void cclFeedback::finish() {
+  ++calls_;
+  if (kind != cclFeedbackLoco) return;
+  // residual_ now holds this call's error: e <- beta * e_prev + (1 - beta) * err.
+  for (size_t i = 0; i < residual_.size(); ++i) residual_[i] = beta * previous_[i] + (1.0f - beta) * residual_[i];
+  if (resetPeriod > 0 && calls_ % static_cast<uint64_t>(resetPeriod) == 0) {
+    storedBytes_ = 0;
+    return;
+  }
+  ccl::codec::Params p = ccl::codec::defaultParams(cclCodecInt8);
+  stored_.resize(ccl::codec::maxEncodedBytes(p, residual_.size()));
+  storedBytes_ = ccl::codec::encode(p, residual_.data(), cclFloat32, residual_.size(), stored_.data(), stored_.size());
+}
+
+namespace ccl::api {
+namespace {
+
+uint32_t parseEnabled(const std::string& list) {
+  static const std::pair<const char*, uint32_t> names[] = {
+      {"allreduce", 1u << cclOpAllReduce},
+      {"reducescatter", 1u << cclOpReduceScatter},
+      {"allgather", 1u << cclOpAllGather},
+      {"broadcast", 1u << cclOpBroadcast},
+      {"alltoall", 1u << cclOpAlltoAll},
+      {"sendrecv", (1u << cclOpSend) | (1u << cclOpRecv)},
+      {"all", ~0u},
+      {"none", 0u},
+  };
+  uint32_t mask = 0;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    bool known = false;
+    for (const auto& [name, bits] : names)
+      if (item == name) mask |= bits, known = true;
+    CCL_CHECK(known, cclInvalidArgument, "CCL_COMPRESS: unknown collective '" + item + "'");
+  }
+  return mask;
+}
+
+cclFeedbackKind_t parseFeedback(const std::string& s) {
+  if (s == "none" || s.empty()) return cclFeedbackNone;
+  if (s == "ef" || s == "residual") return cclFeedbackResidual;
+  if (s == "loco") return cclFeedbackLoco;
+  throw Error(cclInvalidArgument, "CCL_FEEDBACK='" + s + "' (none, ef or loco)");
+}
+
+// The codec named by CCL_CODEC with the CCL_CODEC_* parameters, as a caller's struct would give it.
+cclCompression_t compressionFromEnv() {
+  cclCompression_t c = CCL_COMPRESSION_INITIALIZER;
+  std::string name = config::getString("CCL_CODEC");
+  CCL_CHECK(cclCodecFromName(name.c_str(), &c.codec) == cclSuccess, cclInvalidArgument,
+            "CCL_CODEC='" + name + "' is not a codec name");
+  c.blockSize = static_cast<int>(config::getInt("CCL_CODEC_BLOCK"));
+  if (c.codec == cclCodecInt8 || c.codec == cclCodecInt4 || c.codec == cclCodecInt2)
+    c.scaleBits = static_cast<int>(config::getInt("CCL_CODEC_SCALE_BITS"));
+  if (c.codec == cclCodecTopK || c.codec == cclCodecRandK || c.codec == cclCodecThreshold)
+    c.bits = static_cast<int>(config::getInt("CCL_CODEC_VALUE_BITS"));
+  c.keepRatio = config::getDouble("CCL_CODEC_KEEP");
+  c.threshold = static_cast<float>(config::getDouble("CCL_CODEC_THRESHOLD"));
+  c.stochasticRounding = config::getBool("CCL_CODEC_STOCHASTIC") ? 1 : 0;
+  c.seed = static_cast<unsigned long long>(config::getInt("CCL_CODEC_SEED"));
+  return c;
+}
+
+}  // namespace
+
+Policy policyFromEnv(const cclCompression_t* codec) {
+  Policy p;
+  if (codec) {
+    p.codec = codec::resolveParams(codec);
+  } else {
+    cclCompression_t c = compressionFromEnv();
+    p.codec = codec::resolveParams(&c);
+  }
+  p.minBytes = static_cast<size_t>(std::max<int64_t>(0, config::getInt("CCL_CODEC_MIN_BYTES")));
+  p.enabled = parseEnabled(config::getString("CCL_COMPRESS"));
+  p.autoFeedback = parseFeedback(config::getString("CCL_FEEDBACK"));
+  p.locoBeta = static_cast<float>(config::getDouble("CCL_LOCO_BETA"));
+  p.locoReset = static_cast<int>(config::getInt("CCL_LOCO_RESET"));
+  return p;
+}
+
+cclFeedback* AutoFeedback::get(const void* buffer, size_t count, int op, const Policy& policy) {
+  auto& slot = states_[{buffer, count, op}];
+  if (!slot) {
+    slot = std::make_unique<cclFeedback>();
+    slot->kind = policy.autoFeedback;
+    slot->beta = policy.locoBeta;
+    slot->resetPeriod = policy.locoReset;
+  }
+  return slot.get();
+}
+
+}  // namespace ccl::api
+
+extern "C" {
+
+CCL_API cclResult_t cclFeedbackCreate(cclFeedback_t* feedback, cclFeedbackKind_t kind, float beta, int resetPeriod) {
+  return ccl::api::guard(nullptr, "cclFeedbackCreate", [&] {
+    CCL_CHECK(feedback, cclInvalidArgument, "feedback is NULL");
+    CCL_CHECK(kind == cclFeedbackResidual || kind == cclFeedbackLoco || kind == cclFeedbackNone, cclInvalidArgument,
+              "kind " + std::to_string(static_cast<int>(kind)) + " is not a cclFeedbackKind_t");
+    CCL_CHECK(beta >= 0.0f && beta < 1.0f, cclInvalidArgument, "beta must be in [0, 1)");
+    CCL_CHECK(resetPeriod >= 0, cclInvalidArgument, "resetPeriod must be >= 0");
+    auto fb = std::make_unique<cclFeedback>();
+    fb->kind = kind;
+    fb->beta = beta;
+    fb->resetPeriod = resetPeriod;
+    *feedback = fb.release();
+  });
+}
+
+CCL_API cclResult_t cclFeedbackDestroy(cclFeedback_t feedback) {
+  delete feedback;
+  return cclSuccess;
+}
+
+}  // extern "C"
