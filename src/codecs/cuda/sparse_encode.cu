@@ -69,7 +69,7 @@ __device__ inline uint32_t varintBytes(uint32_t v) {
 // past the kept count are 0 so the scan may run over an upper bound.
 __global__ void __launch_bounds__(kThreads)
     writeValues(const float* v, const uint32_t* idx, const SparseState* st, uint64_t slots, uint8_t* values, bool fp16,
-                float* residual, uint32_t* lens) {
+                float* residual, unsigned long long* lens) {
   const uint64_t kept = st->kept;
   for (uint64_t r = firstThread(); r < slots; r += threadStride()) {
     if (r >= kept) {
@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(kThreads)
 struct Buffers {
   float* stage = nullptr;
   uint32_t *keys = nullptr, *keysSorted = nullptr, *iota = nullptr, *sorted = nullptr, *idx = nullptr;
-  uint32_t* lens = nullptr;
+  unsigned long long* lens = nullptr;  // 64-bit: the scan sums in the input type
   unsigned long long* offs = nullptr;
   SparseState* st = nullptr;
   void* temp = nullptr;
@@ -179,7 +179,7 @@ size_t cubTempBytes(cclCodec_t codec, uint64_t n, uint64_t slots, cudaStream_t s
           "cub::DeviceSelect::If (size)");
   }
   if (codec != cclCodecRandK)
-    check(cub::DeviceScan::ExclusiveSum(nullptr, c, static_cast<uint32_t*>(nullptr),
+    check(cub::DeviceScan::ExclusiveSum(nullptr, c, static_cast<unsigned long long*>(nullptr),
                                         static_cast<unsigned long long*>(nullptr), static_cast<int64_t>(slots + 1),
                                         stream),
           "cub::DeviceScan::ExclusiveSum (size)");
@@ -192,7 +192,7 @@ Buffers carve(const Params& p, uint64_t n, uint64_t slots, bool needStage, Works
   Carver c;
   const size_t stageAt = c.add(needStage ? n * 4 : 0), keysAt = c.add(topk ? n * 4 : 0),
                keysSortedAt = c.add(topk ? n * 4 : 0), iotaAt = c.add(sel ? n * 4 : 0),
-               sortedAt = c.add(topk ? n * 4 : 0), idxAt = c.add(slots * 4), lensAt = c.add(sel ? (slots + 1) * 4 : 0),
+               sortedAt = c.add(topk ? n * 4 : 0), idxAt = c.add(slots * 4), lensAt = c.add(sel ? (slots + 1) * 8 : 0),
                offsAt = c.add(sel ? (slots + 1) * 8 : 0), stAt = c.add(sizeof(SparseState)), tempAt = c.add(tempBytes);
   void* base = ws.get(c.bytes(), stream);
   Buffers b;
@@ -204,7 +204,7 @@ Buffers carve(const Params& p, uint64_t n, uint64_t slots, bool needStage, Works
   }
   if (sel) {
     b.iota = at<uint32_t>(base, iotaAt);
-    b.lens = at<uint32_t>(base, lensAt);
+    b.lens = at<unsigned long long>(base, lensAt);
     b.offs = at<unsigned long long>(base, offsAt);
   }
   b.idx = at<uint32_t>(base, idxAt);

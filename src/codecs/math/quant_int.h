@@ -37,11 +37,12 @@ constexpr float kMinScale = 0x1p-126f;
 constexpr float kMinHalfScale = 0x1p-14f;  // fp16 min normal
 constexpr float kMaxHalfScale = 65504.0f;
 
-// Round to nearest even of v = x * inv, clamped to [-qmax, qmax].
+// Round to nearest even of v = x * inv (|v| < 2^22), clamped to [-qmax, qmax]. Adding
+// 1.5 * 2^23 rounds v to an integer held in the low mantissa bits, so the integer is read
+// from the bits and clamped as an integer (cheaper than a float clamp and a conversion).
 CCL_HD int32_t quantIntNearest(float v, int qmax) {
-  const float q = fp::Half::roundEven(v);
-  const float fq = static_cast<float>(qmax);
-  return static_cast<int32_t>(q > fq ? fq : (q < -fq ? -fq : q));
+  const int32_t q = static_cast<int32_t>(fp::floatBits(v + 12582912.0f)) - 0x4b400000;
+  return q > qmax ? qmax : (q < -qmax ? -qmax : q);
 }
 
 // Stochastic rounding of v: floor(v + u), u uniform in [0,1), so E[q] = v (up to 2^-24).
