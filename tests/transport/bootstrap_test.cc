@@ -144,6 +144,8 @@ TEST(Bootstrap, AbortUnblocksBarrier) {
   std::vector<std::unique_ptr<Bootstrap>> comms(2);
   expectAllSucceeded(runRanks(2, [&](int rank) { comms[rank] = Bootstrap::connect(id, rank, 2, kJoinTimeout); }));
   ASSERT_TRUE(comms[0] && comms[1]);
+  EXPECT_FALSE(comms[0]->peerClosed());
+  EXPECT_FALSE(comms[1]->peerClosed());
   std::thread aborter([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     comms[0]->abort();
@@ -160,6 +162,12 @@ TEST(Bootstrap, AbortUnblocksBarrier) {
   EXPECT_EQ(codeOf(e, &what), cclRemoteError);
   EXPECT_NE(what.find("abort"), std::string::npos) << what;
   // The peer sees the closed ring instead of waiting for its timeout.
+  bool closed = false;
+  for (int i = 0; i < 400 && !closed; ++i) {
+    closed = comms[1]->peerClosed();
+    if (!closed) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(closed);
   try {
     comms[1]->barrier();
     ADD_FAILURE() << "barrier succeeded after the peer aborted";

@@ -77,6 +77,7 @@ class RingBootstrap final : public Bootstrap {
   void barrier() override;
   void broadcast(void* data, size_t bytes, int root) override;
   void abort() override;
+  bool peerClosed() override { return size_ > 1 && (aborted_.load() || prev_.peerClosed() || next_.peerClosed()); }
 
  private:
   template <typename F>

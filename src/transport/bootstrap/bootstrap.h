@@ -38,6 +38,10 @@ class Bootstrap {
   virtual void broadcast(void* data, size_t bytes, int root) = 0;
   // Any thread: closes the sockets so blocked collectives here and on peers fail promptly.
   virtual void abort() = 0;
+  // Non-blocking, cheap enough to call every ~100 ms while waiting on the transport: true
+  // once a ring neighbour has closed its socket (it aborted, failed a collective or exited).
+  // Lets a rank notice a peer's abort even when the transport cannot report it.
+  virtual bool peerClosed() = 0;
 };
 
 }  // namespace ccl::bootstrap

@@ -268,6 +268,18 @@ void Socket::recvAll(void* buf, size_t bytes, Deadline deadline) {
   }
 }
 
+bool Socket::peerClosed() const {
+  if (fd_ < 0) return true;
+  char c;
+  for (;;) {
+    ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0) return true;
+    if (n > 0) return false;
+    if (errno == EINTR) continue;
+    return errno != EAGAIN && errno != EWOULDBLOCK;
+  }
+}
+
 void Socket::shutdown() {
   if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
 }

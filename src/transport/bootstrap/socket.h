@@ -65,6 +65,8 @@ class Socket {
   // throws cclRemoteError when the peer closed the connection.
   size_t sendSome(const void* buf, size_t bytes);
   size_t recvSome(void* buf, size_t bytes);
+  // True when the peer has closed the connection and no unread data is left before that.
+  bool peerClosed() const;
   // Wakes every thread blocked on this socket; later I/O fails. Thread-safe.
   void shutdown();
 
