@@ -1,0 +1,162 @@
+// The CUDA codecs against the CPU codecs: for every codec and option, element type, input
+// pattern and size, the GPU encoder must write the CPU's bytes (and the same error-feedback
+// residual), and the GPU decoder / decode-accumulate must give the CPU decoder's elements
+// bit for bit, reading the CPU's stream.
+#include <cstring>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu_test_util.h"
+
+namespace ccl::codec::gputest {
+namespace {
+
+struct Variant {
+  std::string name;
+  cclCodec_t codec;
+  uint32_t blockSize = 0;  // 0: the codec's default
+  bool stochastic = false;
+  bool fp16Scales = false;
+  bool fp16Values = false;
+  double keepRatio = 0.0;  // 0: default
+  float threshold = 0.0f;
+};
+
+// gtest prints parameters in failure messages and test listings: the name is enough.
+void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
+
+Params paramsOf(const Variant& v) {
+  Params p = defaultParams(v.codec);
+  if (v.blockSize) p.blockSize = v.blockSize;
+  p.stochastic = v.stochastic;
+  p.fp16Scales = v.fp16Scales;
+  p.fp16Values = v.fp16Values;
+  if (v.keepRatio > 0.0) p.keepRatio = v.keepRatio;
+  p.threshold = v.threshold;
+  p.seed = 0x1234abcdull;
+  return p;
+}
+
+std::vector<Variant> variants() {
+  std::vector<Variant> v = {{"none", cclCodecNone}};
+  const std::pair<cclCodec_t, const char*> quant[] = {{cclCodecFp8E4m3, "e4m3"},    {cclCodecFp8E5m2, "e5m2"},
+                                                      {cclCodecMxfp8E4m3, "mxfp8"}, {cclCodecInt8, "int8"},
+                                                      {cclCodecInt4, "int4"},       {cclCodecInt2, "int2"}};
+  for (const auto& [c, name] : quant) {
+    const std::string n(name);
+    v.push_back({n, c});
+    v.push_back({n + "_stochastic", c, 0, true});
+    v.push_back({n + "_block32", c, 32});
+    v.push_back({n + "_block4096", c, 4096});  // more groups than threads
+    if (c == cclCodecInt8 || c == cclCodecInt4 || c == cclCodecInt2) {
+      v.push_back({n + "_fp16scales", c, 0, false, true});
+      v.push_back({n + "_fp16scales_stochastic", c, 0, true, true});
+    }
+  }
+  v.push_back({"topk", cclCodecTopK});
+  v.push_back({"topk_dense_fp16", cclCodecTopK, 0, false, false, true, 0.4});  // bitmap indices
+  v.push_back({"topk_all", cclCodecTopK, 0, false, false, false, 1.0});
+  v.push_back({"randk", cclCodecRandK});
+  v.push_back({"randk_fp16", cclCodecRandK, 0, false, false, true, 0.2});
+  v.push_back({"threshold", cclCodecThreshold, 0, false, false, false, 0.0, 2.0f});
+  v.push_back({"threshold_dense_fp16", cclCodecThreshold, 0, false, false, true, 0.0, 0.3f});
+  v.push_back({"threshold_zero", cclCodecThreshold, 0, false, false, false, 0.0, 0.0f});
+  return v;
+}
+
+const cclDataType_t kTypes[] = {cclFloat32, cclBfloat16, cclFloat16};
+const Input kInputs[] = {Input::kNormal, Input::kMixedScales, Input::kSpecials, Input::kTies};
+const size_t kSizes[] = {0, 1, 13, 1000, 4103, 100003};
+
+long firstDiff(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  if (a.size() != b.size()) return static_cast<long>(std::min(a.size(), b.size()));
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) return static_cast<long>(i);
+  return -1;
+}
+
+std::string where(const Variant& v, cclDataType_t type, int input, size_t n, bool ef) {
+  return v.name + " type=" + std::to_string(type) + " input=" + std::to_string(input) + " n=" + std::to_string(n) +
+         (ef ? " with residual" : "");
+}
+
+class GpuCodec : public ::testing::TestWithParam<Variant> {
+ protected:
+  void SetUp() override { CCL_SKIP_WITHOUT_CUDA_DEVICE(); }
+};
+
+TEST_P(GpuCodec, EncoderWritesTheCpuBytesAndResidual) {
+  const Variant& v = GetParam();
+  const Params p = paramsOf(v);
+  std::mt19937 rng(7);
+  for (cclDataType_t type : kTypes) {
+    for (int in = 0; in < 4; ++in) {
+      for (size_t n : kSizes) {
+        const std::vector<float> x = makeInput(kInputs[in], n, static_cast<uint32_t>(n * 31 + in), p.blockSize);
+        for (bool ef : {false, true}) {
+          std::vector<float> e = makeInput(Input::kNormal, n, static_cast<uint32_t>(rng()), p.blockSize);
+          for (float& f : e) f *= 0.01f;
+          const EncodePair r = encodeBoth(p, x, type, ef ? &e : nullptr);
+          const std::string at = where(v, type, in, n, ef);
+          ASSERT_EQ(r.gpuBytes, r.cpu.size()) << at;
+          ASSERT_EQ(firstDiff(r.cpu, r.gpu), -1) << at << ": streams differ at this byte";
+          if (ef) {
+            ASSERT_EQ(firstDiff(bytesOf(r.cpuResidual), bytesOf(r.gpuResidual)), -1) << at << ": residual";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(GpuCodec, DecoderAndAccumulateMatchTheCpu) {
+  const Variant& v = GetParam();
+  const Params p = paramsOf(v);
+  for (int in = 0; in < 4; ++in) {
+    for (size_t n : kSizes) {
+      const std::vector<float> x = makeInput(kInputs[in], n, static_cast<uint32_t>(n * 17 + in), p.blockSize);
+      std::vector<uint8_t> s(maxEncodedBytes(p, n));
+      s.resize(encode(p, x.data(), cclFloat32, n, s.data(), s.size()));
+      const Expect e{n, p.codec};
+      for (cclDataType_t type : kTypes) {
+        std::vector<uint8_t> want(n * typeBytes(type));
+        decode(s.data(), s.size(), e, want.data(), type);
+        uint32_t status = 99;
+        const std::vector<uint8_t> got = gpuDecode(s, e, n, type, status);
+        ASSERT_EQ(status, 0u) << where(v, type, in, n, false);
+        ASSERT_EQ(firstDiff(want, got), -1) << where(v, type, in, n, false) << ": decoded bytes differ";
+      }
+      std::vector<float> acc = makeInput(Input::kNormal, n, 99, p.blockSize);
+      std::vector<float> want = acc;
+      decodeAccumulate(s.data(), s.size(), e, want.data());
+      uint32_t status = 99;
+      const std::vector<float> got = gpuAccumulate(s, e, acc, status);
+      ASSERT_EQ(status, 0u) << where(v, cclFloat32, in, n, false);
+      ASSERT_EQ(firstDiff(bytesOf(want), bytesOf(got)), -1) << where(v, cclFloat32, in, n, false) << ": accumulate";
+    }
+  }
+}
+
+// Error feedback over several steps stays identical on both sides (the residual feeds the
+// next encode, so any difference would grow).
+TEST_P(GpuCodec, ErrorFeedbackStepsStayIdentical) {
+  const Variant& v = GetParam();
+  const Params p = paramsOf(v);
+  const size_t n = 5000;
+  std::vector<float> e(n, 0.0f);
+  for (int step = 0; step < 4; ++step) {
+    const std::vector<float> x = makeInput(Input::kNormal, n, 1000 + step, p.blockSize);
+    const EncodePair r = encodeBoth(p, x, cclBfloat16, &e);
+    ASSERT_EQ(firstDiff(r.cpu, r.gpu), -1) << v.name << " step " << step;
+    ASSERT_EQ(firstDiff(bytesOf(r.cpuResidual), bytesOf(r.gpuResidual)), -1) << v.name << " step " << step;
+    e = r.cpuResidual;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllCodecs, GpuCodec, ::testing::ValuesIn(variants()),
+                         [](const ::testing::TestParamInfo<Variant>& i) { return i.param.name; });
+
+}  // namespace
+}  // namespace ccl::codec::gputest
