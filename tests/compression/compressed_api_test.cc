@@ -1,0 +1,275 @@
+// Every compressed collective through the public API: results agree on all ranks and stay
+// within the codec's bound composed over the algorithm; lossless sparsifier settings are
+// exact; counters show fewer bytes on the wire; mismatched codecs are cclInvalidUsage.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ccl/ccl.h"
+#include "world.h"
+
+namespace {
+
+using Vec = std::vector<float>;
+using ccltest::World;
+
+Vec input(int rank, size_t count, uint32_t salt = 0) {
+  std::mt19937 rng(1000u * rank + salt + static_cast<uint32_t>(count));
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  Vec v(count);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+float maxAbs(const Vec& v) {
+  float m = 0;
+  for (float x : v) m = std::max(m, std::fabs(x));
+  return m;
+}
+
+// Bound of one quantisation of values of magnitude at most m (see src/codecs/codec.h).
+double quantBound(cclCodec_t c, double m) {
+  switch (c) {
+    case cclCodecInt8:
+      return m / 127 / 2 * (1 + 1e-6);
+    case cclCodecInt4:
+      return m / 7 / 2 * (1 + 1e-6);
+    case cclCodecInt2:
+      return m / 1 / 2 * (1 + 1e-6);
+    case cclCodecFp8E4m3:
+      return m / 16 + m / 448 / 1024;
+    case cclCodecFp8E5m2:
+      return m / 8 + m / 57344 / 131072;
+    case cclCodecMxfp8E4m3:
+      return m / 7 + m / 256 / 512;
+    default:
+      return 0;
+  }
+}
+
+cclCompression_t codecOf(cclCodec_t c) {
+  cclCompression_t z = CCL_COMPRESSION_INITIALIZER;
+  z.codec = c;
+  return z;
+}
+
+struct Case {
+  cclCodec_t codec;
+  int n;
+  size_t count;
+  bool inPlace;
+};
+
+class Codecs : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Codecs, EveryCollectiveWithinBound) {
+  const Case c = GetParam();
+  const int n = c.n;
+  const size_t count = c.count;
+  cclCompression_t z = codecOf(c.codec);
+  std::vector<Vec> in(n);
+  float m = 0;
+  for (int r = 0; r < n; ++r) {
+    in[r] = input(r, count * n);
+    m = std::max(m, maxAbs(in[r]));
+  }
+  const double one = quantBound(c.codec, m) + 1e-6;
+  std::vector<Vec> out(n, Vec(count * n));
+
+  // Allreduce (two-shot: peers' shards once, the sum once).
+  World::get(n).run([&](int r, cclComm_t comm) {
+    Vec& o = out[r];
+    std::copy(in[r].begin(), in[r].begin() + count, o.begin());
+    const void* src = c.inPlace ? static_cast<const void*>(o.data()) : in[r].data();
+    ASSERT_CCL_OK(cclAllReduceEx(src, o.data(), count, cclFloat, cclSum, comm, nullptr, &z, nullptr));
+  });
+  for (size_t i = 0; i < count; ++i) {
+    float want = 0;
+    for (int r = 0; r < n; ++r) want += in[r][i];
+    const double bound = (n - 1) * one + quantBound(c.codec, std::fabs(want) + (n - 1) * one) + 1e-5;
+    for (int r = 0; r < n; ++r) ASSERT_EQ(out[r][i], out[0][i]) << "ranks disagree at " << i;
+    ASSERT_LE(std::fabs(out[0][i] - want), n == 1 ? one : bound) << "allreduce element " << i;
+  }
+
+  // Allgather, broadcast, all-to-all: one quantisation.
+  World::get(n).run([&](int r, cclComm_t comm) {
+    Vec& o = out[r];
+    std::copy(in[r].begin(), in[r].begin() + count, o.begin() + r * count);
+    const void* src = c.inPlace ? static_cast<const void*>(o.data() + r * count) : in[r].data();
+    ASSERT_CCL_OK(cclAllGatherEx(src, o.data(), count, cclFloat, comm, nullptr, &z, nullptr));
+  });
+  for (int r = 0; r < n; ++r)
+    for (int k = 0; k < n; ++k)
+      for (size_t i = 0; i < count; ++i) ASSERT_NEAR(out[r][k * count + i], in[k][i], one) << "allgather";
+
+  const int root = n / 2;
+  World::get(n).run([&](int r, cclComm_t comm) {
+    Vec& o = out[r];
+    if (r == root) std::copy(in[r].begin(), in[r].begin() + count, o.begin());
+    const void* src = c.inPlace ? static_cast<const void*>(o.data()) : in[r].data();
+    ASSERT_CCL_OK(cclBroadcastEx(src, o.data(), count, cclFloat, root, comm, nullptr, &z));
+  });
+  for (int r = 0; r < n; ++r)
+    for (size_t i = 0; i < count; ++i) ASSERT_NEAR(out[r][i], in[root][i], one) << "broadcast";
+
+  World::get(n).run([&](int r, cclComm_t comm) {
+    Vec& o = out[r];
+    o = in[r];
+    const void* src = c.inPlace ? static_cast<const void*>(o.data()) : in[r].data();
+    ASSERT_CCL_OK(cclAlltoAllEx(src, o.data(), count, cclFloat, comm, nullptr, &z));
+  });
+  for (int r = 0; r < n; ++r)
+    for (int k = 0; k < n; ++k)
+      for (size_t i = 0; i < count; ++i) ASSERT_NEAR(out[r][k * count + i], in[k][r * count + i], one) << "alltoall";
+
+  // Reduce-scatter: the n-1 peers' blocks are quantised once.
+  World::get(n).run([&](int r, cclComm_t comm) {
+    Vec& o = out[r];
+    o = in[r];
+    const void* src = in[r].data();
+    void* dst = c.inPlace ? static_cast<void*>(o.data() + r * count) : o.data();
+    if (c.inPlace) src = o.data();
+    ASSERT_CCL_OK(cclReduceScatterEx(src, dst, count, cclFloat, cclSum, comm, nullptr, &z, nullptr));
+  });
+  for (int r = 0; r < n; ++r)
+    for (size_t i = 0; i < count; ++i) {
+      float want = 0;
+      for (int k = 0; k < n; ++k) want += in[k][r * count + i];
+      const float got = c.inPlace ? out[r][r * count + i] : out[r][i];
+      ASSERT_NEAR(got, want, (n - 1) * one + 1e-5) << "reduce-scatter";
+    }
+
+  // Send/recv around the ring, inside a group.
+  World::get(n).run([&](int r, cclComm_t comm) {
+    ASSERT_CCL_OK(cclGroupStart());
+    EXPECT_CCL_OK(cclSendEx(in[r].data(), count, cclFloat, (r + 1) % n, comm, nullptr, &z));
+    EXPECT_CCL_OK(cclRecvEx(out[r].data(), count, cclFloat, (r + n - 1) % n, comm, nullptr, &z));
+    ASSERT_CCL_OK(cclGroupEnd());
+  });
+  for (int r = 0; r < n; ++r)
+    for (size_t i = 0; i < count; ++i) ASSERT_NEAR(out[r][i], in[(r + n - 1) % n][i], one) << "send/recv";
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> v;
+  for (cclCodec_t codec :
+       {cclCodecInt8, cclCodecInt4, cclCodecInt2, cclCodecFp8E4m3, cclCodecFp8E5m2, cclCodecMxfp8E4m3})
+    for (int n : {1, 2, 3, 4, 8}) v.push_back({codec, n, n == 3 ? size_t{100003} : size_t{4099}, n % 2 == 0});
+  for (int n = 1; n <= 8; ++n)
+    for (size_t count : {size_t{1}, size_t{7}, size_t{1001}}) v.push_back({cclCodecInt8, n, count, count == 7});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Codecs, Codecs, ::testing::ValuesIn(cases()), [](const auto& info) {
+  const Case& c = info.param;
+  return std::string(cclCodecName(c.codec)) + "_n" + std::to_string(c.n) + "_count" + std::to_string(c.count) +
+         (c.inPlace ? "_inplace" : "");
+});
+
+// Keeping everything makes a sparsifier lossless: the allreduce equals the rank-order sum.
+TEST(Sparse, LosslessSettingsAreExact) {
+  for (cclCodec_t codec : {cclCodecTopK, cclCodecThreshold})
+    for (int n : {1, 3, 4}) {
+      const size_t count = 5003;
+      cclCompression_t z = codecOf(codec);
+      z.keepRatio = 1.0;
+      std::vector<Vec> out(n, Vec(count));
+      World::get(n).run([&](int r, cclComm_t comm) {
+        Vec x = input(r, count, 7);
+        ASSERT_CCL_OK(cclAllReduceEx(x.data(), out[r].data(), count, cclFloat, cclSum, comm, nullptr, &z, nullptr));
+      });
+      for (size_t i = 0; i < count; ++i) {
+        float want = 0;
+        for (int r = 0; r < n; ++r) want += input(r, count, 7)[i];
+        ASSERT_EQ(out[0][i], want) << cclCodecName(codec) << " n=" << n;
+        for (int r = 1; r < n; ++r) ASSERT_EQ(out[r][i], out[0][i]);
+      }
+    }
+}
+
+// Counters: a compressed call sends fewer bytes than it carries.
+TEST(Stats, WireBytesBelowRawBytes) {
+  const int n = 4;
+  const size_t count = 1 << 16;
+  World::get(n).run([&](int r, cclComm_t comm) {
+    cclStats_t before = CCL_STATS_INITIALIZER, after = CCL_STATS_INITIALIZER;
+    ASSERT_CCL_OK(cclCommGetStats(comm, &before));
+    cclCompression_t z = codecOf(cclCodecInt4);
+    Vec x = input(r, count), y(count);
+    ASSERT_CCL_OK(cclAllReduceEx(x.data(), y.data(), count, cclFloat, cclSum, comm, nullptr, &z, nullptr));
+    ASSERT_CCL_OK(cclCommGetStats(comm, &after));
+    const cclOpStats_t& a = after.op[cclOpAllReduce];
+    const cclOpStats_t& b = before.op[cclOpAllReduce];
+    EXPECT_EQ(a.calls - b.calls, 1u);
+    EXPECT_EQ(a.compressedCalls - b.compressedCalls, 1u);
+    const double raw = double(a.rawBytes - b.rawBytes), wire = double(a.wireBytes - b.wireBytes);
+    EXPECT_GT(raw, 0);
+    EXPECT_LT(wire, raw * 0.2) << "int4 should send about 4.25/32 of the raw bytes";
+  });
+}
+
+// Ranks using different codecs are told so, instead of misreading each other's bytes.
+TEST(Mismatch, DifferentCodecsAreInvalidUsageEverywhere) {
+  const int n = 2;
+  World w(n);
+  ASSERT_TRUE(w.ready());
+  std::vector<cclResult_t> res(n);
+  w.run([&](int r, cclComm_t comm) {
+    cclCompression_t z = codecOf(r == 0 ? cclCodecInt8 : cclCodecFp8E4m3);
+    Vec x = input(r, 4096), y(4096);
+    res[r] = cclAllReduceEx(x.data(), y.data(), 4096, cclFloat, cclSum, comm, nullptr, &z, nullptr);
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(res[r], cclInvalidUsage) << "rank " << r;
+}
+
+// With a feedback handle, a constant input allreduced repeatedly with int4 averages out to
+// the exact sum.
+TEST(Feedback, ResidualAndLocoConverge) {
+  const int n = 4;
+  const size_t count = 8192;
+  for (cclFeedbackKind_t kind : {cclFeedbackResidual, cclFeedbackLoco}) {
+    std::vector<Vec> mean(n, Vec(count, 0.0f));
+    std::vector<double> first(n);
+    const int T = 40;
+    World::get(n).run([&](int r, cclComm_t comm) {
+      cclFeedback_t fb = nullptr;
+      ASSERT_CCL_OK(cclFeedbackCreate(&fb, kind, 0.5f, 0));
+      cclCompression_t z = codecOf(cclCodecInt4);
+      Vec x = input(r, count, 3), y(count);
+      for (int t = 0; t < T; ++t) {
+        ASSERT_CCL_OK(cclAllReduceEx(x.data(), y.data(), count, cclFloat, cclSum, comm, nullptr, &z, fb));
+        for (size_t i = 0; i < count; ++i) mean[r][i] += y[i] / T;
+      }
+      cclFeedbackDestroy(fb);
+    });
+    double errMean = 0, errOne = 0, norm = 0;
+    for (size_t i = 0; i < count; ++i) {
+      float want = 0;
+      for (int r = 0; r < n; ++r) want += input(r, count, 3)[i];
+      errMean += (mean[0][i] - want) * double(mean[0][i] - want);
+      norm += want * double(want);
+    }
+    // One call without feedback, for scale.
+    std::vector<Vec> once(n, Vec(count));
+    World::get(n).run([&](int r, cclComm_t comm) {
+      cclCompression_t z = codecOf(cclCodecInt4);
+      Vec x = input(r, count, 3);
+      ASSERT_CCL_OK(cclAllReduceEx(x.data(), once[r].data(), count, cclFloat, cclSum, comm, nullptr, &z, nullptr));
+    });
+    for (size_t i = 0; i < count; ++i) {
+      float want = 0;
+      for (int r = 0; r < n; ++r) want += input(r, count, 3)[i];
+      errOne += (once[0][i] - want) * double(once[0][i] - want);
+    }
+    std::printf("feedback %d: one call rel RMS %.5f, mean of %d calls %.5f\n", kind, std::sqrt(errOne / norm), T,
+                std::sqrt(errMean / norm));
+    EXPECT_LT(errMean, errOne / 25) << "kind " << kind;  // RMS at least 5x smaller
+  }
+}
+
+}  // namespace
