@@ -1,6 +1,7 @@
-// Collectives and point-to-point calls of the NCCL face. Each call goes one of three ways:
-// device buffers to the real NCCL communicator; host buffers the policy wants compressed to
-// the compressed path (when one is installed); every other host call to ccl uncompressed.
+// Collectives and point-to-point calls of the NCCL face. Host buffers go to ccl, whose
+// communicator compresses what its policy (CCL_CODEC, ...) selects; device buffers go to the
+// compressed runner when one is installed and the policy selects them, else to the real
+// NCCL communicator.
 // A CUDA stream given with host buffers is not used: ccl completes host calls before it
 // returns (or at the end of the group), so there is nothing to order on the stream.
 #include <limits>
@@ -116,9 +117,11 @@ void runDevice(ncclComm& c, const CollCall& k) {
 ncclResult_t run(const CollCall& call) {
   return faceGuard(call.fn, [&] {
     ncclComm& c = usable(call.comm);
-    if (cuda::isDevicePointer(call.send) || cuda::isDevicePointer(call.recv)) return runDevice(c, call);
-    if (tryCompressed(call, call.count * elementSize(call.dtype))) return;
-    runHost(c, call);
+    if (cuda::isDevicePointer(call.send) || cuda::isDevicePointer(call.recv)) {
+      if (tryCompressed(call, call.count * elementSize(call.dtype))) return;
+      return runDevice(c, call);
+    }
+    runHost(c, call);  // ccl's communicator applies its compression policy itself
   });
 }
 

@@ -40,7 +40,7 @@ unsigned parseCollectives(const std::string& list) {
 
 Feedback parseFeedback(const std::string& s) {
   if (strcasecmp(s.c_str(), "none") == 0) return Feedback::kNone;
-  if (strcasecmp(s.c_str(), "ef") == 0) return Feedback::kErrorFeedback;
+  if (strcasecmp(s.c_str(), "ef") == 0 || strcasecmp(s.c_str(), "residual") == 0) return Feedback::kErrorFeedback;
   if (strcasecmp(s.c_str(), "loco") == 0) return Feedback::kLoco;
   throw Error(cclInvalidArgument, "CCL_FEEDBACK='" + s + "' is not none, ef or loco");
 }
@@ -92,15 +92,17 @@ bool tryCompressed(const CollCall& call, size_t bytes) {
 const char* collName(Coll c) { return kCollNames[static_cast<unsigned>(c)]; }
 
 std::string describePolicy(const Policy& p) {
-  if (p.codec == cclCodecNone) return "compression off (CCL_CODEC=none): every collective runs uncompressed";
+  const char* device = gRunner.load() ? "device buffers: the same policy, through the compressed runner"
+                                      : "device buffers: uncompressed, through NVIDIA's NCCL";
+  if (p.codec == cclCodecNone)
+    return "compression off (CCL_CODEC=none): every collective runs uncompressed, as NCCL defines it";
   std::string colls;
   for (unsigned c = 0; c < static_cast<unsigned>(Coll::kCount); ++c)
     if (p.enables(static_cast<Coll>(c))) colls += std::string(colls.empty() ? "" : ",") + kCollNames[c];
   const char* fb = p.feedback == Feedback::kNone ? "none" : p.feedback == Feedback::kErrorFeedback ? "ef" : "loco";
-  std::string line = std::string("codec ") + cclCodecName(p.codec) + " on float " + (colls.empty() ? "(none)" : colls) +
-                     " of >= " + std::to_string(p.minBytes) + " bytes, feedback " + fb;
-  if (!gRunner.load()) line += "; this build has no compressed path in the NCCL face, so these run uncompressed";
-  return line;
+  return std::string("host buffers: codec ") + cclCodecName(p.codec) + " on float " +
+         (colls.empty() ? "(none)" : colls) + " of >= " + std::to_string(p.minBytes) + " bytes, feedback " + fb +
+         " (ccl's communicator policy); " + device;
 }
 
 }  // namespace ccl::nccl

@@ -1,7 +1,9 @@
-// The compression policy of the NCCL face, from the environment (CCL_CODEC,
-// CCL_CODEC_MIN_BYTES, CCL_COMPRESS, CCL_FEEDBACK). It decides per call whether a
-// collective should take ccl's compressed path; everything else runs uncompressed and
-// bit-identical to NCCL's semantics. The compressed path plugs in through setCompressedRunner.
+// The compression policy as the NCCL face sees it, from the environment (CCL_CODEC,
+// CCL_CODEC_MIN_BYTES, CCL_COMPRESS, CCL_FEEDBACK). Host buffers are compressed by ccl's own
+// communicator policy, which reads the same variables; the face only reports it. Device
+// buffers go to NVIDIA's NCCL, uncompressed unless a compressed runner is installed
+// (setCompressedRunner): the hook where ccl's stream executor, with the real NCCL
+// communicator as transport, plugs in.
 #pragma once
 
 #include <cstddef>
@@ -45,14 +47,16 @@ Policy parsePolicy();
 // line saying what will be compressed.
 const Policy& policy();
 
-// Runs `call` compressed; returns false to decline (the call then runs uncompressed).
+// Runs a device-buffer `call` compressed; returns false to decline (the call then goes to
+// NVIDIA's NCCL uncompressed).
 using CompressedRunner = bool (*)(const CollCall& call, const Policy& policy);
 void setCompressedRunner(CompressedRunner runner);
 
 // True when the policy asks for compression of `call` (size, type, collective).
 bool wantsCompression(const CollCall& call, size_t bytes);
 
-// Offers `call` to the compressed path when the policy wants it; false when it ran nothing.
+// Offers a device-buffer `call` to the compressed runner when the policy wants it; false
+// when it ran nothing.
 bool tryCompressed(const CollCall& call, size_t bytes);
 
 // "allreduce", ... as CCL_COMPRESS spells them.
