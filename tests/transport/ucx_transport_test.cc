@@ -261,6 +261,29 @@ TEST(Ucx, AbortFailsPendingRecvPromptly) {
   });
 }
 
+// An abort reaches ranks that are not even waiting on the aborting rank: rank 0 aborts,
+// ranks 1 and 2 wait on each other and fail instead of waiting for their timeout.
+TEST(Ucx, AbortReachesEveryRank) {
+  runUcx(3, [](int rank, Bootstrap& bs, Transport& t) {
+    bs.barrier();
+    if (rank == 0) {
+      t.abort();
+      t.progress();  // the driving thread applies the abort and tells the peers
+    } else {
+      int x = 0;
+      auto r = t.irecv(3 - rank, 2, &x, sizeof(x));  // neither 1 nor 2 ever sends
+      try {
+        waitFor(t, *r);
+        ADD_FAILURE() << "receive completed without a sender";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), cclRemoteError) << e.what();
+        EXPECT_NE(std::string(e.what()).find("aborted"), std::string::npos) << e.what();
+      }
+    }
+    bs.barrier();
+  });
+}
+
 // Many messages in flight between all pairs, on several tags, as a collective would post.
 TEST(Ucx, ManyRanksManyMessages) {
   constexpr int n = 6, kTags = 4;

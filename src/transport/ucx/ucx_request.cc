@@ -79,6 +79,9 @@ bool UcxRequest::test() {
 
 void UcxRequest::throwFailure() const {
   const char* op = kind_ == Kind::kSend ? "send to" : "receive from";
+  if (worker_.aborted() && worker_.abortedBy() >= 0)
+    throw Error(cclRemoteError, std::string("UCX ") + op + " rank " + std::to_string(peer_) + " failed: rank " +
+                                    std::to_string(worker_.abortedBy()) + " aborted the communicator");
   if (worker_.aborted())
     throw Error(cclRemoteError,
                 std::string("UCX ") + op + " rank " + std::to_string(peer_) + " failed: the communicator was aborted");

@@ -18,6 +18,7 @@ namespace ccl::transport {
 namespace {
 
 using ucx::UcxRequest;
+using ucx::wireTag;
 using ucx::Worker;
 
 constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
@@ -38,8 +39,6 @@ class UcxTransport final : public Transport {
 
  private:
   void checkArgs(int peer, uint64_t tag, const void* buf, size_t bytes) const;
-  // The wire tag names the sender, so a receive from `peer` matches nothing else.
-  static ucp_tag_t wireTag(int source, uint64_t tag) { return (static_cast<uint64_t>(source) << kTagBits) | tag; }
 
   Worker worker_;
 };
@@ -124,6 +123,8 @@ void wireUp(UcxTransport& t) {
 }  // namespace
 
 std::unique_ptr<Transport> createUcxTransport(bootstrap::Bootstrap& bs) {
+  CCL_CHECK(bs.size() <= ucx::kMaxRanks, cclInvalidArgument,
+            "the UCX transport supports at most " + std::to_string(ucx::kMaxRanks) + " ranks");
   auto transport = std::make_unique<UcxTransport>(bs.rank(), bs.size());
   std::vector<ucx::PeerInfo> peers(bs.size());
   peers[bs.rank()] = ucx::PeerInfo::local();

@@ -19,6 +19,8 @@ namespace ccl::transport::ucx {
 
 namespace {
 
+constexpr uint32_t kAbortNotice = 0x54524241;  // "ABRT"
+
 // Progresses `worker` until `request` (a status pointer returned by UCX) is no longer in
 // progress or `limit` passes; then releases it. Returns its final status.
 ucs_status_t waitAndFree(ucp_worker_h worker, ucs_status_ptr_t request, std::chrono::milliseconds limit) {
@@ -94,6 +96,8 @@ Worker::Worker(int rank, int size)
 }
 
 Worker::~Worker() {
+  if (aborted() && !abortApplied_) applyAbort();  // peers still learn of an abort nobody progressed
+  cancelControlRecv();
   closeAll();
   ucp_worker_destroy(worker_);
 }
@@ -125,6 +129,35 @@ void Worker::connect(const std::vector<std::vector<uint8_t>>& addresses, const s
       anyWatched_ = true;
     }
   }
+  postControlRecv();
+}
+
+void Worker::postControlRecv() {
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  param.cb.recv = &Worker::onControl;
+  param.user_data = this;
+  // Any source: the mask ignores the rank bits.
+  ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_, &controlBuf_, sizeof(controlBuf_), kControlBit, kControlBit, &param);
+  if (UCS_PTR_IS_ERR(r)) checkStatus(UCS_PTR_STATUS(r), "posting the abort-notice receive");
+  controlRequest_ = r;
+}
+
+void Worker::onControl(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* arg) {
+  auto* self = static_cast<Worker*>(arg);
+  if (self->controlRequest_ == request) self->controlRequest_ = nullptr;
+  ucp_request_free(request);
+  if (status != UCS_OK || self->controlBuf_ != kAbortNotice) return;
+  self->noticeFrom_ = static_cast<int>((info->sender_tag >> 44) & (kMaxRanks - 1));
+  self->failurePending_ = true;
+}
+
+void Worker::cancelControlRecv() {
+  if (!controlRequest_) return;
+  ucp_request_cancel(worker_, controlRequest_);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (controlRequest_ && std::chrono::steady_clock::now() < deadline)
+    if (ucp_worker_progress(worker_) == 0) sched_yield();
 }
 
 // A peer process on this host that exits fails like a peer reported by UCX. Checked about
@@ -162,12 +195,30 @@ bool Worker::progress() {
 
 void Worker::handleEvents() {
   failurePending_ = false;
-  if (!abortApplied_ && aborted()) {
-    abortApplied_ = true;
-    for (int peer = 0; peer < size_; ++peer) failed_[peer] = 1;
+  if (noticeFrom_ >= 0 && !aborted()) {
+    CCL_WARN("UCX: rank %d: rank %d aborted the communicator", rank_, noticeFrom_);
+    abortedBy_ = noticeFrom_;
+    requestAbort();
   }
+  if (!abortApplied_ && aborted()) applyAbort();
   for (int peer = 0; peer < size_; ++peer)
     if (failed_[peer] && eps_[peer]) forceClose(peer);
+}
+
+// Tells every live peer, then fails everything: pending receives are cancelled by their
+// test(), and closing the endpoints fails pending sends.
+void Worker::applyAbort() {
+  abortApplied_ = true;
+  static const uint32_t notice = kAbortNotice;
+  std::vector<ucs_status_ptr_t> sends;
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_ || peer == abortedBy_ || !eps_[peer] || failed_[peer]) continue;
+    ucp_request_param_t param{};
+    sends.push_back(ucp_tag_send_nbx(eps_[peer], &notice, sizeof(notice), kControlBit | wireTag(rank_, 0), &param));
+  }
+  auto deadline = std::chrono::milliseconds(200);
+  for (ucs_status_ptr_t r : sends) waitAndFree(worker_, r, deadline);
+  for (int peer = 0; peer < size_; ++peer) failed_[peer] = 1;
 }
 
 void Worker::forceClose(int peer) {

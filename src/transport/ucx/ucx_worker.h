@@ -14,6 +14,12 @@
 
 namespace ccl::transport::ucx {
 
+// The UCP tag of a message: the source rank above the caller's 44-bit tag, so a receive
+// names its source. Bit 63 marks the transport's own control messages (abort notices).
+constexpr int kMaxRanks = 1 << 19;
+constexpr ucp_tag_t kControlBit = ucp_tag_t{1} << 63;
+inline ucp_tag_t wireTag(int source, uint64_t tag) { return (static_cast<uint64_t>(source) << 44) | tag; }
+
 // Who a rank is, so that peers can tell whether it shares their host (and its processes).
 struct PeerInfo {
   uint64_t hostId;  // boot id, host name and pid namespace
@@ -49,7 +55,10 @@ class Worker {
   // true when anything happened.
   bool progress();
   void requestAbort() { abortRequested_.store(true, std::memory_order_release); }
+  // True after abort() here or an abort notice from a peer.
   bool aborted() const { return abortRequested_.load(std::memory_order_acquire); }
+  // The rank whose abort notice aborted this worker, or -1 (a local abort, or none).
+  int abortedBy() const { return abortedBy_; }
   // Closes the endpoint to `peer` without waiting for it: its pending sends complete with
   // an error and the peer sees this rank as failed.
   void forceClose(int peer);
@@ -60,6 +69,10 @@ class Worker {
     int peer;
   };
   static void onEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
+  static void onControl(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* self);
+  void postControlRecv();
+  void cancelControlRecv();
+  void applyAbort();
   // Flushes the endpoints of live peers (bounded wait) and force-closes those of failed ones.
   void closeAll();
   void handleEvents();
@@ -76,6 +89,12 @@ class Worker {
   std::chrono::steady_clock::time_point nextWatch_{};
   bool failurePending_ = false;  // the error handler ran; close the failed endpoints
   bool abortApplied_ = false;
+  // A peer's abort notice: the same abort spreads to every rank that is waiting, instead of
+  // each waiting for its timeout (shared memory cannot report the aborted peer).
+  void* controlRequest_ = nullptr;
+  uint32_t controlBuf_ = 0;
+  int noticeFrom_ = -1;  // set by onControl, acted on by handleEvents
+  int abortedBy_ = -1;
   std::atomic<bool> abortRequested_{false};
 };
 
