@@ -35,6 +35,7 @@ echo "# ccl threads:   $ccl_bin -t $np ${bw_flags[*]}"
 echo "# MPI bandwidth: $mpirun -np $np $mpi_bin ${bw_flags[*]}"
 echo "# latency runs use: ${lat_flags[*]}"
 echo "# repeats: $repeats (interleaved), median reported"
+echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 
 for ((r = 0; r < repeats; r++)); do
   $mpirun -np "$np" "$ccl_bin" "${bw_flags[@]}" > "$out/ccl_bw_$r.txt"
@@ -46,6 +47,7 @@ for ((r = 0; r < repeats; r++)); do
   echo "# repeat $((r + 1))/$repeats done" >&2
 done
 
+echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$out" "$repeats" <<'PY'
 import statistics, sys
 
