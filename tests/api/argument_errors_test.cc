@@ -238,7 +238,8 @@ TEST(ArgumentErrors, InitRankWithBadRankOrSize) {
     runWithDeadline(
         [&] {
           expectError(cclInvalidArgument, b.argument,
-                      "cclCommInitRank(nranks " + std::to_string(b.nranks) + ", rank " + std::to_string(b.rank) + ")",
+                      std::string("cclCommInitRank(nranks ") + std::to_string(b.nranks) + ", rank " +
+                          std::to_string(b.rank) + ")",
                       nullptr, [&] { return cclCommInitRank(&comm, b.nranks, id, b.rank); });
         },
         "cclCommInitRank with bad arguments");

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -44,8 +45,15 @@ Shape shapeOf(const Case& c) {
 class CaseRunner {
  public:
   explicit CaseRunner(const Case& c)
-      : c_(c), shape_(shapeOf(c)), size_(dtypeInfo(c.dtype).size), root_(rootRank(c)), name_(caseName(c)) {
-    seed_ = std::hash<std::string>{}(name_);
+      : c_(c),
+        shape_(shapeOf(c)),
+        size_(dtypeInfo(c.dtype).size),
+        root_(rootRank(c)),
+        name_(caseName(c)),
+        seed_(std::hash<std::string>{}(name_)),
+        reductionInput_(c.dtype, c.op, c.nranks, seed_),
+        movementInput_(c.dtype, seed_),
+        sentinel_(kSentinelByte * (~uint64_t{0} / 0xff) & sizeMask(size_)) {
     if (isReduction(c.coll)) precomputeReduction();
   }
 
@@ -53,23 +61,28 @@ class CaseRunner {
 
  private:
   uint64_t input(int rank, size_t j) const {
-    return isReduction(c_.coll) ? reductionInput(c_.dtype, c_.op, c_.nranks, rank, j, seed_)
-                                : movementInput(c_.dtype, rank, j, seed_);
+    return isReduction(c_.coll) ? reductionInput_(rank, j) : movementInput_(rank, j);
   }
-  uint64_t sentinel(int rank, size_t j) const { return movementInput(c_.dtype, rank + 1000, j, seed_ ^ 0xdeadbeef); }
+  uint64_t sentinel(int, size_t) const { return sentinel_; }
+  // Receive buffers are filled with this byte before the call (memset keeps large cases fast).
+  static constexpr uint64_t kSentinelByte = 0xa5;
 
   void precomputeReduction();
   cclResult_t call(int rank, cclComm_t comm, const void* send, void* recv) const;
   void check(int rank, const unsigned char* send, const unsigned char* recv, bool sendIsSeparate) const;
-  void checkRegion(int rank, const char* what, const unsigned char* buf, size_t begin, size_t end,
-                   const std::function<uint64_t(size_t)>& expected, bool reduced) const;
+  template <typename Expected>
+  void checkRegion(int rank, const char* what, const unsigned char* buf, size_t len, Expected expected,
+                   bool reduced) const;
 
   const Case c_;
   const Shape shape_;
   const size_t size_;
   const int root_;
   const std::string name_;
-  uint64_t seed_;
+  const uint64_t seed_;
+  const ReductionInput reductionInput_;
+  const MovementInput movementInput_;
+  const uint64_t sentinel_;        // an element of kSentinelByte
   std::vector<uint64_t> reduced_;  // reference result per element of the reduced vector
 };
 
@@ -140,12 +153,12 @@ void CaseRunner::rank(int rank, cclComm_t comm) const {
     recvBuf.resize(shape_.recvElems * size_);
     send = sendBuf.data();
     recv = recvBuf.data();
-    for (size_t j = 0; j < shape_.recvElems; ++j) storeBits(recv, j, size_, sentinel(rank, j));
+    if (!recvBuf.empty()) std::memset(recv, kSentinelByte, recvBuf.size());
     for (size_t j = 0; j < shape_.sendElems; ++j) storeBits(send, j, size_, input(rank, j));
   } else {
     const size_t elems = std::max(shape_.sendElems, shape_.recvElems);
     recvBuf.resize(elems * size_);
-    for (size_t j = 0; j < elems; ++j) storeBits(recvBuf.data(), j, size_, sentinel(rank, j));
+    if (!recvBuf.empty()) std::memset(recvBuf.data(), kSentinelByte, recvBuf.size());
     send = recv = recvBuf.data();
     if (shape_.alias == Shape::Alias::kSendInsideRecv) send = recv + offset * size_;
     if (shape_.alias == Shape::Alias::kRecvInsideSend) recv = send + offset * size_;
@@ -157,10 +170,11 @@ void CaseRunner::rank(int rank, cclComm_t comm) const {
   check(rank, send, recv, !inPlace);
 }
 
-void CaseRunner::checkRegion(int rank, const char* what, const unsigned char* buf, size_t begin, size_t end,
-                             const std::function<uint64_t(size_t)>& expected, bool reduced) const {
+template <typename Expected>
+void CaseRunner::checkRegion(int rank, const char* what, const unsigned char* buf, size_t len, Expected expected,
+                             bool reduced) const {
   MismatchReport report(name_ + " rank " + std::to_string(rank) + " " + what, c_.dtype);
-  for (size_t j = begin; j < end; ++j) {
+  for (size_t j = 0; j < len; ++j) {
     const uint64_t got = loadBits(buf, j, size_), want = expected(j);
     if (reduced ? !reductionMatches(c_.dtype, c_.op, got, want) : got != want) report.add(what, j, got, want);
   }
@@ -169,64 +183,72 @@ void CaseRunner::checkRegion(int rank, const char* what, const unsigned char* bu
 void CaseRunner::check(int rank, const unsigned char* send, const unsigned char* recv, bool sendIsSeparate) const {
   const size_t k = c_.count, n = static_cast<size_t>(c_.nranks), offset = static_cast<size_t>(rank) * k;
   const bool isRoot = rank == root_;
-  auto in = [&](int r) { return [this, r](size_t j) { return input(r, j); }; };
-  auto unchanged = [&](size_t j) { return sentinel(rank, j); };
-  auto reducedAt = [&](size_t base) { return [this, base](size_t j) { return reduced_[base + j]; }; };
-  const std::function<uint64_t(size_t)> own = in(rank);
+  auto own = [&](size_t j) { return input(rank, j); };
+  auto block = [&](size_t r) { return recv + r * k * size_; };
   switch (c_.coll) {
     case Coll::kAllReduce:
-      checkRegion(rank, "recvbuff", recv, 0, k, reducedAt(0), true);
+      checkRegion(
+          rank, "recvbuff", recv, k, [&](size_t j) { return reduced_[j]; }, true);
       break;
     case Coll::kBroadcast:
     case Coll::kBcast:
-      checkRegion(rank, "recvbuff", recv, 0, k, in(root_), false);
+      checkRegion(
+          rank, "recvbuff", recv, k, [&](size_t j) { return input(root_, j); }, false);
       break;
     case Coll::kReduce:
       if (isRoot)
-        checkRegion(rank, "recvbuff", recv, 0, k, reducedAt(0), true);
+        checkRegion(
+            rank, "recvbuff", recv, k, [&](size_t j) { return reduced_[j]; }, true);
+      else if (sendIsSeparate)
+        checkRegion(
+            rank, "non-root recvbuff", recv, k, [&](size_t j) { return sentinel(rank, j); }, false);
       else
-        checkRegion(rank, "non-root recvbuff", recv, 0, k, sendIsSeparate ? unchanged : own, false);
+        checkRegion(rank, "non-root buffer", recv, k, own, false);
       break;
     case Coll::kAllGather:
       for (size_t r = 0; r < n; ++r)
         checkRegion(
-            rank, "recvbuff block", recv + r * k * size_, 0, k,
-            [&, r](size_t j) { return input(static_cast<int>(r), j); }, false);
+            rank, "recvbuff block", block(r), k, [&](size_t j) { return input(static_cast<int>(r), j); }, false);
       break;
     case Coll::kReduceScatter:
-      checkRegion(rank, "recvbuff", recv, 0, k, reducedAt(offset), true);
+      checkRegion(
+          rank, "recvbuff", recv, k, [&](size_t j) { return reduced_[offset + j]; }, true);
       break;
     case Coll::kAlltoAll:
       for (size_t r = 0; r < n; ++r)
         checkRegion(
-            rank, "recvbuff block", recv + r * k * size_, 0, k,
-            [&, r](size_t j) { return input(static_cast<int>(r), offset + j); }, false);
+            rank, "recvbuff block", block(r), k, [&](size_t j) { return input(static_cast<int>(r), offset + j); },
+            false);
       break;
     case Coll::kGather:
       for (size_t r = 0; r < n; ++r) {
-        std::function<uint64_t(size_t)> want = [&, r](size_t j) { return input(static_cast<int>(r), j); };
-        if (!isRoot && (sendIsSeparate || r != static_cast<size_t>(rank)))
-          want = [&, r](size_t j) { return sentinel(rank, r * k + j); };
-        checkRegion(rank, isRoot ? "recvbuff block" : "non-root recvbuff block", recv + r * k * size_, 0, k, want,
-                    false);
+        // Only the root's buffer is written; a non-root's holds what it held (in place: its own block).
+        const bool written = isRoot || (!sendIsSeparate && r == static_cast<size_t>(rank));
+        checkRegion(
+            rank, isRoot ? "recvbuff block" : "non-root recvbuff block", block(r), k,
+            [&](size_t j) { return written ? input(static_cast<int>(r), j) : sentinel(rank, r * k + j); }, false);
       }
       break;
     case Coll::kScatter:
       checkRegion(
-          rank, "recvbuff", recv, 0, k, [&](size_t j) { return input(root_, offset + j); }, false);
+          rank, "recvbuff", recv, k, [&](size_t j) { return input(root_, offset + j); }, false);
       break;
-    case Coll::kSendRecvRing:
-      checkRegion(rank, "recvbuff", recv, 0, k, in(static_cast<int>((rank + n - 1) % n)), false);
+    case Coll::kSendRecvRing: {
+      const int from = static_cast<int>((rank + n - 1) % n);
+      checkRegion(
+          rank, "recvbuff", recv, k, [&](size_t j) { return input(from, j); }, false);
       break;
+    }
     case Coll::kSendRecvAllPairs:
       for (size_t r = 0; r < n; ++r) {
-        std::function<uint64_t(size_t)> want = [&, r](size_t j) { return input(static_cast<int>(r), offset + j); };
-        if (r == static_cast<size_t>(rank)) want = [&, r](size_t j) { return sentinel(rank, r * k + j); };
-        checkRegion(rank, "recvbuff block", recv + r * k * size_, 0, k, want, false);
+        const bool self = r == static_cast<size_t>(rank);  // no message to itself: untouched
+        checkRegion(
+            rank, "recvbuff block", block(r), k,
+            [&](size_t j) { return self ? sentinel(rank, r * k + j) : input(static_cast<int>(r), offset + j); }, false);
       }
       break;
   }
-  if (sendIsSeparate) checkRegion(rank, "sendbuff (must stay unchanged)", send, 0, shape_.sendElems, own, false);
+  if (sendIsSeparate) checkRegion(rank, "sendbuff (must stay unchanged)", send, shape_.sendElems, own, false);
 }
 
 }  // namespace
@@ -291,8 +313,8 @@ int rootRank(const Case& c) {
 std::string caseName(const Case& c) {
   std::string s = std::string(collName(c.coll)) + "_" + dtypeInfo(c.dtype).name;
   if (isReduction(c.coll)) s += std::string("_") + opName(c.op);
-  s += "_r" + std::to_string(c.nranks) + "_n" + std::to_string(c.count);
-  if (isRooted(c.coll)) s += "_root" + std::to_string(rootRank(c));
+  s += std::string("_r") + std::to_string(c.nranks) + "_n" + std::to_string(c.count);
+  if (isRooted(c.coll)) s += std::string("_root") + std::to_string(rootRank(c));
   if (hasInPlace(c.coll) && hasOutOfPlace(c.coll)) s += c.inPlace ? "_inplace" : "_outofplace";
   return s;
 }

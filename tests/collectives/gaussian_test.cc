@@ -98,7 +98,7 @@ TEST_P(GaussianTest, WithinSummationBound) {
       const double err = std::fabs(got - exact[base + j]);
       if (!(err <= bound[base + j])) {
         if (bad++ == 0)
-          first = "element " + std::to_string(base + j) + ": got " + std::to_string(got) + " exact " +
+          first = std::string("element ") + std::to_string(base + j) + ": got " + std::to_string(got) + " exact " +
                   std::to_string(exact[base + j]) + " bound " + std::to_string(bound[base + j]);
       }
     }

@@ -54,7 +54,7 @@ TEST_P(InitAllGroupTest, OneThreadDrivesEveryCommunicatorInOneGroup) {
         EXPECT_CCL_OK(cclGroupEnd());
         for (int r = 0; r < n; ++r)
           expectFloats(
-              recv[r], [&](size_t j) { return sumOverRanks(n, j); }, "comm " + std::to_string(r));
+              recv[r], [&](size_t j) { return sumOverRanks(n, j); }, std::string("comm ") + std::to_string(r));
         for (cclComm_t c : comms)
           if (c) EXPECT_CCL_OK(cclCommDestroy(c));
       },
@@ -62,7 +62,9 @@ TEST_P(InitAllGroupTest, OneThreadDrivesEveryCommunicatorInOneGroup) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Group, InitAllGroupTest, ::testing::Values(1, 2, 3, 4, 8),
-                         [](const ::testing::TestParamInfo<int>& i) { return "r" + std::to_string(i.param); });
+                         [](const ::testing::TestParamInfo<int>& i) {
+                           return std::string("r") + std::to_string(i.param);
+                         });
 
 TEST(Group, NestedGroupsRunAtTheOutermostEnd) {
   const int n = 4;
@@ -85,11 +87,11 @@ TEST(Group, NestedGroupsRunAtTheOutermostEnd) {
     EXPECT_CCL_OK(cclGroupEnd());
     EXPECT_CCL_OK(cclGroupEnd());
     expectFloats(
-        sum, [&](size_t j) { return sumOverRanks(n, j); }, "allreduce rank " + std::to_string(rank));
+        sum, [&](size_t j) { return sumOverRanks(n, j); }, std::string("allreduce rank ") + std::to_string(rank));
     expectFloats(
-        ring, [&](size_t j) { return value((rank + n - 1) % n, j); }, "ring rank " + std::to_string(rank));
+        ring, [&](size_t j) { return value((rank + n - 1) % n, j); }, std::string("ring rank ") + std::to_string(rank));
     expectFloats(
-        bcast, [&](size_t j) { return value(2, j); }, "bcast rank " + std::to_string(rank));
+        bcast, [&](size_t j) { return value(2, j); }, std::string("bcast rank ") + std::to_string(rank));
   });
 }
 
@@ -110,7 +112,7 @@ TEST(Group, SeveralCollectivesQueuedOnOneCommunicator) {
     EXPECT_CCL_OK(cclAllGather(a.data(), gathered.data(), count, cclFloat32, comm, nullptr));
     EXPECT_CCL_OK(cclReduceScatter(rsIn.data(), scattered.data(), count, cclFloat32, cclSum, comm, nullptr));
     EXPECT_CCL_OK(cclGroupEnd());
-    const std::string who = " rank " + std::to_string(rank);
+    const std::string who = std::string(" rank ") + std::to_string(rank);
     expectFloats(
         sum, [&](size_t j) { return sumOverRanks(n, j); }, "sum" + who);
     expectFloats(
@@ -151,7 +153,7 @@ TEST(Group, MutuallyDependentSendRecvCompleteInAGroup) {
       if (p != rank)
         expectFloats(
             in[p], [&](size_t j) { return value(p * n + rank, j); },
-            "rank " + std::to_string(rank) + " from " + std::to_string(p));
+            std::string("rank ") + std::to_string(rank) + " from " + std::to_string(p));
   });
 }
 
@@ -189,7 +191,7 @@ TEST(Group, SendRecvToSelf) {
     EXPECT_CCL_OK(cclRecv(in.data(), in.size(), cclFloat32, rank, comm, nullptr));
     EXPECT_CCL_OK(cclGroupEnd());
     expectFloats(
-        in, [&](size_t j) { return value(rank, j); }, "rank " + std::to_string(rank));
+        in, [&](size_t j) { return value(rank, j); }, std::string("rank ") + std::to_string(rank));
   });
 }
 
@@ -208,7 +210,7 @@ TEST(Group, UngroupedSendRecvInSafeOrder) {
       EXPECT_CCL_OK(cclSend(out.data(), out.size(), cclFloat32, 0, comm, nullptr));
     }
     expectFloats(
-        in, [&](size_t j) { return value(1 - rank, j); }, "rank " + std::to_string(rank));
+        in, [&](size_t j) { return value(1 - rank, j); }, std::string("rank ") + std::to_string(rank));
   });
 }
 

@@ -83,7 +83,9 @@ TEST_P(SplitTest, NoColorGivesNullAndEqualKeysKeepParentOrder) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Split, SplitTest, ::testing::Values(2, 3, 4, 5, 8),
-                         [](const ::testing::TestParamInfo<int>& i) { return "r" + std::to_string(i.param); });
+                         [](const ::testing::TestParamInfo<int>& i) {
+                           return std::string("r") + std::to_string(i.param);
+                         });
 
 // A split of a split, then both levels used in turn.
 TEST(Split, SplitOfSplitAndParentStillWorks) {

@@ -90,7 +90,7 @@ const DtypeInfo& dtypeInfo(cclDataType_t t) {
   const std::vector<DtypeInfo>& all = table();
   const int i = static_cast<int>(t);
   if (i < 0 || i >= static_cast<int>(all.size()))
-    throw std::invalid_argument("unknown data type " + std::to_string(i));
+    throw std::invalid_argument(std::string("unknown data type ") + std::to_string(i));
   return all[i];
 }
 
@@ -141,19 +141,27 @@ void storeAs(void* buf, size_t index, uint64_t bits) {
 
 uint64_t loadBits(const void* buf, size_t index, size_t size) {
   switch (size) {
-    case 1: return loadAs<uint8_t>(buf, index);
-    case 2: return loadAs<uint16_t>(buf, index);
-    case 4: return loadAs<uint32_t>(buf, index);
-    default: return loadAs<uint64_t>(buf, index);
+    case 1:
+      return loadAs<uint8_t>(buf, index);
+    case 2:
+      return loadAs<uint16_t>(buf, index);
+    case 4:
+      return loadAs<uint32_t>(buf, index);
+    default:
+      return loadAs<uint64_t>(buf, index);
   }
 }
 
 void storeBits(void* buf, size_t index, size_t size, uint64_t bits) {
   switch (size) {
-    case 1: return storeAs<uint8_t>(buf, index, bits);
-    case 2: return storeAs<uint16_t>(buf, index, bits);
-    case 4: return storeAs<uint32_t>(buf, index, bits);
-    default: return storeAs<uint64_t>(buf, index, bits);
+    case 1:
+      return storeAs<uint8_t>(buf, index, bits);
+    case 2:
+      return storeAs<uint16_t>(buf, index, bits);
+    case 4:
+      return storeAs<uint32_t>(buf, index, bits);
+    default:
+      return storeAs<uint64_t>(buf, index, bits);
   }
 }
 

@@ -9,13 +9,6 @@ namespace ccltest {
 
 namespace {
 
-uint64_t splitmix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 // An integer in [lo, hi] drawn from h.
 int64_t pick(uint64_t h, int64_t lo, int64_t hi) {
   const uint64_t span = static_cast<uint64_t>(hi - lo) + 1;
@@ -28,13 +21,11 @@ int64_t floatSumBound(const DtypeInfo& d, int nranks) {
   return static_cast<int64_t>(std::min(bound, 1048576.0));
 }
 
-uint64_t floatInput(const DtypeInfo& d, cclRedOp_t op, int nranks, uint64_t h) {
+uint64_t floatInput(const DtypeInfo& d, cclRedOp_t op, int64_t sumBound, uint64_t h) {
   switch (op) {
     case cclSum:
-    case cclAvg: {
-      const int64_t b = floatSumBound(d, nranks);
-      return encodeFloat(d.type, static_cast<double>(pick(h, -b, b)));
-    }
+    case cclAvg:
+      return encodeFloat(d.type, static_cast<double>(pick(h, -sumBound, sumBound)));
     case cclProd: {
       static const double kFactors[] = {1.0, 2.0, 0.5, -1.0};
       return encodeFloat(d.type, kFactors[h % 4]);
@@ -129,19 +120,14 @@ uint64_t reduceFloats(const DtypeInfo& d, cclRedOp_t op, const uint64_t* in, int
 
 }  // namespace
 
-uint64_t mixBits(uint64_t seed, uint64_t a, uint64_t b) {
-  // Odd multipliers keep (a, b) -> word injective for the small a of ranks; splitmix mixes.
-  return splitmix(seed ^ (a * 0xd1b54a32d192ed03ull) ^ splitmix(b));
+ReductionInput::ReductionInput(cclDataType_t t, cclRedOp_t op, int nranks, uint64_t seed)
+    : info_(dtypeInfo(t)), op_(op), floatSumBound_(0), seed_(seed) {
+  if (info_.kind == Kind::kFloat) floatSumBound_ = floatSumBound(info_, nranks);
 }
 
-uint64_t reductionInput(cclDataType_t t, cclRedOp_t op, int nranks, int rank, size_t index, uint64_t seed) {
-  const DtypeInfo& d = dtypeInfo(t);
-  const uint64_t h = mixBits(seed, static_cast<uint64_t>(rank), index);
-  return d.kind == Kind::kFloat ? floatInput(d, op, nranks, h) : integerInput(d, op, h);
-}
-
-uint64_t movementInput(cclDataType_t t, int rank, size_t index, uint64_t seed) {
-  return mixBits(seed ^ 0x5a5a5a5a, static_cast<uint64_t>(rank), index) & sizeMask(dtypeInfo(t).size);
+uint64_t ReductionInput::operator()(int rank, size_t index) const {
+  const uint64_t h = mixBits(seed_, static_cast<uint64_t>(rank), index);
+  return info_.kind == Kind::kFloat ? floatInput(info_, op_, floatSumBound_, h) : integerInput(info_, op_, h);
 }
 
 uint64_t reduceReference(cclDataType_t t, cclRedOp_t op, const uint64_t* inputs, int n) {

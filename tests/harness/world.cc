@@ -75,7 +75,7 @@ void dispatch(World::State& s, const RankFn& fn, std::chrono::seconds deadline) 
   }
   std::string stuck;
   for (int r = 0; r < s.size; ++r)
-    if (!s.finished[r]) stuck += " " + std::to_string(r);
+    if (!s.finished[r]) stuck += std::string(" ") + std::to_string(r);
   ADD_FAILURE() << "ranks" << stuck << " of " << s.size << " did not return within " << deadline.count()
                 << " s; exiting because a stuck rank may still write to this test's buffers";
   std::fflush(stdout);
