@@ -165,6 +165,7 @@ ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbuff, size_t rec
 
 ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                             ncclComm_t comm, cudaStream_t stream) {
+  CCL_RETURN_IF_CALLED_FROM_REAL(ncclBroadcast, sendbuff, recvbuff, count, datatype, root, comm, stream);
   return run({Coll::kBroadcast, "ncclBroadcast", sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream});
 }
 

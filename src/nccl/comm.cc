@@ -72,8 +72,13 @@ ncclComm_t startComm(int nranks, int rank, const FaceConfig& config, std::functi
   return c.release();
 }
 
+void waitCreated(ncclComm& comm) {
+  std::lock_guard<std::mutex> lock(comm.creatorMutex);
+  if (comm.creator.joinable()) comm.creator.join();
+}
+
 ncclResult_t finishCreation(ncclComm_t comm, const char* fn) {
-  if (comm->creator.joinable()) comm->creator.join();
+  waitCreated(*comm);
   if (comm->createResult != ncclSuccess)
     return recordError(fn, static_cast<cclResult_t>(comm->createResult), comm->createError, false);
   return ncclSuccess;
@@ -87,7 +92,7 @@ ncclComm& handle(ncclComm_t comm) {
 
 ncclComm& usable(ncclComm_t comm) {
   ncclComm& c = handle(comm);
-  if (c.creator.joinable()) c.creator.join();
+  waitCreated(c);
   CCL_CHECK(c.createResult == ncclSuccess, static_cast<cclResult_t>(c.createResult),
             "the communicator failed to initialise: " + c.createError);
   CCL_CHECK(c.ccl, cclInvalidUsage, "the communicator has no ranks here");
@@ -96,7 +101,7 @@ ncclComm& usable(ncclComm_t comm) {
 }
 
 void destroy(ncclComm_t comm, bool abort) {
-  if (comm->creator.joinable()) comm->creator.join();
+  waitCreated(*comm);
   comm->magic = 0;
   if (comm->real && real::available()) {
     ncclResult_t r = abort ? CCL_REAL(ncclCommAbort)(comm->real) : CCL_REAL(ncclCommDestroy)(comm->real);

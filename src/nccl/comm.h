@@ -28,7 +28,9 @@ struct ncclComm {
   ncclComm_t real = nullptr;  // device buffers; NULL without a device or real NCCL
   std::string realWhy;        // why `real` is NULL
 
-  // Creation: the thread, whether it finished, and its outcome.
+  // Creation: the thread, whether it finished, and its outcome. `creatorMutex` serialises
+  // joining, since several threads may wait for the same communicator.
+  std::mutex creatorMutex;
   std::thread creator;
   std::atomic<bool> created{false};
   ncclResult_t createResult = ncclSuccess;
@@ -55,6 +57,9 @@ namespace ccl::nccl {
 // real NCCL communicator is added there too when possible, on `device` (-1: the caller's
 // current device). `nranks` and `rank` may be 0 when only `make` knows them. Returns at once.
 ncclComm_t startComm(int nranks, int rank, const FaceConfig& config, std::function<cclComm_t()> make, int device = -1);
+
+// Waits for the creator thread to end (any thread may call it, any number of times).
+void waitCreated(ncclComm& comm);
 
 // Waits for creation; returns its result (recording its message as the last error).
 ncclResult_t finishCreation(ncclComm_t comm, const char* fn);

@@ -41,6 +41,7 @@ ncclResult_t pncclDevCommCreate(ncclComm_t comm, ncclDevCommRequirements_t const
 }
 
 ncclResult_t pncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t const* devComm) {
+  CCL_RETURN_IF_CALLED_FROM_REAL(ncclDevCommDestroy, comm, devComm);
   ncclResult_t r = ncclSuccess;
   ncclResult_t g =
       faceGuard("ncclDevCommDestroy", [&] { r = CCL_REAL(ncclDevCommDestroy)(requireReal(comm), devComm); });
@@ -50,6 +51,7 @@ ncclResult_t pncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t const* devComm) 
 ncclResult_t pncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t team, int nBarriers,
                                               ncclGinBarrierHandle_t* outHandle,
                                               ncclDevResourceRequirements_t* outReq) {
+  CCL_RETURN_IF_CALLED_FROM_REAL(ncclGinBarrierCreateRequirement, comm, team, nBarriers, outHandle, outReq);
   ncclResult_t r = ncclSuccess;
   ncclResult_t g = faceGuard("ncclGinBarrierCreateRequirement", [&] {
     r = CCL_REAL(ncclGinBarrierCreateRequirement)(requireReal(comm), team, nBarriers, outHandle, outReq);
@@ -82,6 +84,7 @@ int pncclLLA2ACalcSlots(int maxElts, int maxEltSize) {
 }
 
 ncclTeam_t pncclTeamWorld(ncclComm_t comm) {
+  CCL_RETURN_IF_CALLED_FROM_REAL(ncclTeamWorld, comm);
   ncclComm* c = queryable(comm);
   if (!c) return ncclTeam_t{0, 0, 1};
   if (c->real) return CCL_REAL(ncclTeamWorld)(c->real);
@@ -89,6 +92,7 @@ ncclTeam_t pncclTeamWorld(ncclComm_t comm) {
 }
 
 ncclTeam_t pncclTeamLsa(ncclComm_t comm) {
+  CCL_RETURN_IF_CALLED_FROM_REAL(ncclTeamLsa, comm);
   ncclComm* c = queryable(comm);
   if (!c) return ncclTeam_t{0, 0, 1};
   if (c->real) return CCL_REAL(ncclTeamLsa)(c->real);
@@ -96,6 +100,7 @@ ncclTeam_t pncclTeamLsa(ncclComm_t comm) {
 }
 
 ncclTeam_t pncclTeamRail(ncclComm_t comm) {
+  CCL_RETURN_IF_CALLED_FROM_REAL(ncclTeamRail, comm);
   ncclComm* c = queryable(comm);
   if (!c) return ncclTeam_t{0, 0, 1};
   if (c->real) return CCL_REAL(ncclTeamRail)(c->real);

@@ -118,6 +118,7 @@ using namespace ccl::nccl;
 extern "C" {
 
 ncclResult_t pncclGetUniqueId(ncclUniqueId* uniqueId) {
+  CCL_RETURN_IF_CALLED_FROM_REAL(ncclGetUniqueId, uniqueId);
   return faceGuard("ncclGetUniqueId", [&] {
     CCL_CHECK(uniqueId, cclInvalidArgument, "uniqueId is NULL");
     cclUniqueId id;
@@ -197,7 +198,7 @@ ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int exclude
   ncclComm_t c = nullptr;
   ncclResult_t r = faceGuard("ncclCommShrink", [&] {
     ncclComm& parent = handle(comm);
-    if (parent.creator.joinable()) parent.creator.join();
+    waitCreated(parent);
     CCL_CHECK(parent.ccl && parent.createResult == ncclSuccess, cclInvalidUsage,
               "the communicator failed to initialise");
     CCL_CHECK(newcomm, cclInvalidArgument, "newcomm is NULL");
@@ -258,6 +259,7 @@ ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags) {
 }
 
 ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  CCL_RETURN_IF_CALLED_FROM_REAL(ncclCommGetAsyncError, comm, asyncError);
   return faceGuard("ncclCommGetAsyncError", [&] {
     ncclComm& c = handle(comm);
     CCL_CHECK(asyncError, cclInvalidArgument, "asyncError is NULL");
@@ -265,7 +267,7 @@ ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
       *asyncError = ncclInProgress;
       return;
     }
-    if (c.creator.joinable()) c.creator.join();
+    waitCreated(c);
     if (c.createResult != ncclSuccess) {
       *asyncError = c.createResult;
       return;

@@ -68,6 +68,7 @@ using namespace ccl::nccl;
 extern "C" {
 
 ncclResult_t pncclMemAlloc(void** ptr, size_t size) {
+  CCL_RETURN_IF_CALLED_FROM_REAL(ncclMemAlloc, ptr, size);
   return faceGuard("ncclMemAlloc", [&] {
     CCL_CHECK(ptr, cclInvalidArgument, "ptr is NULL");
     checkReal(CCL_REAL(ncclMemAlloc)(ptr, size), "ncclMemAlloc");
@@ -75,6 +76,7 @@ ncclResult_t pncclMemAlloc(void** ptr, size_t size) {
 }
 
 ncclResult_t pncclMemFree(void* ptr) {
+  CCL_RETURN_IF_CALLED_FROM_REAL(ncclMemFree, ptr);
   return faceGuard("ncclMemFree", [&] {
     if (!ptr) return;
     checkReal(CCL_REAL(ncclMemFree)(ptr), "ncclMemFree");
@@ -82,6 +84,7 @@ ncclResult_t pncclMemFree(void* ptr) {
 }
 
 ncclResult_t pncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  CCL_RETURN_IF_CALLED_FROM_REAL(ncclCommRegister, comm, buff, size, handle);
   return faceGuard("ncclCommRegister", [&] {
     ncclComm& c = usable(comm);
     CCL_CHECK(handle, cclInvalidArgument, "handle is NULL");
@@ -91,6 +94,7 @@ ncclResult_t pncclCommRegister(const ncclComm_t comm, void* buff, size_t size, v
 }
 
 ncclResult_t pncclCommDeregister(const ncclComm_t comm, void* handle) {
+  CCL_RETURN_IF_CALLED_FROM_REAL(ncclCommDeregister, comm, handle);
   return faceGuard("ncclCommDeregister", [&] { removeRegistration(ccl::nccl::handle(comm), handle, false); });
 }
 
@@ -106,6 +110,7 @@ ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, n
 }
 
 ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  CCL_RETURN_IF_CALLED_FROM_REAL(ncclCommWindowDeregister, comm, win);
   return faceGuard("ncclCommWindowDeregister", [&] { removeRegistration(handle(comm), win, true); });
 }
 

@@ -1,6 +1,7 @@
 // Version, error strings, the last error, and debug re-initialisation.
 #include "common/error.h"
 #include "nccl/face_error.h"
+#include "nccl/real_nccl.h"
 
 using namespace ccl;
 using namespace ccl::nccl;
@@ -9,13 +10,17 @@ extern "C" {
 
 // The NCCL version whose ABI this library implements, so version checks of callers pass.
 ncclResult_t pncclGetVersion(int* version) {
+  CCL_RETURN_IF_CALLED_FROM_REAL(ncclGetVersion, version);
   return faceGuard("ncclGetVersion", [&] {
     CCL_CHECK(version, cclInvalidArgument, "version is NULL");
     *version = NCCL_VERSION_CODE;
   });
 }
 
-const char* pncclGetErrorString(ncclResult_t result) { return cclGetErrorString(static_cast<cclResult_t>(result)); }
+const char* pncclGetErrorString(ncclResult_t result) {
+  CCL_RETURN_IF_CALLED_FROM_REAL(ncclGetErrorString, result);
+  return cclGetErrorString(static_cast<cclResult_t>(result));
+}
 
 // Messages are kept per thread, for every communicator; `comm` is accepted as in NCCL.
 const char* pncclGetLastError(ncclComm_t) { return lastError(); }
@@ -26,7 +31,10 @@ void pncclResetDebugInit() {}
 }  // extern "C"
 
 // NCCL exports this helper of ncclResetDebugInit too; same behaviour here.
-extern "C" __attribute__((visibility("default"))) void ncclResetDebugInitInternal() {}
+extern "C" __attribute__((visibility("default"))) void ncclResetDebugInitInternal() {
+  if (ccl::nccl::real::calledFromReal(__builtin_return_address(0)))
+    reinterpret_cast<void (*)()>(ccl::nccl::real::symbol("ncclResetDebugInitInternal"))();
+}
 
 CCL_NCCL_ALIAS(ncclGetVersion)
 CCL_NCCL_ALIAS(ncclGetErrorString)

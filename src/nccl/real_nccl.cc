@@ -2,12 +2,16 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
+
 #include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
 
 namespace ccl::nccl::real {
 namespace {
+
+std::atomic<const void*> gRealBase{nullptr};  // load address of NVIDIA's library, once resolved
 
 struct Library {
   Mode mode = Mode::kUnavailable;
@@ -61,6 +65,10 @@ Library resolve() {
   } else {
     lib = openByPath();
   }
+  if (lib.mode != Mode::kUnavailable) {
+    Dl_info info{};
+    if (dladdr(dlsym(lib.handle, "pncclGetVersion"), &info)) gRealBase.store(info.dli_fbase);
+  }
   if (lib.mode == Mode::kUnavailable)
     CCL_INFO("NCCL face: no real NCCL (%s); device buffers cannot be served", lib.where.c_str());
   else
@@ -82,6 +90,13 @@ bool insideSelf(const void* addr) {
   if (!dladdr(reinterpret_cast<const void*>(&insideSelf), &self)) return false;
   if (!dladdr(addr, &other)) return false;
   return self.dli_fbase == other.dli_fbase;
+}
+
+bool calledFromReal(const void* returnAddress) {
+  const void* base = gRealBase.load(std::memory_order_relaxed);
+  if (!base) return false;
+  Dl_info info{};
+  return dladdr(returnAddress, &info) && info.dli_fbase == base;
 }
 
 Mode mode() { return library().mode; }

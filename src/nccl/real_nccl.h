@@ -26,7 +26,18 @@ void* symbol(const char* name);
 // True when `addr` lies inside the library that holds this code.
 bool insideSelf(const void* addr);
 
+// True when `returnAddress` lies inside NVIDIA's library (once it has been resolved). NVIDIA's
+// libnccl calls some of its own public functions through the PLT (ncclBroadcast,
+// ncclCommGetAsyncError, ncclGetUniqueId, ...); under LD_PRELOAD those calls land here, with
+// NVIDIA's communicators, and must go back to NVIDIA's implementation.
+bool calledFromReal(const void* returnAddress);
+
 }  // namespace ccl::nccl::real
 
 // Calls the real library's `pncclXxx` with the given arguments: CCL_REAL(ncclAllReduce)(...).
 #define CCL_REAL(fn) (reinterpret_cast<decltype(&p##fn)>(::ccl::nccl::real::symbol("p" #fn)))
+
+// First statement of an exported function NVIDIA's library calls itself: such calls are
+// handed back to NVIDIA's implementation with the same arguments.
+#define CCL_RETURN_IF_CALLED_FROM_REAL(fn, ...) \
+  if (::ccl::nccl::real::calledFromReal(__builtin_return_address(0))) return CCL_REAL(fn)(__VA_ARGS__)
