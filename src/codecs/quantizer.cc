@@ -143,10 +143,17 @@ CCL_VECTOR_CLONES void encodeStream(EncodeState<K, T>& st) {
     }
     storeScale(scales, b, st.scaleBytes, s.stored);
     const uint32_t padded = (len + 7) & ~7u;  // the stage is zero past len
-    quantizeToBytes<K, kStochastic>(v, padded, s.inv, codes, key, off);
     if constexpr (K::kBits == 8) {
-      std::memcpy(dst, codes, codeBytes);
+      // Full blocks straight into the stream; a short last block via the code stage.
+      quantizeToBytes<K, kStochastic>(v, padded, s.inv, len == bs ? dst : codes, key, off);
+      if (len != bs) std::memcpy(dst, codes, codeBytes);
+      if (st.residual) {
+        const uint8_t* c = len == bs ? dst : codes;
+        float* e = st.residual + off;
+        for (uint32_t i = 0; i < len; ++i) e[i] = v[i] - K::dequant(c[i], s.scale);
+      }
     } else {
+      quantizeToBytes<K, kStochastic>(v, padded, s.inv, codes, key, off);
       // Pack whole groups in place; a last partial group goes through a small buffer so no
       // byte past the stream's codes is written.
       const uint32_t len8 = len & ~7u;
@@ -156,10 +163,10 @@ CCL_VECTOR_CLONES void encodeStream(EncodeState<K, T>& st) {
         packCodes<K::kBits>(codes + len8, 8, tail);
         std::memcpy(dst + len8 * K::kBits / 8, tail, codeBytes - len8 * K::kBits / 8);
       }
-    }
-    if (st.residual) {
-      float* e = st.residual + off;
-      for (uint32_t i = 0; i < len; ++i) e[i] = v[i] - K::dequant(codes[i], s.scale);
+      if (st.residual) {
+        float* e = st.residual + off;
+        for (uint32_t i = 0; i < len; ++i) e[i] = v[i] - K::dequant(codes[i], s.scale);
+      }
     }
   }
 }

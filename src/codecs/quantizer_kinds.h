@@ -22,14 +22,30 @@ struct BlockScale {
   uint32_t stored = 0;  // the scale's bits as written (fp32, fp16 or e8m0)
 };
 
+// Constant-size copies (no memcpy call per block); little-endian: the low bytes.
 inline void storeScale(uint8_t* scales, uint64_t b, size_t bytes, uint32_t v) {
-  std::memcpy(scales + b * bytes, &v, bytes);  // little-endian: the low bytes
+  if (bytes == 4) {
+    std::memcpy(scales + b * 4, &v, 4);
+  } else if (bytes == 2) {
+    const auto h = static_cast<uint16_t>(v);
+    std::memcpy(scales + b * 2, &h, 2);
+  } else {
+    scales[b] = static_cast<uint8_t>(v);
+  }
 }
 
 inline uint32_t loadScale(const uint8_t* scales, uint64_t b, size_t bytes) {
-  uint32_t v = 0;
-  std::memcpy(&v, scales + b * bytes, bytes);
-  return v;
+  if (bytes == 4) {
+    uint32_t v;
+    std::memcpy(&v, scales + b * 4, 4);
+    return v;
+  }
+  if (bytes == 2) {
+    uint16_t h;
+    std::memcpy(&h, scales + b * 2, 2);
+    return h;
+  }
+  return scales[b];
 }
 
 constexpr uint32_t kF32RawMarker = 0x7fc00000u;
