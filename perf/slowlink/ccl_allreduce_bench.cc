@@ -1,0 +1,90 @@
+// One rank of a ccl fp32 sum allreduce, started on its own (e.g. with `ip netns exec`).
+// Rank 0 creates the unique id and writes it to the -f file; the other ranks wait for it.
+// -v names the codec (none, fp8_e4m3, int8, int4, topk, ...), passed per call to
+// cclAllReduceEx; top-k keeps the library's default ratio (1 %).
+#include <ccl/ccl.h>
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bench_common.h"
+
+namespace {
+
+void check(cclResult_t result, const char* what, cclComm_t comm = nullptr) {
+  if (result == cclSuccess) return;
+  throw std::runtime_error(std::string(what) + ": " + cclGetErrorString(result) + " (" + cclGetLastError(comm) + ")");
+}
+
+class Communicator {
+ public:
+  explicit Communicator(const slowlink::Options& o) {
+    cclUniqueId id{};
+    if (o.rank == 0) {
+      check(cclGetUniqueId(&id), "cclGetUniqueId");
+      slowlink::writeFileAtomically(o.rendezvous, &id, sizeof(id));
+    } else {
+      const std::vector<char> bytes = slowlink::waitForFile(o.rendezvous, sizeof(id), o.timeoutSeconds);
+      std::memcpy(&id, bytes.data(), sizeof(id));
+    }
+    check(cclCommInitRank(&comm_, o.nranks, id, o.rank), "cclCommInitRank");
+  }
+  ~Communicator() { cclCommDestroy(comm_); }
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+  cclComm_t get() const { return comm_; }
+
+ private:
+  cclComm_t comm_ = nullptr;
+};
+
+unsigned long long allReduceWireBytes(cclComm_t comm) {
+  cclStats_t stats = CCL_STATS_INITIALIZER;
+  check(cclCommGetStats(comm, &stats), "cclCommGetStats", comm);
+  return stats.op[cclOpAllReduce].wireBytes;
+}
+
+void run(const slowlink::Options& o) {
+  if (o.rendezvous.empty()) throw std::runtime_error("-f <id file> is required");
+  cclCompression_t compression = CCL_COMPRESSION_INITIALIZER;
+  check(cclCodecFromName(o.variant.c_str(), &compression.codec), "cclCodecFromName");
+  const std::size_t count = slowlink::elementCount(o);
+  std::vector<float> send(count), recv(count);
+  slowlink::fillInput(o.rank, send.data(), count);
+
+  Communicator comm(o);
+  float token = 1, tokenOut = 0;
+  auto barrier = [&] { check(cclAllReduce(&token, &tokenOut, 1, cclFloat32, cclSum, comm.get(), nullptr), "barrier"); };
+  auto call = [&] {
+    check(
+        cclAllReduceEx(send.data(), recv.data(), count, cclFloat32, cclSum, comm.get(), nullptr, &compression, nullptr),
+        "cclAllReduceEx", comm.get());
+  };
+  for (int i = 0; i < o.warmup; ++i) call();
+  double seconds = 0;
+  unsigned long long wire = 0;
+  for (int i = 0; i < o.iters; ++i) {
+    // Count only the timed call's bytes: the barrier is an allreduce too.
+    barrier();
+    const unsigned long long before = allReduceWireBytes(comm.get());
+    seconds += slowlink::timeCall([] {}, call);
+    wire += allReduceWireBytes(comm.get()) - before;
+  }
+  slowlink::reportResult(o, "ccl", seconds / o.iters, double(wire) / o.iters, recv.data());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    run(slowlink::parseOptions(argc, argv));
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ccl_allreduce_bench: %s\n", e.what());
+    return 1;
+  }
+}

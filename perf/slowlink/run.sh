@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# Slow-link allreduce comparison: ccl (no codec, fp8, int8, int4, top-k 1 %) against Open
+# MPI's MPI_Allreduce (ob1/tcp) and Gloo's ring allreduces, on the same emulated links.
+#
+# Builds RANKS network namespaces, each joined to a bridge (in its own namespace) by a veth
+# pair, limits both ends of every veth with tbf to RATE, checks the rate with a raw TCP
+# stream, runs every implementation with the same sizes and prints one table of busbw and
+# ratios. Everything it creates is deleted on exit, also when interrupted.
+#
+# Usage (root): perf/slowlink/run.sh [build-dir]      (default: build)
+# Environment (defaults in brackets):
+#   RANKS [4]  RATES ["1gbit 10gbit"]  BYTES [64M]  ITERS [3]  WARMUP [1]
+#   CODECS ["none fp8_e4m3 int8 int4 topk"]  GLOO_ALGOS ["ring_chunked ring"]
+#   MPI_ALGOS ["default ring"]  (ring: coll_tuned_allreduce_algorithm 4)
+#   RUN_TIMEOUT [180] seconds per run   STREAM_SECONDS [3]   BURST_<rate> e.g. BURST_1gbit [256kb]
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+build=$(cd "${1:-build}" && pwd)
+ranks=${RANKS:-4}
+rates=${RATES:-1gbit 10gbit}
+bytes=${BYTES:-64M}
+iters=${ITERS:-3}
+warmup=${WARMUP:-1}
+codecs=${CODECS:-none fp8_e4m3 int8 int4 topk}
+gloo_algos=${GLOO_ALGOS:-ring_chunked ring}
+mpi_algos=${MPI_ALGOS:-default ring}
+run_timeout=${RUN_TIMEOUT:-180}
+stream_seconds=${STREAM_SECONDS:-3}
+
+ccl_bin=$build/perf/slowlink/slowlink_ccl_allreduce
+gloo_bin=$build/perf/slowlink/slowlink_gloo_allreduce
+mpi_bin=$build/perf/slowlink/slowlink_mpi_allreduce
+
+die() {
+  echo "run.sh: $*" >&2
+  exit 1
+}
+[[ $(id -u) == 0 ]] || die "needs root (network namespaces, tc)"
+[[ -x $ccl_bin ]] || die "missing $ccl_bin (cmake --build $build --target slowlink_ccl_allreduce)"
+[[ $ranks -ge 2 && $ranks -le 200 ]] || die "RANKS must be in 2..200"
+[[ -x $gloo_bin ]] || { echo "# Gloo bench not built: Gloo rows skipped" >&2; gloo_algos=""; }
+[[ -x $mpi_bin ]] || { echo "# MPI bench not built: MPI rows skipped" >&2; mpi_algos=""; }
+
+# Names and addresses unique to this run; nothing outside them is touched.
+prefix=cclsl-$$
+hub=$prefix-hub
+subnet=10.251.$(($$ % 250))
+ifname=slink # the veth end inside every rank namespace
+if ip -o -4 addr show 2>/dev/null | grep -q " $subnet\."; then die "$subnet.0/24 is in use on this host"; fi
+work=$(mktemp -d /tmp/cclsl-$$.XXXXXX)
+namespaces=()
+children=()
+
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  for pid in "${children[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for ns in "${namespaces[@]}"; do
+    # Only processes inside this run's namespaces (they were started by this script).
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
+    ip netns del "$ns" 2>/dev/null || true
+  done
+  rm -rf "$work"
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'echo "run.sh: interrupted" >&2; exit 130' INT TERM
+
+rank_ns() { echo "$prefix-$1"; }
+rank_addr() { echo "$subnet.$(($1 + 1))"; }
+
+build_links() {
+  ip netns add "$hub"
+  namespaces+=("$hub")
+  ip -n "$hub" link add slbr type bridge
+  ip -n "$hub" link set slbr up
+  for ((i = 0; i < ranks; i++)); do
+    local ns
+    ns=$(rank_ns "$i")
+    ip netns add "$ns"
+    namespaces+=("$ns")
+    ip -n "$ns" link set lo up
+    ip link add "$ifname" netns "$ns" type veth peer name "slh$i" netns "$hub"
+    ip -n "$ns" addr add "$(rank_addr "$i")/24" dev "$ifname"
+    ip -n "$ns" link set "$ifname" up
+    ip -n "$hub" link set "slh$i" master slbr
+    ip -n "$hub" link set "slh$i" up
+  done
+}
+
+# tbf on both ends: rank -> bridge on the rank's veth, bridge -> rank on the hub's veth.
+# The burst must hold one GSO packet (64 KB) and absorb timer slack, but stay small next
+# to one allreduce's traffic so that it adds little beyond the rate.
+limit_links() {
+  local rate=$1 burst_var="BURST_$1" burst
+  burst=${!burst_var:-}
+  if [[ -z $burst ]]; then case $rate in 1gbit) burst=256kb ;; *) burst=1mb ;; esac; fi
+  for ((i = 0; i < ranks; i++)); do
+    tc -n "$(rank_ns "$i")" qdisc replace dev "$ifname" root tbf rate "$rate" burst "$burst" latency 20ms
+    tc -n "$hub" qdisc replace dev "slh$i" root tbf rate "$rate" burst "$burst" latency 20ms
+  done
+  echo "# links: tbf rate $rate burst $burst latency 20ms on both ends of each of $ranks veth pairs"
+}
+
+# Bytes sent through the tbf qdiscs so far: "<into bridge> <out of bridge>".
+qdisc_bytes() {
+  local up=0 down=0 n
+  for ((i = 0; i < ranks; i++)); do
+    n=$(tc -s -n "$(rank_ns "$i")" qdisc show dev "$ifname" | awk '/Sent/ {print $2; exit}')
+    up=$((up + n))
+    n=$(tc -s -n "$hub" qdisc show dev "slh$i" | awk '/Sent/ {print $2; exit}')
+    down=$((down + n))
+  done
+  echo "$up $down"
+}
+
+measure_stream() {
+  local rate=$1 out
+  out=$work/stream-$rate.txt
+  ip netns exec "$(rank_ns 1)" timeout 60 python3 "$here/tcp_stream.py" recv "$(rank_addr 1)" 5201 >"$out" &
+  children+=($!)
+  sleep 0.5
+  ip netns exec "$(rank_ns 0)" timeout 60 python3 "$here/tcp_stream.py" send "$(rank_addr 1)" 5201 "$stream_seconds"
+  wait "${children[-1]}"
+  echo "# raw TCP stream rank 0 -> rank 1 at $rate: $(cat "$out")"
+}
+
+# Waits for the given pids; fails if any failed (timeout included).
+wait_all() {
+  local rc=0
+  for pid in "$@"; do wait "$pid" || rc=$?; done
+  return $rc
+}
+
+run_ccl() {
+  local codec=$1 dir=$2 max_err pids=()
+  case $codec in
+    none) max_err=1e-5 ;; int8) max_err=0.02 ;; fp8_e4m3) max_err=0.1 ;; int4) max_err=0.3 ;; *) max_err=1 ;;
+  esac
+  for ((i = 0; i < ranks; i++)); do
+    ip netns exec "$(rank_ns "$i")" env CCL_SOCKET_IFNAME=$ifname UCX_TLS=tcp,self UCX_NET_DEVICES=$ifname \
+      timeout "$run_timeout" "$ccl_bin" -r "$i" -n "$ranks" -b "$bytes" -i "$iters" -w "$warmup" \
+      -f "$dir/id" -v "$codec" -e "$max_err" >"$dir/out.$i" 2>"$dir/err.$i" &
+    pids+=($!)
+    children+=($!)
+  done
+  wait_all "${pids[@]}"
+}
+
+run_gloo() {
+  local algo=$1 dir=$2 pids=()
+  mkdir -p "$dir/store"
+  for ((i = 0; i < ranks; i++)); do
+    ip netns exec "$(rank_ns "$i")" timeout "$run_timeout" "$gloo_bin" -r "$i" -n "$ranks" -b "$bytes" \
+      -i "$iters" -w "$warmup" -f "$dir/store" -a "$(rank_addr "$i")" -v "$algo" >"$dir/out.$i" 2>"$dir/err.$i" &
+    pids+=($!)
+    children+=($!)
+  done
+  wait_all "${pids[@]}"
+}
+
+# mpirun runs inside rank 0's namespace; the hostfile names the namespaces and the launch
+# agent turns "ssh <namespace> orted ..." into "ip netns exec <namespace> sh -c 'orted ...'".
+run_mpi() {
+  local algo=$1 dir=$2 extra=()
+  for ((i = 0; i < ranks; i++)); do echo "$(rank_ns "$i") slots=1"; done >"$dir/hosts"
+  [[ $algo == ring ]] && extra=(--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4)
+  ip netns exec "$(rank_ns 0)" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    timeout "$run_timeout" mpirun --allow-run-as-root -np "$ranks" --hostfile "$dir/hosts" --bind-to none \
+    --mca plm_rsh_agent "$here/mpi_netns_agent.sh" --mca plm_rsh_no_tree_spawn 1 \
+    --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$ifname" --mca oob_tcp_if_include "$ifname" \
+    "${extra[@]}" "$mpi_bin" -b "$bytes" -i "$iters" -w "$warmup" >"$dir/out.0" 2>"$dir/err.0" &
+  children+=($!)
+  wait_all "$!"
+}
+
+# Runs one implementation, records its RESULT lines and the qdisc bytes it moved.
+measure() {
+  local rate=$1 impl=$2 variant=$3 dir before after
+  dir=$work/$rate-$impl-$variant
+  mkdir -p "$dir"
+  before=$(qdisc_bytes)
+  if "run_$impl" "$variant" "$dir"; then
+    after=$(qdisc_bytes)
+    read -r b_up b_down <<<"$before"
+    read -r a_up a_down <<<"$after"
+    cat "$dir"/out.* | grep '^RESULT' | sed "s/\$/ rate=$rate tc_up=$((a_up - b_up)) tc_down=$((a_down - b_down))/" \
+      >>"$work/results.txt"
+    echo "# done: $rate $impl $variant" >&2
+  else
+    echo "# FAILED: $rate $impl $variant (stderr follows)" >&2
+    tail -n 5 "$dir"/err.* >&2 || true
+    echo "RESULT impl=$impl variant=$variant rank=0 failed=1 rate=$rate" >>"$work/results.txt"
+  fi
+}
+
+echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $ranks ranks, $bytes fp32 sum allreduce, $warmup warm-up + $iters timed calls per run"
+build_links
+touch "$work/results.txt"
+for rate in $rates; do
+  limit_links "$rate"
+  measure_stream "$rate"
+  for algo in $mpi_algos; do measure "$rate" mpi "$algo"; done
+  for algo in $gloo_algos; do measure "$rate" gloo "$algo"; done
+  for codec in $codecs; do measure "$rate" ccl "$codec"; done
+done
+echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 "$here/report.py" "$work/results.txt" "$((warmup + iters))"
