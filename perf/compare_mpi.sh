@@ -37,14 +37,32 @@ echo "# latency runs use: ${lat_flags[*]}"
 echo "# repeats: $repeats (interleaved), median reported"
 echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 
+# mpirun forwards only the variables it is told about: pass every CCL_* setting on.
+ccl_env=()
+for name in $(compgen -e | grep '^CCL_' || true); do
+  ccl_env+=(-x "$name")
+  echo "# $name=${!name}"
+done
+
+# A failed run (error, timeout) is reported and its rows so far are still used.
+failures=0
+run() {
+  local file=$1
+  shift
+  if ! "$@" > "$out/$file.txt" 2> "$out/$file.err"; then
+    failures=$((failures + 1))
+    echo "# FAILED: $* (last error line: $(grep -v 'mpool.c' "$out/$file.err" | grep . | tail -1))"
+  fi
+}
+
 for ((r = 0; r < repeats; r++)); do
-  $mpirun -np "$np" "$ccl_bin" "${bw_flags[@]}" > "$out/ccl_bw_$r.txt"
-  "$ccl_bin" -t "$np" "${bw_flags[@]}" > "$out/cclt_bw_$r.txt"
-  $mpirun -np "$np" "$mpi_bin" "${bw_flags[@]}" > "$out/mpi_bw_$r.txt"
-  $mpirun -np "$np" "$ccl_bin" "${lat_flags[@]}" > "$out/ccl_lat_$r.txt"
-  "$ccl_bin" -t "$np" "${lat_flags[@]}" > "$out/cclt_lat_$r.txt"
-  $mpirun -np "$np" "$mpi_bin" "${lat_flags[@]}" > "$out/mpi_lat_$r.txt"
-  echo "# repeat $((r + 1))/$repeats done" >&2
+  run "ccl_bw_$r" $mpirun "${ccl_env[@]}" -np "$np" "$ccl_bin" "${bw_flags[@]}"
+  run "cclt_bw_$r" "$ccl_bin" -t "$np" "${bw_flags[@]}"
+  run "mpi_bw_$r" $mpirun -np "$np" "$mpi_bin" "${bw_flags[@]}"
+  run "ccl_lat_$r" $mpirun "${ccl_env[@]}" -np "$np" "$ccl_bin" "${lat_flags[@]}"
+  run "cclt_lat_$r" "$ccl_bin" -t "$np" "${lat_flags[@]}"
+  run "mpi_lat_$r" $mpirun -np "$np" "$mpi_bin" "${lat_flags[@]}"
+  echo "# repeat $((r + 1))/$repeats done ($failures failed runs so far)"
 done
 
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -69,20 +87,25 @@ def median(kind, what, col):
     for r in range(repeats):
         for size, vals in rows(f"{out}/{kind}_{what}_{r}.txt").items():
             per_size.setdefault(size, []).append(vals[col])
-    return {s: statistics.median(v) for s, v in per_size.items()}
+    return {s: (statistics.median(v), len(v)) for s, v in per_size.items()}
+
+nan = (float("nan"), 0)
+
+def ratio(a, b):
+    return a / b if b else float("nan")
 
 ccl, cclt, mpi = (median(k, "bw", 1) for k in ("ccl", "cclt", "mpi"))
 print()
-print("out-of-place busbw (GB/s), median of %d runs" % repeats)
-print("%12s  %10s  %10s  %10s  %9s  %9s" % ("size (B)", "ccl np4", "ccl -t4", "MPI np4", "np4/MPI", "-t4/MPI"))
-for size in sorted(mpi):
-    m = mpi[size]
-    a, b = ccl.get(size, float("nan")), cclt.get(size, float("nan"))
-    print("%12d  %10.3f  %10.3f  %10.3f  %9.2f  %9.2f" % (size, a, b, m, a / m if m else float("nan"), b / m if m else float("nan")))
+print("out-of-place busbw (GB/s), median over the runs that reached the size (count in brackets)")
+print("%12s  %14s  %14s  %14s  %8s  %8s" % ("size (B)", "ccl np4", "ccl -t4", "MPI np4", "np4/MPI", "-t4/MPI"))
+for size in sorted(set(mpi) | set(ccl) | set(cclt)):
+    a, b, m = ccl.get(size, nan), cclt.get(size, nan), mpi.get(size, nan)
+    print("%12d  %10.3f (%d)  %10.3f (%d)  %10.3f (%d)  %8.2f  %8.2f"
+          % (size, a[0], a[1], b[0], b[1], m[0], m[1], ratio(a[0], m[0]), ratio(b[0], m[0])))
 
-lat = {k: median(k, "lat", 0)[8] for k in ("ccl", "cclt", "mpi")}
+lat = {k: median(k, "lat", 0).get(8, nan)[0] for k in ("ccl", "cclt", "mpi")}
 print()
-print("8-byte allreduce latency (us, out-of-place), median of %d runs" % repeats)
+print("8-byte allreduce latency (us, out-of-place), median of the runs")
 print("%10s  %10s  %10s  %9s  %9s" % ("ccl np4", "ccl -t4", "MPI np4", "np4/MPI", "-t4/MPI"))
-print("%10.2f  %10.2f  %10.2f  %9.2f  %9.2f" % (lat["ccl"], lat["cclt"], lat["mpi"], lat["ccl"] / lat["mpi"], lat["cclt"] / lat["mpi"]))
+print("%10.2f  %10.2f  %10.2f  %9.2f  %9.2f" % (lat["ccl"], lat["cclt"], lat["mpi"], ratio(lat["ccl"], lat["mpi"]), ratio(lat["cclt"], lat["mpi"])))
 PY
