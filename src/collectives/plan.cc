@@ -11,124 +11,67 @@ StepId Plan::add(const Step& s, const Deps& after) {
   return static_cast<StepId>(steps.size() - 1);
 }
 
+// Fields are named in declaration order, as designated initialisers require.
 StepId Plan::send(int peer, uint32_t tag, Ref src, size_t bytes, const Deps& after) {
-  Step s{StepKind::kSend};
-  s.peer = peer;
-  s.tag = tag;
-  s.src = src;
-  s.bytes = bytes;
-  return add(s, after);
+  return add({.kind = StepKind::kSend, .peer = peer, .tag = tag, .src = src, .bytes = bytes}, after);
 }
 
 StepId Plan::recv(int peer, uint32_t tag, Ref dst, size_t bytes, const Deps& after) {
-  Step s{StepKind::kRecv};
-  s.peer = peer;
-  s.tag = tag;
-  s.dst = dst;
-  s.bytes = bytes;
-  return add(s, after);
+  return add({.kind = StepKind::kRecv, .peer = peer, .tag = tag, .dst = dst, .bytes = bytes}, after);
 }
 
 StepId Plan::copy(Ref dst, Ref src, size_t bytes, const Deps& after) {
-  Step s{StepKind::kCopy};
-  s.dst = dst;
-  s.src = src;
-  s.bytes = bytes;
-  return add(s, after);
+  return add({.kind = StepKind::kCopy, .dst = dst, .src = src, .bytes = bytes}, after);
 }
 
 StepId Plan::reduce(Ref dst, Ref a, Ref b, size_t count, const Deps& after) {
-  Step s{StepKind::kReduce};
-  s.dst = dst;
-  s.src = a;
-  s.src2 = b;
-  s.count = count;
-  return add(s, after);
+  return add({.kind = StepKind::kReduce, .dst = dst, .src = a, .src2 = b, .count = count}, after);
 }
 
 StepId Plan::divide(Ref dst, size_t count, const Deps& after) {
-  Step s{StepKind::kDivide};
-  s.dst = dst;
-  s.count = count;
-  return add(s, after);
+  return add({.kind = StepKind::kDivide, .dst = dst, .count = count}, after);
 }
 
 StepId Plan::encode(Ref dst, size_t capacity, uint16_t slot, Ref src, cclDataType_t type, size_t count,
                     const Ref* residual, const Deps& after) {
-  Step s{StepKind::kEncode};
-  s.dst = dst;
-  s.bytes = capacity;
-  s.slot = slot;
-  s.src = src;
-  s.type = type;
-  s.count = count;
-  if (residual) {
-    s.withFeedback = true;
-    s.src2 = *residual;
-  }
-  return add(s, after);
+  return add({.kind = StepKind::kEncode,
+              .dst = dst,
+              .src = src,
+              .src2 = residual ? *residual : Ref{Buf::kFeedback, 0},
+              .bytes = capacity,
+              .count = count,
+              .slot = slot,
+              .type = type,
+              .withFeedback = residual != nullptr},
+             after);
 }
 
 StepId Plan::sendStream(int peer, uint32_t tag, Ref src, uint16_t slot, const Deps& after) {
-  Step s{StepKind::kSend};
-  s.peer = peer;
-  s.tag = tag;
-  s.src = src;
-  s.slot = slot;
-  return add(s, after);
+  return add({.kind = StepKind::kSend, .peer = peer, .tag = tag, .src = src, .slot = slot}, after);
 }
 
 StepId Plan::recvStream(int peer, uint32_t tag, Ref dst, size_t capacity, uint16_t slot, const Deps& after) {
-  Step s{StepKind::kRecv};
-  s.peer = peer;
-  s.tag = tag;
-  s.dst = dst;
-  s.bytes = capacity;
-  s.slot = slot;
-  return add(s, after);
+  return add({.kind = StepKind::kRecv, .peer = peer, .tag = tag, .dst = dst, .bytes = capacity, .slot = slot}, after);
 }
 
 StepId Plan::decode(Ref dst, cclDataType_t type, Ref src, uint16_t slot, size_t count, const Deps& after) {
-  Step s{StepKind::kDecode};
-  s.dst = dst;
-  s.type = type;
-  s.src = src;
-  s.slot = slot;
-  s.count = count;
-  return add(s, after);
+  return add({.kind = StepKind::kDecode, .dst = dst, .src = src, .count = count, .slot = slot, .type = type}, after);
 }
 
 StepId Plan::decodeAdd(Ref acc, Ref src, uint16_t slot, size_t count, const Deps& after) {
-  Step s{StepKind::kDecodeAdd};
-  s.dst = acc;
-  s.src = src;
-  s.slot = slot;
-  s.count = count;
-  return add(s, after);
+  return add({.kind = StepKind::kDecodeAdd, .dst = acc, .src = src, .count = count, .slot = slot}, after);
 }
 
 StepId Plan::widen(Ref dst, Ref src, size_t count, const Deps& after) {
-  Step s{StepKind::kWiden};
-  s.dst = dst;
-  s.src = src;
-  s.count = count;
-  return add(s, after);
+  return add({.kind = StepKind::kWiden, .dst = dst, .src = src, .count = count}, after);
 }
 
 StepId Plan::narrow(Ref dst, Ref src, size_t count, bool divideByRanks, const Deps& after) {
-  Step s{StepKind::kNarrow};
-  s.dst = dst;
-  s.src = src;
-  s.count = count;
-  s.divide = divideByRanks;
-  return add(s, after);
+  return add({.kind = StepKind::kNarrow, .dst = dst, .src = src, .count = count, .divide = divideByRanks}, after);
 }
 
 StepId Plan::divideFloat(Ref dst, size_t count, const Deps& after) {
-  Step s{StepKind::kDivideFloat};
-  s.dst = dst;
-  s.count = count;
-  return add(s, after);
+  return add({.kind = StepKind::kDivideFloat, .dst = dst, .count = count}, after);
 }
 
 Ref Plan::scratch(size_t bytes) {
