@@ -101,12 +101,14 @@ double relativeError(const float* result, int nranks, std::size_t count) {
 }
 
 void reportResult(const Options& o, const std::string& impl, double meanSeconds, double wireBytesPerCall,
-                  const float* result) {
+                  double codecSecondsPerCall, const float* result) {
   double relErr = -1;
   if (o.rank == 0) relErr = relativeError(result, o.nranks, elementCount(o));
   std::printf(
-      "RESULT impl=%s variant=%s rank=%d nranks=%d bytes=%zu iters=%d seconds=%.6f wire_bytes=%.0f relerr=%.3e\n",
-      impl.c_str(), o.variant.c_str(), o.rank, o.nranks, o.bytes, o.iters, meanSeconds, wireBytesPerCall, relErr);
+      "RESULT impl=%s variant=%s rank=%d nranks=%d bytes=%zu iters=%d seconds=%.6f wire_bytes=%.0f codec_seconds=%.6f "
+      "relerr=%.3e\n",
+      impl.c_str(), o.variant.c_str(), o.rank, o.nranks, o.bytes, o.iters, meanSeconds, wireBytesPerCall,
+      codecSecondsPerCall, relErr);
   std::fflush(stdout);
   if (o.rank == 0 && !(relErr <= o.maxRelErr))
     throw std::runtime_error("relative error " + std::to_string(relErr) + " exceeds the bound " +

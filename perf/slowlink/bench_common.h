@@ -46,8 +46,9 @@ double timeCall(Barrier&& barrier, Call&& call) {
 
 // Prints "RESULT impl=... variant=... rank=... seconds=..." and, on rank 0, checks the
 // relative error against o.maxRelErr (throws if exceeded or not finite).
+// wireBytesPerCall and codecSecondsPerCall: -1 when the implementation does not say.
 void reportResult(const Options& o, const std::string& impl, double meanSeconds, double wireBytesPerCall,
-                  const float* result);
+                  double codecSecondsPerCall, const float* result);
 
 // Waits until `path` exists and holds `bytes` bytes, then reads them; throws after the timeout.
 std::vector<char> waitForFile(const std::string& path, std::size_t bytes, double timeoutSeconds);

@@ -42,10 +42,10 @@ class Communicator {
   cclComm_t comm_ = nullptr;
 };
 
-unsigned long long allReduceWireBytes(cclComm_t comm) {
+cclOpStats_t allReduceStats(cclComm_t comm) {
   cclStats_t stats = CCL_STATS_INITIALIZER;
   check(cclCommGetStats(comm, &stats), "cclCommGetStats", comm);
-  return stats.op[cclOpAllReduce].wireBytes;
+  return stats.op[cclOpAllReduce];
 }
 
 void run(const slowlink::Options& o) {
@@ -65,16 +65,18 @@ void run(const slowlink::Options& o) {
         "cclAllReduceEx", comm.get());
   };
   for (int i = 0; i < o.warmup; ++i) call();
-  double seconds = 0;
+  double seconds = 0, codecSeconds = 0;
   unsigned long long wire = 0;
   for (int i = 0; i < o.iters; ++i) {
     // Count only the timed call's bytes: the barrier is an allreduce too.
     barrier();
-    const unsigned long long before = allReduceWireBytes(comm.get());
+    const cclOpStats_t before = allReduceStats(comm.get());
     seconds += slowlink::timeCall([] {}, call);
-    wire += allReduceWireBytes(comm.get()) - before;
+    const cclOpStats_t after = allReduceStats(comm.get());
+    wire += after.wireBytes - before.wireBytes;
+    codecSeconds += after.codecSeconds - before.codecSeconds;
   }
-  slowlink::reportResult(o, "ccl", seconds / o.iters, double(wire) / o.iters, recv.data());
+  slowlink::reportResult(o, "ccl", seconds / o.iters, double(wire) / o.iters, codecSeconds / o.iters, recv.data());
 }
 
 }  // namespace

@@ -66,7 +66,7 @@ void run(const slowlink::Options& o) {
   }
   const double ringBytes =
       o.variant == "ring" ? double(o.nranks - 1) * o.bytes : 2.0 * (o.nranks - 1) / o.nranks * double(o.bytes);
-  slowlink::reportResult(o, "gloo", seconds / o.iters, ringBytes, data.data());
+  slowlink::reportResult(o, "gloo", seconds / o.iters, ringBytes, -1, data.data());
 }
 
 }  // namespace

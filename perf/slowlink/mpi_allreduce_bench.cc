@@ -27,7 +27,6 @@ void check(int rc, const char* what) {
 void run(slowlink::Options o) {
   check(MPI_Comm_rank(MPI_COMM_WORLD, &o.rank), "MPI_Comm_rank");
   check(MPI_Comm_size(MPI_COMM_WORLD, &o.nranks), "MPI_Comm_size");
-  o.variant = "ob1_tcp";
   const std::size_t count = slowlink::elementCount(o);
   if (count > std::size_t(1) << 30) throw std::runtime_error("-b: MPI takes an int count; at most 1G elements");
   std::vector<float> send(count), recv(count);
@@ -41,7 +40,7 @@ void run(slowlink::Options o) {
   double seconds = 0;
   for (int i = 0; i < o.iters; ++i) seconds += slowlink::timeCall(barrier, call);
   // Open MPI does not report its wire bytes; -1 marks "unknown" (tc counters in run.sh show them).
-  slowlink::reportResult(o, "mpi", seconds / o.iters, -1, recv.data());
+  slowlink::reportResult(o, "mpi", seconds / o.iters, -1, -1, recv.data());
 }
 
 }  // namespace

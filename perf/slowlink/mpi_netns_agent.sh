@@ -7,5 +7,5 @@ host=${1:?usage: mpi_netns_agent.sh NAMESPACE COMMAND...}
 shift
 # Open MPI may pass ssh-style options before the host; none are expected here.
 [[ $host =~ ^cclsl-[0-9]+-[0-9]+$ ]] || { echo "mpi_netns_agent: refusing host '$host'" >&2; exit 1; }
-ip netns list | awk '{print $1}' | grep -qx -- "$host" || { echo "mpi_netns_agent: no namespace $host" >&2; exit 1; }
+[[ -e /var/run/netns/$host ]] || { echo "mpi_netns_agent: no namespace $host" >&2; exit 1; }
 exec ip netns exec "$host" /bin/sh -c "$*"

@@ -5,7 +5,8 @@ Per run: time = the slowest rank's mean time per call; busbw = 2(n-1)/n * bytes 
 (bytes uncompressed, as nccl-tests); ratios against the best Open MPI and the best Gloo
 variant at the same link rate. "wire MB" is what ccl reports it sent per rank and call;
 "tc MB" is what the tbf qdiscs of the bridge passed per rank and call (all calls of the
-run, warm-up, barriers and setup included, divided by warm-up + timed calls).
+run, warm-up, barriers and setup included, divided by warm-up + timed calls); "codec ms"
+is ccl's encode + decode time per call on its busiest rank.
 """
 import sys
 from collections import OrderedDict
@@ -39,6 +40,7 @@ def summarize(key, rows, calls):
         "wire_mb": wire / 1e6 if wire >= 0 else None,
         "tc_mb": int(rank0["tc_down"]) / n / calls / 1e6,
         "relerr": float(rank0["relerr"]),
+        "codec_ms": max(float(r.get("codec_seconds", -1)) for r in rows) * 1e3,
     }
 
 
@@ -55,7 +57,7 @@ def main():
     path, calls = sys.argv[1], int(sys.argv[2])
     stats = [summarize(k, rows, calls) for k, rows in parse(path).items()]
     header = (f"{'link':>7} {'impl':>5} {'variant':>12} {'time ms':>9} {'busbw GB/s':>10} {'Gbit/s':>7}"
-              f" {'wire MB':>8} {'tc MB':>8} {'rel.err':>9} {'vs MPI':>7} {'vs Gloo':>7}")
+              f" {'wire MB':>8} {'tc MB':>8} {'codec ms':>8} {'rel.err':>9} {'vs MPI':>7} {'vs Gloo':>7}")
     print(header)
     print("-" * len(header))
     for s in stats:
@@ -64,8 +66,9 @@ def main():
             print(f"{rate:>7} {impl:>5} {variant:>12}   FAILED")
             continue
         wire = f"{s['wire_mb']:8.2f}" if s["wire_mb"] is not None else f"{'-':>8}"
+        codec = f"{s['codec_ms']:8.1f}" if s["codec_ms"] >= 0 else f"{'-':>8}"
         print(f"{rate:>7} {impl:>5} {variant:>12} {s['seconds'] * 1e3:9.1f} {s['busbw']:10.3f} {s['busbw'] * 8:7.2f}"
-              f" {wire} {s['tc_mb']:8.2f} {s['relerr']:9.2e} {ratio(s['busbw'], best(stats, rate, 'mpi'))}"
+              f" {wire} {s['tc_mb']:8.2f} {codec} {s['relerr']:9.2e} {ratio(s['busbw'], best(stats, rate, 'mpi'))}"
               f" {ratio(s['busbw'], best(stats, rate, 'gloo'))}")
 
 

@@ -22,9 +22,9 @@ rates=${RATES:-1gbit 10gbit}
 bytes=${BYTES:-64M}
 iters=${ITERS:-3}
 warmup=${WARMUP:-1}
-codecs=${CODECS:-none fp8_e4m3 int8 int4 topk}
-gloo_algos=${GLOO_ALGOS:-ring_chunked ring}
-mpi_algos=${MPI_ALGOS:-default ring}
+codecs=${CODECS-none fp8_e4m3 int8 int4 topk}
+gloo_algos=${GLOO_ALGOS-ring_chunked ring}
+mpi_algos=${MPI_ALGOS-default ring}
 run_timeout=${RUN_TIMEOUT:-180}
 stream_seconds=${STREAM_SECONDS:-3}
 
@@ -170,7 +170,7 @@ run_mpi() {
     timeout "$run_timeout" mpirun --allow-run-as-root -np "$ranks" --hostfile "$dir/hosts" --bind-to none \
     --mca plm_rsh_agent "$here/mpi_netns_agent.sh" --mca plm_rsh_no_tree_spawn 1 \
     --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$ifname" --mca oob_tcp_if_include "$ifname" \
-    "${extra[@]}" "$mpi_bin" -b "$bytes" -i "$iters" -w "$warmup" >"$dir/out.0" 2>"$dir/err.0" &
+    "${extra[@]}" "$mpi_bin" -b "$bytes" -i "$iters" -w "$warmup" -v "$algo" >"$dir/out.0" 2>"$dir/err.0" &
   children+=($!)
   wait_all "$!"
 }
