@@ -61,6 +61,16 @@ void rankLoop(const std::shared_ptr<World::State>& sp, int rank) {
   }
 }
 
+// Records the failure (also on stderr, which survives when stdout is buffered elsewhere)
+// and ends the process: whatever is stuck may still use memory of the running test.
+[[noreturn]] void exitStuck(const std::string& message) {
+  ADD_FAILURE() << message;
+  std::fprintf(stderr, "%s\n", message.c_str());
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(3);
+}
+
 // Runs fn on every rank; on a missed deadline the test fails and the process exits.
 void dispatch(World::State& s, const RankFn& fn, std::chrono::seconds deadline) {
   std::unique_lock<std::mutex> lock(s.mu);
@@ -76,11 +86,9 @@ void dispatch(World::State& s, const RankFn& fn, std::chrono::seconds deadline) 
   std::string stuck;
   for (int r = 0; r < s.size; ++r)
     if (!s.finished[r]) stuck += std::string(" ") + std::to_string(r);
-  ADD_FAILURE() << "ranks" << stuck << " of " << s.size << " did not return within " << deadline.count()
-                << " s; exiting because a stuck rank may still write to this test's buffers";
-  std::fflush(stdout);
-  std::fflush(stderr);
-  std::_Exit(3);
+  exitStuck("ranks" + stuck + " of " + std::to_string(s.size) + " did not return within " +
+            std::to_string(deadline.count()) +
+            " s; exiting because a stuck rank may still write to this test's buffers");
 }
 
 std::array<std::unique_ptr<World>, 9>& cache() {
@@ -189,10 +197,7 @@ void runWithDeadline(const std::function<void()>& fn, const char* what, std::chr
   });
   std::unique_lock<std::mutex> lock(state->mu);
   if (!state->cv.wait_for(lock, deadline, [&] { return state->done; })) {
-    ADD_FAILURE() << what << " did not return within " << deadline.count() << " s; exiting";
-    std::fflush(stdout);
-    std::fflush(stderr);
-    std::_Exit(3);
+    exitStuck(std::string(what) + " did not return within " + std::to_string(deadline.count()) + " s; exiting");
   }
   lock.unlock();
   worker.join();

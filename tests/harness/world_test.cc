@@ -61,5 +61,28 @@ TEST(World, ExceptionInRankBecomesFailureNotCrash) {
   EXPECT_EQ(failuresSeen, 1);
 }
 
+// A stuck rank ends the process with a failure instead of hanging the suite (gtest runs the
+// statement in a re-executed child).
+TEST(WorldDeathTest, StuckRankFailsInsteadOfHanging) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        World w(2);
+        w.run(
+            [](int rank, cclComm_t) {
+              if (rank == 1) std::this_thread::sleep_for(std::chrono::seconds(5));
+            },
+            std::chrono::seconds(1));
+      },
+      ::testing::ExitedWithCode(3), "ranks 1 of 2 did not return within 1 s");
+}
+
+TEST(WorldDeathTest, StuckCallFailsInsteadOfHanging) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(runWithDeadline([] { std::this_thread::sleep_for(std::chrono::seconds(5)); }, "a sleeping call",
+                              std::chrono::seconds(1)),
+              ::testing::ExitedWithCode(3), "a sleeping call did not return within 1 s");
+}
+
 }  // namespace
 }  // namespace ccltest
