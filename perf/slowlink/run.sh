@@ -12,7 +12,9 @@
 #   RANKS [4]  RATES ["1gbit 10gbit"]  BYTES [64M]  ITERS [3]  WARMUP [1]
 #   CODECS ["none fp8_e4m3 int8 int4 topk"]  GLOO_ALGOS ["ring_chunked ring"]
 #   MPI_ALGOS ["default ring"]  (ring: coll_tuned_allreduce_algorithm 4)
+#   REPEATS [1] runs of every implementation per rate (interleaved; the table shows the median)
 #   RUN_TIMEOUT [180] seconds per run   STREAM_SECONDS [3]   BURST_<rate> e.g. BURST_1gbit [256kb]
+# CCL_*, UCX_* and OMPI_MCA_* variables in the environment reach the ranks unchanged.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -26,6 +28,7 @@ codecs=${CODECS-none fp8_e4m3 int8 int4 topk}
 gloo_algos=${GLOO_ALGOS-ring_chunked ring}
 mpi_algos=${MPI_ALGOS-default ring}
 run_timeout=${RUN_TIMEOUT:-180}
+repeats=${REPEATS:-1}
 stream_seconds=${STREAM_SECONDS:-3}
 
 ccl_bin=$build/perf/slowlink/slowlink_ccl_allreduce
@@ -177,34 +180,36 @@ run_mpi() {
 
 # Runs one implementation, records its RESULT lines and the qdisc bytes it moved.
 measure() {
-  local rate=$1 impl=$2 variant=$3 dir before after
-  dir=$work/$rate-$impl-$variant
+  local rate=$1 impl=$2 variant=$3 repeat=$4 dir before after
+  dir=$work/$rate-$impl-$variant-$repeat
   mkdir -p "$dir"
   before=$(qdisc_bytes)
   if "run_$impl" "$variant" "$dir"; then
     after=$(qdisc_bytes)
     read -r b_up b_down <<<"$before"
     read -r a_up a_down <<<"$after"
-    cat "$dir"/out.* | grep '^RESULT' | sed "s/\$/ rate=$rate tc_up=$((a_up - b_up)) tc_down=$((a_down - b_down))/" \
+    cat "$dir"/out.* | grep '^RESULT' | sed "s/\$/ rate=$rate repeat=$repeat tc_up=$((a_up - b_up)) tc_down=$((a_down - b_down))/" \
       >>"$work/results.txt"
-    echo "# done: $rate $impl $variant" >&2
+    echo "# tc $rate $impl $variant: $((a_up - b_up)) bytes into the bridge, $((a_down - b_down)) bytes out of it"
   else
     echo "# FAILED: $rate $impl $variant (stderr follows)" >&2
     tail -n 5 "$dir"/err.* >&2 || true
-    echo "RESULT impl=$impl variant=$variant rank=0 failed=1 rate=$rate" >>"$work/results.txt"
+    echo "RESULT impl=$impl variant=$variant rank=0 failed=1 rate=$rate repeat=$repeat" >>"$work/results.txt"
   fi
 }
 
 echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# $ranks ranks, $bytes fp32 sum allreduce, $warmup warm-up + $iters timed calls per run"
+echo "# $ranks ranks, $bytes fp32 sum allreduce, $warmup warm-up + $iters timed calls per run, $repeats run(s) each"
 build_links
 touch "$work/results.txt"
 for rate in $rates; do
   limit_links "$rate"
   measure_stream "$rate"
-  for algo in $mpi_algos; do measure "$rate" mpi "$algo"; done
-  for algo in $gloo_algos; do measure "$rate" gloo "$algo"; done
-  for codec in $codecs; do measure "$rate" ccl "$codec"; done
+  for ((r = 0; r < repeats; r++)); do
+    for algo in $mpi_algos; do measure "$rate" mpi "$algo" "$r"; done
+    for algo in $gloo_algos; do measure "$rate" gloo "$algo" "$r"; done
+    for codec in $codecs; do measure "$rate" ccl "$codec" "$r"; done
+  done
 done
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 "$here/report.py" "$work/results.txt" "$((warmup + iters))"
