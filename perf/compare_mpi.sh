@@ -5,7 +5,8 @@
 #
 # Usage: perf/compare_mpi.sh [build-dir] [repeats]
 #   env ITERS (default 20), WARMUP (5), LAT_ITERS (2000), LAT_WARMUP (200), NP (4),
-#   MAX_BYTES (64M), MPIRUN (default: mpirun --allow-run-as-root --oversubscribe --bind-to none)
+#   MAX_BYTES (64M), MPIRUN (default: mpirun --allow-run-as-root --oversubscribe --bind-to none),
+#   OUT_DIR (keep the raw tables there). CCL_* variables are passed to every ccl run.
 set -euo pipefail
 
 build=${1:-build-perf}
@@ -24,8 +25,14 @@ for bin in "$ccl_bin" "$mpi_bin"; do
   [[ -x $bin ]] || { echo "missing $bin: build targets all_reduce_perf and mpi_allreduce_perf first" >&2; exit 1; }
 done
 
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+# Raw outputs go to OUT_DIR when set (kept), else to a temporary folder removed at exit.
+if [[ -n ${OUT_DIR:-} ]]; then
+  out=$OUT_DIR
+  mkdir -p "$out"
+else
+  out=$(mktemp -d)
+  trap 'rm -rf "$out"' EXIT
+fi
 
 bw_flags=(-b 1M -e "$max_bytes" -f 2 -d float -o sum -c 0 -n "$iters" -w "$warmup")
 lat_flags=(-b 8 -e 8 -d float -o sum -c 0 -n "$lat_iters" -w "$lat_warmup")
@@ -76,9 +83,10 @@ def rows(path):
     table = {}
     with open(path) as f:
         for line in f:
-            if line.startswith("#") or not line.strip():
-                continue
             c = line.split()
+            # Table rows only: other lines (warnings of a failed run) are skipped.
+            if len(c) != 13 or not c[0].isdigit():
+                continue
             table[int(c[0])] = (float(c[5]), float(c[7]), float(c[9]), float(c[11]))
     return table
 
