@@ -217,6 +217,27 @@ TEST(NcclGroups, OneThreadCreatesAndDrivesSeveralRanks) {
   for (ncclComm_t c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
 }
 
+TEST(NcclGroups, NonBlockingInitsInOneGroup) {
+  constexpr int n = 3;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclComm_t comms[n] = {};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < n; ++r) ASSERT_EQ(ncclCommInitRankConfig(&comms[r], n, id, r, &config), ncclSuccess);
+  const ncclResult_t end = ncclGroupEnd();
+  EXPECT_TRUE(end == ncclSuccess || end == ncclInProgress) << end;
+  for (ncclComm_t c : comms) ASSERT_EQ(waitReady(c), ncclSuccess) << ncclGetLastError(nullptr);
+  std::vector<std::vector<float>> bufs(n, std::vector<float>(3, 1.5f));
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < n; ++r)
+    ASSERT_EQ(ncclAllReduce(bufs[r].data(), bufs[r].data(), 3, ncclFloat32, ncclSum, comms[r], nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  for (int r = 0; r < n; ++r) EXPECT_EQ(bufs[r][1], 4.5f);
+  for (ncclComm_t c : comms) EXPECT_EQ(ncclCommAbort(c), ncclSuccess);
+}
+
 TEST(NcclGroups, InitAllAndAverage) {
   constexpr int n = 3;
   ncclComm_t comms[n] = {};
