@@ -13,7 +13,8 @@ void* ScratchPool::acquire(size_t bytes) {
     auto free = std::find_if(blocks_.begin(), blocks_.end(), [](const Block& b) { return !b.inUse; });
     if (free != blocks_.end()) blocks_.erase(free);
     size_t rounded = (bytes + 4095) & ~size_t{4095};
-    blocks_.push_back({std::unique_ptr<std::byte[]>(new (std::align_val_t{64}) std::byte[rounded]), rounded, false});
+    blocks_.push_back(
+        {std::unique_ptr<std::byte[], AlignedDelete>(new (std::align_val_t{64}) std::byte[rounded]), rounded, false});
     best = &blocks_.back();
   }
   best->inUse = true;

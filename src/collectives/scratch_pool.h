@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <new>
 #include <vector>
 
 namespace ccl::coll {
@@ -15,8 +16,12 @@ class ScratchPool {
   void release(void* p);
 
  private:
+  // Blocks are allocated 64-byte aligned and must be freed the same way.
+  struct AlignedDelete {
+    void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t{64}); }
+  };
   struct Block {
-    std::unique_ptr<std::byte[]> mem;
+    std::unique_ptr<std::byte[], AlignedDelete> mem;
     size_t bytes;
     bool inUse;
   };
