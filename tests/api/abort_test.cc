@@ -3,6 +3,7 @@
 // that the library's deadline, not the harness, is what guarantees the return.
 #include <gtest/gtest.h>
 
+#include <barrier>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -82,10 +83,14 @@ TEST(Abort, AbortFromAnotherThreadUnblocksALocalCall) {
 TEST(Abort, AbortOfIdleCommunicatorsSucceeds) {
   World w(3);
   ASSERT_TRUE(w.ready());
-  w.run([](int rank, cclComm_t comm) {
+  // A rank that returned from the allreduce may abort while a peer still waits for its last
+  // message, which fails that peer legitimately; the barrier makes every rank idle first.
+  std::barrier allDone(3);
+  w.run([&](int rank, cclComm_t comm) {
     int32_t in = rank, out = -1;
     EXPECT_CCL_OK(cclAllReduce(&in, &out, 1, cclInt32, cclSum, comm, nullptr));
     EXPECT_EQ(out, 3);
+    allDone.arrive_and_wait();
     EXPECT_CCL_OK(cclCommAbort(comm));
   });
   for (int r = 0; r < 3; ++r) w.forgetComm(r);
