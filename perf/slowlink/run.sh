@@ -13,6 +13,7 @@
 #   CODECS ["none fp8_e4m3 int8 int4 topk"]  GLOO_ALGOS ["ring_chunked ring"]
 #   MPI_ALGOS ["default ring"]  (ring: coll_tuned_allreduce_algorithm 4)
 #   REPEATS [1] runs of every implementation per rate (interleaved; the table shows the median)
+#   RETRIES [1] extra attempts of a run that failed (each failure is reported)
 #   RUN_TIMEOUT [180] seconds per run   STREAM_SECONDS [3]   BURST_<rate> e.g. BURST_1gbit [256kb]
 # CCL_*, UCX_* and OMPI_MCA_* variables in the environment reach the ranks unchanged.
 set -euo pipefail
@@ -29,6 +30,7 @@ gloo_algos=${GLOO_ALGOS-ring_chunked ring}
 mpi_algos=${MPI_ALGOS-default ring}
 run_timeout=${RUN_TIMEOUT:-180}
 repeats=${REPEATS:-1}
+retries=${RETRIES:-1}
 stream_seconds=${STREAM_SECONDS:-3}
 
 ccl_bin=$build/perf/slowlink/slowlink_ccl_allreduce
@@ -129,10 +131,15 @@ measure_stream() {
   echo "# raw TCP stream rank 0 -> rank 1 at $rate: $(cat "$out")"
 }
 
-# Waits for the given pids; fails if any failed (timeout included).
+# Waits for the given pids (one per rank, in rank order); fails if any failed (timeout: 124).
 wait_all() {
-  local rc=0
-  for pid in "$@"; do wait "$pid" || rc=$?; done
+  local rc=0 status i=0
+  for pid in "$@"; do
+    status=0
+    wait "$pid" || status=$?
+    [[ $status == 0 ]] || { echo "# process $i exited with status $status" >&2; rc=$status; }
+    i=$((i + 1))
+  done
   return $rc
 }
 
@@ -178,13 +185,21 @@ run_mpi() {
   wait_all "$!"
 }
 
-# Runs one implementation, records its RESULT lines and the qdisc bytes it moved.
+# Runs one implementation, records its RESULT lines and the qdisc bytes it moved. A failed
+# run is retried up to RETRIES times in a fresh directory; the log says so.
 measure() {
-  local rate=$1 impl=$2 variant=$3 repeat=$4 dir before after
-  dir=$work/$rate-$impl-$variant-$repeat
-  mkdir -p "$dir"
-  before=$(qdisc_bytes)
-  if "run_$impl" "$variant" "$dir"; then
+  local rate=$1 impl=$2 variant=$3 repeat=$4 attempt=0 dir before after ok=0
+  while :; do
+    dir=$work/$rate-$impl-$variant-$repeat-$attempt
+    mkdir -p "$dir"
+    before=$(qdisc_bytes)
+    if "run_$impl" "$variant" "$dir"; then ok=1; break; fi
+    echo "# FAILED: $rate $impl $variant (attempt $((attempt + 1)), stderr follows)" >&2
+    tail -n 5 "$dir"/err.* >&2 || true
+    attempt=$((attempt + 1))
+    [[ $attempt -le $retries ]] || break
+  done
+  if [[ $ok == 1 ]]; then
     after=$(qdisc_bytes)
     read -r b_up b_down <<<"$before"
     read -r a_up a_down <<<"$after"
@@ -192,8 +207,6 @@ measure() {
       >>"$work/results.txt"
     echo "# tc $rate $impl $variant: $((a_up - b_up)) bytes into the bridge, $((a_down - b_down)) bytes out of it"
   else
-    echo "# FAILED: $rate $impl $variant (stderr follows)" >&2
-    tail -n 5 "$dir"/err.* >&2 || true
     echo "RESULT impl=$impl variant=$variant rank=0 failed=1 rate=$rate repeat=$repeat" >>"$work/results.txt"
   fi
 }
