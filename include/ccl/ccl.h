@@ -26,6 +26,14 @@ extern "C" {
 #define CCL_API
 #endif
 
+/* In C++ the enums get a fixed underlying int, so that any int a C caller passes is a value
+ * of the type (and can be refused), never undefined behaviour. The layout is the same. */
+#ifdef __cplusplus
+#define CCL_ENUM_TYPE : int
+#else
+#define CCL_ENUM_TYPE
+#endif
+
 #define CCL_MAJOR 0
 #define CCL_MINOR 1
 #define CCL_PATCH 0
@@ -46,7 +54,7 @@ typedef struct {
 } cclUniqueId;
 
 /* Same values as ncclResult_t. */
-typedef enum {
+typedef enum CCL_ENUM_TYPE {
   cclSuccess = 0,
   cclUnhandledCudaError = 1,
   cclSystemError = 2,
@@ -59,7 +67,7 @@ typedef enum {
 } cclResult_t;
 
 /* Same values as ncclRedOp_t. Values >= cclNumOps are reserved for user-defined ops. */
-typedef enum {
+typedef enum CCL_ENUM_TYPE {
   cclSum = 0,
   cclProd = 1,
   cclMax = 2,
@@ -70,7 +78,7 @@ typedef enum {
 } cclRedOp_t;
 
 /* Same values as ncclDataType_t. */
-typedef enum {
+typedef enum CCL_ENUM_TYPE {
   cclInt8 = 0,
   cclChar = 0,
   cclUint8 = 1,
@@ -123,7 +131,7 @@ typedef struct cclConfig_v1 {
  * A codec turns fp32/bf16/fp16 elements into a self-describing byte stream. Quantisers keep
  * every element with a per-block scale; sparsifiers keep a subset of the elements exactly.
  */
-typedef enum {
+typedef enum CCL_ENUM_TYPE {
   cclCodecNone = 0,      /* "none": the elements as fp32, bit-exact */
   cclCodecFp8E4m3 = 1,   /* "fp8_e4m3": fp8 e4m3 with an fp32 scale per block (default 128) */
   cclCodecFp8E5m2 = 2,   /* "fp8_e5m2": fp8 e5m2 with an fp32 scale per block (default 128) */
@@ -308,7 +316,7 @@ CCL_API cclResult_t cclRecv(void* recvbuff, size_t count, cclDataType_t datatype
  * input of the next. Residual: the plain error. LoCo: a moving average of the error with
  * weight beta, kept in 8 bits and cleared every resetPeriod calls (0: never). */
 typedef struct cclFeedback* cclFeedback_t;
-typedef enum { cclFeedbackNone = 0, cclFeedbackResidual = 1, cclFeedbackLoco = 2 } cclFeedbackKind_t;
+typedef enum CCL_ENUM_TYPE { cclFeedbackNone = 0, cclFeedbackResidual = 1, cclFeedbackLoco = 2 } cclFeedbackKind_t;
 
 /* Creates feedback state. beta in [0, 1) (LoCo only), resetPeriod >= 0. The state sizes
  * itself on first use and is reset if later used with another size or collective. */
@@ -348,7 +356,7 @@ typedef struct {
   double codecSeconds;                /* time spent encoding and decoding */
 } cclOpStats_t;
 
-typedef enum {
+typedef enum CCL_ENUM_TYPE {
   cclOpAllReduce = 0,
   cclOpBroadcast = 1,
   cclOpReduce = 2,

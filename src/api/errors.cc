@@ -8,14 +8,11 @@ namespace ccl::api {
 
 static thread_local std::string tlsLastError;
 
-cclResult_t recordError(cclComm_t comm, const char* fn, cclResult_t code, const std::string& message) {
+// `comm` is not read: after cclCommAbort from another thread it may already be freed when
+// the operation it interrupted reports its error here.
+cclResult_t recordError(cclComm_t /*comm*/, const char* fn, cclResult_t code, const std::string& message) {
   tlsLastError = std::string(fn) + ": " + message;
-  if (comm && comm->magic == cclComm::kMagic) {
-    log::RankScope scope(comm->rank);
-    CCL_WARN("%s (%s)", tlsLastError.c_str(), cclGetErrorString(code));
-  } else {
-    CCL_WARN("%s (%s)", tlsLastError.c_str(), cclGetErrorString(code));
-  }
+  CCL_WARN("%s (%s)", tlsLastError.c_str(), cclGetErrorString(code));
   return code;
 }
 

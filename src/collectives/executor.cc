@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -14,6 +15,11 @@
 
 namespace ccl::coll {
 namespace {
+
+// Sends a job keeps in flight at once. UCX 1.13's shared-memory rendezvous stalls with
+// hundreds of concurrent large sends between threads of one process (seen with 3+ ranks
+// and 64 KiB-256 KiB chunks); a window also keeps the pipeline in chunk order.
+constexpr size_t kMaxSendsInFlight = 8;
 
 struct Inflight {
   StepId step;
@@ -33,6 +39,9 @@ class JobRun {
     completed_ = 0;
     ready_.clear();
     inflight_.clear();
+    deferredSends_.clear();
+    deferredHead_ = 0;
+    sendsInFlight_ = 0;
     lengths_.assign(plan_->lengthSlots, 0);
     codec_ = plan_->codec;
     const size_t n = plan_->steps.size();
@@ -55,6 +64,27 @@ class JobRun {
 
   bool finished() const { return completed_ == plan_->steps.size(); }
   bool waitingOnTransport() const { return !inflight_.empty(); }
+  // What the job still waits for, for the timeout message: "3 of 12 steps pending; waiting
+  // for recv from 1 tag 0x100003, send to 2 tag 0x5 ...".
+  std::string describeWait() const {
+    std::string d = std::to_string(plan_->steps.size() - completed_) + " of " + std::to_string(plan_->steps.size()) +
+                    " steps pending";
+    size_t shown = 0;
+    for (const Inflight& f : inflight_) {
+      if (shown++ == 4) {
+        d += ", ...";
+        break;
+      }
+      const Step& s = plan_->steps[f.step];
+      char buf[96];
+      std::snprintf(buf, sizeof(buf), "%s %s %d tag 0x%llx", shown == 1 ? "; waiting for" : ",",
+                    s.kind == StepKind::kSend ? "send to" : "recv from", s.peer,
+                    static_cast<unsigned long long>(job_->tagBase | s.tag));
+      d += buf;
+    }
+    return d;
+  }
+
   // Cancels what is still in flight (after a failure); the buffers are then free.
   void drop() { inflight_.clear(); }
 
@@ -62,7 +92,12 @@ class JobRun {
   bool startReady() {
     bool moved = false;
     while (head_ < ready_.size()) {
-      start(ready_[head_++]);
+      StepId id = ready_[head_++];
+      if (plan_->steps[id].kind == StepKind::kSend && sendsInFlight_ >= kMaxSendsInFlight) {
+        deferredSends_.push_back(id);
+        continue;
+      }
+      start(id);
       moved = true;
     }
     return moved;
@@ -77,6 +112,10 @@ class JobRun {
       }
       StepId id = inflight_[i].step;
       checkReceived(id, *inflight_[i].request);
+      if (plan_->steps[id].kind == StepKind::kSend) {
+        --sendsInFlight_;
+        if (deferredHead_ < deferredSends_.size()) ready_.push_back(deferredSends_[deferredHead_++]);
+      }
       inflight_[i] = std::move(inflight_.back());
       inflight_.pop_back();
       complete(id);
@@ -116,6 +155,7 @@ class JobRun {
           job_->stats->rawBytes += s.slot == kNoSlot ? bytes : s.count * dataTypeSize(plan_->dtype);
         }
         inflight_.push_back({id, job_->transport->isend(s.peer, job_->tagBase | s.tag, at(s.src), bytes)});
+        ++sendsInFlight_;
         return;
       }
       case StepKind::kRecv:
@@ -209,7 +249,11 @@ class JobRun {
   size_t completed_ = 0;
   std::vector<Inflight> inflight_;
   std::vector<size_t> lengths_;  // encoded-stream lengths, by slot
-  codec::Params codec_;          // the plan's codec with this call's seed
+  // Sends beyond the window wait here, in the order they became ready.
+  std::vector<StepId> deferredSends_;
+  size_t deferredHead_ = 0;
+  size_t sendsInFlight_ = 0;
+  codec::Params codec_;  // the plan's codec with this call's seed
 };
 
 constexpr int kSpinPasses = 64;
@@ -258,9 +302,12 @@ void execute(std::span<const Job> jobs, const ExecOptions& options) {
     if (++idlePasses < kSpinPasses) continue;
     if (idlePasses == kSpinPasses) lastMove = Clock::now();
     for (JobRun& r : runs) r.checkAbort();
-    if (Clock::now() - lastMove > options.timeout)
+    if (Clock::now() - lastMove > options.timeout) {
+      std::string waits;
+      for (const JobRun& r : runs) waits += " [" + r.describeWait() + "]";
       throw Error(cclSystemError, "no progress for " + std::to_string(options.timeout.count()) +
-                                      " ms (CCL_TIMEOUT): a peer is not taking part in the operation");
+                                      " ms (CCL_TIMEOUT): a peer is not taking part in the operation;" + waits);
+    }
     if (options.yieldWhenIdle) sched_yield();
   }
 }
