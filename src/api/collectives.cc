@@ -232,6 +232,7 @@ cclResult_t collective(const Call& c) {
     a.chunkBytes = comm->chunkBytes;
     a.algo = comm->algo;
     a.treeMaxBytes = comm->treeMaxBytes;
+    a.directMaxBytes = comm->directMaxBytes;
     const int opKind = static_cast<int>(c.kind);
     a.codec = codecFor(comm, opKind, c.ex, c.compression, c.count * dataTypeSize(c.dtype));
     if (!coll::compressible(a)) a.codec = codec::Params{};

@@ -52,6 +52,7 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
   comm->algo = coll::parseAlgo(config::getString("CCL_ALGO"));
   comm->chunkBytes = static_cast<size_t>(std::max<int64_t>(config::getInt("CCL_CHUNK_BYTES"), 64));
   comm->treeMaxBytes = static_cast<size_t>(std::max<int64_t>(config::getInt("CCL_TREE_MAX_BYTES"), 0));
+  comm->directMaxBytes = static_cast<size_t>(std::max<int64_t>(config::getInt("CCL_DIRECT_MAX_BYTES"), 0));
   comm->yieldWhenIdle = config::getBool("CCL_PROGRESS_YIELD");
   comm->sendSeq.assign(nranks, 0);
   comm->recvSeq.assign(nranks, 0);

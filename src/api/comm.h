@@ -54,6 +54,7 @@ struct cclComm {
   ccl::coll::Algo algo = ccl::coll::Algo::kAuto;
   size_t chunkBytes = 0;
   size_t treeMaxBytes = 0;
+  size_t directMaxBytes = 0;
   bool yieldWhenIdle = true;
 
   std::unique_ptr<ccl::bootstrap::Bootstrap> bootstrap;

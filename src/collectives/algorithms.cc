@@ -42,8 +42,10 @@ bool compressible(const CollArgs& a) {
 }
 
 Algo chooseAllReduce(const CollArgs& a) {
-  if (a.algo == Algo::kRing || a.algo == Algo::kTree) return a.algo;
-  return a.count * dataTypeSize(a.dtype) <= a.treeMaxBytes ? Algo::kTree : Algo::kRing;
+  if (a.algo == Algo::kRing || a.algo == Algo::kTree || a.algo == Algo::kDirect) return a.algo;
+  const size_t bytes = a.count * dataTypeSize(a.dtype);
+  if (bytes <= a.directMaxBytes) return Algo::kDirect;
+  return bytes <= a.treeMaxBytes ? Algo::kTree : Algo::kRing;
 }
 
 namespace detail {

@@ -28,6 +28,7 @@ struct CollArgs {
   size_t chunkBytes = 256 << 10;
   Algo algo = Algo::kAuto;
   size_t treeMaxBytes = 64 << 10;  // auto: allreduce up to this size uses recursive doubling
+  size_t directMaxBytes = 1024;    // auto: allreduce up to this size goes to every rank in one round
   // Compression: codec none means the uncompressed plans. With `feedback` the caller passes
   // a residual buffer of feedbackFloats(args) fp32 values (Buf::kFeedback).
   codec::Params codec;

@@ -35,7 +35,8 @@ struct Job {
   uint64_t tagBase = 0;                        // or'ed into every step tag (call sequence)
   const std::atomic<bool>* aborted = nullptr;  // checked while waiting; may be null
   uint64_t callSeed = 0;
-  ExecStats* stats = nullptr;  // accumulated into when set                       // mixed into the codec seed: the same on every rank for one call
+  ExecStats* stats = nullptr;  // accumulated into when set                       // mixed into the codec seed: the same
+                               // on every rank for one call
 };
 
 struct ExecOptions {
