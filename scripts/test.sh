@@ -33,7 +33,7 @@ if [ "${CCL_TEST_QUICK:-0}" != 1 ]; then
   done
   if [ -x "$root/fuzz/run.sh" ]; then
     step "decoder fuzzers"
-    "$root/fuzz/run.sh" "${CCL_FUZZ_SECONDS:-20}" || status=1
+    "$root/fuzz/run.sh" "${CCL_FUZZ_SECONDS:-10}" || status=1
   fi
 fi
 
