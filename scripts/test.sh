@@ -27,7 +27,7 @@ if [ "${CCL_TEST_QUICK:-0}" != 1 ]; then
     step "$san sanitizer test suite"
     ASAN_OPTIONS="detect_leaks=1:abort_on_error=0" LSAN_OPTIONS="suppressions=$sup/lsan.supp:print_suppressions=0" \
       UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-      TSAN_OPTIONS="suppressions=$sup/tsan.supp:halt_on_error=1:second_deadlock_stack=1" \
+      TSAN_OPTIONS="suppressions=$sup/tsan.supp:halt_on_error=1:second_deadlock_stack=1:die_after_fork=0" \
       UCX_MEM_EVENTS=$([ $san = thread ] && echo no || echo yes) \
       ctest --test-dir "$root/build-$san" --output-on-failure -j "$jobs" --timeout 900 -LE no_sanitizer || status=1
   done
