@@ -25,7 +25,7 @@ struct CollArgs {
   cclRedOp_t op = cclSum;
   int root = 0;
   bool inPlace = false;  // the send buffer is the in-place position inside the receive buffer
-  size_t chunkBytes = 256 << 10;
+  size_t chunkBytes = 1 << 20;
   Algo algo = Algo::kAuto;
   size_t treeMaxBytes = 64 << 10;  // auto: allreduce up to this size uses recursive doubling
   size_t directMaxBytes = 1024;    // auto: allreduce up to this size goes to every rank in one round

@@ -21,7 +21,7 @@ const std::vector<Var>& all() {
       {"CCL_TRANSPORT", "ucx", "Transport between ranks on host memory."},
       {"CCL_UCX_ERR_MODE", "auto", "UCX peer-failure handling: auto (peer on other hosts, none on this host so shared memory is used; ccl watches local peers itself), peer, none."},
       {"CCL_ALGO", "auto", "Force an algorithm: auto, ring, tree (recursive doubling), direct (one round to every rank), twoshot, sparse."},
-      {"CCL_CHUNK_BYTES", "256K", "Pipeline chunk size of ring and broadcast/reduce algorithms."},
+      {"CCL_CHUNK_BYTES", "1M", "Pipeline chunk size of ring, chain and compressed algorithms."},
       {"CCL_TREE_MAX_BYTES", "64K", "Allreduce messages up to this size use recursive doubling (auto mode)."},
       {"CCL_DIRECT_MAX_BYTES", "1K", "Allreduce messages up to this size go from every rank to every rank in one round (auto mode)."},
       {"CCL_PROGRESS_YIELD", "1", "Yield the CPU when a progress loop finds nothing to do (for oversubscribed nodes)."},
