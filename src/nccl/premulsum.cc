@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/dtype.h"
 #include "common/error.h"
 #include "common/floatconv.h"
 #include "nccl/cuda_probe.h"
@@ -80,28 +81,8 @@ size_t indexOf(ncclRedOp_t op) { return static_cast<size_t>(static_cast<int>(op)
 
 }  // namespace
 
-size_t elementSize(ncclDataType_t t) {
-  switch (t) {
-    case ncclInt8:
-    case ncclUint8:
-    case ncclFloat8e4m3:
-    case ncclFloat8e5m2:
-      return 1;
-    case ncclFloat16:
-    case ncclBfloat16:
-      return 2;
-    case ncclInt32:
-    case ncclUint32:
-    case ncclFloat32:
-      return 4;
-    case ncclInt64:
-    case ncclUint64:
-    case ncclFloat64:
-      return 8;
-    default:
-      return 0;
-  }
-}
+// ncclDataType_t and cclDataType_t share their values; 0 for an invalid type.
+size_t elementSize(ncclDataType_t t) { return dataTypeSize(static_cast<cclDataType_t>(t)); }
 
 ncclRedOp_t PreMulSumTable::create(const void* scalar, ncclDataType_t dtype, ncclScalarResidence_t residence) {
   CCL_CHECK(elementSize(dtype) != 0, cclInvalidArgument, "invalid datatype " + std::to_string(static_cast<int>(dtype)));
