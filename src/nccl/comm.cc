@@ -8,6 +8,7 @@
 #include "nccl/face_error.h"
 #include "nccl/policy.h"
 #include "nccl/real_nccl.h"
+#include "nccl/stats_summary.h"
 
 namespace ccl::nccl {
 namespace {
@@ -107,6 +108,8 @@ void destroy(ncclComm_t comm, bool abort) {
     ncclResult_t r = abort ? CCL_REAL(ncclCommAbort)(comm->real) : CCL_REAL(ncclCommDestroy)(comm->real);
     if (r != ncclSuccess) CCL_WARN("the real NCCL communicator did not close cleanly (%d)", static_cast<int>(r));
   }
+  // Read before the ccl communicator goes; the wrapper is deleted below, so once per comm.
+  logStatsSummary(comm->ccl, comm->rank, comm->nranks);
   cclResult_t r = cclSuccess;
   if (comm->ccl) r = abort ? cclCommAbort(comm->ccl) : cclCommDestroy(comm->ccl);
   delete comm;

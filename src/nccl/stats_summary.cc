@@ -1,0 +1,33 @@
+#include "nccl/stats_summary.h"
+
+#include "common/log.h"
+
+namespace ccl::nccl {
+namespace {
+
+// The names NCCL_DEBUG users know, in cclOpKind_t order.
+constexpr const char* kOpNames[] = {"allreduce", "broadcast", "reduce",  "allgather", "reducescatter",
+                                    "alltoall",  "gather",    "scatter", "send",      "recv"};
+static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == cclNumOpKinds);
+
+}  // namespace
+
+void logStatsSummary(cclComm_t comm, int rank, int nranks) {
+  if (!comm || !log::enabled(log::Level::kInfo)) return;
+  log::RankScope scope(rank);
+  cclStats_t stats = CCL_STATS_INITIALIZER;
+  if (cclCommGetStats(comm, &stats) != cclSuccess) {
+    CCL_WARN("NCCL face: the communicator's counters could not be read: %s", cclGetLastError(comm));
+    return;
+  }
+  for (int k = 0; k < cclNumOpKinds; ++k) {
+    const cclOpStats_t& s = stats.op[k];
+    if (s.calls == 0) continue;
+    const double ratio = s.rawBytes == 0 ? 1.0 : static_cast<double>(s.wireBytes) / static_cast<double>(s.rawBytes);
+    CCL_INFO(
+        "NCCL face: stats %s rank=%d nranks=%d calls=%llu compressed=%llu raw=%llu wire=%llu ratio=%.4f codec_s=%.6f",
+        kOpNames[k], rank, nranks, s.calls, s.compressedCalls, s.rawBytes, s.wireBytes, ratio, s.codecSeconds);
+  }
+}
+
+}  // namespace ccl::nccl

@@ -1,0 +1,43 @@
+// Element types, inputs and error bounds of nccl_mpi_test. Like every NCCL-ABI test this
+// includes only NVIDIA's nccl.h: it is what a program written for NCCL sees.
+#pragma once
+
+#include <nccl.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace nccl_mpi {
+
+size_t typeSize(ncclDataType_t t);
+const char* typeName(ncclDataType_t t);
+bool isFloat(ncclDataType_t t);
+// Unit roundoff of a float type (0 for integers).
+double unitRoundoff(ncclDataType_t t);
+
+// Element i of a buffer of type t as a double; stores v rounded to nearest even (floats)
+// or converted (integers; inputs are always in range).
+double load(ncclDataType_t t, const void* buf, size_t i);
+void store(ncclDataType_t t, void* buf, size_t i, double v);
+// v as it reads back after a store into t.
+double roundTo(ncclDataType_t t, double v);
+
+// A 64-bit hash of (salt, rank, i): the inputs of every rank, computable on every rank.
+uint64_t mix(uint64_t salt, uint64_t rank, uint64_t i);
+
+// Integer-valued inputs small enough that every result over up to 8 ranks is exact in each
+// type the test uses: prod multiplies at most three 2s (ranks 0-2), avg sums multiples of the
+// rank count, sums stay below 40.
+double exactInput(ncclRedOp_t op, int nranks, int rank, uint64_t h);
+// Distinct small integers (0..199) for collectives that only move data.
+double moveInput(uint64_t h);
+// A uniform float in [-1, 1) with 24 significant bits, exact in fp32.
+double randomInput(uint64_t h);
+
+// Bound of one quantisation by `codec` (a CCL_CODEC name) of values whose block absmax is at
+// most m, as documented in ccl's src/codecs/codec.h (round to nearest). "none" gives 0.
+// Returns false for a codec without an absolute bound (sparsifiers).
+bool quantBound(const std::string& codec, double m, double* bound);
+
+}  // namespace nccl_mpi
