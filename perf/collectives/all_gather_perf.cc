@@ -14,8 +14,16 @@ class AllGatherPerf final : public PerfCollective {
   double algbwBytes(size_t count, size_t type_size, int n) const override { return double(count * type_size) * n; }
   double busbwFactor(int n) const override { return double(n - 1) / n; }
 
+  CompressionShape compression(int) const override { return {true, 1, 1}; }
+
   void run(RankComm& comm, const CallArgs& a) const override {
-    cclCheck(cclAllGather(a.send, a.recv, a.count, a.type, cclCommOf(comm), nullptr), "cclAllGather", cclCommOf(comm));
+    CclRankComm& cc = cclRankOf(comm);
+    if (cc.compression()) {
+      cclCheck(cclAllGatherEx(a.send, a.recv, a.count, a.type, cc.get(), nullptr, cc.compression(), cc.feedback()),
+               "cclAllGatherEx", cc.get());
+      return;
+    }
+    cclCheck(cclAllGather(a.send, a.recv, a.count, a.type, cc.get(), nullptr), "cclAllGather", cc.get());
   }
   // Element j of rank r's block is global element r * c + j of the gathered result.
   void fillInput(const DataModel& m, RankInfo me, int, const TypedBuffer& send) const override {

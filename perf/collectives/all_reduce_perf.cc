@@ -6,8 +6,18 @@ namespace {
 
 class AllReducePerf final : public cclperf::AllReduceShape {
  public:
+  // Two-shot quantises twice, the ring once per hop plus the sum: n for either.
+  cclperf::CompressionShape compression(int n) const override { return {true, n, 2}; }
+
   void run(cclperf::RankComm& comm, const cclperf::CallArgs& a) const override {
-    const cclComm_t c = cclperf::cclCommOf(comm);
+    cclperf::CclRankComm& cc = cclperf::cclRankOf(comm);
+    const cclComm_t c = cc.get();
+    if (cc.compression()) {
+      cclperf::cclCheck(
+          cclAllReduceEx(a.send, a.recv, a.count, a.type, a.op, c, nullptr, cc.compression(), cc.feedback()),
+          "cclAllReduceEx", c);
+      return;
+    }
     cclperf::cclCheck(cclAllReduce(a.send, a.recv, a.count, a.type, a.op, c, nullptr), "cclAllReduce", c);
   }
 };

@@ -14,8 +14,16 @@ class AlltoAllPerf final : public PerfCollective {
   double algbwBytes(size_t count, size_t type_size, int n) const override { return double(count * type_size) * n; }
   double busbwFactor(int n) const override { return double(n - 1) / n; }
 
+  CompressionShape compression(int) const override { return {true, 1, 0}; }
+
   void run(RankComm& comm, const CallArgs& a) const override {
-    cclCheck(cclAlltoAll(a.send, a.recv, a.count, a.type, cclCommOf(comm), nullptr), "cclAlltoAll", cclCommOf(comm));
+    CclRankComm& cc = cclRankOf(comm);
+    if (cc.compression()) {
+      cclCheck(cclAlltoAllEx(a.send, a.recv, a.count, a.type, cc.get(), nullptr, cc.compression()), "cclAlltoAllEx",
+               cc.get());
+      return;
+    }
+    cclCheck(cclAlltoAll(a.send, a.recv, a.count, a.type, cc.get(), nullptr), "cclAlltoAll", cc.get());
   }
   void fillInput(const DataModel& m, RankInfo me, int, const TypedBuffer& send) const override {
     fillWith(send, [&](size_t i) { return m.input(me.rank, i); });

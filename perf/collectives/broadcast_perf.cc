@@ -12,9 +12,16 @@ class BroadcastPerf final : public PerfCollective {
   double algbwBytes(size_t count, size_t type_size, int) const override { return double(count * type_size); }
   double busbwFactor(int) const override { return 1.0; }
 
+  CompressionShape compression(int) const override { return {true, 1, 0}; }
+
   void run(RankComm& comm, const CallArgs& a) const override {
-    cclCheck(cclBroadcast(a.send, a.recv, a.count, a.type, a.root, cclCommOf(comm), nullptr), "cclBroadcast",
-             cclCommOf(comm));
+    CclRankComm& cc = cclRankOf(comm);
+    if (cc.compression()) {
+      cclCheck(cclBroadcastEx(a.send, a.recv, a.count, a.type, a.root, cc.get(), nullptr, cc.compression()),
+               "cclBroadcastEx", cc.get());
+      return;
+    }
+    cclCheck(cclBroadcast(a.send, a.recv, a.count, a.type, a.root, cc.get(), nullptr), "cclBroadcast", cc.get());
   }
   void fillInput(const DataModel& m, RankInfo me, int, const TypedBuffer& send) const override {
     fillWith(send, [&](size_t i) { return m.input(me.rank, i); });

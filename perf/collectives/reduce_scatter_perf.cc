@@ -15,9 +15,18 @@ class ReduceScatterPerf final : public PerfCollective {
   double algbwBytes(size_t count, size_t type_size, int n) const override { return double(count * type_size) * n; }
   double busbwFactor(int n) const override { return double(n - 1) / n; }
 
+  // The n-1 peers' blocks (or the ring's partial sums) are quantised once each.
+  CompressionShape compression(int n) const override { return {true, n > 1 ? n - 1 : 1, 1}; }
+
   void run(RankComm& comm, const CallArgs& a) const override {
-    cclCheck(cclReduceScatter(a.send, a.recv, a.count, a.type, a.op, cclCommOf(comm), nullptr), "cclReduceScatter",
-             cclCommOf(comm));
+    CclRankComm& cc = cclRankOf(comm);
+    if (cc.compression()) {
+      cclCheck(
+          cclReduceScatterEx(a.send, a.recv, a.count, a.type, a.op, cc.get(), nullptr, cc.compression(), cc.feedback()),
+          "cclReduceScatterEx", cc.get());
+      return;
+    }
+    cclCheck(cclReduceScatter(a.send, a.recv, a.count, a.type, a.op, cc.get(), nullptr), "cclReduceScatter", cc.get());
   }
   void fillInput(const DataModel& m, RankInfo me, int, const TypedBuffer& send) const override {
     fillWith(send, [&](size_t i) { return m.input(me.rank, i); });

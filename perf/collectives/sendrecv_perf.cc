@@ -9,6 +9,7 @@ class SendRecvPerf final : public PerfCollective {
  public:
   // In place, a rank would receive into the buffer it is sending from.
   bool checksInPlace() const override { return false; }
+  CompressionShape compression(int) const override { return {true, 1, 0}; }
   BufferLayout layout(size_t count, int) const override { return {count, count, count, 0, 0}; }
   double algbwBytes(size_t count, size_t type_size, int) const override { return double(count * type_size); }
   double busbwFactor(int) const override { return 1.0; }
@@ -19,13 +20,16 @@ class SendRecvPerf final : public PerfCollective {
     int n = 0;
     cclCheck(cclCommUserRank(c, &rank), "cclCommUserRank", c);
     cclCheck(cclCommCount(c, &n), "cclCommCount", c);
+    const cclCompression_t* z = cclRankOf(comm).compression();
     cclCheck(cclGroupStart(), "cclGroupStart");
-    const cclResult_t sent = cclSend(a.send, a.count, a.type, (rank + 1) % n, c, nullptr);
-    const cclResult_t received = cclRecv(a.recv, a.count, a.type, (rank - 1 + n) % n, c, nullptr);
+    const cclResult_t sent = z ? cclSendEx(a.send, a.count, a.type, (rank + 1) % n, c, nullptr, z)
+                               : cclSend(a.send, a.count, a.type, (rank + 1) % n, c, nullptr);
+    const cclResult_t received = z ? cclRecvEx(a.recv, a.count, a.type, (rank - 1 + n) % n, c, nullptr, z)
+                                   : cclRecv(a.recv, a.count, a.type, (rank - 1 + n) % n, c, nullptr);
     // The group is closed whatever happened, so the thread is not left inside it.
     const cclResult_t ended = cclGroupEnd();
-    cclCheck(sent, "cclSend", c);
-    cclCheck(received, "cclRecv", c);
+    cclCheck(sent, z ? "cclSendEx" : "cclSend", c);
+    cclCheck(received, z ? "cclRecvEx" : "cclRecv", c);
     cclCheck(ended, "cclGroupEnd", c);
   }
   void fillInput(const DataModel& m, RankInfo me, int, const TypedBuffer& send) const override {

@@ -17,6 +17,15 @@ class CclBackend final : public Backend {
     return "ccl library version " + std::to_string(version) + ", header " + std::to_string(CCL_VERSION_CODE);
   }
 
+  void prepare(Options& o) const override {
+    cclCodec_t codec = cclCodecNone;
+    if (cclCodecFromName(o.codec.name.c_str(), &codec) != cclSuccess) {
+      throw UsageError("-Z: unknown codec '" + o.codec.name +
+                       "' (none fp8_e4m3 fp8_e5m2 mxfp8_e4m3 int8 int4 int2 topk randk threshold)");
+    }
+    o.codec.codec = codec;
+  }
+
   std::vector<std::unique_ptr<RankComm>> connect(ProcessGroup& processes, const Options& o) override {
     const bool one_call = processes.size() == 1 && !o.parallel_init && o.timeout_s == 0;
     std::vector<cclComm_t> raw(size_t(o.nthreads), nullptr);
@@ -26,7 +35,17 @@ class CclBackend final : public Backend {
       joinEach(processes, o, raw);
     }
     std::vector<std::unique_ptr<RankComm>> comms;
-    for (cclComm_t c : raw) comms.push_back(std::make_unique<CclRankComm>(c));
+    std::exception_ptr failed;
+    for (cclComm_t c : raw) {
+      // Each communicator is owned as soon as it is wrapped, so a failure frees them all.
+      try {
+        comms.push_back(std::make_unique<CclRankComm>(c, o.codec));
+      } catch (const std::exception&) {
+        if (!failed) failed = std::current_exception();
+        cclCommDestroy(c);
+      }
+    }
+    if (failed) std::rethrow_exception(failed);
     return comms;
   }
 
@@ -71,7 +90,28 @@ void cclCheck(cclResult_t result, const char* call, cclComm_t comm) {
   throw std::runtime_error(std::string(call) + " failed: " + cclGetErrorString(result) + ": " + cclGetLastError(comm));
 }
 
+cclCompression_t compressionFrom(const CodecOptions& z) {
+  cclCompression_t c = CCL_COMPRESSION_INITIALIZER;
+  c.codec = z.codec;
+  c.blockSize = z.block_size;
+  c.bits = z.value_bits;
+  c.scaleBits = z.scale_bits;
+  c.keepRatio = z.keep_ratio;
+  c.threshold = z.threshold;
+  c.stochasticRounding = z.stochastic;
+  c.seed = z.seed;
+  return c;
+}
+
+CclRankComm::CclRankComm(cclComm_t comm, const CodecOptions& z)
+    : comm_(comm), compressed_(z.active()), compression_(compressionFrom(z)) {
+  if (compressed_ && z.feedback != cclFeedbackNone) {
+    cclCheck(cclFeedbackCreate(&feedback_, z.feedback, z.loco_beta, z.loco_reset), "cclFeedbackCreate");
+  }
+}
+
 CclRankComm::~CclRankComm() {
+  cclFeedbackDestroy(feedback_);
   const cclResult_t r = cclCommDestroy(comm_);
   if (r != cclSuccess) std::fprintf(stderr, "cclCommDestroy failed: %s\n", cclGetErrorString(r));
 }
@@ -79,7 +119,22 @@ CclRankComm::~CclRankComm() {
 void CclRankComm::groupStart() { cclCheck(cclGroupStart(), "cclGroupStart"); }
 void CclRankComm::groupEnd() { cclCheck(cclGroupEnd(), "cclGroupEnd"); }
 
-cclComm_t cclCommOf(RankComm& comm) { return static_cast<CclRankComm&>(comm).get(); }
+bool CclRankComm::wireCounters(double* raw, double* wire) {
+  cclStats_t stats = CCL_STATS_INITIALIZER;
+  cclCheck(cclCommGetStats(comm_, &stats), "cclCommGetStats", comm_);
+  // Only the measured collective runs between two reads, so every kind can be summed.
+  double r = 0, w = 0;
+  for (const cclOpStats_t& op : stats.op) {
+    r += double(op.rawBytes);
+    w += double(op.wireBytes);
+  }
+  *raw = r;
+  *wire = w;
+  return true;
+}
+
+CclRankComm& cclRankOf(RankComm& comm) { return static_cast<CclRankComm&>(comm); }
+cclComm_t cclCommOf(RankComm& comm) { return cclRankOf(comm).get(); }
 
 int runCclPerf(int argc, char** argv, const PerfCollective& collective) {
   CclBackend backend;

@@ -10,21 +10,36 @@ namespace cclperf {
 // Throws with the library's own message when a ccl call fails.
 void cclCheck(cclResult_t result, const char* call, cclComm_t comm = nullptr);
 
+// The codec of -Z as the library takes it (CCL_COMPRESSION_INITIALIZER, then the flags).
+cclCompression_t compressionFrom(const CodecOptions& z);
+
 class CclRankComm final : public RankComm {
  public:
-  explicit CclRankComm(cclComm_t comm) : comm_(comm) {}
+  // With a codec (z.active()), every call passes it explicitly through the *Ex variant,
+  // so no communicator policy or environment variable can turn it off.
+  CclRankComm(cclComm_t comm, const CodecOptions& z);
   ~CclRankComm() override;
   CclRankComm(const CclRankComm&) = delete;
   CclRankComm& operator=(const CclRankComm&) = delete;
 
   cclComm_t get() const { return comm_; }
+  // NULL when -Z is none: the binaries then call the plain (non-Ex) functions.
+  const cclCompression_t* compression() const { return compressed_ ? &compression_ : nullptr; }
+  // This rank's error-feedback handle (NULL without --feedback).
+  cclFeedback_t feedback() const { return feedback_; }
   void groupStart() override;
   void groupEnd() override;
+  bool wireCounters(double* raw, double* wire) override;
 
  private:
   cclComm_t comm_;
+  bool compressed_;
+  cclCompression_t compression_;
+  cclFeedback_t feedback_ = nullptr;
 };
 
+// The ccl handle of a rank made by the ccl backend.
+CclRankComm& cclRankOf(RankComm& comm);
 // The ccl communicator of a rank handle made by the ccl backend.
 cclComm_t cclCommOf(RankComm& comm);
 

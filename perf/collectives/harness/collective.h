@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "ccl/ccl.h"
+#include "harness/codec_bound.h"
 #include "harness/data_model.h"
 #include "harness/datatypes.h"
 
@@ -27,6 +28,13 @@ class RankComm {
   // Brackets the calls aggregated by -m into one group.
   virtual void groupStart() {}
   virtual void groupEnd() {}
+  // Cumulative bytes this rank sent (raw: counted uncompressed; wire: as sent); false when
+  // the backend keeps no such counters.
+  virtual bool wireCounters(double* raw, double* wire) {
+    (void)raw;
+    (void)wire;
+    return false;
+  }
 };
 
 struct CallArgs {
@@ -51,6 +59,11 @@ class PerfCollective {
   virtual bool usesRoot() const { return false; }
   // nccl-tests does not validate in-place runs of alltoall-like calls it cannot express.
   virtual bool checksInPlace() const { return true; }
+  // How -Z applies; the default: this collective has no compressed (*Ex) call.
+  virtual CompressionShape compression(int nranks) const {
+    (void)nranks;
+    return {};
+  }
 
   virtual BufferLayout layout(size_t count, int nranks) const = 0;
   // algbw = algbwBytes / time; busbw = algbw * busbwFactor.

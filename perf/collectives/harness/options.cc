@@ -2,7 +2,9 @@
 
 #include <getopt.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdlib>
 
 #include "harness/datatypes.h"
@@ -39,6 +41,34 @@ std::vector<cclRedOp_t> parseOps(const std::string& text) {
   return ops;
 }
 
+double parseReal(const char* flag, const char* text) {
+  char* end = nullptr;
+  const double v = std::strtod(text, &end);
+  if (end == text || *end != '\0') throw UsageError(std::string("invalid value '") + text + "' for " + flag);
+  return v;
+}
+
+cclFeedbackKind_t parseFeedback(const std::string& text) {
+  if (text == "none") return cclFeedbackNone;
+  if (text == "ef" || text == "residual") return cclFeedbackResidual;
+  if (text == "loco") return cclFeedbackLoco;
+  throw UsageError("unknown feedback '" + text + "' (none ef loco)");
+}
+
+// Codec parameters have long names only: nccl-tests keeps adding one-letter flags.
+enum CodecFlag : int {
+  kBlock = 256,
+  kScaleBits,
+  kValueBits,
+  kKeep,
+  kThreshold,
+  kStochastic,
+  kSeed,
+  kFeedback,
+  kLocoBeta,
+  kLocoReset,
+};
+
 const option kLongOptions[] = {{"nthreads", required_argument, nullptr, 't'},
                                {"ngpus", required_argument, nullptr, 'g'},
                                {"minbytes", required_argument, nullptr, 'b'},
@@ -59,10 +89,63 @@ const option kLongOptions[] = {{"nthreads", required_argument, nullptr, 't'},
                                {"cudagraph", required_argument, nullptr, 'G'},
                                {"report_cputime", required_argument, nullptr, 'C'},
                                {"average", required_argument, nullptr, 'a'},
+                               {"codec", required_argument, nullptr, 'Z'},
+                               {"block", required_argument, nullptr, kBlock},
+                               {"scale_bits", required_argument, nullptr, kScaleBits},
+                               {"value_bits", required_argument, nullptr, kValueBits},
+                               {"keep", required_argument, nullptr, kKeep},
+                               {"threshold", required_argument, nullptr, kThreshold},
+                               {"stochastic", required_argument, nullptr, kStochastic},
+                               {"seed", required_argument, nullptr, kSeed},
+                               {"feedback", required_argument, nullptr, kFeedback},
+                               {"loco_beta", required_argument, nullptr, kLocoBeta},
+                               {"loco_reset", required_argument, nullptr, kLocoReset},
                                {"help", no_argument, nullptr, 'h'},
                                {nullptr, 0, nullptr, 0}};
 
+// Range checks of the codec parameters are left to the library, which names the bad field.
+bool applyCodecOption(CodecOptions& z, int c, const char* arg) {
+  switch (c) {
+    case 'Z':
+      z.name = arg;
+      return true;
+    case kBlock:
+      z.block_size = parseNonNegative("--block", arg);
+      return true;
+    case kScaleBits:
+      z.scale_bits = parseNonNegative("--scale_bits", arg);
+      return true;
+    case kValueBits:
+      z.value_bits = parseNonNegative("--value_bits", arg);
+      return true;
+    case kKeep:
+      z.keep_ratio = parseReal("--keep", arg);
+      return true;
+    case kThreshold:
+      z.threshold = float(parseReal("--threshold", arg));
+      return true;
+    case kStochastic:
+      z.stochastic = parseNonNegative("--stochastic", arg);
+      return true;
+    case kSeed:
+      z.seed = std::strtoull(arg, nullptr, 0);
+      return true;
+    case kFeedback:
+      z.feedback = parseFeedback(arg);
+      return true;
+    case kLocoBeta:
+      z.loco_beta = float(parseReal("--loco_beta", arg));
+      return true;
+    case kLocoReset:
+      z.loco_reset = parseNonNegative("--loco_reset", arg);
+      return true;
+    default:
+      return false;
+  }
+}
+
 void applyOption(Options& o, int c, const char* arg) {
+  if (applyCodecOption(o.codec, c, arg)) return;
   switch (c) {
     case 't':
       o.nthreads = parseNonNegative("-t", arg);
@@ -173,7 +256,7 @@ Options parseOptions(int argc, char** argv) {
   optind = 1;
   opterr = 0;
   for (;;) {
-    const int c = getopt_long(argc, argv, "t:g:b:e:i:f:n:m:w:p:c:o:d:r:z:y:T:G:C:a:h", kLongOptions, nullptr);
+    const int c = getopt_long(argc, argv, "t:g:b:e:i:f:n:m:w:p:c:o:d:r:z:y:T:G:C:a:Z:h", kLongOptions, nullptr);
     if (c == -1) break;
     if (c == '?' || c == ':') {
       throw UsageError(std::string("invalid or incomplete option '") +
@@ -208,7 +291,35 @@ std::string usage(const char* program) {
          "\n\t[-G,--cudagraph <accepted, no effect on the host>]"
          "\n\t[-C,--report_cputime <0/1>]"
          "\n\t[-a,--average <0/1/2/3: time of rank 0 / mean / min / max over ranks>]"
+         "\n\t[-Z,--codec <none/fp8_e4m3/fp8_e5m2/mxfp8_e4m3/int8/int4/int2/topk/randk/threshold>: passed per call"
+         "\n\t    through the *Ex calls; adds the columns wire/raw, maxrel, rmsrel]"
+         "\n\t[--block <quantiser elements per scale, multiple of 8; 0: codec default>]"
+         "\n\t[--scale_bits <int codecs: 32 or 16 (fp16 scales)>]"
+         "\n\t[--value_bits <sparsifiers: 32 or 16 (fp16 values)>]"
+         "\n\t[--keep <topk/randk: fraction of elements kept, (0,1]; 0: default 0.01>]"
+         "\n\t[--threshold <threshold: keep |x| >= this>]"
+         "\n\t[--stochastic <0/1: quantisers round stochastically>]"
+         "\n\t[--seed <stochastic rounding and randk seed>]"
+         "\n\t[--feedback <none/ef/loco: error feedback, one handle per rank (allreduce, reduce_scatter, all_gather)>]"
+         "\n\t[--loco_beta <LoCo moving-average weight in [0,1), default 0.5>]"
+         "\n\t[--loco_reset <LoCo reset period in calls, 0: never>]"
          "\n\t[-h,--help]\n";
+}
+
+void validateResolvedCodec(const Options& o) {
+  const cclCodec_t c = o.codec.codec;
+  const bool sparsifier = c == cclCodecTopK || c == cclCodecRandK || c == cclCodecThreshold;
+  if (o.check && sparsifier && o.codec.feedback != cclFeedbackNone) {
+    throw UsageError(
+        "-c 1 cannot bound a sparsifier with --feedback: the carried residual grows with every call; "
+        "use -c 0");
+  }
+}
+
+bool CodecOptions::requested() const {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+  return lower != "none";
 }
 
 const char* opName(cclRedOp_t op) {

@@ -13,6 +13,26 @@ namespace cclperf {
 // How the per-rank time is combined across ranks (-a), as nccl-tests numbers it.
 enum class TimeAverage { kRank0 = 0, kMean = 1, kMin = 2, kMax = 3 };
 
+// -Z and its parameters. `name` is resolved to `codec` by the backend (ccl's own parser).
+struct CodecOptions {
+  std::string name = "none";
+  cclCodec_t codec = cclCodecNone;
+  int block_size = 0;     // 0: the codec's default
+  int value_bits = 0;     // sparsifiers: 32 or 16; 0: default
+  int scale_bits = 0;     // int codecs: 32 or 16; 0: default
+  double keep_ratio = 0;  // topk, randk; 0: default
+  float threshold = 0;
+  int stochastic = 0;
+  unsigned long long seed = 0;
+  cclFeedbackKind_t feedback = cclFeedbackNone;
+  float loco_beta = 0.5f;
+  int loco_reset = 0;
+
+  // Whether -Z named a codec other than none (before the backend resolves it).
+  bool requested() const;
+  bool active() const { return codec != cclCodecNone; }
+};
+
 struct Options {
   int nthreads = 1;
   int ngpus = 1;
@@ -34,6 +54,7 @@ struct Options {
   int graph_launches = 0;
   int report_cputime = 0;
   TimeAverage average = TimeAverage::kMean;
+  CodecOptions codec;
   bool help = false;
 };
 
@@ -44,6 +65,8 @@ class UsageError : public std::runtime_error {
 };
 
 Options parseOptions(int argc, char** argv);
+// Checks that need the codec resolved by the backend (o.codec.codec).
+void validateResolvedCodec(const Options& o);
 std::string usage(const char* program);
 
 // Parses "8", "1K", "64M", "1G" (binary units, as nccl-tests).

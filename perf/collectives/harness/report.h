@@ -18,13 +18,26 @@ struct PlacementResult {
 };
 
 void printRunHeader(const Options& o, const std::string& backend_line);
+// "# codec ..." lines: the codec's parameters and what the extra columns mean.
+void printCodecHeader(const Options& o);
 // "#  Rank ..." line of each local rank, gathered to process 0 by the caller.
 std::string deviceLines(int first_rank, int nthreads, const std::string& device);
 void printDevices(const std::vector<std::string>& per_process_lines);
-void printTableHeader(bool cputime);
+// `codec`: the three compression columns follow the in-place ones.
+void printTableHeader(bool cputime, bool codec = false);
 void printRowStart(size_t bytes, size_t count, const char* type, const char* op, int root);
 void printPlacement(const PlacementResult& r);
-void printRowEnd();
+// The compression columns of one row (both placements together).
+struct CodecColumns {
+  double raw_bytes;  // summed over ranks, timed calls only
+  double wire_bytes;
+  double max_err;  // over every checked element of every rank
+  double sum_sq;
+  double count;
+  double max_exact;
+  bool checked;
+};
+void printRowEnd(const CodecColumns* codec = nullptr);
 void printSummary(long long wrong, double avg_busbw);
 
 // Time as nccl-tests formats it: fewer decimals for longer times.

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <string>
 #include <thread>
 
 #include "harness/report.h"
@@ -51,11 +52,12 @@ SweepTotals runThreads(const PerfCollective& collective, const Options& o, Proce
 int runProgram(const PerfCollective& collective, Backend& backend, ProcessGroup& processes, const Options& o) {
   const bool root = processes.rank() == 0;
   if (root) printRunHeader(o, backend.describe());
+  if (root && o.codec.active()) printCodecHeader(o);
   const auto lines = processes.gatherText(deviceLines(processes.rank() * o.nthreads, o.nthreads, "host"));
   if (root) printDevices(lines);
 
   auto comms = backend.connect(processes, o);
-  if (root) printTableHeader(o.report_cputime != 0);
+  if (root) printTableHeader(o.report_cputime != 0, o.codec.active());
   const SweepTotals totals = runThreads(collective, o, processes, comms);
   comms.clear();
 
@@ -63,7 +65,21 @@ int runProgram(const PerfCollective& collective, Backend& backend, ProcessGroup&
   return totals.wrong ? 1 : 0;
 }
 
+// -Z is refused before any rank starts, with the usage text.
+void checkCodecFits(const PerfCollective& collective, const Options& o, const char* program) {
+  if (!o.codec.active()) return;
+  if (!collective.compression(2).supported) {
+    throw UsageError(std::string("-Z ") + o.codec.name + ": " + program +
+                     " has no compressed variant (no *Ex call); use -Z none");
+  }
+  validateResolvedCodec(o);
+}
+
 }  // namespace
+
+void Backend::prepare(Options& options) const {
+  if (options.codec.requested()) throw UsageError("-Z " + options.codec.name + ": this backend has no compression");
+}
 
 int perfMain(int argc, char** argv, const PerfCollective& collective, Backend& backend) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -78,6 +94,10 @@ int perfMain(int argc, char** argv, const PerfCollective& collective, Backend& b
   Options o;
   try {
     o = parseOptions(argc, argv);
+    if (!o.help) {
+      backend.prepare(o);
+      checkCodecFits(collective, o, argv[0]);
+    }
   } catch (const UsageError& e) {
     if (root) std::fprintf(stderr, "%s\n%s", e.what(), usage(argv[0]).c_str());
     return 2;

@@ -20,6 +20,9 @@ class Backend {
   virtual std::string describe() const = 0;
   // One handle per thread rank of this process; global rank = process * nthreads + thread.
   virtual std::vector<std::unique_ptr<RankComm>> connect(ProcessGroup& processes, const Options& options) = 0;
+  // Resolves backend-specific options (the -Z codec name); throws UsageError. By default a
+  // backend has no compression and refuses -Z.
+  virtual void prepare(Options& options) const;
 };
 
 // The whole program; returns the exit status (non-zero on a wrong value or an error).

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 
+#include "harness/codec_bound.h"
 #include "harness/report.h"
 
 namespace cclperf {
@@ -96,11 +97,17 @@ class RankSweep {
         printRowStart(std::max(l.send_count, l.recv_count) * k.type_size, l.param_count, k.type_name, k.op_name,
                       k.root);
       }
+      row_ = RowCodec{};
       for (bool in_place : {false, true}) {
         const PlacementResult r = benchTime(l, k, in_place);
         if (prints_) printPlacement(r);
       }
-      if (prints_) printRowEnd();
+      if (opt_.codec.active()) {
+        const CodecColumns columns = combineRow();
+        if (prints_) printRowEnd(&columns);
+      } else if (prints_) {
+        printRowEnd();
+      }
       const size_t next = opt_.step_factor > 1 ? bytes * opt_.step_factor : bytes + opt_.step_bytes;
       if (next <= bytes) break;  // minBytes 0 with a factor would never grow
       bytes = next;
@@ -122,7 +129,14 @@ class RankSweep {
     if (opt_.check) initData(l, k, in_place, 0);
     launch(l, k, in_place);  // the untimed call nccl-tests makes before timing
     team_.barrier(thread_);
-    const double seconds = team_.combineTime(thread_, timedLoop(l, k, in_place), opt_.average);
+    double raw0 = 0, wire0 = 0, raw1 = 0, wire1 = 0;
+    const bool counted = opt_.codec.active() && comm_.wireCounters(&raw0, &wire0);
+    const double my_seconds = timedLoop(l, k, in_place);
+    if (counted && comm_.wireCounters(&raw1, &wire1)) {
+      row_.raw += raw1 - raw0;
+      row_.wire += wire1 - wire0;
+    }
+    const double seconds = team_.combineTime(thread_, my_seconds, opt_.average);
     const double algbw = seconds > 0 ? coll_.algbwBytes(l.param_count, k.type_size, me_.nranks) / 1e9 / seconds : 0;
     const double busbw = algbw * coll_.busbwFactor(me_.nranks);
     team_.barrier(thread_);
@@ -156,8 +170,16 @@ class RankSweep {
     return std::max(l.recv_count + l.recv_inplace_offset * rank, l.send_count + l.send_inplace_offset * rank);
   }
 
-  long long countWrong(const BufferLayout& l, const Case& k, bool in_place) const {
+  // Without a codec every element must be exact; with one, within the codec's bound.
+  long long countWrong(const BufferLayout& l, const Case& k, bool in_place) {
     const CallArgs a = callArgs(l, k, in_place);
+    if (opt_.codec.active()) {
+      const AccuracyTally t = tallyAgainstBound(TypedBuffer{a.recv, l.recv_count, k.type},
+                                                TypedBuffer{expected_.get(), l.recv_count, k.type}, boundFor(k));
+      row_.tally.add(t);
+      row_.checked = true;
+      return t.wrong;
+    }
     const size_t bytes = l.recv_count * k.type_size;
     if (std::memcmp(a.recv, expected_.get(), bytes) == 0) return 0;
     const TypedBuffer got{a.recv, l.recv_count, k.type};
@@ -169,6 +191,33 @@ class RankSweep {
     return wrong;
   }
 
+  ElementBound boundFor(const Case& k) const {
+    const bool float_type = k.type == cclFloat32 || k.type == cclBfloat16 || k.type == cclFloat16;
+    const bool op_ok = !coll_.usesOp() || k.op == cclSum || k.op == cclAvg;
+    return ElementBound(opt_.codec, k.type, float_type && op_ok, coll_.compression(me_.nranks));
+  }
+
+  // The compression columns of the row, combined over every rank.
+  CodecColumns combineRow() {
+    CodecColumns c{};
+    c.raw_bytes = team_.reduce(thread_, row_.raw, Reduction::kSum);
+    c.wire_bytes = team_.reduce(thread_, row_.wire, Reduction::kSum);
+    c.max_err = team_.reduce(thread_, row_.tally.max_err, Reduction::kMax);
+    c.sum_sq = team_.reduce(thread_, row_.tally.sum_sq, Reduction::kSum);
+    c.count = team_.reduce(thread_, row_.tally.count, Reduction::kSum);
+    c.max_exact = team_.reduce(thread_, row_.tally.max_exact, Reduction::kMax);
+    c.checked = row_.checked;
+    return c;
+  }
+
+  // What one row accumulates on this rank for the compression columns.
+  struct RowCodec {
+    double raw = 0;
+    double wire = 0;
+    AccuracyTally tally;
+    bool checked = false;
+  };
+
   const PerfCollective& coll_;
   const Options& opt_;
   RankComm& comm_;
@@ -179,6 +228,7 @@ class RankSweep {
   HostBuffer send_, recv_, expected_;
   uint64_t rep_ = 0;
   SweepTotals totals_;
+  RowCodec row_;
 };
 
 }  // namespace
