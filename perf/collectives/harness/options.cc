@@ -48,6 +48,14 @@ double parseReal(const char* flag, const char* text) {
   return v;
 }
 
+unsigned long long parseSeed(const char* text) {
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text, &end, 0);
+  if (end == text || *end != '\0' || text[0] == '-')
+    throw UsageError(std::string("invalid value '") + text + "' for --seed");
+  return v;
+}
+
 cclFeedbackKind_t parseFeedback(const std::string& text) {
   if (text == "none") return cclFeedbackNone;
   if (text == "ef" || text == "residual") return cclFeedbackResidual;
@@ -128,7 +136,7 @@ bool applyCodecOption(CodecOptions& z, int c, const char* arg) {
       z.stochastic = parseNonNegative("--stochastic", arg);
       return true;
     case kSeed:
-      z.seed = std::strtoull(arg, nullptr, 0);
+      z.seed = parseSeed(arg);
       return true;
     case kFeedback:
       z.feedback = parseFeedback(arg);
