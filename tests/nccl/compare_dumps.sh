@@ -13,7 +13,7 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do mpirun+=("$1"); shift; done
 [ $# -eq 2 ] || { echo "$usage"; exit 2; }
 program=$2
 # "No CCL_CODEC" means none at all, whatever the caller's environment holds.
-unset CCL_CODEC CCL_COMPRESS CCL_CODEC_MIN_BYTES CCL_FEEDBACK
+unset CCL_CODEC CCL_COMPRESS CCL_CODEC_MIN_BYTES CCL_FEEDBACK CCL_CODEC_SHM
 mkdir -p "$work"
 rm -f "$work"/dropin.rank* "$work"/preload.rank*
 "${mpirun[@]}" -np "$ranks" -x LD_LIBRARY_PATH="$dropin" "$program" --dump "$work/dropin" || exit 1

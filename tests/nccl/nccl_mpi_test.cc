@@ -86,6 +86,9 @@ class Suite {
   bool failed() const { return failed_; }
   const std::string& firstFailure() const { return first_; }
   long long checked() const { return checked_; }
+  // The largest |error| / tolerance of a float result with a nonzero tolerance (at most 1
+  // when nothing failed): how much of the bound the results use.
+  double worstRatio() const { return worst_; }
 
  private:
   // ---- inputs, a function of (call, rank, index) so every rank knows every rank's input
@@ -160,6 +163,7 @@ class Suite {
   bool failed_ = false;
   std::string first_;
   long long checked_ = 0;
+  double worst_ = 0;
 };
 
 Reduced Suite::reduced(ncclDataType_t t, ncclRedOp_t op, size_t count) const {
@@ -218,7 +222,9 @@ void Suite::expect(ncclDataType_t t, const void* buf, size_t i, double want, dou
   const size_t es = typeSize(t);
   bool good;
   if (isFloat(t) && opt_.mode != Mode::kExact) {
-    good = std::fabs(load(t, buf, i) - want) <= tolerance;  // false for NaN
+    const double err = std::fabs(load(t, buf, i) - want);
+    good = err <= tolerance;  // false for NaN
+    if (tolerance > 0) worst_ = std::max(worst_, err / tolerance);
   } else {
     unsigned char bits[8];
     store(t, bits, 0, want);
@@ -494,10 +500,12 @@ int run(int argc, char** argv) {
   MPI_Allreduce(&bad, &anyBad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   long long checked = suite.checked(), total = 0;
   MPI_Reduce(&checked, &total, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  double worst = suite.worstRatio(), worstAll = 0;
+  MPI_Reduce(&worst, &worstAll, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   if (rank == 0)
-    std::printf("nccl_mpi_test --%s%s%s: %d ranks, %lld elements checked: %s\n", modeName(opt),
-                opt.mode == Mode::kBound ? " " : "", opt.mode == Mode::kBound ? opt.codec.c_str() : "", nranks, total,
-                anyBad ? "FAILED" : "ok");
+    std::printf("nccl_mpi_test --%s%s%s: %d ranks, %lld elements checked (largest float error %.3g of its bound): %s\n",
+                modeName(opt), opt.mode == Mode::kBound ? " " : "", opt.mode == Mode::kBound ? opt.codec.c_str() : "",
+                nranks, total, worstAll, anyBad ? "FAILED" : "ok");
   return anyBad ? 1 : 0;
 }
 
