@@ -119,56 +119,63 @@ struct EncodeState {
   }
 };
 
+// One block of len elements (len == bs except for the last block).
 template <class K, class T, bool kStochastic>
-CCL_VECTOR_CLONES void encodeStream(EncodeState<K, T>& st) {
-  const uint32_t bs = st.p.blockSize;
+CCL_ALWAYS_INLINE void encodeBlock(EncodeState<K, T>& st, uint64_t b, uint32_t bs, uint32_t len, math::RngKey key) {
   uint8_t* scales = st.out + kHeaderBytes;
   uint8_t* codes = st.codes.data();
-  const math::RngKey key = math::rngKey(st.p.seed);
-  for (uint64_t b = 0; b < st.g.blocks; ++b) {
-    const size_t off = b * bs;
-    const uint32_t len = static_cast<uint32_t>(std::min<size_t>(bs, st.n - off));
-    const float* v = st.stageBlock(off, len);
-    const uint32_t m = blockAbsMaxBits(v, len);
-    const BlockScale s =
-        m >= 0x7f800000u ? BlockScale{true, 0, 0, 0} : K::chooseScale(fp::bitsFloat(m), st.p.fp16Scales);
-    uint8_t* dst = st.out + st.g.layout.codes + off * K::kBits / 8;
-    const size_t codeBytes = (size_t{len} * K::kBits + 7) / 8;
-    if (s.raw) {
-      storeScale(scales, b, st.scaleBytes, st.rawMarker());
-      std::memset(dst, 0, codeBytes);
-      st.writeRaw(b, v, len);
-      if (st.residual) std::fill_n(st.residual + off, len, 0.0f);
-      continue;
+  const size_t off = b * bs;
+  const float* v = st.stageBlock(off, len);
+  const uint32_t m = blockAbsMaxBits(v, len);
+  const BlockScale s = m >= 0x7f800000u ? BlockScale{true, 0, 0, 0} : K::chooseScale(fp::bitsFloat(m), st.p.fp16Scales);
+  uint8_t* dst = st.out + st.g.layout.codes + off * K::kBits / 8;
+  const size_t codeBytes = (size_t{len} * K::kBits + 7) / 8;
+  if (s.raw) {
+    storeScale(scales, b, st.scaleBytes, st.rawMarker());
+    std::memset(dst, 0, codeBytes);
+    st.writeRaw(b, v, len);
+    if (st.residual) std::fill_n(st.residual + off, len, 0.0f);
+    return;
+  }
+  storeScale(scales, b, st.scaleBytes, s.stored);
+  const uint32_t padded = (len + 7) & ~7u;  // the stage is zero past len
+  if constexpr (K::kBits == 8) {
+    // Full blocks straight into the stream; a short last block via the code stage.
+    quantizeToBytes<K, kStochastic>(v, padded, s.inv, len == bs ? dst : codes, key, off);
+    if (len != bs) std::memcpy(dst, codes, codeBytes);
+    if (st.residual) {
+      const uint8_t* c = len == bs ? dst : codes;
+      float* e = st.residual + off;
+      for (uint32_t i = 0; i < len; ++i) e[i] = v[i] - K::dequant(c[i], s.scale);
     }
-    storeScale(scales, b, st.scaleBytes, s.stored);
-    const uint32_t padded = (len + 7) & ~7u;  // the stage is zero past len
-    if constexpr (K::kBits == 8) {
-      // Full blocks straight into the stream; a short last block via the code stage.
-      quantizeToBytes<K, kStochastic>(v, padded, s.inv, len == bs ? dst : codes, key, off);
-      if (len != bs) std::memcpy(dst, codes, codeBytes);
-      if (st.residual) {
-        const uint8_t* c = len == bs ? dst : codes;
-        float* e = st.residual + off;
-        for (uint32_t i = 0; i < len; ++i) e[i] = v[i] - K::dequant(c[i], s.scale);
-      }
-    } else {
-      quantizeToBytes<K, kStochastic>(v, padded, s.inv, codes, key, off);
-      // Pack whole groups in place; a last partial group goes through a small buffer so no
-      // byte past the stream's codes is written.
-      const uint32_t len8 = len & ~7u;
-      packCodes<K::kBits>(codes, len8, dst);
-      if (len8 != len) {
-        uint8_t tail[8];
-        packCodes<K::kBits>(codes + len8, 8, tail);
-        std::memcpy(dst + len8 * K::kBits / 8, tail, codeBytes - len8 * K::kBits / 8);
-      }
-      if (st.residual) {
-        float* e = st.residual + off;
-        for (uint32_t i = 0; i < len; ++i) e[i] = v[i] - K::dequant(codes[i], s.scale);
-      }
+  } else {
+    quantizeToBytes<K, kStochastic>(v, padded, s.inv, codes, key, off);
+    // Pack whole groups in place; a last partial group goes through a small buffer so no
+    // byte past the stream's codes is written.
+    const uint32_t len8 = len & ~7u;
+    packCodes<K::kBits>(codes, len8, dst);
+    if (len8 != len) {
+      uint8_t tail[8];
+      packCodes<K::kBits>(codes + len8, 8, tail);
+      std::memcpy(dst + len8 * K::kBits / 8, tail, codeBytes - len8 * K::kBits / 8);
+    }
+    if (st.residual) {
+      float* e = st.residual + off;
+      for (uint32_t i = 0; i < len; ++i) e[i] = v[i] - K::dequant(codes[i], s.scale);
     }
   }
+}
+
+// kBlock != 0 compiles the full blocks for that size (the defaults, 128 and 32): with
+// constant trip counts their loops vectorise without remainder code, which is much of the
+// cost of a small block.
+template <class K, class T, bool kStochastic, uint32_t kBlock>
+CCL_VECTOR_CLONES void encodeStream(EncodeState<K, T>& st) {
+  const uint32_t bs = kBlock != 0 ? kBlock : st.p.blockSize;
+  const math::RngKey key = math::rngKey(st.p.seed);
+  const uint64_t full = st.n / bs;
+  for (uint64_t b = 0; b < full; ++b) encodeBlock<K, T, kStochastic>(st, b, bs, bs, key);
+  if (full < st.g.blocks) encodeBlock<K, T, kStochastic>(st, full, bs, static_cast<uint32_t>(st.n - full * bs), key);
 }
 
 template <class K, class T>
@@ -186,9 +193,13 @@ size_t encodeQuantized(const Params& p, const typename T::Storage* x, size_t n, 
   st.scaleBytes = scaleBytes(p.codec, st.h.flags);
   st.rawOut = out + st.g.layout.raw;
   if (p.stochastic) {
-    encodeStream<K, T, true>(st);
+    encodeStream<K, T, true, 0>(st);
+  } else if (p.blockSize == 128) {
+    encodeStream<K, T, false, 128>(st);
+  } else if (p.blockSize == 32) {
+    encodeStream<K, T, false, 32>(st);
   } else {
-    encodeStream<K, T, false>(st);
+    encodeStream<K, T, false, 0>(st);
   }
   st.h.aux = st.rawBlocks;
   writeHeader(st.h, out);

@@ -113,13 +113,12 @@ struct Fp8Kind {
   static constexpr int kBits = 8;
   static BlockScale chooseScale(float absmax, bool) { return f32Scale(absmax, math::fp8MaxFinite<F>()); }
   static bool readScale(uint32_t stored, bool, float& s) { return readLinearScale(stored, false, s); }
-  static uint32_t quant(float v, float inv) { return F::encode(v * inv, true); }
+  static uint32_t quant(float v, float inv) { return math::fp8EncodeFinite<F>(v * inv); }
   static uint32_t quantStochastic(float v, float inv, uint32_t r) { return math::fp8EncodeStochastic<F>(v * inv, r); }
-  static float dequant(uint32_t code, float s) { return F::decode(code) * s; }
+  static float dequant(uint32_t code, float s) { return math::fp8DecodeFinite<F>(code) * s; }
 };
 
-// OCP MX with e4m3 elements: the "scale" the loops carry is the e8m0 exponent E as a float
-// multiplier pair; dequantisation applies 2^(E-127) exactly.
+// OCP MX with e4m3 elements: the scale is 2^(E-127), stored as its e8m0 exponent E.
 struct MxKind {
   static constexpr int kBits = 8;
   static constexpr int kEmaxElem = 8;
@@ -127,20 +126,20 @@ struct MxKind {
     const uint32_t e = math::mxScaleExponent(absmax, kEmaxElem);
     BlockScale bs;
     bs.inv = math::mxEncodeMultiplier(e);
-    bs.scale = fp::bitsFloat(e);  // carries E; see dequant
+    bs.scale = math::mxScaleValue(e);
     bs.stored = e;
     return bs;
   }
   static bool readScale(uint32_t stored, bool, float& s) {
     if (stored == math::kMxRawMarker) return false;
-    s = fp::bitsFloat(stored);
+    s = math::mxScaleValue(stored);
     return true;
   }
-  static uint32_t quant(float v, float inv) { return fp::E4M3::encode(v * inv, true); }
+  static uint32_t quant(float v, float inv) { return math::fp8EncodeFinite<fp::E4M3>(v * inv); }
   static uint32_t quantStochastic(float v, float inv, uint32_t r) {
     return math::fp8EncodeStochastic<fp::E4M3>(v * inv, r);
   }
-  static float dequant(uint32_t code, float s) { return math::mxApplyScale(fp::E4M3::decode(code), fp::floatBits(s)); }
+  static float dequant(uint32_t code, float s) { return math::fp8DecodeFinite<fp::E4M3>(code) * s; }
 };
 
 }  // namespace ccl::codec

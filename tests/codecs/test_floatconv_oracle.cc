@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <random>
 
+#include "codecs/math/quant_fp8.h"
 #include "common/floatconv.h"
 
 #if defined(CCL_HAVE_CUDA_FP8_ORACLE)
@@ -85,6 +86,42 @@ TEST(FloatConvOracle, RandomFloatsToFp8AsCuda) {
     }
     EXPECT_EQ(mismatches, 0);
   }
+}
+
+// The quantisers' fast paths: every finite value encodes as the oracle saturates it, every
+// finite code decodes as the oracle does, and non-finite codes decode to the largest finite
+// value of their sign.
+template <class F>
+void checkQuantizerFastPaths(__nv_fp8_interpretation_t kind) {
+  for (uint32_t v = 0; v < 256; ++v) {
+    const float want = oracleFp8ToFloat(v, kind);
+    const float got = codec::math::fp8DecodeFinite<F>(v);
+    if (std::isfinite(want)) {
+      EXPECT_EQ(floatBits(want), floatBits(got)) << "code " << v;
+      EXPECT_EQ(oracleFloatToFp8(want, true, kind), codec::math::fp8EncodeFinite<F>(want)) << "code " << v;
+    } else {
+      EXPECT_EQ(got, (v & 0x80) ? -codec::math::fp8MaxFinite<F>() : codec::math::fp8MaxFinite<F>()) << "code " << v;
+    }
+  }
+  std::mt19937 rng(4321);
+  int mismatches = 0;
+  for (int i = 0; i < kRandom; ++i) {
+    const uint32_t bits = rng();
+    const float f = (i & 1) ? bitsFloat(bits)
+                            : std::ldexp(static_cast<float>(bits >> 8) * 0x1p-24f, static_cast<int>(bits % 48) - 30) *
+                                  ((bits & 0x80) ? -1.0f : 1.0f);
+    if (!std::isfinite(f)) continue;
+    const uint8_t want = oracleFloatToFp8(f, true, kind);
+    const uint32_t got = codec::math::fp8EncodeFinite<F>(f);
+    if (want != got && ++mismatches < 10)
+      ADD_FAILURE() << std::hex << "float 0x" << floatBits(f) << " want 0x" << int(want) << " got 0x" << got;
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+TEST(FloatConvOracle, QuantizerFastPathsAsCuda) {
+  checkQuantizerFastPaths<E4M3>(__NV_E4M3);
+  checkQuantizerFastPaths<E5M2>(__NV_E5M2);
 }
 
 TEST(FloatConvOracle, HalfAndBf16AsCuda) {

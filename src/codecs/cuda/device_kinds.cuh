@@ -80,11 +80,11 @@ struct DevFp8Kind {
   __host__ __device__ static ScaleRead readScale(uint32_t stored, bool, float& s) {
     return devReadLinearScale(stored, false, s);
   }
-  __host__ __device__ static uint32_t quant(float v, float inv) { return F::encode(v * inv, true); }
+  __host__ __device__ static uint32_t quant(float v, float inv) { return math::fp8EncodeFinite<F>(v * inv); }
   __host__ __device__ static uint32_t quantStochastic(float v, float inv, uint32_t r) {
     return math::fp8EncodeStochastic<F>(v * inv, r);
   }
-  __host__ __device__ static float dequant(uint32_t code, float s) { return F::decode(code) * s; }
+  __host__ __device__ static float dequant(uint32_t code, float s) { return math::fp8DecodeFinite<F>(code) * s; }
 };
 
 struct DevMxKind {
@@ -93,20 +93,18 @@ struct DevMxKind {
 
   __host__ __device__ static DevScale chooseScale(float absmax, bool) {
     const uint32_t e = math::mxScaleExponent(absmax, kEmaxElem);
-    return DevScale{false, math::mxEncodeMultiplier(e), fp::bitsFloat(e), e};
+    return DevScale{false, math::mxEncodeMultiplier(e), math::mxScaleValue(e), e};
   }
   __host__ __device__ static ScaleRead readScale(uint32_t stored, bool, float& s) {
     if (stored == math::kMxRawMarker) return ScaleRead::kRaw;
-    s = fp::bitsFloat(stored);
+    s = math::mxScaleValue(stored);
     return ScaleRead::kOk;
   }
-  __host__ __device__ static uint32_t quant(float v, float inv) { return fp::E4M3::encode(v * inv, true); }
+  __host__ __device__ static uint32_t quant(float v, float inv) { return math::fp8EncodeFinite<fp::E4M3>(v * inv); }
   __host__ __device__ static uint32_t quantStochastic(float v, float inv, uint32_t r) {
     return math::fp8EncodeStochastic<fp::E4M3>(v * inv, r);
   }
-  __host__ __device__ static float dequant(uint32_t code, float s) {
-    return math::mxApplyScale(fp::E4M3::decode(code), fp::floatBits(s));
-  }
+  __host__ __device__ static float dequant(uint32_t code, float s) { return math::fp8DecodeFinite<fp::E4M3>(code) * s; }
 };
 
 // Calls fn(Kind{}) for a quantiser codec; throws for any other.

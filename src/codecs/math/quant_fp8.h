@@ -41,6 +41,48 @@ CCL_HD uint32_t fp8EncodeStochastic(float f, uint32_t randomBits) {
   return a > 0x7f800000u ? F::kCanonicalNaN : (sign | code);
 }
 
+// 2^e for a normal fp32 power of two, usable in constant expressions.
+CCL_HD constexpr float pow2f(int e) {
+  float r = 1.0f;
+  for (; e > 0; --e) r *= 2.0f;
+  for (; e < 0; ++e) r *= 0.5f;
+  return r;
+}
+
+// Saturating round-to-nearest-even of a finite v to format F: the quantisers' fast path
+// (their blocks with NaN or Inf travel raw, so every value reaching it is finite). Equal to
+// F::encode(v, true) for every finite v, with fewer operations: no inf/NaN selections.
+template <class F>
+CCL_HD uint32_t fp8EncodeFinite(float v) {
+  static_assert(F::kSignBit == 0x80u);
+  constexpr int kShift = 23 - F::kManBits;
+  constexpr uint32_t kMinNormalBits = static_cast<uint32_t>(127 + 1 - F::kBias) << 23;
+  const uint32_t u = fp::floatBits(v);
+  const uint32_t a = u & 0x7fffffffu;
+  const uint32_t normal = ((a + (1u << (kShift - 1)) - 1u + ((a >> kShift) & 1u)) >> kShift) -
+                          (static_cast<uint32_t>(127 - F::kBias) << F::kManBits);
+  // Below F's normal range one unit of the last place is 2^(1-bias-man): scale it to 1.0
+  // (exact, a power of two) and let adding 1.5*2^23 round to the nearest even integer.
+  constexpr float kUlpInverse = pow2f(F::kBias - 1 + F::kManBits);
+  const uint32_t subnormal = fp::floatBits(fp::bitsFloat(a) * kUlpInverse + 12582912.0f) - 0x4b400000u;
+  const uint32_t code = a < kMinNormalBits ? subnormal : normal;
+  return ((u >> 24) & 0x80u) | (code < F::kMaxFinite ? code : F::kMaxFinite);
+}
+
+// Decodes an fp8 code of the quantisers' streams. Codes the encoder never writes (NaN, and
+// e5m2's infinities) decode as the largest finite value, so a corrupt stream cannot put a
+// non-finite value into a result. Equal to F::decode for every finite code.
+template <class F>
+CCL_HD float fp8DecodeFinite(uint32_t code) {
+  uint32_t mag = code & 0x7fu;
+  mag = mag < F::kMaxFinite ? mag : F::kMaxFinite;
+  const float normal = fp::bitsFloat((mag << (23 - F::kManBits)) + (static_cast<uint32_t>(127 - F::kBias) << 23));
+  constexpr float kUlp = pow2f(1 - F::kBias - F::kManBits);
+  const float subnormal = static_cast<float>(static_cast<int32_t>(mag)) * kUlp;
+  const float m = mag < (1u << F::kManBits) ? subnormal : normal;
+  return fp::bitsFloat(fp::floatBits(m) | ((code & 0x80u) << 24));
+}
+
 // e8m0 scale exponent (biased, 0..254) for a finite absmax >= 0 and element emax.
 CCL_HD uint32_t mxScaleExponent(float absmax, int emaxElem) {
   const int32_t biasedExp = static_cast<int32_t>((fp::floatBits(absmax) >> 23) & 0xffu);
@@ -52,15 +94,9 @@ CCL_HD uint32_t mxScaleExponent(float absmax, int emaxElem) {
 // 2^(127 - E): what the encoder multiplies by. Normal for every E the encoder produces.
 CCL_HD float mxEncodeMultiplier(uint32_t e) { return fp::bitsFloat((254u - e) << 23); }
 
-// v * 2^(E - 127) in two normal steps so E = 0 needs no denormal constant; exact whenever
-// the result is representable.
-CCL_HD float mxApplyScale(float v, uint32_t e) {
-  const int32_t p = static_cast<int32_t>(e) - 127;
-  const int32_t p1 = p / 2;
-  const int32_t p2 = p - p1;
-  return v * fp::bitsFloat(static_cast<uint32_t>(p1 + 127) << 23) *
-         fp::bitsFloat(static_cast<uint32_t>(p2 + 127) << 23);
-}
+// 2^(E - 127) as an fp32 value; E = 0 is the subnormal 2^-127, exact, and multiplying by
+// it rounds once (slowly on some CPUs, but only blocks with absmax below 2^-119 have it).
+CCL_HD float mxScaleValue(uint32_t e) { return fp::bitsFloat(e == 0 ? 0x00400000u : e << 23); }
 
 constexpr uint8_t kMxRawMarker = 0xff;  // e8m0 NaN
 
