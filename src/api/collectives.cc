@@ -51,21 +51,27 @@ bool compressedKind(int opKind) {
 codec::Params codecFor(cclComm_t comm, int opKind, bool ex, const cclCompression_t* explicitCodec, size_t bytes) {
   codec::Params none;
   if (!compressedKind(opKind)) return none;
-  codec::Params p = (ex && explicitCodec)                  ? codec::resolveParams(explicitCodec)
-                    : (comm->policy.enabled >> opKind) & 1 ? comm->policy.codec
-                                                           : none;
+  codec::Params p = (ex && explicitCodec) ? codec::resolveParams(explicitCodec)
+                    : (comm->policy.enabled >> opKind) & 1 && !comm->defaultCodecOff ? comm->policy.codec
+                                                                                     : none;
   return bytes < comm->policy.minBytes ? none : p;
+}
+
+uint64_t fnv1a(std::initializer_list<uint64_t> values, uint64_t h = 0xcbf29ce484222325ull) {
+  for (uint64_t v : values) h = (h ^ v) * 0x100000001b3ull;
+  return h;
+}
+
+// What the ranks must agree on about a call's codec (error feedback is each rank's own).
+uint64_t codecDigest(const codec::Params& p) {
+  if (p.codec == cclCodecNone) return 0;
+  return fnv1a({uint64_t(p.codec), uint64_t(p.blockSize), uint64_t(p.fp16Scales), uint64_t(p.fp16Values),
+                uint64_t(p.keepRatio * 1e9), uint64_t(double(p.threshold) * 1e9), uint64_t(p.stochastic), p.seed});
 }
 
 uint64_t codecKey(const coll::CollArgs& a) {
   if (a.codec.codec == cclCodecNone) return 0;
-  const codec::Params& p = a.codec;
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (uint64_t v : {uint64_t(p.codec), uint64_t(p.blockSize), uint64_t(p.fp16Scales), uint64_t(p.fp16Values),
-                     uint64_t(p.keepRatio * 1e9), uint64_t(double(p.threshold) * 1e9), uint64_t(p.stochastic), p.seed,
-                     uint64_t(a.feedback)})
-    h = (h ^ v) * 0x100000001b3ull;
-  return h | 1;
+  return fnv1a({codecDigest(a.codec), uint64_t(a.feedback)}) | 1;
 }
 
 // The error-feedback state of a compressed call: the caller's handle, else the state kept
@@ -256,6 +262,9 @@ cclResult_t collective(const Call& c) {
     op.send = c.send;
     op.recv = c.recv;
     op.tagBase = (comm->collSeq++ & kSeqMask) << kSeqShift;
+    op.signature = fnv1a({uint64_t(opKind), c.count, uint64_t(c.dtype), isReduction(c.kind) ? uint64_t(c.op) : 0,
+                          isRooted(c.kind) ? uint64_t(c.root) : 0, codecDigest(a.codec)}) |
+                   1;
     CCL_TRACE("%s count %zu %s %s root %d inplace %d steps %zu", c.fn, c.count, dataTypeName(c.dtype), redOpName(c.op),
               c.root, a.inPlace, op.plan->steps.size());
     submit(std::move(op));

@@ -34,6 +34,21 @@ cclConfig_t resolveConfig(const cclConfig_t* user) {
   return c;
 }
 
+// Over shared memory a message moves at memory speed, and encoding and decoding it costs
+// about as much as moving it uncompressed (perf/README.md has the measurement).
+bool allPeersOverSharedMemory(const transport::Transport& t) {
+  if (t.size() < 2) return false;
+  for (int peer = 0; peer < t.size(); ++peer)
+    if (peer != t.rank() && !t.sharedMemoryLink(peer)) return false;
+  return true;
+}
+
+bool codecOnSharedMemory() {
+  const std::string mode = config::getString("CCL_CODEC_SHM");
+  CCL_CHECK(mode == "auto" || mode == "on", cclInvalidArgument, "CCL_CODEC_SHM='" + mode + "' must be auto or on");
+  return mode == "on";
+}
+
 }  // namespace
 
 cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfig_t* config) {
@@ -59,9 +74,12 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
   log::RankScope scope(rank);
   comm->bootstrap = bootstrap::Bootstrap::connect(id, rank, nranks, comm->timeout);
   comm->transport = transport::createUcxTransport(*comm->bootstrap);
+  comm->defaultCodecOff = allPeersOverSharedMemory(*comm->transport) && !codecOnSharedMemory();
   if (comm->policy.codec.codec != cclCodecNone)
-    CCL_INFO("comm %p: default codec %s for messages of at least %zu bytes", static_cast<void*>(comm.get()),
-             cclCodecName(comm->policy.codec.codec), comm->policy.minBytes);
+    CCL_INFO(
+        "comm %p: default codec %s for messages of at least %zu bytes%s", static_cast<void*>(comm.get()),
+        cclCodecName(comm->policy.codec.codec), comm->policy.minBytes,
+        comm->defaultCodecOff ? ", not applied: every peer is reached through shared memory (CCL_CODEC_SHM=auto)" : "");
   CCL_INFO("comm %p%s%s rank %d nranks %d transport %s ready", static_cast<void*>(comm.get()),
            comm->name.empty() ? "" : " ", comm->name.c_str(), rank, nranks, comm->transport->name());
   return comm.release();

@@ -62,7 +62,8 @@ struct cclComm {
   ccl::coll::ScratchPool scratch;
   std::unordered_map<ccl::api::PlanKey, std::shared_ptr<const ccl::coll::Plan>, ccl::api::PlanKeyHash> plans;
 
-  ccl::api::Policy policy;  // default compression
+  ccl::api::Policy policy;       // default compression
+  bool defaultCodecOff = false;  // every peer over shared memory and CCL_CODEC_SHM=auto
   ccl::api::AutoFeedback autoFeedback;
   cclOpStats_t stats[cclNumOpKinds] = {};
 

@@ -39,6 +39,7 @@ coll::Job makeJob(const Op& op, void* scratch, coll::ExecStats* stats) {
   j.aborted = &op.comm->aborted;
   j.callSeed = op.tagBase;
   j.stats = stats;
+  j.signature = op.signature;
   return j;
 }
 

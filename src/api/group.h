@@ -21,6 +21,7 @@ struct Op {
   bool compressed = false;
   cclFeedback* feedback = nullptr;  // error-feedback state the plan's encodes use
   size_t feedbackFloats = 0;
+  uint64_t signature = 0;  // see coll::Job::signature; 0 for point-to-point
 };
 
 bool groupActive();

@@ -35,6 +35,7 @@ class JobRun {
   void reset(const Job& job) {
     job_ = &job;
     plan_ = job.plan;
+    postSignature();
     head_ = 0;
     completed_ = 0;
     ready_.clear();
@@ -62,8 +63,8 @@ class JobRun {
     }
   }
 
-  bool finished() const { return completed_ == plan_->steps.size(); }
-  bool waitingOnTransport() const { return !inflight_.empty(); }
+  bool finished() const { return completed_ == plan_->steps.size() && !sigSend_ && !sigRecv_; }
+  bool waitingOnTransport() const { return !inflight_.empty() || sigSend_ || sigRecv_; }
   // What the job still waits for, for the timeout message: "3 of 12 steps pending; waiting
   // for recv from 1 tag 0x100003, send to 2 tag 0x5 ...".
   std::string describeWait() const {
@@ -86,7 +87,11 @@ class JobRun {
   }
 
   // Cancels what is still in flight (after a failure); the buffers are then free.
-  void drop() { inflight_.clear(); }
+  void drop() {
+    inflight_.clear();
+    sigSend_.reset();
+    sigRecv_.reset();
+  }
 
   // Starts every ready step; compute steps run to completion here.
   bool startReady() {
@@ -104,7 +109,7 @@ class JobRun {
   }
 
   bool pollRequests() {
-    bool moved = false;
+    bool moved = pollSignature();
     for (size_t i = 0; i < inflight_.size();) {
       if (!inflight_[i].request->test()) {
         ++i;
@@ -130,6 +135,38 @@ class JobRun {
   }
 
  private:
+  void postSignature() {
+    sigSend_.reset();
+    sigRecv_.reset();
+    transport::Transport& t = *job_->transport;
+    if (job_->signature == 0 || t.size() < 2) return;
+    mySig_ = job_->signature;
+    sigSend_ = t.isend((t.rank() + 1) % t.size(), job_->tagBase | kSignatureTag, &mySig_, sizeof(mySig_));
+    sigRecv_ =
+        t.irecv((t.rank() + t.size() - 1) % t.size(), job_->tagBase | kSignatureTag, &peerSig_, sizeof(peerSig_));
+  }
+
+  bool pollSignature() {
+    bool moved = false;
+    if (sigSend_ && sigSend_->test()) {
+      sigSend_.reset();
+      moved = true;
+    }
+    if (sigRecv_ && sigRecv_->test()) {
+      const bool same = sigRecv_->receivedBytes() == sizeof(peerSig_) && peerSig_ == mySig_;
+      sigRecv_.reset();
+      moved = true;
+      if (!same) {
+        transport::Transport& t = *job_->transport;
+        t.abortMismatch();
+        throw Error(cclInvalidUsage, "rank " + std::to_string((t.rank() + t.size() - 1) % t.size()) +
+                                         " called this operation with another count, type, op, root or codec "
+                                         "than this rank; the communicator is aborted");
+      }
+    }
+    return moved;
+  }
+
   char* base(Buf b) const {
     switch (b) {
       case Buf::kSend:
@@ -254,6 +291,8 @@ class JobRun {
   size_t deferredHead_ = 0;
   size_t sendsInFlight_ = 0;
   codec::Params codec_;  // the plan's codec with this call's seed
+  uint64_t mySig_ = 0, peerSig_ = 0;
+  std::unique_ptr<transport::Request> sigSend_, sigRecv_;
 };
 
 constexpr int kSpinPasses = 64;

@@ -34,10 +34,17 @@ struct Job {
   transport::Transport* transport = nullptr;
   uint64_t tagBase = 0;                        // or'ed into every step tag (call sequence)
   const std::atomic<bool>* aborted = nullptr;  // checked while waiting; may be null
-  uint64_t callSeed = 0;
-  ExecStats* stats = nullptr;  // accumulated into when set                       // mixed into the codec seed: the same
-                               // on every rank for one call
+  uint64_t callSeed = 0;                       // mixed into the codec seed: the same on every rank for one call
+  ExecStats* stats = nullptr;                  // accumulated into when set
+  // Non-zero: a digest of how this rank called the operation (count, type, op, root,
+  // codec). Each rank sends it to the next and compares the previous rank's; a difference
+  // fails the job with cclInvalidUsage here and, through the transport's abort, on every
+  // rank, instead of leaving ranks waiting for messages that will never come.
+  uint64_t signature = 0;
 };
+
+// Step tag of the signature exchange; plans' own tags stay below it.
+constexpr uint64_t kSignatureTag = 0xffffffffu;
 
 struct ExecOptions {
   // A job fails with cclSystemError when nothing completes for this long.

@@ -29,6 +29,7 @@ const std::vector<Var>& all() {
       {"CCL_CODEC", "none", "Default codec of communicators (none, fp8_e4m3, fp8_e5m2, mxfp8_e4m3, int8, int4, int2, topk, randk, threshold), applied to the collectives CCL_COMPRESS enables."},
       {"CCL_CODEC_MIN_BYTES", "64K", "Messages smaller than this many bytes are never compressed."},
       {"CCL_COMPRESS", "allreduce,reducescatter,allgather", "Comma-separated collectives a communicator's default codec applies to (allreduce, reducescatter, allgather, broadcast, alltoall, sendrecv, all, none)."},
+      {"CCL_CODEC_SHM", "auto", "auto: a communicator whose peers are all reached through shared memory does not apply its default codec (compression costs more there than it saves; codecs passed to *Ex calls still apply). on: apply it anyway."},
       {"CCL_FEEDBACK", "none", "Error feedback kept per buffer for compressed calls made without a feedback handle: none, ef (residual) or loco."},
       {"CCL_CODEC_BLOCK", "0", "Quantiser block size (elements per scale); 0: the codec's default (128, mxfp8 32)."},
       {"CCL_CODEC_SCALE_BITS", "32", "Scale width of int codecs: 32 (fp32) or 16 (fp16)."},

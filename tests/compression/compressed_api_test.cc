@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ccl/ccl.h"
+#include "scoped_env.h"
 #include "world.h"
 
 namespace {
@@ -221,6 +222,58 @@ TEST(Stats, WireBytesBelowRawBytes) {
   });
 }
 
+// Compressed allreduces of one call each: the default codec's, then an explicit one.
+struct Counted {
+  unsigned long long viaDefault = 0;
+  unsigned long long viaExplicit = 0;
+};
+
+Counted compressedAllReduces(const cclConfig_t* config) {
+  const int n = 2;
+  const size_t count = 1 << 16;
+  World w(n, config);
+  EXPECT_TRUE(w.ready());
+  std::vector<Counted> got(n);
+  w.run([&](int r, cclComm_t comm) {
+    Vec x = input(r, count), y(count);
+    cclStats_t s0 = CCL_STATS_INITIALIZER, s1 = CCL_STATS_INITIALIZER, s2 = CCL_STATS_INITIALIZER;
+    ASSERT_CCL_OK(cclCommGetStats(comm, &s0));
+    ASSERT_CCL_OK(cclAllReduce(x.data(), y.data(), count, cclFloat, cclSum, comm, nullptr));
+    ASSERT_CCL_OK(cclCommGetStats(comm, &s1));
+    cclCompression_t z = codecOf(cclCodecInt8);
+    ASSERT_CCL_OK(cclAllReduceEx(x.data(), y.data(), count, cclFloat, cclSum, comm, nullptr, &z, nullptr));
+    ASSERT_CCL_OK(cclCommGetStats(comm, &s2));
+    got[r].viaDefault = s1.op[cclOpAllReduce].compressedCalls - s0.op[cclOpAllReduce].compressedCalls;
+    got[r].viaExplicit = s2.op[cclOpAllReduce].compressedCalls - s1.op[cclOpAllReduce].compressedCalls;
+  });
+  EXPECT_EQ(got[0].viaDefault, got[1].viaDefault) << "ranks disagree on compressing";
+  return got[0];
+}
+
+// Over shared memory the communicator's default codec is not applied unless
+// CCL_CODEC_SHM=on; a codec passed to an *Ex call always is. CCL_TEST_LINK (set by the
+// ctest entry, with UCX_TLS to match) says which link the ranks have.
+TEST(SharedMemory, DefaultCodecFollowsTheLink) {
+  const char* link = std::getenv("CCL_TEST_LINK");
+  if (!link) GTEST_SKIP() << "CCL_TEST_LINK (shm or tcp) not set: run through ctest";
+  const bool shm = std::string(link) == "shm";
+  cclCompression_t z = codecOf(cclCodecInt8);
+  cclConfig_t config = CCL_CONFIG_INITIALIZER;
+  config.compression = &z;
+  {
+    ccltest::ScopedEnv mode("CCL_CODEC_SHM", "auto");
+    const Counted c = compressedAllReduces(&config);
+    EXPECT_EQ(c.viaDefault, shm ? 0u : 1u) << "CCL_CODEC_SHM=auto over " << link;
+    EXPECT_EQ(c.viaExplicit, 1u);
+  }
+  {
+    ccltest::ScopedEnv mode("CCL_CODEC_SHM", "on");
+    const Counted c = compressedAllReduces(&config);
+    EXPECT_EQ(c.viaDefault, 1u) << "CCL_CODEC_SHM=on over " << link;
+    EXPECT_EQ(c.viaExplicit, 1u);
+  }
+}
+
 // Ranks using different codecs are told so, instead of misreading each other's bytes.
 TEST(Mismatch, DifferentCodecsAreInvalidUsageEverywhere) {
   const int n = 2;
@@ -233,6 +286,24 @@ TEST(Mismatch, DifferentCodecsAreInvalidUsageEverywhere) {
     res[r] = cclAllReduceEx(x.data(), y.data(), 4096, cclFloat, cclSum, comm, nullptr, &z, nullptr);
   });
   for (int r = 0; r < n; ++r) EXPECT_EQ(res[r], cclInvalidUsage) << "rank " << r;
+}
+
+// One rank compresses and the other does not: both are told, neither waits for the timeout.
+TEST(Mismatch, CompressedAgainstUncompressedIsInvalidUsageEverywhere) {
+  const int n = 2;
+  ccltest::ScopedEnv timeout("CCL_TIMEOUT", "20");
+  for (size_t count : {size_t{4096}, size_t{1} << 20}) {
+    World w(n);
+    ASSERT_TRUE(w.ready());
+    std::vector<cclResult_t> res(n);
+    w.run([&](int r, cclComm_t comm) {
+      cclCompression_t z = codecOf(cclCodecInt8);
+      Vec x = input(r, count), y(count);
+      res[r] =
+          cclAllReduceEx(x.data(), y.data(), count, cclFloat, cclSum, comm, nullptr, r == 0 ? &z : nullptr, nullptr);
+    });
+    for (int r = 0; r < n; ++r) EXPECT_EQ(res[r], cclInvalidUsage) << "rank " << r << " count " << count;
+  }
 }
 
 // With a feedback handle, a constant input allreduced repeatedly with int4 averages out to

@@ -55,7 +55,9 @@ class LocalTransport : public transport::Transport {
     return std::make_unique<Recv>(fabric_, Fabric::Key{peer, rank_, tag}, buf, bytes);
   }
   bool progress() override { return false; }
+  bool sharedMemoryLink(int) const override { return false; }
   void abort() override {}
+  void abortMismatch() override {}
 
  private:
   struct Done : transport::Request {

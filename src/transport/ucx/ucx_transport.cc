@@ -35,7 +35,9 @@ class UcxTransport final : public Transport {
   std::unique_ptr<Request> isend(int peer, uint64_t tag, const void* buf, size_t bytes) override;
   std::unique_ptr<Request> irecv(int peer, uint64_t tag, void* buf, size_t bytes) override;
   bool progress() override { return worker_.progress(); }
+  bool sharedMemoryLink(int peer) const override { return worker_.sharedMemoryLink(peer); }
   void abort() override { worker_.requestAbort(); }
+  void abortMismatch() override { worker_.requestAbort(true); }
 
  private:
   void checkArgs(int peer, uint64_t tag, const void* buf, size_t bytes) const;

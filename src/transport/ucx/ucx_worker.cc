@@ -19,7 +19,8 @@ namespace ccl::transport::ucx {
 
 namespace {
 
-constexpr uint32_t kAbortNotice = 0x54524241;  // "ABRT"
+constexpr uint32_t kAbortNotice = 0x54524241;     // "ABRT"
+constexpr uint32_t kMismatchNotice = 0x4d53494d;  // "MISM"
 
 // Progresses `worker` until `request` (a status pointer returned by UCX) is no longer in
 // progress or `limit` passes; then releases it. Returns its final status.
@@ -83,7 +84,7 @@ PeerInfo PeerInfo::local() {
   h = fnv1a(h, readFile("/proc/sys/kernel/random/boot_id"));
   h = fnv1a(h, host);
   h = fnv1a(h, n > 0 ? std::string(ns, n) : std::string());
-  return PeerInfo{h, static_cast<int64_t>(getpid())};
+  return PeerInfo{h, static_cast<int64_t>(getpid()), hasSharedMemory() ? 1u : 0u};
 }
 
 Worker::Worker(int rank, int size)
@@ -114,6 +115,7 @@ std::vector<uint8_t> Worker::address() const {
 void Worker::connect(const std::vector<std::vector<uint8_t>>& addresses, const std::vector<PeerInfo>& peers) {
   const PeerInfo me = PeerInfo::local();
   watched_.assign(size_, 0);
+  shm_.assign(size_, 0);
   for (int peer = 0; peer < size_; ++peer) {
     epContexts_[peer] = {this, peer};
     ucp_ep_params_t params{};
@@ -124,6 +126,8 @@ void Worker::connect(const std::vector<std::vector<uint8_t>>& addresses, const s
     params.err_handler.cb = &Worker::onEndpointError;
     params.err_handler.arg = &epContexts_[peer];
     checkStatus(ucp_ep_create(worker_, &params, &eps_[peer]), "ucp_ep_create to rank " + std::to_string(peer));
+    shm_[peer] = peer != rank_ && params.err_mode == UCP_ERR_HANDLING_MODE_NONE && peers[peer].hostId == me.hostId &&
+                 me.sharedMemory && peers[peer].sharedMemory;
     if (params.err_mode == UCP_ERR_HANDLING_MODE_NONE && peers[peer].pid != me.pid) {
       watched_[peer] = static_cast<pid_t>(peers[peer].pid);
       anyWatched_ = true;
@@ -147,7 +151,8 @@ void Worker::onControl(void* request, ucs_status_t status, const ucp_tag_recv_in
   auto* self = static_cast<Worker*>(arg);
   if (self->controlRequest_ == request) self->controlRequest_ = nullptr;
   ucp_request_free(request);
-  if (status != UCS_OK || self->controlBuf_ != kAbortNotice) return;
+  if (status != UCS_OK || (self->controlBuf_ != kAbortNotice && self->controlBuf_ != kMismatchNotice)) return;
+  if (self->controlBuf_ == kMismatchNotice) self->mismatch_.store(true, std::memory_order_relaxed);
   self->noticeFrom_ = static_cast<int>((info->sender_tag >> 44) & (kMaxRanks - 1));
   self->failurePending_ = true;
 }
@@ -209,7 +214,8 @@ void Worker::handleEvents() {
 // test(), and closing the endpoints fails pending sends.
 void Worker::applyAbort() {
   abortApplied_ = true;
-  static const uint32_t notice = kAbortNotice;
+  static const uint32_t abortNotice = kAbortNotice, mismatchNotice = kMismatchNotice;
+  const uint32_t& notice = abortedForMismatch() ? mismatchNotice : abortNotice;
   std::vector<ucs_status_ptr_t> sends;
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_ || peer == abortedBy_ || !eps_[peer] || failed_[peer]) continue;

@@ -24,6 +24,7 @@ inline ucp_tag_t wireTag(int source, uint64_t tag) { return (static_cast<uint64_
 struct PeerInfo {
   uint64_t hostId;  // boot id, host name and pid namespace
   int64_t pid;
+  uint64_t sharedMemory;  // 1 when this process's UCX context has a shared-memory transport
   static PeerInfo local();
 };
 
@@ -50,15 +51,24 @@ class Worker {
   // The endpoint to `peer`, or null once it failed or was closed.
   ucp_ep_h endpoint(int peer) const { return eps_[peer]; }
   bool peerFailed(int peer) const { return failed_[peer] != 0; }
+  // True when the endpoint to `peer` may use UCX's shared-memory transports: same host,
+  // both contexts have them, and no UCX error handling (which would fall back to TCP).
+  bool sharedMemoryLink(int peer) const { return shm_[peer] != 0; }
 
   // One ucp_worker_progress, plus acting on peer failures and a requested abort. Returns
   // true when anything happened.
   bool progress();
-  void requestAbort() { abortRequested_.store(true, std::memory_order_release); }
+  // With `mismatch`, peers learn that the ranks called an operation differently.
+  void requestAbort(bool mismatch = false) {
+    if (mismatch) mismatch_.store(true, std::memory_order_relaxed);
+    abortRequested_.store(true, std::memory_order_release);
+  }
   // True after abort() here or an abort notice from a peer.
   bool aborted() const { return abortRequested_.load(std::memory_order_acquire); }
   // The rank whose abort notice aborted this worker, or -1 (a local abort, or none).
   int abortedBy() const { return abortedBy_; }
+  // True when the abort came from a mismatch found here or by a peer.
+  bool abortedForMismatch() const { return mismatch_.load(std::memory_order_relaxed); }
   // Closes the endpoint to `peer` without waiting for it: its pending sends complete with
   // an error and the peer sees this rank as failed.
   void forceClose(int peer);
@@ -84,6 +94,7 @@ class Worker {
   std::vector<uint8_t> failed_;
   std::vector<EpContext> epContexts_;
   std::vector<pid_t> watched_;  // per peer: a process on this host to watch, or 0
+  std::vector<uint8_t> shm_;    // per peer: see sharedMemoryLink
   bool anyWatched_ = false;
   uint32_t progressCalls_ = 0;
   std::chrono::steady_clock::time_point nextWatch_{};
@@ -96,6 +107,7 @@ class Worker {
   int noticeFrom_ = -1;  // set by onControl, acted on by handleEvents
   int abortedBy_ = -1;
   std::atomic<bool> abortRequested_{false};
+  std::atomic<bool> mismatch_{false};
 };
 
 }  // namespace ccl::transport::ucx
