@@ -76,6 +76,10 @@ Plan emptyPlan(const CollArgs& a);
 Split chunks(size_t count, size_t elemSize, size_t chunkBytes);
 // A tag unique within one plan for (phase, step, chunk).
 uint32_t tag(int phase, int nranks, int step, size_t chunk);
+// Adds an uncompressed ring allreduce of a.count elements of a.dtype held at `data` (the
+// contribution, overwritten with the result), started after `after`. Returns every step
+// that writes `data` or reads it for a reduction: the result is complete after all of them.
+Deps ringAllReduceInPlace(Plan& p, const CollArgs& a, Ref data, const Deps& after);
 }  // namespace detail
 
 }  // namespace ccl::coll

@@ -8,6 +8,10 @@
 //                       (n quantisations); the sums then go round the ring untouched.
 //   sparse allreduce    each rank's sparse stream goes to every rank; every rank adds the n
 //                       streams in rank order, so all get the same bits.
+//   random-k ring       random-k draws the same positions on every rank, so the kept values
+//                       of all ranks line up: an uncompressed ring allreduce of just the k
+//                       values inside each rank's stream, then one decode. The sum stays
+//                       k-sparse and each rank sends 2(n-1)/n * 4k bytes instead of (n-1) streams.
 //   allgather, broadcast, all-to-all, send/recv: encode once, forward bytes, decode at the end.
 // Every rank, the sender included, takes the decoded values, so all ranks agree exactly.
 // Quantised data moves in chunks aligned to the codec block, so encoding one chunk
@@ -270,11 +274,44 @@ Plan sparseAllReduce(const CollArgs& a) {
   return b.take();
 }
 
+// Where random-k's fp32 values sit in its stream (the layout follows from the header alone).
+codec::Layout randkLayout(const CollArgs& a) {
+  codec::Header h;
+  h.codec = static_cast<uint8_t>(cclCodecRandK);
+  h.count = a.count;
+  h.aux = codec::keptCount(a.codec, a.count);
+  return codec::layoutOf(h);
+}
+
+bool randkRingApplies(const CollArgs& a) {
+  return a.codec.codec == cclCodecRandK && a.dtype == cclFloat32 && !a.codec.fp16Values && a.nranks > 1;
+}
+
+Plan randkRingAllReduce(const CollArgs& a) {
+  Builder b(a);
+  Plan& p = b.plan();
+  auto [st, e] = b.encode(b.send(0), a.dtype, a.count, b.residual(0), {});
+  CollArgs values = a;
+  values.count = codec::keptCount(a.codec, a.count);
+  const size_t first = p.steps.size();
+  Deps done = detail::ringAllReduceInPlace(p, values, st.buf + randkLayout(a).codes, {e});
+  // Statistics: each value sent stands for count/k dense elements.
+  const double dense = static_cast<double>(a.count) / static_cast<double>(values.count);
+  for (size_t i = first; i < p.steps.size(); ++i)
+    if (p.steps[i].kind == StepKind::kSend) p.steps[i].rawBytes = static_cast<size_t>(p.steps[i].bytes * dense);
+  done.push_back(e);
+  p.decode(b.recv(0), a.dtype, st.buf, st.slot, a.count, done);
+  return b.take();
+}
+
 }  // namespace
 
 Algo chooseCompressedAllReduce(const CollArgs& a) {
   if (a.algo == Algo::kRing || a.algo == Algo::kTwoShot || a.algo == Algo::kSparse) return a.algo;
-  return codec::isQuantizer(a.codec.codec) ? Algo::kTwoShot : Algo::kSparse;
+  if (codec::isQuantizer(a.codec.codec)) return Algo::kTwoShot;
+  // Random-k's values ring when they are many; few go to everyone in one round.
+  if (randkRingApplies(a) && codec::keptCount(a.codec, a.count) * sizeof(float) > a.treeMaxBytes) return Algo::kRing;
+  return Algo::kSparse;
 }
 
 size_t feedbackFloats(const CollArgs& a, bool reduceScatter) {
@@ -294,7 +331,7 @@ Plan planCompressedAllReduce(const CollArgs& a) {
   }
   switch (chooseCompressedAllReduce(a)) {
     case Algo::kRing:
-      return ringAllReduce(a);
+      return randkRingApplies(a) ? randkRingAllReduce(a) : ringAllReduce(a);
     case Algo::kSparse:
       return sparseAllReduce(a);
     default:

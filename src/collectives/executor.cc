@@ -189,7 +189,9 @@ class JobRun {
         size_t bytes = s.slot == kNoSlot ? s.bytes : lengths_[s.slot];
         if (job_->stats) {
           job_->stats->wireBytes += bytes;
-          job_->stats->rawBytes += s.slot == kNoSlot ? bytes : s.count * dataTypeSize(plan_->dtype);
+          job_->stats->rawBytes += s.rawBytes          ? s.rawBytes
+                                   : s.slot == kNoSlot ? bytes
+                                                       : s.count * dataTypeSize(plan_->dtype);
         }
         inflight_.push_back({id, job_->transport->isend(s.peer, job_->tagBase | s.tag, at(s.src), bytes)});
         ++sendsInFlight_;

@@ -55,6 +55,7 @@ struct Step {
   bool withFeedback = false;        // encode: apply and update the residual at `src2`
   bool divide = false;              // narrow: divide by nranks (cclAvg)
   uint32_t seedSalt = 0;            // encode: added to the call's seed (0 on every rank for randk)
+  size_t rawBytes = 0;              // send: uncompressed bytes it stands for (statistics), 0: its own size
   uint32_t firstDep = 0;
   uint32_t numDeps = 0;
 };

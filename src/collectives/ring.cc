@@ -17,6 +17,7 @@ struct RingLayout {
   std::vector<size_t> count;             // elements of segment k
   std::function<Ref(int)> contribution;  // this rank's own data of segment k
   std::function<Ref(int)> accumulator;   // where segment k is reduced and gathered
+  Deps after;                            // steps that produce the contributions
 };
 
 struct RingState {
@@ -38,15 +39,17 @@ RingState ringReduceScatter(Plan& p, const CollArgs& a, const RingLayout& L) {
       size_t off = sc.offset(j) * es;
       Ref src = s == 0 ? L.contribution(sendSeg) + off : L.accumulator(sendSeg) + off;
       st.sends[sendSeg].push_back(
-          p.send(next, detail::tag(0, n, s, j), src, sc.size(j) * es, s == 0 ? Deps{} : Deps{reduced[sendSeg][j]}));
+          p.send(next, detail::tag(0, n, s, j), src, sc.size(j) * es, s == 0 ? L.after : Deps{reduced[sendSeg][j]}));
     }
     Split rc = detail::chunks(L.count[recvSeg], es, a.chunkBytes);
     Ref tmp = p.scratch(L.count[recvSeg] * es);
     for (size_t j = 0; j < rc.parts; ++j) {
       size_t off = rc.offset(j) * es;
       StepId rid = p.recv(prev, detail::tag(0, n, s, j), tmp + off, rc.size(j) * es);
+      Deps deps = L.after;
+      deps.push_back(rid);
       reduced[recvSeg].push_back(
-          p.reduce(L.accumulator(recvSeg) + off, L.contribution(recvSeg) + off, tmp + off, rc.size(j), {rid}));
+          p.reduce(L.accumulator(recvSeg) + off, L.contribution(recvSeg) + off, tmp + off, rc.size(j), deps));
     }
   }
   st.ownReady = reduced[r];
@@ -100,6 +103,22 @@ Plan planRingAllReduce(const CollArgs& a) {
   RingState st = ringReduceScatter(p, a, L);
   ringAllGather(p, a, L, L.accumulator(a.rank), st.ownReady, &st.sends);
   return p;
+}
+
+Deps detail::ringAllReduceInPlace(Plan& p, const CollArgs& a, Ref data, const Deps& after) {
+  const size_t es = dataTypeSize(a.dtype);
+  Split seg{a.count, static_cast<size_t>(a.nranks)};
+  RingLayout L;
+  for (int k = 0; k < a.nranks; ++k) L.count.push_back(seg.size(k));
+  L.contribution = L.accumulator = [&](int k) { return data + seg.offset(k) * es; };
+  L.after = after;
+  const size_t first = p.steps.size();
+  RingState st = ringReduceScatter(p, a, L);
+  ringAllGather(p, a, L, L.accumulator(a.rank), st.ownReady, &st.sends);
+  Deps written;
+  for (size_t i = first; i < p.steps.size(); ++i)
+    if (p.steps[i].kind != StepKind::kSend) written.push_back(static_cast<StepId>(i));
+  return written;
 }
 
 Plan planReduceScatter(const CollArgs& a) {

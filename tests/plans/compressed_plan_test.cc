@@ -193,6 +193,38 @@ TEST(CompressedSparse, TopKKeepsLargestAndAgrees) {
   EXPECT_GT(nonzero, 0u);
 }
 
+// Random-k through the values ring: every rank keeps the same positions, so the result is
+// the exact sum there (up to fp32 rounding of a different summation order) and 0 elsewhere,
+// the same positions as the sparse allgather, and identical on every rank.
+TEST(CompressedSparse, RandKRingMatchesSparseAllGather) {
+  const size_t count = 100003;
+  for (int n : {2, 3, 5, 8})
+    for (bool inPlace : {false, true}) {
+      auto in = gaussian(n, count, 31 + n);
+      auto argsFor = [&](Algo algo) {
+        return [&, algo](int r) {
+          CollArgs a = args(n, r, count, cclCodecRandK, algo, 4096);
+          a.codec.keepRatio = 0.2;  // 80 KB of values: above treeMaxBytes, so auto picks the ring
+          return a;
+        };
+      };
+      ASSERT_EQ(chooseCompressedAllReduce(argsFor(Algo::kAuto)(0)), Algo::kRing);
+      auto ring = allReduce(in, argsFor(Algo::kRing), inPlace, nullptr, 7);
+      auto sparse = allReduce(in, argsFor(Algo::kSparse), inPlace, nullptr, 7);
+      expectSameOnAllRanks(ring);
+      const Vec want = exactSum(in);
+      const double tol = 1e-6 * n * maxAbs(in);
+      size_t kept = 0;
+      for (size_t i = 0; i < count; ++i) {
+        ASSERT_EQ(ring[0][i] != 0.0f, sparse[0][i] != 0.0f) << "position " << i << " n " << n;
+        if (sparse[0][i] == 0.0f) continue;
+        ++kept;
+        ASSERT_NEAR(ring[0][i], want[i], tol) << "position " << i << " n " << n;
+      }
+      EXPECT_EQ(kept, codec::keptCount(argsFor(Algo::kRing)(0).codec, count)) << "n " << n;
+    }
+}
+
 // Relative RMS error of two-shot int8 on Gaussian data stays under 1% and does not grow
 // with the rank count; the ring's is recorded beside it for comparison.
 TEST(CompressedAccuracy, TwoShotInt8IsFlatInRankCount) {
