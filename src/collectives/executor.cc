@@ -265,10 +265,12 @@ class JobRun {
       lengths_[s.slot] = req.receivedBytes();
       return;
     }
-    if (req.receivedBytes() != s.bytes)
+    if (req.receivedBytes() != s.bytes) {
+      job_->transport->abortMismatch();  // every rank's call fails, not only this one's
       throw Error(cclInvalidUsage, "rank " + std::to_string(s.peer) + " sent " + std::to_string(req.receivedBytes()) +
                                        " bytes where " + std::to_string(s.bytes) +
                                        " were expected: ranks called the operation with different counts or types");
+    }
   }
 
   void complete(StepId id) {

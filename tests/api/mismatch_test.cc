@@ -2,7 +2,9 @@
 // memory (DESIGN.md section 6: mismatches are reported as cclInvalidUsage).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <vector>
 
 #include "scoped_env.h"
@@ -11,22 +13,29 @@
 namespace ccltest {
 namespace {
 
-TEST(Mismatch, DifferentCountsFailOnEveryRank) {
-  ScopedEnv timeout("CCL_TIMEOUT", "5");
-  World w(2);
+// Large calls exchange a digest of the call; the smallest go in one round to every rank
+// and are caught by size. Either way every rank fails with cclInvalidUsage, long before
+// the timeout.
+void expectCountMismatchFailsEverywhere(int n, size_t count, size_t otherCount) {
+  ScopedEnv timeout("CCL_TIMEOUT", "30");
+  World w(n);
   ASSERT_TRUE(w.ready());
   std::atomic<int> invalidUsage{0};
+  const auto start = std::chrono::steady_clock::now();
   w.run([&](int rank, cclComm_t comm) {
-    const size_t count = rank == 0 ? 1000 : 2000;
-    std::vector<float> in(2000, 1.f), out(2000, 0.f);
-    const cclResult_t r = cclAllReduce(in.data(), out.data(), count, cclFloat32, cclSum, comm, nullptr);
-    EXPECT_NE(r, cclSuccess) << "rank " << rank << " allreduce with count " << count << " against a peer's "
-                             << (rank == 0 ? 2000 : 1000) << " succeeded";
+    const size_t mine = rank == 0 ? otherCount : count;
+    std::vector<float> in(std::max(count, otherCount), 1.f), out(in.size(), 0.f);
+    const cclResult_t r = cclAllReduce(in.data(), out.data(), mine, cclFloat32, cclSum, comm, nullptr);
     if (r == cclInvalidUsage) invalidUsage.fetch_add(1);
-    std::printf("rank %d (count %zu): %s\n", rank, count, describeResult(r).c_str());
+    std::printf("rank %d (count %zu): %s\n", rank, mine, describeResult(r).c_str());
   });
-  EXPECT_EQ(invalidUsage.load(), 2) << "every rank should report the mismatch as cclInvalidUsage";
+  EXPECT_EQ(invalidUsage.load(), n) << "every rank should report the mismatch as cclInvalidUsage";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(25)) << "a rank waited for the timeout";
 }
+
+TEST(Mismatch, DifferentCountsFailOnEveryRank) { expectCountMismatchFailsEverywhere(2, 2000, 1000); }
+TEST(Mismatch, DifferentSmallCountsFailOnEveryRank) { expectCountMismatchFailsEverywhere(3, 20, 10); }
+TEST(Mismatch, OneRankOfFourDiffersInALargeCall) { expectCountMismatchFailsEverywhere(4, 1 << 18, (1 << 18) + 1); }
 
 TEST(Mismatch, SendLongerThanRecvFails) {
   ScopedEnv timeout("CCL_TIMEOUT", "5");
