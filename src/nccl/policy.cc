@@ -100,8 +100,11 @@ std::string describePolicy(const Policy& p) {
   for (unsigned c = 0; c < static_cast<unsigned>(Coll::kCount); ++c)
     if (p.enables(static_cast<Coll>(c))) colls += std::string(colls.empty() ? "" : ",") + kCollNames[c];
   const char* fb = p.feedback == Feedback::kNone ? "none" : p.feedback == Feedback::kErrorFeedback ? "ef" : "loco";
+  const bool shmToo = config::getString("CCL_CODEC_SHM") == "on";
   return std::string("host buffers: codec ") + cclCodecName(p.codec) + " on float " +
          (colls.empty() ? "(none)" : colls) + " of >= " + std::to_string(p.minBytes) + " bytes, feedback " + fb +
+         (shmToo ? ", also between ranks that share memory (CCL_CODEC_SHM=on)"
+                 : ", except on communicators whose ranks all share memory (CCL_CODEC_SHM=auto)") +
          " (ccl's communicator policy); " + device;
 }
 
