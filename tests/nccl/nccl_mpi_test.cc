@@ -103,7 +103,7 @@ class Suite {
   }
   static Bytes fill(ncclDataType_t t, size_t count, const std::function<double(size_t)>& f) {
     Bytes b(count * typeSize(t));
-    for (size_t i = 0; i < count; ++i) store(t, b.data(), i, f(i));
+    for (size_t i = 0; i < count; ++i) set(t, b.data(), i, f(i));
     return b;
   }
   // A buffer the call must overwrite: 0xA5 bytes, a pattern no expected value of this test has.
@@ -222,17 +222,17 @@ void Suite::expect(ncclDataType_t t, const void* buf, size_t i, double want, dou
   const size_t es = typeSize(t);
   bool good;
   if (isFloat(t) && opt_.mode != Mode::kExact) {
-    const double err = std::fabs(load(t, buf, i) - want);
+    const double err = std::fabs(get(t, buf, i) - want);
     good = err <= tolerance;  // false for NaN
     if (tolerance > 0) worst_ = std::max(worst_, err / tolerance);
   } else {
     unsigned char bits[8];
-    store(t, bits, 0, want);
+    set(t, bits, 0, want);
     good = std::memcmp(bits, static_cast<const unsigned char*>(buf) + i * es, es) == 0;
   }
   if (good || failed_) return;
   char msg[256];
-  std::snprintf(msg, sizeof(msg), "element %zu is %.9g, expected %.9g (tolerance %.3g)", i, load(t, buf, i), want,
+  std::snprintf(msg, sizeof(msg), "element %zu is %.9g, expected %.9g (tolerance %.3g)", i, get(t, buf, i), want,
                 tolerance);
   fail(msg);
 }

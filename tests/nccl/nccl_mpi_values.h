@@ -8,18 +8,18 @@
 #include <cstdint>
 #include <string>
 
+#include "nccl_elements.h"
+
 namespace nccl_mpi {
 
-size_t typeSize(ncclDataType_t t);
-const char* typeName(ncclDataType_t t);
-bool isFloat(ncclDataType_t t);
+using nccl_test::get;
+using nccl_test::isFloat;
+using nccl_test::set;
+using nccl_test::typeName;
+using nccl_test::typeSize;
 // Unit roundoff of a float type (0 for integers).
 double unitRoundoff(ncclDataType_t t);
 
-// Element i of a buffer of type t as a double; stores v rounded to nearest even (floats)
-// or converted (integers; inputs are always in range).
-double load(ncclDataType_t t, const void* buf, size_t i);
-void store(ncclDataType_t t, void* buf, size_t i, double v);
 // v as it reads back after a store into t.
 double roundTo(ncclDataType_t t, double v);
 
