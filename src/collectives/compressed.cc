@@ -129,10 +129,15 @@ Owned reduceToOwners(Builder& b, const CollArgs& a, Offset shardOffset, Count sh
     own.ready.push_back(p.widen(b.floats(own.acc, own.chunks.offset(j)), b.send(shardOffset(r) + own.chunks.offset(j)),
                                 own.chunks.size(j)));
   if (readDone) readDone->assign(n, {});
-  for (int k = 1; k < n; ++k) {
-    const int peer = mod(r + k, n);
-    Pieces c = pieces(a, shardCount(peer));
-    for (size_t j = 0; j < c.parts(); ++j) {
+  // Chunk by chunk across the peers (not peer by peer), so every owner gets its first
+  // chunks from all peers early and can start the second shot while the first still runs.
+  size_t maxParts = 0;
+  for (int k = 1; k < n; ++k) maxParts = std::max(maxParts, pieces(a, shardCount(mod(r + k, n))).parts());
+  for (size_t j = 0; j < maxParts; ++j) {
+    for (int k = 1; k < n; ++k) {
+      const int peer = mod(r + k, n);
+      Pieces c = pieces(a, shardCount(peer));
+      if (j >= c.parts()) continue;
       const size_t at = shardOffset(peer) + c.offset(j);
       auto [st, e] = b.encode(b.send(at), a.dtype, c.size(j), b.residual(at), {});
       b.sendTo(peer, tag(0, n, k, j), st, {e});
