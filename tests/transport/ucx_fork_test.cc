@@ -20,14 +20,19 @@ using bootstrap::Bootstrap;
 
 enum ChildExit { kOk = 0, kWrongData = 3, kError = 4, kUnexpectedError = 5 };
 
-// Forks one child per rank running body(rank) -> exit code. Returns the exit codes (-1 for
+// Forks one child per rank running body(rank, id) -> exit code. Returns the exit codes (-1 for
 // a child killed at the deadline or by a signal).
-std::vector<int> forkRanks(int n, const std::function<int(int)>& body, std::chrono::seconds limit) {
+std::vector<int> forkRanks(int n, const std::function<int(int, const cclUniqueId&)>& body, std::chrono::seconds limit) {
   // Children start only once all are forked: a fork() while the rendezvous thread of this
   // process serves an earlier child could copy a lock held by that thread (malloc, or the
   // mmap hooks of UCX's libucm) into the new child, which would then deadlock.
   int gate[2];
   if (pipe(gate) != 0) ADD_FAILURE() << "pipe failed: " << std::strerror(errno);
+  // The id, and with it the rendezvous thread, is made by child 0 after the forks: a thread
+  // of this process could hold the (sanitizer's) allocator lock at the moment of a fork, and
+  // the child's UCX thread would then block on that lock forever.
+  int idPipe[2];
+  if (pipe(idPipe) != 0) ADD_FAILURE() << "pipe failed: " << std::strerror(errno);
   std::vector<pid_t> pids;
   for (int r = 0; r < n; ++r) {
     pid_t pid = fork();
@@ -38,7 +43,15 @@ std::vector<int> forkRanks(int n, const std::function<int(int)>& body, std::chro
       }
       int code = kUnexpectedError;
       try {
-        code = body(r);
+        cclUniqueId id{};
+        if (r == 0) {
+          id = newId();
+          for (int k = 1; k < n; ++k)  // one record per child; writes below PIPE_BUF are atomic
+            if (write(idPipe[1], &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) _exit(kError);
+        } else if (read(idPipe[0], &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) {
+          _exit(kError);
+        }
+        code = body(r, id);
       } catch (const std::exception& e) {
         fprintf(stderr, "rank %d: %s\n", r, e.what());
         code = kError;
@@ -48,6 +61,8 @@ std::vector<int> forkRanks(int n, const std::function<int(int)>& body, std::chro
     if (pid < 0) ADD_FAILURE() << "fork failed: " << std::strerror(errno);
     pids.push_back(pid);
   }
+  close(idPipe[0]);
+  close(idPipe[1]);
   close(gate[0]);
   close(gate[1]);  // releases the children
   std::vector<int> codes(n, -1);
@@ -78,10 +93,9 @@ std::vector<int> forkRanks(int n, const std::function<int(int)>& body, std::chro
 // A ring exchange over UCX plus bootstrap collectives between 3 processes.
 TEST(UcxFork, RingExchangeBetweenProcesses) {
   constexpr int n = 3;
-  cclUniqueId id = newId();
   auto codes = forkRanks(
       n,
-      [&](int rank) {
+      [&](int rank, const cclUniqueId& id) {
         auto bs = Bootstrap::connect(id, rank, n, kJoinTimeout);
         std::vector<int> pids(n);
         pids[rank] = getpid();
@@ -108,10 +122,9 @@ TEST(UcxFork, RingExchangeBetweenProcesses) {
 
 // A rank that dies turns a receive from it into cclRemoteError on the survivor, not a hang.
 TEST(UcxFork, DeadPeerFailsPendingRecv) {
-  cclUniqueId id = newId();
   auto codes = forkRanks(
       2,
-      [&](int rank) {
+      [&](int rank, const cclUniqueId& id) {
         auto bs = Bootstrap::connect(id, rank, 2, kJoinTimeout);
         auto t = transport::createUcxTransport(*bs);
         bs->barrier();

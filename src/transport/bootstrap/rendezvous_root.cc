@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <future>
 #include <optional>
 #include <string>
 #include <thread>
@@ -216,8 +217,17 @@ void createUniqueId(cclUniqueId* id) {
   layout.root = listener.localAddr();
   auto service = std::make_unique<RootService>(std::move(listener), layout, defaultDeadline());
   // Detached: the service owns all it touches, so it can outlive the caller or be cut short
-  // by process exit. It ends by itself once all ranks joined or at the timeout.
-  std::thread([svc = std::move(service)] { svc->run(); }).detach();
+  // by process exit. It ends by itself once all ranks joined or at the timeout. The caller
+  // waits until the thread runs: starting a thread takes locks (the allocator's, a
+  // sanitizer's thread registry), and a process that forks its ranks right after this call
+  // must not copy them held into a child.
+  std::promise<void> started;
+  std::future<void> running = started.get_future();
+  std::thread([svc = std::move(service), started = std::move(started)]() mutable {
+    started.set_value();
+    svc->run();
+  }).detach();
+  running.wait();
   std::memset(id->internal, 0, sizeof(id->internal));
   std::memcpy(id->internal, &layout, sizeof(layout));
   CCL_INFO("bootstrap root listening on %s", toString(layout.root).c_str());
