@@ -52,14 +52,14 @@ class Transport {
   // or changed state, so callers can back off (yield) when nothing did.
   virtual bool progress() = 0;
 
-  // True when bytes to `peer` (not this rank) move through shared memory on this host, so
-  // that compressing them costs more than it saves. The same answer on both ends of a pair.
+  // True when bytes to `peer` (not this rank) move through shared memory on this host. The
+  // same answer on both ends of a pair.
   virtual bool sharedMemoryLink(int peer) const = 0;
 
   // Callable from any thread: makes every pending and future request fail promptly
   // (test() throws cclRemoteError / cclInvalidUsage) instead of waiting.
   virtual void abort() = 0;
-  // abort() because this rank found that the ranks called one operation differently: the
+  // abort() for a usage error the caller found (its peers are out of step with it): the
   // peers' requests then fail with cclInvalidUsage rather than cclRemoteError.
   virtual void abortMismatch() = 0;
 };

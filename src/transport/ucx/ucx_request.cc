@@ -82,8 +82,7 @@ void UcxRequest::throwFailure() const {
   if (worker_.aborted() && worker_.abortedForMismatch())
     throw Error(cclInvalidUsage, std::string("UCX ") + op + " rank " + std::to_string(peer_) + " stopped: rank " +
                                      std::to_string(worker_.abortedBy() >= 0 ? worker_.abortedBy() : worker_.rank()) +
-                                     " found that the ranks called this operation differently (count, type, op, "
-                                     "root or codec)");
+                                     " found the ranks out of step (mismatched calls) and aborted the communicator");
   if (worker_.aborted() && worker_.abortedBy() >= 0)
     throw Error(cclRemoteError, std::string("UCX ") + op + " rank " + std::to_string(peer_) + " failed: rank " +
                                     std::to_string(worker_.abortedBy()) + " aborted the communicator");

@@ -58,7 +58,7 @@ class Worker {
   // One ucp_worker_progress, plus acting on peer failures and a requested abort. Returns
   // true when anything happened.
   bool progress();
-  // With `mismatch`, peers learn that the ranks called an operation differently.
+  // With `mismatch`, peers learn that the abort reports a usage error (see abortMismatch).
   void requestAbort(bool mismatch = false) {
     if (mismatch) mismatch_.store(true, std::memory_order_relaxed);
     abortRequested_.store(true, std::memory_order_release);
