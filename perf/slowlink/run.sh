@@ -108,16 +108,17 @@ limit_links() {
   echo "# links: tbf rate $rate burst $burst latency 20ms on both ends of each of $ranks veth pairs"
 }
 
-# Bytes sent through the tbf qdiscs so far: "<into bridge> <out of bridge>".
+# Bytes sent through the tbf qdiscs so far and packets they dropped:
+# "<into bridge> <out of bridge> <dropped up> <dropped down>".
 qdisc_bytes() {
-  local up=0 down=0 n
+  local up=0 down=0 dup=0 ddown=0 n d
   for ((i = 0; i < ranks; i++)); do
-    n=$(tc -s -n "$(rank_ns "$i")" qdisc show dev "$ifname" | awk '/Sent/ {print $2; exit}')
-    up=$((up + n))
-    n=$(tc -s -n "$hub" qdisc show dev "slh$i" | awk '/Sent/ {print $2; exit}')
-    down=$((down + n))
+    read -r n d < <(tc -s -n "$(rank_ns "$i")" qdisc show dev "$ifname" | awk '/Sent/ {gsub(",", ""); print $2, $7; exit}')
+    up=$((up + n)) dup=$((dup + d))
+    read -r n d < <(tc -s -n "$hub" qdisc show dev "slh$i" | awk '/Sent/ {gsub(",", ""); print $2, $7; exit}')
+    down=$((down + n)) ddown=$((ddown + d))
   done
-  echo "$up $down"
+  echo "$up $down $dup $ddown"
 }
 
 measure_stream() {
@@ -201,11 +202,12 @@ measure() {
   done
   if [[ $ok == 1 ]]; then
     after=$(qdisc_bytes)
-    read -r b_up b_down <<<"$before"
-    read -r a_up a_down <<<"$after"
+    read -r b_up b_down b_dup b_ddown <<<"$before"
+    read -r a_up a_down a_dup a_ddown <<<"$after"
     cat "$dir"/out.* | grep '^RESULT' | sed "s/\$/ rate=$rate repeat=$repeat tc_up=$((a_up - b_up)) tc_down=$((a_down - b_down))/" \
       >>"$work/results.txt"
-    echo "# tc $rate $impl $variant: $((a_up - b_up)) bytes into the bridge, $((a_down - b_down)) bytes out of it"
+    echo "# tc $rate $impl $variant: $((a_up - b_up)) bytes into the bridge, $((a_down - b_down)) bytes out of it;" \
+      "packets dropped: $((a_dup - b_dup)) into, $((a_ddown - b_ddown)) out of it"
   else
     echo "RESULT impl=$impl variant=$variant rank=0 failed=1 rate=$rate repeat=$repeat" >>"$work/results.txt"
   fi

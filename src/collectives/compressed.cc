@@ -125,9 +125,6 @@ Owned reduceToOwners(Builder& b, const CollArgs& a, Offset shardOffset, Count sh
   const int n = a.nranks, r = a.rank;
   Plan& p = b.plan();
   Owned own{p.scratch(shardCount(r) * sizeof(float)), pieces(a, shardCount(r)), {}};
-  for (size_t j = 0; j < own.chunks.parts(); ++j)
-    own.ready.push_back(p.widen(b.floats(own.acc, own.chunks.offset(j)), b.send(shardOffset(r) + own.chunks.offset(j)),
-                                own.chunks.size(j)));
   if (readDone) readDone->assign(n, {});
   // Chunk by chunk across the peers (not peer by peer), so every owner gets its first
   // chunks from all peers early and can start the second shot while the first still runs.
@@ -144,6 +141,11 @@ Owned reduceToOwners(Builder& b, const CollArgs& a, Offset shardOffset, Count sh
       if (readDone) (*readDone)[peer].push_back(e);
     }
   }
+  // The own shard is widened after the encodes are queued: the executor runs ready steps in
+  // order, and the first sends should not wait for a copy the first decodes need only later.
+  for (size_t j = 0; j < own.chunks.parts(); ++j)
+    own.ready.push_back(p.widen(b.floats(own.acc, own.chunks.offset(j)), b.send(shardOffset(r) + own.chunks.offset(j)),
+                                own.chunks.size(j)));
   if (readDone)
     for (StepId w : own.ready) (*readDone)[r].push_back(w);
   // Add the peers' streams in a fixed order (r-1, r-2, ...) so results do not depend on timing.

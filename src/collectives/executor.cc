@@ -37,8 +37,10 @@ class JobRun {
     plan_ = job.plan;
     postSignature();
     head_ = 0;
+    computeHead_ = 0;
     completed_ = 0;
     ready_.clear();
+    readyCompute_.clear();
     inflight_.clear();
     deferredSends_.clear();
     deferredHead_ = 0;
@@ -59,7 +61,7 @@ class JobRun {
     for (size_t i = 0; i < n; ++i) {
       const Step& s = plan_->steps[i];
       for (uint32_t d = 0; d < s.numDeps; ++d) succ_[fill_[plan_->deps[s.firstDep + d]]++] = static_cast<StepId>(i);
-      if (s.numDeps == 0) ready_.push_back(static_cast<StepId>(i));
+      if (s.numDeps == 0) makeReady(static_cast<StepId>(i));
     }
   }
 
@@ -93,17 +95,17 @@ class JobRun {
     sigRecv_.reset();
   }
 
-  // Starts every ready step; compute steps run to completion here.
+  // Starts every ready send and receive, then runs ready compute steps, one at a time
+  // while the transport has work in flight: between two of them the caller progresses the
+  // transport, and a send a compute step makes ready is posted before the next one runs, so
+  // the link is fed while a long run of encodes is still queued.
   bool startReady() {
-    bool moved = false;
-    while (head_ < ready_.size()) {
-      StepId id = ready_[head_++];
-      if (plan_->steps[id].kind == StepKind::kSend && sendsInFlight_ >= kMaxSendsInFlight) {
-        deferredSends_.push_back(id);
-        continue;
-      }
-      start(id);
+    bool moved = startTransport();
+    while (computeHead_ < readyCompute_.size()) {
+      start(readyCompute_[computeHead_++]);
       moved = true;
+      startTransport();
+      if (waitingOnTransport()) break;
     }
     return moved;
   }
@@ -135,6 +137,25 @@ class JobRun {
   }
 
  private:
+  bool startTransport() {
+    bool moved = false;
+    while (head_ < ready_.size()) {
+      StepId id = ready_[head_++];
+      if (plan_->steps[id].kind == StepKind::kSend && sendsInFlight_ >= kMaxSendsInFlight) {
+        deferredSends_.push_back(id);
+        continue;
+      }
+      start(id);
+      moved = true;
+    }
+    return moved;
+  }
+
+  void makeReady(StepId id) {
+    const StepKind k = plan_->steps[id].kind;
+    (k == StepKind::kSend || k == StepKind::kRecv ? ready_ : readyCompute_).push_back(id);
+  }
+
   void postSignature() {
     sigSend_.reset();
     sigRecv_.reset();
@@ -276,7 +297,7 @@ class JobRun {
   void complete(StepId id) {
     ++completed_;
     for (uint32_t i = succStart_[id]; i < succStart_[id + 1]; ++i)
-      if (--waiting_[succ_[i]] == 0) ready_.push_back(succ_[i]);
+      if (--waiting_[succ_[i]] == 0) makeReady(succ_[i]);
   }
 
   const Job* job_ = nullptr;
@@ -285,8 +306,10 @@ class JobRun {
   std::vector<uint32_t> succStart_;
   std::vector<uint32_t> fill_;
   std::vector<StepId> succ_;
-  std::vector<StepId> ready_;
+  std::vector<StepId> ready_;  // sends and receives
   size_t head_ = 0;
+  std::vector<StepId> readyCompute_;  // every other step
+  size_t computeHead_ = 0;
   size_t completed_ = 0;
   std::vector<Inflight> inflight_;
   std::vector<size_t> lengths_;  // encoded-stream lengths, by slot
