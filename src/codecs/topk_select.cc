@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 
+#include "codecs/math/radix_select.h"
 #include "codecs/math/rng.h"
 
 namespace ccl::codec {
@@ -59,27 +60,26 @@ struct KthKey {
   size_t tiesToTake;  // how many elements with exactly that key belong to the top k
 };
 
-// Radix select (11, 11, 10 bits from the top) of the k-th largest of keys[0, m); keys is
-// reordered. 1 <= k <= m.
+// Radix select (codecs/math/radix_select.h) of the k-th largest of keys[0, m), narrowing
+// keys to the matching ones after each round; keys is reordered. 1 <= k <= m.
 KthKey radixSelect(uint32_t* keys, size_t m, size_t k) {
   uint32_t prefix = 0;
-  const int shifts[3] = {21, 10, 0};
-  const uint32_t widths[3] = {11, 11, 10};
-  for (int round = 0; round < 3; ++round) {
-    const uint32_t bins = 1u << widths[round];
-    std::vector<size_t> hist(bins, 0);
-    for (size_t i = 0; i < m; ++i) ++hist[(keys[i] >> shifts[round]) & (bins - 1)];
-    uint32_t bucket = bins - 1;
-    while (hist[bucket] < k) k -= hist[bucket--];
-    prefix |= bucket << shifts[round];
+  uint64_t rank = k;
+  std::vector<size_t> hist(math::kRadixMaxBins);
+  for (int round = 0; round < math::kRadixRounds; ++round) {
+    const uint32_t bins = math::radixBins(round);
+    std::fill_n(hist.begin(), bins, 0);
+    for (size_t i = 0; i < m; ++i) ++hist[math::radixDigit(keys[i], round)];
+    const uint32_t bucket = math::radixPickBin(hist.data(), 0, bins - 1, rank);
+    prefix |= bucket << math::radixShift(round);
     size_t w = 0;
     for (size_t i = 0; i < m; ++i) {
       keys[w] = keys[i];
-      w += ((keys[i] >> shifts[round]) & (bins - 1)) == bucket ? 1 : 0;
+      w += math::radixDigit(keys[i], round) == bucket ? 1 : 0;
     }
     m = w;
   }
-  return KthKey{prefix, k};
+  return KthKey{prefix, static_cast<size_t>(rank)};
 }
 
 }  // namespace

@@ -1,12 +1,14 @@
 // Sparsifier encoder on the GPU. The kept indices come out ascending, as on the CPU:
-//   topk       CUB radix sort of the |x| keys, descending and stable (ties keep the lower
-//              index first, the CPU's rule), the first k indices then sorted ascending;
+//   topk       radix select of the k-th largest |x| key (codecs/math/radix_select.h, as on
+//              the CPU: a shared-memory histogram pass and a one-block pick per round), then
+//              CUB stream compaction of the indices above it plus, in index order, as many
+//              equal to it as the top k still needs (the CPU's rule: ties keep the lower index);
 //   threshold  CUB stream compaction (DeviceSelect::If) of the indices with |x| >= t;
 //   randk      one index per stratum from the shared counter-based RNG.
 // The values kernel writes fp32/fp16 values and the residual; varint lengths are scanned
 // (CUB) into gap offsets, and the header kernel picks bitmap or gaps by the CPU's rule.
 #include <algorithm>
-#include <cub/device/device_radix_sort.cuh>
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
 
@@ -15,6 +17,7 @@
 #include "codecs/cuda/device_wire.cuh"
 #include "codecs/cuda/kernels_internal.h"
 #include "codecs/cuda/sparse_common.cuh"
+#include "codecs/math/radix_select.h"
 
 namespace ccl::codec::cuda::detail {
 namespace {
@@ -52,6 +55,78 @@ struct AtLeast {
   const float* v;
   uint32_t key;
   __device__ bool operator()(uint32_t i) const { return devMagnitudeKey(fp::floatBits(v[i])) >= key; }
+};
+
+// Radix select state: the digits chosen so far (prefix, under mask), the rank still sought
+// (after the last round: how many keys equal to the k-th belong to the top k), and the
+// current round's histogram.
+struct RadixState {
+  uint32_t prefix;
+  uint32_t mask;
+  unsigned long long rank;
+  uint32_t hist[math::kRadixMaxBins];
+};
+
+__global__ void radixInit(RadixState* s, uint64_t k) { s->rank = k; }
+
+// Counts the keys matching the chosen digits by their digit of this round: per block in
+// shared memory, then added to the state's histogram.
+__global__ void __launch_bounds__(kThreads) radixHistogram(const uint32_t* keys, uint64_t n, RadixState* s, int round) {
+  __shared__ uint32_t h[math::kRadixMaxBins];
+  const uint32_t bins = math::radixBins(round);
+  for (uint32_t b = threadIdx.x; b < bins; b += blockDim.x) h[b] = 0;
+  __syncthreads();
+  const uint32_t prefix = s->prefix, mask = s->mask;
+  for (uint64_t i = firstThread(); i < n; i += threadStride()) {
+    const uint32_t key = keys[i];
+    if ((key & mask) == prefix) atomicAdd(&h[math::radixDigit(key, round)], 1u);
+  }
+  __syncthreads();
+  for (uint32_t b = threadIdx.x; b < bins; b += blockDim.x)
+    if (h[b]) atomicAdd(&s->hist[b], h[b]);
+}
+
+// One block: thread t owns the t-th group of bins from the top. A scan gives each group the
+// count above it; the group holding the sought rank walks its bins (the CPU's walk) and
+// records the digit. Every group then clears its bins for the next round.
+__global__ void __launch_bounds__(kThreads) radixPick(RadixState* s, int round) {
+  using Scan = cub::BlockScan<unsigned long long, kThreads>;
+  __shared__ typename Scan::TempStorage temp;
+  const uint32_t bins = math::radixBins(round), per = bins / kThreads;
+  const uint32_t hi = bins - 1 - threadIdx.x * per, lo = hi + 1 - per;
+  unsigned long long sum = 0;
+  for (uint32_t b = lo; b <= hi; ++b) sum += s->hist[b];
+  unsigned long long above = 0;
+  Scan(temp).ExclusiveSum(sum, above);
+  const unsigned long long rank = s->rank;
+  __syncthreads();  // every thread has read the rank before it changes
+  if (above < rank && rank <= above + sum) {
+    uint64_t r = rank - above;
+    const uint32_t digit = math::radixPickBin(s->hist, lo, hi, r);
+    s->prefix |= digit << math::radixShift(round);
+    s->mask |= (bins - 1) << math::radixShift(round);
+    s->rank = r;
+  }
+  for (uint32_t b = lo; b <= hi; ++b) s->hist[b] = 0;
+}
+static_assert(math::radixBins(0) % kThreads == 0 && math::radixBins(2) % kThreads == 0);
+
+__global__ void __launch_bounds__(kThreads)
+    equalToKth(const uint32_t* keys, uint64_t n, const RadixState* s, uint32_t* eq) {
+  const uint32_t kth = s->prefix;
+  for (uint64_t i = firstThread(); i < n; i += threadStride()) eq[i] = keys[i] == kth ? 1u : 0u;
+}
+
+// Index i belongs to the top k: its key is above the k-th, or equal to it with fewer than
+// the needed number of equal keys before it.
+struct TopKTake {
+  const uint32_t* keys;
+  const uint32_t* equalBefore;
+  const RadixState* s;
+  __device__ bool operator()(uint32_t i) const {
+    const uint32_t key = keys[i], kth = s->prefix;
+    return key > kth || (key == kth && equalBefore[i] < s->rank);
+  }
 };
 
 __global__ void randomKIndices(math::RngKey key, uint64_t n, uint64_t k, uint32_t* idx, SparseState* st) {
@@ -153,7 +228,8 @@ __global__ void __launch_bounds__(kThreads)
 // Device buffers of one encode call, carved from the workspace.
 struct Buffers {
   float* stage = nullptr;
-  uint32_t *keys = nullptr, *keysSorted = nullptr, *iota = nullptr, *sorted = nullptr, *idx = nullptr;
+  uint32_t *keys = nullptr, *equal = nullptr, *equalBefore = nullptr, *iota = nullptr, *idx = nullptr;
+  RadixState* radix = nullptr;
   unsigned long long* lens = nullptr;  // 64-bit: the scan sums in the input type
   unsigned long long* offs = nullptr;
   SparseState* st = nullptr;
@@ -166,13 +242,13 @@ size_t cubTempBytes(cclCodec_t codec, uint64_t n, uint64_t slots, cudaStream_t s
   size_t a = 0, b = 0, c = 0;
   const auto items = static_cast<int64_t>(n);
   if (codec == cclCodecTopK) {
-    check(cub::DeviceRadixSort::SortPairsDescending(nullptr, a, static_cast<uint32_t*>(nullptr),
-                                                    static_cast<uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
-                                                    static_cast<uint32_t*>(nullptr), items, 0, 31, stream),
-          "cub::DeviceRadixSort (size)");
-    check(cub::DeviceRadixSort::SortKeys(nullptr, b, static_cast<uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
-                                         items, 0, 32, stream),
-          "cub::DeviceRadixSort (size)");
+    check(cub::DeviceScan::ExclusiveSum(nullptr, a, static_cast<uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
+                                        items, stream),
+          "cub::DeviceScan::ExclusiveSum (size)");
+    check(cub::DeviceSelect::If(nullptr, b, static_cast<uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
+                                static_cast<unsigned long long*>(nullptr), items, TopKTake{nullptr, nullptr, nullptr},
+                                stream),
+          "cub::DeviceSelect::If (size)");
   } else if (codec == cclCodecThreshold) {
     check(cub::DeviceSelect::If(nullptr, a, static_cast<uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
                                 static_cast<unsigned long long*>(nullptr), items, AtLeast{nullptr, 0}, stream),
@@ -191,16 +267,18 @@ Buffers carve(const Params& p, uint64_t n, uint64_t slots, bool needStage, Works
   const bool topk = p.codec == cclCodecTopK, sel = p.codec != cclCodecRandK;
   Carver c;
   const size_t stageAt = c.add(needStage ? n * 4 : 0), keysAt = c.add(topk ? n * 4 : 0),
-               keysSortedAt = c.add(topk ? n * 4 : 0), iotaAt = c.add(sel ? n * 4 : 0),
-               sortedAt = c.add(topk ? n * 4 : 0), idxAt = c.add(slots * 4), lensAt = c.add(sel ? (slots + 1) * 8 : 0),
+               equalAt = c.add(topk ? n * 4 : 0), equalBeforeAt = c.add(topk ? n * 4 : 0),
+               radixAt = c.add(topk ? sizeof(RadixState) : 0), iotaAt = c.add(sel ? n * 4 : 0),
+               idxAt = c.add(slots * 4), lensAt = c.add(sel ? (slots + 1) * 8 : 0),
                offsAt = c.add(sel ? (slots + 1) * 8 : 0), stAt = c.add(sizeof(SparseState)), tempAt = c.add(tempBytes);
   void* base = ws.get(c.bytes(), stream);
   Buffers b;
   b.stage = needStage ? at<float>(base, stageAt) : nullptr;
   if (topk) {
     b.keys = at<uint32_t>(base, keysAt);
-    b.keysSorted = at<uint32_t>(base, keysSortedAt);
-    b.sorted = at<uint32_t>(base, sortedAt);
+    b.equal = at<uint32_t>(base, equalAt);
+    b.equalBefore = at<uint32_t>(base, equalBeforeAt);
+    b.radix = at<RadixState>(base, radixAt);
   }
   if (sel) {
     b.iota = at<uint32_t>(base, iotaAt);
@@ -224,15 +302,27 @@ void select(const Params& p, const float* v, uint64_t n, uint64_t k, Buffers& b,
   } else if (p.codec == cclCodecThreshold) {
     const AtLeast pred{v, devMagnitudeKey(fp::floatBits(p.threshold))};
     check(cub::DeviceSelect::If(b.temp, tb, b.iota, b.idx, &b.st->kept, items, pred, stream), "cub::DeviceSelect::If");
-  } else {
-    check(cub::DeviceRadixSort::SortPairsDescending(b.temp, tb, b.keys, b.keysSorted, b.iota, b.sorted, items, 0, 31,
-                                                    stream),
-          "cub::DeviceRadixSort::SortPairsDescending");
-    tb = b.tempBytes;
-    check(cub::DeviceRadixSort::SortKeys(b.temp, tb, b.sorted, b.idx, static_cast<int64_t>(k), 0, 32, stream),
-          "cub::DeviceRadixSort::SortKeys");
-    setKept<<<1, 1, 0, stream>>>(b.st, k);
+  } else if (k >= n) {
+    check(cudaMemcpyAsync(b.idx, b.iota, n * 4, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
+    setKept<<<1, 1, 0, stream>>>(b.st, n);
     checkLaunch("setKept");
+  } else if (k > 0) {
+    check(cudaMemsetAsync(b.radix, 0, sizeof(RadixState), stream), "cudaMemsetAsync");
+    radixInit<<<1, 1, 0, stream>>>(b.radix, k);
+    checkLaunch("radixInit");
+    for (int round = 0; round < math::kRadixRounds; ++round) {
+      radixHistogram<<<gridFor(n, kThreads, 512), kThreads, 0, stream>>>(b.keys, n, b.radix, round);
+      checkLaunch("radixHistogram");
+      radixPick<<<1, kThreads, 0, stream>>>(b.radix, round);
+      checkLaunch("radixPick");
+    }
+    equalToKth<<<gridFor(n, kThreads), kThreads, 0, stream>>>(b.keys, n, b.radix, b.equal);
+    checkLaunch("equalToKth");
+    check(cub::DeviceScan::ExclusiveSum(b.temp, tb, b.equal, b.equalBefore, items, stream),
+          "cub::DeviceScan::ExclusiveSum");
+    tb = b.tempBytes;
+    const TopKTake take{b.keys, b.equalBefore, b.radix};
+    check(cub::DeviceSelect::If(b.temp, tb, b.iota, b.idx, &b.st->kept, items, take, stream), "cub::DeviceSelect::If");
   }
 }
 
