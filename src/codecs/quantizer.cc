@@ -324,11 +324,26 @@ size_t quantizerEncode(const Params& p, const void* x, cclDataType_t type, size_
   });
 }
 
+// How far ahead of the element being written the output ops prefetch for writing. A single
+// thread's memory bandwidth is bounded by the misses it keeps in flight: the hardware
+// prefetchers follow the streams, but an output that is read and written (the accumulator)
+// or only written gets far more bandwidth with explicit write prefetches 4 KiB ahead
+// (perf/codecs/README.md). Prefetches never fault, so running past the end is harmless.
+constexpr size_t kPrefetchBytes = 4096;
+constexpr size_t kLineBytes = 64;
+
+template <class E>
+CCL_ALWAYS_INLINE void prefetchForWrite(const E* p, uint32_t len) {
+  const char* c = reinterpret_cast<const char*>(p) + kPrefetchBytes;
+  for (size_t b = 0; b < len * sizeof(E); b += kLineBytes) __builtin_prefetch(c + b, 1, 3);
+}
+
 // Output ops are structs, not lambdas, so the vector clones of decodeBlocks get a named type.
 template <class T>
 struct StoreOp {
   typename T::Storage* out;
   CCL_ALWAYS_INLINE void operator()(size_t off, const float* v, uint32_t len) const {
+    prefetchForWrite(out + off, len);
     for (uint32_t i = 0; i < len; ++i) T::store(out, off + i, v[i]);
   }
 };
@@ -337,6 +352,7 @@ struct AccumulateOp {
   float* acc;
   CCL_ALWAYS_INLINE void operator()(size_t off, const float* v, uint32_t len) const {
     float* a = acc + off;
+    prefetchForWrite(a, len);
     for (uint32_t i = 0; i < len; ++i) a[i] += v[i];
   }
 };
