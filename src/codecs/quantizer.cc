@@ -235,35 +235,31 @@ void validateBlocks(const Header& h, const uint8_t* in, const Geometry& g) {
   }
 }
 
-// Dequantises every non-raw block of a validated stream: op(offset, values, len) receives
-// each block's values in a stage.
+// Dequantises every non-raw block of a validated stream straight into op's output:
+// op.dequantize<K>(offset, codes, scale, len) gets each block's codes one per byte (the
+// stream's own bytes for 8-bit codes), so no value goes through a stage.
 template <class K, class Op>
 CCL_VECTOR_CLONES void decodeBlocks(const Header& h, const uint8_t* in, const Geometry& g, Op& op) {
   const bool fp16 = h.flags & kFlagFp16Scales;
   const size_t sb = scaleBytes(static_cast<cclCodec_t>(h.codec), h.flags);
   thread_local std::vector<uint8_t> codeStage;
-  thread_local std::vector<float> valueStage;
   codeStage.resize(h.blockSize);
-  valueStage.resize(h.blockSize);
-  uint8_t* codes = codeStage.data();
-  float* vals = valueStage.data();
   for (uint64_t b = 0; b < g.blocks; ++b) {
     const size_t off = b * h.blockSize;
     const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(h.blockSize, h.count - off));
     float s;
     if (!K::readScale(loadScale(in + kHeaderBytes, b, sb), fp16, s)) continue;
-    const uint8_t* src = in + g.layout.codes + off * K::kBits / 8;
-    if constexpr (K::kBits == 8) {
-      for (uint32_t i = 0; i < len; ++i) vals[i] = K::dequant(src[i], s);
-    } else {
-      unpackCodes<K::kBits>(src, len, codes);
-      for (uint32_t i = 0; i < len; ++i) vals[i] = K::dequant(codes[i], s);
+    const uint8_t* codes = in + g.layout.codes + off * K::kBits / 8;
+    if constexpr (K::kBits != 8) {
+      unpackCodes<K::kBits>(codes, len, codeStage.data());
+      codes = codeStage.data();
     }
-    op(off, vals, len);
+    op.template dequantize<K>(off, codes, s, len);
   }
 }
 
-// Runs op(offset, values, len) over every block of a validated stream, raw ones included.
+// Runs op over every block of a validated stream: dequantize for the quantised blocks,
+// op(offset, values, len) for the raw ones.
 template <class K, class Op>
 void forEachBlock(const Header& h, const uint8_t* in, Op op) {
   const Geometry g = geometry(h);
@@ -342,18 +338,26 @@ CCL_ALWAYS_INLINE void prefetchForWrite(const E* p, uint32_t len) {
 template <class T>
 struct StoreOp {
   typename T::Storage* out;
-  CCL_ALWAYS_INLINE void operator()(size_t off, const float* v, uint32_t len) const {
+  template <class K>
+  CCL_ALWAYS_INLINE void dequantize(size_t off, const uint8_t* codes, float s, uint32_t len) const {
     prefetchForWrite(out + off, len);
+    for (uint32_t i = 0; i < len; ++i) T::store(out, off + i, K::dequant(codes[i], s));
+  }
+  void operator()(size_t off, const float* v, uint32_t len) const {
     for (uint32_t i = 0; i < len; ++i) T::store(out, off + i, v[i]);
   }
 };
 
 struct AccumulateOp {
   float* acc;
-  CCL_ALWAYS_INLINE void operator()(size_t off, const float* v, uint32_t len) const {
+  template <class K>
+  CCL_ALWAYS_INLINE void dequantize(size_t off, const uint8_t* codes, float s, uint32_t len) const {
     float* a = acc + off;
     prefetchForWrite(a, len);
-    for (uint32_t i = 0; i < len; ++i) a[i] += v[i];
+    for (uint32_t i = 0; i < len; ++i) a[i] += K::dequant(codes[i], s);
+  }
+  void operator()(size_t off, const float* v, uint32_t len) const {
+    for (uint32_t i = 0; i < len; ++i) acc[off + i] += v[i];
   }
 };
 
