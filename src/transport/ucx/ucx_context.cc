@@ -2,10 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -34,35 +37,52 @@ cclResult_t resultOf(ucs_status_t status) {
   }
 }
 
-static ucp_context_h createContext() {
+// Largest message sent eagerly when every resource of the context is TCP (see
+// processContext). The collectives' chunks (1 MiB by default, at most a few per peer in
+// flight) fall below it; a larger send (an unchunked send/recv) keeps the rendezvous, so a
+// receive posted late never has UCX buffer more than this much of one message.
+constexpr const char* kTcpEagerMax = "4M";
+
+// rndvThresh, when not null, overrides UCX's eager/rendezvous switch (UCX_RNDV_THRESH).
+static ucp_context_h createContext(const char* rndvThresh) {
   ucp_config_t* config = nullptr;
   // UCX_* variables (UCX_TLS, ...) are honoured here; they belong to UCX, not to ccl's registry.
   checkStatus(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");
+  ucs_status_t status = rndvThresh ? ucp_config_modify(config, "RNDV_THRESH", rndvThresh) : UCS_OK;
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME;
   params.features = UCP_FEATURE_TAG;
   params.mt_workers_shared = 1;
   params.name = "ccl";
   ucp_context_h context = nullptr;
-  ucs_status_t status = ucp_init(&params, config, &context);
+  if (status == UCS_OK) status = ucp_init(&params, config, &context);
   ucp_config_release(config);
   checkStatus(status, "ucp_init");
-  CCL_INFO("UCX %s context created", ucp_get_version_string());
+  CCL_INFO("UCX %s context created%s%s", ucp_get_version_string(), rndvThresh ? ", eager up to " : "",
+           rndvThresh ? rndvThresh : "");
   return context;
 }
 
-// UCX has no query for the transports it selected, so read its resource table
-// ("resource 3 : md 2 dev 3 flags -- sysv/memory").
-static bool detectSharedMemory(ucp_context_h context) {
+// UCX has no query for the transports it selected, so read its resource table, one line
+// per resource (like "resource 3 : md 2 dev 3 flags -- sysv/memory"), and return the
+// transport names ("sysv", ...).
+static std::vector<std::string> transportNames(ucp_context_h context) {
+  std::vector<std::string> names;
   char* text = nullptr;
   size_t size = 0;
   FILE* stream = open_memstream(&text, &size);
-  if (!stream) return false;
+  if (!stream) return names;
   ucp_context_print_info(context, stream);
   std::fclose(stream);
-  std::string info(text, size);
+  std::istringstream lines(std::string(text, size));
   std::free(text);
-  return info.find(" posix/") != std::string::npos || info.find(" sysv/") != std::string::npos;
+  for (std::string line; std::getline(lines, line);) {
+    const size_t flags = line.find("flags -- ");
+    if (line.find("resource") == std::string::npos || flags == std::string::npos) continue;
+    const size_t start = flags + 9;
+    names.push_back(line.substr(start, line.find('/', start) - start));
+  }
+  return names;
 }
 
 static std::mutex contextMutex;
@@ -80,9 +100,24 @@ ucp_context_h processContext() {
             "UCX was initialised before this process was forked; a forked child cannot use it (fork before "
             "creating communicators, or exec)");
   if (!context) {
-    context = createContext();
+    context = createContext(nullptr);
     owner = getpid();
-    sharedMemory = detectSharedMemory(context);
+    const std::vector<std::string> tls = transportNames(context);
+    sharedMemory =
+        std::any_of(tls.begin(), tls.end(), [](const std::string& t) { return t == "posix" || t == "sysv"; });
+    // Over TCP, UCX's rendezvous (above 8 KiB) holds each message until the receiver's
+    // process has run and its reply has crossed a loaded link; sent eagerly, the chunks are
+    // paced by the kernel's flow control instead (perf/slowlink/README.md: 4 ranks at
+    // 1 Gbit/s, fp8 and int8 allreduce 7-9 % faster, no change at 10 Gbit/s). Only when
+    // every resource is TCP: over shared memory eager sends were slower (64 MiB allreduce
+    // 0.66-0.80 against 1.05-1.09 GB/s), RDMA moves large messages best by rendezvous, and
+    // UCX 1.13 has one threshold per context.
+    const bool tcpOnly =
+        std::all_of(tls.begin(), tls.end(), [](const std::string& t) { return t == "tcp" || t == "self"; });
+    if (tcpOnly && !tls.empty() && !std::getenv("UCX_RNDV_THRESH")) {
+      ucp_cleanup(context);
+      context = createContext(kTcpEagerMax);
+    }
   }
   return context;
 }
