@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
 
 #include "codec_test_util.h"
+#include "codecs/math/quant_fp8.h"
+#include "codecs/wire.h"
 #include "common/floatconv.h"
 
 namespace ccl::codec::test {
@@ -165,6 +168,95 @@ TEST_P(QuantizerTest, ResidualIsWhatDecodingLost) {
 
 INSTANTIATE_TEST_SUITE_P(Codecs, QuantizerTest, ::testing::ValuesIn(quantizerCodecs()),
                          [](const auto& info) { return std::string(cclCodecName(info.param)); });
+
+// The fp8 decoders (on x86 with F16C, a separate vector path) give exactly the shared
+// element math's value times the scale for every code, the encoder's or not, in decode and
+// decode-accumulate, in every position of a block and in short last blocks; blocks whose
+// scale a corrupt stream made too large for that path's folded multiplier included.
+template <class F>
+float elementMath(uint8_t code, float s) {
+  return math::fp8DecodeFinite<F>(code) * s;
+}
+
+TEST(QuantizerFp8Decode, EveryCodeEqualsTheElementMath) {
+  for (cclCodec_t c : {cclCodecFp8E4m3, cclCodecFp8E5m2, cclCodecMxfp8E4m3}) {
+    const Params p = params(c);
+    for (size_t n : {size_t{16}, size_t{5 * p.blockSize + 23}, size_t{3000}}) {
+      auto s = encodeVec(p, makeInput(Pattern::kRandom, n, 21));
+      const Header h = readHeader(s.data(), s.size());
+      const Layout l = layoutOf(h);
+      ASSERT_EQ(h.aux, 0u);
+      // Block 0 gets the largest scale a stream can carry; the others keep the encoder's.
+      if (c == cclCodecMxfp8E4m3) {
+        s[l.scales] = 254;
+      } else {
+        const float big = 3.0e38f;
+        std::memcpy(&s[l.scales], &big, 4);
+      }
+      for (size_t i = 0; i < n; ++i) s[l.codes + i] = static_cast<uint8_t>((i * 37 + i / 256) & 0xff);
+      auto scaleOf = [&](uint64_t b) {
+        if (c == cclCodecMxfp8E4m3) return math::mxScaleValue(s[l.scales + b]);
+        float v;
+        std::memcpy(&v, &s[l.scales + 4 * b], 4);
+        return v;
+      };
+      std::vector<float> want(n), acc = makeInput(Pattern::kMixed, n, 22), wantAcc(n);
+      for (size_t i = 0; i < n; ++i) {
+        const float sc = scaleOf(i / p.blockSize);
+        const uint8_t code = s[l.codes + i];
+        want[i] = c == cclCodecFp8E5m2 ? elementMath<fp::E5M2>(code, sc) : elementMath<fp::E4M3>(code, sc);
+        wantAcc[i] = acc[i] + want[i];
+      }
+      const auto y = decodeVec(s, n);
+      for (size_t i = 0; i < n; ++i)
+        ASSERT_EQ(fp::floatBits(y[i]), fp::floatBits(want[i]))
+            << cclCodecName(c) << " n=" << n << " i=" << i << " code=" << int(s[l.codes + i]);
+      decodeAccumulate(s.data(), s.size(), Expect{n, c}, acc.data());
+      for (size_t i = 0; i < n; ++i)
+        ASSERT_EQ(fp::floatBits(acc[i]), fp::floatBits(wantAcc[i])) << cclCodecName(c) << " n=" << n << " i=" << i;
+    }
+  }
+}
+
+// The fp8 encoders (on x86 with F16C, a separate vector path) write exactly the shared
+// element math's code for every element, whatever the magnitudes in a block: values
+// spanning 40 binades put codes in every exponent and in the subnormal range.
+TEST(QuantizerFp8Encode, EveryCodeEqualsTheElementMath) {
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<float> frac(1.0f, 2.0f);
+  std::uniform_int_distribution<int> expo(-30, 10);
+  std::vector<float> spread(4096 + 23);
+  for (float& v : spread) v = (rng() & 1 ? -1.0f : 1.0f) * std::ldexp(frac(rng), expo(rng));
+  for (size_t i = 0; i < 8; ++i) spread[200 + i] = (i & 1 ? -3.0e38f : 1.0e-3f);  // 256 / s not normal
+  std::vector<std::vector<float>> inputs = {spread};
+  for (Pattern pat : allPatterns())
+    if (pat != Pattern::kNonFinite) inputs.push_back(makeInput(pat, 1000 + 16 * static_cast<size_t>(pat), 5));
+  for (cclCodec_t c : {cclCodecFp8E4m3, cclCodecFp8E5m2, cclCodecMxfp8E4m3}) {
+    const Params p = params(c);
+    for (const auto& x : inputs) {
+      const auto s = encodeVec(p, x);
+      const Header h = readHeader(s.data(), s.size());
+      const Layout l = layoutOf(h);
+      for (size_t i = 0; i < x.size(); ++i) {
+        const size_t b = i / p.blockSize;
+        float inv;
+        if (c == cclCodecMxfp8E4m3) {
+          if (s[l.scales + b] == math::kMxRawMarker) continue;
+          inv = math::mxEncodeMultiplier(s[l.scales + b]);
+        } else {
+          float sc;
+          std::memcpy(&sc, &s[l.scales + 4 * b], 4);
+          if (std::isnan(sc)) continue;  // a raw block
+          inv = sc > 0.0f ? 1.0f / sc : 0.0f;
+        }
+        const uint32_t want = c == cclCodecFp8E5m2 ? math::fp8EncodeFinite<fp::E5M2>(x[i] * inv)
+                                                   : math::fp8EncodeFinite<fp::E4M3>(x[i] * inv);
+        ASSERT_EQ(int(s[l.codes + i]), int(want))
+            << cclCodecName(c) << " n=" << x.size() << " i=" << i << " x=" << x[i];
+      }
+    }
+  }
+}
 
 double bitsPerElement(const Params& p, size_t n, bool payloadOnly) {
   const auto s = encodeVec(p, makeInput(Pattern::kRandom, n, 1));
