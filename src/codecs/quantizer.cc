@@ -252,11 +252,11 @@ struct EncodeState {
 
   // The block as fp32, zero-padded to a multiple of 8 elements. Adding a zero residual
   // would turn -0 into +0 (raw blocks must be exact), so it is added only when present.
-  CCL_ALWAYS_INLINE const float* stageBlock(size_t off, uint32_t len) {
+  CCL_ALWAYS_INLINE const float* stageBlock(size_t off, uint32_t len, uint32_t slot) {
     if constexpr (std::is_same_v<T, F32>) {
       if (!residual && len == p.blockSize) return x + off;
     }
-    float* s = stage.data();
+    float* s = stage.data() + size_t{slot} * p.blockSize;
     if (residual) {
       for (uint32_t i = 0; i < len; ++i) s[i] = T::load(x, off + i) + residual[off + i];
     } else {
@@ -276,15 +276,28 @@ struct EncodeState {
   }
 };
 
-// One block of len elements (len == bs except for the last block).
+// A block's values (staged in `slot` when they need staging) and the scale it gets.
+struct ScaledBlock {
+  const float* v;
+  BlockScale s;
+};
+
+template <class K, class T>
+CCL_ALWAYS_INLINE ScaledBlock scaleBlock(EncodeState<K, T>& st, size_t off, uint32_t len, uint32_t slot) {
+  const float* v = st.stageBlock(off, len, slot);
+  const uint32_t m = blockAbsMaxBits(v, len);
+  return {v, m >= 0x7f800000u ? BlockScale{true, 0, 0, 0} : K::chooseScale(fp::bitsFloat(m), st.p.fp16Scales)};
+}
+
+// Writes block b of len elements (len == bs except for the last block) with its scale.
 template <class K, class T, bool kStochastic>
-CCL_ALWAYS_INLINE void encodeBlock(EncodeState<K, T>& st, uint64_t b, uint32_t bs, uint32_t len, math::RngKey key) {
+CCL_ALWAYS_INLINE void encodeBlock(EncodeState<K, T>& st, uint64_t b, uint32_t bs, uint32_t len, ScaledBlock sb,
+                                   math::RngKey key) {
   uint8_t* scales = st.out + kHeaderBytes;
   uint8_t* codes = st.codes.data();
   const size_t off = b * bs;
-  const float* v = st.stageBlock(off, len);
-  const uint32_t m = blockAbsMaxBits(v, len);
-  const BlockScale s = m >= 0x7f800000u ? BlockScale{true, 0, 0, 0} : K::chooseScale(fp::bitsFloat(m), st.p.fp16Scales);
+  const float* v = sb.v;
+  const BlockScale& s = sb.s;
   uint8_t* dst = st.out + st.g.layout.codes + off * K::kBits / 8;
   const size_t codeBytes = (size_t{len} * K::kBits + 7) / 8;
   if (s.raw) {
@@ -329,23 +342,43 @@ CCL_ALWAYS_INLINE void encodeBlock(EncodeState<K, T>& st, uint64_t b, uint32_t b
   }
 }
 
+// Blocks are scaled a group at a time, then written: a block's scale is a chain of
+// dependent steps (absmax, its horizontal maximum, one or two divisions) that the CPU
+// cannot start while the previous block's quantising loop fills its instruction window,
+// but the scales of a group are independent and overlap one another.
+constexpr uint32_t kGroupBytes = 4096;
+constexpr uint32_t kMaxGroup = 16;
+
+inline uint32_t groupBlocks(uint32_t blockSize) {
+  return std::clamp<uint32_t>(kGroupBytes / (blockSize * 4), 1, kMaxGroup);
+}
+
 // kBlock != 0 compiles the full blocks for that size (the defaults, 128 and 32): with
 // constant trip counts their loops vectorise without remainder code, which is much of the
 // cost of a small block.
 template <class K, class T, bool kStochastic, uint32_t kBlock>
 CCL_VECTOR_CLONES void encodeStream(EncodeState<K, T>& st) {
   const uint32_t bs = kBlock != 0 ? kBlock : st.p.blockSize;
+  const uint32_t group = kBlock != 0 ? groupBlocks(kBlock) : groupBlocks(bs);
   const math::RngKey key = math::rngKey(st.p.seed);
   const uint64_t full = st.n / bs;
-  for (uint64_t b = 0; b < full; ++b) encodeBlock<K, T, kStochastic>(st, b, bs, bs, key);
-  if (full < st.g.blocks) encodeBlock<K, T, kStochastic>(st, full, bs, static_cast<uint32_t>(st.n - full * bs), key);
+  ScaledBlock sb[kMaxGroup];
+  for (uint64_t b0 = 0; b0 < full; b0 += group) {
+    const uint32_t k = static_cast<uint32_t>(std::min<uint64_t>(group, full - b0));
+    for (uint32_t j = 0; j < k; ++j) sb[j] = scaleBlock(st, (b0 + j) * bs, bs, j);
+    for (uint32_t j = 0; j < k; ++j) encodeBlock<K, T, kStochastic>(st, b0 + j, bs, bs, sb[j], key);
+  }
+  if (full < st.g.blocks) {
+    const auto len = static_cast<uint32_t>(st.n - full * bs);
+    encodeBlock<K, T, kStochastic>(st, full, bs, len, scaleBlock(st, full * bs, len, 0), key);
+  }
 }
 
 template <class K, class T>
 size_t encodeQuantized(const Params& p, const typename T::Storage* x, size_t n, uint8_t* out, float* residual) {
   thread_local std::vector<float> stage;
   thread_local std::vector<uint8_t> codes;
-  stage.resize(p.blockSize);
+  stage.resize(size_t{groupBlocks(p.blockSize)} * p.blockSize);
   codes.resize(p.blockSize);
   EncodeState<K, T> st{p, x, n, out, residual, Header{}, Geometry{}, 0, nullptr, 0, stage, codes};
   st.h.codec = static_cast<uint8_t>(p.codec);
