@@ -86,19 +86,22 @@ CCL_ALWAYS_INLINE void unpackCodes(const uint8_t* in, uint32_t len, uint8_t* cod
 constexpr size_t kPrefetchBytes = 4096;
 constexpr size_t kLineBytes = 64;
 
+// Addresses are computed as integers: they may lie past the end of the buffer.
 template <class E>
 CCL_ALWAYS_INLINE void prefetchForWrite(const E* p, uint32_t len) {
-  const char* c = reinterpret_cast<const char*>(p) + kPrefetchBytes;
-  for (size_t b = 0; b < len * sizeof(E); b += kLineBytes) __builtin_prefetch(c + b, 1, 3);
+  const uintptr_t c = reinterpret_cast<uintptr_t>(p) + kPrefetchBytes;
+  for (size_t b = 0; b < len * sizeof(E); b += kLineBytes)
+    __builtin_prefetch(reinterpret_cast<const void*>(c + b), 1, 3);
 }
 
 // The encoder reads a group's input in one pass, then quantises it from L1 while no loads
 // go to memory; without reads of the next group issued during that pass, a single thread
 // gets markedly less of the memory bandwidth (perf/codecs/README.md).
 template <class E>
-CCL_ALWAYS_INLINE void prefetchForRead(const E* p, uint32_t len) {
-  const char* c = reinterpret_cast<const char*>(p);
-  for (size_t b = 0; b < len * sizeof(E); b += kLineBytes) __builtin_prefetch(c + b, 0, 3);
+CCL_ALWAYS_INLINE void prefetchForRead(const E* p, size_t aheadElems, uint32_t len) {
+  const uintptr_t c = reinterpret_cast<uintptr_t>(p) + aheadElems * sizeof(E);
+  for (size_t b = 0; b < len * sizeof(E); b += kLineBytes)
+    __builtin_prefetch(reinterpret_cast<const void*>(c + b), 0, 3);
 }
 
 template <class K>
@@ -176,6 +179,7 @@ __attribute__((target("avx2,f16c"))) void decodeFp8BlocksViaHalf(const Header& h
     }
   }
 }
+
 // Eight values times m, rounded to a grid of kManBits mantissa bits with fp16's exponent
 // range and saturated at maxScaled, as fp16 (see quantizeFp8ViaHalf).
 template <int kManBits>
@@ -368,14 +372,14 @@ inline uint32_t groupBlocks(uint32_t blockSize) {
 template <class K, class T, bool kStochastic, uint32_t kBlock>
 CCL_VECTOR_CLONES void encodeStream(EncodeState<K, T>& st) {
   const uint32_t bs = kBlock != 0 ? kBlock : st.p.blockSize;
-  const uint32_t group = kBlock != 0 ? groupBlocks(kBlock) : groupBlocks(bs);
+  const uint32_t group = groupBlocks(bs);
   const math::RngKey key = math::rngKey(st.p.seed);
   const uint64_t full = st.n / bs;
   ScaledBlock sb[kMaxGroup];
   for (uint64_t b0 = 0; b0 < full; b0 += group) {
     const uint32_t k = static_cast<uint32_t>(std::min<uint64_t>(group, full - b0));
     for (uint32_t j = 0; j < k; ++j) {
-      prefetchForRead(st.x + (b0 + j + group) * bs, bs);
+      prefetchForRead(st.x, (b0 + j + group) * bs, bs);
       sb[j] = scaleBlock(st, (b0 + j) * bs, bs, j);
     }
     for (uint32_t j = 0; j < k; ++j) encodeBlock<K, T, kStochastic>(st, b0 + j, bs, bs, sb[j], key);
@@ -543,7 +547,7 @@ struct StoreOp {
   static constexpr bool kF32Out = std::is_same_v<T, F32>;
   static constexpr bool kAccumulate = false;
   typename T::Storage* out;
-  float* f32() const { return out; }
+  float* f32() const requires kF32Out { return out; }
   template <class K>
   CCL_ALWAYS_INLINE void dequantize(size_t off, const uint8_t* codes, float s, uint32_t len) const {
     prefetchForWrite(out + off, len);
