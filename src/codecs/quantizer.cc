@@ -86,22 +86,18 @@ CCL_ALWAYS_INLINE void unpackCodes(const uint8_t* in, uint32_t len, uint8_t* cod
 constexpr size_t kPrefetchBytes = 4096;
 constexpr size_t kLineBytes = 64;
 
+// Prefetches the len elements that start aheadBytes past p, for writing or for reading.
 // Addresses are computed as integers: they may lie past the end of the buffer.
-template <class E>
-CCL_ALWAYS_INLINE void prefetchForWrite(const E* p, uint32_t len) {
-  const uintptr_t c = reinterpret_cast<uintptr_t>(p) + kPrefetchBytes;
+template <bool kWrite, class E>
+CCL_ALWAYS_INLINE void prefetchAhead(const E* p, size_t aheadBytes, uint32_t len) {
+  const uintptr_t c = reinterpret_cast<uintptr_t>(p) + aheadBytes;
   for (size_t b = 0; b < len * sizeof(E); b += kLineBytes)
-    __builtin_prefetch(reinterpret_cast<const void*>(c + b), 1, 3);
+    __builtin_prefetch(reinterpret_cast<const void*>(c + b), kWrite ? 1 : 0, 3);
 }
 
-// The encoder reads a group's input in one pass, then quantises it from L1 while no loads
-// go to memory; reads of the next group are issued during that pass so that memory stays
-// busy (without them, 64 MiB encode measured 10-25 % slower: perf/codecs/README.md).
 template <class E>
-CCL_ALWAYS_INLINE void prefetchForRead(const E* p, size_t aheadElems, uint32_t len) {
-  const uintptr_t c = reinterpret_cast<uintptr_t>(p) + aheadElems * sizeof(E);
-  for (size_t b = 0; b < len * sizeof(E); b += kLineBytes)
-    __builtin_prefetch(reinterpret_cast<const void*>(c + b), 0, 3);
+CCL_ALWAYS_INLINE void prefetchForWrite(const E* p, uint32_t len) {
+  prefetchAhead<true>(p, kPrefetchBytes, len);
 }
 
 template <class K>
@@ -119,8 +115,6 @@ constexpr bool kIsFp8Kind =
 // instructions than the portable loop's integer decode (perf/codecs/README.md has the
 // measurement). GCC does not vectorise an fp16 conversion written in plain C++, hence the
 // intrinsics and the run-time check.
-constexpr bool kHaveFp8HalfPath = true;
-
 bool cpuHasF16c() {
   static const bool has = [] {
     // Not every compiler's __builtin_cpu_supports knows "f16c": ask CPUID (leaf 1, ECX).
@@ -231,7 +225,6 @@ __attribute__((target("avx2,f16c"))) bool quantizeFp8ViaHalf(const float* v, uin
   return true;
 }
 #else
-constexpr bool kHaveFp8HalfPath = false;
 bool cpuHasF16c() { return false; }
 template <class K, bool kAccumulate>
 void decodeFp8BlocksViaHalf(const Header&, const uint8_t*, const Geometry&, float*) {}
@@ -379,7 +372,10 @@ CCL_VECTOR_CLONES void encodeStream(EncodeState<K, T>& st) {
   for (uint64_t b0 = 0; b0 < full; b0 += group) {
     const uint32_t k = static_cast<uint32_t>(std::min<uint64_t>(group, full - b0));
     for (uint32_t j = 0; j < k; ++j) {
-      prefetchForRead(st.x, (b0 + j + group) * bs, bs);
+      // The encoder reads a group's input in one pass, then quantises it from L1 while no
+      // loads go to memory; reads of the next group are issued meanwhile so that memory
+      // stays busy (without them, 64 MiB encode measured 10-25 % slower: perf/codecs/README.md).
+      prefetchAhead<false>(st.x + (b0 + j) * bs, size_t{group} * bs * sizeof(*st.x), bs);
       sb[j] = scaleBlock(st, (b0 + j) * bs, bs, j);
     }
     for (uint32_t j = 0; j < k; ++j) encodeBlock<K, T, kStochastic>(st, b0 + j, bs, bs, sb[j], key);
@@ -477,7 +473,7 @@ template <class K, class Op>
 void forEachBlock(const Header& h, const uint8_t* in, Op op) {
   const Geometry g = geometry(h);
   validateBlocks<K>(h, in, g);
-  if constexpr (kHaveFp8HalfPath && kIsFp8Kind<K> && Op::kF32Out) {
+  if constexpr (kIsFp8Kind<K> && Op::kF32Out) {
     if (cpuHasF16c()) {
       decodeFp8BlocksViaHalf<K, Op::kAccumulate>(h, in, g, op.f32());
     } else {

@@ -38,9 +38,8 @@ cclResult_t resultOf(ucs_status_t status) {
 }
 
 // Largest message sent eagerly when every resource of the context is TCP (see
-// processContext). The collectives' chunks (1 MiB by default, at most a few per peer in
-// flight) fall below it; a larger send (an unchunked send/recv) keeps the rendezvous, so a
-// receive posted late never has UCX buffer more than this much of one message.
+// processContext). A larger message keeps the rendezvous, so a receive posted late never
+// has UCX buffer more than this much of one message.
 constexpr const char* kTcpEagerMax = "4M";
 
 // rndvThresh, when not null, overrides UCX's eager/rendezvous switch (UCX_RNDV_THRESH).
@@ -106,12 +105,12 @@ ucp_context_h processContext() {
     sharedMemory =
         std::any_of(tls.begin(), tls.end(), [](const std::string& t) { return t == "posix" || t == "sysv"; });
     // Over TCP, UCX's rendezvous (above 8 KiB) holds each message until the receiver's
-    // process has run and its reply has crossed a loaded link; sent eagerly, the chunks are
-    // paced by the kernel's flow control instead (perf/slowlink/README.md: 4 ranks at
-    // 1 Gbit/s, fp8 and int8 allreduce 7-9 % faster, no change at 10 Gbit/s). Only when
-    // every resource is TCP: over shared memory eager sends were slower (64 MiB allreduce
-    // 0.66-0.80 against 1.05-1.09 GB/s), RDMA moves large messages best by rendezvous, and
-    // UCX 1.13 has one threshold per context.
+    // process has run and its reply has crossed a loaded link; sent eagerly, messages are
+    // paced by the kernel's flow control instead (perf/slowlink/README.md: 7-9 % faster
+    // with 1 MiB messages at 1 Gbit/s, no change at 10 Gbit/s). Only when every resource
+    // is TCP: over shared memory eager sends were slower (0.66-0.80 against 1.05-1.09 GB/s
+    // with 1 MiB messages, same README), RDMA moves large messages best by rendezvous,
+    // and UCX 1.13 has one threshold per context.
     const bool tcpOnly =
         std::all_of(tls.begin(), tls.end(), [](const std::string& t) { return t == "tcp" || t == "self"; });
     if (tcpOnly && !tls.empty() && !std::getenv("UCX_RNDV_THRESH")) {
