@@ -13,12 +13,8 @@
 
 #include "codecs/elements.h"
 #include "codecs/quantizer_kinds.h"
+#include "codecs/quantizer_x86.h"
 #include "codecs/vector_clones.h"
-
-#if defined(__x86_64__)
-#include <cpuid.h>
-#include <immintrin.h>
-#endif
 
 namespace ccl::codec::detail {
 namespace {
@@ -100,140 +96,6 @@ CCL_ALWAYS_INLINE void prefetchForWrite(const E* p, uint32_t len) {
   prefetchAhead<true>(p, kPrefetchBytes, len);
 }
 
-template <class K>
-constexpr bool kIsFp8Kind =
-    std::is_same_v<K, Fp8Kind<fp::E4M3>> || std::is_same_v<K, Fp8Kind<fp::E5M2>> || std::is_same_v<K, MxKind>;
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-// fp8 decode through the CPU's fp16 conversion (F16C). An fp8 code is an fp16 value once
-// its bits are moved into place: e5m2 is the top byte of an fp16, and e4m3's exponent and
-// mantissa shifted left by 7 (sign at bit 15) are an fp16 worth exactly 2^-8 of the e4m3
-// value, subnormals included. vcvtph2ps converts 8 of them in one instruction and ignores
-// DAZ, so the result is the same whatever a host process set in MXCSR. Multiplying by
-// 256 * s instead of 256 and then s is the same single rounding of the same real product,
-// so every value is bit-equal to K::dequant(code, s) (tests/codecs), in far fewer
-// instructions than the portable loop's integer decode (perf/codecs/README.md has the
-// measurement). GCC does not vectorise an fp16 conversion written in plain C++, hence the
-// intrinsics and the run-time check.
-bool cpuHasF16c() {
-  static const bool has = [] {
-    // Not every compiler's __builtin_cpu_supports knows "f16c": ask CPUID (leaf 1, ECX).
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
-  }();
-  return has;
-}
-
-template <class K, bool kAccumulate>
-__attribute__((target("avx2,f16c"))) void decodeFp8BlocksViaHalf(const Header& h, const uint8_t* in, const Geometry& g,
-                                                                 float* out) {
-  constexpr bool kE4m3 = !std::is_same_v<K, Fp8Kind<fp::E5M2>>;
-  constexpr uint32_t kMaxMag = kE4m3 ? fp::E4M3::kMaxFinite : fp::E5M2::kMaxFinite;
-  const __m128i signMask = _mm_set1_epi8(static_cast<char>(0x80));
-  const __m128i magMask = _mm_set1_epi8(0x7f);
-  const __m128i maxMag = _mm_set1_epi8(static_cast<char>(kMaxMag));
-  const __m256i e4m3Bits = _mm256_set1_epi16(static_cast<short>(0xbfff));
-  const bool fp16 = h.flags & kFlagFp16Scales;
-  const size_t sb = scaleBytes(static_cast<cclCodec_t>(h.codec), h.flags);
-  for (uint64_t b = 0; b < g.blocks; ++b) {
-    const size_t off = b * h.blockSize;
-    const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(h.blockSize, h.count - off));
-    float s;
-    if (!K::readScale(loadScale(in + kHeaderBytes, b, sb), fp16, s)) continue;
-    const uint8_t* codes = in + g.layout.codes + off;
-    float* o = out + off;
-    prefetchForWrite(o, len);
-    const float mult = kE4m3 ? s * 256.0f : s;
-    // Only a scale the encoder never writes (above 2^120) overflows 256 * s.
-    const uint32_t vecLen = mult <= std::numeric_limits<float>::max() ? len & ~15u : 0;
-    const __m256 m = _mm256_set1_ps(mult);
-    for (uint32_t i = 0; i < vecLen; i += 16) {
-      __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + i));
-      // Codes the encoder never writes (NaN, e5m2's infinities) become the largest finite.
-      c = _mm_or_si128(_mm_and_si128(c, signMask), _mm_min_epu8(_mm_and_si128(c, magMask), maxMag));
-      __m256i half;
-      if constexpr (kE4m3) {
-        // Sign-extended, shifted by 7: the sign's copy at bit 14 is the one bit to clear.
-        half = _mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(c), 7), e4m3Bits);
-      } else {
-        half = _mm256_slli_epi16(_mm256_cvtepu8_epi16(c), 8);
-      }
-      __m256 lo = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(half)), m);
-      __m256 hi = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(half, 1)), m);
-      if constexpr (kAccumulate) {
-        lo = _mm256_add_ps(_mm256_loadu_ps(o + i), lo);
-        hi = _mm256_add_ps(_mm256_loadu_ps(o + i + 8), hi);
-      }
-      _mm256_storeu_ps(o + i, lo);
-      _mm256_storeu_ps(o + i + 8, hi);
-    }
-    for (uint32_t i = vecLen; i < len; ++i) {
-      const float v = K::dequant(codes[i], s);
-      o[i] = kAccumulate ? o[i] + v : v;
-    }
-  }
-}
-
-// Eight values times m, rounded to a grid of kManBits mantissa bits with fp16's exponent
-// range and saturated at maxScaled, as fp16 (see quantizeFp8ViaHalf).
-template <int kManBits>
-__attribute__((target("avx2,f16c"), always_inline)) inline __m128i roundToHalf(const float* p, __m256 m,
-                                                                               float maxScaled) {
-  const __m256i y = _mm256_castps_si256(_mm256_mul_ps(_mm256_loadu_ps(p), m));
-  const __m256i a = _mm256_and_si256(y, _mm256_set1_epi32(0x7fffffff));
-  const __m256i e = _mm256_max_epi32(_mm256_and_si256(y, _mm256_set1_epi32(0x7f800000)),
-                                     _mm256_set1_epi32((127 - 14) << 23));  // fp16's smallest normal
-  const __m256 c = _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_set1_epi32((23 - kManBits) << 23)));
-  // A c that overflows makes r NaN, and min returns its second operand for a NaN first.
-  __m256 r = _mm256_min_ps(_mm256_sub_ps(_mm256_add_ps(_mm256_castsi256_ps(a), c), c), _mm256_set1_ps(maxScaled));
-  r = _mm256_or_ps(r, _mm256_castsi256_ps(_mm256_xor_si256(y, a)));
-  return _mm256_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-}
-
-// Quantises n values (n a multiple of 16) of an fp8 block through the CPU's fp16
-// conversion; false, leaving codes untouched, when inv * 2^-8 is not a normal fp32 (only
-// for blocks with absmax above 2^126), where the exactness argument below does not hold.
-//
-// Each value y = v * inv is rounded to F's grid in fp32: with E = max(exponent of |y|,
-// F's smallest normal exponent), c = 2^(E + 23 - mantissa bits) has a last place equal to
-// F's at y, so (|y| + c) - c is |y| rounded to nearest-even on that grid, subnormals
-// included, exactly; saturation is a min. The result is an exact fp16 value (e4m3 scaled
-// by 2^-8, so that its exponent range is fp16's), which vcvtps2ph converts without
-// rounding, and the fp8 code is bits of it: e5m2 the top byte, e4m3 the sign and the 7 bits
-// below fp16's top exponent bit. Bit-equal to K::quant(v, inv) (tests/codecs).
-template <class K>
-__attribute__((target("avx2,f16c"))) bool quantizeFp8ViaHalf(const float* v, uint32_t n, float inv, uint8_t* codes) {
-  constexpr bool kE4m3 = !std::is_same_v<K, Fp8Kind<fp::E5M2>>;
-  constexpr int kManBits = kE4m3 ? 3 : 2;
-  constexpr float kMaxScaled = kE4m3 ? 448.0f / 256.0f : 57344.0f;
-  const float invScaled = kE4m3 ? inv * (1.0f / 256.0f) : inv;
-  if (!(invScaled >= std::numeric_limits<float>::min())) return false;
-  const __m256 m = _mm256_set1_ps(invScaled);
-  for (uint32_t i = 0; i < n; i += 16) {
-    const __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(roundToHalf<kManBits>(v + i, m, kMaxScaled)),
-                                              roundToHalf<kManBits>(v + i + 8, m, kMaxScaled), 1);
-    __m256i c;
-    if constexpr (kE4m3) {
-      c = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(h, 7), _mm256_set1_epi16(0x7f)),
-                          _mm256_and_si256(_mm256_srli_epi16(h, 8), _mm256_set1_epi16(0x80)));
-    } else {
-      c = _mm256_srli_epi16(h, 8);
-    }
-    const __m128i bytes = _mm_packus_epi16(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + i), bytes);
-  }
-  return true;
-}
-#else
-bool cpuHasF16c() { return false; }
-template <class K, bool kAccumulate>
-void decodeFp8BlocksViaHalf(const Header&, const uint8_t*, const Geometry&, float*) {}
-template <class K>
-bool quantizeFp8ViaHalf(const float*, uint32_t, float, uint8_t*) {
-  return false;
-}
-#endif
-
 // Block staging and raw output of the encoder; the hot loops are in encodeStream.
 template <class K, class T>
 struct EncodeState {
@@ -249,7 +111,7 @@ struct EncodeState {
   uint64_t rawBlocks = 0;
   std::vector<float>& stage;
   std::vector<uint8_t>& codes;
-  bool halfPath = false;  // fp8 codes through quantizeFp8ViaHalf
+  bool x86 = false;  // inner loops of quantizer_x86.h
 
   uint32_t rawMarker() const {
     if (p.codec == cclCodecMxfp8E4m3) return math::kMxRawMarker;
@@ -295,6 +157,15 @@ CCL_ALWAYS_INLINE ScaledBlock scaleBlock(EncodeState<K, T>& st, size_t off, uint
   return {v, m >= 0x7f800000u ? BlockScale{true, 0, 0, 0} : K::chooseScale(fp::bitsFloat(m), st.p.fp16Scales)};
 }
 
+// The prefix of a block that quantizer_x86.h quantised into dst (none when it does not apply).
+template <class K, bool kStochastic>
+CCL_ALWAYS_INLINE uint32_t quantizeX86(bool enabled, const float* v, uint32_t len, float inv, uint8_t* dst) {
+  if constexpr (x86::kCovers<K> && !kStochastic) {
+    if (enabled) return x86::quantize<K>(v, len, inv, dst);
+  }
+  return 0;
+}
+
 // Writes block b of len elements (len == bs except for the last block) with its scale.
 template <class K, class T, bool kStochastic>
 CCL_ALWAYS_INLINE void encodeBlock(EncodeState<K, T>& st, uint64_t b, uint32_t bs, uint32_t len, ScaledBlock sb,
@@ -318,30 +189,28 @@ CCL_ALWAYS_INLINE void encodeBlock(EncodeState<K, T>& st, uint64_t b, uint32_t b
   if constexpr (K::kBits == 8) {
     // Full blocks straight into the stream; a short last block via the code stage.
     uint8_t* c = len == bs ? dst : codes;
-    const uint32_t viaHalf = kIsFp8Kind<K> && !kStochastic && st.halfPath ? padded & ~15u : 0;
-    if (viaHalf == 0 || !quantizeFp8ViaHalf<K>(v, viaHalf, s.inv, c)) {
-      quantizeToBytes<K, kStochastic>(v, padded, s.inv, c, key, off);
-    } else if (viaHalf != padded) {
-      quantizeToBytes<K, kStochastic>(v + viaHalf, padded - viaHalf, s.inv, c + viaHalf, key, off + viaHalf);
-    }
+    const uint32_t done = quantizeX86<K, kStochastic>(st.x86, v, padded, s.inv, c);
+    quantizeToBytes<K, kStochastic>(v + done, padded - done, s.inv, c + done, key, off + done);
     if (len != bs) std::memcpy(dst, codes, codeBytes);
     if (st.residual) {
-      const uint8_t* c = len == bs ? dst : codes;
       float* e = st.residual + off;
       for (uint32_t i = 0; i < len; ++i) e[i] = v[i] - K::dequant(c[i], s.scale);
     }
   } else {
-    quantizeToBytes<K, kStochastic>(v, padded, s.inv, codes, key, off);
-    // Pack whole groups in place; a last partial group goes through a small buffer so no
-    // byte past the stream's codes is written.
+    // The x86 loop writes whole bytes of the stream, never past len; the rest goes through
+    // the code stage. Whole groups are packed in place; a last partial group goes through a
+    // small buffer so no byte past the stream's codes is written.
+    const uint32_t done = quantizeX86<K, kStochastic>(st.x86, v, len, s.inv, dst);
+    quantizeToBytes<K, kStochastic>(v + done, padded - done, s.inv, codes + done, key, off + done);
     const uint32_t len8 = len & ~7u;
-    packCodes<K::kBits>(codes, len8, dst);
+    packCodes<K::kBits>(codes + done, len8 - done, dst + done * K::kBits / 8);
     if (len8 != len) {
       uint8_t tail[8];
       packCodes<K::kBits>(codes + len8, 8, tail);
       std::memcpy(dst + len8 * K::kBits / 8, tail, codeBytes - len8 * K::kBits / 8);
     }
     if (st.residual) {
+      unpackCodes<K::kBits>(dst, done, codes);
       float* e = st.residual + off;
       for (uint32_t i = 0; i < len; ++i) e[i] = v[i] - K::dequant(codes[i], s.scale);
     }
@@ -400,7 +269,7 @@ size_t encodeQuantized(const Params& p, const typename T::Storage* x, size_t n, 
   st.g = geometry(st.h);
   st.scaleBytes = scaleBytes(p.codec, st.h.flags);
   st.rawOut = out + st.g.layout.raw;
-  st.halfPath = kIsFp8Kind<K> && cpuHasF16c();
+  st.x86 = x86::kCovers<K> && x86::available();
   if (p.stochastic) {
     encodeStream<K, T, true, 0>(st);
   } else if (p.blockSize == 128) {
@@ -467,15 +336,43 @@ CCL_VECTOR_CLONES void decodeBlocks(const Header& h, const uint8_t* in, const Ge
   }
 }
 
+// Element i of a block's packed codes.
+template <class K>
+CCL_ALWAYS_INLINE uint32_t codeAt(const uint8_t* codes, uint32_t i) {
+  constexpr uint32_t kPer = 8 / K::kBits;
+  return (codes[i / kPer] >> ((i % kPer) * K::kBits)) & ((1u << K::kBits) - 1);
+}
+
+// decodeBlocks for fp32 output through the x86 inner loops: one function compiled for
+// AVX2 and F16C, so that no block pays a call into code compiled for another instruction set.
+template <class K, bool kAccumulate>
+CCL_X86_TARGET void decodeBlocksX86(const Header& h, const uint8_t* in, const Geometry& g, float* out) {
+  const bool fp16 = h.flags & kFlagFp16Scales;
+  const size_t sb = scaleBytes(static_cast<cclCodec_t>(h.codec), h.flags);
+  for (uint64_t b = 0; b < g.blocks; ++b) {
+    const size_t off = b * h.blockSize;
+    const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(h.blockSize, h.count - off));
+    float s;
+    if (!K::readScale(loadScale(in + kHeaderBytes, b, sb), fp16, s)) continue;
+    const uint8_t* codes = in + g.layout.codes + off * K::kBits / 8;
+    float* o = out + off;
+    prefetchForWrite(o, len);
+    for (uint32_t i = x86::dequantize<K, kAccumulate>(codes, len, s, o); i < len; ++i) {
+      const float v = K::dequant(codeAt<K>(codes, i), s);
+      o[i] = kAccumulate ? o[i] + v : v;
+    }
+  }
+}
+
 // Runs op over every block of a validated stream: dequantize for the quantised blocks,
 // op(offset, values, len) for the raw ones.
 template <class K, class Op>
 void forEachBlock(const Header& h, const uint8_t* in, Op op) {
   const Geometry g = geometry(h);
   validateBlocks<K>(h, in, g);
-  if constexpr (kIsFp8Kind<K> && Op::kF32Out) {
-    if (cpuHasF16c()) {
-      decodeFp8BlocksViaHalf<K, Op::kAccumulate>(h, in, g, op.f32());
+  if constexpr (x86::kCovers<K> && Op::kF32Out) {
+    if (x86::available()) {
+      decodeBlocksX86<K, Op::kAccumulate>(h, in, g, op.f32());
     } else {
       decodeBlocks<K>(h, in, g, op);
     }

@@ -103,7 +103,13 @@ struct IntKind {
     return static_cast<uint32_t>(math::quantIntStochastic(v * inv, kQmax, r)) & kMask;
   }
   static float dequant(uint32_t code, float s) {
-    const int32_t q = static_cast<int32_t>(code << (32 - kBits)) >> (32 - kBits);
+    // Sign extension written so that compilers see it: int8 codes as a signed byte load.
+    int32_t q;
+    if constexpr (kBits == 8) {
+      q = static_cast<int8_t>(code);
+    } else {
+      q = static_cast<int32_t>(code << (32 - kBits)) >> (32 - kBits);
+    }
     return math::dequantInt(q, s);
   }
 };

@@ -1,0 +1,236 @@
+// Inner loops of the block quantisers for x86 CPUs with AVX2 and F16C, used when the CPU has
+// them. GCC vectorises the portable loops of quantizer.cc, but into far more instructions
+// than these: it has no vector fp16 conversion for fp8, and it clamps, masks and packs
+// integer codes in steps the saturating packs do at once (perf/codecs/README.md has the
+// side-by-side measurements). Every function here is bit-equal to the shared element math
+// of codecs/math/ (K::quant, K::dequant) for every value the encoder can give it, which
+// tests/codecs checks code by code, so the CPU tests still check what the GPU computes.
+//
+// Each function handles a prefix of a block (a multiple of its vector width) and returns its
+// length; the caller finishes the block with the portable math. Included by quantizer.cc only.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "codecs/quantizer_kinds.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#include <immintrin.h>
+#define CCL_QUANT_X86 1
+#define CCL_X86_TARGET __attribute__((target("avx2,f16c")))
+#else
+#define CCL_QUANT_X86 0
+#define CCL_X86_TARGET
+#endif
+
+namespace ccl::codec::detail::x86 {
+
+template <class K>
+constexpr bool kIsFp8 =
+    std::is_same_v<K, Fp8Kind<fp::E4M3>> || std::is_same_v<K, Fp8Kind<fp::E5M2>> || std::is_same_v<K, MxKind>;
+
+template <class K>
+constexpr bool kIsInt = std::is_same_v<K, IntKind<8>> || std::is_same_v<K, IntKind<4>>;
+
+// The kinds these loops cover (int2 keeps the portable loops).
+template <class K>
+constexpr bool kCovers = CCL_QUANT_X86 && (kIsFp8<K> || kIsInt<K>);
+
+#if CCL_QUANT_X86
+
+inline bool available() {
+  static const bool has = [] {
+    // Not every compiler's __builtin_cpu_supports knows "f16c": ask CPUID (leaf 1, ECX).
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+  }();
+  return has;
+}
+
+template <bool kAccumulate>
+CCL_X86_TARGET __attribute__((always_inline)) inline void put(float* o, __m256 v) {
+  if constexpr (kAccumulate) v = _mm256_add_ps(_mm256_loadu_ps(o), v);
+  _mm256_storeu_ps(o, v);
+}
+
+// Dequantises the first elements of a block with scale s into o (stored or added); returns
+// how many. codes is the block's packed codes.
+//
+// fp8: a code is an fp16 value once its bits are moved into place. e5m2 is the top byte of
+// an fp16, and e4m3's exponent and mantissa shifted left by 7 (sign at bit 15) are an fp16
+// worth exactly 2^-8 of the e4m3 value, subnormals included. vcvtph2ps converts 8 of them in
+// one instruction and ignores DAZ, so the result is the same whatever a host process set in
+// MXCSR. Multiplying by 256 * s instead of 256 and then s is the same single rounding of the
+// same real product.
+//
+// int8/int4: the codes are sign-extended to int32 (int4 by shifting each nibble to the top
+// of its lane and back), converted exactly, and multiplied by s, as math::dequantInt does.
+template <class K, bool kAccumulate>
+CCL_X86_TARGET __attribute__((always_inline)) inline uint32_t dequantize(const uint8_t* codes, uint32_t len, float s,
+                                                                         float* o) {
+  const uint32_t n = len & ~15u;
+  if constexpr (kIsFp8<K>) {
+    constexpr bool kE4m3 = !std::is_same_v<K, Fp8Kind<fp::E5M2>>;
+    constexpr uint32_t kMaxMag = kE4m3 ? fp::E4M3::kMaxFinite : fp::E5M2::kMaxFinite;
+    const float mult = kE4m3 ? s * 256.0f : s;
+    // Only a scale the encoder never writes (above 2^120) overflows 256 * s.
+    if (!(mult <= std::numeric_limits<float>::max())) return 0;
+    const __m128i signMask = _mm_set1_epi8(static_cast<char>(0x80));
+    const __m128i magMask = _mm_set1_epi8(0x7f);
+    const __m128i maxMag = _mm_set1_epi8(static_cast<char>(kMaxMag));
+    const __m256i e4m3Bits = _mm256_set1_epi16(static_cast<short>(0xbfff));
+    const __m256 m = _mm256_set1_ps(mult);
+    for (uint32_t i = 0; i < n; i += 16) {
+      __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + i));
+      // Codes the encoder never writes (NaN, e5m2's infinities) become the largest finite.
+      c = _mm_or_si128(_mm_and_si128(c, signMask), _mm_min_epu8(_mm_and_si128(c, magMask), maxMag));
+      __m256i half;
+      if constexpr (kE4m3) {
+        // Sign-extended, shifted by 7: the sign's copy at bit 14 is the one bit to clear.
+        half = _mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(c), 7), e4m3Bits);
+      } else {
+        half = _mm256_slli_epi16(_mm256_cvtepu8_epi16(c), 8);
+      }
+      put<kAccumulate>(o + i, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(half)), m));
+      put<kAccumulate>(o + i + 8, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(half, 1)), m));
+    }
+  } else if constexpr (std::is_same_v<K, IntKind<8>>) {
+    const __m256 m = _mm256_set1_ps(s);
+    for (uint32_t i = 0; i < n; i += 16) {
+      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + i));
+      put<kAccumulate>(o + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(c)), m));
+      put<kAccumulate>(o + i + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(c, 8))), m));
+    }
+  } else {
+    static_assert(std::is_same_v<K, IntKind<4>>);
+    const __m256 m = _mm256_set1_ps(s);
+    // Element j of a 4-byte word is its nibble j (element 2i in the low nibble of byte i).
+    const __m256i toTop = _mm256_setr_epi32(28, 24, 20, 16, 12, 8, 4, 0);
+    for (uint32_t i = 0; i < n; i += 16) {
+      uint32_t w[2];
+      std::memcpy(w, codes + i / 2, 8);
+      for (int k = 0; k < 2; ++k) {
+        const __m256i q = _mm256_srai_epi32(_mm256_sllv_epi32(_mm256_set1_epi32(static_cast<int>(w[k])), toTop), 28);
+        put<kAccumulate>(o + i + 8 * k, _mm256_mul_ps(_mm256_cvtepi32_ps(q), m));
+      }
+    }
+  }
+  return n;
+}
+
+// Eight values times m, rounded to a grid of kManBits mantissa bits with fp16's exponent
+// range and saturated at maxScaled, as fp16 (see quantizeFp8).
+template <int kManBits>
+CCL_X86_TARGET __attribute__((always_inline)) inline __m128i roundToHalf(const float* p, __m256 m, float maxScaled) {
+  const __m256i y = _mm256_castps_si256(_mm256_mul_ps(_mm256_loadu_ps(p), m));
+  const __m256i a = _mm256_and_si256(y, _mm256_set1_epi32(0x7fffffff));
+  const __m256i e = _mm256_max_epi32(_mm256_and_si256(y, _mm256_set1_epi32(0x7f800000)),
+                                     _mm256_set1_epi32((127 - 14) << 23));  // fp16's smallest normal
+  const __m256 c = _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_set1_epi32((23 - kManBits) << 23)));
+  // A c that overflows makes r NaN, and min returns its second operand for a NaN first.
+  __m256 r = _mm256_min_ps(_mm256_sub_ps(_mm256_add_ps(_mm256_castsi256_ps(a), c), c), _mm256_set1_ps(maxScaled));
+  r = _mm256_or_ps(r, _mm256_castsi256_ps(_mm256_xor_si256(y, a)));
+  return _mm256_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+// fp8 through the CPU's fp16 conversion. Each value y = v * inv is rounded to F's grid in
+// fp32: with E = max(exponent of |y|, F's smallest normal exponent), c = 2^(E + 23 - mantissa
+// bits) has a last place equal to F's at y, so (|y| + c) - c is |y| rounded to nearest-even
+// on that grid, subnormals included, exactly; saturation is a min. The result is an exact
+// fp16 value (e4m3 scaled by 2^-8, so that its exponent range is fp16's), which vcvtps2ph
+// converts without rounding, and the fp8 code is bits of it: e5m2 the top byte, e4m3 the
+// sign and the 7 bits below fp16's top exponent bit. Does nothing when inv * 2^-8 is not a
+// normal fp32 (only for blocks with absmax above 2^126), where that argument does not hold.
+template <class K>
+CCL_X86_TARGET inline uint32_t quantizeFp8(const float* v, uint32_t len, float inv, uint8_t* codes) {
+  constexpr bool kE4m3 = !std::is_same_v<K, Fp8Kind<fp::E5M2>>;
+  constexpr int kManBits = kE4m3 ? 3 : 2;
+  constexpr float kMaxScaled = kE4m3 ? 448.0f / 256.0f : 57344.0f;
+  const float invScaled = kE4m3 ? inv * (1.0f / 256.0f) : inv;
+  if (!(invScaled >= std::numeric_limits<float>::min())) return 0;
+  const uint32_t n = len & ~15u;
+  const __m256 m = _mm256_set1_ps(invScaled);
+  for (uint32_t i = 0; i < n; i += 16) {
+    const __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(roundToHalf<kManBits>(v + i, m, kMaxScaled)),
+                                              roundToHalf<kManBits>(v + i + 8, m, kMaxScaled), 1);
+    __m256i c;
+    if constexpr (kE4m3) {
+      c = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(h, 7), _mm256_set1_epi16(0x7f)),
+                          _mm256_and_si256(_mm256_srli_epi16(h, 8), _mm256_set1_epi16(0x80)));
+    } else {
+      c = _mm256_srli_epi16(h, 8);
+    }
+    const __m128i bytes = _mm_packus_epi16(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + i), bytes);
+  }
+  return n;
+}
+
+// int8/int4: vroundps rounds y = v * inv to nearest-even whatever MXCSR says (the portable
+// math rounds in MXCSR's mode, nearest-even unless a process changed it), the saturating
+// packs narrow to bytes, and a byte min/max clamps to [-qmax, qmax]. That equals
+// math::quantIntNearest for every |y| < 2^31, which covers every value the encoder makes
+// (|y| <= qmax (1 + 2^-22) for an element of a block whose scale is absmax / qmax).
+// int4 codes are then packed two to a byte, element 2i in the low nibble.
+template <int kBits>
+CCL_X86_TARGET inline uint32_t quantizeInt(const float* v, uint32_t len, float inv, uint8_t* dst) {
+  constexpr int kQmax = (1 << (kBits - 1)) - 1;
+  const uint32_t n = len & ~31u;
+  const __m256 m = _mm256_set1_ps(inv);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (uint32_t i = 0; i < n; i += 32) {
+    __m256i q[4];
+    for (int k = 0; k < 4; ++k) {
+      const __m256 y = _mm256_mul_ps(_mm256_loadu_ps(v + i + 8 * k), m);
+      q[k] = _mm256_cvttps_epi32(_mm256_round_ps(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+    // Within each 128-bit half the packs interleave groups of four; `order` restores them.
+    __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    b = _mm256_permutevar8x32_epi32(b, order);
+    b = _mm256_max_epi8(b, _mm256_set1_epi8(-kQmax));
+    if constexpr (kBits == 8) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), b);
+    } else {
+      static_assert(kBits == 4);
+      b = _mm256_min_epi8(b, _mm256_set1_epi8(kQmax));
+      // In each 16-bit lane, byte 0 keeps the low nibble of element 2j and gets the low nibble
+      // of element 2j + 1 above it.
+      const __m256i nib = _mm256_or_si256(_mm256_and_si256(b, _mm256_set1_epi16(0x000f)),
+                                          _mm256_and_si256(_mm256_srli_epi16(b, 4), _mm256_set1_epi16(0x00f0)));
+      const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi16(nib, nib), 0x08);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i / 2), _mm256_castsi256_si128(packed));
+    }
+  }
+  return n;
+}
+
+// Quantises the first elements of a block (round-to-nearest) into dst as the stream stores
+// them; returns how many (a multiple of 16 elements, so whole bytes for int4).
+template <class K>
+inline uint32_t quantize(const float* v, uint32_t len, float inv, uint8_t* dst) {
+  if constexpr (kIsFp8<K>) {
+    return quantizeFp8<K>(v, len, inv, dst);
+  } else {
+    return quantizeInt<K::kBits>(v, len, inv, dst);
+  }
+}
+
+#else
+
+inline bool available() { return false; }
+template <class K, bool kAccumulate>
+uint32_t dequantize(const uint8_t*, uint32_t, float, float*) {
+  return 0;
+}
+template <class K>
+uint32_t quantize(const float*, uint32_t, float, uint8_t*) {
+  return 0;
+}
+
+#endif
+
+}  // namespace ccl::codec::detail::x86
