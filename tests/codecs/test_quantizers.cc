@@ -11,6 +11,7 @@
 #include "codec_test_util.h"
 #include "codecs/math/quant_fp8.h"
 #include "codecs/math/quant_int.h"
+#include "codecs/quantizer_kinds.h"
 #include "codecs/wire.h"
 #include "common/floatconv.h"
 
@@ -349,7 +350,16 @@ TEST(QuantizerIntEncode, EveryCodeEqualsTheElementMath) {
     const Params p = intParams(ic);
     const int bits = intBits(ic.codec);
     const int qmax = math::intQmax(bits);
-    for (const auto& x : inputs) {
+    // Ties: every 8th value is qmax * 2^-3, so each block's scale is exactly 2^-3 and the
+    // others land exactly half-way between two codes, where an inverse one ulp off rounds
+    // the other way.
+    std::vector<float> ties(2000 + 23);
+    for (size_t i = 0; i < ties.size(); ++i)
+      ties[i] = (i % 8 == 0 ? static_cast<float>(qmax) : static_cast<float>(i % qmax) + 0.5f) * 0.125f *
+                (i % 3 == 1 ? -1.0f : 1.0f);
+    auto all = inputs;
+    all.push_back(ties);
+    for (const auto& x : all) {
       const auto s = encodeVec(p, x);
       const Layout l = layoutOf(readHeader(s.data(), s.size()));
       for (size_t i = 0; i < x.size(); ++i) {
@@ -362,6 +372,49 @@ TEST(QuantizerIntEncode, EveryCodeEqualsTheElementMath) {
       }
     }
   }
+}
+
+// The encoder divides for a group of blocks at once; every stored scale is still the one
+// the per-block element binding (K::chooseScale, shared with the GPU tests) gives.
+template <class K>
+void expectScalesOfChooseScale(cclCodec_t c, bool fp16) {
+  std::mt19937 rng(41);
+  std::uniform_real_distribution<float> frac(1.0f, 2.0f);
+  std::uniform_int_distribution<int> expo(-140, 120);
+  for (uint32_t bs : {128u, 32u, 40u}) {
+    Params p = params(c);
+    p.blockSize = bs;
+    p.fp16Scales = fp16;
+    // Each block spans one binade, a different one per block, so scales cover the range.
+    std::vector<float> x(37 * bs + 19);
+    for (size_t b = 0; b * bs < x.size(); ++b) {
+      const int e = expo(rng);
+      for (size_t i = b * bs; i < std::min(x.size(), (b + 1) * bs); ++i)
+        x[i] = (rng() & 1 ? -1.0f : 1.0f) * std::ldexp(frac(rng), e);
+    }
+    const auto s = encodeVec(p, x);
+    const Header h = readHeader(s.data(), s.size());
+    const Layout l = layoutOf(h);
+    const size_t sb = scaleBytes(c, h.flags);
+    for (size_t b = 0; b * bs < x.size(); ++b) {
+      float m = 0.0f;
+      for (size_t i = b * bs; i < std::min(x.size(), (b + 1) * bs); ++i) m = std::max(m, std::fabs(x[i]));
+      const uint32_t want = K::chooseScale(m, fp16).stored;
+      ASSERT_EQ(loadScale(&s[l.scales], b, sb), want)
+          << cclCodecName(c) << " block " << bs << " #" << b << " absmax " << m;
+    }
+  }
+}
+
+TEST(QuantizerScales, GroupedDivisionsEqualChooseScale) {
+  for (bool fp16 : {false, true}) {
+    expectScalesOfChooseScale<IntKind<8>>(cclCodecInt8, fp16);
+    expectScalesOfChooseScale<IntKind<4>>(cclCodecInt4, fp16);
+    expectScalesOfChooseScale<IntKind<2>>(cclCodecInt2, fp16);
+  }
+  expectScalesOfChooseScale<Fp8Kind<fp::E4M3>>(cclCodecFp8E4m3, false);
+  expectScalesOfChooseScale<Fp8Kind<fp::E5M2>>(cclCodecFp8E5m2, false);
+  expectScalesOfChooseScale<MxKind>(cclCodecMxfp8E4m3, false);
 }
 
 double bitsPerElement(const Params& p, size_t n, bool payloadOnly) {
