@@ -150,39 +150,11 @@ struct ScaledBlock {
   BlockScale s;
 };
 
-// Blocks are scaled a group at a time, then written: a block's scale is a chain of
-// dependent steps (absmax, its horizontal maximum, one or two divisions) that the CPU
-// cannot start while the previous block's quantising loop fills its instruction window,
-// but the scales of a group are independent and overlap one another.
-constexpr uint32_t kGroupBytes = 4096;
-constexpr uint32_t kMaxGroup = 16;
-
-inline uint32_t groupBlocks(uint32_t blockSize) {
-  return std::clamp<uint32_t>(kGroupBytes / (blockSize * 4), 1, kMaxGroup);
-}
-
-// The scales of k blocks from their absmax bits (>= 0x7f800000: non-finite, sent raw). The
-// divisions are done for the whole group in vector registers, two per group instead of two
-// dependent ones per block; each lane is the same correctly rounded division as
-// K::chooseScale's, so the scales are bit-equal to it.
-template <class K>
-CCL_ALWAYS_INLINE void chooseScales(const uint32_t (&m)[kMaxGroup], uint32_t k, bool fp16,
-                                    BlockScale (&out)[kMaxGroup]) {
-  if constexpr (requires { K::kDivisor; }) {
-    float a[kMaxGroup], q[kMaxGroup], sc[kMaxGroup], inv[kMaxGroup];
-    for (uint32_t j = 0; j < kMaxGroup; ++j) a[j] = m[j] < 0x7f800000u ? fp::bitsFloat(m[j]) : 0.0f;
-    for (uint32_t j = 0; j < kMaxGroup; ++j) q[j] = a[j] / K::kDivisor;
-    for (uint32_t j = 0; j < kMaxGroup; ++j) {
-      out[j] = j < k && m[j] < 0x7f800000u ? K::fromQuotient(a[j], q[j], fp16) : BlockScale{true, 0, 0, 0};
-      sc[j] = out[j].scale;
-    }
-    // Divides every lane (a zero scale by 1 instead) and then selects, so that it vectorises.
-    for (uint32_t j = 0; j < kMaxGroup; ++j) inv[j] = 1.0f / (sc[j] > 0.0f ? sc[j] : 1.0f);
-    for (uint32_t j = 0; j < kMaxGroup; ++j) out[j].inv = sc[j] > 0.0f ? inv[j] : 0.0f;
-  } else {
-    for (uint32_t j = 0; j < k; ++j)
-      out[j] = m[j] >= 0x7f800000u ? BlockScale{true, 0, 0, 0} : K::chooseScale(fp::bitsFloat(m[j]), fp16);
-  }
+template <class K, class T>
+CCL_ALWAYS_INLINE ScaledBlock scaleBlock(EncodeState<K, T>& st, size_t off, uint32_t len, uint32_t slot) {
+  const float* v = st.stageBlock(off, len, slot);
+  const uint32_t m = blockAbsMaxBits(v, len);
+  return {v, m >= 0x7f800000u ? BlockScale{true, 0, 0, 0} : K::chooseScale(fp::bitsFloat(m), st.p.fp16Scales)};
 }
 
 // The prefix of a block that quantizer_x86.h quantised into dst (none when it does not apply).
@@ -245,6 +217,17 @@ CCL_ALWAYS_INLINE void encodeBlock(EncodeState<K, T>& st, uint64_t b, uint32_t b
   }
 }
 
+// Blocks are scaled a group at a time, then written: a block's scale is a chain of
+// dependent steps (absmax, its horizontal maximum, one or two divisions) that the CPU
+// cannot start while the previous block's quantising loop fills its instruction window,
+// but the scales of a group are independent and overlap one another.
+constexpr uint32_t kGroupBytes = 4096;
+constexpr uint32_t kMaxGroup = 16;
+
+inline uint32_t groupBlocks(uint32_t blockSize) {
+  return std::clamp<uint32_t>(kGroupBytes / (blockSize * 4), 1, kMaxGroup);
+}
+
 // kBlock != 0 compiles the full blocks for that size (the defaults, 128 and 32): with
 // constant trip counts their loops vectorise without remainder code, which is much of the
 // cost of a small block.
@@ -254,30 +237,21 @@ CCL_VECTOR_CLONES void encodeStream(EncodeState<K, T>& st) {
   const uint32_t group = groupBlocks(bs);
   const math::RngKey key = math::rngKey(st.p.seed);
   const uint64_t full = st.n / bs;
-  const float* v[kMaxGroup];
-  uint32_t m[kMaxGroup];
-  BlockScale sc[kMaxGroup];
+  ScaledBlock sb[kMaxGroup];
   for (uint64_t b0 = 0; b0 < full; b0 += group) {
     const uint32_t k = static_cast<uint32_t>(std::min<uint64_t>(group, full - b0));
-    for (uint32_t j = 0; j < kMaxGroup; ++j) m[j] = 0;
     for (uint32_t j = 0; j < k; ++j) {
       // The encoder reads a group's input in one pass, then quantises it from L1 while no
       // loads go to memory; reads of the next group are issued meanwhile so that memory
       // stays busy (without them, 64 MiB encode measured 10-25 % slower: perf/codecs/README.md).
       prefetchAhead<false>(st.x + (b0 + j) * bs, size_t{group} * bs * sizeof(*st.x), bs);
-      v[j] = st.stageBlock((b0 + j) * bs, bs, j);
-      m[j] = blockAbsMaxBits(v[j], bs);
+      sb[j] = scaleBlock(st, (b0 + j) * bs, bs, j);
     }
-    chooseScales<K>(m, k, st.p.fp16Scales, sc);
-    for (uint32_t j = 0; j < k; ++j) encodeBlock<K, T, kStochastic>(st, b0 + j, bs, bs, ScaledBlock{v[j], sc[j]}, key);
+    for (uint32_t j = 0; j < k; ++j) encodeBlock<K, T, kStochastic>(st, b0 + j, bs, bs, sb[j], key);
   }
   if (full < st.g.blocks) {
     const auto len = static_cast<uint32_t>(st.n - full * bs);
-    v[0] = st.stageBlock(full * bs, len, 0);
-    for (uint32_t j = 0; j < kMaxGroup; ++j) m[j] = 0;
-    m[0] = blockAbsMaxBits(v[0], len);
-    chooseScales<K>(m, 1, st.p.fp16Scales, sc);
-    encodeBlock<K, T, kStochastic>(st, full, bs, len, ScaledBlock{v[0], sc[0]}, key);
+    encodeBlock<K, T, kStochastic>(st, full, bs, len, scaleBlock(st, full * bs, len, 0), key);
   }
 }
 

@@ -51,17 +51,13 @@ inline uint32_t loadScale(const uint8_t* scales, uint64_t b, size_t bytes) {
 constexpr uint32_t kF32RawMarker = 0x7fc00000u;
 constexpr uint32_t kF16RawMarker = 0x7e00u;
 
-// The inverse the encoder multiplies by: 1/s, 0 for an all-zero (or raw) block.
-inline BlockScale withInverse(BlockScale bs) {
-  bs.inv = bs.scale > 0.0f ? 1.0f / bs.scale : 0.0f;
-  return bs;
-}
-
-// fp32 scale s = absmax / divisor (finite, >= 0), inv not set.
-inline BlockScale f32ScaleFromQuotient(float absmax, float s) {
-  if (absmax > 0.0f && !(s >= math::kMinScale)) return BlockScale{true, 0, 0, kF32RawMarker};
+// fp32 scale s (finite, >= 0); inv = 1/s, 0 for an all-zero block.
+inline BlockScale f32Scale(float absmax, float divisor) {
   BlockScale bs;
+  const float s = absmax / divisor;
+  if (absmax > 0.0f && !(s >= math::kMinScale)) return BlockScale{true, 0, 0, kF32RawMarker};
   bs.scale = s;
+  bs.inv = s > 0.0f ? 1.0f / s : 0.0f;
   bs.stored = fp::floatBits(s);
   return bs;
 }
@@ -86,21 +82,17 @@ struct IntKind {
   static constexpr int kQmax = (1 << (kBits - 1)) - 1;
   static constexpr uint32_t kMask = (1u << kBits) - 1;
 
-  // The scale of a block given q = absmax / kDivisor, inv not set: the encoder divides for
-  // a group of blocks at once. chooseScale is the same for one block.
-  static constexpr float kDivisor = static_cast<float>(kQmax);
-  static BlockScale fromQuotient(float absmax, float q, bool fp16) {
-    if (!fp16) return f32ScaleFromQuotient(absmax, q);
-    if (absmax > 0.0f && !(q >= math::kMinHalfScale && q <= math::kMaxHalfScale))
+  static BlockScale chooseScale(float absmax, bool fp16) {
+    if (!fp16) return f32Scale(absmax, static_cast<float>(kQmax));
+    const float s = absmax / static_cast<float>(kQmax);
+    if (absmax > 0.0f && !(s >= math::kMinHalfScale && s <= math::kMaxHalfScale))
       return BlockScale{true, 0, 0, kF16RawMarker};
-    const uint16_t h = math::halfScaleRoundUp(q);
+    const uint16_t h = math::halfScaleRoundUp(s);
     BlockScale bs;
     bs.scale = fp::halfToFloat(h);
+    bs.inv = bs.scale > 0.0f ? 1.0f / bs.scale : 0.0f;
     bs.stored = h;
     return bs;
-  }
-  static BlockScale chooseScale(float absmax, bool fp16) {
-    return withInverse(fromQuotient(absmax, absmax / kDivisor, fp16));
   }
   static bool readScale(uint32_t stored, bool fp16, float& s) { return readLinearScale(stored, fp16, s); }
 
@@ -125,11 +117,7 @@ struct IntKind {
 template <class F>
 struct Fp8Kind {
   static constexpr int kBits = 8;
-  static constexpr float kDivisor = math::fp8MaxFinite<F>();
-  static BlockScale fromQuotient(float absmax, float q, bool) { return f32ScaleFromQuotient(absmax, q); }
-  static BlockScale chooseScale(float absmax, bool) {
-    return withInverse(fromQuotient(absmax, absmax / kDivisor, false));
-  }
+  static BlockScale chooseScale(float absmax, bool) { return f32Scale(absmax, math::fp8MaxFinite<F>()); }
   static bool readScale(uint32_t stored, bool, float& s) { return readLinearScale(stored, false, s); }
   static uint32_t quant(float v, float inv) { return math::fp8EncodeFinite<F>(v * inv); }
   static uint32_t quantStochastic(float v, float inv, uint32_t r) { return math::fp8EncodeStochastic<F>(v * inv, r); }

@@ -374,8 +374,8 @@ TEST(QuantizerIntEncode, EveryCodeEqualsTheElementMath) {
   }
 }
 
-// The encoder divides for a group of blocks at once; every stored scale is still the one
-// the per-block element binding (K::chooseScale, shared with the GPU tests) gives.
+// Every stored scale is the one the per-block element binding (K::chooseScale, which the GPU
+// tests compare with the device's) gives, over scales across the whole fp32 range.
 template <class K>
 void expectScalesOfChooseScale(cclCodec_t c, bool fp16) {
   std::mt19937 rng(41);
@@ -406,7 +406,7 @@ void expectScalesOfChooseScale(cclCodec_t c, bool fp16) {
   }
 }
 
-TEST(QuantizerScales, GroupedDivisionsEqualChooseScale) {
+TEST(QuantizerScales, StoredScalesEqualChooseScale) {
   for (bool fp16 : {false, true}) {
     expectScalesOfChooseScale<IntKind<8>>(cclCodecInt8, fp16);
     expectScalesOfChooseScale<IntKind<4>>(cclCodecInt4, fp16);
