@@ -1,6 +1,8 @@
-// Single-thread codec throughput in GB/s of fp32 input, printed with its ratio to the read
-// bandwidth of the same run, all in thread CPU time (a summation loop over an fp32 array of the same size, with
-// enough independent accumulators that it is limited by loads, not by add latency).
+// Single-thread codec throughput in GB/s of fp32 input, printed with its ratio to two
+// baselines measured in the same run over fp32 arrays of the same size, all in thread CPU
+// time: the read loop (a sum with enough independent accumulators that it is limited by
+// loads, not by add latency; x_read) and the update loop y += x (x_update), which moves the
+// bytes a decode-accumulate moves when its codes are as wide as fp32.
 #include <benchmark/benchmark.h>
 
 #include <time.h>
@@ -45,41 +47,63 @@ CCL_VECTOR_CLONES float sumArray(const float* x, size_t n) {
   return s;
 }
 
-// Read bandwidth (bytes/s) per size, measured when the first benchmark of a size asks.
-std::map<size_t, double>& readBandwidth() {
-  static std::map<size_t, double> bw;
-  return bw;
+// y += x over fp32 arrays: the loop a decode-accumulate would be if its codes were fp32
+// (it reads twice and writes once what the read loop reads once).
+CCL_VECTOR_CLONES void addArray(const float* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
-double measureRead(size_t bytes) {
-  auto& bw = readBandwidth();
-  if (auto it = bw.find(bytes); it != bw.end()) return it->second;
-  const auto x = input(bytes / 4);
+enum class Baseline { kRead, kUpdate };
+
+// One pass of a baseline over arrays of `bytes`.
+struct BaselineArrays {
+  std::vector<float> x, y;
+  explicit BaselineArrays(size_t bytes) : x(input(bytes / 4)), y(bytes / 4, 0.0f) {}
+  void run(Baseline b) {
+    if (b == Baseline::kRead) {
+      benchmark::DoNotOptimize(sumArray(x.data(), x.size()));
+    } else {
+      addArray(x.data(), y.data(), x.size());
+      benchmark::ClobberMemory();
+    }
+  }
+};
+
+// A baseline's bandwidth (bytes of x per second) per size, best of 5, measured when the
+// first benchmark of a size asks.
+double baselineRate(Baseline b, size_t bytes) {
+  static std::map<std::pair<Baseline, size_t>, double> rates;
+  if (auto it = rates.find({b, bytes}); it != rates.end()) return it->second;
+  BaselineArrays a(bytes);
   double best = 0;
   for (int rep = 0; rep < 5; ++rep) {
     const size_t iters = std::max<size_t>(1, (256u << 20) / bytes);
     const double t0 = cpuSeconds();
-    for (size_t it = 0; it < iters; ++it) benchmark::DoNotOptimize(sumArray(x.data(), x.size()));
+    for (size_t it = 0; it < iters; ++it) a.run(b);
     const double s = cpuSeconds() - t0;
     best = std::max(best, bytes * static_cast<double>(iters) / s);
   }
-  return bw[bytes] = best;
+  return rates[{b, bytes}] = best;
 }
 
-void setRatio(benchmark::State& state, size_t bytes, double seconds) {
+// Every row has the same counters (CSV and JSON output need that); bits_per_elem is 32 for
+// the fp32 baselines.
+void setRatio(benchmark::State& state, size_t bytes, double seconds, double bitsPerElem) {
   const double rate = bytes * static_cast<double>(state.iterations()) / seconds;
   state.counters["GBps"] = rate / 1e9;
-  state.counters["read_GBps"] = measureRead(bytes) / 1e9;
-  state.counters["x_read"] = rate / measureRead(bytes);
+  state.counters["read_GBps"] = baselineRate(Baseline::kRead, bytes) / 1e9;
+  state.counters["x_read"] = rate / baselineRate(Baseline::kRead, bytes);
+  state.counters["x_update"] = rate / baselineRate(Baseline::kUpdate, bytes);
+  state.counters["bits_per_elem"] = bitsPerElem;
   state.SetBytesProcessed(static_cast<int64_t>(bytes * state.iterations()));
 }
 
-void BM_Read(benchmark::State& state) {
+void BM_Baseline(benchmark::State& state, Baseline b) {
   const size_t bytes = state.range(0);
-  const auto x = input(bytes / 4);
+  BaselineArrays a(bytes);
   const double t0 = cpuSeconds();
-  for (auto _ : state) benchmark::DoNotOptimize(sumArray(x.data(), x.size()));
-  setRatio(state, bytes, cpuSeconds() - t0);
+  for (auto _ : state) a.run(b);
+  setRatio(state, bytes, cpuSeconds() - t0, 32.0);
 }
 
 enum class Op { kEncode, kDecode, kDecodeAccumulate };
@@ -109,8 +133,7 @@ void BM_Codec(benchmark::State& state, cclCodec_t codec, Op op) {
     }
     benchmark::ClobberMemory();
   }
-  setRatio(state, bytes, cpuSeconds() - t0);
-  state.counters["bits_per_elem"] = 8.0 * s.size() / n;
+  setRatio(state, bytes, cpuSeconds() - t0, 8.0 * static_cast<double>(s.size()) / static_cast<double>(n));
 }
 
 void registerAll() {
@@ -118,7 +141,8 @@ void registerAll() {
     for (size_t bytes : kBytes) b->Arg(static_cast<int64_t>(bytes));
     b->Unit(benchmark::kMicrosecond)->MinTime(0.2);
   };
-  sizes(benchmark::RegisterBenchmark("read", BM_Read));
+  sizes(benchmark::RegisterBenchmark("read", [](benchmark::State& st) { BM_Baseline(st, Baseline::kRead); }));
+  sizes(benchmark::RegisterBenchmark("update", [](benchmark::State& st) { BM_Baseline(st, Baseline::kUpdate); }));
   const std::pair<Op, const char*> ops[] = {
       {Op::kEncode, "encode"}, {Op::kDecode, "decode"}, {Op::kDecodeAccumulate, "decode_acc"}};
   for (int c = 0; c < cclNumCodecs; ++c) {
