@@ -2,7 +2,8 @@
 // when it is fp32 and no residual is added), scanned for its absmax and non-finite values,
 // then quantised element by element with the shared math of codecs/math/. The loops are
 // written so the compiler vectorises them (one byte of code per element in a stage, packed
-// in a separate loop) and are compiled per instruction set (vector_clones.h).
+// in a separate loop) and are compiled per instruction set (vector_clones.h). On x86 with
+// AVX2 and F16C, the fp8, int8 and int4 inner loops are quantizer_x86.h's instead.
 #include "codecs/quantizer.h"
 
 #include <algorithm>
@@ -22,9 +23,13 @@ namespace {
 struct Geometry {
   uint64_t blocks;
   Layout layout;
+  size_t scaleBytes;
 };
 
-Geometry geometry(const Header& h) { return Geometry{(h.count + h.blockSize - 1) / h.blockSize, layoutOf(h)}; }
+Geometry geometry(const Header& h) {
+  return Geometry{(h.count + h.blockSize - 1) / h.blockSize, layoutOf(h),
+                  scaleBytes(static_cast<cclCodec_t>(h.codec), h.flags)};
+}
 
 // Largest |v| as fp32 bits: NaN and inf compare above every finite value, so one integer
 // max both finds the absmax and flags a non-finite block (result >= 0x7f800000).
@@ -106,7 +111,6 @@ struct EncodeState {
   float* residual;
   Header h;
   Geometry g;
-  size_t scaleBytes;
   uint8_t* rawOut;
   uint64_t rawBlocks = 0;
   std::vector<float>& stage;
@@ -178,13 +182,13 @@ CCL_ALWAYS_INLINE void encodeBlock(EncodeState<K, T>& st, uint64_t b, uint32_t b
   uint8_t* dst = st.out + st.g.layout.codes + off * K::kBits / 8;
   const size_t codeBytes = (size_t{len} * K::kBits + 7) / 8;
   if (s.raw) {
-    storeScale(scales, b, st.scaleBytes, st.rawMarker());
+    storeScale(scales, b, st.g.scaleBytes, st.rawMarker());
     std::memset(dst, 0, codeBytes);
     st.writeRaw(b, v, len);
     if (st.residual) std::fill_n(st.residual + off, len, 0.0f);
     return;
   }
-  storeScale(scales, b, st.scaleBytes, s.stored);
+  storeScale(scales, b, st.g.scaleBytes, s.stored);
   const uint32_t padded = (len + 7) & ~7u;  // the stage is zero past len
   if constexpr (K::kBits == 8) {
     // Full blocks straight into the stream; a short last block via the code stage.
@@ -261,13 +265,12 @@ size_t encodeQuantized(const Params& p, const typename T::Storage* x, size_t n, 
   thread_local std::vector<uint8_t> codes;
   stage.resize(size_t{groupBlocks(p.blockSize)} * p.blockSize);
   codes.resize(p.blockSize);
-  EncodeState<K, T> st{p, x, n, out, residual, Header{}, Geometry{}, 0, nullptr, 0, stage, codes};
+  EncodeState<K, T> st{p, x, n, out, residual, Header{}, Geometry{}, nullptr, 0, stage, codes};
   st.h.codec = static_cast<uint8_t>(p.codec);
   st.h.blockSize = p.blockSize;
   st.h.count = n;
   st.h.flags = static_cast<uint8_t>((p.fp16Scales ? kFlagFp16Scales : 0) | (p.stochastic ? kFlagStochastic : 0));
   st.g = geometry(st.h);
-  st.scaleBytes = scaleBytes(p.codec, st.h.flags);
   st.rawOut = out + st.g.layout.raw;
   st.x86 = x86::kCovers<K> && x86::available();
   if (p.stochastic) {
@@ -282,7 +285,7 @@ size_t encodeQuantized(const Params& p, const typename T::Storage* x, size_t n, 
   st.h.aux = st.rawBlocks;
   writeHeader(st.h, out);
   // Zero the alignment padding so equal inputs give equal bytes.
-  const size_t scalesEnd = kHeaderBytes + st.g.blocks * st.scaleBytes;
+  const size_t scalesEnd = kHeaderBytes + st.g.blocks * st.g.scaleBytes;
   std::memset(out + scalesEnd, 0, st.g.layout.codes - scalesEnd);
   const size_t codeEnd = st.g.layout.codes + (n * K::kBits + 7) / 8;
   std::memset(out + codeEnd, 0, st.g.layout.raw - codeEnd);
@@ -294,7 +297,7 @@ size_t encodeQuantized(const Params& p, const typename T::Storage* x, size_t n, 
 template <class K>
 void validateBlocks(const Header& h, const uint8_t* in, const Geometry& g) {
   const bool fp16 = h.flags & kFlagFp16Scales;
-  const size_t sb = scaleBytes(static_cast<cclCodec_t>(h.codec), h.flags);
+  const size_t sb = g.scaleBytes;
   uint64_t marked = 0;
   for (uint64_t b = 0; b < g.blocks; ++b) {
     float s;
@@ -313,26 +316,39 @@ void validateBlocks(const Header& h, const uint8_t* in, const Geometry& g) {
   }
 }
 
+// Block b of a validated stream: where its values go, its scale and its packed codes;
+// false for a raw block.
+struct BlockView {
+  size_t off;
+  uint32_t len;
+  float s;
+  const uint8_t* codes;
+};
+
+template <class K>
+CCL_ALWAYS_INLINE bool blockView(const Header& h, const uint8_t* in, const Geometry& g, uint64_t b, BlockView& v) {
+  if (!K::readScale(loadScale(in + kHeaderBytes, b, g.scaleBytes), h.flags & kFlagFp16Scales, v.s)) return false;
+  v.off = b * h.blockSize;
+  v.len = static_cast<uint32_t>(std::min<uint64_t>(h.blockSize, h.count - v.off));
+  v.codes = in + g.layout.codes + v.off * K::kBits / 8;
+  return true;
+}
+
 // Dequantises every non-raw block of a validated stream straight into op's output:
 // op.dequantize<K>(offset, codes, scale, len) gets each block's codes one per byte (the
 // stream's own bytes for 8-bit codes), so no value goes through a stage.
 template <class K, class Op>
 CCL_VECTOR_CLONES void decodeBlocks(const Header& h, const uint8_t* in, const Geometry& g, Op& op) {
-  const bool fp16 = h.flags & kFlagFp16Scales;
-  const size_t sb = scaleBytes(static_cast<cclCodec_t>(h.codec), h.flags);
   thread_local std::vector<uint8_t> codeStage;
   codeStage.resize(h.blockSize);
   for (uint64_t b = 0; b < g.blocks; ++b) {
-    const size_t off = b * h.blockSize;
-    const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(h.blockSize, h.count - off));
-    float s;
-    if (!K::readScale(loadScale(in + kHeaderBytes, b, sb), fp16, s)) continue;
-    const uint8_t* codes = in + g.layout.codes + off * K::kBits / 8;
+    BlockView v;
+    if (!blockView<K>(h, in, g, b, v)) continue;
     if constexpr (K::kBits != 8) {
-      unpackCodes<K::kBits>(codes, len, codeStage.data());
-      codes = codeStage.data();
+      unpackCodes<K::kBits>(v.codes, v.len, codeStage.data());
+      v.codes = codeStage.data();
     }
-    op.template dequantize<K>(off, codes, s, len);
+    op.template dequantize<K>(v.off, v.codes, v.s, v.len);
   }
 }
 
@@ -347,19 +363,14 @@ CCL_ALWAYS_INLINE uint32_t codeAt(const uint8_t* codes, uint32_t i) {
 // AVX2 and F16C, so that no block pays a call into code compiled for another instruction set.
 template <class K, bool kAccumulate>
 CCL_X86_TARGET void decodeBlocksX86(const Header& h, const uint8_t* in, const Geometry& g, float* out) {
-  const bool fp16 = h.flags & kFlagFp16Scales;
-  const size_t sb = scaleBytes(static_cast<cclCodec_t>(h.codec), h.flags);
   for (uint64_t b = 0; b < g.blocks; ++b) {
-    const size_t off = b * h.blockSize;
-    const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(h.blockSize, h.count - off));
-    float s;
-    if (!K::readScale(loadScale(in + kHeaderBytes, b, sb), fp16, s)) continue;
-    const uint8_t* codes = in + g.layout.codes + off * K::kBits / 8;
-    float* o = out + off;
-    prefetchForWrite(o, len);
-    for (uint32_t i = x86::dequantize<K, kAccumulate>(codes, len, s, o); i < len; ++i) {
-      const float v = K::dequant(codeAt<K>(codes, i), s);
-      o[i] = kAccumulate ? o[i] + v : v;
+    BlockView v;
+    if (!blockView<K>(h, in, g, b, v)) continue;
+    float* o = out + v.off;
+    prefetchForWrite(o, v.len);
+    for (uint32_t i = x86::dequantize<K, kAccumulate>(v.codes, v.len, v.s, o); i < v.len; ++i) {
+      const float x = K::dequant(codeAt<K>(v.codes, i), v.s);
+      o[i] = kAccumulate ? o[i] + x : x;
     }
   }
 }
