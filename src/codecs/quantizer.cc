@@ -67,6 +67,13 @@ CCL_ALWAYS_INLINE void packCodes(const uint8_t* codes, uint32_t len, uint8_t* ou
   }
 }
 
+// Element i of a block's packed codes (kBits each, element 0 in the lowest bits).
+template <int kBits>
+CCL_ALWAYS_INLINE uint32_t codeAt(const uint8_t* codes, uint32_t i) {
+  constexpr uint32_t kPer = 8 / kBits;
+  return (codes[i / kPer] >> ((i % kPer) * kBits)) & ((1u << kBits) - 1);
+}
+
 // Unpacks len codes (a multiple of 8 / kBits... any len; the source holds ceil) to one per byte.
 template <int kBits>
 CCL_ALWAYS_INLINE void unpackCodes(const uint8_t* in, uint32_t len, uint8_t* codes) {
@@ -75,8 +82,7 @@ CCL_ALWAYS_INLINE void unpackCodes(const uint8_t* in, uint32_t len, uint8_t* cod
   const uint32_t full = len / kPer;
   for (uint32_t j = 0; j < full; ++j)
     for (uint32_t t = 0; t < kPer; ++t) codes[j * kPer + t] = static_cast<uint8_t>((in[j] >> (t * kBits)) & kMask);
-  for (uint32_t i = full * kPer; i < len; ++i)
-    codes[i] = static_cast<uint8_t>((in[i / kPer] >> ((i % kPer) * kBits)) & kMask);
+  for (uint32_t i = full * kPer; i < len; ++i) codes[i] = static_cast<uint8_t>(codeAt<kBits>(in, i));
 }
 
 // How far ahead of the element being written the output ops prefetch for writing. A single
@@ -297,7 +303,7 @@ size_t encodeQuantized(const Params& p, const typename T::Storage* x, size_t n, 
 template <class K>
 void validateBlocks(const Header& h, const uint8_t* in, const Geometry& g) {
   const bool fp16 = h.flags & kFlagFp16Scales;
-  const size_t sb = g.scaleBytes;
+  const size_t sb = g.scaleBytes;  // read again for each raw entry below
   uint64_t marked = 0;
   for (uint64_t b = 0; b < g.blocks; ++b) {
     float s;
@@ -352,13 +358,6 @@ CCL_VECTOR_CLONES void decodeBlocks(const Header& h, const uint8_t* in, const Ge
   }
 }
 
-// Element i of a block's packed codes.
-template <class K>
-CCL_ALWAYS_INLINE uint32_t codeAt(const uint8_t* codes, uint32_t i) {
-  constexpr uint32_t kPer = 8 / K::kBits;
-  return (codes[i / kPer] >> ((i % kPer) * K::kBits)) & ((1u << K::kBits) - 1);
-}
-
 // decodeBlocks for fp32 output through the x86 inner loops: one function compiled for
 // AVX2 and F16C, so that no block pays a call into code compiled for another instruction set.
 template <class K, bool kAccumulate>
@@ -369,7 +368,7 @@ CCL_X86_TARGET void decodeBlocksX86(const Header& h, const uint8_t* in, const Ge
     float* o = out + v.off;
     prefetchForWrite(o, v.len);
     for (uint32_t i = x86::dequantize<K, kAccumulate>(v.codes, v.len, v.s, o); i < v.len; ++i) {
-      const float x = K::dequant(codeAt<K>(v.codes, i), v.s);
+      const float x = K::dequant(codeAt<K::kBits>(v.codes, i), v.s);
       o[i] = kAccumulate ? o[i] + x : x;
     }
   }

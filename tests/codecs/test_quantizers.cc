@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 
 #include "codec_test_util.h"
 #include "codecs/math/quant_fp8.h"
@@ -220,19 +221,31 @@ TEST(QuantizerFp8Decode, EveryCodeEqualsTheElementMath) {
   }
 }
 
-// The fp8 encoders (on x86 with F16C, a separate vector path) write exactly the shared
-// element math's code for every element, whatever the magnitudes in a block: values
-// spanning 40 binades put codes in every exponent and in the subnormal range.
-TEST(QuantizerFp8Encode, EveryCodeEqualsTheElementMath) {
-  std::mt19937 rng(31);
+// 4096 + 23 values of random sign whose magnitudes span 40 binades (2^-30 to 2^11).
+std::vector<float> spreadOver40Binades(uint32_t seed) {
+  std::mt19937 rng(seed);
   std::uniform_real_distribution<float> frac(1.0f, 2.0f);
   std::uniform_int_distribution<int> expo(-30, 10);
   std::vector<float> spread(4096 + 23);
   for (float& v : spread) v = (rng() & 1 ? -1.0f : 1.0f) * std::ldexp(frac(rng), expo(rng));
-  for (size_t i = 0; i < 8; ++i) spread[200 + i] = (i & 1 ? -3.0e38f : 1.0e-3f);  // 256 / s not normal
-  std::vector<std::vector<float>> inputs = {spread};
+  return spread;
+}
+
+// first, then every finite input pattern at a length of its own.
+std::vector<std::vector<float>> withFinitePatterns(std::vector<float> first) {
+  std::vector<std::vector<float>> inputs = {std::move(first)};
   for (Pattern pat : allPatterns())
     if (pat != Pattern::kNonFinite) inputs.push_back(makeInput(pat, 1000 + 16 * static_cast<size_t>(pat), 5));
+  return inputs;
+}
+
+// The fp8 encoders (on x86 with F16C, a separate vector path) write exactly the shared
+// element math's code for every element, whatever the magnitudes in a block: values
+// spanning 40 binades put codes in every exponent and in the subnormal range.
+TEST(QuantizerFp8Encode, EveryCodeEqualsTheElementMath) {
+  std::vector<float> spread = spreadOver40Binades(31);
+  for (size_t i = 0; i < 8; ++i) spread[200 + i] = (i & 1 ? -3.0e38f : 1.0e-3f);  // 256 / s not normal
+  const auto inputs = withFinitePatterns(spread);
   for (cclCodec_t c : {cclCodecFp8E4m3, cclCodecFp8E5m2, cclCodecMxfp8E4m3}) {
     const Params p = params(c);
     for (const auto& x : inputs) {
@@ -336,16 +349,10 @@ TEST(QuantizerIntDecode, EveryCodeEqualsTheElementMath) {
 }
 
 TEST(QuantizerIntEncode, EveryCodeEqualsTheElementMath) {
-  std::mt19937 rng(37);
-  std::uniform_real_distribution<float> frac(1.0f, 2.0f);
-  std::uniform_int_distribution<int> expo(-30, 10);
-  std::vector<float> spread(4096 + 23);
-  for (float& v : spread) v = (rng() & 1 ? -1.0f : 1.0f) * std::ldexp(frac(rng), expo(rng));
+  std::vector<float> spread = spreadOver40Binades(37);
   // Values half-way between two codes of some block, and the block maximum's negation.
   for (size_t i = 0; i < 64; ++i) spread[512 + i] = (i & 1 ? -1.0f : 1.0f) * (static_cast<float>(i % 15) + 0.5f);
-  std::vector<std::vector<float>> inputs = {spread};
-  for (Pattern pat : allPatterns())
-    if (pat != Pattern::kNonFinite) inputs.push_back(makeInput(pat, 1000 + 16 * static_cast<size_t>(pat), 5));
+  const auto inputs = withFinitePatterns(spread);
   for (const IntCase& ic : intCases()) {
     const Params p = intParams(ic);
     const int bits = intBits(ic.codec);
