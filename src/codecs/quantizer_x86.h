@@ -16,16 +16,7 @@
 #include <type_traits>
 
 #include "codecs/quantizer_kinds.h"
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <cpuid.h>
-#include <immintrin.h>
-#define CCL_QUANT_X86 1
-#define CCL_X86_TARGET __attribute__((target("avx2,f16c")))
-#else
-#define CCL_QUANT_X86 0
-#define CCL_X86_TARGET
-#endif
+#include "codecs/x86.h"
 
 namespace ccl::codec::detail::x86 {
 
@@ -38,18 +29,9 @@ constexpr bool kIsInt = std::is_same_v<K, IntKind<8>> || std::is_same_v<K, IntKi
 
 // The kinds these loops cover (int2 keeps the portable loops).
 template <class K>
-constexpr bool kCovers = CCL_QUANT_X86 && (kIsFp8<K> || kIsInt<K>);
+constexpr bool kCovers = CCL_CODECS_X86 && (kIsFp8<K> || kIsInt<K>);
 
-#if CCL_QUANT_X86
-
-inline bool available() {
-  static const bool has = [] {
-    // Not every compiler's __builtin_cpu_supports knows "f16c": ask CPUID (leaf 1, ECX).
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
-  }();
-  return has;
-}
+#if CCL_CODECS_X86
 
 template <bool kAccumulate>
 CCL_X86_TARGET __attribute__((always_inline)) inline void put(float* o, __m256 v) {
@@ -221,7 +203,6 @@ inline uint32_t quantize(const float* v, uint32_t len, float inv, uint8_t* dst) 
 
 #else
 
-inline bool available() { return false; }
 template <class K, bool kAccumulate>
 uint32_t dequantize(const uint8_t*, uint32_t, float, float*) {
   return 0;

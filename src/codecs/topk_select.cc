@@ -8,6 +8,8 @@
 
 #include "codecs/math/radix_select.h"
 #include "codecs/math/rng.h"
+#include "codecs/select_x86.h"
+#include "codecs/vector_clones.h"
 
 namespace ccl::codec {
 namespace {
@@ -31,58 +33,116 @@ struct Scratch {
   }
 };
 
-// Indices i in [0, n) with key >= t, in order, into cand; returns how many.
-size_t collectAtLeast(const float* v, size_t n, uint32_t t, uint32_t* cand) {
-  size_t c = 0;
-  for (size_t i = 0; i < n; ++i) {
+struct KthKey {
+  uint32_t key;       // the k-th largest key
+  size_t tiesToTake;  // how many elements with exactly that key belong to the top k
+};
+
+// A round's bins cost more than its keys when few keys are left: those are finished by
+// std::nth_element (the keys are whole; they already agree on the digits chosen so far).
+constexpr size_t kFewKeys = 256;
+
+// The smallest and largest of keys[0, m), m >= 1.
+CCL_VECTOR_CLONES void keyRange(const uint32_t* keys, size_t m, uint32_t& lo, uint32_t& hi) {
+  uint32_t a = keys[0], b = keys[0];
+  for (size_t i = 1; i < m; ++i) {
+    a = std::min(a, keys[i]);
+    b = std::max(b, keys[i]);
+  }
+  lo = a;
+  hi = b;
+}
+
+KthKey kthBySorting(uint32_t* keys, size_t m, uint64_t rank) {
+  std::nth_element(keys, keys + (rank - 1), keys + m, std::greater<>());
+  const uint32_t key = keys[rank - 1];
+  size_t above = 0;
+  for (size_t i = 0; i < m; ++i) above += keys[i] > key ? 1 : 0;
+  return KthKey{key, static_cast<size_t>(rank - above)};
+}
+
+// Radix select (codecs/math/radix_select.h) of the k-th largest of keys[0, m), narrowing
+// keys to the matching ones after each round; keys is reordered. 1 <= k <= m. A round counts
+// and walks only the bins from the smallest to the largest remaining key's digit: the keys
+// left share the digits above, so theirs are ordered as the keys are. For the few hundred
+// candidates of a small input that is far fewer than a round's 2048 bins.
+KthKey radixSelect(uint32_t* keys, size_t m, size_t k) {
+  uint32_t prefix = 0;
+  uint64_t rank = k;
+  // Four histograms, summed after counting: keys of one input often fall in a handful of
+  // bins, and increments of one counter wait for each other through memory.
+  constexpr int kWays = 4;
+  // Padded: at exactly 8 KiB apart, a load from one would wait for the others' stores.
+  uint32_t hist[kWays][math::kRadixMaxBins + 16];
+  for (int round = 0; round < math::kRadixRounds; ++round) {
+    if (m <= kFewKeys) return kthBySorting(keys, m, rank);
+    uint32_t lo, hi;
+    keyRange(keys, m, lo, hi);
+    const uint32_t first = math::radixDigit(lo, round), last = math::radixDigit(hi, round);
+    for (auto& h : hist) std::fill(h + first, h + last + 1, 0u);
+    size_t i = 0;
+    for (; i + kWays <= m; i += kWays) {
+      for (int w = 0; w < kWays; ++w) ++hist[w][math::radixDigit(keys[i + w], round)];
+    }
+    for (; i < m; ++i) ++hist[0][math::radixDigit(keys[i], round)];
+    for (uint32_t b = first; b <= last; ++b) hist[0][b] += hist[1][b] + hist[2][b] + hist[3][b];
+    const uint32_t bucket = math::radixPickBin(hist[0], first, last, rank);
+    prefix |= bucket << math::radixShift(round);
+    // The keys left agree on the digits above this round's, so its bucket is a key range.
+    m = detail::keepInRange(keys, m, prefix, prefix | ((1u << math::radixShift(round)) - 1));
+  }
+  return KthKey{prefix, static_cast<size_t>(rank)};
+}
+
+// A key threshold that, by a sample of n/16 elements (at most 4096), slightly more than k of
+// n elements reach; 0 (every element) when n is too small to sample. Sample j is drawn from
+// the j-th of `samples` equal windows, at an offset that a Weyl sequence moves around the
+// window: a fixed stride would see only some columns of a matrix whose rows are a multiple
+// of it long (perf/codecs/README.md has what that cost). The rank asked of the
+// sample is the expected count of top-k elements in it plus three standard deviations: an
+// estimate above the k-th key (fewer than k candidates) costs a second pass, not accuracy.
+uint32_t estimateThreshold(const float* v, size_t n, size_t k) {
+  constexpr size_t kMaxSamples = 4096;
+  const size_t samples = std::min(n / 16, kMaxSamples);
+  if (samples < 64) return 0;
+  const size_t window = n / samples;
+  const double expect = static_cast<double>(samples) * k / n;
+  const size_t rank = static_cast<size_t>(expect + 3.0 * std::sqrt(expect) + 4.0);
+  if (rank >= samples) return 0;
+  uint32_t s[kMaxSamples];
+  uint32_t weyl = 0;
+  for (size_t j = 0; j < samples; ++j) {
+    weyl += 0x9e3779b9u;  // 2^32 / golden ratio: offsets spread evenly, with no short period
+    s[j] = keyAt(v, j * window + ((uint64_t{weyl} * window) >> 32));
+  }
+  return radixSelect(s, samples, rank + 1).key;
+}
+
+}  // namespace
+
+namespace detail {
+
+size_t collectAtLeast(const float* v, size_t n, uint32_t t, uint32_t* cand, bool x86Loop) {
+  size_t c = 0, i = 0;
+  if (x86Loop && x86::available()) c = x86::collectAtLeast(v, n, t, cand, i);
+  for (; i < n; ++i) {
     cand[c] = static_cast<uint32_t>(i);
     c += keyAt(v, i) >= t ? 1 : 0;
   }
   return c;
 }
 
-// A key threshold that, by a strided sample, slightly more than k of n elements reach.
-uint32_t estimateThreshold(const float* v, size_t n, size_t k) {
-  const size_t samples = std::min<size_t>(n, 4096);
-  if (samples < 64) return 0;
-  std::vector<uint32_t> s(samples);
-  const double stride = static_cast<double>(n) / samples;
-  for (size_t j = 0; j < samples; ++j) s[j] = keyAt(v, static_cast<size_t>(j * stride));
-  const double expect = static_cast<double>(samples) * k / n;
-  const size_t rank = static_cast<size_t>(expect * 1.25 + 4.0 * std::sqrt(expect) + 8.0);
-  if (rank >= samples) return 0;
-  std::nth_element(s.begin(), s.begin() + rank, s.end(), std::greater<uint32_t>());
-  return s[rank];
-}
-
-struct KthKey {
-  uint32_t key;       // the k-th largest key
-  size_t tiesToTake;  // how many elements with exactly that key belong to the top k
-};
-
-// Radix select (codecs/math/radix_select.h) of the k-th largest of keys[0, m), narrowing
-// keys to the matching ones after each round; keys is reordered. 1 <= k <= m.
-KthKey radixSelect(uint32_t* keys, size_t m, size_t k) {
-  uint32_t prefix = 0;
-  uint64_t rank = k;
-  std::vector<size_t> hist(math::kRadixMaxBins);
-  for (int round = 0; round < math::kRadixRounds; ++round) {
-    const uint32_t bins = math::radixBins(round);
-    std::fill_n(hist.begin(), bins, 0);
-    for (size_t i = 0; i < m; ++i) ++hist[math::radixDigit(keys[i], round)];
-    const uint32_t bucket = math::radixPickBin(hist.data(), 0, bins - 1, rank);
-    prefix |= bucket << math::radixShift(round);
-    size_t w = 0;
-    for (size_t i = 0; i < m; ++i) {
-      keys[w] = keys[i];
-      w += math::radixDigit(keys[i], round) == bucket ? 1 : 0;
-    }
-    m = w;
+size_t keepInRange(uint32_t* keys, size_t m, uint32_t lo, uint32_t hi, bool x86Loop) {
+  size_t w = 0, i = 0;
+  if (x86Loop && x86::available()) w = x86::keepInRange(keys, m, lo, hi, i);
+  for (; i < m; ++i) {
+    keys[w] = keys[i];
+    w += keys[i] >= lo && keys[i] <= hi ? 1 : 0;
   }
-  return KthKey{prefix, static_cast<size_t>(rank)};
+  return w;
 }
 
-}  // namespace
+}  // namespace detail
 
 void selectTopK(const float* v, size_t n, size_t k, std::vector<uint32_t>& out) {
   out.clear();
@@ -92,21 +152,29 @@ void selectTopK(const float* v, size_t n, size_t k, std::vector<uint32_t>& out) 
     for (size_t i = 0; i < n; ++i) out[i] = static_cast<uint32_t>(i);
     return;
   }
+  detail::selectTopKAbove(v, n, k, estimateThreshold(v, n, k), out);
+}
+
+void detail::selectTopKAbove(const float* v, size_t n, size_t k, uint32_t guess, std::vector<uint32_t>& out) {
   thread_local Scratch candScratch, keyScratch;
   uint32_t* cand = candScratch.get(n);
-  size_t c = collectAtLeast(v, n, estimateThreshold(v, n, k), cand);
-  if (c < k) c = collectAtLeast(v, n, 0, cand);
-  uint32_t* keys = keyScratch.get(c);
+  size_t c = detail::collectAtLeast(v, n, guess, cand);
+  if (c < k) c = detail::collectAtLeast(v, n, 0, cand);
+  // The candidates' keys, and a copy for the radix select to reorder.
+  uint32_t* keys = keyScratch.get(2 * c);
   for (size_t i = 0; i < c; ++i) keys[i] = keyAt(v, cand[i]);
-  const KthKey kth = radixSelect(keys, c, k);
+  std::memcpy(keys + c, keys, c * sizeof(uint32_t));
+  const KthKey kth = radixSelect(keys + c, c, k);
   out.resize(k + 1);  // the branch-free loop below stores one slot past the last taken
   size_t w = 0, ties = kth.tiesToTake;
   for (size_t i = 0; i < c; ++i) {
-    const uint32_t key = keyAt(v, cand[i]);
-    const bool take = key > kth.key || (key == kth.key && ties > 0);
-    ties -= (key == kth.key && ties > 0) ? 1 : 0;
+    const uint32_t key = keys[i];
+    // Bitwise, not short-circuit: a branch here would be mispredicted at every tie and every
+    // candidate that falls short.
+    const size_t tie = static_cast<size_t>(key == kth.key) & static_cast<size_t>(ties > 0);
+    ties -= tie;
     out[w] = cand[i];
-    w += take ? 1 : 0;
+    w += static_cast<size_t>(key > kth.key) | tie;
   }
   out.resize(k);
 }
@@ -116,7 +184,7 @@ void selectAtLeast(const float* v, size_t n, float t, std::vector<uint32_t>& out
   uint32_t* cand = scratch.get(n);
   uint32_t tk;
   std::memcpy(&tk, &t, 4);
-  const size_t c = collectAtLeast(v, n, magnitudeKey(tk), cand);
+  const size_t c = detail::collectAtLeast(v, n, magnitudeKey(tk), cand);
   out.assign(cand, cand + c);
 }
 

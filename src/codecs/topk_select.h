@@ -24,4 +24,21 @@ void selectAtLeast(const float* v, size_t n, float t, std::vector<uint32_t>& out
 // Position of stratum j of randk (key = rngKey(seed); n < 2^32): one uniformly drawn index in [j*n/k, (j+1)*n/k).
 uint32_t randomKIndex(math::RngKey key, uint64_t n, uint64_t k, uint64_t j);
 
+namespace detail {
+
+// The candidate pass of both selections: writes to cand (room for n), ascending, the indices
+// i < n with magnitudeKey(bits of v[i]) >= t, and returns how many. t < 2^31. With x86Loop
+// false only the portable loop runs; the tests compare it with the AVX2 one (select_x86.h).
+size_t collectAtLeast(const float* v, size_t n, uint32_t t, uint32_t* cand, bool x86Loop = true);
+
+// selectTopK after its estimate: the candidates are the elements whose key reaches `guess`,
+// or every element when fewer than k do. Exact whatever the guess; 0 < k < n.
+void selectTopKAbove(const float* v, size_t n, size_t k, uint32_t guess, std::vector<uint32_t>& out);
+
+// The narrowing step of a radix round: moves to the front of keys, in order, those in
+// [lo, hi], and returns how many. Keys and hi are below 2^31. x86Loop as above.
+size_t keepInRange(uint32_t* keys, size_t m, uint32_t lo, uint32_t hi, bool x86Loop = true);
+
+}  // namespace detail
+
 }  // namespace ccl::codec

@@ -10,6 +10,7 @@
 
 #include "codec_test_util.h"
 #include "codecs/topk_select.h"
+#include "codecs/x86.h"
 #include "common/floatconv.h"
 
 namespace ccl::codec::test {
@@ -54,6 +55,107 @@ TEST(TopK, SelectionEqualsNthElementReference) {
         selectTopK(x.data(), n, k, got);
         ASSERT_EQ(got, referenceTopK(x, k)) << "n=" << n << " k=" << k << " " << patternName(pat);
       }
+    }
+  }
+}
+
+// Thresholds for the compaction tests: none, every key, the keys of some elements (so keys
+// equal to the bound occur), infinity and the largest NaN key.
+std::vector<uint32_t> boundsFor(const std::vector<uint32_t>& keys) {
+  std::vector<uint32_t> t = {0u, 1u, 0x7f800000u, 0x7fffffffu};
+  for (size_t i = 0; i < keys.size(); i += 1 + keys.size() / 7) t.push_back(keys[i]);
+  return t;
+}
+
+std::vector<uint32_t> keysOf(const std::vector<float>& x) {
+  std::vector<uint32_t> k(x.size());
+  for (size_t i = 0; i < x.size(); ++i) k[i] = magnitudeKey(fp::floatBits(x[i]));
+  return k;
+}
+
+std::vector<size_t> compactionLengths() {
+  std::vector<size_t> n;
+  for (size_t i = 0; i <= 70; ++i) n.push_back(i);
+  for (size_t i : {127ul, 128ul, 1001ul, 65543ul}) n.push_back(i);
+  return n;
+}
+
+// The candidate pass (select_x86.h's AVX2 loop and its portable twin) writes exactly the
+// indices whose key reaches the bound, in order, for every pattern, length and density.
+TEST(TopKSelect, CollectAtLeastEqualsTheDefinition) {
+  for (Pattern pat : allPatterns()) {
+    for (size_t n : compactionLengths()) {
+      const auto x = makeInput(pat, n, static_cast<uint32_t>(n) + 11);
+      const auto keys = keysOf(x);
+      for (uint32_t t : boundsFor(keys)) {
+        std::vector<uint32_t> want;
+        for (size_t i = 0; i < n; ++i) {
+          if (keys[i] >= t) want.push_back(static_cast<uint32_t>(i));
+        }
+        for (bool x86Loop : {false, true}) {
+          std::vector<uint32_t> got(n);
+          got.resize(detail::collectAtLeast(x.data(), n, t, got.data(), x86Loop));
+          ASSERT_EQ(got, want) << patternName(pat) << " n=" << n << " t=" << t << " x86Loop=" << x86Loop;
+        }
+      }
+    }
+  }
+  if (!detail::x86::available()) GTEST_SKIP() << "no AVX2 here: only the portable loop was checked";
+}
+
+// The radix rounds' narrowing keeps exactly the keys in [lo, hi], in order, in place.
+TEST(TopKSelect, KeepInRangeEqualsTheDefinition) {
+  for (Pattern pat : allPatterns()) {
+    for (size_t n : compactionLengths()) {
+      const auto keys = keysOf(makeInput(pat, n, static_cast<uint32_t>(n) + 12));
+      const auto bounds = boundsFor(keys);
+      for (uint32_t lo : bounds) {
+        for (uint32_t hi : {lo, lo | 0x3ffu, lo | 0x1fffffu, 0x7fffffffu}) {
+          std::vector<uint32_t> want;
+          for (uint32_t k : keys) {
+            if (k >= lo && k <= hi) want.push_back(k);
+          }
+          for (bool x86Loop : {false, true}) {
+            auto got = keys;
+            got.resize(detail::keepInRange(got.data(), n, lo, hi, x86Loop));
+            ASSERT_EQ(got, want) << patternName(pat) << " n=" << n << " [" << lo << ", " << hi
+                                 << "] x86Loop=" << x86Loop;
+          }
+        }
+      }
+    }
+  }
+  if (!detail::x86::available()) GTEST_SKIP() << "no AVX2 here: only the portable loop was checked";
+}
+
+// The selection is exact whatever its estimate: one that every element reaches, one that
+// fewer than k reach (the second pass over every element), and one that only NaN reaches.
+TEST(TopK, AnyEstimateGivesTheReference) {
+  for (Pattern pat : allPatterns()) {
+    const size_t n = 3001;
+    const auto x = makeInput(pat, n, 17);
+    const auto keys = keysOf(x);
+    for (size_t k : {size_t{1}, n / 100, n / 2, n - 1}) {
+      for (uint32_t guess : boundsFor(keys)) {
+        std::vector<uint32_t> got;
+        detail::selectTopKAbove(x.data(), n, k, guess, got);
+        ASSERT_EQ(got, referenceTopK(x, k)) << patternName(pat) << " k=" << k << " guess=" << guess;
+      }
+    }
+  }
+}
+
+// Rows whose first column is small fool a sample taken at a fixed stride that divides the
+// row length; the selection is exact whatever the sample sees.
+TEST(TopK, ColumnStructuredInputEqualsReference) {
+  for (size_t row : {16ul, 64ul}) {
+    const size_t n = 1 << 16;
+    auto x = makeInput(Pattern::kRandom, n, 21);
+    for (size_t i = 0; i < n; i += row) x[i] *= 1e-3f;
+    for (size_t k : {n / 100, n / 10}) {
+      std::vector<uint32_t> got;
+      selectTopK(x.data(), n, k, got);
+      ASSERT_EQ(got, referenceTopK(x, k)) << "row=" << row << " k=" << k;
     }
   }
 }
