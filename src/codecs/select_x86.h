@@ -42,16 +42,24 @@ CCL_X86_TARGET inline size_t collectAtLeast(const float* v, size_t n, uint32_t t
   const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
   // Keys and t are below 2^31, so a signed comparison orders them; t = 0 compares with -1.
   const __m256i below = _mm256_set1_epi32(static_cast<int32_t>(t) - 1);
-  const __m256i step = _mm256_set1_epi32(8);
+  const __m256i eight = _mm256_set1_epi32(8), sixteen = _mm256_set1_epi32(16);
   __m256i index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  size_t c = 0, i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + i));
+  auto group = [&](size_t at, __m256i idx, size_t& c) CCL_X86_TARGET {
+    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + at));
     const __m256i pass = _mm256_cmpgt_epi32(_mm256_and_si256(bits, magnitude), below);
     const unsigned mask = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(pass)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(cand + c), _mm256_permutevar8x32_epi32(index, packedLanes(mask)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(cand + c), _mm256_permutevar8x32_epi32(idx, packedLanes(mask)));
     c += static_cast<size_t>(__builtin_popcount(mask));
-    index = _mm256_add_epi32(index, step);
+  };
+  size_t c = 0, i = 0;
+  for (; i + 16 <= n; i += 16) {
+    group(i, index, c);
+    group(i + 8, _mm256_add_epi32(index, eight), c);
+    index = _mm256_add_epi32(index, sixteen);
+  }
+  for (; i + 8 <= n; i += 8) {
+    group(i, index, c);
+    index = _mm256_add_epi32(index, eight);
   }
   done = i;
   return c;
