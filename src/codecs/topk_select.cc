@@ -94,26 +94,30 @@ KthKey radixSelect(uint32_t* keys, size_t m, size_t k) {
   return KthKey{prefix, static_cast<size_t>(rank)};
 }
 
-// A key threshold that, by a sample of n/16 elements (at most 4096), slightly more than k of
-// n elements reach; 0 (every element) when n is too small to sample. Sample j is drawn from
-// the j-th of `samples` equal windows, at an offset that a Weyl sequence moves around the
-// window: a fixed stride would see only some columns of a matrix whose rows are a multiple
-// of it long (perf/codecs/README.md has what that cost). The rank asked of the
-// sample is the expected count of top-k elements in it plus three standard deviations: an
-// estimate above the k-th key (fewer than k candidates) costs a second pass, not accuracy.
+// A key threshold that, by a sample of about n/16 elements (at most 4096), slightly more than
+// k of n elements reach; 0 (every element) when n is too small to sample. The sample is runs
+// of 16 consecutive elements, which load as vectors (single elements cost a cache miss each),
+// run r from the r-th of equal windows at an offset that a Weyl sequence moves around the
+// window: at a fixed offset, a matrix whose rows are a multiple of the window long would show
+// the sample only some of its columns (perf/codecs/README.md has what that cost). The rank
+// asked of the sample is the expected count of top-k elements in it plus three standard
+// deviations, as if the samples were independent. A miss only costs time: an estimate above
+// the k-th key (fewer than k candidates) means a second pass over every element, one far
+// below means more candidates.
 uint32_t estimateThreshold(const float* v, size_t n, size_t k) {
-  constexpr size_t kMaxSamples = 4096;
-  const size_t samples = std::min(n / 16, kMaxSamples);
-  if (samples < 64) return 0;
-  const size_t window = n / samples;
+  constexpr size_t kMaxSamples = 4096, kRun = 16;
+  const size_t runs = std::min(n / 16, kMaxSamples) / kRun;
+  if (runs < 4) return 0;
+  const size_t samples = runs * kRun, window = n / runs;
   const double expect = static_cast<double>(samples) * k / n;
   const size_t rank = static_cast<size_t>(expect + 3.0 * std::sqrt(expect) + 4.0);
   if (rank >= samples) return 0;
   uint32_t s[kMaxSamples];
   uint32_t weyl = 0;
-  for (size_t j = 0; j < samples; ++j) {
+  for (size_t r = 0; r < runs; ++r) {
     weyl += 0x9e3779b9u;  // 2^32 / golden ratio: offsets spread evenly, with no short period
-    s[j] = keyAt(v, j * window + ((uint64_t{weyl} * window) >> 32));
+    const size_t start = r * window + ((uint64_t{weyl} * (window - kRun + 1)) >> 32);
+    for (size_t q = 0; q < kRun; ++q) s[r * kRun + q] = keyAt(v, start + q);
   }
   return radixSelect(s, samples, rank + 1).key;
 }
