@@ -65,18 +65,21 @@ CCL_X86_TARGET inline size_t collectAtLeast(const float* v, size_t n, uint32_t t
   return c;
 }
 
-// Moves to the front of keys, in order, those of keys[0, done) in [lo, hi] and returns how
-// many; done is m rounded down to a multiple of 8. A group is loaded before it is
-// overwritten, and stores land below the next group. Keys and hi are below 2^31.
-CCL_X86_TARGET inline size_t keepInRange(uint32_t* keys, size_t m, uint32_t lo, uint32_t hi, size_t& done) {
+// Writes to out, in order, values[i] for each i < done with keys[i] in [lo, hi], and returns
+// how many; done is m rounded down to a multiple of 8. Each group stores eight slots at
+// out + count, inside out[0, m); out may be keys or values, since a group is loaded before
+// anything is stored and stores land below the next group. Keys and hi are below 2^31.
+CCL_X86_TARGET inline size_t keepInRange(const uint32_t* keys, const uint32_t* values, size_t m, uint32_t lo,
+                                         uint32_t hi, uint32_t* out, size_t& done) {
   const __m256i below = _mm256_set1_epi32(static_cast<int32_t>(lo) - 1);
   const __m256i top = _mm256_set1_epi32(static_cast<int32_t>(hi));
   size_t w = 0, i = 0;
   for (; i + 8 <= m; i += 8) {
     const __m256i key = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(keys + i));
+    const __m256i value = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values + i));
     const __m256i in = _mm256_andnot_si256(_mm256_cmpgt_epi32(key, top), _mm256_cmpgt_epi32(key, below));
     const unsigned mask = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(in)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(keys + w), _mm256_permutevar8x32_epi32(key, packedLanes(mask)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + w), _mm256_permutevar8x32_epi32(value, packedLanes(mask)));
     w += static_cast<size_t>(__builtin_popcount(mask));
   }
   done = i;
@@ -89,7 +92,7 @@ inline size_t collectAtLeast(const float*, size_t, uint32_t, uint32_t*, size_t& 
   done = 0;
   return 0;
 }
-inline size_t keepInRange(uint32_t*, size_t, uint32_t, uint32_t, size_t& done) {
+inline size_t keepInRange(const uint32_t*, const uint32_t*, size_t, uint32_t, uint32_t, uint32_t*, size_t& done) {
   done = 0;
   return 0;
 }

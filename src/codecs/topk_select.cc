@@ -89,7 +89,7 @@ KthKey radixSelect(uint32_t* keys, size_t m, size_t k) {
     const uint32_t bucket = math::radixPickBin(hist[0], first, last, rank);
     prefix |= bucket << math::radixShift(round);
     // The keys left agree on the digits above this round's, so its bucket is a key range.
-    m = detail::keepInRange(keys, m, prefix, prefix | ((1u << math::radixShift(round)) - 1));
+    m = detail::keepInRange(keys, keys, m, prefix, prefix | ((1u << math::radixShift(round)) - 1), keys);
   }
   return KthKey{prefix, static_cast<size_t>(rank)};
 }
@@ -136,12 +136,14 @@ size_t collectAtLeast(const float* v, size_t n, uint32_t t, uint32_t* cand, bool
   return c;
 }
 
-size_t keepInRange(uint32_t* keys, size_t m, uint32_t lo, uint32_t hi, bool x86Loop) {
+size_t keepInRange(const uint32_t* keys, const uint32_t* values, size_t m, uint32_t lo, uint32_t hi, uint32_t* out,
+                   bool x86Loop) {
   size_t w = 0, i = 0;
-  if (x86Loop && x86::available()) w = x86::keepInRange(keys, m, lo, hi, i);
+  if (x86Loop && x86::available()) w = x86::keepInRange(keys, values, m, lo, hi, out, i);
   for (; i < m; ++i) {
-    keys[w] = keys[i];
-    w += keys[i] >= lo && keys[i] <= hi ? 1 : 0;
+    const bool in = keys[i] >= lo && keys[i] <= hi;
+    out[w] = values[i];
+    w += in ? 1 : 0;
   }
   return w;
 }
@@ -169,6 +171,13 @@ void detail::selectTopKAbove(const float* v, size_t n, size_t k, uint32_t guess,
   for (size_t i = 0; i < c; ++i) keys[i] = keyAt(v, cand[i]);
   std::memcpy(keys + c, keys, c * sizeof(uint32_t));
   const KthKey kth = radixSelect(keys + c, c, k);
+  // Usually every candidate with the k-th key belongs to the top k, and the top k are those
+  // whose key reaches it.
+  out.resize(c);
+  if (detail::keepInRange(keys, cand, c, kth.key, 0x7fffffffu, out.data()) == k) {
+    out.resize(k);
+    return;
+  }
   out.resize(k + 1);  // the branch-free loop below stores one slot past the last taken
   size_t w = 0, ties = kth.tiesToTake;
   for (size_t i = 0; i < c; ++i) {

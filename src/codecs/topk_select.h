@@ -35,9 +35,11 @@ size_t collectAtLeast(const float* v, size_t n, uint32_t t, uint32_t* cand, bool
 // or every element when fewer than k do. Exact whatever the guess; 0 < k < n.
 void selectTopKAbove(const float* v, size_t n, size_t k, uint32_t guess, std::vector<uint32_t>& out);
 
-// The narrowing step of a radix round: moves to the front of keys, in order, those in
-// [lo, hi], and returns how many. Keys and hi are below 2^31. x86Loop as above.
-size_t keepInRange(uint32_t* keys, size_t m, uint32_t lo, uint32_t hi, bool x86Loop = true);
+// The narrowing step of a radix round, and the last step of top-k: writes to out (room for
+// m), in order, values[i] for each i < m with keys[i] in [lo, hi], and returns how many. out
+// may be keys or values. Keys and hi are below 2^31. x86Loop as above.
+size_t keepInRange(const uint32_t* keys, const uint32_t* values, size_t m, uint32_t lo, uint32_t hi, uint32_t* out,
+                   bool x86Loop = true);
 
 }  // namespace detail
 

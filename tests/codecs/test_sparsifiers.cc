@@ -7,6 +7,7 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <string>
 
 #include "codec_test_util.h"
 #include "codecs/topk_select.h"
@@ -103,23 +104,35 @@ TEST(TopKSelect, CollectAtLeastEqualsTheDefinition) {
   if (!detail::x86::available()) GTEST_SKIP() << "no AVX2 here: only the portable loop was checked";
 }
 
-// The radix rounds' narrowing keeps exactly the keys in [lo, hi], in order, in place.
+// keepInRange keeps exactly the values whose keys are in [lo, hi], in order: keys in place
+// (a radix round), other values into a new array (the end of top-k), and values in place.
 TEST(TopKSelect, KeepInRangeEqualsTheDefinition) {
   for (Pattern pat : allPatterns()) {
     for (size_t n : compactionLengths()) {
       const auto keys = keysOf(makeInput(pat, n, static_cast<uint32_t>(n) + 12));
-      const auto bounds = boundsFor(keys);
-      for (uint32_t lo : bounds) {
+      std::vector<uint32_t> values(n);
+      for (size_t i = 0; i < n; ++i) values[i] = static_cast<uint32_t>(7 * i + 3);
+      for (uint32_t lo : boundsFor(keys)) {
         for (uint32_t hi : {lo, lo | 0x3ffu, lo | 0x1fffffu, 0x7fffffffu}) {
-          std::vector<uint32_t> want;
-          for (uint32_t k : keys) {
-            if (k >= lo && k <= hi) want.push_back(k);
+          std::vector<uint32_t> wantKeys, wantValues;
+          for (size_t i = 0; i < n; ++i) {
+            if (keys[i] < lo || keys[i] > hi) continue;
+            wantKeys.push_back(keys[i]);
+            wantValues.push_back(values[i]);
           }
+          const std::string where = std::string(patternName(pat)) + " n=" + std::to_string(n) + " [" +
+                                    std::to_string(lo) + ", " + std::to_string(hi) + "]";
           for (bool x86Loop : {false, true}) {
-            auto got = keys;
-            got.resize(detail::keepInRange(got.data(), n, lo, hi, x86Loop));
-            ASSERT_EQ(got, want) << patternName(pat) << " n=" << n << " [" << lo << ", " << hi
-                                 << "] x86Loop=" << x86Loop;
+            auto inPlace = keys;
+            inPlace.resize(detail::keepInRange(inPlace.data(), inPlace.data(), n, lo, hi, inPlace.data(), x86Loop));
+            ASSERT_EQ(inPlace, wantKeys) << where << " keys in place, x86Loop=" << x86Loop;
+            std::vector<uint32_t> out(n);
+            out.resize(detail::keepInRange(keys.data(), values.data(), n, lo, hi, out.data(), x86Loop));
+            ASSERT_EQ(out, wantValues) << where << " values to out, x86Loop=" << x86Loop;
+            auto valuesInPlace = values;
+            valuesInPlace.resize(
+                detail::keepInRange(keys.data(), valuesInPlace.data(), n, lo, hi, valuesInPlace.data(), x86Loop));
+            ASSERT_EQ(valuesInPlace, wantValues) << where << " values in place, x86Loop=" << x86Loop;
           }
         }
       }
