@@ -126,9 +126,9 @@ uint32_t estimateThreshold(const float* v, size_t n, size_t k) {
 
 namespace detail {
 
-size_t collectAtLeast(const float* v, size_t n, uint32_t t, uint32_t* cand, bool x86Loop) {
+size_t collectAtLeast(const float* v, size_t n, uint32_t t, uint32_t* cand) {
   size_t c = 0, i = 0;
-  if (x86Loop && x86::available()) c = x86::collectAtLeast(v, n, t, cand, i);
+  if (x86::available()) c = x86::collectAtLeast(v, n, t, cand, i);
   for (; i < n; ++i) {
     cand[c] = static_cast<uint32_t>(i);
     c += keyAt(v, i) >= t ? 1 : 0;
@@ -136,10 +136,9 @@ size_t collectAtLeast(const float* v, size_t n, uint32_t t, uint32_t* cand, bool
   return c;
 }
 
-size_t keepInRange(const uint32_t* keys, const uint32_t* values, size_t m, uint32_t lo, uint32_t hi, uint32_t* out,
-                   bool x86Loop) {
+size_t keepInRange(const uint32_t* keys, const uint32_t* values, size_t m, uint32_t lo, uint32_t hi, uint32_t* out) {
   size_t w = 0, i = 0;
-  if (x86Loop && x86::available()) w = x86::keepInRange(keys, values, m, lo, hi, out, i);
+  if (x86::available()) w = x86::keepInRange(keys, values, m, lo, hi, out, i);
   for (; i < m; ++i) {
     const bool in = keys[i] >= lo && keys[i] <= hi;
     out[w] = values[i];

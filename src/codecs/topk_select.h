@@ -27,9 +27,9 @@ uint32_t randomKIndex(math::RngKey key, uint64_t n, uint64_t k, uint64_t j);
 namespace detail {
 
 // The candidate pass of both selections: writes to cand (room for n), ascending, the indices
-// i < n with magnitudeKey(bits of v[i]) >= t, and returns how many. t < 2^31. With x86Loop
-// false only the portable loop runs; the tests compare it with the AVX2 one (select_x86.h).
-size_t collectAtLeast(const float* v, size_t n, uint32_t t, uint32_t* cand, bool x86Loop = true);
+// i < n with magnitudeKey(bits of v[i]) >= t, and returns how many. t < 2^31. With AVX2 it
+// runs select_x86.h's loop, which the tests compare with the portable one.
+size_t collectAtLeast(const float* v, size_t n, uint32_t t, uint32_t* cand);
 
 // selectTopK after its estimate: the candidates are the elements whose key reaches `guess`,
 // or every element when fewer than k do. Exact whatever the guess; 0 < k < n.
@@ -37,9 +37,8 @@ void selectTopKAbove(const float* v, size_t n, size_t k, uint32_t guess, std::ve
 
 // The narrowing step of a radix round, and the last step of top-k: writes to out (room for
 // m), in order, values[i] for each i < m with keys[i] in [lo, hi], and returns how many. out
-// may be keys or values. Keys and hi are below 2^31. x86Loop as above.
-size_t keepInRange(const uint32_t* keys, const uint32_t* values, size_t m, uint32_t lo, uint32_t hi, uint32_t* out,
-                   bool x86Loop = true);
+// may be keys or values. Keys and hi are below 2^31. x86 loop as above.
+size_t keepInRange(const uint32_t* keys, const uint32_t* values, size_t m, uint32_t lo, uint32_t hi, uint32_t* out);
 
 }  // namespace detail
 

@@ -1,8 +1,10 @@
 // Run-time dispatch to the hand-written x86 loops of the codecs (quantizer_x86.h,
-// select_x86.h): they are compiled for AVX2, F16C and POPCNT whatever the build's target, and called
-// only when CPUID reports all three. Every such loop has a portable twin that the tests compare
-// it with bit for bit.
+// select_x86.h): they are compiled for AVX2, F16C and POPCNT whatever the build's target, and
+// called only when CPUID reports all three. Every such loop has a portable twin that the tests
+// compare it with bit for bit.
 #pragma once
+
+#include <atomic>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
@@ -16,8 +18,9 @@
 
 namespace ccl::codec::detail::x86 {
 
+// Whether the CPU has what the x86 loops need.
 #if CCL_CODECS_X86
-inline bool available() {
+inline bool cpuHasThem() {
   static const bool has = [] {
     // Not every compiler's __builtin_cpu_supports knows "f16c": ask CPUID (leaf 1, ECX).
     unsigned a = 0, b = 0, c = 0, d = 0;
@@ -27,7 +30,14 @@ inline bool available() {
   return has;
 }
 #else
-inline bool available() { return false; }
+inline bool cpuHasThem() { return false; }
 #endif
+
+// Whether the x86 loops may run where the CPU has them. The tests switch them off to check
+// the portable loops on the same CPU (tests/codecs: PortableLoopsOnly); nothing else does.
+inline std::atomic<bool> allowed{true};
+
+// Whether the codecs use the x86 loops now.
+inline bool available() { return cpuHasThem() && allowed.load(std::memory_order_relaxed); }
 
 }  // namespace ccl::codec::detail::x86

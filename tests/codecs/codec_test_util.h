@@ -7,7 +7,10 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "codecs/codec.h"
+#include "codecs/x86.h"
 
 namespace ccl::codec::test {
 
@@ -30,5 +33,32 @@ std::vector<double> quantizerBound(const Params& p, const std::vector<float>& x)
 long firstViolation(const std::vector<float>& x, const std::vector<float>& y, const std::vector<double>& bound);
 
 std::vector<cclCodec_t> quantizerCodecs();
+
+// While alive, the codecs run their portable loops even where the CPU has the x86 ones
+// (src/codecs/x86.h), so that one machine tests both. Single-threaded tests only.
+class PortableLoopsOnly {
+ public:
+  PortableLoopsOnly() : was_(detail::x86::allowed.exchange(false)) {}
+  ~PortableLoopsOnly() { detail::x86::allowed.store(was_); }
+  PortableLoopsOnly(const PortableLoopsOnly&) = delete;
+  PortableLoopsOnly& operator=(const PortableLoopsOnly&) = delete;
+
+ private:
+  bool was_;
+};
+
+// Runs check() with the x86 loops where the CPU has them, then with the portable loops only;
+// failures say which.
+template <class F>
+void withEachLoopKind(F check) {
+  {
+    SCOPED_TRACE(detail::x86::cpuHasThem() ? "x86 loops" : "portable loops (no AVX2 here)");
+    check();
+  }
+  if (!detail::x86::cpuHasThem()) return;
+  PortableLoopsOnly only;
+  SCOPED_TRACE("portable loops");
+  check();
+}
 
 }  // namespace ccl::codec::test

@@ -182,43 +182,45 @@ float elementMath(uint8_t code, float s) {
 }
 
 TEST(QuantizerFp8Decode, EveryCodeEqualsTheElementMath) {
-  for (cclCodec_t c : {cclCodecFp8E4m3, cclCodecFp8E5m2, cclCodecMxfp8E4m3}) {
-    const Params p = params(c);
-    for (size_t n : {size_t{16}, size_t{5 * p.blockSize + 23}, size_t{3000}}) {
-      auto s = encodeVec(p, makeInput(Pattern::kRandom, n, 21));
-      const Header h = readHeader(s.data(), s.size());
-      const Layout l = layoutOf(h);
-      ASSERT_EQ(h.aux, 0u);
-      // Block 0 gets the largest scale a stream can carry; the others keep the encoder's.
-      if (c == cclCodecMxfp8E4m3) {
-        s[l.scales] = 254;
-      } else {
-        const float big = 3.0e38f;
-        std::memcpy(&s[l.scales], &big, 4);
+  withEachLoopKind([&] {
+    for (cclCodec_t c : {cclCodecFp8E4m3, cclCodecFp8E5m2, cclCodecMxfp8E4m3}) {
+      const Params p = params(c);
+      for (size_t n : {size_t{16}, size_t{5 * p.blockSize + 23}, size_t{3000}}) {
+        auto s = encodeVec(p, makeInput(Pattern::kRandom, n, 21));
+        const Header h = readHeader(s.data(), s.size());
+        const Layout l = layoutOf(h);
+        ASSERT_EQ(h.aux, 0u);
+        // Block 0 gets the largest scale a stream can carry; the others keep the encoder's.
+        if (c == cclCodecMxfp8E4m3) {
+          s[l.scales] = 254;
+        } else {
+          const float big = 3.0e38f;
+          std::memcpy(&s[l.scales], &big, 4);
+        }
+        for (size_t i = 0; i < n; ++i) s[l.codes + i] = static_cast<uint8_t>((i * 37 + i / 256) & 0xff);
+        auto scaleOf = [&](uint64_t b) {
+          if (c == cclCodecMxfp8E4m3) return math::mxScaleValue(s[l.scales + b]);
+          float v;
+          std::memcpy(&v, &s[l.scales + 4 * b], 4);
+          return v;
+        };
+        std::vector<float> want(n), acc = makeInput(Pattern::kMixed, n, 22), wantAcc(n);
+        for (size_t i = 0; i < n; ++i) {
+          const float sc = scaleOf(i / p.blockSize);
+          const uint8_t code = s[l.codes + i];
+          want[i] = c == cclCodecFp8E5m2 ? elementMath<fp::E5M2>(code, sc) : elementMath<fp::E4M3>(code, sc);
+          wantAcc[i] = acc[i] + want[i];
+        }
+        const auto y = decodeVec(s, n);
+        for (size_t i = 0; i < n; ++i)
+          ASSERT_EQ(fp::floatBits(y[i]), fp::floatBits(want[i]))
+              << cclCodecName(c) << " n=" << n << " i=" << i << " code=" << int(s[l.codes + i]);
+        decodeAccumulate(s.data(), s.size(), Expect{n, c}, acc.data());
+        for (size_t i = 0; i < n; ++i)
+          ASSERT_EQ(fp::floatBits(acc[i]), fp::floatBits(wantAcc[i])) << cclCodecName(c) << " n=" << n << " i=" << i;
       }
-      for (size_t i = 0; i < n; ++i) s[l.codes + i] = static_cast<uint8_t>((i * 37 + i / 256) & 0xff);
-      auto scaleOf = [&](uint64_t b) {
-        if (c == cclCodecMxfp8E4m3) return math::mxScaleValue(s[l.scales + b]);
-        float v;
-        std::memcpy(&v, &s[l.scales + 4 * b], 4);
-        return v;
-      };
-      std::vector<float> want(n), acc = makeInput(Pattern::kMixed, n, 22), wantAcc(n);
-      for (size_t i = 0; i < n; ++i) {
-        const float sc = scaleOf(i / p.blockSize);
-        const uint8_t code = s[l.codes + i];
-        want[i] = c == cclCodecFp8E5m2 ? elementMath<fp::E5M2>(code, sc) : elementMath<fp::E4M3>(code, sc);
-        wantAcc[i] = acc[i] + want[i];
-      }
-      const auto y = decodeVec(s, n);
-      for (size_t i = 0; i < n; ++i)
-        ASSERT_EQ(fp::floatBits(y[i]), fp::floatBits(want[i]))
-            << cclCodecName(c) << " n=" << n << " i=" << i << " code=" << int(s[l.codes + i]);
-      decodeAccumulate(s.data(), s.size(), Expect{n, c}, acc.data());
-      for (size_t i = 0; i < n; ++i)
-        ASSERT_EQ(fp::floatBits(acc[i]), fp::floatBits(wantAcc[i])) << cclCodecName(c) << " n=" << n << " i=" << i;
     }
-  }
+  });
 }
 
 // 4096 + 23 values of random sign whose magnitudes span 40 binades (2^-30 to 2^11).
@@ -243,34 +245,36 @@ std::vector<std::vector<float>> withFinitePatterns(std::vector<float> first) {
 // element math's code for every element, whatever the magnitudes in a block: values
 // spanning 40 binades put codes in every exponent and in the subnormal range.
 TEST(QuantizerFp8Encode, EveryCodeEqualsTheElementMath) {
-  std::vector<float> spread = spreadOver40Binades(31);
-  for (size_t i = 0; i < 8; ++i) spread[200 + i] = (i & 1 ? -3.0e38f : 1.0e-3f);  // 256 / s not normal
-  const auto inputs = withFinitePatterns(spread);
-  for (cclCodec_t c : {cclCodecFp8E4m3, cclCodecFp8E5m2, cclCodecMxfp8E4m3}) {
-    const Params p = params(c);
-    for (const auto& x : inputs) {
-      const auto s = encodeVec(p, x);
-      const Header h = readHeader(s.data(), s.size());
-      const Layout l = layoutOf(h);
-      for (size_t i = 0; i < x.size(); ++i) {
-        const size_t b = i / p.blockSize;
-        float inv;
-        if (c == cclCodecMxfp8E4m3) {
-          if (s[l.scales + b] == math::kMxRawMarker) continue;
-          inv = math::mxEncodeMultiplier(s[l.scales + b]);
-        } else {
-          float sc;
-          std::memcpy(&sc, &s[l.scales + 4 * b], 4);
-          if (std::isnan(sc)) continue;  // a raw block
-          inv = sc > 0.0f ? 1.0f / sc : 0.0f;
+  withEachLoopKind([&] {
+    std::vector<float> spread = spreadOver40Binades(31);
+    for (size_t i = 0; i < 8; ++i) spread[200 + i] = (i & 1 ? -3.0e38f : 1.0e-3f);  // 256 / s not normal
+    const auto inputs = withFinitePatterns(spread);
+    for (cclCodec_t c : {cclCodecFp8E4m3, cclCodecFp8E5m2, cclCodecMxfp8E4m3}) {
+      const Params p = params(c);
+      for (const auto& x : inputs) {
+        const auto s = encodeVec(p, x);
+        const Header h = readHeader(s.data(), s.size());
+        const Layout l = layoutOf(h);
+        for (size_t i = 0; i < x.size(); ++i) {
+          const size_t b = i / p.blockSize;
+          float inv;
+          if (c == cclCodecMxfp8E4m3) {
+            if (s[l.scales + b] == math::kMxRawMarker) continue;
+            inv = math::mxEncodeMultiplier(s[l.scales + b]);
+          } else {
+            float sc;
+            std::memcpy(&sc, &s[l.scales + 4 * b], 4);
+            if (std::isnan(sc)) continue;  // a raw block
+            inv = sc > 0.0f ? 1.0f / sc : 0.0f;
+          }
+          const uint32_t want = c == cclCodecFp8E5m2 ? math::fp8EncodeFinite<fp::E5M2>(x[i] * inv)
+                                                     : math::fp8EncodeFinite<fp::E4M3>(x[i] * inv);
+          ASSERT_EQ(int(s[l.codes + i]), int(want))
+              << cclCodecName(c) << " n=" << x.size() << " i=" << i << " x=" << x[i];
         }
-        const uint32_t want = c == cclCodecFp8E5m2 ? math::fp8EncodeFinite<fp::E5M2>(x[i] * inv)
-                                                   : math::fp8EncodeFinite<fp::E4M3>(x[i] * inv);
-        ASSERT_EQ(int(s[l.codes + i]), int(want))
-            << cclCodecName(c) << " n=" << x.size() << " i=" << i << " x=" << x[i];
       }
     }
-  }
+  });
 }
 
 // The integer quantisers' codes, decoded values and accumulated values equal the shared
@@ -318,67 +322,73 @@ bool intScaleOf(const std::vector<uint8_t>& s, const Layout& l, bool fp16, size_
 }
 
 TEST(QuantizerIntDecode, EveryCodeEqualsTheElementMath) {
-  for (const IntCase& ic : intCases()) {
-    const Params p = intParams(ic);
-    const int bits = intBits(ic.codec);
-    for (size_t n : {size_t{16}, size_t{5 * p.blockSize + 23}, size_t{3000}}) {
-      auto s = encodeVec(p, makeInput(Pattern::kRandom, n, 23));
-      const Header h = readHeader(s.data(), s.size());
-      const Layout l = layoutOf(h);
-      ASSERT_EQ(h.aux, 0u);
-      for (size_t i = 0; i < (n * bits + 7) / 8; ++i) s[l.codes + i] = static_cast<uint8_t>((i * 37 + i / 256) & 0xff);
-      std::vector<float> want(n), acc = makeInput(Pattern::kMixed, n, 24), wantAcc(n);
-      for (size_t i = 0; i < n; ++i) {
-        float sc;
-        ASSERT_TRUE(intScaleOf(s, l, ic.fp16Scales, i / p.blockSize, sc));
-        const uint32_t code = intCodeAt(s, l, i, bits);
-        const int32_t q = static_cast<int32_t>(code << (32 - bits)) >> (32 - bits);
-        want[i] = math::dequantInt(q, sc);
-        wantAcc[i] = acc[i] + want[i];
+  withEachLoopKind([&] {
+    for (const IntCase& ic : intCases()) {
+      const Params p = intParams(ic);
+      const int bits = intBits(ic.codec);
+      for (size_t n : {size_t{16}, size_t{5 * p.blockSize + 23}, size_t{3000}}) {
+        auto s = encodeVec(p, makeInput(Pattern::kRandom, n, 23));
+        const Header h = readHeader(s.data(), s.size());
+        const Layout l = layoutOf(h);
+        ASSERT_EQ(h.aux, 0u);
+        for (size_t i = 0; i < (n * bits + 7) / 8; ++i)
+          s[l.codes + i] = static_cast<uint8_t>((i * 37 + i / 256) & 0xff);
+        std::vector<float> want(n), acc = makeInput(Pattern::kMixed, n, 24), wantAcc(n);
+        for (size_t i = 0; i < n; ++i) {
+          float sc;
+          ASSERT_TRUE(intScaleOf(s, l, ic.fp16Scales, i / p.blockSize, sc));
+          const uint32_t code = intCodeAt(s, l, i, bits);
+          const int32_t q = static_cast<int32_t>(code << (32 - bits)) >> (32 - bits);
+          want[i] = math::dequantInt(q, sc);
+          wantAcc[i] = acc[i] + want[i];
+        }
+        const auto y = decodeVec(s, n);
+        for (size_t i = 0; i < n; ++i)
+          ASSERT_EQ(fp::floatBits(y[i]), fp::floatBits(want[i]))
+              << cclCodecName(ic.codec) << " block " << ic.blockSize << " n=" << n << " i=" << i;
+        decodeAccumulate(s.data(), s.size(), Expect{n, ic.codec}, acc.data());
+        for (size_t i = 0; i < n; ++i)
+          ASSERT_EQ(fp::floatBits(acc[i]), fp::floatBits(wantAcc[i]))
+              << cclCodecName(ic.codec) << " block " << ic.blockSize << " n=" << n << " i=" << i;
       }
-      const auto y = decodeVec(s, n);
-      for (size_t i = 0; i < n; ++i)
-        ASSERT_EQ(fp::floatBits(y[i]), fp::floatBits(want[i]))
-            << cclCodecName(ic.codec) << " block " << ic.blockSize << " n=" << n << " i=" << i;
-      decodeAccumulate(s.data(), s.size(), Expect{n, ic.codec}, acc.data());
-      for (size_t i = 0; i < n; ++i)
-        ASSERT_EQ(fp::floatBits(acc[i]), fp::floatBits(wantAcc[i]))
-            << cclCodecName(ic.codec) << " block " << ic.blockSize << " n=" << n << " i=" << i;
     }
-  }
+  });
 }
 
 TEST(QuantizerIntEncode, EveryCodeEqualsTheElementMath) {
-  std::vector<float> spread = spreadOver40Binades(37);
-  // Values half-way between two codes of some block, and the block maximum's negation.
-  for (size_t i = 0; i < 64; ++i) spread[512 + i] = (i & 1 ? -1.0f : 1.0f) * (static_cast<float>(i % 15) + 0.5f);
-  const auto inputs = withFinitePatterns(spread);
-  for (const IntCase& ic : intCases()) {
-    const Params p = intParams(ic);
-    const int bits = intBits(ic.codec);
-    const int qmax = math::intQmax(bits);
-    // Ties: every 8th value is qmax * 2^-3, so each block's scale is exactly 2^-3 and the
-    // others land exactly half-way between two codes, where an inverse one ulp off rounds
-    // the other way.
-    std::vector<float> ties(2000 + 23);
-    for (size_t i = 0; i < ties.size(); ++i)
-      ties[i] = (i % 8 == 0 ? static_cast<float>(qmax) : static_cast<float>(i % qmax) + 0.5f) * 0.125f *
-                (i % 3 == 1 ? -1.0f : 1.0f);
-    auto all = inputs;
-    all.push_back(ties);
-    for (const auto& x : all) {
-      const auto s = encodeVec(p, x);
-      const Layout l = layoutOf(readHeader(s.data(), s.size()));
-      for (size_t i = 0; i < x.size(); ++i) {
-        float sc;
-        if (!intScaleOf(s, l, ic.fp16Scales, i / p.blockSize, sc)) continue;
-        const float inv = sc > 0.0f ? 1.0f / sc : 0.0f;
-        const uint32_t want = static_cast<uint32_t>(math::quantIntNearest(x[i] * inv, qmax)) & ((1u << bits) - 1);
-        ASSERT_EQ(intCodeAt(s, l, i, bits), want) << cclCodecName(ic.codec) << " block " << ic.blockSize << " fp16 "
-                                                  << ic.fp16Scales << " n=" << x.size() << " i=" << i << " x=" << x[i];
+  withEachLoopKind([&] {
+    std::vector<float> spread = spreadOver40Binades(37);
+    // Values half-way between two codes of some block, and the block maximum's negation.
+    for (size_t i = 0; i < 64; ++i) spread[512 + i] = (i & 1 ? -1.0f : 1.0f) * (static_cast<float>(i % 15) + 0.5f);
+    const auto inputs = withFinitePatterns(spread);
+    for (const IntCase& ic : intCases()) {
+      const Params p = intParams(ic);
+      const int bits = intBits(ic.codec);
+      const int qmax = math::intQmax(bits);
+      // Ties: every 8th value is qmax * 2^-3, so each block's scale is exactly 2^-3 and the
+      // others land exactly half-way between two codes, where an inverse one ulp off rounds
+      // the other way.
+      std::vector<float> ties(2000 + 23);
+      for (size_t i = 0; i < ties.size(); ++i)
+        ties[i] = (i % 8 == 0 ? static_cast<float>(qmax) : static_cast<float>(i % qmax) + 0.5f) * 0.125f *
+                  (i % 3 == 1 ? -1.0f : 1.0f);
+      auto all = inputs;
+      all.push_back(ties);
+      for (const auto& x : all) {
+        const auto s = encodeVec(p, x);
+        const Layout l = layoutOf(readHeader(s.data(), s.size()));
+        for (size_t i = 0; i < x.size(); ++i) {
+          float sc;
+          if (!intScaleOf(s, l, ic.fp16Scales, i / p.blockSize, sc)) continue;
+          const float inv = sc > 0.0f ? 1.0f / sc : 0.0f;
+          const uint32_t want = static_cast<uint32_t>(math::quantIntNearest(x[i] * inv, qmax)) & ((1u << bits) - 1);
+          ASSERT_EQ(intCodeAt(s, l, i, bits), want)
+              << cclCodecName(ic.codec) << " block " << ic.blockSize << " fp16 " << ic.fp16Scales << " n=" << x.size()
+              << " i=" << i << " x=" << x[i];
+        }
       }
     }
-  }
+  });
 }
 
 // Every stored scale is the one the per-block element binding (K::chooseScale, which the GPU

@@ -11,7 +11,6 @@
 
 #include "codec_test_util.h"
 #include "codecs/topk_select.h"
-#include "codecs/x86.h"
 #include "common/floatconv.h"
 
 namespace ccl::codec::test {
@@ -93,15 +92,15 @@ TEST(TopKSelect, CollectAtLeastEqualsTheDefinition) {
         for (size_t i = 0; i < n; ++i) {
           if (keys[i] >= t) want.push_back(static_cast<uint32_t>(i));
         }
-        for (bool x86Loop : {false, true}) {
+        withEachLoopKind([&] {
           std::vector<uint32_t> got(n);
-          got.resize(detail::collectAtLeast(x.data(), n, t, got.data(), x86Loop));
-          ASSERT_EQ(got, want) << patternName(pat) << " n=" << n << " t=" << t << " x86Loop=" << x86Loop;
-        }
+          got.resize(detail::collectAtLeast(x.data(), n, t, got.data()));
+          ASSERT_EQ(got, want) << patternName(pat) << " n=" << n << " t=" << t;
+        });
       }
     }
   }
-  if (!detail::x86::available()) GTEST_SKIP() << "no AVX2 here: only the portable loop was checked";
+  if (!detail::x86::cpuHasThem()) GTEST_SKIP() << "no AVX2 here: only the portable loop was checked";
 }
 
 // keepInRange keeps exactly the values whose keys are in [lo, hi], in order: keys in place
@@ -122,23 +121,23 @@ TEST(TopKSelect, KeepInRangeEqualsTheDefinition) {
           }
           const std::string where = std::string(patternName(pat)) + " n=" + std::to_string(n) + " [" +
                                     std::to_string(lo) + ", " + std::to_string(hi) + "]";
-          for (bool x86Loop : {false, true}) {
+          withEachLoopKind([&] {
             auto inPlace = keys;
-            inPlace.resize(detail::keepInRange(inPlace.data(), inPlace.data(), n, lo, hi, inPlace.data(), x86Loop));
-            ASSERT_EQ(inPlace, wantKeys) << where << " keys in place, x86Loop=" << x86Loop;
+            inPlace.resize(detail::keepInRange(inPlace.data(), inPlace.data(), n, lo, hi, inPlace.data()));
+            ASSERT_EQ(inPlace, wantKeys) << where << " keys in place";
             std::vector<uint32_t> out(n);
-            out.resize(detail::keepInRange(keys.data(), values.data(), n, lo, hi, out.data(), x86Loop));
-            ASSERT_EQ(out, wantValues) << where << " values to out, x86Loop=" << x86Loop;
+            out.resize(detail::keepInRange(keys.data(), values.data(), n, lo, hi, out.data()));
+            ASSERT_EQ(out, wantValues) << where << " values to out";
             auto valuesInPlace = values;
             valuesInPlace.resize(
-                detail::keepInRange(keys.data(), valuesInPlace.data(), n, lo, hi, valuesInPlace.data(), x86Loop));
-            ASSERT_EQ(valuesInPlace, wantValues) << where << " values in place, x86Loop=" << x86Loop;
-          }
+                detail::keepInRange(keys.data(), valuesInPlace.data(), n, lo, hi, valuesInPlace.data()));
+            ASSERT_EQ(valuesInPlace, wantValues) << where << " values in place";
+          });
         }
       }
     }
   }
-  if (!detail::x86::available()) GTEST_SKIP() << "no AVX2 here: only the portable loop was checked";
+  if (!detail::x86::cpuHasThem()) GTEST_SKIP() << "no AVX2 here: only the portable loop was checked";
 }
 
 // The selection is exact whatever its estimate: one that every element reaches, one that
