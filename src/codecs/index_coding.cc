@@ -20,7 +20,8 @@ size_t gapBytes(const std::vector<uint32_t>& idx) {
   return bytes;
 }
 
-void writeGaps(const std::vector<uint32_t>& idx, uint8_t* out) {
+size_t writeGaps(const std::vector<uint32_t>& idx, uint8_t* out) {
+  uint8_t* const start = out;
   uint32_t next = 0;
   for (uint32_t i : idx) {
     uint32_t gap = i - next;
@@ -31,6 +32,7 @@ void writeGaps(const std::vector<uint32_t>& idx, uint8_t* out) {
     *out++ = static_cast<uint8_t>(gap);
     next = i + 1;
   }
+  return static_cast<size_t>(out - start);
 }
 
 void writeBitmap(const std::vector<uint32_t>& idx, size_t n, uint8_t* out) {

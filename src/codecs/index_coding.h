@@ -15,7 +15,8 @@ namespace ccl::codec {
 size_t gapBytes(const std::vector<uint32_t>& idx);
 inline size_t bitmapBytes(size_t n) { return (n + 7) / 8; }
 
-void writeGaps(const std::vector<uint32_t>& idx, uint8_t* out);
+// Returns the bytes written (gapBytes(idx)).
+size_t writeGaps(const std::vector<uint32_t>& idx, uint8_t* out);
 void writeBitmap(const std::vector<uint32_t>& idx, size_t n, uint8_t* out);
 
 [[noreturn]] inline void badIndices(const char* what) {

@@ -121,23 +121,26 @@ size_t sparsifierEncode(const Params& p, const void* x, cclDataType_t type, size
   h.count = n;
   h.aux = idx.size();
   h.flags = p.fp16Values ? kFlagFp16Values : 0;
-  const bool bitmap = p.codec != cclCodecRandK && bitmapBytes(n) < gapBytes(idx);
-  if (p.codec != cclCodecRandK) {
-    h.flags |= bitmap ? kFlagBitmap : 0;
-    h.indexBytes = static_cast<uint32_t>(bitmap ? bitmapBytes(n) : gapBytes(idx));
-  }
+  // Gaps take at most 5 bytes each: when that fits in the bitmap they are the smaller, and
+  // their size is known once they are written (the index section is last; its size only
+  // moves the stream's end).
+  const bool indexed = p.codec != cclCodecRandK;
+  const bool surelyGaps = idx.size() * 5 <= bitmapBytes(n);
+  const bool bitmap = indexed && !surelyGaps && bitmapBytes(n) < gapBytes(idx);
+  if (bitmap) h.flags |= kFlagBitmap;
   const Layout l = layoutOf(h);
-  writeHeader(h, out);
   if (p.codec == cclCodecRandK) std::memcpy(out + kHeaderBytes, &p.seed, 8);
   const size_t valueBytes = idx.size() * (p.fp16Values ? 2 : 4);
   writeValues(p, v, idx, out + l.codes, residual);
   std::memset(out + l.codes + valueBytes, 0, l.raw - l.codes - valueBytes);
   if (bitmap) {
     writeBitmap(idx, n, out + l.raw);
-  } else if (p.codec != cclCodecRandK) {
-    writeGaps(idx, out + l.raw);
+    h.indexBytes = static_cast<uint32_t>(bitmapBytes(n));
+  } else if (indexed) {
+    h.indexBytes = static_cast<uint32_t>(writeGaps(idx, out + l.raw));
   }
-  return l.total;
+  writeHeader(h, out);
+  return layoutOf(h).total;
 }
 
 void sparsifierDecode(const Header& h, const uint8_t* in, void* y, cclDataType_t type) {

@@ -273,6 +273,52 @@ TEST(Threshold, DenseSelectionUsesTheBitmap) {
   EXPECT_FALSE(inspect(t.data(), t.size()).flags & kFlagBitmap);
 }
 
+// LEB128 bytes of the gaps between the kept positions, as the wire format defines them.
+size_t expectedGapBytes(const std::vector<uint32_t>& kept) {
+  size_t bytes = 0;
+  uint32_t next = 0;
+  for (uint32_t i : kept) {
+    for (uint32_t g = i - next;; g >>= 7) {
+      ++bytes;
+      if (g < 128) break;
+    }
+    next = i + 1;
+  }
+  return bytes;
+}
+
+// The index section is whichever of the gaps and the bitmap is smaller, over densities from
+// a few elements to all of them, and for a selection just under 1/8 dense whose long gaps
+// make the gaps the larger although fewer than n/8 are kept.
+TEST(Sparsifiers, IndexSectionIsTheSmallerEncoding) {
+  std::vector<std::vector<float>> inputs;
+  const auto random = makeInput(Pattern::kRandom, 4000, 9);
+  for (float t : {0.0f, 0.05f, 0.1f, 0.12f, 0.15f, 0.2f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f}) {
+    auto x = random;
+    for (float& v : x) v = std::fabs(v) >= t ? 1.0f : 0.0f;
+    inputs.push_back(x);
+  }
+  std::vector<float> spread(1 << 17, 0.0f);  // 899 positions 129 apart (2-byte gaps), then 15101 in a row
+  for (size_t j = 0; j < 899; ++j) spread[129 * j] = 1.0f;
+  for (size_t i = spread.size() - 15101; i < spread.size(); ++i) spread[i] = 1.0f;
+  inputs.push_back(spread);
+  for (const auto& x : inputs) {
+    Params p = params(cclCodecThreshold);
+    p.threshold = 0.5f;
+    std::vector<uint32_t> kept;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (x[i] != 0.0f) kept.push_back(static_cast<uint32_t>(i));
+    }
+    const size_t gaps = expectedGapBytes(kept), bitmap = (x.size() + 7) / 8;
+    const auto s = encodeVec(p, x);
+    const Header h = inspect(s.data(), s.size());
+    ASSERT_EQ(h.aux, kept.size());
+    EXPECT_EQ(h.indexBytes, std::min(gaps, bitmap)) << kept.size() << " of " << x.size();
+    EXPECT_EQ((h.flags & kFlagBitmap) != 0, bitmap < gaps) << kept.size() << " of " << x.size();
+    EXPECT_EQ(decodeVec(s, x.size()), x);
+  }
+}
+
 TEST(Sparsifiers, ResidualKeepsWhatWasNotSent) {
   for (cclCodec_t c : {cclCodecTopK, cclCodecRandK, cclCodecThreshold}) {
     Params p = params(c);
