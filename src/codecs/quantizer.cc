@@ -380,7 +380,7 @@ template <class K, class Op>
 void forEachBlock(const Header& h, const uint8_t* in, Op op) {
   const Geometry g = geometry(h);
   validateBlocks<K>(h, in, g);
-  if constexpr (x86::kCovers<K> && Op::kF32Out) {
+  if constexpr (x86::kDecodes<K> && Op::kF32Out) {
     if (x86::available()) {
       decodeBlocksX86<K, Op::kAccumulate>(h, in, g, op.f32());
     } else {

@@ -27,9 +27,12 @@ constexpr bool kIsFp8 =
 template <class K>
 constexpr bool kIsInt = std::is_same_v<K, IntKind<8>> || std::is_same_v<K, IntKind<4>>;
 
-// The kinds these loops cover (int2 keeps the portable loops).
+// The kinds these loops encode and decode; int2 they only decode (it encodes through the
+// portable loops).
 template <class K>
 constexpr bool kCovers = CCL_CODECS_X86 && (kIsFp8<K> || kIsInt<K>);
+template <class K>
+constexpr bool kDecodes = kCovers<K> || (CCL_CODECS_X86 && std::is_same_v<K, IntKind<2>>);
 
 #if CCL_CODECS_X86
 
@@ -49,8 +52,9 @@ CCL_X86_TARGET __attribute__((always_inline)) inline void put(float* o, __m256 v
 // MXCSR. Multiplying by 256 * s instead of 256 and then s is the same single rounding of the
 // same real product.
 //
-// int8/int4: the codes are sign-extended to int32 (int4 by shifting each nibble to the top
-// of its lane and back), converted exactly, and multiplied by s, as math::dequantInt does.
+// int8/int4/int2: the codes are sign-extended to int32 (int4 and int2 by shifting each field
+// to the top of its lane and back), converted exactly, and multiplied by s, as
+// math::dequantInt does.
 template <class K, bool kAccumulate>
 CCL_X86_TARGET __attribute__((always_inline)) inline uint32_t dequantize(const uint8_t* codes, uint32_t len, float s,
                                                                          float* o) {
@@ -87,8 +91,7 @@ CCL_X86_TARGET __attribute__((always_inline)) inline uint32_t dequantize(const u
       put<kAccumulate>(o + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(c)), m));
       put<kAccumulate>(o + i + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(c, 8))), m));
     }
-  } else {
-    static_assert(std::is_same_v<K, IntKind<4>>);
+  } else if constexpr (std::is_same_v<K, IntKind<4>>) {
     const __m256 m = _mm256_set1_ps(s);
     // Element j of a 4-byte word is its nibble j (element 2i in the low nibble of byte i).
     const __m256i toTop = _mm256_setr_epi32(28, 24, 20, 16, 12, 8, 4, 0);
@@ -99,6 +102,21 @@ CCL_X86_TARGET __attribute__((always_inline)) inline uint32_t dequantize(const u
         const __m256i q = _mm256_srai_epi32(_mm256_sllv_epi32(_mm256_set1_epi32(static_cast<int>(w[k])), toTop), 28);
         put<kAccumulate>(o + i + 8 * k, _mm256_mul_ps(_mm256_cvtepi32_ps(q), m));
       }
+    }
+  } else {
+    static_assert(std::is_same_v<K, IntKind<2>>);
+    const __m256 m = _mm256_set1_ps(s);
+    // Element j of a 4-byte word is its 2-bit field j (element 4i + t at bit 2t of byte i).
+    const __m256i lowToTop = _mm256_setr_epi32(30, 28, 26, 24, 22, 20, 18, 16);
+    const __m256i highToTop = _mm256_setr_epi32(14, 12, 10, 8, 6, 4, 2, 0);
+    for (uint32_t i = 0; i < n; i += 16) {
+      uint32_t w;
+      std::memcpy(&w, codes + i / 4, 4);
+      const __m256i word = _mm256_set1_epi32(static_cast<int>(w));
+      const __m256i lo = _mm256_srai_epi32(_mm256_sllv_epi32(word, lowToTop), 30);
+      const __m256i hi = _mm256_srai_epi32(_mm256_sllv_epi32(word, highToTop), 30);
+      put<kAccumulate>(o + i, _mm256_mul_ps(_mm256_cvtepi32_ps(lo), m));
+      put<kAccumulate>(o + i + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(hi), m));
     }
   }
   return n;
