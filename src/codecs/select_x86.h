@@ -29,9 +29,14 @@ inline constexpr std::array<uint64_t, 256> kPackLanes = [] {
   return t;
 }();
 
-// The lanes of mask's set bits, lowest first, as a vpermd index vector.
-CCL_X86_TARGET __attribute__((always_inline)) inline __m256i packedLanes(unsigned mask) {
-  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(&kPackLanes[mask])));
+// Stores at out + w the lanes of values whose lane of pass is all ones, in order (eight
+// slots are written), and advances w by their count.
+CCL_X86_TARGET __attribute__((always_inline)) inline void packStore(uint32_t* out, size_t& w, __m256i values,
+                                                                    __m256i pass) {
+  const unsigned mask = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(pass)));
+  const __m256i lanes = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(&kPackLanes[mask])));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + w), _mm256_permutevar8x32_epi32(values, lanes));
+  w += static_cast<size_t>(__builtin_popcount(mask));
 }
 
 // Writes to cand, ascending, the indices i below `done` with (bits of v[i]) & 0x7fffffff >= t
@@ -46,10 +51,7 @@ CCL_X86_TARGET inline size_t collectAtLeast(const float* v, size_t n, uint32_t t
   __m256i index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   auto group = [&](size_t at, __m256i idx, size_t& c) CCL_X86_TARGET {
     const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + at));
-    const __m256i pass = _mm256_cmpgt_epi32(_mm256_and_si256(bits, magnitude), below);
-    const unsigned mask = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(pass)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(cand + c), _mm256_permutevar8x32_epi32(idx, packedLanes(mask)));
-    c += static_cast<size_t>(__builtin_popcount(mask));
+    packStore(cand, c, idx, _mm256_cmpgt_epi32(_mm256_and_si256(bits, magnitude), below));
   };
   size_t c = 0, i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -77,10 +79,7 @@ CCL_X86_TARGET inline size_t keepInRange(const uint32_t* keys, const uint32_t* v
   for (; i + 8 <= m; i += 8) {
     const __m256i key = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(keys + i));
     const __m256i value = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values + i));
-    const __m256i in = _mm256_andnot_si256(_mm256_cmpgt_epi32(key, top), _mm256_cmpgt_epi32(key, below));
-    const unsigned mask = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(in)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + w), _mm256_permutevar8x32_epi32(value, packedLanes(mask)));
-    w += static_cast<size_t>(__builtin_popcount(mask));
+    packStore(out, w, value, _mm256_andnot_si256(_mm256_cmpgt_epi32(key, top), _mm256_cmpgt_epi32(key, below)));
   }
   done = i;
   return w;

@@ -129,7 +129,7 @@ size_t sparsifierEncode(const Params& p, const void* x, cclDataType_t type, size
   const bool bitmap = indexed && !surelyGaps && bitmapBytes(n) < gapBytes(idx);
   if (bitmap) h.flags |= kFlagBitmap;
   const Layout l = layoutOf(h);
-  if (p.codec == cclCodecRandK) std::memcpy(out + kHeaderBytes, &p.seed, 8);
+  if (!indexed) std::memcpy(out + kHeaderBytes, &p.seed, 8);  // randk: its indices follow from the seed
   const size_t valueBytes = idx.size() * (p.fp16Values ? 2 : 4);
   writeValues(p, v, idx, out + l.codes, residual);
   std::memset(out + l.codes + valueBytes, 0, l.raw - l.codes - valueBytes);
