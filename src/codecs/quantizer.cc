@@ -93,18 +93,13 @@ CCL_ALWAYS_INLINE void unpackCodes(const uint8_t* in, uint32_t len, uint8_t* cod
 constexpr size_t kPrefetchBytes = 4096;
 constexpr size_t kLineBytes = 64;
 
-// Prefetches the len elements that start aheadBytes past p, for writing or for reading.
-// Addresses are computed as integers: they may lie past the end of the buffer.
-template <bool kWrite, class E>
-CCL_ALWAYS_INLINE void prefetchAhead(const E* p, size_t aheadBytes, uint32_t len) {
-  const uintptr_t c = reinterpret_cast<uintptr_t>(p) + aheadBytes;
-  for (size_t b = 0; b < len * sizeof(E); b += kLineBytes)
-    __builtin_prefetch(reinterpret_cast<const void*>(c + b), kWrite ? 1 : 0, 3);
-}
-
+// Prefetches for writing the len elements that start kPrefetchBytes past p. Addresses are
+// computed as integers: they may lie past the end of the buffer.
 template <class E>
 CCL_ALWAYS_INLINE void prefetchForWrite(const E* p, uint32_t len) {
-  prefetchAhead<true>(p, kPrefetchBytes, len);
+  const uintptr_t c = reinterpret_cast<uintptr_t>(p) + kPrefetchBytes;
+  for (size_t b = 0; b < len * sizeof(E); b += kLineBytes)
+    __builtin_prefetch(reinterpret_cast<const void*>(c + b), 1, 3);
 }
 
 // Block staging and raw output of the encoder; the hot loops are in encodeStream.
@@ -250,13 +245,9 @@ CCL_VECTOR_CLONES void encodeStream(EncodeState<K, T>& st) {
   ScaledBlock sb[kMaxGroup];
   for (uint64_t b0 = 0; b0 < full; b0 += group) {
     const uint32_t k = static_cast<uint32_t>(std::min<uint64_t>(group, full - b0));
-    for (uint32_t j = 0; j < k; ++j) {
-      // The encoder reads a group's input in one pass, then quantises it from L1 while no
-      // loads go to memory; reads of the next group are issued meanwhile so that memory
-      // stays busy (without them, 64 MiB encode measured 10-25 % slower: perf/codecs/README.md).
-      prefetchAhead<false>(st.x + (b0 + j) * bs, size_t{group} * bs * sizeof(*st.x), bs);
-      sb[j] = scaleBlock(st, (b0 + j) * bs, bs, j);
-    }
+    // The input is left to the hardware prefetchers: software prefetches of the next group
+    // made 64 MiB encode 20-50 % slower on an AVX-512 AMD machine (perf/codecs/README.md).
+    for (uint32_t j = 0; j < k; ++j) sb[j] = scaleBlock(st, (b0 + j) * bs, bs, j);
     for (uint32_t j = 0; j < k; ++j) encodeBlock<K, T, kStochastic>(st, b0 + j, bs, bs, sb[j], key);
   }
   if (full < st.g.blocks) {

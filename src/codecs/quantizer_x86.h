@@ -1,9 +1,10 @@
 // Inner loops of the block quantisers for x86 CPUs with AVX2 and F16C, used when the CPU has
-// them. GCC vectorises the portable loops of quantizer.cc, but into far more instructions
-// than these: it has no vector fp16 conversion for fp8, and it clamps, masks and packs
-// integer codes in steps the saturating packs do at once (perf/codecs/README.md has the
-// side-by-side measurements). Every function here is bit-equal to the shared element math
-// of codecs/math/ (K::quant, K::dequant) for every value the encoder can give it, which
+// them. GCC vectorises the portable loops of quantizer.cc, but into more instructions than
+// these: it rounds fp8 in integer steps that one fp32 addition does here, decodes fp8
+// without the vector fp16 conversion used here, and clamps, masks and packs integer codes in
+// steps the saturating packs do at once (perf/codecs/README.md has the side-by-side
+// measurements). Every function here is bit-equal to the shared element math of
+// codecs/math/ (K::quant, K::dequant) for every value the encoder can give it, which
 // tests/codecs checks code by code, so the CPU tests still check what the GPU computes.
 //
 // Each function handles a prefix of a block (a multiple of its vector width) and returns its
@@ -122,50 +123,50 @@ CCL_X86_TARGET __attribute__((always_inline)) inline uint32_t dequantize(const u
   return n;
 }
 
-// Eight values times m, rounded to a grid of kManBits mantissa bits with fp16's exponent
-// range and saturated at maxScaled, as fp16 (see quantizeFp8).
-template <int kManBits>
-CCL_X86_TARGET __attribute__((always_inline)) inline __m128i roundToHalf(const float* p, __m256 m, float maxScaled) {
-  const __m256i y = _mm256_castps_si256(_mm256_mul_ps(_mm256_loadu_ps(p), m));
-  const __m256i a = _mm256_and_si256(y, _mm256_set1_epi32(0x7fffffff));
-  const __m256i e = _mm256_max_epi32(_mm256_and_si256(y, _mm256_set1_epi32(0x7f800000)),
-                                     _mm256_set1_epi32((127 - 14) << 23));  // fp16's smallest normal
-  const __m256 c = _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_set1_epi32((23 - kManBits) << 23)));
-  // A c that overflows makes r NaN, and min returns its second operand for a NaN first.
-  __m256 r = _mm256_min_ps(_mm256_sub_ps(_mm256_add_ps(_mm256_castsi256_ps(a), c), c), _mm256_set1_ps(maxScaled));
-  r = _mm256_or_ps(r, _mm256_castsi256_ps(_mm256_xor_si256(y, a)));
-  return _mm256_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+// fp8 codes of the magnitudes of eight values y (signs dropped), saturated at F's largest
+// finite value. With E = max(exponent of |y|, F's smallest normal exponent Emin) and c =
+// 2^(E + 23 - mantissa bits), the last place of |y| + c in fp32 is F's last place at |y|: the
+// addition rounds |y| to F's grid (in MXCSR's mode, nearest-even unless a process changed
+// it, as the element math rounds F's subnormals; subnormals included), and the integer
+// difference of the sum's bits and c's is the rounded |y| in those last places, m. The code
+// is m + ((E - Emin) << mantissa bits), a rounding up to the next power of two included.
+// Saturating before rounding equals saturating after (F's largest value is on its grid);
+// an infinite or NaN y saturates as the element math does.
+template <class F>
+CCL_X86_TARGET __attribute__((always_inline)) inline __m256i fp8Magnitudes(__m256 y) {
+  constexpr int kShift = 23 - F::kManBits;
+  constexpr int32_t kMinNormal = (127 + 1 - F::kBias) << 23;
+  const __m256 a = _mm256_min_ps(_mm256_and_ps(y, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff))),
+                                 _mm256_set1_ps(math::fp8MaxFinite<F>()));
+  const __m256i e = _mm256_max_epi32(_mm256_and_si256(_mm256_castps_si256(a), _mm256_set1_epi32(0x7f800000)),
+                                     _mm256_set1_epi32(kMinNormal));
+  const __m256i c = _mm256_add_epi32(e, _mm256_set1_epi32(kShift << 23));
+  const __m256i m = _mm256_sub_epi32(_mm256_castps_si256(_mm256_add_ps(a, _mm256_castsi256_ps(c))), c);
+  return _mm256_add_epi32(m, _mm256_srli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(kMinNormal)), kShift));
 }
 
-// fp8 through the CPU's fp16 conversion. Each value y = v * inv is rounded to F's grid in
-// fp32: with E = max(exponent of |y|, F's smallest normal exponent), c = 2^(E + 23 - mantissa
-// bits) has a last place equal to F's at y, so (|y| + c) - c is |y| rounded to nearest-even
-// on that grid, subnormals included, exactly; saturation is a min. The result is an exact
-// fp16 value (e4m3 scaled by 2^-8, so that its exponent range is fp16's), which vcvtps2ph
-// converts without rounding, and the fp8 code is bits of it: e5m2 the top byte, e4m3 the
-// sign and the 7 bits below fp16's top exponent bit. Does nothing when inv * 2^-8 is not a
-// normal fp32 (only for blocks with absmax above 2^126), where that argument does not hold.
+// fp8 codes of v * inv, bit-equal to math::fp8EncodeFinite for every value (fp8Magnitudes).
+// The signed packs carry each value's sign from its fp32 bits to bit 7 of a byte; within each
+// 128-bit half they interleave groups of four, which `order` restores.
 template <class K>
 CCL_X86_TARGET inline uint32_t quantizeFp8(const float* v, uint32_t len, float inv, uint8_t* codes) {
-  constexpr bool kE4m3 = !std::is_same_v<K, Fp8Kind<fp::E5M2>>;
-  constexpr int kManBits = kE4m3 ? 3 : 2;
-  constexpr float kMaxScaled = kE4m3 ? 448.0f / 256.0f : 57344.0f;
-  const float invScaled = kE4m3 ? inv * (1.0f / 256.0f) : inv;
-  if (!(invScaled >= std::numeric_limits<float>::min())) return 0;
-  const uint32_t n = len & ~15u;
-  const __m256 m = _mm256_set1_ps(invScaled);
-  for (uint32_t i = 0; i < n; i += 16) {
-    const __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(roundToHalf<kManBits>(v + i, m, kMaxScaled)),
-                                              roundToHalf<kManBits>(v + i + 8, m, kMaxScaled), 1);
-    __m256i c;
-    if constexpr (kE4m3) {
-      c = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(h, 7), _mm256_set1_epi16(0x7f)),
-                          _mm256_and_si256(_mm256_srli_epi16(h, 8), _mm256_set1_epi16(0x80)));
-    } else {
-      c = _mm256_srli_epi16(h, 8);
+  using F = std::conditional_t<std::is_same_v<K, Fp8Kind<fp::E5M2>>, fp::E5M2, fp::E4M3>;
+  const uint32_t n = len & ~31u;
+  const __m256 m = _mm256_set1_ps(inv);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (uint32_t i = 0; i < n; i += 32) {
+    // Packed a half at a time, so that the loop's values and constants fit in registers.
+    __m256i mag16[2], sign16[2];
+    for (int h = 0; h < 2; ++h) {
+      const __m256 y0 = _mm256_mul_ps(_mm256_loadu_ps(v + i + 16 * h), m);
+      const __m256 y1 = _mm256_mul_ps(_mm256_loadu_ps(v + i + 16 * h + 8), m);
+      mag16[h] = _mm256_packs_epi32(fp8Magnitudes<F>(y0), fp8Magnitudes<F>(y1));
+      sign16[h] = _mm256_packs_epi32(_mm256_castps_si256(y0), _mm256_castps_si256(y1));
     }
-    const __m128i bytes = _mm_packus_epi16(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + i), bytes);
+    const __m256i mag = _mm256_packs_epi16(mag16[0], mag16[1]);
+    const __m256i sign = _mm256_packs_epi16(sign16[0], sign16[1]);
+    const __m256i b = _mm256_or_si256(mag, _mm256_and_si256(sign, _mm256_set1_epi8(static_cast<char>(0x80))));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + i), _mm256_permutevar8x32_epi32(b, order));
   }
   return n;
 }
