@@ -125,13 +125,13 @@ CCL_X86_TARGET __attribute__((always_inline)) inline uint32_t dequantize(const u
 
 // fp8 codes of the magnitudes of eight values y (signs dropped), saturated at F's largest
 // finite value. With E = max(exponent of |y|, F's smallest normal exponent Emin) and c =
-// 2^(E + 23 - mantissa bits), the last place of |y| + c in fp32 is F's last place at |y|: the
-// addition rounds |y| to F's grid (in MXCSR's mode, nearest-even unless a process changed
-// it, as the element math rounds F's subnormals; subnormals included), and the integer
-// difference of the sum's bits and c's is the rounded |y| in those last places, m. The code
-// is m + ((E - Emin) << mantissa bits), a rounding up to the next power of two included.
-// Saturating before rounding equals saturating after (F's largest value is on its grid);
-// an infinite or NaN y saturates as the element math does.
+// 2^(E + 23 - mantissa bits), the fp32 sum |y| + c has F's last place at |y| as its own, so
+// the addition rounds |y| to F's grid, subnormals included. It rounds in MXCSR's mode
+// (nearest-even unless the process changed it), as the element math does for F's
+// subnormals. The integer difference of the sum's bits and c's is the rounded |y| in F's
+// last places, m, and the code is m + ((E - Emin) << mantissa bits), which also covers a
+// rounding up to the next power of two. Saturating before rounding equals saturating after
+// (F's largest value is on its grid); an infinite or NaN y saturates as the element math does.
 template <class F>
 CCL_X86_TARGET __attribute__((always_inline)) inline __m256i fp8Magnitudes(__m256 y) {
   constexpr int kShift = 23 - F::kManBits;
