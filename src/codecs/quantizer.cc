@@ -246,7 +246,8 @@ CCL_VECTOR_CLONES void encodeStream(EncodeState<K, T>& st) {
   for (uint64_t b0 = 0; b0 < full; b0 += group) {
     const uint32_t k = static_cast<uint32_t>(std::min<uint64_t>(group, full - b0));
     // The input is left to the hardware prefetchers: without software prefetches of the next
-    // group, 64 MiB encode measured 10-35 % faster on a Zen 4 machine (perf/codecs/README.md).
+    // group, 64 MiB encode measured 10-35 % faster on a Zen 4 machine, and about 10 % slower
+    // (within that machine's noise) on a Zen 3 one (perf/codecs/README.md).
     for (uint32_t j = 0; j < k; ++j) sb[j] = scaleBlock(st, (b0 + j) * bs, bs, j);
     for (uint32_t j = 0; j < k; ++j) encodeBlock<K, T, kStochastic>(st, b0 + j, bs, bs, sb[j], key);
   }
