@@ -177,6 +177,28 @@ CCL_API const char* cclCodecName(cclCodec_t codec);
  */
 CCL_API cclResult_t cclCodecFromName(const char* name, cclCodec_t* codec);
 
+/*
+ * The documented error bound of a codec, for checking results: writes to *bound the largest
+ * |y - x| that `quantizations` successive encode/decode round trips of one element may
+ * cause, where
+ *   absValue  is |x|, or for a reduction the sum over ranks of |input| at that element;
+ *   absMax    bounds absValue over every element of the blocks the element travels in
+ *             (for a reduction: the largest such sum in the buffer);
+ *   quantizations  is how many times the algorithm re-encodes the value: 1 for allgather,
+ *             broadcast, all-to-all and send/recv; 2 for two-shot allreduce (ccl's choice
+ *             for quantisers; n bounds it for any rank count n); n - 1 for reduce-scatter;
+ *             n for a ring allreduce. Each error-feedback stage adds two.
+ * compression NULL (or codec none) gives 0. Sparsifiers give absValue: each contribution
+ * arrives exactly (or fp16-rounded) or not at all. Quantisers give, per round trip,
+ * rel*|v| + abs*u with the codec's terms and scale unit u (s = absmax/qmax, 448, 57344, or
+ * MX's power of two), composed over the partial results; it includes the codecs' own fp32
+ * arithmetic, not the algorithm's fp32 sums or a narrower output type's last rounding.
+ * cclInvalidArgument unless 0 <= absValue <= absMax < inf and quantizations >= 0, or if the
+ * parameters are invalid (as a collective would refuse them).
+ */
+CCL_API cclResult_t cclCodecErrorBound(const cclCompression_t* compression, double absValue, double absMax,
+                                       int quantizations, double* bound);
+
 /* ---- Version and errors ---- */
 
 /* Writes CCL_VERSION_CODE of the loaded library to *version. */

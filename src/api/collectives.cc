@@ -81,7 +81,7 @@ cclFeedback* feedbackFor(const Call& c, int opKind) {
   cclFeedback* fb = c.feedback;
   if (!fb && c.comm->policy.autoFeedback != cclFeedbackNone)
     fb = c.comm->autoFeedback.get(c.send, c.count, opKind, c.comm->policy);
-  return fb && fb->kind != cclFeedbackNone ? fb : nullptr;
+  return fb && fb->kind() != cclFeedbackNone ? fb : nullptr;
 }
 
 bool isReduction(Kind k) { return k == Kind::kAllReduce || k == Kind::kReduce || k == Kind::kReduceScatter; }

@@ -1,47 +1,12 @@
 #include "api/compression.h"
 
+#include <cmath>
 #include <sstream>
 #include <string>
 
 #include "api/comm.h"
 #include "common/config.h"
 #include "common/log.h"
-
-float* cclFeedback::prepare(int op, size_t floats) {
-  if (op != op_ || residual_.size() != floats) {
-    if (op_ >= 0) CCL_INFO("error feedback state reset: used for another operation or size");
-    op_ = op;
-    residual_.assign(floats, 0.0f);
-    stored_.clear();
-    storedBytes_ = 0;
-    calls_ = 0;
-  }
-  if (kind == cclFeedbackLoco) {
-    if (storedBytes_ == 0) {
-      std::fill(residual_.begin(), residual_.end(), 0.0f);
-    } else {
-      ccl::codec::Expect e;
-      e.count = floats;
-      ccl::codec::decode(stored_.data(), storedBytes_, e, residual_.data(), cclFloat32);
-    }
-    previous_ = residual_;
-  }
-  return residual_.data();
-}
-
-void cclFeedback::finish() {
-  ++calls_;
-  if (kind != cclFeedbackLoco) return;
-  // residual_ now holds this call's error: e <- beta * e_prev + (1 - beta) * err.
-  for (size_t i = 0; i < residual_.size(); ++i) residual_[i] = beta * previous_[i] + (1.0f - beta) * residual_[i];
-  if (resetPeriod > 0 && calls_ % static_cast<uint64_t>(resetPeriod) == 0) {
-    storedBytes_ = 0;
-    return;
-  }
-  ccl::codec::Params p = ccl::codec::defaultParams(cclCodecInt8);
-  stored_.resize(ccl::codec::maxEncodedBytes(p, residual_.size()));
-  storedBytes_ = ccl::codec::encode(p, residual_.data(), cclFloat32, residual_.size(), stored_.data(), stored_.size());
-}
 
 namespace ccl::api {
 namespace {
@@ -115,12 +80,7 @@ Policy policyFromEnv(const cclCompression_t* codec) {
 
 cclFeedback* AutoFeedback::get(const void* buffer, size_t count, int op, const Policy& policy) {
   auto& slot = states_[{buffer, count, op}];
-  if (!slot) {
-    slot = std::make_unique<cclFeedback>();
-    slot->kind = policy.autoFeedback;
-    slot->beta = policy.locoBeta;
-    slot->resetPeriod = policy.locoReset;
-  }
+  if (!slot) slot = std::make_unique<cclFeedback>(policy.autoFeedback, policy.locoBeta, policy.locoReset);
   return slot.get();
 }
 
@@ -135,11 +95,19 @@ CCL_API cclResult_t cclFeedbackCreate(cclFeedback_t* feedback, cclFeedbackKind_t
               "kind " + std::to_string(static_cast<int>(kind)) + " is not a cclFeedbackKind_t");
     CCL_CHECK(beta >= 0.0f && beta < 1.0f, cclInvalidArgument, "beta must be in [0, 1)");
     CCL_CHECK(resetPeriod >= 0, cclInvalidArgument, "resetPeriod must be >= 0");
-    auto fb = std::make_unique<cclFeedback>();
-    fb->kind = kind;
-    fb->beta = beta;
-    fb->resetPeriod = resetPeriod;
-    *feedback = fb.release();
+    *feedback = new cclFeedback(kind, beta, resetPeriod);
+  });
+}
+
+CCL_API cclResult_t cclCodecErrorBound(const cclCompression_t* compression, double absValue, double absMax,
+                                       int quantizations, double* bound) {
+  return ccl::api::guard(nullptr, "cclCodecErrorBound", [&] {
+    CCL_CHECK(bound, cclInvalidArgument, "bound is NULL");
+    CCL_CHECK(absValue >= 0.0 && absMax >= absValue && std::isfinite(absMax), cclInvalidArgument,
+              "need 0 <= absValue <= absMax < inf, got absValue " + std::to_string(absValue) + " absMax " +
+                  std::to_string(absMax));
+    CCL_CHECK(quantizations >= 0, cclInvalidArgument, "quantizations must be >= 0");
+    *bound = ccl::codec::errorBound(ccl::codec::resolveParams(compression), absValue, absMax, quantizations);
   });
 }
 

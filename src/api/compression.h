@@ -9,25 +9,11 @@
 
 #include "ccl/ccl.h"
 #include "codecs/codec.h"
+#include "codecs/feedback.h"
 
-struct cclFeedback {
-  cclFeedbackKind_t kind = cclFeedbackResidual;
-  float beta = 0.5f;
-  int resetPeriod = 0;
-
-  // The fp32 residual the next call reads and updates, sized for `floats` values of an
-  // operation of kind `op`; state kept for another shape is cleared first.
-  float* prepare(int op, size_t floats);
-  // After the call: LoCo folds the new error into its moving average and stores it in 8 bits.
-  void finish();
-
- private:
-  std::vector<float> residual_;
-  std::vector<float> previous_;        // LoCo: the averaged error the call started from
-  std::vector<unsigned char> stored_;  // LoCo: the averaged error as an int8 stream
-  size_t storedBytes_ = 0;
-  uint64_t calls_ = 0;
-  int op_ = -1;
+// A feedback handle is the codecs' feedback state (codecs/feedback.h) behind the C type.
+struct cclFeedback : ccl::codec::FeedbackState {
+  using FeedbackState::FeedbackState;
 };
 
 namespace ccl::api {

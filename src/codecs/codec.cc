@@ -17,9 +17,6 @@
 namespace ccl::codec {
 namespace {
 
-constexpr const char* kNames[cclNumCodecs] = {"none", "fp8_e4m3", "fp8_e5m2", "mxfp8_e4m3", "int8",
-                                              "int4", "int2",     "topk",     "randk",      "threshold"};
-
 [[noreturn]] void badParam(const std::string& what) {
   throw Error(cclInvalidArgument, "compression parameters: " + what);
 }
@@ -29,9 +26,10 @@ void checkParams(const Params& p) {
     if (p.blockSize == 0 || p.blockSize % 8 != 0 || p.blockSize > kMaxBlockSize)
       badParam("blockSize must be a multiple of 8 in [8, 65536], got " + std::to_string(p.blockSize));
   }
-  if ((p.codec == cclCodecTopK || p.codec == cclCodecRandK) && !(p.keepRatio > 0.0 && p.keepRatio <= 1.0))
+  const Selection sel = codecInfo(p.codec).selection;
+  if ((sel == Selection::kLargest || sel == Selection::kRandom) && !(p.keepRatio > 0.0 && p.keepRatio <= 1.0))
     badParam("keepRatio must be in (0, 1]");
-  if (p.codec == cclCodecThreshold && !(p.threshold >= 0.0f && std::isfinite(p.threshold)))
+  if (sel == Selection::kThreshold && !(p.threshold >= 0.0f && std::isfinite(p.threshold)))
     badParam("threshold must be finite and >= 0");
 }
 
@@ -49,7 +47,7 @@ cclCompression_t readCallerStruct(const cclCompression_t* c) {
 Params defaultParams(cclCodec_t codec) {
   Params p;
   p.codec = codec;
-  if (isQuantizer(codec)) p.blockSize = codec == cclCodecMxfp8E4m3 ? 32 : 128;
+  p.blockSize = codecInfo(codec).defaultBlock;
   return p;
 }
 
@@ -62,8 +60,7 @@ Params resolveParams(const cclCompression_t* c) {
   if (s.blockSize > 0 && isQuantizer(s.codec)) p.blockSize = static_cast<uint32_t>(s.blockSize);
   if (isQuantizer(s.codec)) {
     if (s.bits != 0 && s.bits != codeBits(s.codec)) badParam("bits does not match the codec");
-    const bool intCodec = s.codec == cclCodecInt8 || s.codec == cclCodecInt4 || s.codec == cclCodecInt2;
-    if (s.scaleBits != 0 && s.scaleBits != 32 && !(s.scaleBits == 16 && intCodec))
+    if (s.scaleBits != 0 && s.scaleBits != 32 && !(s.scaleBits == 16 && codecInfo(s.codec).fp16Scales))
       badParam("scaleBits must be 32, or 16 for the int codecs");
     p.fp16Scales = s.scaleBits == 16;
     p.stochastic = s.stochasticRounding != 0;
@@ -87,7 +84,7 @@ uint64_t keptCount(const Params& p, uint64_t n) {
 size_t maxEncodedBytes(const Params& p, size_t n) {
   checkParams(p);
   if (n > kMaxCount) badParam("element count too large");
-  if (isSparsifier(p.codec) && n > 0xffffffffull) badParam("sparsifiers take fewer than 2^32 elements");
+  if (isSparsifier(p.codec) && n > kMaxSparseCount) badParam("sparsifiers take fewer than 2^32 elements");
   if (isQuantizer(p.codec)) return detail::quantizerMaxBytes(p, n);
   if (isSparsifier(p.codec)) return detail::sparsifierMaxBytes(p, n);
   return kHeaderBytes + n * 4;
@@ -127,7 +124,7 @@ namespace {
 Header checkExpected(const void* in, size_t inBytes, const Expect& expect) {
   const Header h = readHeader(in, inBytes);
   if (expect.codec != cclNumCodecs && h.codec != expect.codec)
-    throw Error(cclInvalidUsage, std::string("compressed stream: codec ") + kNames[h.codec] + ", expected " +
+    throw Error(cclInvalidUsage, std::string("compressed stream: codec ") + codecInfo(h.codec).name + ", expected " +
                                      cclCodecName(expect.codec));
   if (h.count != expect.count)
     throw Error(cclInvalidUsage, "compressed stream: " + std::to_string(h.count) + " elements, expected " +
@@ -175,13 +172,13 @@ extern "C" {
 
 CCL_API const char* cclCodecName(cclCodec_t codec) {
   const auto c = static_cast<unsigned>(codec);
-  return c < cclNumCodecs ? ccl::codec::kNames[c] : "invalid";
+  return ccl::codec::validCodec(c) ? ccl::codec::codecInfo(c).name : "invalid";
 }
 
 CCL_API cclResult_t cclCodecFromName(const char* name, cclCodec_t* codec) {
   if (!name || !codec) return cclInvalidArgument;
   for (int c = 0; c < cclNumCodecs; ++c) {
-    if (strcasecmp(name, ccl::codec::kNames[c]) == 0) {
+    if (strcasecmp(name, ccl::codec::codecInfo(c).name) == 0) {
       *codec = static_cast<cclCodec_t>(c);
       return cclSuccess;
     }

@@ -2,23 +2,19 @@
 // self-describing stream (see wire.h), decode it back, or add it into an fp32 buffer.
 // Everything is deterministic: the same input, parameters and seed give the same bytes.
 //
-// Error bounds, per element x and decoded y (s is the block's scale, m its absmax):
-//   none                 y == x bit for bit (fp32 stream; bf16/fp16 inputs widen exactly)
-//   int8/int4/int2       |x - y| <= s/2 (nearest) or < s (stochastic), s = m/qmax,
-//                        qmax = 127/7/1; fp16 scales are rounded up (s <= m/qmax * (1+2^-10))
-//   fp8_e4m3 / e5m2      |x - y| <= 2^-4|x| + 2^-10 s  /  2^-3|x| + 2^-17 s, s = m/448 / m/57344
-//                        (twice the rounding terms with stochastic rounding)
-//   mxfp8_e4m3           |x - y| <= |x|/7 + 2^-10 X, X = 2^floor(log2 m) / 256 (saturation per OCP MX)
-//   topk/randk/threshold kept elements exact (fp32 values) or fp16-rounded; the rest are 0
-// A block holding NaN/Inf, or whose scale falls outside the scale format (absmax below
-// about 1e-38 for fp32 scales, outside [6.1e-5, 65504]*qmax for fp16 scales), travels raw:
-// y == x exactly (bf16/fp16 outputs round once).
+// Every codec's error bound is documented once, in codec_table.h; errorBound() applies it.
+// Codec none is bit-exact (fp32 stream; bf16/fp16 inputs widen exactly). Sparsifiers send
+// the kept elements exactly (or fp16-rounded) and drop the rest. A quantiser block holding
+// NaN/Inf, or whose scale falls outside the scale format (absmax below about 1e-38 for fp32
+// scales, outside [6.1e-5, 65504]*qmax for fp16 scales), travels raw: y == x exactly
+// (bf16/fp16 outputs round once).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "ccl/ccl.h"
+#include "codecs/codec_table.h"
 #include "codecs/wire.h"
 
 namespace ccl::codec {
@@ -35,7 +31,7 @@ struct Params {
   uint64_t seed = 0;        // stochastic rounding, randk
 };
 
-// Defaults for `codec`: block 128 (32 for mxfp8), fp32 scales and values, keep ratio 0.01.
+// Defaults for `codec`: its table block size, fp32 scales and values, keep ratio 0.01.
 Params defaultParams(cclCodec_t codec);
 
 // Reads the first c->size bytes of a caller's struct (NULL: codec none) and validates them.
@@ -72,5 +68,14 @@ void decodeAccumulate(const void* in, size_t inBytes, const Expect& expect, floa
 
 // Header of a valid stream, for inspection (codec, count); throws like decode.
 Header inspect(const void* in, size_t inBytes);
+
+// The unit of a quantiser's abs error term for a block whose absmax is absMax: its scale
+// (an fp16 scale's round-up included) or its e8m0 power of two. 0 for other codecs.
+double scaleUnit(const Params& p, double absMax);
+
+// Largest |y - x| the codec allows for one element after `quantizations` successive round
+// trips (cclCodecErrorBound in ccl.h documents the arguments). Blocks that travel raw are
+// exact and within any bound.
+double errorBound(const Params& p, double absValue, double absMax, int quantizations);
 
 }  // namespace ccl::codec

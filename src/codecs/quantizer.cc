@@ -27,8 +27,7 @@ struct Geometry {
 };
 
 Geometry geometry(const Header& h) {
-  return Geometry{(h.count + h.blockSize - 1) / h.blockSize, layoutOf(h),
-                  scaleBytes(static_cast<cclCodec_t>(h.codec), h.flags)};
+  return Geometry{blocksOf(h.count, h.blockSize), layoutOf(h), scaleBytes(h.codec, h.flags)};
 }
 
 // Largest |v| as fp32 bits: NaN and inf compare above every finite value, so one integer
@@ -118,10 +117,7 @@ struct EncodeState {
   std::vector<uint8_t>& codes;
   bool x86 = false;  // inner loops of quantizer_x86.h
 
-  uint32_t rawMarker() const {
-    if (p.codec == cclCodecMxfp8E4m3) return math::kMxRawMarker;
-    return p.fp16Scales ? kF16RawMarker : kF32RawMarker;
-  }
+  uint32_t rawMarker() const { return rawMarkerOf(p.codec, p.fp16Scales); }
 
   // The block as fp32, zero-padded to a multiple of 8 elements. Adding a zero residual
   // would turn -0 into +0 (raw blocks must be exact), so it is added only when present.
@@ -299,7 +295,9 @@ void validateBlocks(const Header& h, const uint8_t* in, const Geometry& g) {
   uint64_t marked = 0;
   for (uint64_t b = 0; b < g.blocks; ++b) {
     float s;
-    marked += K::readScale(loadScale(in + kHeaderBytes, b, sb), fp16, s) ? 0 : 1;
+    const ScaleRead r = K::readScale(loadScale(in + kHeaderBytes, b, sb), fp16, s);
+    if (r == ScaleRead::kInvalid) throw Error(cclInvalidUsage, "compressed stream: invalid block scale");
+    marked += r == ScaleRead::kRaw ? 1 : 0;
   }
   if (marked != h.aux) throw Error(cclInvalidUsage, "compressed stream: raw block count does not match the scales");
   int64_t prev = -1;
@@ -308,7 +306,7 @@ void validateBlocks(const Header& h, const uint8_t* in, const Geometry& g) {
     std::memcpy(entry, in + g.layout.raw + r * rawEntryBytes(h.blockSize), sizeof(entry));
     float s;
     if (static_cast<int64_t>(entry[0]) <= prev || entry[0] >= g.blocks || entry[1] != 0 ||
-        K::readScale(loadScale(in + kHeaderBytes, entry[0], sb), fp16, s))
+        K::readScale(loadScale(in + kHeaderBytes, entry[0], sb), fp16, s) != ScaleRead::kRaw)
       throw Error(cclInvalidUsage, "compressed stream: bad raw block entry");
     prev = entry[0];
   }
@@ -325,7 +323,9 @@ struct BlockView {
 
 template <class K>
 CCL_ALWAYS_INLINE bool blockView(const Header& h, const uint8_t* in, const Geometry& g, uint64_t b, BlockView& v) {
-  if (!K::readScale(loadScale(in + kHeaderBytes, b, g.scaleBytes), h.flags & kFlagFp16Scales, v.s)) return false;
+  // validateBlocks has refused invalid scales: anything but a usable one is a raw block.
+  if (K::readScale(loadScale(in + kHeaderBytes, b, g.scaleBytes), h.flags & kFlagFp16Scales, v.s) != ScaleRead::kOk)
+    return false;
   v.off = b * h.blockSize;
   v.len = static_cast<uint32_t>(std::min<uint64_t>(h.blockSize, h.count - v.off));
   v.codes = in + g.layout.codes + v.off * K::kBits / 8;
@@ -394,26 +394,6 @@ void forEachBlock(const Header& h, const uint8_t* in, Op op) {
   }
 }
 
-template <class Fn>
-decltype(auto) withKind(cclCodec_t codec, Fn&& fn) {
-  switch (codec) {
-    case cclCodecFp8E4m3:
-      return fn(Fp8Kind<fp::E4M3>{});
-    case cclCodecFp8E5m2:
-      return fn(Fp8Kind<fp::E5M2>{});
-    case cclCodecMxfp8E4m3:
-      return fn(MxKind{});
-    case cclCodecInt8:
-      return fn(IntKind<8>{});
-    case cclCodecInt4:
-      return fn(IntKind<4>{});
-    case cclCodecInt2:
-      return fn(IntKind<2>{});
-    default:
-      throw Error(cclInternalError, "not a quantiser codec");
-  }
-}
-
 }  // namespace
 
 size_t quantizerMaxBytes(const Params& p, size_t n) {
@@ -422,12 +402,12 @@ size_t quantizerMaxBytes(const Params& p, size_t n) {
   h.blockSize = p.blockSize;
   h.count = n;
   h.flags = p.fp16Scales ? kFlagFp16Scales : 0;
-  h.aux = (n + p.blockSize - 1) / p.blockSize;  // every block raw
+  h.aux = blocksOf(n, p.blockSize);  // every block raw
   return layoutOf(h).total;
 }
 
 size_t quantizerEncode(const Params& p, const void* x, cclDataType_t type, size_t n, uint8_t* out, float* residual) {
-  return withKind(p.codec, [&](auto kind) {
+  return withQuantizerKind(p.codec, [&](auto kind) {
     using K = decltype(kind);
     return withElementType(type, [&](auto tag) {
       using T = decltype(tag);
@@ -470,7 +450,7 @@ struct AccumulateOp {
 };
 
 void quantizerDecode(const Header& h, const uint8_t* in, void* y, cclDataType_t type) {
-  withKind(static_cast<cclCodec_t>(h.codec), [&](auto kind) {
+  withQuantizerKind(static_cast<cclCodec_t>(h.codec), [&](auto kind) {
     using K = decltype(kind);
     withElementType(type, [&](auto tag) {
       using T = decltype(tag);
@@ -480,8 +460,8 @@ void quantizerDecode(const Header& h, const uint8_t* in, void* y, cclDataType_t 
 }
 
 void quantizerAccumulate(const Header& h, const uint8_t* in, float* acc) {
-  withKind(static_cast<cclCodec_t>(h.codec),
-           [&](auto kind) { forEachBlock<decltype(kind)>(h, in, AccumulateOp{acc}); });
+  withQuantizerKind(static_cast<cclCodec_t>(h.codec),
+                    [&](auto kind) { forEachBlock<decltype(kind)>(h, in, AccumulateOp{acc}); });
 }
 
 }  // namespace ccl::codec::detail

@@ -1,12 +1,15 @@
-// The per-codec parts of the block quantisers: how a block's scale is chosen, stored and
-// read back, and how one element is quantised and dequantised. The math itself lives in
-// codecs/math/ (shared with the CUDA kernels); these structs only bind it to the wire layout.
+// SPDX-License-Identifier: BSD-3-Clause
+// The per-codec parts of the block quantisers, for the CPU loops and the CUDA kernels alike:
+// how a block's scale is chosen, stored and read back, and how one element is quantised and
+// dequantised. The math itself lives in codecs/math/; these structs bind it to the wire
+// layout and to the codec's row of codec_table.h. Adding a quantiser means one kind here
+// and one line in withQuantizerKind.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
-#include "codecs/codec.h"
+#include "codecs/codec_table.h"
 #include "codecs/math/quant_fp8.h"
 #include "codecs/math/quant_int.h"
 #include "common/error.h"
@@ -21,6 +24,10 @@ struct BlockScale {
   float scale = 0.0f;
   uint32_t stored = 0;  // the scale's bits as written (fp32, fp16 or e8m0)
 };
+
+// What a stored scale says: a usable scale, the raw marker, or a value no encoder writes
+// (negative, infinite, another NaN), which only a corrupt stream has.
+enum class ScaleRead { kOk, kRaw, kInvalid };
 
 // Constant-size copies (no memcpy call per block); little-endian: the low bytes.
 inline void storeScale(uint8_t* scales, uint64_t b, size_t bytes, uint32_t v) {
@@ -51,29 +58,28 @@ inline uint32_t loadScale(const uint8_t* scales, uint64_t b, size_t bytes) {
 constexpr uint32_t kF32RawMarker = 0x7fc00000u;
 constexpr uint32_t kF16RawMarker = 0x7e00u;
 
-// fp32 scale s (finite, >= 0); inv = 1/s, 0 for an all-zero block.
-inline BlockScale f32Scale(float absmax, float divisor) {
-  BlockScale bs;
-  const float s = absmax / divisor;
-  if (absmax > 0.0f && !(s >= math::kMinScale)) return BlockScale{true, 0, 0, kF32RawMarker};
-  bs.scale = s;
-  bs.inv = s > 0.0f ? 1.0f / s : 0.0f;
-  bs.stored = fp::floatBits(s);
-  return bs;
+CCL_HD uint32_t rawMarkerOf(int codec, bool fp16Scales) {
+  if (codecInfo(codec).scale == ScaleFormat::kE8m0) return math::kMxRawMarker;
+  return fp16Scales ? kF16RawMarker : kF32RawMarker;
 }
 
-// Reads a stored fp32/fp16 scale; false for the raw marker. Throws for a value the encoder
-// never writes (negative, infinite, another NaN), which only a corrupt stream has.
-inline bool readLinearScale(uint32_t stored, bool fp16, float& s) {
+// fp32 scale s (finite, >= 0); inv = 1/s, 0 for an all-zero block.
+CCL_HD BlockScale f32Scale(float absmax, float divisor) {
+  const float s = absmax / divisor;
+  if (absmax > 0.0f && !(s >= math::kMinScale)) return BlockScale{true, 0.0f, 0.0f, kF32RawMarker};
+  return BlockScale{false, s > 0.0f ? 1.0f / s : 0.0f, s, fp::floatBits(s)};
+}
+
+// Reads a stored fp32/fp16 scale.
+CCL_HD ScaleRead readLinearScale(uint32_t stored, bool fp16, float& s) {
   if (fp16) {
-    if (stored == kF16RawMarker) return false;
+    if (stored == kF16RawMarker) return ScaleRead::kRaw;
     s = fp::halfToFloat(static_cast<uint16_t>(stored));
   } else {
-    if (stored == kF32RawMarker) return false;
+    if (stored == kF32RawMarker) return ScaleRead::kRaw;
     s = fp::bitsFloat(stored);
   }
-  if (!(s >= 0.0f) || !math::isFiniteBits(s)) throw Error(cclInvalidUsage, "compressed stream: invalid block scale");
-  return true;
+  return (s >= 0.0f && math::isFiniteBits(s)) ? ScaleRead::kOk : ScaleRead::kInvalid;
 }
 
 template <int kBitsT>
@@ -81,28 +87,27 @@ struct IntKind {
   static constexpr int kBits = kBitsT;
   static constexpr int kQmax = (1 << (kBits - 1)) - 1;
   static constexpr uint32_t kMask = (1u << kBits) - 1;
+  static constexpr int kCodec = kBits == 8 ? cclCodecInt8 : kBits == 4 ? cclCodecInt4 : cclCodecInt2;
+  static_assert(codecInfo(kCodec).codeBits == kBits && codecInfo(kCodec).scaleDivisor == kQmax);
 
-  static BlockScale chooseScale(float absmax, bool fp16) {
+  CCL_HD static BlockScale chooseScale(float absmax, bool fp16) {
     if (!fp16) return f32Scale(absmax, static_cast<float>(kQmax));
     const float s = absmax / static_cast<float>(kQmax);
     if (absmax > 0.0f && !(s >= math::kMinHalfScale && s <= math::kMaxHalfScale))
-      return BlockScale{true, 0, 0, kF16RawMarker};
+      return BlockScale{true, 0.0f, 0.0f, kF16RawMarker};
     const uint16_t h = math::halfScaleRoundUp(s);
-    BlockScale bs;
-    bs.scale = fp::halfToFloat(h);
-    bs.inv = bs.scale > 0.0f ? 1.0f / bs.scale : 0.0f;
-    bs.stored = h;
-    return bs;
+    const float scale = fp::halfToFloat(h);
+    return BlockScale{false, scale > 0.0f ? 1.0f / scale : 0.0f, scale, h};
   }
-  static bool readScale(uint32_t stored, bool fp16, float& s) { return readLinearScale(stored, fp16, s); }
+  CCL_HD static ScaleRead readScale(uint32_t stored, bool fp16, float& s) { return readLinearScale(stored, fp16, s); }
 
-  static uint32_t quant(float v, float inv) {
+  CCL_HD static uint32_t quant(float v, float inv) {
     return static_cast<uint32_t>(math::quantIntNearest(v * inv, kQmax)) & kMask;
   }
-  static uint32_t quantStochastic(float v, float inv, uint32_t r) {
+  CCL_HD static uint32_t quantStochastic(float v, float inv, uint32_t r) {
     return static_cast<uint32_t>(math::quantIntStochastic(v * inv, kQmax, r)) & kMask;
   }
-  static float dequant(uint32_t code, float s) {
+  CCL_HD static float dequant(uint32_t code, float s) {
     // Sign extension written so that compilers see it: int8 codes as a signed byte load.
     int32_t q;
     if constexpr (kBits == 8) {
@@ -117,35 +122,63 @@ struct IntKind {
 template <class F>
 struct Fp8Kind {
   static constexpr int kBits = 8;
-  static BlockScale chooseScale(float absmax, bool) { return f32Scale(absmax, math::fp8MaxFinite<F>()); }
-  static bool readScale(uint32_t stored, bool, float& s) { return readLinearScale(stored, false, s); }
-  static uint32_t quant(float v, float inv) { return math::fp8EncodeFinite<F>(v * inv); }
-  static uint32_t quantStochastic(float v, float inv, uint32_t r) { return math::fp8EncodeStochastic<F>(v * inv, r); }
-  static float dequant(uint32_t code, float s) { return math::fp8DecodeFinite<F>(code) * s; }
+  static constexpr int kCodec = F::kMaxFinite == fp::E4M3::kMaxFinite ? cclCodecFp8E4m3 : cclCodecFp8E5m2;
+  static constexpr float kMaxFinite = math::fp8MaxFinite<F>();
+  static_assert(codecInfo(kCodec).codeBits == kBits && codecInfo(kCodec).scaleDivisor == kMaxFinite);
+
+  CCL_HD static BlockScale chooseScale(float absmax, bool) { return f32Scale(absmax, kMaxFinite); }
+  CCL_HD static ScaleRead readScale(uint32_t stored, bool, float& s) { return readLinearScale(stored, false, s); }
+  CCL_HD static uint32_t quant(float v, float inv) { return math::fp8EncodeFinite<F>(v * inv); }
+  CCL_HD static uint32_t quantStochastic(float v, float inv, uint32_t r) {
+    return math::fp8EncodeStochastic<F>(v * inv, r);
+  }
+  CCL_HD static float dequant(uint32_t code, float s) { return math::fp8DecodeFinite<F>(code) * s; }
 };
 
 // OCP MX with e4m3 elements: the scale is 2^(E-127), stored as its e8m0 exponent E.
 struct MxKind {
   static constexpr int kBits = 8;
-  static constexpr int kEmaxElem = 8;
-  static BlockScale chooseScale(float absmax, bool) {
+  static constexpr int kCodec = cclCodecMxfp8E4m3;
+  static constexpr int kEmaxElem = 8;  // floor(log2(448)): the absmax lands in [2^8, 2^9) after scaling
+  static_assert(codecInfo(kCodec).scaleDivisor == float(1 << kEmaxElem) &&
+                codecInfo(kCodec).scale == ScaleFormat::kE8m0);
+
+  CCL_HD static BlockScale chooseScale(float absmax, bool) {
     const uint32_t e = math::mxScaleExponent(absmax, kEmaxElem);
-    BlockScale bs;
-    bs.inv = math::mxEncodeMultiplier(e);
-    bs.scale = math::mxScaleValue(e);
-    bs.stored = e;
-    return bs;
+    return BlockScale{false, math::mxEncodeMultiplier(e), math::mxScaleValue(e), e};
   }
-  static bool readScale(uint32_t stored, bool, float& s) {
-    if (stored == math::kMxRawMarker) return false;
+  CCL_HD static ScaleRead readScale(uint32_t stored, bool, float& s) {
+    if (stored == math::kMxRawMarker) return ScaleRead::kRaw;
     s = math::mxScaleValue(stored);
-    return true;
+    return ScaleRead::kOk;
   }
-  static uint32_t quant(float v, float inv) { return math::fp8EncodeFinite<fp::E4M3>(v * inv); }
-  static uint32_t quantStochastic(float v, float inv, uint32_t r) {
+  CCL_HD static uint32_t quant(float v, float inv) { return math::fp8EncodeFinite<fp::E4M3>(v * inv); }
+  CCL_HD static uint32_t quantStochastic(float v, float inv, uint32_t r) {
     return math::fp8EncodeStochastic<fp::E4M3>(v * inv, r);
   }
-  static float dequant(uint32_t code, float s) { return math::fp8DecodeFinite<fp::E4M3>(code) * s; }
+  CCL_HD static float dequant(uint32_t code, float s) { return math::fp8DecodeFinite<fp::E4M3>(code) * s; }
 };
+
+// Calls fn(Kind{}) for a quantiser codec (on the host: the CPU loops and the kernel
+// launches both dispatch here); throws for any other.
+template <class Fn>
+decltype(auto) withQuantizerKind(int codec, Fn&& fn) {
+  switch (codec) {
+    case cclCodecFp8E4m3:
+      return fn(Fp8Kind<fp::E4M3>{});
+    case cclCodecFp8E5m2:
+      return fn(Fp8Kind<fp::E5M2>{});
+    case cclCodecMxfp8E4m3:
+      return fn(MxKind{});
+    case cclCodecInt8:
+      return fn(IntKind<8>{});
+    case cclCodecInt4:
+      return fn(IntKind<4>{});
+    case cclCodecInt2:
+      return fn(IntKind<2>{});
+    default:
+      throw Error(cclInternalError, "not a quantiser codec");
+  }
+}
 
 }  // namespace ccl::codec

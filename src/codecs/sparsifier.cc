@@ -108,7 +108,8 @@ size_t sparsifierMaxBytes(const Params& p, size_t n) {
   h.count = n;
   h.aux = kept;
   h.flags = p.fp16Values ? kFlagFp16Values : 0;
-  if (p.codec != cclCodecRandK) h.indexBytes = static_cast<uint32_t>(std::min<uint64_t>(bitmapBytes(n), kept * 5));
+  if (p.codec != cclCodecRandK)
+    h.indexBytes = static_cast<uint32_t>(std::min<uint64_t>(bitmapBytes(n), kept * kMaxGapBytes));
   return layoutOf(h).total;
 }
 
@@ -125,7 +126,7 @@ size_t sparsifierEncode(const Params& p, const void* x, cclDataType_t type, size
   // their size is known once they are written (the index section is last; its size only
   // moves the stream's end).
   const bool indexed = p.codec != cclCodecRandK;
-  const bool surelyGaps = idx.size() * 5 <= bitmapBytes(n);
+  const bool surelyGaps = idx.size() * kMaxGapBytes <= bitmapBytes(n);
   const bool bitmap = indexed && !surelyGaps && bitmapBytes(n) < gapBytes(idx);
   if (bitmap) h.flags |= kFlagBitmap;
   const Layout l = layoutOf(h);

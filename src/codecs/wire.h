@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The byte stream every codec writes: a 32-byte little-endian header, then the codec's
 // sections, each starting on a 16-byte boundary.
 //
@@ -9,12 +10,17 @@
 //
 // A scale equal to the raw marker (fp32/fp16 NaN, e8m0 0xff) means the block's elements
 // are in the raw section instead, exactly as given (non-finite input, or a scale out of range).
+//
+// Everything here is written once for the CPU codecs and the CUDA kernels: the layout, the
+// header's byte order and its checks (headerProblem). The host's readHeader (wire.cc) turns
+// a problem into an exception; the kernels into a status word.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "ccl/ccl.h"
+#include "codecs/codec_table.h"
 
 namespace ccl::codec {
 
@@ -25,6 +31,10 @@ constexpr size_t kSectionAlign = 16;
 // Element counts beyond this are refused (keeps every size computation far from overflow).
 constexpr uint64_t kMaxCount = 1ull << 40;
 constexpr uint32_t kMaxBlockSize = 65536;
+// Sparse streams index their elements with 32 bits.
+constexpr uint64_t kMaxSparseCount = 0xffffffffull;
+// Bytes of one LEB128 gap at most (a 32-bit index).
+constexpr uint64_t kMaxGapBytes = 5;
 
 enum WireFlags : uint8_t {
   kFlagFp16Scales = 1,  // int codecs: fp16 scales
@@ -46,10 +56,6 @@ struct Header {
 };
 static_assert(sizeof(Header) == kHeaderBytes);
 
-inline size_t rawEntryBytes(uint32_t blockSize) { return 8 + size_t{blockSize} * 4; }
-
-inline size_t alignUp(size_t v) { return (v + kSectionAlign - 1) & ~(kSectionAlign - 1); }
-
 // Byte offsets of a stream's sections, derived from its header alone.
 struct Layout {
   size_t scales = 0;  // quantisers
@@ -58,19 +64,111 @@ struct Layout {
   size_t total = 0;   // bytes of the whole stream
 };
 
-// Bits per element code of a quantiser (0 for other codecs).
-int codeBits(cclCodec_t codec);
-bool isQuantizer(cclCodec_t codec);
-bool isSparsifier(cclCodec_t codec);
-size_t scaleBytes(cclCodec_t codec, uint8_t flags);
+CCL_HD constexpr uint64_t alignUp(uint64_t v) { return (v + kSectionAlign - 1) & ~uint64_t{kSectionAlign - 1}; }
 
-// Layout for a header whose fields are already range-checked.
-Layout layoutOf(const Header& h);
+CCL_HD constexpr uint64_t rawEntryBytes(uint32_t blockSize) { return 8 + uint64_t{blockSize} * 4; }
+
+CCL_HD constexpr uint64_t blocksOf(uint64_t count, uint32_t blockSize) { return (count + blockSize - 1) / blockSize; }
+
+// Bytes of one stored block scale of a quantiser.
+CCL_HD constexpr uint64_t scaleBytes(int codec, uint8_t flags) {
+  return codecInfo(codec).scale == ScaleFormat::kE8m0 ? 1 : (flags & kFlagFp16Scales) ? 2 : 4;
+}
+
+// Flags a stream of `codec` may carry.
+CCL_HD constexpr uint8_t allowedFlags(int codec) {
+  const CodecInfo c = codecInfo(codec);
+  if (c.family == Family::kQuantizer) return kFlagStochastic | (c.fp16Scales ? kFlagFp16Scales : 0);
+  if (c.family == Family::kSparsifier) return kFlagFp16Values | (c.selection != Selection::kRandom ? kFlagBitmap : 0);
+  return 0;
+}
+
+// Layout for a header whose fields are range-checked (headerProblem returned null).
+CCL_HD constexpr Layout layoutOf(const Header& h) {
+  Layout l;
+  const Family family = codecInfo(h.codec).family;
+  if (family == Family::kQuantizer) {
+    l.scales = kHeaderBytes;
+    l.codes = alignUp(l.scales + blocksOf(h.count, h.blockSize) * scaleBytes(h.codec, h.flags));
+    l.raw = alignUp(l.codes + (h.count * codeBits(h.codec) + 7) / 8);
+    l.total = l.raw + h.aux * rawEntryBytes(h.blockSize);
+  } else if (family == Family::kSparsifier) {
+    const uint64_t valueBytes = (h.flags & kFlagFp16Values) ? 2 : 4;
+    l.codes = kHeaderBytes + (codecInfo(h.codec).selection == Selection::kRandom ? 8 : 0);
+    l.raw = alignUp(l.codes + h.aux * valueBytes);
+    l.total = l.raw + h.indexBytes;
+  } else {
+    l.codes = kHeaderBytes;
+    l.total = kHeaderBytes + h.count * 4;
+  }
+  return l;
+}
+
+// Why the header cannot start a valid stream of inBytes bytes, or null when it can. Checks
+// everything the header alone decides (the sections' contents are the decoders' to check).
+CCL_HD constexpr const char* headerProblem(const Header& h, uint64_t inBytes) {
+  if (h.magic != kWireMagic) return "bad magic";
+  if (h.version != kWireVersion) return "unsupported version";
+  if (!validCodec(h.codec)) return "unknown codec";
+  if (h.reserved != 0) return "reserved byte set";
+  if (h.count > kMaxCount) return "element count too large";
+  if (h.flags & ~allowedFlags(h.codec)) return "flags not valid for this codec";
+  const CodecInfo c = codecInfo(h.codec);
+  if (c.family == Family::kQuantizer) {
+    if (h.blockSize == 0 || h.blockSize % 8 != 0 || h.blockSize > kMaxBlockSize) return "bad block size";
+    if (h.aux > blocksOf(h.count, h.blockSize)) return "more raw blocks than blocks";
+    if (h.indexBytes != 0) return "index bytes set for a quantiser";
+  } else if (c.family == Family::kSparsifier) {
+    if (h.blockSize != 0) return "block size set for a sparsifier";
+    if (h.count > kMaxSparseCount) return "sparse stream over 2^32 elements";
+    if (h.aux > h.count) return "more kept elements than elements";
+    if (c.selection == Selection::kRandom) {
+      if (h.indexBytes != 0) return "index bytes set for randk";
+    } else if (h.flags & kFlagBitmap) {
+      if (h.indexBytes != (h.count + 7) / 8) return "bitmap size does not match the count";
+    } else if (h.indexBytes > h.aux * kMaxGapBytes) {
+      return "index section too long";
+    }
+  } else if (h.flags || h.blockSize || h.indexBytes || h.aux) {
+    return "fields set for codec none";
+  }
+  if (layoutOf(h).total > inBytes) return "truncated";
+  return nullptr;
+}
+
+// Little-endian access at any alignment.
+CCL_HD constexpr uint64_t loadLe(const uint8_t* p, int bytes) {
+  uint64_t v = 0;
+  for (int k = 0; k < bytes; ++k) v |= static_cast<uint64_t>(p[k]) << (8 * k);
+  return v;
+}
+CCL_HD constexpr void storeLe(uint8_t* p, uint64_t v, int bytes) {
+  for (int k = 0; k < bytes; ++k) p[k] = static_cast<uint8_t>(v >> (8 * k));
+}
+
+CCL_HD constexpr void storeHeader(const Header& h, uint8_t* out) {
+  storeLe(out, h.magic, 4);
+  out[4] = h.version, out[5] = h.codec, out[6] = h.flags, out[7] = h.reserved;
+  storeLe(out + 8, h.blockSize, 4);
+  storeLe(out + 12, h.indexBytes, 4);
+  storeLe(out + 16, h.count, 8);
+  storeLe(out + 24, h.aux, 8);
+}
+
+CCL_HD constexpr Header loadHeader(const uint8_t* in) {
+  Header h;
+  h.magic = static_cast<uint32_t>(loadLe(in, 4));
+  h.version = in[4], h.codec = in[5], h.flags = in[6], h.reserved = in[7];
+  h.blockSize = static_cast<uint32_t>(loadLe(in + 8, 4));
+  h.indexBytes = static_cast<uint32_t>(loadLe(in + 12, 4));
+  h.count = loadLe(in + 16, 8);
+  h.aux = loadLe(in + 24, 8);
+  return h;
+}
 
 void writeHeader(const Header& h, void* out);
 
-// Reads and validates the header of `in` (inBytes long): magic, version, codec, flags,
-// block size, counts, and that inBytes covers the whole stream. Throws
+// Reads and validates the header of `in` (inBytes long) with headerProblem. Throws
 // Error(cclInvalidUsage) naming the first problem.
 Header readHeader(const void* in, size_t inBytes);
 

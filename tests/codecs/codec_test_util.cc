@@ -93,30 +93,19 @@ std::vector<cclCodec_t> quantizerCodecs() {
 
 namespace {
 
-bool isIntCodec(cclCodec_t c) { return c == cclCodecInt8 || c == cclCodecInt4 || c == cclCodecInt2; }
+// Whether a finite block of absmax m travels raw: its scale is outside the scale format.
+bool travelsRaw(const Params& p, double m) {
+  const CodecInfo c = codecInfo(p.codec);
+  if (c.scale != ScaleFormat::kLinear || m == 0) return false;
+  const double s = m / c.scaleDivisor;
+  return p.fp16Scales ? (s < 0x1p-14 || s > 65504.0) : s < FLT_MIN;
+}
 
 // Bound of one block from its absmax m (finite block); 0 for a block that travels raw.
 void blockBound(const Params& p, double m, const float* x, size_t len, double* out) {
-  const double slack = 1.0 + 1e-5;
-  if (isIntCodec(p.codec)) {
-    const double qmax = (1 << (codeBits(p.codec) - 1)) - 1;
-    double s = m / qmax;
-    const bool raw = p.fp16Scales ? (m > 0 && (s < 0x1p-14 || s > 65504.0)) : (m > 0 && s < FLT_MIN);
-    if (p.fp16Scales) s *= 1.0 + 0x1p-10;
-    for (size_t i = 0; i < len; ++i) out[i] = raw ? 0.0 : (p.stochastic ? 1.0 : 0.5) * s * slack + 1e-300;
-    return;
-  }
-  if (p.codec == cclCodecMxfp8E4m3) {
-    const double X = m > 0 ? std::max(std::ldexp(1.0, std::ilogb(m) - 8), 0x1p-127) : 0x1p-127;
-    for (size_t i = 0; i < len; ++i) out[i] = (std::fabs(x[i]) / 7.0 + X * 0x1p-9) * slack;
-    return;
-  }
-  const bool e4 = p.codec == cclCodecFp8E4m3;
-  const double s = m / (e4 ? 448.0 : 57344.0);
-  const bool raw = m > 0 && s < FLT_MIN;
-  const double rel = std::ldexp(1.0, -(e4 ? 3 : 2) - (p.stochastic ? 0 : 1));
-  const double sub = std::ldexp(1.0, (e4 ? -9 : -16) - (p.stochastic ? 0 : 1));
-  for (size_t i = 0; i < len; ++i) out[i] = raw ? 0.0 : (std::fabs(x[i]) * rel + s * sub) * slack + 1e-300;
+  const bool raw = travelsRaw(p, m);
+  // A tiny floor keeps an all-zero block from demanding equal bits (-0 arrives as +0).
+  for (size_t i = 0; i < len; ++i) out[i] = raw ? 0.0 : errorBound(p, std::fabs(x[i]), m, 1) + 1e-300;
 }
 
 }  // namespace

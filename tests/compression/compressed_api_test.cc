@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ccl/ccl.h"
@@ -36,30 +37,18 @@ float maxAbs(const Vec& v) {
   return m;
 }
 
-// Bound of one quantisation of values of magnitude at most m (see src/codecs/codec.h).
-double quantBound(cclCodec_t c, double m) {
-  switch (c) {
-    case cclCodecInt8:
-      return m / 127 / 2 * (1 + 1e-6);
-    case cclCodecInt4:
-      return m / 7 / 2 * (1 + 1e-6);
-    case cclCodecInt2:
-      return m / 1 / 2 * (1 + 1e-6);
-    case cclCodecFp8E4m3:
-      return m / 16 + m / 448 / 1024;
-    case cclCodecFp8E5m2:
-      return m / 8 + m / 57344 / 131072;
-    case cclCodecMxfp8E4m3:
-      return m / 7 + m / 256 / 512;
-    default:
-      return 0;
-  }
-}
-
 cclCompression_t codecOf(cclCodec_t c) {
   cclCompression_t z = CCL_COMPRESSION_INITIALIZER;
   z.codec = c;
   return z;
+}
+
+// Bound of one quantisation of values of magnitude at most m: the library's own bound.
+double quantBound(cclCodec_t c, double m) {
+  const cclCompression_t z = codecOf(c);
+  double bound = -1;
+  EXPECT_CCL_OK(cclCodecErrorBound(&z, m, m, 1, &bound));
+  return bound;
 }
 
 struct Case {
@@ -351,3 +340,34 @@ TEST(Feedback, ResidualAndLocoConverge) {
 }
 
 }  // namespace
+
+// cclCodecErrorBound: the documented terms, composition, and refusals of bad arguments.
+TEST(Bound, PublicFunctionGivesTheDocumentedBound) {
+  double b = -1;
+  ASSERT_CCL_OK(cclCodecErrorBound(nullptr, 3.0, 5.0, 4, &b));
+  EXPECT_EQ(b, 0.0) << "no codec: exact";
+  cclCompression_t z = codecOf(cclCodecTopK);
+  ASSERT_CCL_OK(cclCodecErrorBound(&z, 3.0, 5.0, 4, &b));
+  EXPECT_EQ(b, 3.0) << "a sparsifier drops at most the value";
+  z = codecOf(cclCodecInt8);
+  ASSERT_CCL_OK(cclCodecErrorBound(&z, 0.0, 127.0, 1, &b));
+  EXPECT_NEAR(b, 0.5, 1e-5) << "half a step of scale 127/127";
+  double two = 0;
+  ASSERT_CCL_OK(cclCodecErrorBound(&z, 0.0, 127.0, 2, &two));
+  EXPECT_GT(two, 2 * b);
+  z.stochasticRounding = 1;
+  ASSERT_CCL_OK(cclCodecErrorBound(&z, 0.0, 127.0, 1, &b));
+  EXPECT_NEAR(b, 1.0, 1e-3) << "a whole step when rounding stochastically";
+  z = codecOf(cclCodecFp8E4m3);
+  ASSERT_CCL_OK(cclCodecErrorBound(&z, 1.0, 448.0, 1, &b));
+  EXPECT_NEAR(b, 1.0 / 16 + 1.0 / 1024, 1e-5) << "2^-4 |x| + 2^-10 s, s = 448/448";
+
+  for (auto [value, max, k] : {std::tuple{-1.0, 1.0, 1}, std::tuple{2.0, 1.0, 1}, std::tuple{0.0, 1.0, -1},
+                               std::tuple{0.0, double(INFINITY), 1}, std::tuple{double(NAN), 1.0, 1}}) {
+    EXPECT_EQ(cclCodecErrorBound(&z, value, max, k, &b), cclInvalidArgument) << value << " " << max << " " << k;
+    EXPECT_NE(std::string(cclGetLastError(nullptr)).find("cclCodecErrorBound"), std::string::npos);
+  }
+  EXPECT_EQ(cclCodecErrorBound(&z, 0.0, 1.0, 1, nullptr), cclInvalidArgument);
+  z.blockSize = 3;
+  EXPECT_EQ(cclCodecErrorBound(&z, 0.0, 1.0, 1, &b), cclInvalidArgument) << "parameters a call would refuse";
+}

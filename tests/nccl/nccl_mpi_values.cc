@@ -1,5 +1,7 @@
 #include "nccl_mpi_values.h"
 
+#include <ccl/ccl.h>
+
 #include <cmath>
 #include <cstring>
 
@@ -46,24 +48,14 @@ double moveInput(uint64_t h) { return static_cast<double>(h % 200); }
 double randomInput(uint64_t h) { return std::ldexp(static_cast<double>(h >> 40), -23) - 1.0; }
 
 bool quantBound(const std::string& codec, double m, double* bound) {
-  // |x - y| per element; s is the block's scale (absmax / the format's largest value).
-  if (codec == "none")
-    *bound = 0;
-  else if (codec == "int8")
-    *bound = m / 127 / 2;
-  else if (codec == "int4")
-    *bound = m / 7 / 2;
-  else if (codec == "int2")
-    *bound = m / 2;
-  else if (codec == "fp8_e4m3")
-    *bound = m / 16 + m / 448 / 1024;
-  else if (codec == "fp8_e5m2")
-    *bound = m / 8 + m / 57344 / 131072;
-  else if (codec == "mxfp8_e4m3")
-    *bound = m / 7 + m / 256 / 1024;
-  else
-    return false;
-  return true;
+  cclCompression_t c = CCL_COMPRESSION_INITIALIZER;
+  if (cclCodecFromName(codec.c_str(), &c.codec) != cclSuccess) return false;
+  // Only codecs with a scale have an absolute term: a sparsifier's bound of an element of 0
+  // is 0 (nothing to drop), a quantiser's is not.
+  double absTerm = 0;
+  if (cclCodecErrorBound(&c, 0, 1, 1, &absTerm) != cclSuccess) return false;
+  if (c.codec != cclCodecNone && absTerm == 0) return false;
+  return cclCodecErrorBound(&c, m, m, 1, bound) == cclSuccess;
 }
 
 }  // namespace nccl_mpi

@@ -36,8 +36,9 @@ double moveInput(uint64_t h);
 double randomInput(uint64_t h);
 
 // Bound of one quantisation by `codec` (a CCL_CODEC name) of values whose block absmax is at
-// most m, as documented in ccl's src/codecs/codec.h (round to nearest). "none" gives 0.
-// Returns false for a codec without an absolute bound (sparsifiers).
+// most m, as ccl's cclCodecErrorBound gives it (round to nearest). "none" gives 0. Returns
+// false for an unknown name or a codec without an absolute bound (sparsifiers). The one
+// place these tests see ccl's own header: the bound is the library's documented contract.
 bool quantBound(const std::string& codec, double m, double* bound);
 
 }  // namespace nccl_mpi

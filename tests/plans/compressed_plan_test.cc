@@ -95,22 +95,31 @@ struct QCase {
 
 class CompressedAllReduce : public ::testing::TestWithParam<QCase> {};
 
-// Per-element bound of one int8/int4/fp8 quantisation of values whose magnitude is at most m.
-double quantBound(cclCodec_t c, double m) {
-  switch (c) {
-    case cclCodecInt8:
-      return m / 127 / 2 * (1 + 1e-6);
-    case cclCodecInt4:
-      return m / 7 / 2 * (1 + 1e-6);
-    case cclCodecFp8E4m3:
-      return m / 16 + m / 448 / 1024;
-    case cclCodecFp8E5m2:
-      return m / 8 + m / 57344 / 131072;
-    case cclCodecMxfp8E4m3:
-      return m / 7 + m / 256 / 1024 * 2;
-    default:
-      return 0;
+// Per-element bound of the compressed allreduce of `in`, from the codecs' one bound
+// (codec::errorBound) composed over the algorithm; 1e-5 covers the plans' fp32 sums.
+std::vector<double> allReduceBound(const std::vector<Vec>& in, cclCodec_t c, Algo algo) {
+  const codec::Params p = codec::defaultParams(c);
+  const size_t count = in[0].size();
+  const double m = maxAbs(in);
+  std::vector<double> sumAbs(count, 0.0), bound(count);
+  for (const auto& x : in)
+    for (size_t i = 0; i < count; ++i) sumAbs[i] += std::fabs(x[i]);
+  const double maxSumAbs = *std::max_element(sumAbs.begin(), sumAbs.end());
+  const int n = static_cast<int>(in.size());
+  if (n == 1 || algo == Algo::kRing) {
+    // Every hop re-quantises a partial sum, then the sum once more: n round trips.
+    for (size_t i = 0; i < count; ++i) bound[i] = codec::errorBound(p, sumAbs[i], maxSumAbs, n) + 1e-5;
+    return bound;
   }
+  // Two-shot: each input is quantised once in its own block (an owner's own shard is not,
+  // which the sum over every rank covers), then the sum once.
+  std::vector<double> first(count, 0.0);
+  for (const auto& x : in)
+    for (size_t i = 0; i < count; ++i) first[i] += codec::errorBound(p, std::fabs(x[i]), m, 1);
+  const double maxFirst = *std::max_element(first.begin(), first.end());
+  for (size_t i = 0; i < count; ++i)
+    bound[i] = first[i] + codec::errorBound(p, sumAbs[i] + first[i], maxSumAbs + maxFirst, 1) + 1e-5;
+  return bound;
 }
 
 TEST_P(CompressedAllReduce, BoundAndAgreement) {
@@ -119,23 +128,15 @@ TEST_P(CompressedAllReduce, BoundAndAgreement) {
   auto out = allReduce(
       in, [&](int r) { return args(c.n, r, c.count, c.codec, c.algo, c.chunkBytes); }, c.inPlace);
   expectSameOnAllRanks(out);
-  Vec want = exactSum(in);
-  // Two-shot: the n-1 peers' inputs are quantised once, then the sum once. Ring: every hop
-  // re-quantises a partial sum (at most n*m in magnitude), then the sum once more.
-  const double m = maxAbs(in);
-  const double first = (c.n - 1) * quantBound(c.codec, m);
-  const double sumMax =
-      *std::max_element(want.begin(), want.end(), [](float x, float y) { return std::fabs(x) < std::fabs(y); });
-  const double bound = c.algo == Algo::kRing
-                           ? (c.n - 1) * quantBound(c.codec, m * c.n) + quantBound(c.codec, m * c.n) + 1e-5
-                           : first + quantBound(c.codec, std::fabs(sumMax) + first) + 1e-5;
-  for (size_t i = 0; i < c.count; ++i)
-    ASSERT_LE(std::fabs(out[0][i] - want[i]), c.n == 1 ? quantBound(c.codec, m) : bound) << "element " << i;
+  const Vec want = exactSum(in);
+  const std::vector<double> bound = allReduceBound(in, c.codec, c.algo);
+  for (size_t i = 0; i < c.count; ++i) ASSERT_LE(std::fabs(out[0][i] - want[i]), bound[i]) << "element " << i;
 }
 
 std::vector<QCase> qcases() {
   std::vector<QCase> v;
-  for (cclCodec_t codec : {cclCodecInt8, cclCodecInt4, cclCodecFp8E4m3, cclCodecFp8E5m2, cclCodecMxfp8E4m3})
+  for (cclCodec_t codec :
+       {cclCodecInt8, cclCodecInt4, cclCodecInt2, cclCodecFp8E4m3, cclCodecFp8E5m2, cclCodecMxfp8E4m3})
     for (Algo algo : {Algo::kTwoShot, Algo::kRing})
       for (int n : {1, 2, 3, 4, 7, 8})
         for (size_t count : {size_t{1}, size_t{7}, size_t{1000}, size_t{4099}})
@@ -284,7 +285,8 @@ TEST(CompressedOthers, AllGatherBroadcastAlltoAllReduceScatterSendRecv) {
   const int n = 5;
   const size_t count = 2053;
   auto in = gaussian(n, count * n, 31);
-  const double tol = quantBound(cclCodecInt8, maxAbs(in)) * 1.0001;
+  const double m = maxAbs(in);
+  const double tol = codec::errorBound(codec::defaultParams(cclCodecInt8), m, m, 1);
   auto a = [&](int r) { return args(n, r, count, cclCodecInt8, Algo::kAuto, 4096); };
 
   std::vector<Vec> out(n, Vec(count * n));

@@ -90,19 +90,6 @@ void cclCheck(cclResult_t result, const char* call, cclComm_t comm) {
   throw std::runtime_error(std::string(call) + " failed: " + cclGetErrorString(result) + ": " + cclGetLastError(comm));
 }
 
-cclCompression_t compressionFrom(const CodecOptions& z) {
-  cclCompression_t c = CCL_COMPRESSION_INITIALIZER;
-  c.codec = z.codec;
-  c.blockSize = z.block_size;
-  c.bits = z.value_bits;
-  c.scaleBits = z.scale_bits;
-  c.keepRatio = z.keep_ratio;
-  c.threshold = z.threshold;
-  c.stochasticRounding = z.stochastic;
-  c.seed = z.seed;
-  return c;
-}
-
 CclRankComm::CclRankComm(cclComm_t comm, const CodecOptions& z)
     : comm_(comm), compressed_(z.active()), compression_(compressionFrom(z)) {
   if (compressed_ && z.feedback != cclFeedbackNone) {

@@ -10,9 +10,6 @@ namespace cclperf {
 // Throws with the library's own message when a ccl call fails.
 void cclCheck(cclResult_t result, const char* call, cclComm_t comm = nullptr);
 
-// The codec of -Z as the library takes it (CCL_COMPRESSION_INITIALIZER, then the flags).
-cclCompression_t compressionFrom(const CodecOptions& z);
-
 class CclRankComm final : public RankComm {
  public:
   // With a codec (z.active()), every call passes it explicitly through the *Ex variant,

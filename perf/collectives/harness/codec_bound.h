@@ -18,31 +18,32 @@ struct CompressionShape {
   int feedback_stages = 0;  // of which feed their error into the next call's input
 };
 
-// Largest |got - exact| accepted for one element.
-//
-// Quantisers: a round trip of values of magnitude at most m errs by at most rel*|v| + abs*m
-// (per codec.h; m bounds the block's absmax). Composed over k round trips of partial sums
-// that each hold at most the element's sum of |inputs| p (S: the largest p in the buffer)
-// plus the error so far: e += rel*(p + e) + abs*(S + E), with E the same for p = S. Two-shot
-// (n-1 shards + the sum) and the ring (n-1 partial sums + the sum) both fit k = n.
-// Error feedback carries last call's error in: two more round trips per feedback stage
-// bound it (it is at most q/(1-q) of the value, q <= 1/2 for every codec).
-// Sparsifiers: every element is exact or dropped, so the bound is p: it only proves that
-// nothing beyond dropping happened.
-// Uncompressible calls (a type other than fp32/bf16/fp16, an op other than sum/avg) and
-// codec none are exact: bound 0.
+// Largest |got - exact| accepted for one element: the library's cclCodecErrorBound over
+// the round trips of the worst algorithm the library may pick (error feedback carries last
+// call's error in: two more round trips per feedback stage bound it, at most q/(1-q) of the
+// value, q <= 1/2 for every codec), plus the fp32 sums of the algorithm and the last
+// rounding of a bf16/fp16 result. Sparsifiers get p: every contribution arrives exactly or
+// is dropped. Uncompressible calls (a type other than fp32/bf16/fp16, an op other than
+// sum/avg) and codec none are exact: bound 0.
 class ElementBound {
  public:
   ElementBound(const CodecOptions& codec, cclDataType_t type, bool compressible, const CompressionShape& shape);
 
   // p: sum over contributors of |input| for this element; s: the largest p in the buffer.
+  // Not thread-safe: one bound per checking thread.
   double operator()(double p, double s) const;
   bool exact() const { return exact_; }
 
  private:
+  double codecBound(double p, double s) const;
+
   bool exact_ = true;
-  double per_p_ = 0;  // bound = per_p_ * p + per_s_ * s
-  double per_s_ = 0;
+  cclCompression_t compression_{};
+  int round_trips_ = 0;
+  double loco_ = 1;
+  double out_rounding_ = 0;
+  double sum_slack_ = 0;
+  mutable double cached_s_ = -1, at_zero_ = 0, at_s_ = 0;  // the codec's bound at p = 0 and p = s
 };
 
 // Error of a result against the exact values, on one rank.

@@ -324,6 +324,19 @@ void validateResolvedCodec(const Options& o) {
   }
 }
 
+cclCompression_t compressionFrom(const CodecOptions& z) {
+  cclCompression_t c = CCL_COMPRESSION_INITIALIZER;
+  c.codec = z.codec;
+  c.blockSize = z.block_size;
+  c.bits = z.value_bits;
+  c.scaleBits = z.scale_bits;
+  c.keepRatio = z.keep_ratio;
+  c.threshold = z.threshold;
+  c.stochasticRounding = z.stochastic;
+  c.seed = z.seed;
+  return c;
+}
+
 bool CodecOptions::requested() const {
   std::string lower = name;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });

@@ -65,6 +65,8 @@ class UsageError : public std::runtime_error {
 };
 
 Options parseOptions(int argc, char** argv);
+// The codec of -Z as the library takes it (CCL_COMPRESSION_INITIALIZER, then the flags).
+cclCompression_t compressionFrom(const CodecOptions& z);
 // Checks that need the codec resolved by the backend (o.codec.codec).
 void validateResolvedCodec(const Options& o);
 std::string usage(const char* program);

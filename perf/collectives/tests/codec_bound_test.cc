@@ -14,7 +14,7 @@
 namespace cclperf {
 namespace {
 
-// The harness does not link the library, so names are the test's own.
+// Names for messages; the bound itself comes from the library (cclCodecErrorBound).
 const char* nameOf(cclCodec_t c) { return c == cclCodecInt8 ? "int8" : c == cclCodecInt4 ? "int4" : "other"; }
 
 CodecOptions codecNamed(cclCodec_t c) {

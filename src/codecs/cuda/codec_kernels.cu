@@ -43,7 +43,7 @@ __global__ void readHeaderKernel(const uint8_t* in, uint64_t inBytes, uint64_t c
     st->status = kStatusBadHeader;
     return;
   }
-  st->h = readHeaderBytes(in);
+  st->h = loadHeader(in);
   if (!headerValid(st->h, inBytes, count, codec)) st->status = kStatusBadHeader;
 }
 
@@ -64,7 +64,7 @@ __global__ void __launch_bounds__(kThreads)
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     Header h;
     h.count = n;
-    writeHeaderBytes(h, out);
+    storeHeader(h, out);
     if (encodedBytes) *encodedBytes = kHeaderBytes + 4 * n;
   }
 }

@@ -6,9 +6,9 @@
 // status word is non-zero, so y (or acc) is only written for a valid stream.
 #include "codecs/cuda/cuda_check.h"
 #include "codecs/cuda/device_elements.cuh"
-#include "codecs/cuda/device_kinds.cuh"
 #include "codecs/cuda/device_wire.cuh"
 #include "codecs/cuda/kernels_internal.h"
+#include "codecs/quantizer_kinds.h"
 
 namespace ccl::codec::cuda::detail {
 namespace {
@@ -27,10 +27,10 @@ struct View {
 __device__ inline View viewOf(const DecodeState* st) {
   View v;
   v.h = st->h;
-  v.l = devLayout(v.h);
+  v.l = layoutOf(v.h);
   v.blocks = (v.h.count + v.h.blockSize - 1) / v.h.blockSize;
-  v.bits = devCodeBits(v.h.codec);
-  v.scaleBytes = static_cast<int>(devScaleBytes(v.h.codec, v.h.flags));
+  v.bits = codeBits(v.h.codec);
+  v.scaleBytes = static_cast<int>(scaleBytes(v.h.codec, v.h.flags));
   v.fp16 = (v.h.flags & kFlagFp16Scales) != 0;
   return v;
 }
@@ -39,7 +39,7 @@ __device__ inline uint32_t scaleAt(const uint8_t* in, const View& v, uint64_t b)
   return loadLe(in + kHeaderBytes + b * v.scaleBytes, v.scaleBytes);
 }
 
-__device__ inline uint64_t entryBytes(const View& v) { return 8 + uint64_t{v.h.blockSize} * 4; }
+__device__ inline uint64_t entryBytes(const View& v) { return rawEntryBytes(v.h.blockSize); }
 
 template <class K>
 __global__ void __launch_bounds__(kThreads) validateBlocks(const uint8_t* in, DecodeState* st) {
@@ -157,7 +157,7 @@ void quantizerDecode(const uint8_t* in, size_t inBytes, const Expect& expect, Ta
                      Workspace& ws, cudaStream_t stream) {
   auto* st = static_cast<DecodeState*>(ws.get(sizeof(DecodeState), stream));
   startDecode(in, inBytes, expect, st, stream);
-  withDeviceKind(expect.codec, [&](auto kind) {
+  withQuantizerKind(expect.codec, [&](auto kind) {
     using K = decltype(kind);
     if (target.accumulate) {
       launchDecode<K>(in, expect, st, AccumulateSink{static_cast<float*>(target.y), aligned16(target.y)}, stream);

@@ -7,10 +7,10 @@
 
 #include "codecs/cuda/cuda_check.h"
 #include "codecs/cuda/device_elements.cuh"
-#include "codecs/cuda/device_kinds.cuh"
 #include "codecs/cuda/device_wire.cuh"
 #include "codecs/cuda/kernels_internal.h"
 #include "codecs/math/rng.h"
+#include "codecs/quantizer_kinds.h"
 
 namespace ccl::codec::cuda::detail {
 namespace {
@@ -85,7 +85,7 @@ __device__ void storeCodes(uint8_t* dst, uint64_t word, uint32_t bytes, int bits
 
 // Quantises one group, writes its code bytes and, with error feedback, its residual.
 template <class K, class T>
-__device__ void encodeGroup(const EncodeArgs& a, const DevScale& bs, uint64_t i, uint32_t cnt) {
+__device__ void encodeGroup(const EncodeArgs& a, const BlockScale& bs, uint64_t i, uint32_t cnt) {
   float v[kGroup];
   stageGroup<T>(a, i, cnt, v);
   uint32_t c[kGroup];
@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(kMaxThreads) encodeBlocks(EncodeArgs a) {
       }
     }
     blockReduce(m, nonFinite);
-    const DevScale bs = K::chooseScale(m, a.fp16Scales);
+    const BlockScale bs = K::chooseScale(m, a.fp16Scales);
     const bool raw = nonFinite != 0 || bs.raw;
     if (threadIdx.x == 0) {
       const uint32_t stored = raw ? rawMarkerOf(a.codec, a.fp16Scales) : bs.stored;
@@ -146,7 +146,7 @@ __global__ void __launch_bounds__(kMaxThreads) encodeRaw(EncodeArgs a) {
   const auto* x = static_cast<const typename T::Storage*>(a.x);
   for (uint64_t b = blockIdx.x; b < a.blocks; b += gridDim.x) {
     if (!a.rawFlag[b]) continue;
-    uint8_t* entry = a.out + a.layout.raw + uint64_t{a.rawPos[b]} * (8 + uint64_t{a.blockSize} * 4);
+    uint8_t* entry = a.out + a.layout.raw + uint64_t{a.rawPos[b]} * rawEntryBytes(a.blockSize);
     const uint64_t off = b * a.blockSize;
     const uint32_t len = blockLen(a, off);
     if (threadIdx.x == 0) {
@@ -182,12 +182,12 @@ __global__ void __launch_bounds__(kMaxThreads) encodeFinish(EncodeArgs a, uint8_
     h.blockSize = a.blockSize;
     h.count = a.n;
     h.aux = aux;
-    writeHeaderBytes(h, a.out);
-    if (encodedBytes) *encodedBytes = a.layout.raw + aux * (8 + uint64_t{a.blockSize} * 4);
+    storeHeader(h, a.out);
+    if (encodedBytes) *encodedBytes = a.layout.raw + aux * rawEntryBytes(a.blockSize);
   }
   const uint64_t scalesEnd = kHeaderBytes + a.blocks * a.scaleBytes;
   for (uint64_t k = scalesEnd + threadIdx.x; k < a.layout.codes; k += blockDim.x) a.out[k] = 0;
-  const int bits = devCodeBits(a.codec);
+  const int bits = codeBits(a.codec);
   const uint64_t codesEnd = a.layout.codes + (a.n * bits + 7) / 8;
   for (uint64_t k = codesEnd + threadIdx.x; k < a.layout.raw; k += blockDim.x) a.out[k] = 0;
 }
@@ -230,7 +230,7 @@ void quantizerEncode(const Params& p, const void* x, cclDataType_t type, size_t 
   a.stochastic = p.stochastic;
   const uint8_t flags =
       static_cast<uint8_t>((p.fp16Scales ? kFlagFp16Scales : 0) | (p.stochastic ? kFlagStochastic : 0));
-  a.scaleBytes = static_cast<int>(devScaleBytes(p.codec, flags));
+  a.scaleBytes = static_cast<int>(scaleBytes(p.codec, flags));
   a.vecX = aligned16(x);
   a.vecRes = residual && aligned16(residual);
   a.vecCodes = (reinterpret_cast<uintptr_t>(out) & 7u) == 0;
@@ -241,7 +241,7 @@ void quantizerEncode(const Params& p, const void* x, cclDataType_t type, size_t 
   h.flags = flags;
   h.blockSize = p.blockSize;
   h.count = n;
-  a.layout = devLayout(h);  // aux = 0: codes and raw offsets do not depend on it
+  a.layout = layoutOf(h);  // aux = 0: codes and raw offsets do not depend on it
 
   size_t scanBytes = 0;
   check(cub::DeviceScan::ExclusiveSum(nullptr, scanBytes, static_cast<uint32_t*>(nullptr),
@@ -254,7 +254,7 @@ void quantizerEncode(const Params& p, const void* x, cclDataType_t type, size_t 
   a.rawPos = at<uint32_t>(base, posAt);
   check(cudaMemsetAsync(a.rawFlag + a.blocks, 0, 4, stream), "cudaMemsetAsync");
 
-  withDeviceKind(p.codec, [&](auto kind) {
+  withQuantizerKind(p.codec, [&](auto kind) {
     withDeviceType(type, [&](auto tag) {
       launchEncode<decltype(kind), decltype(tag)>(a, flags, encodedBytes, at<void>(base, scanAt), scanBytes, stream);
     });

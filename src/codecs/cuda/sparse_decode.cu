@@ -44,7 +44,7 @@ struct Section {
 };
 
 __device__ inline Section sectionOf(const uint8_t* in, const Header& h) {
-  const Layout l = devLayout(h);
+  const Layout l = layoutOf(h);
   return Section{in + l.raw, in + l.codes, (h.flags & kFlagFp16Values) != 0, h.indexBytes, h.aux, h.count};
 }
 
@@ -144,7 +144,7 @@ template <class Sink>
 __global__ void __launch_bounds__(kThreads) scatterRandK(const uint8_t* in, const DecodeState* st, Sink sink) {
   if (st->status) return;
   const Section s = sectionOf(in, st->h);
-  const math::RngKey key = math::rngKey(loadLe64(in + kHeaderBytes));
+  const math::RngKey key = math::rngKey(loadLe(in + kHeaderBytes, 8));
   for (uint64_t j = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; j < s.nnz; j += uint64_t{gridDim.x} * blockDim.x)
     sink.one(devRandomKIndex(key, s.n, s.nnz, j), valueAt(s.values, s.fp16, j));
 }

@@ -179,9 +179,9 @@ __global__ void __launch_bounds__(kThreads)
   h.aux = kept;
   h.flags = static_cast<uint8_t>(flags | (bitmap ? kFlagBitmap : 0));
   if (!randk) h.indexBytes = static_cast<uint32_t>(bitmap ? (n + 7) / 8 : gapBytes);
-  const Layout l = devLayout(h);
+  const Layout l = layoutOf(h);
   if (threadIdx.x == 0) {
-    writeHeaderBytes(h, out);
+    storeHeader(h, out);
     if (randk) storeLe(out + kHeaderBytes, seed, 8);
     if (encodedBytes) *encodedBytes = l.total;
     st->bitmap = bitmap;
@@ -196,7 +196,7 @@ __global__ void __launch_bounds__(kThreads)
     writeIndexSection(const uint32_t* idx, const unsigned long long* offs, const SparseState* st, uint64_t n,
                       uint64_t valueBytes, uint8_t* out) {
   const uint64_t kept = st->kept;
-  uint8_t* section = out + devAlignUp(kHeaderBytes + kept * valueBytes);
+  uint8_t* section = out + alignUp(kHeaderBytes + kept * valueBytes);
   if (!st->bitmap) {
     for (uint64_t r = firstThread(); r < kept; r += threadStride()) {
       uint32_t gap = idx[r] - (r ? idx[r - 1] + 1 : 0);

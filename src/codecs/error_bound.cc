@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The documented error bound of every codec, composed over the round trips an algorithm
+// applies; the terms come from codec_table.h.
+#include <algorithm>
+#include <cmath>
+
+#include "codecs/codec.h"
+
+namespace ccl::codec {
+
+double scaleUnit(const Params& p, double absMax) {
+  const CodecInfo c = codecInfo(p.codec);
+  if (c.scale == ScaleFormat::kLinear) {
+    const double s = absMax / c.scaleDivisor;
+    // fp16 scales are rounded up to the next fp16 value: at most one part in 2^10 more.
+    return p.fp16Scales ? s * (1.0 + 0x1p-10) : s;
+  }
+  if (c.scale == ScaleFormat::kE8m0) {
+    constexpr double kSmallest = 0x1p-127;  // e8m0's smallest scale
+    if (!(absMax > 0.0)) return kSmallest;
+    return std::max(std::ldexp(1.0, std::ilogb(absMax) - std::ilogb(double{c.scaleDivisor})), kSmallest);
+  }
+  return 0.0;
+}
+
+double errorBound(const Params& p, double absValue, double absMax, int quantizations) {
+  const CodecInfo c = codecInfo(p.codec);
+  if (c.family == Family::kNone || quantizations == 0) return 0.0;
+  // Every contribution arrives exactly (or fp16-rounded) or not at all.
+  if (c.family == Family::kSparsifier) return absValue;
+  const RoundTripBound t = p.stochastic ? c.stochastic : c.nearest;
+  const double rel = t.rel + kArithmeticSlack;
+  const double abs = t.abs + kArithmeticSlack;
+  // Round trip k quantises a partial result of magnitude at most absValue + e (its exact
+  // part is a sum of some of the |inputs|) in a block whose absmax is at most absMax + E.
+  double e = 0.0, E = 0.0;
+  for (int k = 0; k < quantizations; ++k) {
+    const double u = scaleUnit(p, absMax + E);
+    e += rel * (absValue + e) + abs * u;
+    E += rel * (absMax + E) + abs * u;
+  }
+  return e;
+}
+
+}  // namespace ccl::codec
