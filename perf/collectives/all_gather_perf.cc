@@ -7,14 +7,9 @@ using namespace cclperf;
 
 class AllGatherPerf final : public PerfCollective {
  public:
-  BufferLayout layout(size_t count, int n) const override {
-    const size_t c = count / size_t(n);
-    return {c, c * size_t(n), c, c, 0};
-  }
+  AllGatherPerf() : PerfCollective(ccl::coll::Coll::kAllGather) {}
   double algbwBytes(size_t count, size_t type_size, int n) const override { return double(count * type_size) * n; }
   double busbwFactor(int n) const override { return double(n - 1) / n; }
-
-  CompressionShape compression(int) const override { return {true, 1, 1}; }
 
   void run(RankComm& comm, const CallArgs& a) const override {
     CclRankComm& cc = cclRankOf(comm);

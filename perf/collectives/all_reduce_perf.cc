@@ -6,9 +6,6 @@ namespace {
 
 class AllReducePerf final : public cclperf::AllReduceShape {
  public:
-  // Two-shot quantises twice, the ring once per hop plus the sum: n for either.
-  cclperf::CompressionShape compression(int n) const override { return {true, n, 2}; }
-
   void run(cclperf::RankComm& comm, const cclperf::CallArgs& a) const override {
     cclperf::CclRankComm& cc = cclperf::cclRankOf(comm);
     const cclComm_t c = cc.get();

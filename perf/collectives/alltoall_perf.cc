@@ -7,14 +7,9 @@ using namespace cclperf;
 
 class AlltoAllPerf final : public PerfCollective {
  public:
-  BufferLayout layout(size_t count, int n) const override {
-    const size_t c = count / size_t(n);
-    return {c * size_t(n), c * size_t(n), c, 0, 0};
-  }
+  AlltoAllPerf() : PerfCollective(ccl::coll::Coll::kAlltoAll) {}
   double algbwBytes(size_t count, size_t type_size, int n) const override { return double(count * type_size) * n; }
   double busbwFactor(int n) const override { return double(n - 1) / n; }
-
-  CompressionShape compression(int) const override { return {true, 1, 0}; }
 
   void run(RankComm& comm, const CallArgs& a) const override {
     CclRankComm& cc = cclRankOf(comm);

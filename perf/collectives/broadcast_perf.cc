@@ -7,12 +7,9 @@ using namespace cclperf;
 
 class BroadcastPerf final : public PerfCollective {
  public:
-  bool usesRoot() const override { return true; }
-  BufferLayout layout(size_t count, int) const override { return {count, count, count, 0, 0}; }
+  BroadcastPerf() : PerfCollective(ccl::coll::Coll::kBroadcast) {}
   double algbwBytes(size_t count, size_t type_size, int) const override { return double(count * type_size); }
   double busbwFactor(int) const override { return 1.0; }
-
-  CompressionShape compression(int) const override { return {true, 1, 0}; }
 
   void run(RankComm& comm, const CallArgs& a) const override {
     CclRankComm& cc = cclRankOf(comm);

@@ -7,11 +7,7 @@ using namespace cclperf;
 
 class GatherPerf final : public PerfCollective {
  public:
-  bool usesRoot() const override { return true; }
-  BufferLayout layout(size_t count, int n) const override {
-    const size_t c = count / size_t(n);
-    return {c, c * size_t(n), c, c, 0};
-  }
+  GatherPerf() : PerfCollective(ccl::coll::Coll::kGather) {}
   double algbwBytes(size_t count, size_t type_size, int n) const override { return double(count * type_size) * n; }
   double busbwFactor(int n) const override { return double(n - 1) / n; }
 

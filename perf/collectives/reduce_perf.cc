@@ -7,9 +7,7 @@ using namespace cclperf;
 
 class ReducePerf final : public PerfCollective {
  public:
-  bool usesOp() const override { return true; }
-  bool usesRoot() const override { return true; }
-  BufferLayout layout(size_t count, int) const override { return {count, count, count, 0, 0}; }
+  ReducePerf() : PerfCollective(ccl::coll::Coll::kReduce) {}
   double algbwBytes(size_t count, size_t type_size, int) const override { return double(count * type_size); }
   double busbwFactor(int) const override { return 1.0; }
 

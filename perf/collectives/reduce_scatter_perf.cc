@@ -7,16 +7,9 @@ using namespace cclperf;
 
 class ReduceScatterPerf final : public PerfCollective {
  public:
-  bool usesOp() const override { return true; }
-  BufferLayout layout(size_t count, int n) const override {
-    const size_t c = count / size_t(n);
-    return {c * size_t(n), c, c, 0, c};
-  }
+  ReduceScatterPerf() : PerfCollective(ccl::coll::Coll::kReduceScatter) {}
   double algbwBytes(size_t count, size_t type_size, int n) const override { return double(count * type_size) * n; }
   double busbwFactor(int n) const override { return double(n - 1) / n; }
-
-  // The n-1 peers' blocks (or the ring's partial sums) are quantised once each.
-  CompressionShape compression(int n) const override { return {true, n > 1 ? n - 1 : 1, 1}; }
 
   void run(RankComm& comm, const CallArgs& a) const override {
     CclRankComm& cc = cclRankOf(comm);

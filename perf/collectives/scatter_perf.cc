@@ -7,11 +7,7 @@ using namespace cclperf;
 
 class ScatterPerf final : public PerfCollective {
  public:
-  bool usesRoot() const override { return true; }
-  BufferLayout layout(size_t count, int n) const override {
-    const size_t c = count / size_t(n);
-    return {c * size_t(n), c, c, 0, c};
-  }
+  ScatterPerf() : PerfCollective(ccl::coll::Coll::kScatter) {}
   double algbwBytes(size_t count, size_t type_size, int n) const override { return double(count * type_size) * n; }
   double busbwFactor(int n) const override { return double(n - 1) / n; }
 

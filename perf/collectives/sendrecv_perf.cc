@@ -7,10 +7,9 @@ using namespace cclperf;
 
 class SendRecvPerf final : public PerfCollective {
  public:
+  SendRecvPerf() : PerfCollective(ccl::coll::Coll::kSend) {}
   // In place, a rank would receive into the buffer it is sending from.
   bool checksInPlace() const override { return false; }
-  CompressionShape compression(int) const override { return {true, 1, 0}; }
-  BufferLayout layout(size_t count, int) const override { return {count, count, count, 0, 0}; }
   double algbwBytes(size_t count, size_t type_size, int) const override { return double(count * type_size); }
   double busbwFactor(int) const override { return 1.0; }
 

@@ -21,12 +21,11 @@ constexpr uint64_t kP2pBit = uint64_t{1} << 43;
 constexpr uint64_t kP2pSeqShift = 20;
 constexpr uint64_t kP2pSeqMask = (uint64_t{1} << 23) - 1;
 
-enum class Kind { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAlltoAll, kGather, kScatter };
-// Plan-cache kinds of point-to-point messages, after those of the collectives.
-constexpr int kSendKind = 100, kRecvKind = 101;
+using coll::Coll;
+using coll::collInfo;
 
 struct Call {
-  Kind kind;
+  Coll kind;
   const char* fn;
   const void* send;
   void* recv;
@@ -41,16 +40,12 @@ struct Call {
   cclFeedback_t feedback = nullptr;
 };
 
-bool compressedKind(int opKind) {
-  return opKind == cclOpAllReduce || opKind == cclOpReduceScatter || opKind == cclOpAllGather ||
-         opKind == cclOpBroadcast || opKind == cclOpAlltoAll || opKind == cclOpSend || opKind == cclOpRecv;
-}
-
 // The codec a call uses: its own (an *Ex call), else the communicator's when the policy
 // enables it for this collective; none below the size threshold.
-codec::Params codecFor(cclComm_t comm, int opKind, bool ex, const cclCompression_t* explicitCodec, size_t bytes) {
+codec::Params codecFor(cclComm_t comm, Coll c, bool ex, const cclCompression_t* explicitCodec, size_t bytes) {
   codec::Params none;
-  if (!compressedKind(opKind)) return none;
+  if (!collInfo(c).compressible) return none;
+  const int opKind = collInfo(c).op;
   codec::Params p = (ex && explicitCodec) ? codec::resolveParams(explicitCodec)
                     : (comm->policy.enabled >> opKind) & 1 && !comm->defaultCodecOff ? comm->policy.codec
                                                                                      : none;
@@ -77,47 +72,11 @@ uint64_t codecKey(const coll::CollArgs& a) {
 // The error-feedback state of a compressed call: the caller's handle, else the state kept
 // per buffer when CCL_FEEDBACK asks for it.
 cclFeedback* feedbackFor(const Call& c, int opKind) {
-  if (opKind != cclOpAllReduce && opKind != cclOpReduceScatter && opKind != cclOpAllGather) return nullptr;
+  if (!collInfo(c.kind).feedback) return nullptr;
   cclFeedback* fb = c.feedback;
   if (!fb && c.comm->policy.autoFeedback != cclFeedbackNone)
     fb = c.comm->autoFeedback.get(c.send, c.count, opKind, c.comm->policy);
   return fb && fb->kind() != cclFeedbackNone ? fb : nullptr;
-}
-
-bool isReduction(Kind k) { return k == Kind::kAllReduce || k == Kind::kReduce || k == Kind::kReduceScatter; }
-bool isRooted(Kind k) {
-  return k == Kind::kBroadcast || k == Kind::kReduce || k == Kind::kGather || k == Kind::kScatter;
-}
-
-// Elements of the send and receive buffers of this rank, as NCCL defines each collective.
-void bufferCounts(const Call& c, int rank, int n, size_t* sendCount, size_t* recvCount) {
-  const bool root = rank == c.root;
-  switch (c.kind) {
-    case Kind::kAllReduce:
-      *sendCount = *recvCount = c.count;
-      return;
-    case Kind::kBroadcast:
-      *sendCount = root ? c.count : 0, *recvCount = c.count;
-      return;
-    case Kind::kReduce:
-      *sendCount = c.count, *recvCount = root ? c.count : 0;
-      return;
-    case Kind::kAllGather:
-      *sendCount = c.count, *recvCount = c.count * n;
-      return;
-    case Kind::kReduceScatter:
-      *sendCount = c.count * n, *recvCount = c.count;
-      return;
-    case Kind::kAlltoAll:
-      *sendCount = *recvCount = c.count * n;
-      return;
-    case Kind::kGather:
-      *sendCount = c.count, *recvCount = root ? c.count * n : 0;
-      return;
-    case Kind::kScatter:
-      *sendCount = root ? c.count * n : 0, *recvCount = c.count;
-      return;
-  }
 }
 
 void checkCommon(cclComm_t comm, cclDataType_t dtype, size_t count, cclStream_t stream) {
@@ -132,75 +91,17 @@ void checkCommon(cclComm_t comm, cclDataType_t dtype, size_t count, cclStream_t 
 void checkCall(const Call& c) {
   checkCommon(c.comm, c.dtype, c.count, c.stream);
   const int n = c.comm->nranks, r = c.comm->rank;
-  if (isReduction(c.kind))
+  const coll::CollInfo info = collInfo(c.kind);
+  if (info.reduction)
     CCL_CHECK(validRedOp(c.op), cclInvalidArgument, "invalid reduction op " + std::to_string(static_cast<int>(c.op)));
-  if (isRooted(c.kind))
+  if (info.rooted)
     CCL_CHECK(c.root >= 0 && c.root < n, cclInvalidArgument,
               "root " + std::to_string(c.root) + " is outside [0, " + std::to_string(n) + ")");
-  size_t sendCount = 0, recvCount = 0;
-  bufferCounts(c, r, n, &sendCount, &recvCount);
-  CCL_CHECK(sendCount == 0 || c.send, cclInvalidArgument,
+  const coll::BufferCounts counts = coll::bufferCounts(c.kind, c.count, static_cast<size_t>(n), r == c.root);
+  CCL_CHECK(counts.send == 0 || c.send, cclInvalidArgument,
             "sendbuff is NULL with a count of " + std::to_string(c.count));
-  CCL_CHECK(recvCount == 0 || c.recv, cclInvalidArgument,
+  CCL_CHECK(counts.recv == 0 || c.recv, cclInvalidArgument,
             "recvbuff is NULL with a count of " + std::to_string(c.count));
-}
-
-// Whether the send buffer sits where NCCL's in-place form of this collective puts it.
-bool inPlace(const Call& c, int rank) {
-  const char* s = static_cast<const char*>(c.send);
-  const char* d = static_cast<const char*>(c.recv);
-  const size_t bytes = c.count * dataTypeSize(c.dtype);
-  if (!s || !d) return false;
-  switch (c.kind) {
-    case Kind::kAllGather:
-      return s == d + rank * bytes;
-    case Kind::kReduceScatter:
-      return d == s + rank * bytes;
-    case Kind::kGather:
-      return rank == c.root && s == d + rank * bytes;
-    case Kind::kScatter:
-      return rank == c.root && d == s + rank * bytes;
-    default:
-      return s == d;
-  }
-}
-
-coll::Plan planFor(const Call& c, const coll::CollArgs& a) {
-  if (a.codec.codec != cclCodecNone) {
-    switch (c.kind) {
-      case Kind::kAllReduce:
-        return coll::planCompressedAllReduce(a);
-      case Kind::kReduceScatter:
-        return coll::planCompressedReduceScatter(a);
-      case Kind::kAllGather:
-        return coll::planCompressedAllGather(a);
-      case Kind::kBroadcast:
-        return coll::planCompressedBroadcast(a);
-      case Kind::kAlltoAll:
-        return coll::planCompressedAlltoAll(a);
-      default:
-        break;
-    }
-  }
-  switch (c.kind) {
-    case Kind::kAllReduce:
-      return coll::planAllReduce(a);
-    case Kind::kBroadcast:
-      return coll::planBroadcast(a);
-    case Kind::kReduce:
-      return coll::planReduce(a);
-    case Kind::kAllGather:
-      return coll::planAllGather(a);
-    case Kind::kReduceScatter:
-      return coll::planReduceScatter(a);
-    case Kind::kAlltoAll:
-      return coll::planAlltoAll(a);
-    case Kind::kGather:
-      return coll::planGather(a);
-    case Kind::kScatter:
-      return coll::planScatter(a);
-  }
-  throw Error(cclInternalError, "unknown collective");
 }
 
 constexpr size_t kMaxCachedPlans = 256;
@@ -225,6 +126,7 @@ cclResult_t inGroup(cclResult_t r) {
 cclResult_t collective(const Call& c) {
   return inGroup(guard(c.comm, c.fn, [&] {
     checkCall(c);
+    const coll::CollInfo info = collInfo(c.kind);
     cclComm_t comm = c.comm;
     log::RankScope scope(comm->rank);
     coll::CollArgs a;
@@ -234,13 +136,14 @@ cclResult_t collective(const Call& c) {
     a.dtype = c.dtype;
     a.op = c.op;
     a.root = c.root;
-    a.inPlace = inPlace(c, comm->rank);
+    a.inPlace =
+        coll::isInPlace(c.kind, c.send, c.recv, c.count * dataTypeSize(c.dtype), comm->rank, comm->rank == c.root);
     a.chunkBytes = comm->chunkBytes;
     a.algo = comm->algo;
     a.treeMaxBytes = comm->treeMaxBytes;
     a.directMaxBytes = comm->directMaxBytes;
-    const int opKind = static_cast<int>(c.kind);
-    a.codec = codecFor(comm, opKind, c.ex, c.compression, c.count * dataTypeSize(c.dtype));
+    const int opKind = collInfo(c.kind).op;
+    a.codec = codecFor(comm, c.kind, c.ex, c.compression, c.count * dataTypeSize(c.dtype));
     if (!coll::compressible(a)) a.codec = codec::Params{};
     Op op;
     op.comm = comm;
@@ -249,15 +152,15 @@ cclResult_t collective(const Call& c) {
     if (op.compressed) {
       op.feedback = feedbackFor(c, opKind);
       a.feedback = op.feedback != nullptr;
-      op.feedbackFloats = coll::feedbackFloats(a, c.kind == Kind::kReduceScatter);
+      op.feedbackFloats = coll::feedbackFloats(a, c.kind == Coll::kReduceScatter);
     }
     PlanKey key{opKind, c.count, c.dtype, c.op, c.root, a.inPlace, codecKey(a)};
     op.plan = cachedPlan(comm, key, [&] {
       if (op.compressed)
         CCL_INFO("%s count %zu %s: codec %s, algorithm %s", c.fn, c.count, dataTypeName(c.dtype),
                  cclCodecName(a.codec.codec),
-                 c.kind == Kind::kAllReduce ? coll::algoName(coll::chooseCompressedAllReduce(a)) : "default");
-      return planFor(c, a);
+                 c.kind == Coll::kAllReduce ? coll::algoName(coll::chooseCompressedAllReduce(a)) : "default");
+      return coll::planCollective(c.kind, a);
     });
     op.send = c.send;
     op.recv = c.recv;
@@ -266,8 +169,8 @@ cclResult_t collective(const Call& c) {
     // so the smallest uncompressed calls go without: their one-round exchange reaches every
     // rank, whose size checks already report a different count to all of them.
     if (op.compressed || c.count * dataTypeSize(c.dtype) > comm->directMaxBytes)
-      op.signature = fnv1a({uint64_t(opKind), c.count, uint64_t(c.dtype), isReduction(c.kind) ? uint64_t(c.op) : 0,
-                            isRooted(c.kind) ? uint64_t(c.root) : 0, codecDigest(a.codec)}) |
+      op.signature = fnv1a({uint64_t(opKind), c.count, uint64_t(c.dtype), info.reduction ? uint64_t(c.op) : 0,
+                            info.rooted ? uint64_t(c.root) : 0, codecDigest(a.codec)}) |
                      1;
     CCL_TRACE("%s count %zu %s %s root %d inplace %d steps %zu", c.fn, c.count, dataTypeName(c.dtype), redOpName(c.op),
               c.root, a.inPlace, op.plan->steps.size());
@@ -288,17 +191,18 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
     Op op;
     op.comm = comm;
     uint32_t seq = isSend ? comm->sendSeq[peer]++ : comm->recvSeq[peer]++;
-    op.opKind = isSend ? cclOpSend : cclOpRecv;
+    const Coll kind = isSend ? Coll::kSend : Coll::kRecv;
+    op.opKind = collInfo(kind).op;
     coll::CollArgs a;
     a.rank = comm->rank;
     a.nranks = comm->nranks;
     a.count = count;
     a.dtype = dtype;
     a.chunkBytes = comm->chunkBytes;
-    a.codec = codecFor(comm, op.opKind, ex, compression, bytes);
+    a.codec = codecFor(comm, kind, ex, compression, bytes);
     if (!coll::compressible(a)) a.codec = codec::Params{};
     op.compressed = a.codec.codec != cclCodecNone;
-    PlanKey key{isSend ? kSendKind : kRecvKind, bytes, dtype, 0, peer, false, codecKey(a)};
+    PlanKey key{op.opKind, bytes, dtype, 0, peer, false, codecKey(a)};
     op.plan = cachedPlan(comm, key, [&] {
       if (op.compressed) return isSend ? coll::planCompressedSend(a, peer, 0) : coll::planCompressedRecv(a, peer, 0);
       return isSend ? coll::planSend(peer, 0, bytes) : coll::planRecv(peer, 0, bytes);
@@ -314,62 +218,62 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
 }  // namespace ccl::api
 
 using ccl::api::Call;
-using ccl::api::Kind;
+using ccl::coll::Coll;
 
 extern "C" {
 
 CCL_API cclResult_t cclAllReduce(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype,
                                  cclRedOp_t op, cclComm_t comm, cclStream_t stream) {
   return ccl::api::collective(
-      Call{Kind::kAllReduce, "cclAllReduce", sendbuff, recvbuff, count, datatype, op, 0, comm, stream});
+      Call{Coll::kAllReduce, "cclAllReduce", sendbuff, recvbuff, count, datatype, op, 0, comm, stream});
 }
 
 CCL_API cclResult_t cclBroadcast(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype, int root,
                                  cclComm_t comm, cclStream_t stream) {
   return ccl::api::collective(
-      Call{Kind::kBroadcast, "cclBroadcast", sendbuff, recvbuff, count, datatype, cclSum, root, comm, stream});
+      Call{Coll::kBroadcast, "cclBroadcast", sendbuff, recvbuff, count, datatype, cclSum, root, comm, stream});
 }
 
 CCL_API cclResult_t cclBcast(void* buff, size_t count, cclDataType_t datatype, int root, cclComm_t comm,
                              cclStream_t stream) {
   return ccl::api::collective(
-      Call{Kind::kBroadcast, "cclBcast", buff, buff, count, datatype, cclSum, root, comm, stream});
+      Call{Coll::kBroadcast, "cclBcast", buff, buff, count, datatype, cclSum, root, comm, stream});
 }
 
 CCL_API cclResult_t cclReduce(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype, cclRedOp_t op,
                               int root, cclComm_t comm, cclStream_t stream) {
   return ccl::api::collective(
-      Call{Kind::kReduce, "cclReduce", sendbuff, recvbuff, count, datatype, op, root, comm, stream});
+      Call{Coll::kReduce, "cclReduce", sendbuff, recvbuff, count, datatype, op, root, comm, stream});
 }
 
 CCL_API cclResult_t cclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, cclDataType_t datatype,
                                  cclComm_t comm, cclStream_t stream) {
   return ccl::api::collective(
-      Call{Kind::kAllGather, "cclAllGather", sendbuff, recvbuff, sendcount, datatype, cclSum, 0, comm, stream});
+      Call{Coll::kAllGather, "cclAllGather", sendbuff, recvbuff, sendcount, datatype, cclSum, 0, comm, stream});
 }
 
 CCL_API cclResult_t cclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, cclDataType_t datatype,
                                      cclRedOp_t op, cclComm_t comm, cclStream_t stream) {
   return ccl::api::collective(
-      Call{Kind::kReduceScatter, "cclReduceScatter", sendbuff, recvbuff, recvcount, datatype, op, 0, comm, stream});
+      Call{Coll::kReduceScatter, "cclReduceScatter", sendbuff, recvbuff, recvcount, datatype, op, 0, comm, stream});
 }
 
 CCL_API cclResult_t cclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype,
                                 cclComm_t comm, cclStream_t stream) {
   return ccl::api::collective(
-      Call{Kind::kAlltoAll, "cclAlltoAll", sendbuff, recvbuff, count, datatype, cclSum, 0, comm, stream});
+      Call{Coll::kAlltoAll, "cclAlltoAll", sendbuff, recvbuff, count, datatype, cclSum, 0, comm, stream});
 }
 
 CCL_API cclResult_t cclGather(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype, int root,
                               cclComm_t comm, cclStream_t stream) {
   return ccl::api::collective(
-      Call{Kind::kGather, "cclGather", sendbuff, recvbuff, count, datatype, cclSum, root, comm, stream});
+      Call{Coll::kGather, "cclGather", sendbuff, recvbuff, count, datatype, cclSum, root, comm, stream});
 }
 
 CCL_API cclResult_t cclScatter(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype, int root,
                                cclComm_t comm, cclStream_t stream) {
   return ccl::api::collective(
-      Call{Kind::kScatter, "cclScatter", sendbuff, recvbuff, count, datatype, cclSum, root, comm, stream});
+      Call{Coll::kScatter, "cclScatter", sendbuff, recvbuff, count, datatype, cclSum, root, comm, stream});
 }
 
 CCL_API cclResult_t cclSend(const void* sendbuff, size_t count, cclDataType_t datatype, int peer, cclComm_t comm,
@@ -385,33 +289,33 @@ CCL_API cclResult_t cclRecv(void* recvbuff, size_t count, cclDataType_t datatype
 CCL_API cclResult_t cclAllReduceEx(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype,
                                    cclRedOp_t op, cclComm_t comm, cclStream_t stream,
                                    const cclCompression_t* compression, cclFeedback_t feedback) {
-  return ccl::api::collective(Call{Kind::kAllReduce, "cclAllReduceEx", sendbuff, recvbuff, count, datatype, op, 0, comm,
+  return ccl::api::collective(Call{Coll::kAllReduce, "cclAllReduceEx", sendbuff, recvbuff, count, datatype, op, 0, comm,
                                    stream, true, compression, feedback});
 }
 
 CCL_API cclResult_t cclReduceScatterEx(const void* sendbuff, void* recvbuff, size_t recvcount, cclDataType_t datatype,
                                        cclRedOp_t op, cclComm_t comm, cclStream_t stream,
                                        const cclCompression_t* compression, cclFeedback_t feedback) {
-  return ccl::api::collective(Call{Kind::kReduceScatter, "cclReduceScatterEx", sendbuff, recvbuff, recvcount, datatype,
+  return ccl::api::collective(Call{Coll::kReduceScatter, "cclReduceScatterEx", sendbuff, recvbuff, recvcount, datatype,
                                    op, 0, comm, stream, true, compression, feedback});
 }
 
 CCL_API cclResult_t cclAllGatherEx(const void* sendbuff, void* recvbuff, size_t sendcount, cclDataType_t datatype,
                                    cclComm_t comm, cclStream_t stream, const cclCompression_t* compression,
                                    cclFeedback_t feedback) {
-  return ccl::api::collective(Call{Kind::kAllGather, "cclAllGatherEx", sendbuff, recvbuff, sendcount, datatype, cclSum,
+  return ccl::api::collective(Call{Coll::kAllGather, "cclAllGatherEx", sendbuff, recvbuff, sendcount, datatype, cclSum,
                                    0, comm, stream, true, compression, feedback});
 }
 
 CCL_API cclResult_t cclAlltoAllEx(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype,
                                   cclComm_t comm, cclStream_t stream, const cclCompression_t* compression) {
-  return ccl::api::collective(Call{Kind::kAlltoAll, "cclAlltoAllEx", sendbuff, recvbuff, count, datatype, cclSum, 0,
+  return ccl::api::collective(Call{Coll::kAlltoAll, "cclAlltoAllEx", sendbuff, recvbuff, count, datatype, cclSum, 0,
                                    comm, stream, true, compression, nullptr});
 }
 
 CCL_API cclResult_t cclBroadcastEx(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype, int root,
                                    cclComm_t comm, cclStream_t stream, const cclCompression_t* compression) {
-  return ccl::api::collective(Call{Kind::kBroadcast, "cclBroadcastEx", sendbuff, recvbuff, count, datatype, cclSum,
+  return ccl::api::collective(Call{Coll::kBroadcast, "cclBroadcastEx", sendbuff, recvbuff, count, datatype, cclSum,
                                    root, comm, stream, true, compression, nullptr});
 }
 

@@ -1,46 +1,18 @@
 #include "api/compression.h"
 
+#include <strings.h>
+
 #include <cmath>
 #include <sstream>
 #include <string>
 
 #include "api/comm.h"
+#include "collectives/collective_info.h"
 #include "common/config.h"
 #include "common/log.h"
 
 namespace ccl::api {
 namespace {
-
-uint32_t parseEnabled(const std::string& list) {
-  static const std::pair<const char*, uint32_t> names[] = {
-      {"allreduce", 1u << cclOpAllReduce},
-      {"reducescatter", 1u << cclOpReduceScatter},
-      {"allgather", 1u << cclOpAllGather},
-      {"broadcast", 1u << cclOpBroadcast},
-      {"alltoall", 1u << cclOpAlltoAll},
-      {"sendrecv", (1u << cclOpSend) | (1u << cclOpRecv)},
-      {"all", ~0u},
-      {"none", 0u},
-  };
-  uint32_t mask = 0;
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    bool known = false;
-    for (const auto& [name, bits] : names)
-      if (item == name) mask |= bits, known = true;
-    CCL_CHECK(known, cclInvalidArgument, "CCL_COMPRESS: unknown collective '" + item + "'");
-  }
-  return mask;
-}
-
-cclFeedbackKind_t parseFeedback(const std::string& s) {
-  if (s == "none" || s.empty()) return cclFeedbackNone;
-  if (s == "ef" || s == "residual") return cclFeedbackResidual;
-  if (s == "loco") return cclFeedbackLoco;
-  throw Error(cclInvalidArgument, "CCL_FEEDBACK='" + s + "' (none, ef or loco)");
-}
 
 // The codec named by CCL_CODEC with the CCL_CODEC_* parameters, as a caller's struct would give it.
 cclCompression_t compressionFromEnv() {
@@ -62,6 +34,36 @@ cclCompression_t compressionFromEnv() {
 
 }  // namespace
 
+uint32_t parseCompressList(const std::string& list) {
+  uint32_t mask = 0;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty() || strcasecmp(item.c_str(), "none") == 0) continue;
+    if (strcasecmp(item.c_str(), "all") == 0 || strcasecmp(item.c_str(), "sendrecv") == 0) {
+      const bool all = strcasecmp(item.c_str(), "all") == 0;
+      for (int c = 0; c < coll::kNumColls; ++c) {
+        const coll::CollInfo info = coll::collInfo(static_cast<coll::Coll>(c));
+        if (info.compressible && (all || info.pointToPoint)) mask |= 1u << info.op;
+      }
+      continue;
+    }
+    coll::Coll c;
+    CCL_CHECK(coll::collFromName(item, &c), cclInvalidArgument, "CCL_COMPRESS: unknown collective '" + item + "'");
+    CCL_CHECK(coll::collInfo(c).compressible, cclInvalidArgument,
+              "CCL_COMPRESS: " + item + " is never carried compressed");
+    mask |= 1u << coll::collInfo(c).op;
+  }
+  return mask;
+}
+
+cclFeedbackKind_t parseFeedbackKind(const std::string& s) {
+  if (s.empty() || strcasecmp(s.c_str(), "none") == 0) return cclFeedbackNone;
+  if (strcasecmp(s.c_str(), "ef") == 0 || strcasecmp(s.c_str(), "residual") == 0) return cclFeedbackResidual;
+  if (strcasecmp(s.c_str(), "loco") == 0) return cclFeedbackLoco;
+  throw Error(cclInvalidArgument, "CCL_FEEDBACK='" + s + "' is not none, ef or loco");
+}
+
 Policy policyFromEnv(const cclCompression_t* codec) {
   Policy p;
   if (codec) {
@@ -71,8 +73,8 @@ Policy policyFromEnv(const cclCompression_t* codec) {
     p.codec = codec::resolveParams(&c);
   }
   p.minBytes = static_cast<size_t>(std::max<int64_t>(0, config::getInt("CCL_CODEC_MIN_BYTES")));
-  p.enabled = parseEnabled(config::getString("CCL_COMPRESS"));
-  p.autoFeedback = parseFeedback(config::getString("CCL_FEEDBACK"));
+  p.enabled = parseCompressList(config::getString("CCL_COMPRESS"));
+  p.autoFeedback = parseFeedbackKind(config::getString("CCL_FEEDBACK"));
   p.locoBeta = static_cast<float>(config::getDouble("CCL_LOCO_BETA"));
   p.locoReset = static_cast<int>(config::getInt("CCL_LOCO_RESET"));
   return p;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -26,6 +27,14 @@ struct Policy {
   float locoBeta = 0.5f;
   int locoReset = 0;
 };
+
+// CCL_COMPRESS's value as a bit per cclOpKind_t: collective names as collInfo spells them
+// (any case), "sendrecv" (send and recv), "all" or "none", comma-separated. Throws
+// Error(cclInvalidArgument) for an unknown name or one that is never compressed.
+uint32_t parseCompressList(const std::string& list);
+
+// CCL_FEEDBACK's value (none, ef or residual, loco; any case); throws like parseCompressList.
+cclFeedbackKind_t parseFeedbackKind(const std::string& value);
 
 // The policy from the environment (CCL_CODEC, CCL_CODEC_*, CCL_COMPRESS, CCL_FEEDBACK, ...),
 // with `codec` (may be NULL) in place of CCL_CODEC and its parameters.

@@ -71,6 +71,40 @@ uint32_t tag(int phase, int nranks, int step, size_t chunk) {
 
 }  // namespace detail
 
+namespace {
+
+// Plan builders per collective, in Coll order: uncompressed, compressed (null: none).
+struct Builders {
+  Plan (*plain)(const CollArgs&);
+  Plan (*compressed)(const CollArgs&);
+};
+constexpr Builders kBuilders[] = {
+    {planAllReduce, planCompressedAllReduce},
+    {planBroadcast, planCompressedBroadcast},
+    {planReduce, nullptr},
+    {planAllGather, planCompressedAllGather},
+    {planReduceScatter, planCompressedReduceScatter},
+    {planAlltoAll, planCompressedAlltoAll},
+    {planGather, nullptr},
+    {planScatter, nullptr},
+};
+
+constexpr bool kBuildersMatchTable = [] {
+  for (int c = 0; c < static_cast<int>(Coll::kSend); ++c)
+    if ((kBuilders[c].compressed != nullptr) != collInfo(static_cast<Coll>(c)).compressible) return false;
+  return true;
+}();
+static_assert(kBuildersMatchTable, "a compressed plan exactly for the compressible collectives");
+
+}  // namespace
+
+Plan planCollective(Coll c, const CollArgs& a) {
+  const auto i = static_cast<size_t>(c);
+  if (i >= sizeof(kBuilders) / sizeof(kBuilders[0])) throw Error(cclInternalError, "no plan for a point-to-point op");
+  const Builders& b = kBuilders[i];
+  return a.codec.codec != cclCodecNone && b.compressed ? b.compressed(a) : b.plain(a);
+}
+
 Plan planSend(int peer, uint32_t tag, size_t bytes) {
   Plan p;
   p.send(peer, tag, {Buf::kSend, 0}, bytes);

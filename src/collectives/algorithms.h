@@ -7,6 +7,7 @@
 
 #include "ccl/ccl.h"
 #include "codecs/codec.h"
+#include "collectives/collective_info.h"
 #include "collectives/plan.h"
 
 namespace ccl::coll {
@@ -62,6 +63,10 @@ Plan planCompressedRecv(const CollArgs& a, int peer, uint32_t tag);
 // fp32 values of error-feedback state the plan of `a` (an allreduce, reduce-scatter or
 // allgather of this rank) reads and updates.
 size_t feedbackFloats(const CollArgs& a, bool reduceScatter);
+
+// The plan of collective c (not point to point) for this rank: the compressed plan when
+// a.codec is a codec and the collective has one, else the uncompressed one.
+Plan planCollective(Coll c, const CollArgs& a);
 
 // Point to point: one message of `bytes` to or from `peer`, matched by `tag`.
 Plan planSend(int peer, uint32_t tag, size_t bytes);

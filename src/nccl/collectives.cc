@@ -20,8 +20,6 @@ namespace {
 
 cclDataType_t cclType(ncclDataType_t t) { return static_cast<cclDataType_t>(t); }
 
-bool isReduction(Coll k) { return k == Coll::kAllReduce || k == Coll::kReduce || k == Coll::kReduceScatter; }
-
 // Elements of the send buffer a PreMulSum must scale.
 size_t reductionInputCount(const CollCall& call, int nranks) {
   return call.kind == Coll::kReduceScatter ? call.count * static_cast<size_t>(nranks) : call.count;
@@ -29,7 +27,7 @@ size_t reductionInputCount(const CollCall& call, int nranks) {
 
 void runHost(ncclComm& c, const CollCall& call) {
   const cclDataType_t t = cclType(call.dtype);
-  if (isReduction(call.kind)) {
+  if (coll::collInfo(call.kind).reduction) {
     const size_t esize = elementSize(call.dtype);
     CCL_CHECK(esize == 0 || call.count <= std::numeric_limits<size_t>::max() / esize / static_cast<size_t>(c.nranks),
               cclInvalidArgument, "count " + std::to_string(call.count) + " overflows the buffer size");

@@ -1,9 +1,8 @@
 #include "nccl/policy.h"
 
-#include <strings.h>
+#include "api/compression.h"
 
 #include <atomic>
-#include <sstream>
 
 #include "common/config.h"
 #include "common/error.h"
@@ -12,38 +11,7 @@
 namespace ccl::nccl {
 namespace {
 
-constexpr const char* kCollNames[] = {"allreduce",     "broadcast", "reduce", "allgather",
-                                      "reducescatter", "alltoall",  "gather", "scatter"};
-static_assert(sizeof(kCollNames) / sizeof(kCollNames[0]) == static_cast<size_t>(Coll::kCount));
-
 std::atomic<CompressedRunner> gRunner{nullptr};
-
-unsigned parseCollectives(const std::string& list) {
-  unsigned mask = 0;
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    // Point-to-point is not compressed by the NCCL face; the name is accepted for the library's sake.
-    if (item.empty() || strcasecmp(item.c_str(), "none") == 0 || strcasecmp(item.c_str(), "sendrecv") == 0) continue;
-    if (strcasecmp(item.c_str(), "all") == 0) {
-      mask = (1u << static_cast<unsigned>(Coll::kCount)) - 1;
-      continue;
-    }
-    unsigned bit = 0;
-    while (bit < static_cast<unsigned>(Coll::kCount) && strcasecmp(item.c_str(), kCollNames[bit]) != 0) ++bit;
-    CCL_CHECK(bit < static_cast<unsigned>(Coll::kCount), cclInvalidArgument,
-              "CCL_COMPRESS names an unknown collective '" + item + "'");
-    mask |= 1u << bit;
-  }
-  return mask;
-}
-
-Feedback parseFeedback(const std::string& s) {
-  if (strcasecmp(s.c_str(), "none") == 0) return Feedback::kNone;
-  if (strcasecmp(s.c_str(), "ef") == 0 || strcasecmp(s.c_str(), "residual") == 0) return Feedback::kErrorFeedback;
-  if (strcasecmp(s.c_str(), "loco") == 0) return Feedback::kLoco;
-  throw Error(cclInvalidArgument, "CCL_FEEDBACK='" + s + "' is not none, ef or loco");
-}
 
 bool isFloat(ncclDataType_t t) {
   return t == ncclFloat16 || t == ncclFloat32 || t == ncclFloat64 || t == ncclBfloat16 || t == ncclFloat8e4m3 ||
@@ -66,8 +34,9 @@ Policy parsePolicy() {
   const int64_t minBytes = config::getInt("CCL_CODEC_MIN_BYTES");
   CCL_CHECK(minBytes >= 0, cclInvalidArgument, "CCL_CODEC_MIN_BYTES must be >= 0");
   p.minBytes = static_cast<size_t>(minBytes);
-  p.enabled = parseCollectives(config::getString("CCL_COMPRESS"));
-  p.feedback = parseFeedback(config::getString("CCL_FEEDBACK"));
+  // The same parsers as the communicators' policy: one spelling of each variable.
+  p.enabled = api::parseCompressList(config::getString("CCL_COMPRESS"));
+  p.feedback = api::parseFeedbackKind(config::getString("CCL_FEEDBACK"));
   return p;
 }
 
@@ -89,17 +58,16 @@ bool tryCompressed(const CollCall& call, size_t bytes) {
   return runner(call, policy());
 }
 
-const char* collName(Coll c) { return kCollNames[static_cast<unsigned>(c)]; }
-
 std::string describePolicy(const Policy& p) {
   const char* device = gRunner.load() ? "device buffers: the same policy, through the compressed runner"
                                       : "device buffers: uncompressed, through NVIDIA's NCCL";
   if (p.codec == cclCodecNone)
     return "compression off (CCL_CODEC=none): every collective runs uncompressed, as NCCL defines it";
   std::string colls;
-  for (unsigned c = 0; c < static_cast<unsigned>(Coll::kCount); ++c)
-    if (p.enables(static_cast<Coll>(c))) colls += std::string(colls.empty() ? "" : ",") + kCollNames[c];
-  const char* fb = p.feedback == Feedback::kNone ? "none" : p.feedback == Feedback::kErrorFeedback ? "ef" : "loco";
+  for (int c = 0; c < coll::kNumColls; ++c)
+    if (p.enables(static_cast<Coll>(c)))
+      colls += std::string(colls.empty() ? "" : ",") + coll::collInfo(static_cast<Coll>(c)).name;
+  const char* fb = p.feedback == cclFeedbackNone ? "none" : p.feedback == cclFeedbackResidual ? "ef" : "loco";
   const bool shmToo = config::getString("CCL_CODEC_SHM") == "on";
   return std::string("host buffers: codec ") + cclCodecName(p.codec) + " on float " +
          (colls.empty() ? "(none)" : colls) + " of >= " + std::to_string(p.minBytes) + " bytes, feedback " + fb +

@@ -10,13 +10,12 @@
 #include <string>
 
 #include "ccl/ccl.h"
+#include "collectives/collective_info.h"
 #include "nccl/nccl_abi.h"
 
 namespace ccl::nccl {
 
-enum class Coll { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAlltoAll, kGather, kScatter, kCount };
-
-enum class Feedback { kNone, kErrorFeedback, kLoco };
+using coll::Coll;
 
 // One call as the application made it, with the face's communicator.
 struct CollCall {
@@ -35,9 +34,9 @@ struct CollCall {
 struct Policy {
   cclCodec_t codec = cclCodecNone;
   size_t minBytes = 0;
-  unsigned enabled = 0;  // bit per Coll
-  Feedback feedback = Feedback::kNone;
-  bool enables(Coll c) const { return (enabled >> static_cast<unsigned>(c)) & 1u; }
+  unsigned enabled = 0;  // bit per cclOpKind_t, as the api layer's policy
+  cclFeedbackKind_t feedback = cclFeedbackNone;
+  bool enables(Coll c) const { return (enabled >> coll::collInfo(c).op) & 1u; }
 };
 
 // Parses the policy variables; throws Error(cclInvalidArgument) naming a bad value.
@@ -58,9 +57,6 @@ bool wantsCompression(const CollCall& call, size_t bytes);
 // Offers a device-buffer `call` to the compressed runner when the policy wants it; false
 // when it ran nothing.
 bool tryCompressed(const CollCall& call, size_t bytes);
-
-// "allreduce", ... as CCL_COMPRESS spells them.
-const char* collName(Coll c);
 
 // A line describing `p` for the log.
 std::string describePolicy(const Policy& p);

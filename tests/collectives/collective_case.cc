@@ -288,11 +288,38 @@ const char* collName(Coll c) {
   return "?";
 }
 
-bool isReduction(Coll c) { return c == Coll::kAllReduce || c == Coll::kReduce || c == Coll::kReduceScatter; }
-
-bool isRooted(Coll c) {
-  return c == Coll::kBroadcast || c == Coll::kBcast || c == Coll::kReduce || c == Coll::kGather || c == Coll::kScatter;
+ccl::coll::Coll kindOf(Coll c) {
+  using K = ccl::coll::Coll;
+  switch (c) {
+    case Coll::kAllReduce:
+      return K::kAllReduce;
+    case Coll::kBroadcast:
+    case Coll::kBcast:
+      return K::kBroadcast;
+    case Coll::kReduce:
+      return K::kReduce;
+    case Coll::kAllGather:
+      return K::kAllGather;
+    case Coll::kReduceScatter:
+      return K::kReduceScatter;
+    case Coll::kAlltoAll:
+      return K::kAlltoAll;
+    case Coll::kGather:
+      return K::kGather;
+    case Coll::kScatter:
+      return K::kScatter;
+    case Coll::kSendRecvRing:
+    case Coll::kSendRecvAllPairs:
+      break;
+  }
+  return K::kSend;
 }
+
+bool isReduction(Coll c) { return ccl::coll::collInfo(kindOf(c)).reduction; }
+bool isRooted(Coll c) { return ccl::coll::collInfo(kindOf(c)).rooted; }
+
+size_t sendElems(const Case& c) { return shapeOf(c).sendElems; }
+size_t recvElems(const Case& c) { return shapeOf(c).recvElems; }
 
 bool hasInPlace(Coll c) { return c != Coll::kSendRecvRing && c != Coll::kSendRecvAllPairs; }
 bool hasOutOfPlace(Coll c) { return c != Coll::kBcast; }

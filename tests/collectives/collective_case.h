@@ -8,9 +8,13 @@
 #include <vector>
 
 #include "ccl/ccl.h"
+#include "collectives/collective_info.h"
 
 namespace ccltest {
 
+// The call forms the matrix runs: every collective of the library's table
+// (collectives/collective_info.h) plus the forms that table does not tell apart (cclBcast,
+// and two patterns of grouped send/recv).
 enum class Coll {
   kAllReduce,
   kBroadcast,
@@ -39,6 +43,9 @@ struct Case {
 
 const std::vector<Coll>& allColls();
 const char* collName(Coll c);
+// The library's collective behind a form (send/recv patterns: cclOpSend), whose table
+// entry says whether it reduces and is rooted.
+ccl::coll::Coll kindOf(Coll c);
 bool isReduction(Coll c);
 bool isRooted(Coll c);
 // Whether the collective has an in-place form; cclBcast has only that one.
@@ -51,6 +58,11 @@ std::string caseName(const Case& c);
 
 // gtest prints parameters with this (found by argument-dependent lookup).
 void PrintTo(const Case& c, std::ostream* os);
+
+// Elements of one rank's send and receive buffers as the test allocates them (the same on
+// every rank; in place, the larger of the two).
+size_t sendElems(const Case& c);
+size_t recvElems(const Case& c);
 
 // Runs the case on World::get(c.nranks) and records gtest failures for every wrong
 // element, return code or modified input.

@@ -124,3 +124,23 @@ INSTANTIATE_TEST_SUITE_P(Large, CollectiveTest, ::testing::ValuesIn(largeCases()
 
 }  // namespace
 }  // namespace ccltest
+
+namespace ccltest {
+namespace {
+
+// The library's collective table and this test's own buffer shapes are written apart: they
+// must agree for every collective (on the root, whose buffers are all in use).
+TEST(Table, BufferCountsAgreeWithTheTestsShapes) {
+  for (Coll coll : allColls()) {
+    if (coll == Coll::kSendRecvRing || coll == Coll::kSendRecvAllPairs) continue;
+    for (int n : {1, 3, 8}) {
+      const Case c{coll, cclFloat32, cclSum, 7, n, false, RootSel::kFirst};
+      const auto counts = ccl::coll::bufferCounts(kindOf(coll), c.count, size_t(n), true);
+      EXPECT_EQ(counts.send, sendElems(c)) << collName(coll) << " n=" << n;
+      EXPECT_EQ(counts.recv, recvElems(c)) << collName(coll) << " n=" << n;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ccltest

@@ -8,8 +8,7 @@ namespace cclperf {
 
 class AllReduceShape : public PerfCollective {
  public:
-  bool usesOp() const override { return true; }
-  BufferLayout layout(size_t count, int) const override { return {count, count, count, 0, 0}; }
+  AllReduceShape() : PerfCollective(ccl::coll::Coll::kAllReduce) {}
   double algbwBytes(size_t count, size_t type_size, int) const override { return double(count * type_size); }
   double busbwFactor(int n) const override { return 2.0 * (n - 1) / n; }
 

@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "ccl/ccl.h"
+#include "collectives/collective_info.h"
 #include "harness/codec_bound.h"
 #include "harness/data_model.h"
 #include "harness/datatypes.h"
@@ -51,21 +52,31 @@ struct RankInfo {
   int nranks;
 };
 
+// The facts that ccl's table of collectives holds (collectives/collective_info.h: rooted,
+// reduction, buffer extents, in-place form, compressible) come from it; a binary adds how
+// to call, fill and check its collective, and nccl-tests' bandwidth formulas.
 class PerfCollective {
  public:
+  explicit PerfCollective(ccl::coll::Coll kind) : info_(ccl::coll::collInfo(kind)) {}
   virtual ~PerfCollective() = default;
 
-  virtual bool usesOp() const { return false; }
-  virtual bool usesRoot() const { return false; }
+  bool usesOp() const { return info_.reduction; }
+  bool usesRoot() const { return info_.rooted; }
   // nccl-tests does not validate in-place runs of alltoall-like calls it cannot express.
   virtual bool checksInPlace() const { return true; }
-  // How -Z applies; the default: this collective has no compressed (*Ex) call.
-  virtual CompressionShape compression(int nranks) const {
-    (void)nranks;
-    return {};
+  // How -Z applies: the collective's round trips through the codec (cclCodecErrorBound's
+  // `quantizations`, worst algorithm) and feedback stages; unsupported without an *Ex call.
+  CompressionShape compression(int nranks) const {
+    if (!info_.compressible) return {};
+    const int stages = info_.feedback ? (info_.op == cclOpAllReduce ? 2 : 1) : 0;
+    if (info_.op == cclOpAllReduce) return {true, nranks, stages};
+    if (info_.op == cclOpReduceScatter) return {true, nranks > 1 ? nranks - 1 : 1, stages};
+    return {true, 1, stages};
   }
 
-  virtual BufferLayout layout(size_t count, int nranks) const = 0;
+  // nccl-tests' layout for `count` elements in all: collectives with a per-rank block pass
+  // count / nranks; in place, the smaller buffer sits at the rank's block of the larger.
+  BufferLayout layout(size_t count, int nranks) const;
   // algbw = algbwBytes / time; busbw = algbw * busbwFactor.
   virtual double algbwBytes(size_t param_count, size_t type_size, int nranks) const = 0;
   virtual double busbwFactor(int nranks) const = 0;
@@ -78,6 +89,21 @@ class PerfCollective {
   // Writes the expected result (layout().recv_count elements at the result position);
   // returns false when this rank receives nothing to check.
   virtual bool fillExpected(const DataModel& model, RankInfo me, int root, const TypedBuffer& expected) const = 0;
+
+ private:
+  ccl::coll::CollInfo info_;
 };
+
+inline BufferLayout PerfCollective::layout(size_t count, int nranks) const {
+  using ccl::coll::Extent;
+  using ccl::coll::InPlace;
+  const auto n = size_t(nranks);
+  const bool perRank = info_.send == Extent::kPerRank || info_.recv == Extent::kPerRank;
+  const size_t c = perRank ? count / n : count;
+  // Point to point: the binary sends and receives one block, both buffers in use.
+  const auto elems = [&](Extent e) { return e == Extent::kPerRank ? c * n : c; };
+  return {elems(info_.send), elems(info_.recv), c, info_.inPlace == InPlace::kSendInRecv ? c : 0,
+          info_.inPlace == InPlace::kRecvInSend ? c : 0};
+}
 
 }  // namespace cclperf

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The facts of every collective in one table: its name, its cclOpKind_t, whether it is
+// rooted, reduces, is point-to-point or may be carried compressed, how many elements each
+// rank's buffers hold and where the in-place form puts the send buffer. The api layer, the
+// NCCL face, the compression policy, the tests and the perf binaries all read it; it needs
+// nothing but ccl.h, so code outside the library can include it too.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "ccl/ccl.h"
+
+namespace ccl::coll {
+
+// One value per cclOpKind_t, in its order (checked below).
+enum class Coll : uint8_t {
+  kAllReduce,
+  kBroadcast,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+  kAlltoAll,
+  kGather,
+  kScatter,
+  kSend,
+  kRecv,
+};
+inline constexpr int kNumColls = cclNumOpKinds;
+
+// Elements of one rank's buffer for a call with count `count`: none, count, or count per rank.
+enum class Extent : uint8_t { kNone, kCount, kPerRank };
+
+// Where the in-place form of a call puts its buffers.
+enum class InPlace : uint8_t {
+  kNone,        // no in-place form (point to point)
+  kSame,        // sendbuff == recvbuff
+  kSendInRecv,  // sendbuff == recvbuff + rank * count (allgather, gather)
+  kRecvInSend,  // recvbuff == sendbuff + rank * count (reduce-scatter, scatter)
+};
+
+struct CollInfo {
+  const char* name;  // as CCL_COMPRESS spells it: "allreduce", "reducescatter", ...
+  cclOpKind_t op;
+  bool rooted;        // takes a root
+  bool reduction;     // takes an op and reduces
+  bool pointToPoint;  // one peer, matched per pair instead of per communicator
+  bool compressible;  // has a compressed plan and an *Ex call
+  bool feedback;      // its *Ex call takes an error-feedback handle
+  Extent send, recv;  // elements per rank of each buffer
+  bool sendRootOnly;  // the send buffer is read on the root only
+  bool recvRootOnly;  // the receive buffer is written on the root only
+  InPlace inPlace;
+};
+
+constexpr CollInfo collInfo(Coll c) {
+  using E = Extent;
+  using I = InPlace;
+  // clang-format off
+  constexpr CollInfo kTable[kNumColls] = {
+      // name          op                  rooted reduce p2p    compr  fb     send          recv          sRoot  rRoot  in place
+      {"allreduce",     cclOpAllReduce,     false, true,  false, true,  true,  E::kCount,    E::kCount,    false, false, I::kSame},
+      {"broadcast",     cclOpBroadcast,     true,  false, false, true,  false, E::kCount,    E::kCount,    true,  false, I::kSame},
+      {"reduce",        cclOpReduce,        true,  true,  false, false, false, E::kCount,    E::kCount,    false, true,  I::kSame},
+      {"allgather",     cclOpAllGather,     false, false, false, true,  true,  E::kCount,    E::kPerRank,  false, false, I::kSendInRecv},
+      {"reducescatter", cclOpReduceScatter, false, true,  false, true,  true,  E::kPerRank,  E::kCount,    false, false, I::kRecvInSend},
+      {"alltoall",      cclOpAlltoAll,      false, false, false, true,  false, E::kPerRank,  E::kPerRank,  false, false, I::kSame},
+      {"gather",        cclOpGather,        true,  false, false, false, false, E::kCount,    E::kPerRank,  false, true,  I::kSendInRecv},
+      {"scatter",       cclOpScatter,       true,  false, false, false, false, E::kPerRank,  E::kCount,    true,  false, I::kRecvInSend},
+      {"send",          cclOpSend,          false, false, true,  true,  false, E::kCount,    E::kNone,     false, false, I::kNone},
+      {"recv",          cclOpRecv,          false, false, true,  true,  false, E::kNone,     E::kCount,    false, false, I::kNone},
+  };
+  // clang-format on
+  return kTable[static_cast<int>(c)];
+}
+
+constexpr bool kCollTableMatchesOpKinds = [] {
+  for (int c = 0; c < kNumColls; ++c)
+    if (collInfo(static_cast<Coll>(c)).op != c) return false;
+  return true;
+}();
+static_assert(kCollTableMatchesOpKinds, "Coll and the table follow cclOpKind_t");
+
+constexpr Coll collOf(cclOpKind_t op) { return static_cast<Coll>(op); }
+
+// The collective named `name` (as collInfo spells it, any case); false if there is none.
+constexpr bool collFromName(std::string_view name, Coll* out) {
+  for (int c = 0; c < kNumColls; ++c) {
+    const std::string_view want = collInfo(static_cast<Coll>(c)).name;
+    if (want.size() != name.size()) continue;
+    bool same = true;
+    for (size_t i = 0; i < want.size() && same; ++i) {
+      const char ch = name[i] >= 'A' && name[i] <= 'Z' ? static_cast<char>(name[i] - 'A' + 'a') : name[i];
+      same = ch == want[i];
+    }
+    if (same) {
+      *out = static_cast<Coll>(c);
+      return true;
+    }
+  }
+  return false;
+}
+
+constexpr size_t elementsOf(Extent e, size_t count, size_t nranks) {
+  return e == Extent::kNone ? 0 : e == Extent::kCount ? count : count * nranks;
+}
+
+// Elements of the send and receive buffers of a rank (the root or not), as NCCL defines
+// each collective for a call with count `count`.
+struct BufferCounts {
+  size_t send;
+  size_t recv;
+};
+constexpr BufferCounts bufferCounts(Coll c, size_t count, size_t nranks, bool isRoot) {
+  const CollInfo i = collInfo(c);
+  return {i.sendRootOnly && !isRoot ? 0 : elementsOf(i.send, count, nranks),
+          i.recvRootOnly && !isRoot ? 0 : elementsOf(i.recv, count, nranks)};
+}
+
+// Whether send and recv (rank `rank`'s buffers, `blockBytes` = count * element size) sit
+// where the in-place form of the collective puts them. Rooted collectives whose buffers
+// differ in size have an in-place form on the root only.
+inline bool isInPlace(Coll c, const void* send, const void* recv, size_t blockBytes, int rank, bool isRoot) {
+  const auto* s = static_cast<const char*>(send);
+  const auto* d = static_cast<const char*>(recv);
+  if (!s || !d) return false;
+  const CollInfo i = collInfo(c);
+  const bool rootOnly = i.rooted && i.send != i.recv;
+  if (rootOnly && !isRoot) return false;
+  switch (i.inPlace) {
+    case InPlace::kSame:
+      return s == d;
+    case InPlace::kSendInRecv:
+      return s == d + static_cast<size_t>(rank) * blockBytes;
+    case InPlace::kRecvInSend:
+      return d == s + static_cast<size_t>(rank) * blockBytes;
+    case InPlace::kNone:
+      break;
+  }
+  return false;
+}
+
+}  // namespace ccl::coll

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The one parser of CCL_COMPRESS and CCL_FEEDBACK, which the communicators' policy and the
+// NCCL face both use: names as the collective table spells them, in any case.
+#include <gtest/gtest.h>
+
+#include "api/compression.h"
+#include "collectives/collective_info.h"
+#include "common/error.h"
+
+namespace ccl::api {
+namespace {
+
+constexpr uint32_t bit(cclOpKind_t k) { return 1u << k; }
+
+TEST(CompressList, NamesAnyCaseAndAliases) {
+  EXPECT_EQ(parseCompressList(""), 0u);
+  EXPECT_EQ(parseCompressList("none"), 0u);
+  EXPECT_EQ(parseCompressList("allreduce,ReduceScatter,ALLGATHER"),
+            bit(cclOpAllReduce) | bit(cclOpReduceScatter) | bit(cclOpAllGather));
+  EXPECT_EQ(parseCompressList("sendrecv"), bit(cclOpSend) | bit(cclOpRecv));
+  EXPECT_EQ(parseCompressList("broadcast,,alltoall"), bit(cclOpBroadcast) | bit(cclOpAlltoAll));
+  uint32_t compressible = 0;
+  for (int c = 0; c < coll::kNumColls; ++c)
+    if (coll::collInfo(static_cast<coll::Coll>(c)).compressible) compressible |= 1u << c;
+  EXPECT_EQ(parseCompressList("all"), compressible);
+  EXPECT_EQ(parseCompressList("All,none"), compressible);
+}
+
+TEST(CompressList, RefusesUnknownAndUncompressedCollectives) {
+  for (const char* bad : {"allreduc", "reduce", "gather", "scatter", "allreduce,bogus"}) {
+    try {
+      parseCompressList(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), cclInvalidArgument) << bad;
+      EXPECT_NE(std::string(e.what()).find("CCL_COMPRESS"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(FeedbackKind, Names) {
+  EXPECT_EQ(parseFeedbackKind(""), cclFeedbackNone);
+  EXPECT_EQ(parseFeedbackKind("NONE"), cclFeedbackNone);
+  EXPECT_EQ(parseFeedbackKind("ef"), cclFeedbackResidual);
+  EXPECT_EQ(parseFeedbackKind("Residual"), cclFeedbackResidual);
+  EXPECT_EQ(parseFeedbackKind("LoCo"), cclFeedbackLoco);
+  EXPECT_THROW(parseFeedbackKind("loco2"), Error);
+}
+
+TEST(CollectiveTable, FactsAsNcclDefinesThem) {
+  using coll::Coll;
+  EXPECT_EQ(coll::bufferCounts(Coll::kAllGather, 5, 4, false).recv, 20u);
+  EXPECT_EQ(coll::bufferCounts(Coll::kReduceScatter, 5, 4, false).send, 20u);
+  EXPECT_EQ(coll::bufferCounts(Coll::kGather, 5, 4, false).recv, 0u) << "only the root receives";
+  EXPECT_EQ(coll::bufferCounts(Coll::kGather, 5, 4, true).recv, 20u);
+  EXPECT_EQ(coll::bufferCounts(Coll::kScatter, 5, 4, false).send, 0u) << "only the root sends";
+  EXPECT_EQ(coll::bufferCounts(Coll::kBroadcast, 5, 4, false).send, 0u);
+  EXPECT_EQ(coll::bufferCounts(Coll::kReduce, 5, 4, false).recv, 0u);
+  float buf[40];
+  EXPECT_TRUE(coll::isInPlace(Coll::kAllGather, buf + 2 * 5, buf, 5 * sizeof(float), 2, false));
+  EXPECT_FALSE(coll::isInPlace(Coll::kAllGather, buf, buf, 5 * sizeof(float), 2, false));
+  EXPECT_TRUE(coll::isInPlace(Coll::kReduceScatter, buf, buf + 3 * 5, 5 * sizeof(float), 3, false));
+  EXPECT_FALSE(coll::isInPlace(Coll::kGather, buf + 5, buf, 5 * sizeof(float), 1, false)) << "root only";
+  EXPECT_TRUE(coll::isInPlace(Coll::kGather, buf + 5, buf, 5 * sizeof(float), 1, true));
+  EXPECT_TRUE(coll::isInPlace(Coll::kBroadcast, buf, buf, 5 * sizeof(float), 1, false));
+  EXPECT_FALSE(coll::isInPlace(Coll::kSend, buf, buf, 5 * sizeof(float), 0, false));
+  coll::Coll c;
+  EXPECT_TRUE(coll::collFromName("ReduceScatter", &c));
+  EXPECT_EQ(c, Coll::kReduceScatter);
+  EXPECT_FALSE(coll::collFromName("reduce_scatter", &c));
+}
+
+}  // namespace
+}  // namespace ccl::api
