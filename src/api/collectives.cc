@@ -8,18 +8,10 @@
 #include "collectives/algorithms.h"
 #include "common/dtype.h"
 #include "common/log.h"
+#include "common/tags.h"
 
 namespace ccl::api {
 namespace {
-
-// Bits 32..42 of a tag carry the collective's sequence number; bit 43 marks point-to-point.
-constexpr uint64_t kSeqShift = 32;
-constexpr uint64_t kSeqMask = (1u << 11) - 1;
-constexpr uint64_t kP2pBit = uint64_t{1} << 43;
-// Point-to-point messages of one peer pair are numbered in bits 20..42; a compressed
-// message's chunks are numbered below.
-constexpr uint64_t kP2pSeqShift = 20;
-constexpr uint64_t kP2pSeqMask = (uint64_t{1} << 23) - 1;
 
 using coll::Coll;
 using coll::collInfo;
@@ -164,7 +156,7 @@ cclResult_t collective(const Call& c) {
     });
     op.send = c.send;
     op.recv = c.recv;
-    op.tagBase = (comm->collSeq++ & kSeqMask) << kSeqShift;
+    op.tagBase = tags::collectiveBase(comm->collSeq++);
     // The digest costs one small message per call (about 3 us on shared memory at 8 bytes),
     // so the smallest uncompressed calls go without: their one-round exchange reaches every
     // rank, whose size checks already report a different count to all of them.
@@ -209,7 +201,7 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
     });
     op.send = send;
     op.recv = recv;
-    op.tagBase = kP2pBit | ((uint64_t{seq} & kP2pSeqMask) << kP2pSeqShift);
+    op.tagBase = tags::pointToPointBase(seq);
     submit(std::move(op));
   }));
 }

@@ -10,6 +10,7 @@
 #include "api/group.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "common/tags.h"
 #include "transport/ucx/ucx_transport.h"
 
 namespace ccl::api {
@@ -53,6 +54,9 @@ bool codecOnSharedMemory() {
 
 cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfig_t* config) {
   CCL_CHECK(nranks > 0, cclInvalidArgument, "nranks " + std::to_string(nranks) + " must be positive");
+  CCL_CHECK(nranks <= tags::kMaxRanks, cclInvalidArgument,
+            "nranks " + std::to_string(nranks) + " exceeds the " + std::to_string(tags::kMaxRanks) +
+                " ranks a communicator's message tags can number (common/tags.h)");
   CCL_CHECK(rank >= 0 && rank < nranks, cclInvalidArgument,
             "rank " + std::to_string(rank) + " is outside [0, " + std::to_string(nranks) + ")");
   auto comm = std::make_unique<cclComm>();

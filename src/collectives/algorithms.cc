@@ -4,6 +4,7 @@
 
 #include "common/dtype.h"
 #include "common/error.h"
+#include "common/tags.h"
 
 namespace ccl::coll {
 
@@ -60,14 +61,12 @@ Plan emptyPlan(const CollArgs& a) {
 
 Split chunks(size_t count, size_t elemSize, size_t chunkBytes) {
   size_t bytes = count * elemSize;
-  size_t chunk = std::max(chunkBytes, (bytes >> 20) + 1);
+  size_t chunk = std::max<size_t>(chunkBytes, bytes / tags::kChunkLimit + 1);
   size_t n = std::max<size_t>(1, (bytes + chunk - 1) / chunk);
   return Split{count, std::min(n, std::max<size_t>(count, 1))};
 }
 
-uint32_t tag(int phase, int nranks, int step, size_t chunk) {
-  return (static_cast<uint32_t>(phase * nranks + step) << 20) | static_cast<uint32_t>(chunk);
-}
+uint32_t tag(int phase, int nranks, int step, size_t chunk) { return tags::stepTag(phase, nranks, step, chunk); }
 
 }  // namespace detail
 

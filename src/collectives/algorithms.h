@@ -77,9 +77,9 @@ namespace detail {
 inline int mod(int a, int n) { return ((a % n) + n) % n; }
 Plan emptyPlan(const CollArgs& a);
 // Chunks of a piece of `count` elements: at least one, each at most chunkBytes (rounded
-// up so no plan needs more than 2^20 chunks per piece, the width of the chunk tag field).
+// up so no plan needs more chunks per piece than the chunk tag field holds, common/tags.h).
 Split chunks(size_t count, size_t elemSize, size_t chunkBytes);
-// A tag unique within one plan for (phase, step, chunk).
+// A tag unique within one plan for (phase, step, chunk): tags::stepTag.
 uint32_t tag(int phase, int nranks, int step, size_t chunk);
 // Adds an uncompressed ring allreduce of a.count elements of a.dtype held at `data` (the
 // contribution, overwritten with the result), started after `after`. Returns every step

@@ -10,6 +10,7 @@
 #include <span>
 
 #include "collectives/plan.h"
+#include "common/tags.h"
 #include "transport/transport.h"
 
 namespace ccl::coll {
@@ -43,8 +44,8 @@ struct Job {
   uint64_t signature = 0;
 };
 
-// Step tag of the signature exchange; plans' own tags stay below it.
-constexpr uint64_t kSignatureTag = 0xffffffffu;
+// Step tag of the signature exchange; plans' own tags stay below it (common/tags.h).
+constexpr uint64_t kSignatureTag = tags::kSignatureTag;
 
 struct ExecOptions {
   // A job fails with cclSystemError when nothing completes for this long.

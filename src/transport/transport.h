@@ -9,11 +9,13 @@
 #include <cstdint>
 #include <memory>
 
+#include "common/tags.h"
+
 namespace ccl::transport {
 
-// Tags carry at most kTagBits bits; the transport adds the source rank itself.
-constexpr int kTagBits = 44;
-constexpr uint64_t kTagMask = (uint64_t{1} << kTagBits) - 1;
+// Tags carry at most kTagBits bits (common/tags.h); the transport adds the source rank itself.
+constexpr int kTagBits = tags::kCallerBits;
+constexpr uint64_t kTagMask = tags::kCallerMask;
 
 // One posted send or receive. Destroying a request that has not completed cancels it; the
 // destructor returns once the transport no longer writes the request's buffer. (A send

@@ -231,7 +231,9 @@ TEST(ArgumentErrors, InitRankWithBadRankOrSize) {
     int nranks, rank;
     const char* argument;
   };
-  for (Bad b : {Bad{0, 0, "nranks"}, Bad{-3, 0, "nranks"}, Bad{2, 2, "rank"}, Bad{2, -1, "rank"}, Bad{1, 5, "rank"}}) {
+  // 4096 ranks: more than message tags can number (common/tags.h), refused before any connection.
+  for (Bad b : {Bad{0, 0, "nranks"}, Bad{-3, 0, "nranks"}, Bad{4096, 0, "nranks"}, Bad{2, 2, "rank"},
+                Bad{2, -1, "rank"}, Bad{1, 5, "rank"}}) {
     cclComm_t comm = untouched;
     runWithDeadline(
         [&] {

@@ -5,18 +5,16 @@
 
 #include <chrono>
 #include <functional>
-#include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "ccl/ccl.h"
+#include "rank_threads.h"
 
 namespace ccltest {
 
 using RankFn = std::function<void(int rank, cclComm_t comm)>;
-
-// Last-resort deadline of one World::run. The library's own CCL_TIMEOUT (set lower by the
-// test main) should turn a stuck collective into an error first.
-inline constexpr std::chrono::seconds kRunDeadline{90};
 
 class World {
  public:
@@ -38,25 +36,20 @@ class World {
   bool ready() const;
   cclComm_t comm(int rank) const;
 
-  // Runs fn(rank, comm) on every rank thread concurrently and waits. When a rank does not
-  // return within `deadline` the test fails and the process exits: a rank still inside the
-  // library may touch the caller's buffers, so the test cannot safely go on.
+  // Runs fn(rank, comm) on every rank thread concurrently and waits (RankThreads::run). What
+  // a rank throws fails the test; a rank that misses `deadline` fails it and ends the process.
   void run(const RankFn& fn, std::chrono::seconds deadline = kRunDeadline);
 
   // The communicator of `rank` was freed by the test (cclCommAbort, cclCommDestroy).
   void forgetComm(int rank);
 
-  // Shared with the rank threads, which may outlive a World only when the process exits.
-  struct State;
-
  private:
-  std::shared_ptr<State> state_;
+  // Each rank's communicator is made and driven by the same thread of this pool.
+  RankThreads threads_;
+  mutable std::mutex mu_;  // comms_: forgetComm may be called from a rank thread
+  std::vector<cclComm_t> comms_;
   bool tainted_ = false;
 };
-
-// Runs fn on a fresh thread and waits; a missed deadline fails the test and exits the
-// process, for the same reason as World::run.
-void runWithDeadline(const std::function<void()>& fn, const char* what, std::chrono::seconds deadline = kRunDeadline);
 
 // "cclInvalidArgument (4): <last error>" for failure messages.
 std::string describeResult(cclResult_t r, cclComm_t comm = nullptr);

@@ -3,17 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cstring>
-#include <mutex>
 #include <thread>
+
+#include "rank_threads.h"
 
 namespace nccl_test {
 
-void runThreads(int n, const std::function<void(int)>& body) {
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) threads.emplace_back(body, r);
-  for (auto& t : threads) t.join();
-}
+void runThreads(int n, const std::function<void(int)>& body) { ccltest::expectNoneThrew(ccltest::runRanks(n, body)); }
 
 void runRanks(int n, const std::function<void(int, ncclComm_t)>& body, ncclConfig_t* config) {
   ncclUniqueId id;

@@ -15,9 +15,11 @@ namespace nccl_test {
 
 // Runs body(rank, comm) on `n` threads, each a rank of one new communicator made with
 // ncclCommInitRankConfig(config) (NULL: ncclCommInitRank); destroys the communicators after.
+// Threads, deadline and failures as in runThreads.
 void runRanks(int n, const std::function<void(int rank, ncclComm_t comm)>& body, ncclConfig_t* config = nullptr);
 
-// Runs body(rank) on `n` threads and joins them.
+// Runs body(rank) on `n` threads and waits (ccltest::runRanks): what a rank throws fails
+// the test, and a rank stuck past the harness's deadline fails it and ends the process.
 void runThreads(int n, const std::function<void(int rank)>& body);
 
 // Waits, with a deadline, until the non-blocking communicator is ready; returns its state.

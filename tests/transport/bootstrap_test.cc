@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "rank_threads.h"
+#include "transport_test_util.h"
 
 namespace ccl::test {
 namespace {

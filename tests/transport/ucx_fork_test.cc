@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "rank_threads.h"
 #include "transport/ucx/ucx_transport.h"
+#include "transport_test_util.h"
 
 namespace ccl::test {
 namespace {

@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <memory>
 #include <ostream>
 #include <thread>
 #include <vector>
 
-#include "rank_threads.h"
+#include "transport_test_util.h"
 
 namespace ccl::test {
 namespace {
@@ -212,18 +214,42 @@ TEST(Ucx, DestroyedPendingRecvIsCancelled) {
   });
 }
 
-// A large send that nobody receives cannot complete; destroying it must still return (the
-// transport closes the endpoint to release it) so the caller may free the buffer.
+// A large send that nobody receives cannot complete; destroying it must still return soon
+// (the transport abandons it after a short grace, closing its endpoint) so the caller may
+// free the buffer, and it must leave the rest of the transport working: every pair but the
+// abandoned one (whose endpoint may now be closed) still exchanges messages, self included.
 TEST(Ucx, DestroyedPendingSendReturns) {
-  runUcx(2, [](int rank, Bootstrap& bs, Transport& t) {
+  constexpr int n = 3;
+  constexpr uint64_t tag = 6;
+  // Far above the grace plus the bounded endpoint close, far below the runner's deadline.
+  constexpr auto kDestroyBound = std::chrono::seconds(10);
+  runUcx(n, [&](int rank, Bootstrap& bs, Transport& t) {
     if (rank == 0) {
       auto buf = std::make_unique<std::vector<uint8_t>>(size_t{4} << 20, 7);
-      auto s = t.isend(1, 6, buf->data(), buf->size());
+      auto s = t.isend(1, tag, buf->data(), buf->size());
       for (int i = 0; i < 10; ++i) t.progress();
+      const auto start = std::chrono::steady_clock::now();
       s.reset();
+      const auto took = std::chrono::steady_clock::now() - start;
+      EXPECT_LT(took, kDestroyBound) << "destroying a pending send took "
+                                     << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
       buf.reset();
     }
     bs.barrier();
+    auto abandoned = [](int a, int b) { return (a == 0 && b == 1) || (a == 1 && b == 0); };
+    std::vector<std::vector<uint8_t>> in(n, std::vector<uint8_t>(100)), out(n);
+    std::vector<std::unique_ptr<Request>> reqs;
+    for (int p = 0; p < n; ++p) {
+      if (abandoned(rank, p)) continue;
+      reqs.push_back(t.irecv(p, tag + 1, in[p].data(), in[p].size()));
+      out[p] = payload(rank, p, tag + 1, in[p].size());
+      reqs.push_back(t.isend(p, tag + 1, out[p].data(), out[p].size()));
+    }
+    for (auto& r : reqs) waitFor(t, *r);
+    for (int p = 0; p < n; ++p) {
+      if (abandoned(rank, p)) continue;
+      EXPECT_EQ(in[p], payload(p, rank, tag + 1, in[p].size())) << "from " << p;
+    }
   });
 }
 

@@ -48,7 +48,8 @@ class UcxTransport final : public Transport {
 void UcxTransport::checkArgs(int peer, uint64_t tag, const void* buf, size_t bytes) const {
   CCL_CHECK(peer >= 0 && peer < size(), cclInvalidArgument,
             "peer " + std::to_string(peer) + " out of range for " + std::to_string(size()) + " ranks");
-  CCL_CHECK(tag <= kTagMask, cclInvalidArgument, "tag " + std::to_string(tag) + " exceeds 44 bits");
+  CCL_CHECK(tag <= kTagMask, cclInvalidArgument,
+            "tag " + std::to_string(tag) + " exceeds " + std::to_string(kTagBits) + " bits");
   CCL_CHECK(buf || bytes == 0, cclInvalidArgument, "null buffer for a non-empty message");
 }
 

@@ -150,7 +150,7 @@ void Worker::postControlRecv() {
 void Worker::onControl(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* arg) {
   auto* self = static_cast<Worker*>(arg);
   // `info` lives in the request: read it before the request is freed.
-  const int from = status == UCS_OK ? static_cast<int>((info->sender_tag >> 44) & (kMaxRanks - 1)) : -1;
+  const int from = status == UCS_OK ? tags::sourceOf(info->sender_tag) : -1;
   if (self->controlRequest_ == request) self->controlRequest_ = nullptr;
   ucp_request_free(request);
   if (status != UCS_OK || (self->controlBuf_ != kAbortNotice && self->controlBuf_ != kMismatchNotice)) return;

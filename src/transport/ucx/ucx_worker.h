@@ -12,13 +12,16 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/tags.h"
+
 namespace ccl::transport::ucx {
 
-// The UCP tag of a message: the source rank above the caller's 44-bit tag, so a receive
-// names its source. Bit 63 marks the transport's own control messages (abort notices).
-constexpr int kMaxRanks = 1 << 19;
-constexpr ucp_tag_t kControlBit = ucp_tag_t{1} << 63;
-inline ucp_tag_t wireTag(int source, uint64_t tag) { return (static_cast<uint64_t>(source) << 44) | tag; }
+// The UCP tag of a message: the source rank above the caller's tag, so a receive names its
+// source; the control bit marks the transport's own messages (abort notices). common/tags.h
+// lays the bits out.
+constexpr int kMaxRanks = 1 << tags::kSourceBits;
+constexpr ucp_tag_t kControlBit = tags::kControlBit;
+using tags::wireTag;
 
 // Who a rank is, so that peers can tell whether it shares their host (and its processes).
 struct PeerInfo {

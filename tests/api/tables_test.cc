@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The one parser of CCL_COMPRESS and CCL_FEEDBACK, which the communicators' policy and the
-// NCCL face both use: names as the collective table spells them, in any case.
+// The tables the api layer builds on: the one parser of CCL_COMPRESS and CCL_FEEDBACK
+// (used by the communicators' policy and the NCCL face alike), the table of collectives and
+// the tag layout.
 #include <gtest/gtest.h>
 
 #include "api/compression.h"
 #include "collectives/collective_info.h"
 #include "common/error.h"
+#include "common/tags.h"
 
 namespace ccl::api {
 namespace {
@@ -68,6 +70,22 @@ TEST(CollectiveTable, FactsAsNcclDefinesThem) {
   EXPECT_TRUE(coll::collFromName("ReduceScatter", &c));
   EXPECT_EQ(c, Coll::kReduceScatter);
   EXPECT_FALSE(coll::collFromName("reduce_scatter", &c));
+}
+
+TEST(Tags, StepTagsStayBelowTheSignatureAndRefuseWhatDoesNotFit) {
+  const int n = tags::kMaxRanks;
+  EXPECT_LT(tags::stepTag(1, n, n - 1, tags::kChunkLimit - 1), tags::kSignatureTag);
+  EXPECT_THROW(tags::stepTag(1, n + 1, n, 0), Error) << "more ranks than the step field numbers";
+  EXPECT_THROW(tags::stepTag(0, 4, 0, tags::kChunkLimit), Error);
+  EXPECT_THROW(tags::stepTag(tags::kMaxPhases, 4, 0, 0), Error);
+  // Distinct (phase, step, chunk) give distinct tags.
+  EXPECT_NE(tags::stepTag(0, 8, 7, 3), tags::stepTag(1, 8, 0, 3));
+  EXPECT_NE(tags::stepTag(0, 8, 1, 0), tags::stepTag(0, 8, 0, 1));
+  // Collective and point-to-point bases never meet, and neither touches the source field.
+  EXPECT_EQ(tags::collectiveBase(~0u) & tags::kPointToPointBit, 0u);
+  EXPECT_NE(tags::pointToPointBase(0) & tags::kPointToPointBit, 0u);
+  EXPECT_EQ((tags::collectiveBase(~0u) | tags::pointToPointBase(~0u) | tags::kSignatureTag) & ~tags::kCallerMask, 0u);
+  EXPECT_EQ(tags::sourceOf(tags::wireTag(12345, tags::kCallerMask)), 12345);
 }
 
 }  // namespace

@@ -1,38 +1,25 @@
-// Ranks as threads for the transport tests: runs fn(rank) on n threads and collects what
-// each one threw, so a test can check every rank's outcome.
+// Helpers of the transport tests: ranks run as threads through the harness's runner
+// (ccltest::runRanks), and what each rank threw is read back as a cclResult_t.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <exception>
-#include <functional>
-#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/error.h"
+#include "rank_threads.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/transport.h"
 
 namespace ccl::test {
 
-// One entry per rank: null when fn returned normally.
-inline std::vector<std::exception_ptr> runRanks(int n, const std::function<void(int)>& fn) {
-  std::vector<std::exception_ptr> errors(n);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        fn(r);
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  for (auto& t : threads) t.join();
-  return errors;
-}
+// One entry per rank: null when fn returned normally. A rank that misses the deadline fails
+// the test and ends the process.
+using ccltest::runRanks;
 
 // The cclResult_t a rank failed with (cclSuccess if it did not fail), its message in *what.
 inline cclResult_t codeOf(const std::exception_ptr& e, std::string* what = nullptr) {
