@@ -69,6 +69,9 @@ if(CCL_ENABLE_UCX)
   pkg_check_modules(UCX REQUIRED IMPORTED_TARGET ucx)
 endif()
 find_package(Threads REQUIRED)
+# Ranks in separate processes need a transport between processes (UCX); without one, only
+# the in-process transport exists and the tests that start ranks as processes are left out.
+set(CCL_HAVE_PROCESS_TRANSPORT ${CCL_ENABLE_UCX})
 
 message(STATUS "ccl: UCX=${CCL_ENABLE_UCX} CUDA=${CCL_HAVE_CUDA} NCCL=${CCL_HAVE_NCCL} sanitize='${CCL_SANITIZE}'")
 
@@ -78,7 +81,9 @@ function(ccl_layer name)
   add_library(${name} STATIC ${ARGN})
   target_include_directories(${name} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>
                                             $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>)
-  target_compile_definitions(${name} PRIVATE CCL_BUILDING_LIBRARY)
+  # The layer's name for CCL_DEBUG_SUBSYS: ccl_transport -> "transport", ccl_nccl_face -> "nccl".
+  string(REGEX REPLACE "^ccl_([a-z]+).*$" "\\1" _layer ${name})
+  target_compile_definitions(${name} PRIVATE CCL_BUILDING_LIBRARY CCL_LOG_LAYER="${_layer}")
 endfunction()
 
 # Adds every subfolder of the current source folder that has a CMakeLists.txt, so that

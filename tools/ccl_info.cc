@@ -1,9 +1,12 @@
-// ccl-info: version, build options, transports and every CCL_* variable with its help.
+// SPDX-License-Identifier: BSD-3-Clause
+// ccl-info: version, build options, transports, codecs and every CCL_* variable with its help.
 #include <cstdio>
 #include <cstdlib>
 
 #include "ccl/ccl.h"
+#include "codecs/codec_table.h"
 #include "common/config.h"
+#include "transport/factory.h"
 
 int main() {
   int version = 0;
@@ -11,8 +14,11 @@ int main() {
   std::printf("ccl %d.%d.%d (version code %d)\n", version / 10000, (version / 100) % 100, version % 100, version);
   std::printf("build: UCX=%s CUDA=%s NCCL=%s\n", CCL_HAVE_UCX ? "on" : "off", CCL_HAVE_CUDA ? "on" : "off",
               CCL_HAVE_NCCL ? "on" : "off");
-  std::printf("transports: %s\n", CCL_HAVE_UCX ? "ucx (host memory)" : "none");
-  std::printf("\nenvironment variables (current value, default):\n");
+  std::printf("transports (host memory; CCL_TRANSPORT=auto takes the first): %s\n",
+              ccl::transport::availableTransports().c_str());
+  std::printf("codecs (CCL_CODEC, cclCodecFromName):");
+  for (int c = 0; c < cclNumCodecs; ++c) std::printf(" %s", ccl::codec::codecInfo(c).name);
+  std::printf("\n\nenvironment variables (current value, default):\n");
   for (const auto& v : ccl::config::all()) {
     const char* cur = std::getenv(v.name);
     std::printf("  %-22s = %-10s (default %s)\n      %s\n", v.name, cur ? cur : "", v.defaultValue, v.help);

@@ -11,7 +11,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/tags.h"
-#include "transport/ucx/ucx_transport.h"
+#include "transport/factory.h"
 
 namespace ccl::api {
 
@@ -29,7 +29,7 @@ cclConfig_t resolveConfig(const cclConfig_t* user) {
     c.size = sizeof(c);
   }
   if (c.blocking == CCL_CONFIG_UNDEF_INT) c.blocking = 1;
-  if (c.timeoutMs == CCL_CONFIG_UNDEF_INT) c.timeoutMs = static_cast<int>(config::getInt("CCL_TIMEOUT") * 1000);
+  if (c.timeoutMs == CCL_CONFIG_UNDEF_INT) c.timeoutMs = static_cast<int>(config::timeout() * 1000);
   CCL_CHECK(c.timeoutMs > 0, cclInvalidArgument, "the timeout (config->timeoutMs or CCL_TIMEOUT) must be positive");
   CCL_CHECK(c.blocking == 0 || c.blocking == 1, cclInvalidArgument, "config->blocking must be 0 or 1");
   return c;
@@ -45,7 +45,7 @@ bool allPeersOverSharedMemory(const transport::Transport& t) {
 }
 
 bool codecOnSharedMemory() {
-  const std::string mode = config::getString("CCL_CODEC_SHM");
+  const std::string mode = config::codecShm();
   CCL_CHECK(mode == "auto" || mode == "on", cclInvalidArgument, "CCL_CODEC_SHM='" + mode + "' must be auto or on");
   return mode == "on";
 }
@@ -68,16 +68,16 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
   comm->policy = policyFromEnv(comm->config.compression);
   comm->config.compression = nullptr;
   comm->timeout = std::chrono::milliseconds(comm->config.timeoutMs);
-  comm->algo = coll::parseAlgo(config::getString("CCL_ALGO"));
-  comm->chunkBytes = static_cast<size_t>(std::max<int64_t>(config::getInt("CCL_CHUNK_BYTES"), 64));
-  comm->treeMaxBytes = static_cast<size_t>(std::max<int64_t>(config::getInt("CCL_TREE_MAX_BYTES"), 0));
-  comm->directMaxBytes = static_cast<size_t>(std::max<int64_t>(config::getInt("CCL_DIRECT_MAX_BYTES"), 0));
-  comm->yieldWhenIdle = config::getBool("CCL_PROGRESS_YIELD");
+  comm->algo = coll::parseAlgo(config::algo());
+  comm->chunkBytes = static_cast<size_t>(std::max<int64_t>(config::chunkBytes(), 64));
+  comm->treeMaxBytes = static_cast<size_t>(std::max<int64_t>(config::treeMaxBytes(), 0));
+  comm->directMaxBytes = static_cast<size_t>(std::max<int64_t>(config::directMaxBytes(), 0));
+  comm->yieldWhenIdle = config::progressYield();
   comm->sendSeq.assign(nranks, 0);
   comm->recvSeq.assign(nranks, 0);
   log::RankScope scope(rank);
   comm->bootstrap = bootstrap::Bootstrap::connect(id, rank, nranks, comm->timeout);
-  comm->transport = transport::createUcxTransport(*comm->bootstrap);
+  comm->transport = transport::createTransport(config::transport(), *comm->bootstrap);
   comm->defaultCodecOff = allPeersOverSharedMemory(*comm->transport) && !codecOnSharedMemory();
   if (comm->policy.codec.codec != cclCodecNone)
     CCL_INFO(

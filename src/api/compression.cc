@@ -17,18 +17,18 @@ namespace {
 // The codec named by CCL_CODEC with the CCL_CODEC_* parameters, as a caller's struct would give it.
 cclCompression_t compressionFromEnv() {
   cclCompression_t c = CCL_COMPRESSION_INITIALIZER;
-  std::string name = config::getString("CCL_CODEC");
+  std::string name = config::codec();
   CCL_CHECK(cclCodecFromName(name.c_str(), &c.codec) == cclSuccess, cclInvalidArgument,
             "CCL_CODEC='" + name + "' is not a codec name");
-  c.blockSize = static_cast<int>(config::getInt("CCL_CODEC_BLOCK"));
+  c.blockSize = static_cast<int>(config::codecBlock());
   if (c.codec == cclCodecInt8 || c.codec == cclCodecInt4 || c.codec == cclCodecInt2)
-    c.scaleBits = static_cast<int>(config::getInt("CCL_CODEC_SCALE_BITS"));
+    c.scaleBits = static_cast<int>(config::codecScaleBits());
   if (c.codec == cclCodecTopK || c.codec == cclCodecRandK || c.codec == cclCodecThreshold)
-    c.bits = static_cast<int>(config::getInt("CCL_CODEC_VALUE_BITS"));
-  c.keepRatio = config::getDouble("CCL_CODEC_KEEP");
-  c.threshold = static_cast<float>(config::getDouble("CCL_CODEC_THRESHOLD"));
-  c.stochasticRounding = config::getBool("CCL_CODEC_STOCHASTIC") ? 1 : 0;
-  c.seed = static_cast<unsigned long long>(config::getInt("CCL_CODEC_SEED"));
+    c.bits = static_cast<int>(config::codecValueBits());
+  c.keepRatio = config::codecKeep();
+  c.threshold = static_cast<float>(config::codecThreshold());
+  c.stochasticRounding = config::codecStochastic() ? 1 : 0;
+  c.seed = static_cast<unsigned long long>(config::codecSeed());
   return c;
 }
 
@@ -72,11 +72,11 @@ Policy policyFromEnv(const cclCompression_t* codec) {
     cclCompression_t c = compressionFromEnv();
     p.codec = codec::resolveParams(&c);
   }
-  p.minBytes = static_cast<size_t>(std::max<int64_t>(0, config::getInt("CCL_CODEC_MIN_BYTES")));
-  p.enabled = parseCompressList(config::getString("CCL_COMPRESS"));
-  p.autoFeedback = parseFeedbackKind(config::getString("CCL_FEEDBACK"));
-  p.locoBeta = static_cast<float>(config::getDouble("CCL_LOCO_BETA"));
-  p.locoReset = static_cast<int>(config::getInt("CCL_LOCO_RESET"));
+  p.minBytes = static_cast<size_t>(std::max<int64_t>(0, config::codecMinBytes()));
+  p.enabled = parseCompressList(config::compress());
+  p.autoFeedback = parseFeedbackKind(config::feedback());
+  p.locoBeta = static_cast<float>(config::locoBeta());
+  p.locoReset = static_cast<int>(config::locoReset());
   return p;
 }
 

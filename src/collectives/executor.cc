@@ -260,10 +260,19 @@ class JobRun {
       codec_.seed = plan_->codec.seed + job_->callSeed * 0x9e3779b97f4a7c15ull + s.seedSalt;
       lengths_[s.slot] = codec::encode(codec_, at(s.src), s.type, s.count, at(s.dst), s.bytes,
                                        s.withFeedback ? reinterpret_cast<float*>(at(s.src2)) : nullptr);
-    } else if (s.kind == StepKind::kDecode) {
-      codec::decode(at(s.src), lengths_[s.slot], expect(s), at(s.dst), s.type);
     } else {
-      codec::decodeAccumulate(at(s.src), lengths_[s.slot], expect(s), reinterpret_cast<float*>(at(s.dst)));
+      try {
+        if (s.kind == StepKind::kDecode) {
+          codec::decode(at(s.src), lengths_[s.slot], expect(s), at(s.dst), s.type);
+        } else {
+          codec::decodeAccumulate(at(s.src), lengths_[s.slot], expect(s), reinterpret_cast<float*>(at(s.dst)));
+        }
+      } catch (const Error& e) {
+        // A stream this rank refuses came from a peer that called the operation otherwise:
+        // every rank's call fails, as for a message of the wrong size.
+        if (e.code() == cclInvalidUsage) job_->transport->abortMismatch();
+        throw;
+      }
     }
     if (job_->stats)
       job_->stats->codecNs +=

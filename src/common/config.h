@@ -1,7 +1,9 @@
-// The one registry of CCL_* environment variables. Every variable the library reads is
-// declared in config.cc with its default and help text; reading an undeclared name is a
-// programming error and throws. Values are read from the environment at each call so a
-// communicator created later sees the current setting.
+// SPDX-License-Identifier: BSD-3-Clause
+// The one registry of CCL_* environment variables. Every setting the library reads is a row
+// of CCL_SETTINGS below (accessor, type, variable, default, help), and is read through its
+// own typed accessor, config::timeout() for CCL_TIMEOUT and so on: a misspelt setting is a
+// compile error. Values are read from the environment at each call, so a communicator
+// created later sees the current setting; an unset or empty variable takes the default.
 #pragma once
 
 #include <cstdint>
@@ -10,26 +12,54 @@
 
 namespace ccl::config {
 
+// clang-format off
+#define CCL_SETTINGS(X) \
+  X(debug, String, "CCL_DEBUG", "WARN", "Log level on stderr: NONE, WARN, INFO or TRACE.") \
+  X(debugSubsys, String, "CCL_DEBUG_SUBSYS", "ALL", "Layers whose INFO and TRACE lines are logged, comma-separated: COMMON, TRANSPORT, CODECS, COLLECTIVES, API, NCCL or ALL; a leading ^ logs every layer but those. WARN lines are always logged.") \
+  X(timeout, Int, "CCL_TIMEOUT", "300", "Seconds any blocking wait may last before it fails with cclSystemError.") \
+  X(socketIfname, String, "CCL_SOCKET_IFNAME", "", "Network interface for the bootstrap (default: first up non-loopback, else lo).") \
+  X(socketFamily, String, "CCL_SOCKET_FAMILY", "AF_INET", "Address family for the bootstrap: AF_INET or AF_INET6.") \
+  X(transport, String, "CCL_TRANSPORT", "auto", "Transport between ranks on host memory: auto (ucx when built, else local), ucx, or local (every rank a thread of one process).") \
+  X(ucxErrMode, String, "CCL_UCX_ERR_MODE", "auto", "UCX peer-failure handling: auto (peer on other hosts, none on this host so shared memory is used; ccl watches local peers itself), peer, none.") \
+  X(algo, String, "CCL_ALGO", "auto", "Force an algorithm: auto, ring, tree (recursive doubling), direct (one round to every rank), twoshot, sparse.") \
+  X(chunkBytes, Int, "CCL_CHUNK_BYTES", "1M", "Pipeline chunk size of ring, chain and compressed algorithms.") \
+  X(treeMaxBytes, Int, "CCL_TREE_MAX_BYTES", "64K", "Allreduce messages up to this size use recursive doubling (auto mode).") \
+  X(directMaxBytes, Int, "CCL_DIRECT_MAX_BYTES", "1K", "Allreduce messages up to this size go from every rank to every rank in one round (auto mode).") \
+  X(progressYield, Bool, "CCL_PROGRESS_YIELD", "1", "Yield the CPU when a progress loop finds nothing to do (for oversubscribed nodes).") \
+  X(ncclLibrary, String, "CCL_NCCL_LIBRARY", "/usr/local/cuda/lib64/libnccl.so.2", "Real NCCL library the NCCL face forwards device-memory calls to in drop-in mode (loaded with RTLD_LOCAL).") \
+  X(codec, String, "CCL_CODEC", "none", "Default codec of communicators, as cclCodecName spells it (ccl-info lists them), applied to the collectives CCL_COMPRESS enables.") \
+  X(codecMinBytes, Int, "CCL_CODEC_MIN_BYTES", "64K", "Messages smaller than this many bytes are never compressed.") \
+  X(compress, String, "CCL_COMPRESS", "allreduce,reducescatter,allgather", "Comma-separated collectives a communicator's default codec applies to: the compressible ones by name (allreduce, reducescatter, allgather, broadcast, alltoall, send, recv), sendrecv, all or none; any case.") \
+  X(codecShm, String, "CCL_CODEC_SHM", "auto", "auto: a communicator whose peers are all reached through shared memory does not apply its default codec (compression costs more there than it saves; codecs passed to *Ex calls still apply). on: apply it anyway.") \
+  X(feedback, String, "CCL_FEEDBACK", "none", "Error feedback kept per buffer for compressed calls made without a feedback handle: none, ef (residual) or loco.") \
+  X(codecBlock, Int, "CCL_CODEC_BLOCK", "0", "Quantiser block size (elements per scale); 0: the codec's default (128, mxfp8 32).") \
+  X(codecScaleBits, Int, "CCL_CODEC_SCALE_BITS", "32", "Scale width of int codecs: 32 (fp32) or 16 (fp16).") \
+  X(codecValueBits, Int, "CCL_CODEC_VALUE_BITS", "32", "Value width of sparsifiers: 32 (fp32) or 16 (fp16).") \
+  X(codecKeep, Double, "CCL_CODEC_KEEP", "0.01", "Fraction of elements top-k and random-k keep.") \
+  X(codecThreshold, Double, "CCL_CODEC_THRESHOLD", "0", "Threshold sparsifier: keep elements with |x| >= this.") \
+  X(codecStochastic, Bool, "CCL_CODEC_STOCHASTIC", "0", "Quantisers round stochastically (1) or to nearest even (0).") \
+  X(codecSeed, Int, "CCL_CODEC_SEED", "0", "Seed of stochastic rounding and random-k (combined with the call number).") \
+  X(locoBeta, Double, "CCL_LOCO_BETA", "0.5", "LoCo error feedback: weight of the previous error in the moving average.") \
+  X(locoReset, Int, "CCL_LOCO_RESET", "0", "LoCo error feedback: clear the error every this many calls (0: never).")
+// clang-format on
+
 struct Var {
   const char* name;
   const char* defaultValue;
   const char* help;
 };
 
-// Every declared variable, in declaration order.
+// Every setting, in table order (ccl-info prints them).
 const std::vector<Var>& all();
 
-// The variable's value, or its default when unset or empty.
-std::string getString(const char* name);
-
-// The value parsed as an integer; accepts K/M/G suffixes (powers of 1024). Throws
-// Error(cclInvalidArgument) naming the variable when the value does not parse.
-int64_t getInt(const char* name);
-
-// The value parsed as a floating-point number; throws like getInt.
-double getDouble(const char* name);
-
-// True when the value is 1/true/yes/on (case-insensitive).
-bool getBool(const char* name);
+// Integers accept K/M/G suffixes (powers of 1024); booleans are 1/true/yes/on (any case).
+// A value that does not parse throws Error(cclInvalidArgument) naming the variable.
+using String = std::string;
+using Int = int64_t;
+using Double = double;
+using Bool = bool;
+#define CCL_SETTING_ACCESSOR(fn, type, name, def, help) type fn();
+CCL_SETTINGS(CCL_SETTING_ACCESSOR)
+#undef CCL_SETTING_ACCESSOR
 
 }  // namespace ccl::config

@@ -28,15 +28,15 @@ Policy loadAndLog() {
 
 Policy parsePolicy() {
   Policy p;
-  const std::string codec = config::getString("CCL_CODEC");
+  const std::string codec = config::codec();
   CCL_CHECK(cclCodecFromName(codec.c_str(), &p.codec) == cclSuccess, cclInvalidArgument,
             "CCL_CODEC='" + codec + "' is not a codec name");
-  const int64_t minBytes = config::getInt("CCL_CODEC_MIN_BYTES");
+  const int64_t minBytes = config::codecMinBytes();
   CCL_CHECK(minBytes >= 0, cclInvalidArgument, "CCL_CODEC_MIN_BYTES must be >= 0");
   p.minBytes = static_cast<size_t>(minBytes);
   // The same parsers as the communicators' policy: one spelling of each variable.
-  p.enabled = api::parseCompressList(config::getString("CCL_COMPRESS"));
-  p.feedback = api::parseFeedbackKind(config::getString("CCL_FEEDBACK"));
+  p.enabled = api::parseCompressList(config::compress());
+  p.feedback = api::parseFeedbackKind(config::feedback());
   return p;
 }
 
@@ -68,7 +68,7 @@ std::string describePolicy(const Policy& p) {
     if (p.enables(static_cast<Coll>(c)))
       colls += std::string(colls.empty() ? "" : ",") + coll::collInfo(static_cast<Coll>(c)).name;
   const char* fb = p.feedback == cclFeedbackNone ? "none" : p.feedback == cclFeedbackResidual ? "ef" : "loco";
-  const bool shmToo = config::getString("CCL_CODEC_SHM") == "on";
+  const bool shmToo = config::codecShm() == "on";
   return std::string("host buffers: codec ") + cclCodecName(p.codec) + " on float " +
          (colls.empty() ? "(none)" : colls) + " of >= " + std::to_string(p.minBytes) + " bytes, feedback " + fb +
          (shmToo ? ", also between ranks that share memory (CCL_CODEC_SHM=on)"

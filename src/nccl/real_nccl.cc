@@ -35,7 +35,7 @@ std::string objectName(const void* addr) {
 
 Library openByPath() {
   Library lib;
-  const std::string path = config::getString("CCL_NCCL_LIBRARY");
+  const std::string path = config::ncclLibrary();
   void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | kDeepBind);
   if (!h) {
     const char* why = dlerror();

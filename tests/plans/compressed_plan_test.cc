@@ -347,7 +347,7 @@ TEST(CompressedMismatch, DifferentCodecsAreInvalidUsage) {
   const size_t count = 1000;
   auto in = gaussian(2, count, 3);
   std::vector<Vec> out(2, Vec(count));
-  testing::Fabric fabric;
+  auto fabric = transport::makeFabric(2);
   std::vector<std::string> err(2);
   std::vector<std::thread> t;
   for (int r = 0; r < 2; ++r)
@@ -356,11 +356,11 @@ TEST(CompressedMismatch, DifferentCodecsAreInvalidUsage) {
         CollArgs a = args(2, r, count, r == 0 ? cclCodecInt8 : cclCodecInt4, Algo::kTwoShot);
         Plan p = planCompressedAllReduce(a);
         std::vector<std::byte> scratch(p.scratchBytes);
-        testing::LocalTransport tr(fabric, r, 2);
+        auto tr = transport::createLocalTransport(fabric, r);
         Job j;
         j.plan = &p;
         j.buffers = {in[r].data(), out[r].data(), scratch.data(), nullptr};
-        j.transport = &tr;
+        j.transport = tr.get();
         ExecOptions o;
         o.timeout = std::chrono::seconds(2);
         execute(std::span<const Job>(&j, 1), o);

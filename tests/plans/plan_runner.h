@@ -1,5 +1,5 @@
-// Runs one plan per rank, each on its own thread (ccltest::runRanks), over the in-process
-// transport.
+// Runs one plan per rank, each on its own thread (ccltest::runRanks), over the library's
+// in-process transport.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "collectives/executor.h"
-#include "local_transport.h"
 #include "rank_threads.h"
+#include "transport/local/local_transport.h"
 
 namespace ccl::testing {
 
@@ -21,16 +21,16 @@ struct RankBuffers {
 
 inline void runPlans(int n, const std::function<coll::Plan(int)>& build, const std::function<RankBuffers(int)>& buffers,
                      uint64_t callSeed = 0) {
-  Fabric fabric;
+  const auto fabric = transport::makeFabric(n);
   ccltest::expectNoneThrew(ccltest::runRanks(n, [&](int r) {
     coll::Plan plan = build(r);
     std::vector<std::byte> scratch(plan.scratchBytes);
-    LocalTransport t(fabric, r, n);
+    const auto t = transport::createLocalTransport(fabric, r);
     RankBuffers b = buffers(r);
     coll::Job job;
     job.plan = &plan;
     job.buffers = {b.send, b.recv, scratch.data(), b.feedback};
-    job.transport = &t;
+    job.transport = t.get();
     job.callSeed = callSeed;
     coll::ExecOptions opt;
     opt.timeout = std::chrono::seconds(20);

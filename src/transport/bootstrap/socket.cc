@@ -67,7 +67,7 @@ std::string toString(const WireAddr& w) {
 }
 
 static int familyFromConfig() {
-  std::string f = config::getString("CCL_SOCKET_FAMILY");
+  std::string f = config::socketFamily();
   if (f == "AF_INET" || f == "inet" || f == "ipv4" || f == "4") return AF_INET;
   if (f == "AF_INET6" || f == "inet6" || f == "ipv6" || f == "6") return AF_INET6;
   throw Error(cclInvalidArgument, "CCL_SOCKET_FAMILY='" + f + "' must be AF_INET or AF_INET6");
@@ -80,7 +80,7 @@ static bool isLinkLocal(const sockaddr* sa) {
 
 WireAddr pickLocalAddress() {
   const int family = familyFromConfig();
-  const std::string ifname = config::getString("CCL_SOCKET_IFNAME");
+  const std::string ifname = config::socketIfname();
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) throwSystemError("getifaddrs", errno);
   std::unique_ptr<ifaddrs, void (*)(ifaddrs*)> guard(list, freeifaddrs);
@@ -110,7 +110,7 @@ WireAddr pickLocalAddress() {
 
 Deadline deadlineAfter(std::chrono::milliseconds timeout) { return Clock::now() + timeout; }
 
-Deadline defaultDeadline() { return deadlineAfter(std::chrono::seconds(config::getInt("CCL_TIMEOUT"))); }
+Deadline defaultDeadline() { return deadlineAfter(std::chrono::seconds(config::timeout())); }
 
 bool waitFd(int fd, short events, Deadline deadline) {
   for (;;) {

@@ -23,4 +23,8 @@ namespace ccl::transport {
 // a bootstrap barrier so no peer still expects messages from this rank.
 std::unique_ptr<Transport> createUcxTransport(bootstrap::Bootstrap& bs);
 
+// Whether this build has the UCX transport (CCL_ENABLE_UCX). Without it, the function
+// above is ucx_absent.cc's, which throws.
+extern const bool kUcxBuilt;
+
 }  // namespace ccl::transport

@@ -66,7 +66,7 @@ bool processAlive(pid_t pid) {
 // over TCP, UCX's own detection costs nothing, and force-closing a TCP endpoint that has
 // no error handling is undefined behaviour on the peer.
 ucp_err_handling_mode_t errorMode(bool self, bool sameHost) {
-  std::string mode = config::getString("CCL_UCX_ERR_MODE");
+  std::string mode = config::ucxErrMode();
   if (mode == "peer") return UCP_ERR_HANDLING_MODE_PEER;
   if (mode == "none") return UCP_ERR_HANDLING_MODE_NONE;
   CCL_CHECK(mode == "auto", cclInvalidArgument, "CCL_UCX_ERR_MODE='" + mode + "' must be auto, peer or none");

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "transport/factory.h"
+
+#include <strings.h>
+
+#include "common/error.h"
+#include "transport/local/local_transport.h"
+#include "transport/ucx/ucx_transport.h"
+
+namespace ccl::transport {
+namespace {
+
+struct Kind {
+  const char* name;
+  bool built;  // this build has it
+  std::unique_ptr<Transport> (*create)(bootstrap::Bootstrap&);
+};
+
+// In the order "auto" tries them: UCX crosses processes and hosts; the local transport only
+// joins threads of one process.
+const Kind kKinds[] = {
+    {"ucx", kUcxBuilt, createUcxTransport},
+    {"local", true, createLocalTransport},
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> createTransport(const std::string& name, bootstrap::Bootstrap& bs) {
+  const bool any = strcasecmp(name.c_str(), "auto") == 0;
+  for (const Kind& k : kKinds) {
+    if (!any && strcasecmp(name.c_str(), k.name) != 0) continue;
+    if (k.built) return k.create(bs);
+    CCL_CHECK(any, cclInvalidArgument,
+              "CCL_TRANSPORT=" + name + ": this build has no " + k.name + " transport (it has " +
+                  availableTransports() + ")");
+  }
+  throw Error(cclInvalidArgument,
+              "CCL_TRANSPORT='" + name + "' is not a transport (auto, " + availableTransports() + ")");
+}
+
+std::string availableTransports() {
+  std::string out;
+  for (const Kind& k : kKinds)
+    if (k.built) out += std::string(out.empty() ? "" : ", ") + k.name;
+  return out;
+}
+
+}  // namespace ccl::transport

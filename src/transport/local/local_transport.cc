@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "transport/local/local_transport.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/error.h"
+#include "common/log.h"
+
+namespace ccl::transport {
+
+class Fabric {
+ public:
+  explicit Fabric(int size) : boxes_(static_cast<size_t>(size)), departed_(static_cast<size_t>(size)) {}
+
+  int size() const { return static_cast<int>(boxes_.size()); }
+
+  void put(int from, int to, uint64_t tag, const void* buf, size_t bytes) {
+    Inbox& box = boxes_[static_cast<size_t>(to)];
+    const auto* b = static_cast<const char*>(buf);
+    std::lock_guard<std::mutex> g(box.mu);
+    box.queues[{from, tag}].emplace_back(b, b + bytes);
+  }
+
+  // Moves the oldest message from `from` with `tag` into buf; false when there is none.
+  bool take(int from, int to, uint64_t tag, void* buf, size_t capacity, size_t* got) {
+    Inbox& box = boxes_[static_cast<size_t>(to)];
+    std::vector<char> msg;
+    {
+      std::lock_guard<std::mutex> g(box.mu);
+      auto it = box.queues.find({from, tag});
+      if (it == box.queues.end() || it->second.empty()) return false;
+      msg = std::move(it->second.front());
+      it->second.pop_front();
+      if (it->second.empty()) box.queues.erase(it);
+    }
+    CCL_CHECK(msg.size() <= capacity, cclInvalidUsage,
+              "local receive from rank " + std::to_string(from) + ": a message of " + std::to_string(msg.size()) +
+                  " bytes for a receive of " + std::to_string(capacity));
+    if (!msg.empty()) std::memcpy(buf, msg.data(), msg.size());
+    *got = msg.size();
+    return true;
+  }
+
+  // 0: running; otherwise the first abort's kind and rank.
+  enum AbortKind : int { kNone = 0, kAborted = 1, kMismatch = 2 };
+  void abort(int rank, AbortKind kind) {
+    int expected = kNone;
+    if (abortKind_.compare_exchange_strong(expected, kind)) abortedBy_.store(rank);
+  }
+  // Throws the contract's error for a request of `rank` with `peer` once the fabric is
+  // aborted, or (`includeDeparted`) once `peer` has gone.
+  void checkAlive(int rank, int peer, const char* op, bool includeDeparted = true) const {
+    const int kind = abortKind_.load();
+    if (kind == kMismatch)
+      throw Error(cclInvalidUsage, std::string("local ") + op + " rank " + std::to_string(peer) + " stopped: rank " +
+                                       std::to_string(abortedBy_.load()) +
+                                       " found the ranks out of step (mismatched calls) and aborted the communicator");
+    if (kind == kAborted)
+      throw Error(cclRemoteError, std::string("local ") + op + " rank " + std::to_string(peer) + " failed: rank " +
+                                      std::to_string(abortedBy_.load()) + " aborted the communicator");
+    if (includeDeparted && departed(rank, peer))
+      throw Error(cclRemoteError,
+                  std::string("local ") + op + " rank " + std::to_string(peer) + " failed: the peer has left");
+  }
+  // A rank departs after its last send is in its receivers' mailboxes.
+  void depart(int rank) { departed_[static_cast<size_t>(rank)].store(true); }
+  bool departed(int rank, int peer) const { return peer != rank && departed_[static_cast<size_t>(peer)].load(); }
+
+ private:
+  struct Inbox {
+    std::mutex mu;
+    std::map<std::pair<int, uint64_t>, std::deque<std::vector<char>>> queues;
+  };
+  std::vector<Inbox> boxes_;
+  std::vector<std::atomic<bool>> departed_;
+  std::atomic<int> abortKind_{kNone};
+  std::atomic<int> abortedBy_{-1};
+};
+
+namespace {
+
+class LocalTransport final : public Transport {
+ public:
+  LocalTransport(std::shared_ptr<Fabric> fabric, int rank) : fabric_(std::move(fabric)), rank_(rank) {}
+  ~LocalTransport() override { fabric_->depart(rank_); }
+
+  int rank() const override { return rank_; }
+  int size() const override { return fabric_->size(); }
+  const char* name() const override { return "local"; }
+
+  std::unique_ptr<Request> isend(int peer, uint64_t tag, const void* buf, size_t bytes) override {
+    checkArgs(peer, tag, buf, bytes);
+    fabric_->checkAlive(rank_, peer, "send to");
+    fabric_->put(rank_, peer, tag, buf, bytes);
+    return std::make_unique<Sent>();
+  }
+  std::unique_ptr<Request> irecv(int peer, uint64_t tag, void* buf, size_t bytes) override {
+    checkArgs(peer, tag, buf, bytes);
+    return std::make_unique<Received>(*fabric_, rank_, peer, tag, buf, bytes);
+  }
+  // Messages move when they are sent: there is nothing to advance.
+  bool progress() override { return false; }
+  // Every rank shares this process's memory.
+  bool sharedMemoryLink(int) const override { return true; }
+  void abort() override { fabric_->abort(rank_, Fabric::kAborted); }
+  void abortMismatch() override { fabric_->abort(rank_, Fabric::kMismatch); }
+
+ private:
+  // A send has completed once its bytes are in the receiver's mailbox.
+  struct Sent final : Request {
+    bool test() override { return true; }
+    size_t receivedBytes() const override { return 0; }
+  };
+  struct Received final : Request {
+    Received(Fabric& f, int rank, int peer, uint64_t tag, void* buf, size_t capacity)
+        : fabric(f), rank(rank), peer(peer), tag(tag), buf(buf), capacity(capacity) {}
+    bool test() override {
+      if (done) return true;
+      fabric.checkAlive(rank, peer, "receive from", false);
+      // A peer that sent and then left: its message is in the mailbox before it departs,
+      // so one more look after seeing it gone decides.
+      const bool gone = fabric.departed(rank, peer);
+      done = fabric.take(peer, rank, tag, buf, capacity, &got);
+      if (!done && gone) fabric.checkAlive(rank, peer, "receive from");
+      return done;
+    }
+    size_t receivedBytes() const override { return got; }
+    Fabric& fabric;
+    int rank, peer;
+    uint64_t tag;
+    void* buf;
+    size_t capacity;
+    size_t got = 0;
+    bool done = false;
+  };
+
+  void checkArgs(int peer, uint64_t tag, const void* buf, size_t bytes) const {
+    CCL_CHECK(peer >= 0 && peer < size(), cclInvalidArgument,
+              "peer " + std::to_string(peer) + " out of range for " + std::to_string(size()) + " ranks");
+    CCL_CHECK(tag <= kTagMask, cclInvalidArgument,
+              "tag " + std::to_string(tag) + " exceeds " + std::to_string(kTagBits) + " bits");
+    CCL_CHECK(buf || bytes == 0, cclInvalidArgument, "null buffer for a non-empty message");
+  }
+
+  std::shared_ptr<Fabric> fabric_;
+  int rank_;
+};
+
+// Fabrics being joined, by a random key rank 0 broadcasts (never a pointer from a message).
+std::mutex gJoiningMu;
+std::map<uint64_t, std::shared_ptr<Fabric>> gJoining;
+
+}  // namespace
+
+std::shared_ptr<Fabric> makeFabric(int size) { return std::make_shared<Fabric>(size); }
+
+std::unique_ptr<Transport> createLocalTransport(std::shared_ptr<Fabric> fabric, int rank) {
+  CCL_CHECK(fabric && rank >= 0 && rank < fabric->size(), cclInvalidArgument, "local transport: bad rank");
+  return std::make_unique<LocalTransport>(std::move(fabric), rank);
+}
+
+std::unique_ptr<Transport> createLocalTransport(bootstrap::Bootstrap& bs) {
+  struct Offer {
+    int64_t pid;
+    uint64_t key;
+  };
+  Offer offer{static_cast<int64_t>(getpid()), 0};
+  if (bs.rank() == 0) {
+    offer.key = std::random_device{}() | uint64_t{std::random_device{}()} << 32;
+    std::lock_guard<std::mutex> g(gJoiningMu);
+    gJoining[offer.key] = makeFabric(bs.size());
+  }
+  bs.broadcast(&offer, sizeof(offer), 0);
+  // Every rank says whether it found the fabric, so that all fail together or none does.
+  std::shared_ptr<Fabric> fabric;
+  if (offer.pid == static_cast<int64_t>(getpid())) {
+    std::lock_guard<std::mutex> g(gJoiningMu);
+    auto it = gJoining.find(offer.key);
+    if (it != gJoining.end()) fabric = it->second;
+  }
+  std::vector<uint8_t> joined(static_cast<size_t>(bs.size()));
+  joined[static_cast<size_t>(bs.rank())] = fabric ? 1 : 0;
+  bs.allGather(joined.data(), 1);
+  if (bs.rank() == 0) {
+    std::lock_guard<std::mutex> g(gJoiningMu);
+    gJoining.erase(offer.key);
+  }
+  for (int r = 0; r < bs.size(); ++r)
+    CCL_CHECK(
+        joined[static_cast<size_t>(r)], cclInvalidUsage,
+        "CCL_TRANSPORT=local needs every rank in one process; rank " + std::to_string(r) + " is in another (use ucx)");
+  CCL_INFO("local transport ready: rank %d of %d", bs.rank(), bs.size());
+  return createLocalTransport(std::move(fabric), bs.rank());
+}
+
+}  // namespace ccl::transport
