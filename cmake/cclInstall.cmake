@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Install rules and the CMake package, so that find_package(ccl) gives ccl::ccl.
 include(CMakePackageConfigHelpers)
 install(TARGETS ccl EXPORT cclTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target for one codec's decoder (CCL_FUZZ_CODEC, a cclCodec_t value).
 // First byte even: the rest is a stream with this codec's magic, version and codec forced
 // into its header; it is inspected, decoded to fp32/bf16/fp16 and accumulated. A decoder
@@ -5,6 +6,7 @@
 // (ASan). First byte odd: the rest is fp32 input, encoded with this codec and decoded back.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -59,6 +61,12 @@ void roundTrip(const uint8_t* data, size_t size) {
 }
 
 }  // namespace
+
+// Says which decoder this target fuzzes (targets are numbered by cclCodec_t value).
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  std::fprintf(stderr, "fuzz_decode_%d: the %s decoder\n", CCL_FUZZ_CODEC, cclCodecName(kCodec));
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

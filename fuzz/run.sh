@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds the codec fuzz targets with clang (-fsanitize=fuzzer,address,undefined) in their
 # own build folder and runs each for a bounded time. Exits non-zero if any target crashes.
 #   fuzz/run.sh [SECONDS_PER_TARGET=20]
@@ -35,7 +36,7 @@ for target in "$build"/fuzz_decode_*; do
     tail -n 30 "$build/$name.log" >&2
     failed+=("$name")
   else
-    grep -E "stat::number_of_executed_units|Done [0-9]+ runs" "$build/$name.log" | tail -n 2 | sed 's/^/   /'
+    grep -E "the .* decoder|stat::number_of_executed_units|Done [0-9]+ runs" "$build/$name.log" | tail -n 3 | sed 's/^/   /'
   fi
 done
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Side-by-side allreduce comparison on this machine: ccl (4 MPI processes, and 4 thread
 # ranks in one process) against Open MPI's MPI_Allreduce, float sum, uncompressed.
 # Runs are interleaved (ccl, ccl -t, MPI, ccl, ...) and the median of each is reported.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The main job on a fresh machine: install what is missing, build, and run a 4-rank
 # all_reduce_perf sweep (8 B to 64 MiB, results checked) over shared memory.
 set -euo pipefail

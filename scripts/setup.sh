@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs what ccl needs to build, test and benchmark on Debian 12, idempotently: packages
 # already present are not touched, so a second run is quick and needs no network.
 set -euo pipefail

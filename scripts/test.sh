@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Sets up a fresh machine and runs every test: the main build (CUDA kernels compiled when
-# nvcc is present; GPU tests skip without a device), the same suite under ASan+UBSan and
-# under TSan, and the decoder fuzzers for a bounded time. CCL_TEST_QUICK=1 runs only the
+# nvcc is present; GPU tests skip without a device), a build without UCX (in-process
+# transport only), the same suite under ASan+UBSan and under TSan, and the decoder fuzzers
+# for a bounded time. CCL_TEST_QUICK=1 runs only the
 # main build's suite.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,6 +21,13 @@ step "main test suite"
 ctest --test-dir "$root/build" --output-on-failure -j "$jobs" --timeout 900 || status=1
 
 if [ "${CCL_TEST_QUICK:-0}" != 1 ]; then
+  # Without UCX only the in-process transport exists: everything that needs no second
+  # process must still build and pass.
+  step "build without UCX"
+  BUILD_DIR="$root/build-noucx" "$root/scripts/build.sh" -DCCL_ENABLE_UCX=OFF -DCCL_ENABLE_CUDA=OFF -DCCL_BUILD_PERF=OFF
+  step "test suite without UCX"
+  ctest --test-dir "$root/build-noucx" --output-on-failure -j "$jobs" --timeout 900 || status=1
+
   sup="$root/tests/sanitizers"
   for san in address thread; do
     step "$san sanitizer build"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Fails when a source file includes a header of a higher layer (DESIGN.md section 1).
 # Layer order, lowest first: common, transport, codecs, collectives, api, nccl.
 set -u

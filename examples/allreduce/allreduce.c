@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The smallest ccl program: N ranks as threads of one process, each summing a vector with
  * cclAllReduce, then the same with int8 compression (cclAllReduceEx).

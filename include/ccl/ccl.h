@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ccl: collective communication with built-in compression.
  *
@@ -128,7 +129,7 @@ typedef struct cclConfig_v1 {
   }
 
 /* ---- Compression ----
- * A codec turns fp32/bf16/fp16 elements into a self-describing byte stream. Quantisers keep
+ * A codec turns fp32/bf16/fp16 elements into a self-describing byte stream. Quantizers keep
  * every element with a per-block scale; sparsifiers keep a subset of the elements exactly.
  */
 typedef enum CCL_ENUM_TYPE {
@@ -156,12 +157,12 @@ typedef struct cclCompression_v1 {
   unsigned int magic;      /* CCL_COMPRESSION_MAGIC */
   unsigned int version;    /* CCL_VERSION_CODE the caller was built with */
   cclCodec_t codec;        /* default cclCodecNone */
-  int blockSize;           /* quantisers: elements per scale; a multiple of 8 up to 65536; 0: default */
+  int blockSize;           /* quantizers: elements per scale; a multiple of 8 up to 65536; 0: default */
   int bits;                /* int codecs: 0 or the codec's width. Sparsifiers: value bits, 32 (default) or 16 */
   int scaleBits;           /* int codecs: 32 (default, fp32 scales) or 16 (fp16 scales) */
   double keepRatio;        /* topk, randk: fraction of elements kept, in (0, 1]; default 0.01 */
   float threshold;         /* threshold: keep |x| >= threshold; must be >= 0 */
-  int stochasticRounding;  /* quantisers: 1 rounds stochastically (unbiased); 0 (default) to nearest even */
+  int stochasticRounding;  /* quantizers: 1 rounds stochastically (unbiased); 0 (default) to nearest even */
   unsigned long long seed; /* stochastic rounding and randk; same seed, same output bits */
 } cclCompression_t;
 
@@ -186,10 +187,10 @@ CCL_API cclResult_t cclCodecFromName(const char* name, cclCodec_t* codec);
  *             (for a reduction: the largest such sum in the buffer);
  *   quantizations  is how many times the algorithm re-encodes the value: 1 for allgather,
  *             broadcast, all-to-all and send/recv; 2 for two-shot allreduce (ccl's choice
- *             for quantisers; n bounds it for any rank count n); n - 1 for reduce-scatter;
+ *             for quantizers; n bounds it for any rank count n); n - 1 for reduce-scatter;
  *             n for a ring allreduce. Each error-feedback stage adds two.
  * compression NULL (or codec none) gives 0. Sparsifiers give absValue: each contribution
- * arrives exactly (or fp16-rounded) or not at all. Quantisers give, per round trip,
+ * arrives exactly (or fp16-rounded) or not at all. Quantizers give, per round trip,
  * rel*|v| + abs*u with the codec's terms and scale unit u (s = absmax/qmax, 448, 57344, or
  * MX's power of two), composed over the partial results; it includes the codecs' own fp32
  * arithmetic, not the algorithm's fp32 sums or a narrower output type's last rounding.
@@ -331,7 +332,7 @@ CCL_API cclResult_t cclRecv(void* recvbuff, size_t count, cclDataType_t datatype
  * cclCodecNone, its size is below CCL_CODEC_MIN_BYTES, its type is not fp32/bf16/fp16, its
  * op is not sum or avg, or CCL_COMPRESS does not list the collective. Compressed results
  * are identical on every rank and within the codec's documented bound composed over the
- * algorithm (two-shot allreduce: two quantisations; ring: one per hop).
+ * algorithm (two-shot allreduce: two quantizations; ring: one per hop).
  */
 
 /* Error-feedback state of one tensor: what compression lost in one call is added to the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // mpi_allreduce_perf: MPI_Allreduce measured by the same harness, flags and table as
 // all_reduce_perf, so the two compare side by side. Run it under mpirun, one rank per process.
 #include <mpi.h>

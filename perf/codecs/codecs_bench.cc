@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Single-thread codec throughput in GB/s of fp32 input, printed with its ratio to two
 // baselines measured in the same run over fp32 arrays of the same size, all in thread CPU
 // time: the read loop (a sum with enough independent accumulators that it is limited by
@@ -98,7 +99,7 @@ void setRatio(benchmark::State& state, size_t bytes, double seconds, double bits
   state.SetBytesProcessed(static_cast<int64_t>(bytes * state.iterations()));
 }
 
-void BM_Baseline(benchmark::State& state, Baseline b) {
+void benchBaseline(benchmark::State& state, Baseline b) {
   const size_t bytes = state.range(0);
   BaselineArrays a(bytes);
   const double t0 = cpuSeconds();
@@ -108,7 +109,7 @@ void BM_Baseline(benchmark::State& state, Baseline b) {
 
 enum class Op { kEncode, kDecode, kDecodeAccumulate };
 
-void BM_Codec(benchmark::State& state, cclCodec_t codec, Op op) {
+void benchCodec(benchmark::State& state, cclCodec_t codec, Op op) {
   const size_t bytes = state.range(0);
   const size_t n = bytes / 4;
   ccl::codec::Params p = ccl::codec::defaultParams(codec);
@@ -141,8 +142,8 @@ void registerAll() {
     for (size_t bytes : kBytes) b->Arg(static_cast<int64_t>(bytes));
     b->Unit(benchmark::kMicrosecond)->MinTime(0.2);
   };
-  sizes(benchmark::RegisterBenchmark("read", [](benchmark::State& st) { BM_Baseline(st, Baseline::kRead); }));
-  sizes(benchmark::RegisterBenchmark("update", [](benchmark::State& st) { BM_Baseline(st, Baseline::kUpdate); }));
+  sizes(benchmark::RegisterBenchmark("read", [](benchmark::State& st) { benchBaseline(st, Baseline::kRead); }));
+  sizes(benchmark::RegisterBenchmark("update", [](benchmark::State& st) { benchBaseline(st, Baseline::kUpdate); }));
   const std::pair<Op, const char*> ops[] = {
       {Op::kEncode, "encode"}, {Op::kDecode, "decode"}, {Op::kDecodeAccumulate, "decode_acc"}};
   for (int c = 0; c < cclNumCodecs; ++c) {
@@ -150,7 +151,7 @@ void registerAll() {
       const auto codec = static_cast<cclCodec_t>(c);
       const std::string label = std::string(name) + "/" + cclCodecName(codec);
       sizes(benchmark::RegisterBenchmark(label.c_str(),
-                                         [codec, op = op](benchmark::State& st) { BM_Codec(st, codec, op); }));
+                                         [codec, op = op](benchmark::State& st) { benchCodec(st, codec, op); }));
     }
   }
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // all_gather_perf: cclAllGather; every rank receives every rank's block, by rank.
 #include "harness/ccl_backend.h"
 
@@ -8,7 +9,7 @@ using namespace cclperf;
 class AllGatherPerf final : public PerfCollective {
  public:
   AllGatherPerf() : PerfCollective(ccl::coll::Coll::kAllGather) {}
-  double algbwBytes(size_t count, size_t type_size, int n) const override { return double(count * type_size) * n; }
+  double algbwBytes(size_t count, size_t typeSize, int n) const override { return double(count * typeSize) * n; }
   double busbwFactor(int n) const override { return double(n - 1) / n; }
 
   void run(RankComm& comm, const CallArgs& a) const override {

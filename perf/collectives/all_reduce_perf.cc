@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // all_reduce_perf: cclAllReduce, measured and checked as nccl-tests does.
 #include "harness/all_reduce_shape.h"
 #include "harness/ccl_backend.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // alltoall_perf: cclAlltoAll; block j of rank i lands as block i of rank j.
 #include "harness/ccl_backend.h"
 
@@ -8,7 +9,7 @@ using namespace cclperf;
 class AlltoAllPerf final : public PerfCollective {
  public:
   AlltoAllPerf() : PerfCollective(ccl::coll::Coll::kAlltoAll) {}
-  double algbwBytes(size_t count, size_t type_size, int n) const override { return double(count * type_size) * n; }
+  double algbwBytes(size_t count, size_t typeSize, int n) const override { return double(count * typeSize) * n; }
   double busbwFactor(int n) const override { return double(n - 1) / n; }
 
   void run(RankComm& comm, const CallArgs& a) const override {

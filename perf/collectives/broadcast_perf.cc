@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // broadcast_perf: cclBroadcast from the root (-r) to every rank.
 #include "harness/ccl_backend.h"
 
@@ -8,7 +9,7 @@ using namespace cclperf;
 class BroadcastPerf final : public PerfCollective {
  public:
   BroadcastPerf() : PerfCollective(ccl::coll::Coll::kBroadcast) {}
-  double algbwBytes(size_t count, size_t type_size, int) const override { return double(count * type_size); }
+  double algbwBytes(size_t count, size_t typeSize, int) const override { return double(count * typeSize); }
   double busbwFactor(int) const override { return 1.0; }
 
   void run(RankComm& comm, const CallArgs& a) const override {

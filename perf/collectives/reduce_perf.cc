@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // reduce_perf: cclReduce to the root (-r); only the root's result is checked.
 #include "harness/ccl_backend.h"
 
@@ -8,7 +9,7 @@ using namespace cclperf;
 class ReducePerf final : public PerfCollective {
  public:
   ReducePerf() : PerfCollective(ccl::coll::Coll::kReduce) {}
-  double algbwBytes(size_t count, size_t type_size, int) const override { return double(count * type_size); }
+  double algbwBytes(size_t count, size_t typeSize, int) const override { return double(count * typeSize); }
   double busbwFactor(int) const override { return 1.0; }
 
   void run(RankComm& comm, const CallArgs& a) const override {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // scatter_perf: cclScatter of the root's (-r) blocks, block r to rank r.
 #include "harness/ccl_backend.h"
 
@@ -8,7 +9,7 @@ using namespace cclperf;
 class ScatterPerf final : public PerfCollective {
  public:
   ScatterPerf() : PerfCollective(ccl::coll::Coll::kScatter) {}
-  double algbwBytes(size_t count, size_t type_size, int n) const override { return double(count * type_size) * n; }
+  double algbwBytes(size_t count, size_t typeSize, int n) const override { return double(count * typeSize) * n; }
   double busbwFactor(int n) const override { return double(n - 1) / n; }
 
   void run(RankComm& comm, const CallArgs& a) const override {

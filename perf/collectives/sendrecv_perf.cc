@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // sendrecv_perf: each rank sends to rank+1 and receives from rank-1 in one group.
 #include "harness/ccl_backend.h"
 
@@ -10,7 +11,7 @@ class SendRecvPerf final : public PerfCollective {
   SendRecvPerf() : PerfCollective(ccl::coll::Coll::kSend) {}
   // In place, a rank would receive into the buffer it is sending from.
   bool checksInPlace() const override { return false; }
-  double algbwBytes(size_t count, size_t type_size, int) const override { return double(count * type_size); }
+  double algbwBytes(size_t count, size_t typeSize, int) const override { return double(count * typeSize); }
   double busbwFactor(int) const override { return 1.0; }
 
   void run(RankComm& comm, const CallArgs& a) const override {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Shared pieces of the slow-link allreduce benchmarks (ccl, Gloo, MPI): options, the
 // deterministic inputs, the accuracy check against the exact sum, and the result line
 // run.sh parses. Every rank prints its own line; run.sh takes the slowest rank.

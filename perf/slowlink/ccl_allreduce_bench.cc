@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One rank of a ccl fp32 sum allreduce, started on its own (e.g. with `ip netns exec`).
 // Rank 0 creates the unique id and writes it to the -f file; the other ranks wait for it.
 // -v names the codec (none, fp8_e4m3, int8, int4, topk, ...), passed per call to

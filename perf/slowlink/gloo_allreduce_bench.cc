@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One rank of a Gloo fp32 sum allreduce over Gloo's TCP transport, bound to the -a
 // address, meeting the other ranks through a FileStore in the -f directory.
 // -v ring: gloo::AllreduceRing (the whole buffer travels n-1 hops);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One rank of MPI_Allreduce (fp32 sum, out of place) under mpirun; rank and size come from
 // MPI. The transport is whatever mpirun's MCA flags select (run.sh: ob1 + tcp over the veth).
 #include <mpi.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Open MPI launch agent (mpirun --mca plm_rsh_agent) for run.sh: the "host names" in its
 # hostfile are network namespaces the script created, and "ssh host command" becomes
 # "ip netns exec host sh -c command". Refuses any name that is not such a namespace.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Prints run.sh's table from its RESULT lines.
 
 Per run: time = the slowest rank's mean time per call; with several runs (REPEATS) the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Slow-link allreduce comparison: ccl (no codec, fp8, int8, int4, top-k 1 %) against Open
 # MPI's MPI_Allreduce (ob1/tcp) and Gloo's ring allreduces, on the same emulated links.
 #

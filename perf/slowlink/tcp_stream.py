@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Raw TCP stream over one emulated link: the rate tbf actually delivers.
 
   tcp_stream.py recv ADDR PORT            accept one connection, print received Mbit/s

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The exported collectives and point-to-point calls: argument checks, then a plan for this
 // rank, run now or at the end of the open group.
 #include <cstdint>
@@ -157,9 +158,10 @@ cclResult_t collective(const Call& c) {
     op.send = c.send;
     op.recv = c.recv;
     op.tagBase = tags::collectiveBase(comm->collSeq++);
-    // The digest costs one small message per call (about 3 us on shared memory at 8 bytes),
-    // so the smallest uncompressed calls go without: their one-round exchange reaches every
-    // rank, whose size checks already report a different count to all of them.
+    // The digest costs one extra message per call, a visible share of the smallest calls' time
+    // (perf/README.md, 'Call digest'), so the smallest uncompressed calls go without: their
+    // one-round exchange reaches every rank, whose size checks already report a different
+    // count to all of them.
     if (op.compressed || c.count * dataTypeSize(c.dtype) > comm->directMaxBytes)
       op.signature = fnv1a({uint64_t(opKind), c.count, uint64_t(c.dtype), info.reduction ? uint64_t(c.op) : 0,
                             info.rooted ? uint64_t(c.root) : 0, codecDigest(a.codec)}) |

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Communicator lifecycle: init, init-all, split, finalize, destroy, abort and queries.
 #include "api/comm.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The communicator behind cclComm_t, and the guard that turns exceptions into result codes
 // at the C boundary.
 #pragma once

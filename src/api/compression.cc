@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "api/compression.h"
 
 #include <strings.h>
@@ -21,10 +22,8 @@ cclCompression_t compressionFromEnv() {
   CCL_CHECK(cclCodecFromName(name.c_str(), &c.codec) == cclSuccess, cclInvalidArgument,
             "CCL_CODEC='" + name + "' is not a codec name");
   c.blockSize = static_cast<int>(config::codecBlock());
-  if (c.codec == cclCodecInt8 || c.codec == cclCodecInt4 || c.codec == cclCodecInt2)
-    c.scaleBits = static_cast<int>(config::codecScaleBits());
-  if (c.codec == cclCodecTopK || c.codec == cclCodecRandK || c.codec == cclCodecThreshold)
-    c.bits = static_cast<int>(config::codecValueBits());
+  if (codec::codecInfo(c.codec).fp16Scales) c.scaleBits = static_cast<int>(config::codecScaleBits());
+  if (codec::isSparsifier(c.codec)) c.bits = static_cast<int>(config::codecValueBits());
   c.keepRatio = config::codecKeep();
   c.threshold = static_cast<float>(config::codecThreshold());
   c.stochasticRounding = config::codecStochastic() ? 1 : 0;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Compression policy of a communicator, error-feedback handles and per-operation counters.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Version, error strings and the last-error message of each thread.
 #include <string>
 

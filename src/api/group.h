@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Operations and NCCL group semantics: outside a group an operation runs at once; between
 // cclGroupStart and the outermost cclGroupEnd, operations of this thread are queued and then
 // run together, so sends and receives that depend on each other cannot deadlock and one

@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Codec parameters, names, and the dispatch from the codec-independent interface to the
-// quantisers and sparsifiers. Also the exported cclCodecName / cclCodecFromName.
+// quantizers and sparsifiers. Also the exported cclCodecName / cclCodecFromName.
 #include "codecs/codec.h"
 
 #include <strings.h>

@@ -1,10 +1,11 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The codec interface used by the collectives: encode n elements of fp32/bf16/fp16 into a
 // self-describing stream (see wire.h), decode it back, or add it into an fp32 buffer.
 // Everything is deterministic: the same input, parameters and seed give the same bytes.
 //
 // Every codec's error bound is documented once, in codec_table.h; errorBound() applies it.
 // Codec none is bit-exact (fp32 stream; bf16/fp16 inputs widen exactly). Sparsifiers send
-// the kept elements exactly (or fp16-rounded) and drop the rest. A quantiser block holding
+// the kept elements exactly (or fp16-rounded) and drop the rest. A quantizer block holding
 // NaN/Inf, or whose scale falls outside the scale format (absmax below about 1e-38 for fp32
 // scales, outside [6.1e-5, 65504]*qmax for fp16 scales), travels raw: y == x exactly
 // (bf16/fp16 outputs round once).
@@ -22,12 +23,12 @@ namespace ccl::codec {
 // Resolved, validated parameters of one codec (defaults filled in).
 struct Params {
   cclCodec_t codec = cclCodecNone;
-  uint32_t blockSize = 0;   // quantisers
+  uint32_t blockSize = 0;   // quantizers
   bool fp16Scales = false;  // int codecs
   bool fp16Values = false;  // sparsifiers
   double keepRatio = 0.01;  // topk, randk
   float threshold = 0.0f;   // threshold
-  bool stochastic = false;  // quantisers
+  bool stochastic = false;  // quantizers
   uint64_t seed = 0;        // stochastic rounding, randk
 };
 
@@ -69,7 +70,7 @@ void decodeAccumulate(const void* in, size_t inBytes, const Expect& expect, floa
 // Header of a valid stream, for inspection (codec, count); throws like decode.
 Header inspect(const void* in, size_t inBytes);
 
-// The unit of a quantiser's abs error term for a block whose absmax is absMax: its scale
+// The unit of a quantizer's abs error term for a block whose absmax is absMax: its scale
 // (an fp16 scale's round-up included) or its e8m0 power of two. 0 for other codecs.
 double scaleUnit(const Params& p, double absMax);
 

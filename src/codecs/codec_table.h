@@ -14,9 +14,9 @@ namespace ccl::codec {
 
 enum class Family : uint8_t { kNone, kQuantizer, kSparsifier };
 
-// How a quantiser stores a block's scale.
+// How a quantizer stores a block's scale.
 enum class ScaleFormat : uint8_t {
-  kNone,    // not a quantiser
+  kNone,    // not a quantizer
   kLinear,  // s = absmax / scaleDivisor, stored as fp32 (or fp16 rounded up, where allowed)
   kE8m0,    // OCP MX: X = 2^(floor(log2 absmax) - log2 scaleDivisor), at least 2^-127, stored as its exponent
 };
@@ -34,14 +34,14 @@ struct RoundTripBound {
 struct CodecInfo {
   const char* name;  // as cclCodecName prints it and CCL_CODEC takes it
   Family family;
-  uint8_t codeBits;           // quantisers: bits of one element code
-  ScaleFormat scale;          // quantisers
-  bool fp16Scales;            // quantisers: fp16 scales may be asked for (scaleBits 16)
-  uint16_t defaultBlock;      // quantisers: elements per scale when the caller gives 0
-  float scaleDivisor;         // quantisers: largest code magnitude the block's absmax maps to
+  uint8_t codeBits;           // quantizers: bits of one element code
+  ScaleFormat scale;          // quantizers
+  bool fp16Scales;            // quantizers: fp16 scales may be asked for (scaleBits 16)
+  uint16_t defaultBlock;      // quantizers: elements per scale when the caller gives 0
+  float scaleDivisor;         // quantizers: largest code magnitude the block's absmax maps to
   Selection selection;        // sparsifiers
-  RoundTripBound nearest;     // quantisers rounding to nearest even
-  RoundTripBound stochastic;  // quantisers rounding stochastically
+  RoundTripBound nearest;     // quantizers rounding to nearest even
+  RoundTripBound stochastic;  // quantizers rounding stochastically
 };
 
 // Why each bound holds (qmax = 2^(bits-1) - 1; F's mantissa has M bits, its smallest
@@ -90,7 +90,7 @@ CCL_HD constexpr bool isQuantizer(int codec) {
 CCL_HD constexpr bool isSparsifier(int codec) {
   return validCodec(codec) && codecInfo(codec).family == Family::kSparsifier;
 }
-// Bits per element code of a quantiser; 0 for other codecs.
+// Bits per element code of a quantizer; 0 for other codecs.
 CCL_HD constexpr int codeBits(int codec) { return validCodec(codec) ? codecInfo(codec).codeBits : 0; }
 
 static_assert(codecInfo(cclNumCodecs - 1).name != nullptr, "every cclCodec_t value has a row");

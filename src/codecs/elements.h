@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Typed element access for the CPU loops: the codecs take fp32, bf16 and fp16 and work in
 // fp32 inside; these tags let one template serve all three.
 #pragma once

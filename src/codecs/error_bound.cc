@@ -31,7 +31,7 @@ double errorBound(const Params& p, double absValue, double absMax, int quantizat
   const RoundTripBound t = p.stochastic ? c.stochastic : c.nearest;
   const double rel = t.rel + kArithmeticSlack;
   const double abs = t.abs + kArithmeticSlack;
-  // Round trip k quantises a partial result of magnitude at most absValue + e (its exact
+  // Round trip k quantizes a partial result of magnitude at most absValue + e (its exact
   // part is a sum of some of the |inputs|) in a block whose absmax is at most absMax + E.
   double e = 0.0, E = 0.0;
   for (int k = 0; k < quantizations; ++k) {

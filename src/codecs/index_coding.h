@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Index sets of the sparsifiers on the wire: LEB128 gaps (first index, then index - previous
 // - 1, 7 bits per byte, low groups first) or a bitmap of n bits (bit i of byte i/8 set when
 // index i is kept). The encoder picks whichever is smaller.

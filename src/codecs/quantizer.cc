@@ -1,6 +1,7 @@
-// The CPU loops of the block quantisers. Each block is staged as fp32 (the input itself
+// SPDX-License-Identifier: BSD-3-Clause
+// The CPU loops of the block quantizers. Each block is staged as fp32 (the input itself
 // when it is fp32 and no residual is added), scanned for its absmax and non-finite values,
-// then quantised element by element with the shared math of codecs/math/. The loops are
+// then quantized element by element with the shared math of codecs/math/. The loops are
 // written so the compiler vectorises them (one byte of code per element in a stage, packed
 // in a separate loop) and are compiled per instruction set (vector_clones.h). On x86 with
 // AVX2 and F16C, the fp8, int8 and int4 inner loops are quantizer_x86.h's instead.
@@ -158,7 +159,7 @@ CCL_ALWAYS_INLINE ScaledBlock scaleBlock(EncodeState<K, T>& st, size_t off, uint
   return {v, m >= 0x7f800000u ? BlockScale{true, 0, 0, 0} : K::chooseScale(fp::bitsFloat(m), st.p.fp16Scales)};
 }
 
-// The prefix of a block that quantizer_x86.h quantised into dst (none when it does not apply).
+// The prefix of a block that quantizer_x86.h quantized into dst (none when it does not apply).
 template <class K, bool kStochastic>
 CCL_ALWAYS_INLINE uint32_t quantizeX86(bool enabled, const float* v, uint32_t len, float inv, uint8_t* dst) {
   if constexpr (x86::kCovers<K> && !kStochastic) {
@@ -220,7 +221,7 @@ CCL_ALWAYS_INLINE void encodeBlock(EncodeState<K, T>& st, uint64_t b, uint32_t b
 
 // Blocks are scaled a group at a time, then written: a block's scale is a chain of
 // dependent steps (absmax, its horizontal maximum, one or two divisions) that the CPU
-// cannot start while the previous block's quantising loop fills its instruction window,
+// cannot start while the previous block's quantizing loop fills its instruction window,
 // but the scales of a group are independent and overlap one another.
 constexpr uint32_t kGroupBytes = 4096;
 constexpr uint32_t kMaxGroup = 16;
@@ -241,9 +242,10 @@ CCL_VECTOR_CLONES void encodeStream(EncodeState<K, T>& st) {
   ScaledBlock sb[kMaxGroup];
   for (uint64_t b0 = 0; b0 < full; b0 += group) {
     const uint32_t k = static_cast<uint32_t>(std::min<uint64_t>(group, full - b0));
-    // The input is left to the hardware prefetchers: without software prefetches of the next
-    // group, 64 MiB encode measured 10-35 % faster on a Zen 4 machine, and about 10 % slower
-    // (within that machine's noise) on a Zen 3 one (perf/codecs/README.md).
+    // The input is left to the hardware prefetchers, which follow it: software prefetches of
+    // the next group slowed large encodes on one CPU and helped another only within its noise
+    // (perf/codecs/README.md, 'fp8 rounded in fp32, and encode without read prefetch, measured
+    // side by side' and 'The same two comparisons on a Zen 3 (AVX2) machine').
     for (uint32_t j = 0; j < k; ++j) sb[j] = scaleBlock(st, (b0 + j) * bs, bs, j);
     for (uint32_t j = 0; j < k; ++j) encodeBlock<K, T, kStochastic>(st, b0 + j, bs, bs, sb[j], key);
   }
@@ -332,7 +334,7 @@ CCL_ALWAYS_INLINE bool blockView(const Header& h, const uint8_t* in, const Geome
   return true;
 }
 
-// Dequantises every non-raw block of a validated stream straight into op's output:
+// Dequantizes every non-raw block of a validated stream straight into op's output:
 // op.dequantize<K>(offset, codes, scale, len) gets each block's codes one per byte (the
 // stream's own bytes for 8-bit codes), so no value goes through a stage.
 template <class K, class Op>
@@ -366,7 +368,7 @@ CCL_X86_TARGET void decodeBlocksX86(const Header& h, const uint8_t* in, const Ge
   }
 }
 
-// Runs op over every block of a validated stream: dequantize for the quantised blocks,
+// Runs op over every block of a validated stream: dequantize for the quantized blocks,
 // op(offset, values, len) for the raw ones.
 template <class K, class Op>
 void forEachBlock(const Header& h, const uint8_t* in, Op op) {

@@ -1,4 +1,5 @@
-// Block quantisers (fp8, mxfp8, int8/4/2) on the CPU. Called through codec.h.
+// SPDX-License-Identifier: BSD-3-Clause
+// Block quantizers (fp8, mxfp8, int8/4/2) on the CPU. Called through codec.h.
 #pragma once
 
 #include <cstddef>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The per-codec parts of the block quantisers, for the CPU loops and the CUDA kernels alike:
-// how a block's scale is chosen, stored and read back, and how one element is quantised and
-// dequantised. The math itself lives in codecs/math/; these structs bind it to the wire
-// layout and to the codec's row of codec_table.h. Adding a quantiser means one kind here
+// The per-codec parts of the block quantizers, for the CPU loops and the CUDA kernels alike:
+// how a block's scale is chosen, stored and read back, and how one element is quantized and
+// dequantized. The math itself lives in codecs/math/; these structs bind it to the wire
+// layout and to the codec's row of codec_table.h. Adding a quantizer means one kind here
 // and one line in withQuantizerKind.
 #pragma once
 
@@ -16,8 +16,8 @@
 
 namespace ccl::codec {
 
-// A block's scale as the encoder uses it: multiply by `inv` to quantise, by `scale` to
-// dequantise. `raw` sends the block raw instead.
+// A block's scale as the encoder uses it: multiply by `inv` to quantize, by `scale` to
+// dequantize. `raw` sends the block raw instead.
 struct BlockScale {
   bool raw = false;
   float inv = 0.0f;
@@ -159,7 +159,7 @@ struct MxKind {
   CCL_HD static float dequant(uint32_t code, float s) { return math::fp8DecodeFinite<fp::E4M3>(code) * s; }
 };
 
-// Calls fn(Kind{}) for a quantiser codec (on the host: the CPU loops and the kernel
+// Calls fn(Kind{}) for a quantizer codec (on the host: the CPU loops and the kernel
 // launches both dispatch here); throws for any other.
 template <class Fn>
 decltype(auto) withQuantizerKind(int codec, Fn&& fn) {
@@ -177,7 +177,7 @@ decltype(auto) withQuantizerKind(int codec, Fn&& fn) {
     case cclCodecInt2:
       return fn(IntKind<2>{});
     default:
-      throw Error(cclInternalError, "not a quantiser codec");
+      throw Error(cclInternalError, "not a quantizer codec");
   }
 }
 

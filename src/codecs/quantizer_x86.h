@@ -1,4 +1,5 @@
-// Inner loops of the block quantisers for x86 CPUs with AVX2 and F16C, used when the CPU has
+// SPDX-License-Identifier: BSD-3-Clause
+// Inner loops of the block quantizers for x86 CPUs with AVX2 and F16C, used when the CPU has
 // them. GCC vectorises the portable loops of quantizer.cc, but into more instructions than
 // these: it rounds fp8 in integer steps that one fp32 addition does here, decodes fp8
 // without the vector fp16 conversion used here, and clamps, masks and packs integer codes in
@@ -43,7 +44,7 @@ CCL_X86_TARGET __attribute__((always_inline)) inline void put(float* o, __m256 v
   _mm256_storeu_ps(o, v);
 }
 
-// Dequantises the first elements of a block with scale s into o (stored or added); returns
+// Dequantizes the first elements of a block with scale s into o (stored or added); returns
 // how many. codes is the block's packed codes.
 //
 // fp8: a code is an fp16 value once its bits are moved into place. e5m2 is the top byte of
@@ -209,7 +210,7 @@ CCL_X86_TARGET inline uint32_t quantizeInt(const float* v, uint32_t len, float i
   return n;
 }
 
-// Quantises the first elements of a block (round-to-nearest) into dst as the stream stores
+// Quantizes the first elements of a block (round-to-nearest) into dst as the stream stores
 // them; returns how many (a multiple of 16 elements, so whole bytes for int4).
 template <class K>
 inline uint32_t quantize(const float* v, uint32_t len, float inv, uint8_t* dst) {

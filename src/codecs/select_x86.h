@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The compaction loops of top-k and threshold selection on x86 CPUs with AVX2 (the candidate
 // pass over the input, and the narrowing of the candidates' keys in each radix round): eight
 // keys are compared at once, and what passes is packed to the front of a vector by a

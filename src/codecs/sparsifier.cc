@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Sparsifiers: choose the kept indices (exact top-k, seeded strata, or a threshold), then
 // write their values (fp32 or fp16) and, except for randk whose indices follow from the
 // seed, the index set in the smaller of its two encodings.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Sparsifiers (topk, randk, threshold) on the CPU. Called through codec.h.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Exact top-k selection by |x| without sorting: a strided sample estimates a threshold that
 // a little more than k elements pass, one pass collects those candidates in index order,
 // and a radix select over the candidates finds the exact k-th key.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Run-time choice of instruction set for the hot CPU loops: with GCC on x86-64, a function
 // marked CCL_VECTOR_CLONES is compiled for the baseline, AVX2 (x86-64-v3) and AVX-512
 // (x86-64-v4), and the loader picks the best the CPU has. The loops are plain C++ that the

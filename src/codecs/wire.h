@@ -3,7 +3,7 @@
 // sections, each starting on a 16-byte boundary.
 //
 //   none        fp32 values
-//   quantisers  scales[nblocks] | codes (packed) | raw blocks[aux]: {u32 block, u32 0, fp32 x[blockSize]}
+//   quantizers  scales[nblocks] | codes (packed) | raw blocks[aux]: {u32 block, u32 0, fp32 x[blockSize]}
 //               (a partial last block is zero-padded in its raw entry)
 //   topk, threshold  values[aux] (fp32 or fp16) | indices (indexBytes: LEB128 gaps or bitmap)
 //   randk       u64 seed | values[aux]  (positions are regenerated from the seed)
@@ -49,18 +49,18 @@ struct Header {
   uint8_t codec = 0;
   uint8_t flags = 0;
   uint8_t reserved = 0;
-  uint32_t blockSize = 0;   // quantisers; 0 otherwise
+  uint32_t blockSize = 0;   // quantizers; 0 otherwise
   uint32_t indexBytes = 0;  // topk/threshold: bytes of the index section
   uint64_t count = 0;       // elements encoded
-  uint64_t aux = 0;         // quantisers: raw blocks; sparsifiers: kept elements
+  uint64_t aux = 0;         // quantizers: raw blocks; sparsifiers: kept elements
 };
 static_assert(sizeof(Header) == kHeaderBytes);
 
 // Byte offsets of a stream's sections, derived from its header alone.
 struct Layout {
-  size_t scales = 0;  // quantisers
-  size_t codes = 0;   // quantisers (element codes); sparsifiers: values
-  size_t raw = 0;     // quantisers: raw section; sparsifiers: index section
+  size_t scales = 0;  // quantizers
+  size_t codes = 0;   // quantizers (element codes); sparsifiers: values
+  size_t raw = 0;     // quantizers: raw section; sparsifiers: index section
   size_t total = 0;   // bytes of the whole stream
 };
 
@@ -70,7 +70,7 @@ CCL_HD constexpr uint64_t rawEntryBytes(uint32_t blockSize) { return 8 + uint64_
 
 CCL_HD constexpr uint64_t blocksOf(uint64_t count, uint32_t blockSize) { return (count + blockSize - 1) / blockSize; }
 
-// Bytes of one stored block scale of a quantiser.
+// Bytes of one stored block scale of a quantizer.
 CCL_HD constexpr uint64_t scaleBytes(int codec, uint8_t flags) {
   return codecInfo(codec).scale == ScaleFormat::kE8m0 ? 1 : (flags & kFlagFp16Scales) ? 2 : 4;
 }
@@ -117,7 +117,7 @@ CCL_HD constexpr const char* headerProblem(const Header& h, uint64_t inBytes) {
   if (c.family == Family::kQuantizer) {
     if (h.blockSize == 0 || h.blockSize % 8 != 0 || h.blockSize > kMaxBlockSize) return "bad block size";
     if (h.aux > blocksOf(h.count, h.blockSize)) return "more raw blocks than blocks";
-    if (h.indexBytes != 0) return "index bytes set for a quantiser";
+    if (h.indexBytes != 0) return "index bytes set for a quantizer";
   } else if (c.family == Family::kSparsifier) {
     if (h.blockSize != 0) return "block size set for a sparsifier";
     if (h.count > kMaxSparseCount) return "sparse stream over 2^32 elements";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Run-time dispatch to the hand-written x86 loops of the codecs (quantizer_x86.h,
 // select_x86.h): they are compiled for AVX2, F16C and POPCNT whatever the build's target, and
 // called only when CPUID reports all three. Every such loop has a portable twin that the tests

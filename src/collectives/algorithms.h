@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Plan builders for every collective on uncompressed data. Each takes the caller's view of
 // the call (counts as NCCL defines them) and returns this rank's plan.
 #pragma once

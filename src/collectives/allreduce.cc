@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Allreduce: recursive doubling for latency-bound sizes, the ring otherwise.
 #include "collectives/algorithms.h"
 #include "common/dtype.h"

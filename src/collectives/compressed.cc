@@ -1,11 +1,12 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Compressed plans. Data crosses the wire only as codec streams; sums are kept in fp32.
 //
 //   two-shot allreduce  every rank encodes shard k of its input once and sends it to rank k,
 //                       which adds the n-1 streams to its own (exact) shard in fp32; each
 //                       owner then encodes its sum once and sends it to everyone. Two
-//                       quantisations whatever the rank count.
+//                       quantizations whatever the rank count.
 //   ring allreduce      the partial sum is decoded, added and re-encoded at every hop
-//                       (n quantisations); the sums then go round the ring untouched.
+//                       (n quantizations); the sums then go round the ring untouched.
 //   sparse allreduce    each rank's sparse stream goes to every rank; every rank adds the n
 //                       streams in rank order, so all get the same bits.
 //   random-k ring       random-k draws the same positions on every rank, so the kept values
@@ -14,7 +15,7 @@
 //                       k-sparse and each rank sends 2(n-1)/n * 4k bytes instead of (n-1) streams.
 //   allgather, broadcast, all-to-all, send/recv: encode once, forward bytes, decode at the end.
 // Every rank, the sender included, takes the decoded values, so all ranks agree exactly.
-// Quantised data moves in chunks aligned to the codec block, so encoding one chunk
+// Quantized data moves in chunks aligned to the codec block, so encoding one chunk
 // overlaps the transfer of the previous one.
 #include <algorithm>
 #include <tuple>
@@ -39,7 +40,7 @@ struct Pieces {
   size_t size(size_t j) const { return std::min(per, count - std::min(count, j * per)); }
 };
 
-// Sparsifiers select over the whole piece (top-k is exact per message); quantisers are cut
+// Sparsifiers select over the whole piece (top-k is exact per message); quantizers are cut
 // into chunks of whole blocks.
 Pieces pieces(const CollArgs& a, size_t count) {
   if (!codec::isQuantizer(a.codec.codec)) return {count, std::max<size_t>(count, 1)};

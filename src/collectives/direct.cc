@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // All-to-all, gather and scatter: every message goes directly between its two ranks, all
 // posted at once.
 #include "collectives/algorithms.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The host executor: runs plans on host memory over a transport. Sends and receives are
 // posted as soon as the steps they wait for are done, so with a chunked plan the transfer
 // of one chunk overlaps the reduction of the previous one. Several jobs (one per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A plan is one rank's share of a collective: a list of steps over byte ranges of three
 // buffers (the caller's send and receive buffers and a scratch area), each step waiting
 // for the steps it depends on. Plans are built from sizes alone, so the same plan can be

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Element-wise reductions on host memory for every cclDataType_t and cclRedOp_t. 16-bit and
 // fp8 types are widened to fp32, combined, and rounded back once per call.
 #pragma once

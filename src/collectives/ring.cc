@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Ring reduce-scatter and allgather, and allreduce as the two back to back. Segment k of
 // the data ends up reduced on rank k; every segment is cut into chunks that travel the
 // ring independently, so one chunk's reduction overlaps the next chunk's transfer.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Broadcast and reduce. Small messages go straight between the root and every rank in one
 // round; large ones are pipelined in chunks along a chain that starts (broadcast) or ends
 // (reduce) at the root, which keeps every link busy with one copy of the data.

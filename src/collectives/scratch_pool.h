@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Scratch memory of a communicator, kept between calls: allocating and faulting in tens of
 // megabytes per call would cost as much as moving them over shared memory.
 #pragma once

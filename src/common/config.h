@@ -32,12 +32,12 @@ namespace ccl::config {
   X(compress, String, "CCL_COMPRESS", "allreduce,reducescatter,allgather", "Comma-separated collectives a communicator's default codec applies to: the compressible ones by name (allreduce, reducescatter, allgather, broadcast, alltoall, send, recv), sendrecv, all or none; any case.") \
   X(codecShm, String, "CCL_CODEC_SHM", "auto", "auto: a communicator whose peers are all reached through shared memory does not apply its default codec (compression costs more there than it saves; codecs passed to *Ex calls still apply). on: apply it anyway.") \
   X(feedback, String, "CCL_FEEDBACK", "none", "Error feedback kept per buffer for compressed calls made without a feedback handle: none, ef (residual) or loco.") \
-  X(codecBlock, Int, "CCL_CODEC_BLOCK", "0", "Quantiser block size (elements per scale); 0: the codec's default (128, mxfp8 32).") \
+  X(codecBlock, Int, "CCL_CODEC_BLOCK", "0", "Quantizer block size (elements per scale); 0: the codec's default (128, mxfp8 32).") \
   X(codecScaleBits, Int, "CCL_CODEC_SCALE_BITS", "32", "Scale width of int codecs: 32 (fp32) or 16 (fp16).") \
   X(codecValueBits, Int, "CCL_CODEC_VALUE_BITS", "32", "Value width of sparsifiers: 32 (fp32) or 16 (fp16).") \
   X(codecKeep, Double, "CCL_CODEC_KEEP", "0.01", "Fraction of elements top-k and random-k keep.") \
   X(codecThreshold, Double, "CCL_CODEC_THRESHOLD", "0", "Threshold sparsifier: keep elements with |x| >= this.") \
-  X(codecStochastic, Bool, "CCL_CODEC_STOCHASTIC", "0", "Quantisers round stochastically (1) or to nearest even (0).") \
+  X(codecStochastic, Bool, "CCL_CODEC_STOCHASTIC", "0", "Quantizers round stochastically (1) or to nearest even (0).") \
   X(codecSeed, Int, "CCL_CODEC_SEED", "0", "Seed of stochastic rounding and random-k (combined with the call number).") \
   X(locoBeta, Double, "CCL_LOCO_BETA", "0.5", "LoCo error feedback: weight of the previous error in the moving average.") \
   X(locoReset, Int, "CCL_LOCO_RESET", "0", "LoCo error feedback: clear the error every this many calls (0: never).")

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The data-type table: element sizes, names and classes of cclDataType_t.
 #pragma once
 

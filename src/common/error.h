@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Errors inside the library: an exception that carries a cclResult_t. Exported functions
 // catch it at the C boundary (src/api) and turn it into a result code plus a message.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Scalar conversions between fp32 and the narrow float formats (fp16, bf16, fp8 e4m3/e5m2),
 // written once for host and device. Rounding is to nearest, ties to even, as the CUDA
 // toolkit's conversions do; callers choose between saturation to the largest finite value

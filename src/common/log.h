@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Logging to stderr, controlled by CCL_DEBUG (NONE, WARN, INFO, TRACE) and, for INFO and
 // TRACE, by CCL_DEBUG_SUBSYS (which layers). Each line is
 // prefixed "host:pid:rank [level]". The rank is the one set by the innermost RankScope of

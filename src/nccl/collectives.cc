@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Collectives and point-to-point calls of the NCCL face. Host buffers go to ccl, whose
 // communicator compresses what its policy (CCL_CODEC, ...) selects; device buffers go to the
 // compressed runner when one is installed and the policy selects them, else to the real

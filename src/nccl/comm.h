@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The communicator handed to NCCL callers: a ccl communicator for host buffers and, when a
 // CUDA device and NVIDIA's NCCL are present, a real NCCL communicator for device buffers.
 // Creation runs on a thread of its own so that non-blocking configs and inits inside a group

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "nccl/config_compat.h"
 
 #include <algorithm>

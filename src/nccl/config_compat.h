@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // ncclConfig_t as callers built against any NCCL since 2.14 pass it: only `size` bytes are
 // read, fields beyond them take NCCL's defaults, so older and smaller layouts keep working.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "nccl/cuda_probe.h"
 
 #include <cuda_runtime_api.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The CUDA runtime, loaded at run time so the library has no link-time dependency on it.
 // Without CUDA (or without a device) every pointer is host memory.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The host functions of NCCL's device API (nccl_device/*.h). Device communicators, barriers
 // and all-to-all slots only exist on the real NCCL communicator; without one these calls
 // return ncclInvalidUsage. Team queries describe a host communicator as one rank per

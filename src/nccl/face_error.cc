@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "nccl/face_error.h"
 
 #include "common/log.h"

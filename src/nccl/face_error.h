@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Errors at the NCCL boundary: every exported function runs its body through faceGuard,
 // which maps exceptions to an ncclResult_t and records a message for ncclGetLastError.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // NCCL group semantics on top of ccl's: ncclGroupStart/End open and close a ccl group (host
 // operations run together at the outermost end), a real NCCL group is opened on first use
 // for device operations, communicators created inside the group are awaited at its end,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Communicator lifecycle of the NCCL face: ids, init (blocking, non-blocking, inside a
 // group), split, shrink, finalize, destroy, abort, revoke and queries.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Device memory allocation and buffer/window registration. ncclMemAlloc/Free always belong
 // to the real NCCL (they allocate device memory). Registration is an optimisation hint: host
 // buffers get a handle of ccl's own (ccl needs no registration), device buffers are also

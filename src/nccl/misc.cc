@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Version, error strings, the last error, and debug re-initialisation.
 #include "common/error.h"
 #include "nccl/face_error.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // NVIDIA's nccl.h (and the host part of its device API) with every declaration exported, so
 // that the definitions in this folder carry NCCL's exact signatures. CUDA headers are used
 // for types only; nothing here links against CUDA.

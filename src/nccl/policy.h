@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The compression policy as the NCCL face sees it, from the environment (CCL_CODEC,
 // CCL_CODEC_MIN_BYTES, CCL_COMPRESS, CCL_FEEDBACK). Host buffers are compressed by ccl's own
 // communicator policy, which reads the same variables; the face only reports it. Device

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // ncclRedOpCreatePreMulSum ops: each communicator keeps a table of the ops created on it;
 // op values start at ncclNumOps. On host buffers a PreMulSum reduction multiplies the
 // local input by the scalar (in the element type's arithmetic, rounded once) into a scratch

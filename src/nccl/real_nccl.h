@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The real NVIDIA NCCL library, for what ccl does not serve itself (device buffers,
 // device memory allocation, the device API). It is found either as the next library
 // after ccl (interposer mode: LD_PRELOAD=libccl_nccl.so, NCCL linked by the program) or by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // ncclRedOpCreatePreMulSum / ncclRedOpDestroy: ops live in the communicator's table.
 #include "common/error.h"
 #include "nccl/comm.h"

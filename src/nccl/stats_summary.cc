@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "nccl/stats_summary.h"
 
 #include "common/log.h"

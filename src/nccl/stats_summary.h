@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The counters of a face communicator, logged at CCL_DEBUG=INFO when it is destroyed or
 // aborted, so a program that only speaks NCCL can still see what compression did.
 #pragma once

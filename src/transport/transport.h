@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The transport contract: moving bytes between the ranks of one communicator. A transport
 // knows nothing of collectives or codecs. All calls are non-blocking; progress is explicit.
 //

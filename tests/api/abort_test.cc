@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // cclCommAbort: a collective blocked on an aborted communicator, or on a peer that aborted,
 // returns an error instead of hanging. CCL_TIMEOUT is lowered for these communicators so
 // that the library's deadline, not the harness, is what guarantees the return.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Bad input gets the documented error code, leaves output parameters alone, and
 // cclGetLastError names the argument at fault (for this thread and for the communicator).
 #include <gtest/gtest.h>

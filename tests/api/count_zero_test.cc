@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Count 0 is legal for every collective and moves nothing, even with NULL buffers.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Version, error strings, communicator queries and the finalize/destroy life cycle.
 #include <gtest/gtest.h>
 

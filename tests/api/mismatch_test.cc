@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Calls that disagree across ranks fail on every rank instead of hanging or corrupting
 // memory (DESIGN.md section 6: mismatches are reported as cclInvalidUsage).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "raw_enum_calls.h"
 
 cclResult_t rawAllReduce(const void* send, void* recv, size_t count, int type, int op, cclComm_t comm) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * The collectives with their enum arguments as plain ints, implemented in C: a C caller may
  * pass any int where the header says cclDataType_t or cclRedOp_t, while in C++ an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "codec_test_util.h"
 
 #include <algorithm>
@@ -88,7 +89,10 @@ std::vector<float> makeInput(Pattern p, size_t n, uint32_t seed) {
 }
 
 std::vector<cclCodec_t> quantizerCodecs() {
-  return {cclCodecFp8E4m3, cclCodecFp8E5m2, cclCodecMxfp8E4m3, cclCodecInt8, cclCodecInt4, cclCodecInt2};
+  std::vector<cclCodec_t> out;
+  for (int c = 0; c < cclNumCodecs; ++c)
+    if (isQuantizer(c)) out.push_back(static_cast<cclCodec_t>(c));
+  return out;
 }
 
 namespace {

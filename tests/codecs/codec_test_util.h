@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Helpers shared by the codec tests: parameter construction, encode/decode into vectors,
 // and the input patterns every codec is checked on.
 #pragma once
@@ -24,7 +25,7 @@ const char* patternName(Pattern p);
 const std::vector<Pattern>& allPatterns();
 std::vector<float> makeInput(Pattern p, size_t n, uint32_t seed);
 
-// The documented per-element bound of a quantiser for x[i] in its block (see codec.h);
+// The documented per-element bound of a quantizer for x[i] in its block (see codec.h);
 // 0 means the element must arrive exactly.
 std::vector<double> quantizerBound(const Params& p, const std::vector<float>& x);
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The codec table (codec_table.h) has a row, a name and a bound for every codec, and each
-// quantiser's documented bound is both kept and tight: probes built to hit each of its
+// quantizer's documented bound is both kept and tight: probes built to hit each of its
 // terms (the relative one and the absolute one, to nearest and stochastically) come within
 // a factor of the bound and never beyond it. A bound written twice too loose, or too tight,
 // fails here.
@@ -40,7 +40,7 @@ TEST(CodecTable, EveryCodecHasARowANameAndABound) {
         EXPECT_EQ(p.blockSize, info.defaultBlock);
         EXPECT_GT(info.scaleDivisor, 0.0f);
         EXPECT_NE(info.scale, ScaleFormat::kNone);
-        EXPECT_GT(info.nearest.rel + info.nearest.abs, 0.0) << "a quantiser without a bound";
+        EXPECT_GT(info.nearest.rel + info.nearest.abs, 0.0) << "a quantizer without a bound";
         EXPECT_GE(info.stochastic.rel, info.nearest.rel);
         EXPECT_GE(info.stochastic.abs, info.nearest.abs);
         EXPECT_GT(b, 0.0);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // fp::* conversions against the CUDA toolkit's own host-side conversions: every fp8 code,
 // and 10^6 random floats per format (random bit patterns, so NaN, inf, subnormals and
 // values past the range are all hit), with and without saturation.
@@ -88,7 +89,7 @@ TEST(FloatConvOracle, RandomFloatsToFp8AsCuda) {
   }
 }
 
-// The quantisers' fast paths: every finite value encodes as the oracle saturates it, every
+// The quantizers' fast paths: every finite value encodes as the oracle saturates it, every
 // finite code decodes as the oracle does, and non-finite codes decode to the largest finite
 // value of their sign.
 template <class F>

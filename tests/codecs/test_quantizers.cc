@@ -1,4 +1,5 @@
-// Block quantisers: the documented per-element bound on every input pattern and every
+// SPDX-License-Identifier: BSD-3-Clause
+// Block quantizers: the documented per-element bound on every input pattern and every
 // length 0..1000 plus large odd ones; stochastic rounding unbiased and deterministic;
 // non-finite blocks exact; the other element types; sizes.
 #include <gtest/gtest.h>
@@ -277,7 +278,7 @@ TEST(QuantizerFp8Encode, EveryCodeEqualsTheElementMath) {
   });
 }
 
-// The integer quantisers' codes, decoded values and accumulated values equal the shared
+// The integer quantizers' codes, decoded values and accumulated values equal the shared
 // element math exactly (on x86 with AVX2 the int8 and int4 loops are a separate vector path),
 // for every code, both scale widths, block sizes the vector loops do not divide, and
 // lengths that end in a partial block.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Sparsifiers: top-k equals a std::nth_element reference (ties to the lower index), randk
 // keeps the same positions for a seed whatever the values, threshold keeps |x| >= t, values
 // and indices arrive exactly, and the index encoding is the smaller one.
@@ -45,7 +46,7 @@ TEST(TopK, SelectionEqualsNthElementReference) {
     for (Pattern pat : allPatterns()) {
       if (n > 200000 && pat != Pattern::kRandom && pat != Pattern::kMixed) continue;  // keeps the test fast
       auto x = makeInput(pat, n, static_cast<uint32_t>(n));
-      // Many ties: quantise a random input coarsely.
+      // Many ties: quantize a random input coarsely.
       if (pat == Pattern::kMixed) {
         for (auto& v : x) v = std::round(v * 1e17f);
       }

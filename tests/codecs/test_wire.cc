@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Wire format and interface: names, parameter checks, codec none round trip, header
 // validation, mismatch detection, and corrupted streams refused without touching memory
 // outside the buffers (ASan builds check the latter).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Helpers of the GPU codec tests: device buffers, the skip rule, typed inputs, and running
 // one codec on both sides.
 #pragma once

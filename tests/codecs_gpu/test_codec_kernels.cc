@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The CUDA codecs against the CPU codecs: for every codec and option, element type, input
 // pattern and size, the GPU encoder must write the CPU's bytes (and the same error-feedback
 // residual), and the GPU decoder / decode-accumulate must give the CPU decoder's elements
@@ -41,16 +42,15 @@ Params paramsOf(const Variant& v) {
 
 std::vector<Variant> variants() {
   std::vector<Variant> v = {{"none", cclCodecNone}};
-  const std::pair<cclCodec_t, const char*> quant[] = {{cclCodecFp8E4m3, "e4m3"},    {cclCodecFp8E5m2, "e5m2"},
-                                                      {cclCodecMxfp8E4m3, "mxfp8"}, {cclCodecInt8, "int8"},
-                                                      {cclCodecInt4, "int4"},       {cclCodecInt2, "int2"}};
-  for (const auto& [c, name] : quant) {
-    const std::string n(name);
+  for (int code = 0; code < cclNumCodecs; ++code) {
+    if (!isQuantizer(code)) continue;
+    const auto c = static_cast<cclCodec_t>(code);
+    const std::string n = codecInfo(c).name;
     v.push_back({n, c});
     v.push_back({n + "_stochastic", c, 0, true});
     v.push_back({n + "_block32", c, 32});
     v.push_back({n + "_block4096", c, 4096});  // more groups than threads
-    if (c == cclCodecInt8 || c == cclCodecInt4 || c == cclCodecInt2) {
+    if (codecInfo(c).fp16Scales) {
       v.push_back({n + "_fp16scales", c, 0, false, true});
       v.push_back({n + "_fp16scales_stochastic", c, 0, true, true});
     }

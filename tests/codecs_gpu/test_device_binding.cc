@@ -1,4 +1,5 @@
-// The wire layout, header checks and quantiser kinds are one __host__ __device__ code for
+// SPDX-License-Identifier: BSD-3-Clause
+// The wire layout, header checks and quantizer kinds are one __host__ __device__ code for
 // both sides (wire.h, quantizer_kinds.h). What the CUDA codecs still add of their own (the
 // header's byte-wise access, the receiver's expectations, the sparsifier index math) is
 // compared here with the CPU code on the host. These tests need no GPU.
@@ -28,7 +29,7 @@ std::vector<std::vector<uint8_t>> sampleStreams() {
     for (size_t n : {0ul, 5ul, 300ul, 5000ul}) {
       for (int variant = 0; variant < 2; ++variant) {
         Params p = defaultParams(static_cast<cclCodec_t>(c));
-        if (variant) p.fp16Scales = c >= cclCodecInt8 && c <= cclCodecInt2, p.fp16Values = isSparsifier(p.codec);
+        if (variant) p.fp16Scales = codecInfo(c).fp16Scales, p.fp16Values = isSparsifier(p.codec);
         p.keepRatio = variant ? 0.5 : 0.01;
         p.threshold = variant ? 0.1f : 1.0f;
         std::vector<float> x(n);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Received streams on the GPU: a corrupted or unexpected stream must be refused exactly when
 // the CPU decoder refuses it, leaving the output untouched; an accepted one must decode as
 // on the CPU. The host-side argument checks are tested too; they run without a device.

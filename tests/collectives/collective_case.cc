@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "collective_case.h"
 
 #include <gtest/gtest.h>
@@ -26,15 +27,15 @@ struct Shape {
 
 Shape shapeOf(const Case& c) {
   const size_t n = static_cast<size_t>(c.nranks), k = c.count;
-  switch (c.coll) {
-    case Coll::kAllGather:
-    case Coll::kGather:
+  if (c.coll == kSendRecvAllPairs) return {n * k, n * k, Shape::Alias::kSame};
+  switch (c.coll.kind) {
+    case CollKind::kAllGather:
+    case CollKind::kGather:
       return {k, n * k, Shape::Alias::kSendInsideRecv};
-    case Coll::kReduceScatter:
-    case Coll::kScatter:
+    case CollKind::kReduceScatter:
+    case CollKind::kScatter:
       return {n * k, k, Shape::Alias::kRecvInsideSend};
-    case Coll::kAlltoAll:
-    case Coll::kSendRecvAllPairs:
+    case CollKind::kAlltoAll:
       return {n * k, n * k, Shape::Alias::kSame};
     default:
       return {k, k, Shape::Alias::kSame};
@@ -87,7 +88,7 @@ class CaseRunner {
 };
 
 void CaseRunner::precomputeReduction() {
-  const size_t len = c_.coll == Coll::kReduceScatter ? c_.count * c_.nranks : c_.count;
+  const size_t len = c_.coll.kind == CollKind::kReduceScatter ? c_.count * c_.nranks : c_.count;
   reduced_.resize(len);
   std::vector<uint64_t> in(c_.nranks);
   for (size_t j = 0; j < len; ++j) {
@@ -99,27 +100,26 @@ void CaseRunner::precomputeReduction() {
 cclResult_t CaseRunner::call(int rank, cclComm_t comm, const void* send, void* recv) const {
   const size_t k = c_.count;
   const cclDataType_t t = c_.dtype;
-  switch (c_.coll) {
-    case Coll::kAllReduce:
+  switch (c_.coll.kind) {
+    case CollKind::kAllReduce:
       return cclAllReduce(send, recv, k, t, c_.op, comm, nullptr);
-    case Coll::kBroadcast:
-      return cclBroadcast(send, recv, k, t, root_, comm, nullptr);
-    case Coll::kBcast:
-      return cclBcast(recv, k, t, root_, comm, nullptr);
-    case Coll::kReduce:
+    case CollKind::kBroadcast:
+      return c_.coll == kBcast ? cclBcast(recv, k, t, root_, comm, nullptr)
+                               : cclBroadcast(send, recv, k, t, root_, comm, nullptr);
+    case CollKind::kReduce:
       return cclReduce(send, recv, k, t, c_.op, root_, comm, nullptr);
-    case Coll::kAllGather:
+    case CollKind::kAllGather:
       return cclAllGather(send, recv, k, t, comm, nullptr);
-    case Coll::kReduceScatter:
+    case CollKind::kReduceScatter:
       return cclReduceScatter(send, recv, k, t, c_.op, comm, nullptr);
-    case Coll::kAlltoAll:
+    case CollKind::kAlltoAll:
       return cclAlltoAll(send, recv, k, t, comm, nullptr);
-    case Coll::kGather:
+    case CollKind::kGather:
       return cclGather(send, recv, k, t, root_, comm, nullptr);
-    case Coll::kScatter:
+    case CollKind::kScatter:
       return cclScatter(send, recv, k, t, root_, comm, nullptr);
-    case Coll::kSendRecvRing:
-    case Coll::kSendRecvAllPairs:
+    case CollKind::kSend:
+    case CollKind::kRecv:
       break;
   }
   const int n = c_.nranks;
@@ -127,7 +127,7 @@ cclResult_t CaseRunner::call(int rank, cclComm_t comm, const void* send, void* r
   auto keep = [&first](cclResult_t r) {
     if (first == cclSuccess) first = r;
   };
-  if (c_.coll == Coll::kSendRecvRing) {
+  if (c_.coll == kSendRecvRing) {
     keep(cclSend(send, k, t, (rank + 1) % n, comm, nullptr));
     keep(cclRecv(recv, k, t, (rank + n - 1) % n, comm, nullptr));
   } else {
@@ -147,7 +147,7 @@ void CaseRunner::rank(int rank, cclComm_t comm) const {
   Bytes sendBuf, recvBuf;
   unsigned char* send = nullptr;
   unsigned char* recv = nullptr;
-  const bool inPlace = c_.inPlace || c_.coll == Coll::kBcast;
+  const bool inPlace = c_.inPlace || c_.coll == kBcast;
   if (!inPlace) {
     sendBuf.resize(shape_.sendElems * size_);
     recvBuf.resize(shape_.recvElems * size_);
@@ -185,17 +185,28 @@ void CaseRunner::check(int rank, const unsigned char* send, const unsigned char*
   const bool isRoot = rank == root_;
   auto own = [&](size_t j) { return input(rank, j); };
   auto block = [&](size_t r) { return recv + r * k * size_; };
-  switch (c_.coll) {
-    case Coll::kAllReduce:
+  if (c_.coll == kSendRecvRing) {
+    const int from = static_cast<int>((rank + n - 1) % n);
+    checkRegion(
+        rank, "recvbuff", recv, k, [&](size_t j) { return input(from, j); }, false);
+  } else if (c_.coll == kSendRecvAllPairs) {
+    for (size_t r = 0; r < n; ++r) {
+      const bool self = r == static_cast<size_t>(rank);  // no message to itself: untouched
+      checkRegion(
+          rank, "recvbuff block", block(r), k,
+          [&](size_t j) { return self ? sentinel(rank, r * k + j) : input(static_cast<int>(r), offset + j); }, false);
+    }
+  }
+  switch (c_.coll.kind) {
+    case CollKind::kAllReduce:
       checkRegion(
           rank, "recvbuff", recv, k, [&](size_t j) { return reduced_[j]; }, true);
       break;
-    case Coll::kBroadcast:
-    case Coll::kBcast:
+    case CollKind::kBroadcast:
       checkRegion(
           rank, "recvbuff", recv, k, [&](size_t j) { return input(root_, j); }, false);
       break;
-    case Coll::kReduce:
+    case CollKind::kReduce:
       if (isRoot)
         checkRegion(
             rank, "recvbuff", recv, k, [&](size_t j) { return reduced_[j]; }, true);
@@ -205,22 +216,22 @@ void CaseRunner::check(int rank, const unsigned char* send, const unsigned char*
       else
         checkRegion(rank, "non-root buffer", recv, k, own, false);
       break;
-    case Coll::kAllGather:
+    case CollKind::kAllGather:
       for (size_t r = 0; r < n; ++r)
         checkRegion(
             rank, "recvbuff block", block(r), k, [&](size_t j) { return input(static_cast<int>(r), j); }, false);
       break;
-    case Coll::kReduceScatter:
+    case CollKind::kReduceScatter:
       checkRegion(
           rank, "recvbuff", recv, k, [&](size_t j) { return reduced_[offset + j]; }, true);
       break;
-    case Coll::kAlltoAll:
+    case CollKind::kAlltoAll:
       for (size_t r = 0; r < n; ++r)
         checkRegion(
             rank, "recvbuff block", block(r), k, [&](size_t j) { return input(static_cast<int>(r), offset + j); },
             false);
       break;
-    case Coll::kGather:
+    case CollKind::kGather:
       for (size_t r = 0; r < n; ++r) {
         // Only the root's buffer is written; a non-root's holds what it held (in place: its own block).
         const bool written = isRoot || (!sendIsSeparate && r == static_cast<size_t>(rank));
@@ -229,23 +240,12 @@ void CaseRunner::check(int rank, const unsigned char* send, const unsigned char*
             [&](size_t j) { return written ? input(static_cast<int>(r), j) : sentinel(rank, r * k + j); }, false);
       }
       break;
-    case Coll::kScatter:
+    case CollKind::kScatter:
       checkRegion(
           rank, "recvbuff", recv, k, [&](size_t j) { return input(root_, offset + j); }, false);
       break;
-    case Coll::kSendRecvRing: {
-      const int from = static_cast<int>((rank + n - 1) % n);
-      checkRegion(
-          rank, "recvbuff", recv, k, [&](size_t j) { return input(from, j); }, false);
-      break;
-    }
-    case Coll::kSendRecvAllPairs:
-      for (size_t r = 0; r < n; ++r) {
-        const bool self = r == static_cast<size_t>(rank);  // no message to itself: untouched
-        checkRegion(
-            rank, "recvbuff block", block(r), k,
-            [&](size_t j) { return self ? sentinel(rank, r * k + j) : input(static_cast<int>(r), offset + j); }, false);
-      }
+    case CollKind::kSend:
+    case CollKind::kRecv:
       break;
   }
   if (sendIsSeparate) checkRegion(rank, "sendbuff (must stay unchanged)", send, shape_.sendElems, own, false);
@@ -254,75 +254,40 @@ void CaseRunner::check(int rank, const unsigned char* send, const unsigned char*
 }  // namespace
 
 const std::vector<Coll>& allColls() {
-  static const std::vector<Coll> all = {Coll::kAllReduce, Coll::kBroadcast,     Coll::kBcast,           Coll::kReduce,
-                                        Coll::kAllGather, Coll::kReduceScatter, Coll::kAlltoAll,        Coll::kGather,
-                                        Coll::kScatter,   Coll::kSendRecvRing,  Coll::kSendRecvAllPairs};
+  static const std::vector<Coll> all = [] {
+    std::vector<Coll> v;
+    for (int c = 0; c < ccl::coll::kNumColls; ++c)
+      if (!ccl::coll::collInfo(static_cast<CollKind>(c)).pointToPoint) v.push_back(static_cast<CollKind>(c));
+    v.insert(v.begin() + 2, kBcast);  // beside broadcast
+    v.push_back(kSendRecvRing);
+    v.push_back(kSendRecvAllPairs);
+    return v;
+  }();
   return all;
 }
 
-const char* collName(Coll c) {
-  switch (c) {
-    case Coll::kAllReduce:
-      return "AllReduce";
-    case Coll::kBroadcast:
-      return "Broadcast";
-    case Coll::kBcast:
-      return "Bcast";
-    case Coll::kReduce:
-      return "Reduce";
-    case Coll::kAllGather:
-      return "AllGather";
-    case Coll::kReduceScatter:
-      return "ReduceScatter";
-    case Coll::kAlltoAll:
-      return "AlltoAll";
-    case Coll::kGather:
-      return "Gather";
-    case Coll::kScatter:
-      return "Scatter";
-    case Coll::kSendRecvRing:
-      return "SendRecvRing";
-    case Coll::kSendRecvAllPairs:
-      return "SendRecvAllPairs";
-  }
-  return "?";
-}
-
-ccl::coll::Coll kindOf(Coll c) {
-  using K = ccl::coll::Coll;
-  switch (c) {
-    case Coll::kAllReduce:
-      return K::kAllReduce;
-    case Coll::kBroadcast:
-    case Coll::kBcast:
-      return K::kBroadcast;
-    case Coll::kReduce:
-      return K::kReduce;
-    case Coll::kAllGather:
-      return K::kAllGather;
-    case Coll::kReduceScatter:
-      return K::kReduceScatter;
-    case Coll::kAlltoAll:
-      return K::kAlltoAll;
-    case Coll::kGather:
-      return K::kGather;
-    case Coll::kScatter:
-      return K::kScatter;
-    case Coll::kSendRecvRing:
-    case Coll::kSendRecvAllPairs:
+std::string collName(Coll c) {
+  switch (c.form) {
+    case Form::kBcast:
+      return "bcast";
+    case Form::kSendRecvRing:
+      return "sendrecv_ring";
+    case Form::kSendRecvAllPairs:
+      return "sendrecv_allpairs";
+    case Form::kPlain:
       break;
   }
-  return K::kSend;
+  return ccl::coll::collInfo(c.kind).name;
 }
 
-bool isReduction(Coll c) { return ccl::coll::collInfo(kindOf(c)).reduction; }
-bool isRooted(Coll c) { return ccl::coll::collInfo(kindOf(c)).rooted; }
+bool isReduction(Coll c) { return ccl::coll::collInfo(c.kind).reduction; }
+bool isRooted(Coll c) { return ccl::coll::collInfo(c.kind).rooted; }
 
 size_t sendElems(const Case& c) { return shapeOf(c).sendElems; }
 size_t recvElems(const Case& c) { return shapeOf(c).recvElems; }
 
-bool hasInPlace(Coll c) { return c != Coll::kSendRecvRing && c != Coll::kSendRecvAllPairs; }
-bool hasOutOfPlace(Coll c) { return c != Coll::kBcast; }
+bool hasInPlace(Coll c) { return ccl::coll::collInfo(c.kind).inPlace != ccl::coll::InPlace::kNone; }
+bool hasOutOfPlace(Coll c) { return c != kBcast; }
 
 int rootRank(const Case& c) {
   if (!isRooted(c.coll)) return 0;
@@ -338,7 +303,7 @@ int rootRank(const Case& c) {
 }
 
 std::string caseName(const Case& c) {
-  std::string s = std::string(collName(c.coll)) + "_" + dtypeInfo(c.dtype).name;
+  std::string s = collName(c.coll) + "_" + dtypeInfo(c.dtype).name;
   if (isReduction(c.coll)) s += std::string("_") + opName(c.op);
   s += std::string("_r") + std::to_string(c.nranks) + "_n" + std::to_string(c.count);
   if (isRooted(c.coll)) s += std::string("_root") + std::to_string(rootRank(c));

@@ -1,8 +1,10 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One point of the collectives test matrix and the code that runs it on a cached World and
 // checks every rank's buffers against the serial reference.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -12,22 +14,27 @@
 
 namespace ccltest {
 
-// The call forms the matrix runs: every collective of the library's table
-// (collectives/collective_info.h) plus the forms that table does not tell apart (cclBcast,
-// and two patterns of grouped send/recv).
-enum class Coll {
-  kAllReduce,
-  kBroadcast,
-  kBcast,
-  kReduce,
-  kAllGather,
-  kReduceScatter,
-  kAlltoAll,
-  kGather,
-  kScatter,
+using CollKind = ccl::coll::Coll;
+
+// How the matrix calls a collective of the library's table (collectives/collective_info.h):
+// through its own function, or in a form the table does not tell apart.
+enum class Form : uint8_t {
+  kPlain,
+  kBcast,             // cclBcast, the in-place broadcast
   kSendRecvRing,      // every rank sends to rank+1 and receives from rank-1, in one group
   kSendRecvAllPairs,  // every rank sends a distinct block to every other rank, in one group
 };
+
+struct Coll {
+  CollKind kind;
+  Form form = Form::kPlain;
+  // Implicit: a collective of the table alone is its plain call.
+  constexpr Coll(CollKind k, Form f = Form::kPlain) : kind(k), form(f) {}  // NOLINT(google-explicit-constructor)
+  bool operator==(const Coll&) const = default;
+};
+inline constexpr Coll kBcast{CollKind::kBroadcast, Form::kBcast};
+inline constexpr Coll kSendRecvRing{CollKind::kSend, Form::kSendRecvRing};
+inline constexpr Coll kSendRecvAllPairs{CollKind::kSend, Form::kSendRecvAllPairs};
 
 enum class RootSel { kFirst, kMiddle, kLast };
 
@@ -41,11 +48,9 @@ struct Case {
   RootSel root;  // rooted collectives only
 };
 
+// Every collective of the table but point-to-point, then the other forms.
 const std::vector<Coll>& allColls();
-const char* collName(Coll c);
-// The library's collective behind a form (send/recv patterns: cclOpSend), whose table
-// entry says whether it reduces and is rooted.
-ccl::coll::Coll kindOf(Coll c);
+std::string collName(Coll c);
 bool isReduction(Coll c);
 bool isRooted(Coll c);
 // Whether the collective has an in-place form; cclBcast has only that one.

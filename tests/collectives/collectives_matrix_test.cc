@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The collectives matrix. The full cross product of collective x dtype x op x count x ranks
 // x in-place x root is far too big, so each instantiation covers one axis completely and
 // holds the others at a few representative values.
@@ -43,7 +44,7 @@ std::vector<Case> dtypeOpCases() {
           for (RanksCount s : reductionShapes) cases.push_back({coll, t, op, s.count, s.nranks, false, RootSel::kLast});
       } else {
         for (RanksCount s : movementShapes)
-          cases.push_back({coll, t, cclSum, s.count, s.nranks, coll == Coll::kBcast, RootSel::kMiddle});
+          cases.push_back({coll, t, cclSum, s.count, s.nranks, coll == kBcast, RootSel::kMiddle});
       }
     }
   }
@@ -57,8 +58,7 @@ std::vector<Case> countRanksCases() {
   for (cclDataType_t t : {cclFloat32, cclInt32})
     for (Coll coll : allColls())
       for (size_t count : counts)
-        for (int n = 1; n <= 8; ++n)
-          cases.push_back({coll, t, cclSum, count, n, coll == Coll::kBcast, RootSel::kMiddle});
+        for (int n = 1; n <= 8; ++n) cases.push_back({coll, t, cclSum, count, n, coll == kBcast, RootSel::kMiddle});
   return unique(cases);
 }
 
@@ -91,8 +91,8 @@ std::vector<Case> rootCases() {
         for (size_t count : counts)
           for (bool inPlace : {false, true}) {
             if ((inPlace && !hasInPlace(coll)) || (!inPlace && !hasOutOfPlace(coll))) continue;
-            const cclDataType_t t = coll == Coll::kReduce ? cclInt64 : cclFloat32;
-            cases.push_back({coll, t, coll == Coll::kReduce ? cclMax : cclSum, count, n, inPlace, root});
+            const cclDataType_t t = coll == CollKind::kReduce ? cclInt64 : cclFloat32;
+            cases.push_back({coll, t, coll == CollKind::kReduce ? cclMax : cclSum, count, n, inPlace, root});
           }
   }
   return unique(cases);
@@ -102,17 +102,17 @@ std::vector<Case> rootCases() {
 std::vector<Case> largeCases() {
   constexpr size_t kLarge = 1048583;
   return {
-      {Coll::kAllReduce, cclFloat32, cclSum, kLarge, 2, false, RootSel::kFirst},
-      {Coll::kAllReduce, cclFloat32, cclSum, kLarge, 5, true, RootSel::kFirst},
-      {Coll::kAllReduce, cclFloat32, cclMax, kLarge, 8, false, RootSel::kFirst},
-      {Coll::kBroadcast, cclFloat32, cclSum, kLarge, 4, false, RootSel::kLast},
-      {Coll::kReduce, cclFloat32, cclSum, kLarge, 3, false, RootSel::kMiddle},
-      {Coll::kAllGather, cclFloat32, cclSum, kLarge, 2, false, RootSel::kFirst},
-      {Coll::kReduceScatter, cclFloat32, cclSum, kLarge, 2, false, RootSel::kFirst},
-      {Coll::kAlltoAll, cclFloat32, cclSum, kLarge, 2, false, RootSel::kFirst},
-      {Coll::kGather, cclFloat32, cclSum, kLarge, 2, false, RootSel::kLast},
-      {Coll::kScatter, cclFloat32, cclSum, kLarge, 2, false, RootSel::kFirst},
-      {Coll::kSendRecvRing, cclFloat32, cclSum, kLarge, 3, false, RootSel::kFirst},
+      {CollKind::kAllReduce, cclFloat32, cclSum, kLarge, 2, false, RootSel::kFirst},
+      {CollKind::kAllReduce, cclFloat32, cclSum, kLarge, 5, true, RootSel::kFirst},
+      {CollKind::kAllReduce, cclFloat32, cclMax, kLarge, 8, false, RootSel::kFirst},
+      {CollKind::kBroadcast, cclFloat32, cclSum, kLarge, 4, false, RootSel::kLast},
+      {CollKind::kReduce, cclFloat32, cclSum, kLarge, 3, false, RootSel::kMiddle},
+      {CollKind::kAllGather, cclFloat32, cclSum, kLarge, 2, false, RootSel::kFirst},
+      {CollKind::kReduceScatter, cclFloat32, cclSum, kLarge, 2, false, RootSel::kFirst},
+      {CollKind::kAlltoAll, cclFloat32, cclSum, kLarge, 2, false, RootSel::kFirst},
+      {CollKind::kGather, cclFloat32, cclSum, kLarge, 2, false, RootSel::kLast},
+      {CollKind::kScatter, cclFloat32, cclSum, kLarge, 2, false, RootSel::kFirst},
+      {kSendRecvRing, cclFloat32, cclSum, kLarge, 3, false, RootSel::kFirst},
   };
 }
 
@@ -132,10 +132,10 @@ namespace {
 // must agree for every collective (on the root, whose buffers are all in use).
 TEST(Table, BufferCountsAgreeWithTheTestsShapes) {
   for (Coll coll : allColls()) {
-    if (coll == Coll::kSendRecvRing || coll == Coll::kSendRecvAllPairs) continue;
+    if (coll.form != Form::kPlain && coll.form != Form::kBcast) continue;
     for (int n : {1, 3, 8}) {
       const Case c{coll, cclFloat32, cclSum, 7, n, false, RootSel::kFirst};
-      const auto counts = ccl::coll::bufferCounts(kindOf(coll), c.count, size_t(n), true);
+      const auto counts = ccl::coll::bufferCounts(coll.kind, c.count, size_t(n), true);
       EXPECT_EQ(counts.send, sendElems(c)) << collName(coll) << " n=" << n;
       EXPECT_EQ(counts.recv, recvElems(c)) << collName(coll) << " n=" << n;
     }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Reductions of random Gaussian data, where the summation order changes the result. Each
 // element is checked against the exact sum with the classical bound of recursive summation:
 // n-1 additions, each rounded to the data type (16-bit types are added in fp32 and rounded
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <vector>
 
+#include "collective_case.h"
 #include "dtype_ref.h"
 #include "reference.h"
 #include "world.h"
@@ -15,31 +17,17 @@
 namespace ccltest {
 namespace {
 
-enum class GaussColl { kAllReduce, kReduceScatter, kReduce };
-
 struct GaussCase {
-  GaussColl coll;
+  CollKind coll;  // allreduce, reduce-scatter or reduce
   cclDataType_t dtype;
   cclRedOp_t op;
   int nranks;
   size_t count;
 };
 
-const char* gaussCollName(GaussColl c) {
-  switch (c) {
-    case GaussColl::kAllReduce:
-      return "AllReduce";
-    case GaussColl::kReduceScatter:
-      return "ReduceScatter";
-    case GaussColl::kReduce:
-      return "Reduce";
-  }
-  return "?";
-}
-
 std::string gaussName(const ::testing::TestParamInfo<GaussCase>& info) {
   const GaussCase& c = info.param;
-  return std::string(gaussCollName(c.coll)) + "_" + dtypeInfo(c.dtype).name + "_" + opName(c.op) + "_r" +
+  return std::string(ccl::coll::collInfo(c.coll).name) + "_" + dtypeInfo(c.dtype).name + "_" + opName(c.op) + "_r" +
          std::to_string(c.nranks) + "_n" + std::to_string(c.count);
 }
 
@@ -57,7 +45,7 @@ TEST_P(GaussianTest, WithinSummationBound) {
   const DtypeInfo& d = dtypeInfo(c.dtype);
   const double u = std::ldexp(1.0, -(d.manBits + 1));
   const double halfSubnormal = std::ldexp(1.0, -((1 << (d.expBits - 1)) - 2 + d.manBits) - 1);
-  const size_t total = c.coll == GaussColl::kReduceScatter ? c.count * c.nranks : c.count;
+  const size_t total = c.coll == CollKind::kReduceScatter ? c.count * c.nranks : c.count;
   std::vector<double> exact(total), bound(total);
   for (size_t j = 0; j < total; ++j) {
     double sum = 0, abs = 0;
@@ -78,19 +66,21 @@ TEST_P(GaussianTest, WithinSummationBound) {
     for (size_t j = 0; j < total; ++j) storeBits(send.data(), j, d.size, gaussianInput(c.dtype, rank, j));
     cclResult_t r = cclSuccess;
     switch (c.coll) {
-      case GaussColl::kAllReduce:
+      case CollKind::kAllReduce:
         r = cclAllReduce(send.data(), recv.data(), c.count, c.dtype, c.op, comm, nullptr);
         break;
-      case GaussColl::kReduceScatter:
+      case CollKind::kReduceScatter:
         r = cclReduceScatter(send.data(), recv.data(), c.count, c.dtype, c.op, comm, nullptr);
         break;
-      case GaussColl::kReduce:
+      case CollKind::kReduce:
         r = cclReduce(send.data(), recv.data(), c.count, c.dtype, c.op, root, comm, nullptr);
         break;
+      default:
+        FAIL() << "the Gaussian cases are reductions";
     }
     ASSERT_EQ(r, cclSuccess) << "rank " << rank << ": " << describeResult(r);
-    if (c.coll == GaussColl::kReduce && rank != root) return;
-    const size_t base = c.coll == GaussColl::kReduceScatter ? rank * c.count : 0;
+    if (c.coll == CollKind::kReduce && rank != root) return;
+    const size_t base = c.coll == CollKind::kReduceScatter ? rank * c.count : 0;
     size_t bad = 0;
     std::string first;
     for (size_t j = 0; j < c.count; ++j) {
@@ -108,12 +98,12 @@ TEST_P(GaussianTest, WithinSummationBound) {
 
 std::vector<GaussCase> gaussCases() {
   std::vector<GaussCase> cases;
-  for (GaussColl coll : {GaussColl::kAllReduce, GaussColl::kReduceScatter, GaussColl::kReduce})
+  for (CollKind coll : {CollKind::kAllReduce, CollKind::kReduceScatter, CollKind::kReduce})
     for (cclDataType_t t : {cclFloat32, cclFloat64, cclFloat16, cclBfloat16})
       for (cclRedOp_t op : {cclSum, cclAvg})
         for (int n : {2, 5, 8}) cases.push_back({coll, t, op, n, 4099});
-  cases.push_back({GaussColl::kAllReduce, cclFloat32, cclSum, 7, 100003});
-  cases.push_back({GaussColl::kAllReduce, cclBfloat16, cclSum, 8, 100003});
+  cases.push_back({CollKind::kAllReduce, cclFloat32, cclSum, 7, 100003});
+  cases.push_back({CollKind::kAllReduce, cclBfloat16, cclSum, 8, 100003});
   return cases;
 }
 

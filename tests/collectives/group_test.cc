@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Group semantics: one thread driving several communicators, nesting, several operations
 // queued on one communicator, and point-to-point exchanges that only a group can complete.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // cclCommSplit: colors pick the members, keys order them, CCL_SPLIT_NOCOLOR opts out; the
 // new communicators then run collectives of their own.
 #include <gtest/gtest.h>

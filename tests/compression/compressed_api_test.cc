@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Every compressed collective through the public API: results agree on all ranks and stay
 // within the codec's bound composed over the algorithm; lossless sparsifier settings are
 // exact; counters show fewer bytes on the wire; mismatched codecs are cclInvalidUsage.
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "ccl/ccl.h"
+#include "codecs/codec_table.h"
 #include "scoped_env.h"
 #include "world.h"
 
@@ -43,7 +45,7 @@ cclCompression_t codecOf(cclCodec_t c) {
   return z;
 }
 
-// Bound of one quantisation of values of magnitude at most m: the library's own bound.
+// Bound of one quantization of values of magnitude at most m: the library's own bound.
 double quantBound(cclCodec_t c, double m) {
   const cclCompression_t z = codecOf(c);
   double bound = -1;
@@ -81,7 +83,7 @@ TEST_P(Codecs, EveryCollectiveWithinBound) {
     const void* src = c.inPlace ? static_cast<const void*>(o.data()) : in[r].data();
     ASSERT_CCL_OK(cclAllReduceEx(src, o.data(), count, cclFloat, cclSum, comm, nullptr, &z, nullptr));
   });
-  // The sum is quantised with its block's scale: bound it by the largest sum anywhere.
+  // The sum is quantized with its block's scale: bound it by the largest sum anywhere.
   Vec want(count, 0.0f);
   for (int r = 0; r < n; ++r)
     for (size_t i = 0; i < count; ++i) want[i] += in[r][i];
@@ -91,7 +93,7 @@ TEST_P(Codecs, EveryCollectiveWithinBound) {
     ASSERT_LE(std::fabs(out[0][i] - want[i]), n == 1 ? one : bound) << "allreduce element " << i;
   }
 
-  // Allgather, broadcast, all-to-all: one quantisation.
+  // Allgather, broadcast, all-to-all: one quantization.
   World::get(n).run([&](int r, cclComm_t comm) {
     Vec& o = out[r];
     std::copy(in[r].begin(), in[r].begin() + count, o.begin() + r * count);
@@ -122,7 +124,7 @@ TEST_P(Codecs, EveryCollectiveWithinBound) {
     for (int k = 0; k < n; ++k)
       for (size_t i = 0; i < count; ++i) ASSERT_NEAR(out[r][k * count + i], in[k][r * count + i], one) << "alltoall";
 
-  // Reduce-scatter: the n-1 peers' blocks are quantised once.
+  // Reduce-scatter: the n-1 peers' blocks are quantized once.
   World::get(n).run([&](int r, cclComm_t comm) {
     Vec& o = out[r];
     o = in[r];
@@ -152,9 +154,10 @@ TEST_P(Codecs, EveryCollectiveWithinBound) {
 
 std::vector<Case> cases() {
   std::vector<Case> v;
-  for (cclCodec_t codec :
-       {cclCodecInt8, cclCodecInt4, cclCodecInt2, cclCodecFp8E4m3, cclCodecFp8E5m2, cclCodecMxfp8E4m3})
-    for (int n : {1, 2, 3, 4, 8}) v.push_back({codec, n, n == 3 ? size_t{100003} : size_t{4099}, n % 2 == 0});
+  // Every quantizer of the codec table.
+  for (int code = 0; code < cclNumCodecs; ++code)
+    if (const auto codec = static_cast<cclCodec_t>(code); ccl::codec::isQuantizer(code))
+      for (int n : {1, 2, 3, 4, 8}) v.push_back({codec, n, n == 3 ? size_t{100003} : size_t{4099}, n % 2 == 0});
   for (int n = 1; n <= 8; ++n)
     for (size_t count : {size_t{1}, size_t{7}, size_t{1001}}) v.push_back({cclCodecInt8, n, count, count == 7});
   return v;
@@ -349,18 +352,22 @@ TEST(Bound, PublicFunctionGivesTheDocumentedBound) {
   cclCompression_t z = codecOf(cclCodecTopK);
   ASSERT_CCL_OK(cclCodecErrorBound(&z, 3.0, 5.0, 4, &b));
   EXPECT_EQ(b, 3.0) << "a sparsifier drops at most the value";
-  z = codecOf(cclCodecInt8);
-  ASSERT_CCL_OK(cclCodecErrorBound(&z, 0.0, 127.0, 1, &b));
-  EXPECT_NEAR(b, 0.5, 1e-5) << "half a step of scale 127/127";
-  double two = 0;
-  ASSERT_CCL_OK(cclCodecErrorBound(&z, 0.0, 127.0, 2, &two));
-  EXPECT_GT(two, 2 * b);
-  z.stochasticRounding = 1;
-  ASSERT_CCL_OK(cclCodecErrorBound(&z, 0.0, 127.0, 1, &b));
-  EXPECT_NEAR(b, 1.0, 1e-3) << "a whole step when rounding stochastically";
+  // One round trip in a block whose scale unit is 1: the table's terms (plus the codecs'
+  // fp32 slack), to nearest and stochastically.
+  for (cclCodec_t c : {cclCodecInt8, cclCodecFp8E4m3}) {
+    const ccl::codec::CodecInfo info = ccl::codec::codecInfo(c);
+    z = codecOf(c);
+    for (int stochastic : {0, 1}) {
+      z.stochasticRounding = stochastic;
+      const ccl::codec::RoundTripBound t = stochastic ? info.stochastic : info.nearest;
+      ASSERT_CCL_OK(cclCodecErrorBound(&z, 1.0, info.scaleDivisor, 1, &b));
+      EXPECT_NEAR(b, t.rel + t.abs, 1e-5) << info.name << " stochastic " << stochastic;
+      double two = 0;
+      ASSERT_CCL_OK(cclCodecErrorBound(&z, 1.0, info.scaleDivisor, 2, &two));
+      EXPECT_GT(two, 2 * b) << "the second round trip starts from the first one's error";
+    }
+  }
   z = codecOf(cclCodecFp8E4m3);
-  ASSERT_CCL_OK(cclCodecErrorBound(&z, 1.0, 448.0, 1, &b));
-  EXPECT_NEAR(b, 1.0 / 16 + 1.0 / 1024, 1e-5) << "2^-4 |x| + 2^-10 s, s = 448/448";
 
   for (auto [value, max, k] : {std::tuple{-1.0, 1.0, 1}, std::tuple{2.0, 1.0, 1}, std::tuple{0.0, 1.0, -1},
                                std::tuple{0.0, double(INFINITY), 1}, std::tuple{double(NAN), 1.0, 1}}) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The tests' own model of every cclDataType_t: sizes, classes and an independent encoder /
 // decoder of the narrow float formats, so expected results never come from library code.
 #pragma once

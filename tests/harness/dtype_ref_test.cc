@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Checks the tests' own reference of the data types, since every expected value rests on it.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // gtest main of the multi-rank tests: bounds the library's waits so a stuck collective
 // becomes an error, and destroys the cached worlds after the last test.
 #include <gtest/gtest.h>

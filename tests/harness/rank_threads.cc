@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "rank_threads.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Ranks as threads, the one runner of every test folder: runs fn(rank) on n threads at once,
 // waits with a deadline and collects what each rank threw. It includes neither ccl.h nor a
 // library header, so the NCCL-ABI tests (which see only nccl.h) use it too.

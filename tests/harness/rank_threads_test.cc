@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The runner itself: concurrency, one persistent thread per rank, what ranks throw, and the
 // deadline that ends the process instead of hanging the suite.
 #include "rank_threads.h"

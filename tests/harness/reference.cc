@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "reference.h"
 
 #include <gtest/gtest.h>

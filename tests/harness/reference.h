@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Serial reference of the collectives: deterministic inputs per (rank, element) and the
 // result the library must produce, plus a compact report of mismatching elements.
 #pragma once

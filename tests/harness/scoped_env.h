@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Sets an environment variable for the lifetime of the object, e.g. a short CCL_TIMEOUT for
 // communicators created inside one test.
 #pragma once

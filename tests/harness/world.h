@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Ranks as threads: a World owns n communicators of one clique, each driven by its own
 // persistent thread, and runs a function on every rank at once. Failures inside rank
 // threads are ordinary gtest failures of the running test.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The harness itself: every rank runs, concurrently, on its own communicator.
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Fails when libccl_nccl.so lacks an ncclXxx/pncclXxx symbol that NVIDIA's libnccl.so
 # exports. Exits 77 (skipped) when the real library is absent.
 set -u

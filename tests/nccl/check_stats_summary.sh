@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs a command (an MPI job of an NCCL program with CCL_DEBUG=INFO) and fails unless it
 # succeeds and every rank's destroy-time summary shows compressed allreduce calls with fewer
 # bytes on the wire than raw:

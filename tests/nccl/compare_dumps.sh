@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs the same NCCL program on the same data twice, with no CCL_CODEC: once with ccl as
 # libnccl.so.2 (drop-in), once with ccl preloaded in front of NVIDIA's libnccl.so; fails
 # unless every rank's results are byte-identical (cmp) and not empty. The files stay in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The NCCL API beyond the collectives: versions, errors, ncclConfig_t layouts and
 // non-blocking mode, PreMulSum and ncclAvg, groups, split/shrink/revoke, registration, the
 // device API's host functions and the route to the real NCCL.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Every NCCL collective and point-to-point call on host buffers, with 1..8 thread ranks,
 // every data type and every built-in reduction op, checked exactly (ncclAvg of floats within
 // the type's rounding, since NCCL itself does not define its rounding).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "nccl_elements.h"
 
 #include <cuda_bf16.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Element types of the NCCL-ABI tests: sizes, names and typed access through doubles. Like
 // the tests, this includes only NVIDIA's headers (nccl.h, and CUDA's host-side float
 // conversions), never ccl's.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Every NCCL collective on host buffers, run by MPI processes (one rank each) as a program
 // written for NCCL runs: it includes only NVIDIA's nccl.h and mpi.h, rank 0 makes the id with
 // ncclGetUniqueId and MPI_Bcast hands it out. Whichever libnccl.so.2 the environment loads
@@ -74,7 +75,7 @@ struct Reduced {
   std::vector<double> want;
   std::vector<double> sumAbs;  // sum of |input| over ranks: scale of the rounding error
   double maxIn = 0;            // largest |input| anywhere: bounds every block's absmax
-  double maxSum = 0;           // largest |sum| anywhere: bounds the absmax of a quantised sum
+  double maxSum = 0;           // largest |sum| anywhere: bounds the absmax of a quantized sum
 };
 
 class Suite {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "nccl_mpi_values.h"
 
 #include <ccl/ccl.h>
@@ -51,7 +52,7 @@ bool quantBound(const std::string& codec, double m, double* bound) {
   cclCompression_t c = CCL_COMPRESSION_INITIALIZER;
   if (cclCodecFromName(codec.c_str(), &c.codec) != cclSuccess) return false;
   // Only codecs with a scale have an absolute term: a sparsifier's bound of an element of 0
-  // is 0 (nothing to drop), a quantiser's is not.
+  // is 0 (nothing to drop), a quantizer's is not.
   double absTerm = 0;
   if (cclCodecErrorBound(&c, 0, 1, 1, &absTerm) != cclSuccess) return false;
   if (c.codec != cclCodecNone && absTerm == 0) return false;

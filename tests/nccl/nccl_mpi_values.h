@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Element types, inputs and error bounds of nccl_mpi_test. Like every NCCL-ABI test this
 // includes only NVIDIA's nccl.h: it is what a program written for NCCL sees.
 #pragma once
@@ -35,7 +36,7 @@ double moveInput(uint64_t h);
 // A uniform float in [-1, 1) with 24 significant bits, exact in fp32.
 double randomInput(uint64_t h);
 
-// Bound of one quantisation by `codec` (a CCL_CODEC name) of values whose block absmax is at
+// Bound of one quantization by `codec` (a CCL_CODEC name) of values whose block absmax is at
 // most m, as ccl's cclCodecErrorBound gives it (round to nearest). "none" gives 0. Returns
 // false for an unknown name or a codec without an absolute bound (sparsifiers). The one
 // place these tests see ccl's own header: the bound is the library's documented contract.

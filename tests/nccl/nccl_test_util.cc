@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "nccl_test_util.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Helpers of the NCCL-ABI tests. These tests include only NVIDIA's nccl.h: they are what a
 // program written for NCCL sees, whichever library serves the calls.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Compressed plans over the in-process transport: every rank gets the same bits, errors stay
 // within the codec's bound composed over the algorithm, lossless settings are exact, and
 // error feedback makes repeated calls converge to the exact mean.
@@ -107,11 +108,11 @@ std::vector<double> allReduceBound(const std::vector<Vec>& in, cclCodec_t c, Alg
   const double maxSumAbs = *std::max_element(sumAbs.begin(), sumAbs.end());
   const int n = static_cast<int>(in.size());
   if (n == 1 || algo == Algo::kRing) {
-    // Every hop re-quantises a partial sum, then the sum once more: n round trips.
+    // Every hop re-quantizes a partial sum, then the sum once more: n round trips.
     for (size_t i = 0; i < count; ++i) bound[i] = codec::errorBound(p, sumAbs[i], maxSumAbs, n) + 1e-5;
     return bound;
   }
-  // Two-shot: each input is quantised once in its own block (an owner's own shard is not,
+  // Two-shot: each input is quantized once in its own block (an owner's own shard is not,
   // which the sum over every rank covers), then the sum once.
   std::vector<double> first(count, 0.0);
   for (const auto& x : in)
@@ -135,12 +136,13 @@ TEST_P(CompressedAllReduce, BoundAndAgreement) {
 
 std::vector<QCase> qcases() {
   std::vector<QCase> v;
-  for (cclCodec_t codec :
-       {cclCodecInt8, cclCodecInt4, cclCodecInt2, cclCodecFp8E4m3, cclCodecFp8E5m2, cclCodecMxfp8E4m3})
-    for (Algo algo : {Algo::kTwoShot, Algo::kRing})
-      for (int n : {1, 2, 3, 4, 7, 8})
-        for (size_t count : {size_t{1}, size_t{7}, size_t{1000}, size_t{4099}})
-          v.push_back({codec, algo, n, count, 1 << 18, count == 1000});
+  // Every quantizer of the codec table.
+  for (int code = 0; code < cclNumCodecs; ++code)
+    if (const auto codec = static_cast<cclCodec_t>(code); codec::isQuantizer(code))
+      for (Algo algo : {Algo::kTwoShot, Algo::kRing})
+        for (int n : {1, 2, 3, 4, 7, 8})
+          for (size_t count : {size_t{1}, size_t{7}, size_t{1000}, size_t{4099}})
+            v.push_back({codec, algo, n, count, 1 << 18, count == 1000});
   // Small chunks: many pipelined streams per shard, in and out of place.
   for (Algo algo : {Algo::kTwoShot, Algo::kRing})
     for (bool inPlace : {false, true}) v.push_back({cclCodecInt8, algo, 5, 100003, 4096, inPlace});

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Runs one plan per rank, each on its own thread (ccltest::runRanks), over the library's
 // in-process transport.
 #pragma once

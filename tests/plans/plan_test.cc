@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Every algorithm's plans, run by the host executor over an in-process transport, against a
 // serial reference: all rank counts 1..8, awkward counts, small chunks (deep pipelines),
 // forced algorithms, in place and out of place.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Ranks as processes: the parent creates one cclUniqueId, forks 4 ranks that each join the
  * communicator and run every collective with odd counts on int32 and float data, checking

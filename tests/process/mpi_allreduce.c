@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ccl under an MPI launcher: rank 0 creates the unique id, MPI_Bcast hands it to every
  * rank, then each joins the communicator and checks an allreduce. Exit status 0 on every

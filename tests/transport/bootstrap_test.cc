@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "transport/bootstrap/bootstrap.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Helpers of the transport tests: ranks run as threads through the harness's runner
 // (ccltest::runRanks), and what each rank threw is read back as a cclResult_t.
 #pragma once

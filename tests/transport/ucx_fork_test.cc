@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Ranks as fork()ed processes: the bootstrap and UCX across address spaces. Children report
 // through their exit code; the parent never waits past a deadline.
 #include <gtest/gtest.h>

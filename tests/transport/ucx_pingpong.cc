@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Raw UCX transport latency and bandwidth between two thread ranks of one process.
 // Usage: ucx_pingpong [max_bytes] ; prints one line per message size.
 #include <sched.h>

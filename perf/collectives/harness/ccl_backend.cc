@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "harness/ccl_backend.h"
 
 #include <cstdio>
@@ -27,9 +28,9 @@ class CclBackend final : public Backend {
   }
 
   std::vector<std::unique_ptr<RankComm>> connect(ProcessGroup& processes, const Options& o) override {
-    const bool one_call = processes.size() == 1 && !o.parallel_init && o.timeout_s == 0;
+    const bool oneCall = processes.size() == 1 && !o.parallelInit && o.timeoutSeconds == 0;
     std::vector<cclComm_t> raw(size_t(o.nthreads), nullptr);
-    if (one_call) {
+    if (oneCall) {
       cclCheck(cclCommInitAll(raw.data(), o.nthreads, nullptr), "cclCommInitAll");
     } else {
       joinEach(processes, o, raw);
@@ -63,7 +64,7 @@ class CclBackend final : public Backend {
       threads.emplace_back([&, t] {
         try {
           cclConfig_t config = CCL_CONFIG_INITIALIZER;
-          if (o.timeout_s > 0) config.timeoutMs = o.timeout_s * 1000;
+          if (o.timeoutSeconds > 0) config.timeoutMs = o.timeoutSeconds * 1000;
           const int rank = processes.rank() * o.nthreads + t;
           cclCheck(cclCommInitRankConfig(&raw[size_t(t)], nranks, id, rank, &config), "cclCommInitRankConfig");
         } catch (const std::exception&) {
@@ -93,7 +94,7 @@ void cclCheck(cclResult_t result, const char* call, cclComm_t comm) {
 CclRankComm::CclRankComm(cclComm_t comm, const CodecOptions& z)
     : comm_(comm), compressed_(z.active()), compression_(compressionFrom(z)) {
   if (compressed_ && z.feedback != cclFeedbackNone) {
-    cclCheck(cclFeedbackCreate(&feedback_, z.feedback, z.loco_beta, z.loco_reset), "cclFeedbackCreate");
+    cclCheck(cclFeedbackCreate(&feedback_, z.feedback, z.locoBeta, z.locoReset), "cclFeedbackCreate");
   }
 }
 

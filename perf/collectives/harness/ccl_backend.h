@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Runs the perf collectives on ccl communicators, through the public C API only.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "harness/codec_bound.h"
 
 #include <algorithm>
@@ -27,18 +28,18 @@ ElementBound::ElementBound(const CodecOptions& codec, cclDataType_t type, bool c
   if (!codec.active() || !compressible) return;
   exact_ = false;
   compression_ = compressionFrom(codec);
-  out_rounding_ = outputRounding(type);
+  outRounding_ = outputRounding(type);
   // fp32 sums of up to k partial results; generous next to the codecs' errors.
-  sum_slack_ = double(shape.quantisations + 2) * std::ldexp(1.0, -22);
-  const int feedback = codec.feedback == cclFeedbackNone ? 0 : shape.feedback_stages;
-  round_trips_ = shape.quantisations + 2 * feedback;
+  sumSlack_ = double(shape.quantizations + 2) * std::ldexp(1.0, -22);
+  const int feedback = codec.feedback == cclFeedbackNone ? 0 : shape.feedbackStages;
+  roundTrips_ = shape.quantizations + 2 * feedback;
   // LoCo keeps the carried error in 8 bits: at most 1/127 of it more.
   loco_ = codec.feedback == cclFeedbackLoco ? 1.0 + 1.0 / 127.0 : 1.0;
 }
 
 double ElementBound::codecBound(double p, double s) const {
   double b = 0;
-  const cclResult_t r = cclCodecErrorBound(&compression_, p, s, round_trips_, &b);
+  const cclResult_t r = cclCodecErrorBound(&compression_, p, s, roundTrips_, &b);
   if (r != cclSuccess) throw std::runtime_error(std::string("cclCodecErrorBound: ") + cclGetLastError(nullptr));
   return b;
 }
@@ -47,33 +48,33 @@ double ElementBound::operator()(double p, double s) const {
   if (exact_) return 0.0;
   // For one s the codec's bound is affine in p (each round trip adds rel * (p + e) and a
   // term of s alone), so two calls per s give every element's bound.
-  if (s != cached_s_) {
-    cached_s_ = s;
-    at_zero_ = codecBound(0.0, s);
-    at_s_ = codecBound(s, s);
+  if (s != cachedS_) {
+    cachedS_ = s;
+    atZero_ = codecBound(0.0, s);
+    atS_ = codecBound(s, s);
   }
-  const double e = s > 0 ? at_zero_ + (at_s_ - at_zero_) * (p / s) : at_zero_;
-  return loco_ * e + out_rounding_ * (p + e) + sum_slack_ * (s + at_s_);
+  const double e = s > 0 ? atZero_ + (atS_ - atZero_) * (p / s) : atZero_;
+  return loco_ * e + outRounding_ * (p + e) + sumSlack_ * (s + atS_);
 }
 
 void AccuracyTally::add(const AccuracyTally& other) {
   wrong += other.wrong;
-  max_err = std::max(max_err, other.max_err);
-  sum_sq += other.sum_sq;
-  max_exact = std::max(max_exact, other.max_exact);
+  maxErr = std::max(maxErr, other.maxErr);
+  sumSq += other.sumSq;
+  maxExact = std::max(maxExact, other.maxExact);
   count += other.count;
 }
 
 AccuracyTally tallyAgainstBound(const TypedBuffer& got, const TypedBuffer& exact, const ElementBound& bound) {
   AccuracyTally t;
-  for (size_t i = 0; i < exact.count; ++i) t.max_exact = std::max(t.max_exact, std::fabs(loadElement(exact, i)));
+  for (size_t i = 0; i < exact.count; ++i) t.maxExact = std::max(t.maxExact, std::fabs(loadElement(exact, i)));
   for (size_t i = 0; i < exact.count; ++i) {
     const double want = loadElement(exact, i);
     const double err = std::fabs(loadElement(got, i) - want);
-    // A NaN error fails every comparison: it is counted wrong and poisons max_err.
-    if (!(err <= bound(std::fabs(want), t.max_exact))) ++t.wrong;
-    t.max_err = std::isnan(err) || err > t.max_err ? err : t.max_err;
-    t.sum_sq += err * err;
+    // A NaN error fails every comparison: it is counted wrong and poisons maxErr.
+    if (!(err <= bound(std::fabs(want), t.maxExact))) ++t.wrong;
+    t.maxErr = std::isnan(err) || err > t.maxErr ? err : t.maxErr;
+    t.sumSq += err * err;
   }
   t.count = double(exact.count);
   return t;

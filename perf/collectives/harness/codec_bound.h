@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What -c 1 accepts for a compressed call: the codec's documented per-element bound (see
 // src/codecs/codec.h) composed over the algorithm the library may pick, and the error
 // statistics (maxrel, rmsrel) of a received result against the exact one.
@@ -13,9 +14,9 @@ namespace cclperf {
 
 // How a collective passes values through the codec on their way to the result.
 struct CompressionShape {
-  bool supported = false;   // the collective has an *Ex call
-  int quantisations = 0;    // codec round trips of a value, worst algorithm (ring allreduce: n)
-  int feedback_stages = 0;  // of which feed their error into the next call's input
+  bool supported = false;  // the collective has an *Ex call
+  int quantizations = 0;   // codec round trips of a value, worst algorithm (ring allreduce: n)
+  int feedbackStages = 0;  // of which feed their error into the next call's input
 };
 
 // Largest |got - exact| accepted for one element: the library's cclCodecErrorBound over
@@ -39,20 +40,20 @@ class ElementBound {
 
   bool exact_ = true;
   cclCompression_t compression_{};
-  int round_trips_ = 0;
+  int roundTrips_ = 0;
   double loco_ = 1;
-  double out_rounding_ = 0;
-  double sum_slack_ = 0;
-  mutable double cached_s_ = -1, at_zero_ = 0, at_s_ = 0;  // the codec's bound at p = 0 and p = s
+  double outRounding_ = 0;
+  double sumSlack_ = 0;
+  mutable double cachedS_ = -1, atZero_ = 0, atS_ = 0;  // the codec's bound at p = 0 and p = s
 };
 
 // Error of a result against the exact values, on one rank.
 struct AccuracyTally {
-  long long wrong = 0;   // elements outside the bound (NaN included)
-  double max_err = 0;    // max |got - exact|
-  double sum_sq = 0;     // sum of (got - exact)^2
-  double max_exact = 0;  // max |exact|
-  double count = 0;      // elements compared
+  long long wrong = 0;  // elements outside the bound (NaN included)
+  double maxErr = 0;    // max |got - exact|
+  double sumSq = 0;     // sum of (got - exact)^2
+  double maxExact = 0;  // max |exact|
+  double count = 0;     // elements compared
   void add(const AccuracyTally& other);
 };
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What a perf binary describes about its collective: buffer layout, bandwidth formulas
 // (as nccl-tests defines them), how to call it, and the inputs/outputs of a check.
 #pragma once
@@ -13,13 +14,13 @@
 namespace cclperf {
 
 // Element counts for one size, as nccl-tests lays out buffers. In place, the send buffer
-// starts at recv + send_inplace_offset * rank and the result at recv + recv_inplace_offset * rank.
+// starts at recv + sendInPlaceOffset * rank and the result at recv + recvInPlaceOffset * rank.
 struct BufferLayout {
-  size_t send_count;
-  size_t recv_count;
-  size_t param_count;  // the count argument of the call
-  size_t send_inplace_offset;
-  size_t recv_inplace_offset;
+  size_t sendCount;
+  size_t recvCount;
+  size_t paramCount;  // the count argument of the call
+  size_t sendInPlaceOffset;
+  size_t recvInPlaceOffset;
 };
 
 // A rank's handle to whatever runs the collective (a ccl communicator, MPI, ...).
@@ -78,15 +79,15 @@ class PerfCollective {
   // count / nranks; in place, the smaller buffer sits at the rank's block of the larger.
   BufferLayout layout(size_t count, int nranks) const;
   // algbw = algbwBytes / time; busbw = algbw * busbwFactor.
-  virtual double algbwBytes(size_t param_count, size_t type_size, int nranks) const = 0;
+  virtual double algbwBytes(size_t paramCount, size_t typeSize, int nranks) const = 0;
   virtual double busbwFactor(int nranks) const = 0;
 
   // Throws on failure.
   virtual void run(RankComm& comm, const CallArgs& args) const = 0;
 
-  // Writes this rank's input into `send` (layout().send_count elements).
+  // Writes this rank's input into `send` (layout().sendCount elements).
   virtual void fillInput(const DataModel& model, RankInfo me, int root, const TypedBuffer& send) const = 0;
-  // Writes the expected result (layout().recv_count elements at the result position);
+  // Writes the expected result (layout().recvCount elements at the result position);
   // returns false when this rank receives nothing to check.
   virtual bool fillExpected(const DataModel& model, RankInfo me, int root, const TypedBuffer& expected) const = 0;
 

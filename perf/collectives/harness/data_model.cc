@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "harness/data_model.h"
 
 #include <algorithm>
@@ -16,10 +17,10 @@ DataModel::DataModel(cclDataType_t type, bool reducing, cclRedOp_t op, int nrank
       op_(op),
       nranks_(nranks),
       seed_(seed),
-      limit_(dataTypeInfo(type).exact_limit),
+      limit_(dataTypeInfo(type).exactLimit),
       range_(0),
-      owner_only_(false),
-      prod_twos_(0) {
+      ownerOnly_(false),
+      prodTwos_(0) {
   const int64_t n = nranks;
   if (!reducing_ || op_ == cclMax || op_ == cclMin) {
     range_ = std::min(limit_, kMaxValue);
@@ -28,20 +29,20 @@ DataModel::DataModel(cclDataType_t type, bool reducing, cclRedOp_t op, int nrank
     // Too many ranks for the type's range: a single contributor per element keeps the
     // sum exact and still tells every rank's data apart.
     if (range_ == 0) {
-      owner_only_ = true;
+      ownerOnly_ = true;
       range_ = std::min(limit_, kMaxValue);
     }
   } else if (op_ == cclAvg) {
     // Inputs are multiples of n so that both sum-then-divide and divide-then-sum are exact.
     range_ = std::min(limit_ / (n * n), kMaxValue);
     if (range_ == 0) {
-      owner_only_ = true;
+      ownerOnly_ = true;
       range_ = std::min(limit_ / n, kMaxValue);
     }
   } else if (op_ == cclProd) {
-    int log2_limit = 0;
-    while ((int64_t{2} << log2_limit) <= limit_) ++log2_limit;
-    prod_twos_ = std::min(nranks, log2_limit);
+    int log2Limit = 0;
+    while ((int64_t{2} << log2Limit) <= limit_) ++log2Limit;
+    prodTwos_ = std::min(nranks, log2Limit);
   }
 }
 
@@ -55,20 +56,20 @@ uint64_t DataModel::hash(int rank, size_t index) const {
 }
 
 double DataModel::sumInput(int rank, size_t index) const {
-  if (owner_only_) return size_t(rank) == index % size_t(nranks_) ? double(1 + hash(rank, index) % range_) : 0.0;
+  if (ownerOnly_) return size_t(rank) == index % size_t(nranks_) ? double(1 + hash(rank, index) % range_) : 0.0;
   return double(hash(rank, index) % uint64_t(range_ + 1));
 }
 
 double DataModel::avgInput(int rank, size_t index) const {
   if (range_ == 0) return 0.0;
   const double n = nranks_;
-  if (owner_only_) return size_t(rank) == index % size_t(nranks_) ? n * double(1 + hash(rank, index) % range_) : 0.0;
+  if (ownerOnly_) return size_t(rank) == index % size_t(nranks_) ? n * double(1 + hash(rank, index) % range_) : 0.0;
   return n * double(hash(rank, index) % uint64_t(range_ + 1));
 }
 
 double DataModel::prodInput(int rank, size_t index) const {
   // Exactly `twos` ranks (a rotation by index) contribute 2, the others 1.
-  const int twos = int(hash(0, index) % uint64_t(prod_twos_ + 1));
+  const int twos = int(hash(0, index) % uint64_t(prodTwos_ + 1));
   return int((size_t(rank) + index) % size_t(nranks_)) < twos ? 2.0 : 1.0;
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Deterministic inputs whose exact results are representable, so checks compare exactly.
 //
 // Every rank's input is a function of (rank, element index, seed). For reductions the
@@ -35,10 +36,10 @@ class DataModel {
   cclRedOp_t op_;
   int nranks_;
   uint64_t seed_;
-  int64_t limit_;    // exact integer range of the type
-  int64_t range_;    // inputs are in [0, range_] (before scaling)
-  bool owner_only_;  // one rank per element contributes; the others hold the identity
-  int prod_twos_;    // prod: at most this many ranks contribute a factor 2
+  int64_t limit_;   // exact integer range of the type
+  int64_t range_;   // inputs are in [0, range_] (before scaling)
+  bool ownerOnly_;  // one rank per element contributes; the others hold the identity
+  int prodTwos_;    // prod: at most this many ranks contribute a factor 2
 };
 
 }  // namespace cclperf

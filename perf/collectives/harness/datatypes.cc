@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "harness/datatypes.h"
 
 #include <array>
@@ -34,20 +35,20 @@ constexpr std::array<Alias, 11> kAliases = {{{"char", cclInt8},
                                              {"fp8e4m3", cclFloat8e4m3},
                                              {"fp8e5m2", cclFloat8e5m2}}};
 
-// Generic decoder of a sign/exponent/mantissa format. `ieee_specials`: an all-ones
+// Generic decoder of a sign/exponent/mantissa format. `ieeeSpecials`: an all-ones
 // exponent means Inf/NaN (fp16, bf16, e5m2); e4m3 has only S.1111.111 as NaN.
-double decodeMinifloat(uint32_t bits, int exponent_bits, int mantissa_bits, bool ieee_specials) {
-  const uint32_t mant = bits & ((1u << mantissa_bits) - 1);
-  const uint32_t exp = (bits >> mantissa_bits) & ((1u << exponent_bits) - 1);
-  const bool negative = (bits >> (mantissa_bits + exponent_bits)) & 1u;
-  const int bias = (1 << (exponent_bits - 1)) - 1;
-  const uint32_t exp_max = (1u << exponent_bits) - 1;
-  if (ieee_specials && exp == exp_max) return std::numeric_limits<double>::quiet_NaN();
-  if (!ieee_specials && exp == exp_max && mant == (1u << mantissa_bits) - 1) {
+double decodeMinifloat(uint32_t bits, int exponentBits, int mantissaBits, bool ieeeSpecials) {
+  const uint32_t mant = bits & ((1u << mantissaBits) - 1);
+  const uint32_t exp = (bits >> mantissaBits) & ((1u << exponentBits) - 1);
+  const bool negative = (bits >> (mantissaBits + exponentBits)) & 1u;
+  const int bias = (1 << (exponentBits - 1)) - 1;
+  const uint32_t expMax = (1u << exponentBits) - 1;
+  if (ieeeSpecials && exp == expMax) return std::numeric_limits<double>::quiet_NaN();
+  if (!ieeeSpecials && exp == expMax && mant == (1u << mantissaBits) - 1) {
     return std::numeric_limits<double>::quiet_NaN();
   }
-  double value = exp == 0 ? std::ldexp(double(mant), 1 - bias - mantissa_bits)
-                          : std::ldexp(1.0 + double(mant) / double(1u << mantissa_bits), int(exp) - bias);
+  double value = exp == 0 ? std::ldexp(double(mant), 1 - bias - mantissaBits)
+                          : std::ldexp(1.0 + double(mant) / double(1u << mantissaBits), int(exp) - bias);
   return negative ? -value : value;
 }
 
@@ -102,18 +103,18 @@ std::vector<cclDataType_t> parseDataTypes(const std::string& text) {
                               "f8e5m2 all)");
 }
 
-uint32_t encodeMinifloat(double value, int exponent_bits, int mantissa_bits) {
+uint32_t encodeMinifloat(double value, int exponentBits, int mantissaBits) {
   if (value == 0.0) return 0;
   if (!(value > 0.0)) throw std::logic_error("minifloat encoder handles non-negative values only");
   int e = 0;
   const double f = std::frexp(value, &e);  // value = f * 2^e, f in [0.5, 1)
-  const int bias = (1 << (exponent_bits - 1)) - 1;
-  const int exp_field = e - 1 + bias;
-  const double mant = (f * 2.0 - 1.0) * double(1u << mantissa_bits);
-  if (exp_field <= 0 || exp_field >= (1 << exponent_bits) || mant != std::floor(mant)) {
+  const int bias = (1 << (exponentBits - 1)) - 1;
+  const int expField = e - 1 + bias;
+  const double mant = (f * 2.0 - 1.0) * double(1u << mantissaBits);
+  if (expField <= 0 || expField >= (1 << exponentBits) || mant != std::floor(mant)) {
     throw std::logic_error("value " + std::to_string(value) + " is not exact in the minifloat format");
   }
-  return (uint32_t(exp_field) << mantissa_bits) | uint32_t(mant);
+  return (uint32_t(expField) << mantissaBits) | uint32_t(mant);
 }
 
 double loadElement(const TypedBuffer& buf, size_t i) {

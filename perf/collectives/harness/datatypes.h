@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Element types of the perf binaries: names as nccl-tests spells them, sizes, and typed
 // fill/compare loops that convert small exact integers to and from every cclDataType_t.
 #pragma once
@@ -17,7 +18,7 @@ struct DataTypeInfo {
   size_t size;
   // Largest integer N such that every integer in [0, N] is exact in the type and no
   // partial result of a checked reduction can collide with the fill used for "unwritten".
-  int64_t exact_limit;
+  int64_t exactLimit;
 };
 
 // The types nccl-tests iterates over for "-d all", in its order.
@@ -36,7 +37,7 @@ struct TypedBuffer {
 
 // Minifloat encoding of a value that is exactly representable (small non-negative
 // integers here); throws if it is not, because the check would then be inexact.
-uint32_t encodeMinifloat(double value, int exponent_bits, int mantissa_bits);
+uint32_t encodeMinifloat(double value, int exponentBits, int mantissaBits);
 
 // Element i of `buf` as a double (NaN for NaN encodings).
 double loadElement(const TypedBuffer& buf, size_t i);
@@ -44,10 +45,10 @@ double loadElement(const TypedBuffer& buf, size_t i);
 // Writes `value` (an exact small integer) to element i of `buf`.
 void storeElement(const TypedBuffer& buf, size_t i, double value);
 
-// Stores value_of(i) into every element i of `buf`.
+// Stores valueOf(i) into every element i of `buf`.
 template <typename ValueOf>
-void fillWith(const TypedBuffer& buf, ValueOf value_of) {
-  for (size_t i = 0; i < buf.count; ++i) storeElement(buf, i, value_of(i));
+void fillWith(const TypedBuffer& buf, ValueOf valueOf) {
+  for (size_t i = 0; i < buf.count; ++i) storeElement(buf, i, valueOf(i));
 }
 
 // Sets every byte to 0xff: NaN for the float types and -1 / max for the integer types,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "harness/options.h"
 
 #include <getopt.h>
@@ -7,6 +8,7 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "codecs/codec_table.h"
 #include "harness/datatypes.h"
 
 namespace cclperf {
@@ -118,16 +120,16 @@ bool applyCodecOption(CodecOptions& z, int c, const char* arg) {
       z.name = arg;
       return true;
     case kBlock:
-      z.block_size = parseNonNegative("--block", arg);
+      z.blockSize = parseNonNegative("--block", arg);
       return true;
     case kScaleBits:
-      z.scale_bits = parseNonNegative("--scale_bits", arg);
+      z.scaleBits = parseNonNegative("--scale_bits", arg);
       return true;
     case kValueBits:
-      z.value_bits = parseNonNegative("--value_bits", arg);
+      z.valueBits = parseNonNegative("--value_bits", arg);
       return true;
     case kKeep:
-      z.keep_ratio = parseReal("--keep", arg);
+      z.keepRatio = parseReal("--keep", arg);
       return true;
     case kThreshold:
       z.threshold = float(parseReal("--threshold", arg));
@@ -142,10 +144,10 @@ bool applyCodecOption(CodecOptions& z, int c, const char* arg) {
       z.feedback = parseFeedback(arg);
       return true;
     case kLocoBeta:
-      z.loco_beta = float(parseReal("--loco_beta", arg));
+      z.locoBeta = float(parseReal("--loco_beta", arg));
       return true;
     case kLocoReset:
-      z.loco_reset = parseNonNegative("--loco_reset", arg);
+      z.locoReset = parseNonNegative("--loco_reset", arg);
       return true;
     default:
       return false;
@@ -162,28 +164,28 @@ void applyOption(Options& o, int c, const char* arg) {
       o.ngpus = parseNonNegative("-g", arg);
       break;
     case 'b':
-      o.min_bytes = parseSize(arg);
+      o.minBytes = parseSize(arg);
       break;
     case 'e':
-      o.max_bytes = parseSize(arg);
+      o.maxBytes = parseSize(arg);
       break;
     case 'i':
-      o.step_bytes = parseSize(arg);
+      o.stepBytes = parseSize(arg);
       break;
     case 'f':
-      o.step_factor = size_t(parseNonNegative("-f", arg));
+      o.stepFactor = size_t(parseNonNegative("-f", arg));
       break;
     case 'n':
       o.iters = parseNonNegative("-n", arg);
       break;
     case 'm':
-      o.agg_iters = parseNonNegative("-m", arg);
+      o.aggIters = parseNonNegative("-m", arg);
       break;
     case 'w':
-      o.warmup_iters = parseNonNegative("-w", arg);
+      o.warmupIters = parseNonNegative("-w", arg);
       break;
     case 'p':
-      o.parallel_init = parseNonNegative("-p", arg);
+      o.parallelInit = parseNonNegative("-p", arg);
       break;
     case 'c':
       o.check = parseNonNegative("-c", arg);
@@ -205,16 +207,16 @@ void applyOption(Options& o, int c, const char* arg) {
       o.blocking = parseNonNegative("-z", arg);
       break;
     case 'y':
-      o.stream_null = parseNonNegative("-y", arg);
+      o.streamNull = parseNonNegative("-y", arg);
       break;
     case 'T':
-      o.timeout_s = parseNonNegative("-T", arg);
+      o.timeoutSeconds = parseNonNegative("-T", arg);
       break;
     case 'G':
-      o.graph_launches = parseNonNegative("-G", arg);
+      o.graphLaunches = parseNonNegative("-G", arg);
       break;
     case 'C':
-      o.report_cputime = parseNonNegative("-C", arg);
+      o.reportCputime = parseNonNegative("-C", arg);
       break;
     case 'a': {
       const int a = parseNonNegative("-a", arg);
@@ -233,9 +235,9 @@ void applyOption(Options& o, int c, const char* arg) {
 void validate(const Options& o) {
   if (o.nthreads < 1) throw UsageError("-t must be at least 1");
   if (o.ngpus != 1) throw UsageError("-g must be 1: ranks run on the host (use -t for more ranks per process)");
-  if (o.min_bytes > o.max_bytes) throw UsageError("minbytes is larger than maxbytes");
-  if (o.step_factor <= 1 && o.step_bytes == 0) throw UsageError("-i must be positive when -f is 1");
-  if (o.iters < 1 || o.agg_iters < 1) throw UsageError("-n and -m must be at least 1");
+  if (o.minBytes > o.maxBytes) throw UsageError("minbytes is larger than maxbytes");
+  if (o.stepFactor <= 1 && o.stepBytes == 0) throw UsageError("-i must be positive when -f is 1");
+  if (o.iters < 1 || o.aggIters < 1) throw UsageError("-n and -m must be at least 1");
   if (o.root < -1) throw UsageError("-r must be a rank or 'all'");
 }
 
@@ -299,14 +301,14 @@ std::string usage(const char* program) {
          "\n\t[-G,--cudagraph <accepted, no effect on the host>]"
          "\n\t[-C,--report_cputime <0/1>]"
          "\n\t[-a,--average <0/1/2/3: time of rank 0 / mean / min / max over ranks>]"
-         "\n\t[-Z,--codec <none/fp8_e4m3/fp8_e5m2/mxfp8_e4m3/int8/int4/int2/topk/randk/threshold>: passed per call"
+         "\n\t[-Z,--codec <a codec name as cclCodecName prints it (ccl-info lists them)>: passed per call"
          "\n\t    through the *Ex calls; adds the columns wire/raw, maxrel, rmsrel]"
-         "\n\t[--block <quantiser elements per scale, multiple of 8; 0: codec default>]"
+         "\n\t[--block <quantizer elements per scale, multiple of 8; 0: codec default>]"
          "\n\t[--scale_bits <int codecs: 32 or 16 (fp16 scales)>]"
          "\n\t[--value_bits <sparsifiers: 32 or 16 (fp16 values)>]"
          "\n\t[--keep <topk/randk: fraction of elements kept, (0,1]; 0: default 0.01>]"
          "\n\t[--threshold <threshold: keep |x| >= this>]"
-         "\n\t[--stochastic <0/1: quantisers round stochastically>]"
+         "\n\t[--stochastic <0/1: quantizers round stochastically>]"
          "\n\t[--seed <stochastic rounding and randk seed>]"
          "\n\t[--feedback <none/ef/loco: error feedback, one handle per rank (allreduce, reduce_scatter, all_gather)>]"
          "\n\t[--loco_beta <LoCo moving-average weight in [0,1), default 0.5>]"
@@ -316,7 +318,7 @@ std::string usage(const char* program) {
 
 void validateResolvedCodec(const Options& o) {
   const cclCodec_t c = o.codec.codec;
-  const bool sparsifier = c == cclCodecTopK || c == cclCodecRandK || c == cclCodecThreshold;
+  const bool sparsifier = ccl::codec::isSparsifier(c);
   if (o.check && sparsifier && o.codec.feedback != cclFeedbackNone) {
     throw UsageError(
         "-c 1 cannot bound a sparsifier with --feedback: the carried residual grows with every call; "
@@ -327,10 +329,10 @@ void validateResolvedCodec(const Options& o) {
 cclCompression_t compressionFrom(const CodecOptions& z) {
   cclCompression_t c = CCL_COMPRESSION_INITIALIZER;
   c.codec = z.codec;
-  c.blockSize = z.block_size;
-  c.bits = z.value_bits;
-  c.scaleBits = z.scale_bits;
-  c.keepRatio = z.keep_ratio;
+  c.blockSize = z.blockSize;
+  c.bits = z.valueBits;
+  c.scaleBits = z.scaleBits;
+  c.keepRatio = z.keepRatio;
   c.threshold = z.threshold;
   c.stochasticRounding = z.stochastic;
   c.seed = z.seed;

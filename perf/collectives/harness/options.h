@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Command-line flags of the perf binaries, spelled and defaulted as in nccl-tests.
 #pragma once
 
@@ -17,16 +18,16 @@ enum class TimeAverage { kRank0 = 0, kMean = 1, kMin = 2, kMax = 3 };
 struct CodecOptions {
   std::string name = "none";
   cclCodec_t codec = cclCodecNone;
-  int block_size = 0;     // 0: the codec's default
-  int value_bits = 0;     // sparsifiers: 32 or 16; 0: default
-  int scale_bits = 0;     // int codecs: 32 or 16; 0: default
-  double keep_ratio = 0;  // topk, randk; 0: default
+  int blockSize = 0;     // 0: the codec's default
+  int valueBits = 0;     // sparsifiers: 32 or 16; 0: default
+  int scaleBits = 0;     // int codecs: 32 or 16; 0: default
+  double keepRatio = 0;  // topk, randk; 0: default
   float threshold = 0;
   int stochastic = 0;
   unsigned long long seed = 0;
   cclFeedbackKind_t feedback = cclFeedbackNone;
-  float loco_beta = 0.5f;
-  int loco_reset = 0;
+  float locoBeta = 0.5f;
+  int locoReset = 0;
 
   // Whether -Z named a codec other than none (before the backend resolves it).
   bool requested() const;
@@ -36,23 +37,23 @@ struct CodecOptions {
 struct Options {
   int nthreads = 1;
   int ngpus = 1;
-  size_t min_bytes = 32u << 20;
-  size_t max_bytes = 32u << 20;
-  size_t step_bytes = 1u << 20;
-  size_t step_factor = 1;
+  size_t minBytes = 32u << 20;
+  size_t maxBytes = 32u << 20;
+  size_t stepBytes = 1u << 20;
+  size_t stepFactor = 1;
   int iters = 20;
-  int agg_iters = 1;
-  int warmup_iters = 5;
-  int parallel_init = 0;
+  int aggIters = 1;
+  int warmupIters = 5;
+  int parallelInit = 0;
   int check = 1;
   std::vector<cclDataType_t> types{cclFloat32};
   std::vector<cclRedOp_t> ops{cclSum};
   int root = 0;  // -1: every root in turn
   int blocking = 0;
-  int stream_null = 0;
-  int timeout_s = 0;
-  int graph_launches = 0;
-  int report_cputime = 0;
+  int streamNull = 0;
+  int timeoutSeconds = 0;
+  int graphLaunches = 0;
+  int reportCputime = 0;
   TimeAverage average = TimeAverage::kMean;
   CodecOptions codec;
   bool help = false;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The processes of a perf run and the few host-side operations the harness needs across
 // them (not the measured data path): MPI when launched by mpirun, else one process.
 #pragma once

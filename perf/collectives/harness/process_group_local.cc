@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Single-process group: the build has no MPI, so ranks can only be threads (-t).
 #include "harness/process_group.h"
 

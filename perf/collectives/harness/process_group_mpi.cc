@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // MPI process group. MPI is initialised in every run (a run without mpirun is an MPI
 // singleton of size 1), so detection needs no environment variables.
 #include <mpi.h>

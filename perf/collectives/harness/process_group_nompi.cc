@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Chosen when the build found no MPI: every run is a single process.
 #include "harness/process_group.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "harness/report.h"
 
 #include <unistd.h>
@@ -7,16 +8,16 @@
 
 namespace cclperf {
 
-void printRunHeader(const Options& o, const std::string& backend_line) {
-  const bool by_factor = o.step_factor > 1;
-  if (!backend_line.empty()) std::printf("# %s\n", backend_line.c_str());
+void printRunHeader(const Options& o, const std::string& backendLine) {
+  const bool byFactor = o.stepFactor > 1;
+  if (!backendLine.empty()) std::printf("# %s\n", backendLine.c_str());
   std::printf(
       "# nThread %d nGpus %d minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d agg iters: %d "
       "validation: %d graph: %d\n",
-      o.nthreads, o.ngpus, o.min_bytes, o.max_bytes, by_factor ? o.step_factor : o.step_bytes,
-      by_factor ? "factor" : "bytes", o.warmup_iters, o.iters, o.agg_iters, o.check, o.graph_launches);
+      o.nthreads, o.ngpus, o.minBytes, o.maxBytes, byFactor ? o.stepFactor : o.stepBytes, byFactor ? "factor" : "bytes",
+      o.warmupIters, o.iters, o.aggIters, o.check, o.graphLaunches);
   if (o.blocking) std::printf("# Blocking Enabled: wait for completion and barrier after each collective \n");
-  if (o.parallel_init) std::printf("# Parallel Init Enabled: threads call into cclCommInitRank concurrently \n");
+  if (o.parallelInit) std::printf("# Parallel Init Enabled: threads call into cclCommInitRank concurrently \n");
   std::printf("#\n");
 }
 
@@ -26,7 +27,7 @@ void printCodecHeader(const Options& o) {
   std::printf(
       "# Codec %s (per call, *Ex): block %d scale_bits %d value_bits %d keep %g threshold %g stochastic %d seed %llu "
       "feedback %s\n",
-      z.name.c_str(), z.block_size, z.scale_bits, z.value_bits, z.keep_ratio, double(z.threshold), z.stochastic, z.seed,
+      z.name.c_str(), z.blockSize, z.scaleBits, z.valueBits, z.keepRatio, double(z.threshold), z.stochastic, z.seed,
       feedback);
   std::printf(
       "# wire/raw: bytes sent / the same bytes counted uncompressed (cclCommGetStats over the timed calls of both "
@@ -37,22 +38,22 @@ void printCodecHeader(const Options& o) {
       "uncompressed bytes\n#\n");
 }
 
-std::string deviceLines(int first_rank, int nthreads, const std::string& device) {
+std::string deviceLines(int firstRank, int nthreads, const std::string& device) {
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "unknown");
   std::string out;
   for (int t = 0; t < nthreads; ++t) {
     char line[512];
-    std::snprintf(line, sizeof(line), "#  Rank %2d Group %2d Pid %6d on %10s device %s\n", first_rank + t, 0,
+    std::snprintf(line, sizeof(line), "#  Rank %2d Group %2d Pid %6d on %10s device %s\n", firstRank + t, 0,
                   int(getpid()), host, device.c_str());
     out += line;
   }
   return out;
 }
 
-void printDevices(const std::vector<std::string>& per_process_lines) {
+void printDevices(const std::vector<std::string>& perProcessLines) {
   std::printf("# Using devices\n");
-  for (const auto& lines : per_process_lines) std::printf("%s", lines.c_str());
+  for (const auto& lines : perProcessLines) std::printf("%s", lines.c_str());
   std::printf("#\n");
 }
 
@@ -87,14 +88,14 @@ void printPlacement(const PlacementResult& r) {
 
 void printRowEnd(const CodecColumns* codec) {
   if (codec) {
-    if (codec->raw_bytes > 0) {
-      std::printf("  %8.4f", codec->wire_bytes / codec->raw_bytes);
+    if (codec->rawBytes > 0) {
+      std::printf("  %8.4f", codec->wireBytes / codec->rawBytes);
     } else {
       std::printf("  %8s", "N/A");  // nothing crossed a wire (one rank)
     }
     if (codec->checked && codec->count > 0) {
-      const double scale = codec->max_exact > 0 ? codec->max_exact : 1.0;
-      std::printf("  %9.3e  %9.3e", codec->max_err / scale, std::sqrt(codec->sum_sq / codec->count) / scale);
+      const double scale = codec->maxExact > 0 ? codec->maxExact : 1.0;
+      std::printf("  %9.3e  %9.3e", codec->maxErr / scale, std::sqrt(codec->sumSq / codec->count) / scale);
     } else {
       std::printf("  %9s  %9s", "N/A", "N/A");
     }
@@ -103,9 +104,9 @@ void printRowEnd(const CodecColumns* codec) {
   std::fflush(stdout);
 }
 
-void printSummary(long long wrong, double avg_busbw) {
+void printSummary(long long wrong, double avgBusbw) {
   std::printf("# Out of bounds values : %lld %s\n", wrong, wrong ? "FAILED" : "OK");
-  std::printf("# Avg bus bandwidth    : %g \n", avg_busbw);
+  std::printf("# Avg bus bandwidth    : %g \n", avgBusbw);
   std::printf("#\n");
   std::fflush(stdout);
 }

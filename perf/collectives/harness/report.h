@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The text nccl-tests prints: run parameters, devices, the two-row column header, one
 // row per size with out-of-place and in-place results, and the closing summary.
 #pragma once
@@ -17,28 +18,28 @@ struct PlacementResult {
   long long wrong;  // -1: not checked
 };
 
-void printRunHeader(const Options& o, const std::string& backend_line);
+void printRunHeader(const Options& o, const std::string& backendLine);
 // "# codec ..." lines: the codec's parameters and what the extra columns mean.
 void printCodecHeader(const Options& o);
 // "#  Rank ..." line of each local rank, gathered to process 0 by the caller.
-std::string deviceLines(int first_rank, int nthreads, const std::string& device);
-void printDevices(const std::vector<std::string>& per_process_lines);
+std::string deviceLines(int firstRank, int nthreads, const std::string& device);
+void printDevices(const std::vector<std::string>& perProcessLines);
 // `codec`: the three compression columns follow the in-place ones.
 void printTableHeader(bool cputime, bool codec = false);
 void printRowStart(size_t bytes, size_t count, const char* type, const char* op, int root);
 void printPlacement(const PlacementResult& r);
 // The compression columns of one row (both placements together).
 struct CodecColumns {
-  double raw_bytes;  // summed over ranks, timed calls only
-  double wire_bytes;
-  double max_err;  // over every checked element of every rank
-  double sum_sq;
+  double rawBytes;  // summed over ranks, timed calls only
+  double wireBytes;
+  double maxErr;  // over every checked element of every rank
+  double sumSq;
   double count;
-  double max_exact;
+  double maxExact;
   bool checked;
 };
 void printRowEnd(const CodecColumns* codec = nullptr);
-void printSummary(long long wrong, double avg_busbw);
+void printSummary(long long wrong, double avgBusbw);
 
 // Time as nccl-tests formats it: fewer decimals for longer times.
 std::string formatTime(double usec);

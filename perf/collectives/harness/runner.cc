@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "harness/runner.h"
 
 #include <cstdio>
@@ -57,11 +58,11 @@ int runProgram(const PerfCollective& collective, Backend& backend, ProcessGroup&
   if (root) printDevices(lines);
 
   auto comms = backend.connect(processes, o);
-  if (root) printTableHeader(o.report_cputime != 0, o.codec.active());
+  if (root) printTableHeader(o.reportCputime != 0, o.codec.active());
   const SweepTotals totals = runThreads(collective, o, processes, comms);
   comms.clear();
 
-  if (root) printSummary(totals.wrong, totals.rows ? totals.busbw_sum / totals.rows : 0.0);
+  if (root) printSummary(totals.wrong, totals.rows ? totals.busbwSum / totals.rows : 0.0);
   return totals.wrong ? 1 : 0;
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The sweep of a perf binary: parse flags, connect the ranks, run every size as
 // nccl-tests does (warm-up, timed iterations, then one checked call), print the table.
 #pragma once

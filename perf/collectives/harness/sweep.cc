@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "harness/sweep.h"
 
 #include <algorithm>
@@ -31,10 +32,10 @@ HostBuffer allocateZeroed(size_t bytes) {
 // One (type, op, root) combination: the current size and its buffers' layout.
 struct Case {
   cclDataType_t type;
-  size_t type_size;
-  const char* type_name;
+  size_t typeSize;
+  const char* typeName;
   cclRedOp_t op;
-  const char* op_name;
+  const char* opName;
   int root;
 };
 
@@ -42,9 +43,9 @@ class RankSweep {
  public:
   RankSweep(const PerfCollective& c, const Options& o, RankComm& comm, Team& team, int thread, RankInfo me, bool prints)
       : coll_(c), opt_(o), comm_(comm), team_(team), thread_(thread), me_(me), prints_(prints) {
-    send_ = allocateZeroed(o.max_bytes);
-    recv_ = allocateZeroed(o.max_bytes);
-    if (o.check) expected_ = allocateZeroed(o.max_bytes);
+    send_ = allocateZeroed(o.maxBytes);
+    recv_ = allocateZeroed(o.maxBytes);
+    if (o.check) expected_ = allocateZeroed(o.maxBytes);
   }
 
   SweepTotals runAll() {
@@ -70,36 +71,35 @@ class RankSweep {
     return all;
   }
 
-  BufferLayout layoutFor(size_t bytes, const Case& k) const { return coll_.layout(bytes / k.type_size, me_.nranks); }
+  BufferLayout layoutFor(size_t bytes, const Case& k) const { return coll_.layout(bytes / k.typeSize, me_.nranks); }
 
-  CallArgs callArgs(const BufferLayout& l, const Case& k, bool in_place) const {
+  CallArgs callArgs(const BufferLayout& l, const Case& k, bool inPlace) const {
     char* recv = recv_.get();
     const size_t rank = size_t(me_.rank);
-    const char* send = in_place ? recv + l.send_inplace_offset * rank * k.type_size : send_.get();
-    if (in_place) recv += l.recv_inplace_offset * rank * k.type_size;
-    return CallArgs{send, recv, l.param_count, k.type, k.op, k.root};
+    const char* send = inPlace ? recv + l.sendInPlaceOffset * rank * k.typeSize : send_.get();
+    if (inPlace) recv += l.recvInPlaceOffset * rank * k.typeSize;
+    return CallArgs{send, recv, l.paramCount, k.type, k.op, k.root};
   }
 
-  void launch(const BufferLayout& l, const Case& k, bool in_place) {
-    coll_.run(comm_, callArgs(l, k, in_place));
+  void launch(const BufferLayout& l, const Case& k, bool inPlace) {
+    coll_.run(comm_, callArgs(l, k, inPlace));
     if (opt_.blocking) team_.barrier(thread_);
   }
 
   void timeTest(const Case& k) {
     team_.barrier(thread_);
-    for (size_t bytes : {opt_.max_bytes, opt_.min_bytes}) {
+    for (size_t bytes : {opt_.maxBytes, opt_.minBytes}) {
       const BufferLayout l = layoutFor(bytes, k);
-      for (int i = 0; i < opt_.warmup_iters; ++i) launch(l, k, false);
+      for (int i = 0; i < opt_.warmupIters; ++i) launch(l, k, false);
     }
-    for (size_t bytes = opt_.min_bytes; bytes <= opt_.max_bytes;) {
+    for (size_t bytes = opt_.minBytes; bytes <= opt_.maxBytes;) {
       const BufferLayout l = layoutFor(bytes, k);
       if (prints_) {
-        printRowStart(std::max(l.send_count, l.recv_count) * k.type_size, l.param_count, k.type_name, k.op_name,
-                      k.root);
+        printRowStart(std::max(l.sendCount, l.recvCount) * k.typeSize, l.paramCount, k.typeName, k.opName, k.root);
       }
       row_ = RowCodec{};
-      for (bool in_place : {false, true}) {
-        const PlacementResult r = benchTime(l, k, in_place);
+      for (bool inPlace : {false, true}) {
+        const PlacementResult r = benchTime(l, k, inPlace);
         if (prints_) printPlacement(r);
       }
       if (opt_.codec.active()) {
@@ -108,104 +108,104 @@ class RankSweep {
       } else if (prints_) {
         printRowEnd();
       }
-      const size_t next = opt_.step_factor > 1 ? bytes * opt_.step_factor : bytes + opt_.step_bytes;
+      const size_t next = opt_.stepFactor > 1 ? bytes * opt_.stepFactor : bytes + opt_.stepBytes;
       if (next <= bytes) break;  // minBytes 0 with a factor would never grow
       bytes = next;
     }
   }
 
-  double timedLoop(const BufferLayout& l, const Case& k, bool in_place) {
+  double timedLoop(const BufferLayout& l, const Case& k, bool inPlace) {
     const auto start = Clock::now();
     for (int i = 0; i < opt_.iters; ++i) {
-      if (opt_.agg_iters > 1) comm_.groupStart();
-      for (int a = 0; a < opt_.agg_iters; ++a) launch(l, k, in_place);
-      if (opt_.agg_iters > 1) comm_.groupEnd();
+      if (opt_.aggIters > 1) comm_.groupStart();
+      for (int a = 0; a < opt_.aggIters; ++a) launch(l, k, inPlace);
+      if (opt_.aggIters > 1) comm_.groupEnd();
     }
     const std::chrono::duration<double> elapsed = Clock::now() - start;
-    return elapsed.count() / (double(opt_.iters) * opt_.agg_iters);
+    return elapsed.count() / (double(opt_.iters) * opt_.aggIters);
   }
 
-  PlacementResult benchTime(const BufferLayout& l, const Case& k, bool in_place) {
-    if (opt_.check) initData(l, k, in_place, 0);
-    launch(l, k, in_place);  // the untimed call nccl-tests makes before timing
+  PlacementResult benchTime(const BufferLayout& l, const Case& k, bool inPlace) {
+    if (opt_.check) initData(l, k, inPlace, 0);
+    launch(l, k, inPlace);  // the untimed call nccl-tests makes before timing
     team_.barrier(thread_);
     double raw0 = 0, wire0 = 0, raw1 = 0, wire1 = 0;
     const bool counted = opt_.codec.active() && comm_.wireCounters(&raw0, &wire0);
-    const double my_seconds = timedLoop(l, k, in_place);
+    const double mySeconds = timedLoop(l, k, inPlace);
     if (counted && comm_.wireCounters(&raw1, &wire1)) {
       row_.raw += raw1 - raw0;
       row_.wire += wire1 - wire0;
     }
-    const double seconds = team_.combineTime(thread_, my_seconds, opt_.average);
-    const double algbw = seconds > 0 ? coll_.algbwBytes(l.param_count, k.type_size, me_.nranks) / 1e9 / seconds : 0;
+    const double seconds = team_.combineTime(thread_, mySeconds, opt_.average);
+    const double algbw = seconds > 0 ? coll_.algbwBytes(l.paramCount, k.typeSize, me_.nranks) / 1e9 / seconds : 0;
     const double busbw = algbw * coll_.busbwFactor(me_.nranks);
     team_.barrier(thread_);
 
     long long wrong = -1;
-    if (opt_.check && (!in_place || coll_.checksInPlace())) {
+    if (opt_.check && (!inPlace || coll_.checksInPlace())) {
       ++rep_;
-      const bool has_expected = initData(l, k, in_place, rep_);
-      launch(l, k, in_place);
-      const long long mine = has_expected ? countWrong(l, k, in_place) : 0;
+      const bool hasExpected = initData(l, k, inPlace, rep_);
+      launch(l, k, inPlace);
+      const long long mine = hasExpected ? countWrong(l, k, inPlace) : 0;
       wrong = team_.sum(thread_, mine);
       totals_.wrong += wrong;
     }
-    totals_.busbw_sum += busbw;
+    totals_.busbwSum += busbw;
     ++totals_.rows;
     return PlacementResult{seconds, algbw, busbw, wrong};
   }
 
   // Poisons the receive side, writes this rank's input and the expected result.
-  bool initData(const BufferLayout& l, const Case& k, bool in_place, uint64_t seed) {
+  bool initData(const BufferLayout& l, const Case& k, bool inPlace, uint64_t seed) {
     const DataModel model(k.type, coll_.usesOp(), k.op, me_.nranks, seed);
-    const CallArgs a = callArgs(l, k, in_place);
+    const CallArgs a = callArgs(l, k, inPlace);
     poison(TypedBuffer{recv_.get(), recvExtent(l), k.type});
-    coll_.fillInput(model, me_, k.root, TypedBuffer{const_cast<void*>(a.send), l.send_count, k.type});
-    return coll_.fillExpected(model, me_, k.root, TypedBuffer{expected_.get(), l.recv_count, k.type});
+    coll_.fillInput(model, me_, k.root, TypedBuffer{const_cast<void*>(a.send), l.sendCount, k.type});
+    return coll_.fillExpected(model, me_, k.root, TypedBuffer{expected_.get(), l.recvCount, k.type});
   }
 
   // In place, the result sits at an offset inside the receive buffer.
   size_t recvExtent(const BufferLayout& l) const {
     const size_t rank = size_t(me_.rank);
-    return std::max(l.recv_count + l.recv_inplace_offset * rank, l.send_count + l.send_inplace_offset * rank);
+    return std::max(l.recvCount + l.recvInPlaceOffset * rank, l.sendCount + l.sendInPlaceOffset * rank);
   }
 
   // Without a codec every element must be exact; with one, within the codec's bound.
-  long long countWrong(const BufferLayout& l, const Case& k, bool in_place) {
-    const CallArgs a = callArgs(l, k, in_place);
+  long long countWrong(const BufferLayout& l, const Case& k, bool inPlace) {
+    const CallArgs a = callArgs(l, k, inPlace);
     if (opt_.codec.active()) {
-      const AccuracyTally t = tallyAgainstBound(TypedBuffer{a.recv, l.recv_count, k.type},
-                                                TypedBuffer{expected_.get(), l.recv_count, k.type}, boundFor(k));
+      const AccuracyTally t = tallyAgainstBound(TypedBuffer{a.recv, l.recvCount, k.type},
+                                                TypedBuffer{expected_.get(), l.recvCount, k.type}, boundFor(k));
       row_.tally.add(t);
       row_.checked = true;
       return t.wrong;
     }
-    const size_t bytes = l.recv_count * k.type_size;
+    const size_t bytes = l.recvCount * k.typeSize;
     if (std::memcmp(a.recv, expected_.get(), bytes) == 0) return 0;
-    const TypedBuffer got{a.recv, l.recv_count, k.type};
-    const TypedBuffer want{expected_.get(), l.recv_count, k.type};
+    const TypedBuffer got{a.recv, l.recvCount, k.type};
+    const TypedBuffer want{expected_.get(), l.recvCount, k.type};
     long long wrong = 0;
-    for (size_t i = 0; i < l.recv_count; ++i) {
+    for (size_t i = 0; i < l.recvCount; ++i) {
       if (!(loadElement(got, i) == loadElement(want, i))) ++wrong;
     }
     return wrong;
   }
 
   ElementBound boundFor(const Case& k) const {
-    const bool float_type = k.type == cclFloat32 || k.type == cclBfloat16 || k.type == cclFloat16;
-    const bool op_ok = !coll_.usesOp() || k.op == cclSum || k.op == cclAvg;
-    return ElementBound(opt_.codec, k.type, float_type && op_ok, coll_.compression(me_.nranks));
+    const bool floatType = k.type == cclFloat32 || k.type == cclBfloat16 || k.type == cclFloat16;
+    const bool opOk = !coll_.usesOp() || k.op == cclSum || k.op == cclAvg;
+    return ElementBound(opt_.codec, k.type, floatType && opOk, coll_.compression(me_.nranks));
   }
 
   // The compression columns of the row, combined over every rank.
   CodecColumns combineRow() {
     CodecColumns c{};
-    c.raw_bytes = team_.reduce(thread_, row_.raw, Reduction::kSum);
-    c.wire_bytes = team_.reduce(thread_, row_.wire, Reduction::kSum);
-    c.max_err = team_.reduce(thread_, row_.tally.max_err, Reduction::kMax);
-    c.sum_sq = team_.reduce(thread_, row_.tally.sum_sq, Reduction::kSum);
+    c.rawBytes = team_.reduce(thread_, row_.raw, Reduction::kSum);
+    c.wireBytes = team_.reduce(thread_, row_.wire, Reduction::kSum);
+    c.maxErr = team_.reduce(thread_, row_.tally.maxErr, Reduction::kMax);
+    c.sumSq = team_.reduce(thread_, row_.tally.sumSq, Reduction::kSum);
     c.count = team_.reduce(thread_, row_.tally.count, Reduction::kSum);
-    c.max_exact = team_.reduce(thread_, row_.tally.max_exact, Reduction::kMax);
+    c.maxExact = team_.reduce(thread_, row_.tally.maxExact, Reduction::kMax);
     c.checked = row_.checked;
     return c;
   }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One thread rank's part of the sweep.
 #pragma once
 
@@ -9,7 +10,7 @@ namespace cclperf {
 
 struct SweepTotals {
   long long wrong = 0;
-  double busbw_sum = 0;
+  double busbwSum = 0;
   int rows = 0;  // placements measured
 };
 

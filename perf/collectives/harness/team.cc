@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "harness/team.h"
 
 #include <algorithm>
@@ -13,7 +14,7 @@ double Team::rendezvous(int thread, double value, Combine combine) {
   std::unique_lock lock(mutex_);
   if (aborted_) throw TeamAborted();
   slots_[size_t(thread)] = value;
-  const unsigned long long my_generation = generation_;
+  const unsigned long long myGeneration = generation_;
   if (++arrived_ == nthreads_) {
     // The process-level call happens under the lock, so MPI sees one caller at a time.
     result_ = combine(slots_);
@@ -22,8 +23,8 @@ double Team::rendezvous(int thread, double value, Combine combine) {
     cv_.notify_all();
     return result_;
   }
-  cv_.wait(lock, [&] { return generation_ != my_generation || aborted_; });
-  if (generation_ == my_generation) throw TeamAborted();
+  cv_.wait(lock, [&] { return generation_ != myGeneration || aborted_; });
+  if (generation_ == myGeneration) throw TeamAborted();
   // result_ cannot change before this thread arrives at the next rendezvous.
   return result_;
 }

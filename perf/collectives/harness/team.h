@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The thread ranks of this process, and collective host-side operations over every rank
 // of the run (threads here, then processes through the ProcessGroup).
 #pragma once

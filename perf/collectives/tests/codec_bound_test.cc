@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The per-element bound of -c 1 with -Z: values just inside pass, values just outside are
-// counted wrong, and a simulated quantised allreduce (two-shot and ring) stays inside the
+// counted wrong, and a simulated quantized allreduce (two-shot and ring) stays inside the
 // composed bound while a single round trip's bound is too tight for it.
 #include "harness/codec_bound.h"
 
@@ -26,8 +27,8 @@ CodecOptions codecNamed(cclCodec_t c) {
 
 TypedBuffer view(std::vector<double>& v) { return TypedBuffer{v.data(), v.size(), cclFloat64}; }
 
-// Symmetric absmax quantisation per block, rounded to nearest, as the int codecs document.
-std::vector<double> quantise(const std::vector<double>& x, double qmax, size_t block) {
+// Symmetric absmax quantization per block, rounded to nearest, as the int codecs document.
+std::vector<double> quantize(const std::vector<double>& x, double qmax, size_t block) {
   std::vector<double> y(x.size());
   for (size_t b = 0; b < x.size(); b += block) {
     const size_t end = std::min(x.size(), b + block);
@@ -48,24 +49,24 @@ std::vector<std::vector<double>> inputs(int n, size_t count) {
   return in;
 }
 
-// Ring allreduce: the partial sum is quantised at every hop, then the full sum once.
+// Ring allreduce: the partial sum is quantized at every hop, then the full sum once.
 std::vector<double> ringAllReduce(const std::vector<std::vector<double>>& in, double qmax) {
-  std::vector<double> acc = quantise(in[0], qmax, 128);
+  std::vector<double> acc = quantize(in[0], qmax, 128);
   for (size_t r = 1; r < in.size(); ++r) {
     for (size_t i = 0; i < acc.size(); ++i) acc[i] += in[r][i];
-    acc = quantise(acc, qmax, 128);
+    acc = quantize(acc, qmax, 128);
   }
   return acc;
 }
 
-// Two-shot: every peer's shard quantised once, the owner's own exact, the sum once.
+// Two-shot: every peer's shard quantized once, the owner's own exact, the sum once.
 std::vector<double> twoShotAllReduce(const std::vector<std::vector<double>>& in, double qmax) {
   std::vector<double> sum = in[0];
   for (size_t r = 1; r < in.size(); ++r) {
-    const std::vector<double> q = quantise(in[r], qmax, 128);
+    const std::vector<double> q = quantize(in[r], qmax, 128);
     for (size_t i = 0; i < sum.size(); ++i) sum[i] += q[i];
   }
-  return quantise(sum, qmax, 128);
+  return quantize(sum, qmax, 128);
 }
 
 std::vector<double> exactSum(const std::vector<std::vector<double>>& in) {
@@ -105,7 +106,7 @@ TEST(CodecBound, JustOutsideTheBoundIsWrong) {
   const AccuracyTally in = tallyAgainstBound(view(inside), view(want), bound);
   EXPECT_EQ(in.wrong, 0);
   EXPECT_EQ(in.count, double(want.size()));
-  EXPECT_DOUBLE_EQ(in.max_exact, 1000.0);
+  EXPECT_DOUBLE_EQ(in.maxExact, 1000.0);
   EXPECT_EQ(tallyAgainstBound(view(outside), view(want), bound).wrong, long(want.size()));
 }
 
@@ -149,7 +150,7 @@ TEST(CodecBound, SimulatedAllReduceFitsComposedBoundOnly) {
         std::vector<double> got = algorithm(in, qmax);
         const AccuracyTally t = tallyAgainstBound(view(got), view(want), composed);
         EXPECT_EQ(t.wrong, 0) << nameOf(c) << " n=" << n;
-        EXPECT_GT(t.max_err, 0.0);
+        EXPECT_GT(t.maxErr, 0.0);
       }
       std::vector<double> ring = ringAllReduce(in, qmax);
       EXPECT_GT(tallyAgainstBound(view(ring), view(want), single).wrong, 0) << nameOf(c) << " n=" << n;
@@ -173,14 +174,14 @@ TEST(CodecBound, TallyStatistics) {
   std::vector<double> want{10.0, -20.0};
   std::vector<double> got{10.5, -20.0};
   const AccuracyTally t = tallyAgainstBound(view(got), view(want), bound);
-  EXPECT_DOUBLE_EQ(t.max_err, 0.5);
-  EXPECT_DOUBLE_EQ(t.sum_sq, 0.25);
-  EXPECT_DOUBLE_EQ(t.max_exact, 20.0);
+  EXPECT_DOUBLE_EQ(t.maxErr, 0.5);
+  EXPECT_DOUBLE_EQ(t.sumSq, 0.25);
+  EXPECT_DOUBLE_EQ(t.maxExact, 20.0);
   AccuracyTally total;
   total.add(t);
   total.add(t);
   EXPECT_EQ(total.count, 4.0);
-  EXPECT_DOUBLE_EQ(total.sum_sq, 0.5);
+  EXPECT_DOUBLE_EQ(total.sumSq, 0.5);
 }
 
 }  // namespace

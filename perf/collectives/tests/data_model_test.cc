@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The exact checks of the perf binaries are only as good as their inputs: every input,
 // every partial result (in any rank order) and every expected value must be exact in the
 // element type, and the "unwritten" fill must never equal a valid result.
@@ -41,9 +42,9 @@ double combine(cclRedOp_t op, double a, double b) {
 
 TEST(DataTypes, EveryIntegerUpToTheLimitRoundTrips) {
   for (const auto& info : allDataTypes()) {
-    const int64_t last = std::min<int64_t>(info.exact_limit, 5000);
+    const int64_t last = std::min<int64_t>(info.exactLimit, 5000);
     for (int64_t v = 0; v <= last; ++v) ASSERT_TRUE(exactIn(info.type, double(v))) << info.name << " " << v;
-    EXPECT_TRUE(exactIn(info.type, double(info.exact_limit))) << info.name;
+    EXPECT_TRUE(exactIn(info.type, double(info.exactLimit))) << info.name;
   }
 }
 
@@ -59,7 +60,7 @@ TEST(DataTypes, PoisonNeverEqualsAValidValue) {
     const TypedBuffer buf{&storage, 1, info.type};
     poison(buf);
     const double v = loadElement(buf, 0);
-    EXPECT_FALSE(v >= 0 && v <= double(info.exact_limit)) << info.name << " poison reads as " << v;
+    EXPECT_FALSE(v >= 0 && v <= double(info.exactLimit)) << info.name << " poison reads as " << v;
   }
 }
 
@@ -75,7 +76,7 @@ TEST(DataTypes, ParsesNamesAliasesAndAll) {
 // by the full result for these non-negative inputs).
 void expectExactReduction(cclDataType_t type, cclRedOp_t op, int nranks) {
   const DataModel model(type, true, op, nranks, 7);
-  const double limit = double(dataTypeInfo(type).exact_limit);
+  const double limit = double(dataTypeInfo(type).exactLimit);
   for (size_t i = 0; i < 500; ++i) {
     std::vector<double> in;
     for (int r = 0; r < nranks; ++r) in.push_back(model.input(r, i));
@@ -107,13 +108,13 @@ TEST(DataModel, ReductionsStayExactForEveryTypeOpAndRankCount) {
 
 TEST(DataModel, InputsDifferAcrossRanksAndElements) {
   const DataModel model(cclFloat32, true, cclSum, 4, 1);
-  int distinct_ranks = 0;
-  for (size_t i = 0; i < 100; ++i) distinct_ranks += model.input(0, i) != model.input(1, i);
-  EXPECT_GT(distinct_ranks, 50);
-  const DataModel other_seed(cclFloat32, true, cclSum, 4, 2);
-  int distinct_seeds = 0;
-  for (size_t i = 0; i < 100; ++i) distinct_seeds += model.input(0, i) != other_seed.input(0, i);
-  EXPECT_GT(distinct_seeds, 50);
+  int distinctRanks = 0;
+  for (size_t i = 0; i < 100; ++i) distinctRanks += model.input(0, i) != model.input(1, i);
+  EXPECT_GT(distinctRanks, 50);
+  const DataModel otherSeed(cclFloat32, true, cclSum, 4, 2);
+  int distinctSeeds = 0;
+  for (size_t i = 0; i < 100; ++i) distinctSeeds += model.input(0, i) != otherSeed.input(0, i);
+  EXPECT_GT(distinctSeeds, 50);
 }
 
 }  // namespace

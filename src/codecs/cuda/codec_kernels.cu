@@ -1,6 +1,7 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Entry points of the CUDA codecs: argument checks on the host (the same as codec::encode and
 // codec::decode, thrown before anything is enqueued), the workspace, the shared decode
-// prologue/epilogue, codec "none", and dispatch to the quantiser and sparsifier kernels.
+// prologue/epilogue, codec "none", and dispatch to the quantizer and sparsifier kernels.
 #include <string>
 
 #include "codecs/cuda/codec_kernels.h"

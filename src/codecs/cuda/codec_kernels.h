@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // CUDA versions of the codecs of codecs/codec.h. They write the same bytes as the CPU encoder
 // for the same input and parameters (so either side decodes the other's streams), and run
 // stream-ordered: every call only enqueues work on `stream`, nothing waits for the GPU.

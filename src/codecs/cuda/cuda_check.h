@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Turning CUDA runtime errors into ccl::Error(cclUnhandledCudaError).
 #pragma once
 

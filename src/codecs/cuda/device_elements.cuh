@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Typed element access on the device: the device twins of codecs/elements.h (whose load and
 // store are host-only), plus loads and stores of eight elements at once, 128-bit wide when
 // the address allows it.

@@ -24,7 +24,7 @@ struct DecodeState {
   Header h;
   uint32_t status;
   uint32_t pad;
-  unsigned long long counter;  // quantisers: blocks whose scale is the raw marker
+  unsigned long long counter;  // quantizers: blocks whose scale is the raw marker
 };
 
 // Clears *st, then reads and checks the header on the GPU; later kernels run only while

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Host-side launchers of each codec family, called by the dispatch in codec_kernels.cu.
 #pragma once
 

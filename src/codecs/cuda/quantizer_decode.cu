@@ -1,7 +1,8 @@
-// Block quantiser decoder on the GPU. The stream is validated first, as the CPU decoder
+// SPDX-License-Identifier: BSD-3-Clause
+// Block quantizer decoder on the GPU. The stream is validated first, as the CPU decoder
 // does before writing anything: every scale (a value the encoder can write, or the raw
 // marker) and every raw entry (increasing block numbers naming exactly the marked blocks).
-// Then one thread per group of eight elements dequantises with the shared element math,
+// Then one thread per group of eight elements dequantizes with the shared element math,
 // and raw entries are copied. Every kernel after the header check does nothing once the
 // status word is non-zero, so y (or acc) is only written for a valid stream.
 #include "codecs/cuda/cuda_check.h"

@@ -1,6 +1,7 @@
-// Block quantiser encoder on the GPU: one thread block per codec block. Each thread takes
+// SPDX-License-Identifier: BSD-3-Clause
+// Block quantizer encoder on the GPU: one thread block per codec block. Each thread takes
 // groups of eight elements (128-bit loads), the block reduces absmax and finiteness, then
-// every thread quantises its groups with the shared element math. Raw blocks are placed in
+// every thread quantizes its groups with the shared element math. Raw blocks are placed in
 // block order by an exclusive scan of the per-block raw flags (CUB), and a last small
 // kernel writes the header and the zero padding, exactly as the CPU encoder lays them out.
 #include <cub/device/device_scan.cuh>
@@ -83,7 +84,7 @@ __device__ void storeCodes(uint8_t* dst, uint64_t word, uint32_t bytes, int bits
   for (uint32_t k = 0; k < bytes; ++k) dst[k] = static_cast<uint8_t>(word >> (8 * k));
 }
 
-// Quantises one group, writes its code bytes and, with error feedback, its residual.
+// Quantizes one group, writes its code bytes and, with error feedback, its residual.
 template <class K, class T>
 __device__ void encodeGroup(const EncodeArgs& a, const BlockScale& bs, uint64_t i, uint32_t cnt) {
   float v[kGroup];
@@ -224,7 +225,7 @@ void quantizerEncode(const Params& p, const void* x, cclDataType_t type, size_t 
   a.n = n;
   a.blockSize = p.blockSize;
   a.blocks = (n + p.blockSize - 1) / p.blockSize;
-  if (a.blocks >= (1ull << 31)) throw Error(cclInvalidArgument, "encode: too many blocks for the CUDA quantiser");
+  if (a.blocks >= (1ull << 31)) throw Error(cclInvalidArgument, "encode: too many blocks for the CUDA quantizer");
   a.codec = p.codec;
   a.fp16Scales = p.fp16Scales;
   a.stochastic = p.stochastic;

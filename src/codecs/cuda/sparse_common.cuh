@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Index math of the sparsifiers on the device. codecs/topk_select.h defines the same two
 // functions for the host only (magnitudeKey is a plain inline, randomKIndex is out of
 // line); these must stay identical to them, and the GPU test checks that they do.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Sparsifier decoder on the GPU. randk regenerates its positions from the seed in the
 // stream, one thread per kept element. topk/threshold walk the index section with one
 // thread block, tile by tile, carrying the rank and the running index across tiles with

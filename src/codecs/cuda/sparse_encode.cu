@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Sparsifier encoder on the GPU. The kept indices come out ascending, as on the CPU:
 //   topk       radix select of the k-th largest |x| key (codecs/math/radix_select.h, as on
 //              the CPU: a shared-memory histogram pass and a one-block pick per round), then

@@ -1,4 +1,5 @@
-// Element math of the fp8 quantisers, shared by the CPU loops and the CUDA kernels.
+// SPDX-License-Identifier: BSD-3-Clause
+// Element math of the fp8 quantizers, shared by the CPU loops and the CUDA kernels.
 // Per-block fp32 scale: s = absmax / max_finite, elements fp8(x / s) with saturation.
 // MX (OCP Microscaling v1.0): the scale is a power of two 2^(E-127) stored as an e8m0 byte,
 // E = floor(log2(absmax)) - emax_elem + 127 (emax_elem = 8 for e4m3); elements that land
@@ -49,7 +50,7 @@ CCL_HD constexpr float pow2f(int e) {
   return r;
 }
 
-// Saturating round-to-nearest-even of a finite v to format F: the quantisers' fast path
+// Saturating round-to-nearest-even of a finite v to format F: the quantizers' fast path
 // (their blocks with NaN or Inf travel raw, so every value reaching it is finite). Equal to
 // F::encode(v, true) for every finite v, with fewer operations: no inf/NaN selections.
 template <class F>
@@ -69,7 +70,7 @@ CCL_HD uint32_t fp8EncodeFinite(float v) {
   return ((u >> 24) & 0x80u) | (code < F::kMaxFinite ? code : F::kMaxFinite);
 }
 
-// Decodes an fp8 code of the quantisers' streams. Codes the encoder never writes (NaN, and
+// Decodes an fp8 code of the quantizers' streams. Codes the encoder never writes (NaN, and
 // e5m2's infinities) decode as the largest finite value, so a corrupt stream cannot put a
 // non-finite value into a result. Equal to F::decode for every finite code.
 template <class F>

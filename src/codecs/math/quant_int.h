@@ -1,4 +1,5 @@
-// Element math of the symmetric per-block absmax integer quantisers (int8, int4, int2),
+// SPDX-License-Identifier: BSD-3-Clause
+// Element math of the symmetric per-block absmax integer quantizers (int8, int4, int2),
 // shared by the CPU loops and the CUDA kernels. A block with absmax m gets the scale
 // s = m / qmax (stored as fp32, or as fp16 rounded up so |x|/s never exceeds qmax) and each
 // element the integer q = round(x / s) in [-qmax, qmax]; decoding gives q * s.
@@ -31,7 +32,7 @@ CCL_HD uint16_t halfScaleRoundUp(float s) {
   return fp::halfToFloat(h) < s ? static_cast<uint16_t>(h + 1) : h;
 }
 
-// Smallest fp32 scale we quantise with; a smaller non-zero absmax sends its block raw,
+// Smallest fp32 scale we quantize with; a smaller non-zero absmax sends its block raw,
 // because 1/s would overflow.
 constexpr float kMinScale = 0x1p-126f;
 constexpr float kMinHalfScale = 0x1p-14f;  // fp16 min normal

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Radix selection of the k-th largest 32-bit key, shared by the CPU top-k and the CUDA
 // kernels: three rounds of 11, 11 and 10 bits from the top. Each round counts the keys that
 // match the digits chosen so far, by their next digit, and picks the digit whose bin holds

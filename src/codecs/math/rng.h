@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Counter-based random numbers: the value for element i depends only on (seed, i), so any
 // element can be drawn independently (one thread per element on a GPU, vector lanes on the
 // CPU) and the same seed always yields the same bits.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A rank's side of the bootstrap: the rendezvous with the root, then the ring of sockets
 // that carries allGather, barrier and broadcast.
 #include "transport/bootstrap/bootstrap.h"

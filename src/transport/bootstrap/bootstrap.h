@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Bootstrap: the TCP rendezvous behind cclUniqueId. The id holds the root's address and a
 // random secret; every rank connects, proves the secret, and the ranks are then linked in
 // a ring of sockets used for small all-gathers, barriers and abort notices. Connections

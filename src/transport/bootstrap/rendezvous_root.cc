@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The root of the rendezvous: createUniqueId() and the thread that collects every rank's
 // Hello, checks that they agree, and sends each rank the table of ring addresses.
 #include <poll.h>

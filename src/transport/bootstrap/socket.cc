@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "transport/bootstrap/socket.h"
 
 #include <arpa/inet.h>

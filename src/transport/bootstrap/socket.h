@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // TCP sockets for the bootstrap: RAII file descriptors whose every wait has a deadline.
 // All I/O handles EINTR and partial transfers and never raises SIGPIPE. shutdown() may be
 // called from another thread to make a blocked wait fail promptly.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What travels between the bootstrap's ranks and its root: the layout of cclUniqueId and
 // the fixed-size messages of the rendezvous and of the ring. Both ends run the same build,
 // so the structs travel in host byte order.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "transport/ucx/ucx_context.h"
 
 #include <unistd.h>
@@ -106,11 +107,10 @@ ucp_context_h processContext() {
         std::any_of(tls.begin(), tls.end(), [](const std::string& t) { return t == "posix" || t == "sysv"; });
     // Over TCP, UCX's rendezvous (above 8 KiB) holds each message until the receiver's
     // process has run and its reply has crossed a loaded link; sent eagerly, messages are
-    // paced by the kernel's flow control instead (perf/slowlink/README.md: 7-9 % faster
-    // with 1 MiB messages at 1 Gbit/s, no change at 10 Gbit/s). Only when every resource
-    // is TCP: over shared memory eager sends were slower (0.66-0.80 against 1.05-1.09 GB/s
-    // with 1 MiB messages, same README), RDMA moves large messages best by rendezvous,
-    // and UCX 1.13 has one threshold per context.
+    // paced by the kernel's flow control instead, which was faster on a slow link
+    // (perf/slowlink/README.md, 'Against the targets', 'Eager sends over TCP'). Only when every
+    // resource is TCP: over shared memory eager sends were slower (same section), RDMA moves
+    // large messages best by rendezvous, and UCX 1.13 has one threshold per context.
     const bool tcpOnly =
         std::all_of(tls.begin(), tls.end(), [](const std::string& t) { return t == "tcp" || t == "self"; });
     if (tcpOnly && !tls.empty() && !std::getenv("UCX_RNDV_THRESH")) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The process-wide UCP context shared by every communicator's worker, and the mapping of
 // UCS status codes onto ccl errors.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A posted UCP tag send or receive. Requests are small and recycled through a per-thread
 // free list, so posting a message allocates nothing in the steady state.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // UCX transport: UCP tag send/recv on one worker per communicator, peer-failure error
 // handling, worker addresses exchanged through the bootstrap.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One communicator's UCP worker and its endpoints, shared by the transport and its
 // requests. Only the thread driving the communicator touches UCX; abort() from another
 // thread merely sets a flag that the driving thread acts on at its next call.
