@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "api/compression.h"
+#include "collectives/algorithms.h"
 #include "collectives/collective_info.h"
 #include "common/error.h"
 #include "common/tags.h"
@@ -70,6 +71,26 @@ TEST(CollectiveTable, FactsAsNcclDefinesThem) {
   EXPECT_TRUE(coll::collFromName("ReduceScatter", &c));
   EXPECT_EQ(c, Coll::kReduceScatter);
   EXPECT_FALSE(coll::collFromName("reduce_scatter", &c));
+}
+
+TEST(CollectiveTable, CompressedPlansExactlyForTheCompressibleCollectives) {
+  for (int c = 0; c < coll::kNumColls; ++c) {
+    const auto kind = static_cast<coll::Coll>(c);
+    const coll::CollInfo info = coll::collInfo(kind);
+    if (info.pointToPoint) continue;
+    coll::CollArgs a;
+    a.nranks = 3;
+    a.rank = 1;
+    a.root = 0;
+    a.count = 1000;
+    a.codec = codec::defaultParams(cclCodecInt8);
+    const coll::Plan p = coll::planCollective(kind, a);
+    bool usesCodec = false;  // a non-root rank of a broadcast only decodes
+    for (const coll::Step& s : p.steps)
+      usesCodec = usesCodec || s.kind == coll::StepKind::kEncode || s.kind == coll::StepKind::kDecode ||
+                  s.kind == coll::StepKind::kDecodeAdd;
+    EXPECT_EQ(usesCodec, info.compressible) << info.name;
+  }
 }
 
 TEST(Tags, StepTagsStayBelowTheSignatureAndRefuseWhatDoesNotFit) {
