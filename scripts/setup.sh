@@ -12,6 +12,8 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang clang-format libclang-rt-dev
   iproute2 procps
+  # the reference trainer (examples/transformer): BLAS on OpenMP, flags, its data and plots
+  libopenblas-openmp-dev libcli11-dev bible-kjv python3-numpy python3-matplotlib
 )
 
 missing=()

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Checkpoints, independent of how the run was laid out over ranks. The file is, in order
+// (little-endian):
+//   header   magic "CCLGPTck", u32 version (1), u32 header bytes, i32 vocab, maxSeq, layers,
+//            channels, heads, u64 step (the next step to run), u64 optimiser updates,
+//            u64 data seed, u64 parameter count P
+//   params   P fp32 values in parameterLayout order (params.h)
+//   adam m   P fp32 values, the same order
+//   adam v   P fp32 values, the same order
+//   check    u64 FNV-1a of every byte before it
+// It is written to <path>.tmp and renamed, so a crash never leaves a half-written file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config.h"
+
+namespace gpt {
+
+struct Checkpoint {
+  ModelConfig config;
+  uint64_t step = 0;
+  uint64_t optimizerSteps = 0;
+  uint64_t seed = 0;
+  std::vector<float> params, m, v;  // P values each
+};
+
+void saveCheckpoint(const std::string& path, const Checkpoint& c);
+
+// Throws std::runtime_error naming what is wrong: a missing file, another format or
+// version, a truncated or corrupt file (checksum), inconsistent sizes.
+Checkpoint loadCheckpoint(const std::string& path);
+
+}  // namespace gpt

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// gpt_train: trains the reference GPT on a text file with data parallelism over ccl, or
+// generates text from a checkpoint. `gpt_train --help` lists every flag.
+#include <omp.h>
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "checkpoint.h"
+#include "launch.h"
+#include "model.h"
+#include "params.h"
+#include "sample.h"
+#include "train.h"
+
+namespace {
+
+struct Cli {
+  gpt::TrainOptions train;
+  int ranks = 1;
+  std::string codec = "none";
+  std::string feedback = "none";
+  int codecBlock = 0;
+  double bucketMb = 8;
+  int sampleBytes = 0;
+  std::string prompt = "In the beginning";
+  float temperature = 0.8f;
+  int topK = 40;
+  std::string generateFrom;  // sample from this checkpoint and exit
+};
+
+void addFlags(CLI::App& app, Cli& c) {
+  // A flag given twice takes its last value, so a command line can override an earlier one.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  gpt::TrainOptions& t = c.train;
+  app.add_option("--data", t.data, "UTF-8 text file to train on (its byte-token file is made beside it)");
+  app.add_option("--layers", t.model.layers, "Transformer blocks")->capture_default_str();
+  app.add_option("--channels", t.model.channels, "Model width d_model")->capture_default_str();
+  app.add_option("--heads", t.model.heads, "Attention heads (must divide --channels)")->capture_default_str();
+  app.add_option("--max-seq", t.model.maxSeq, "Longest sequence the model takes (position embeddings)")
+      ->capture_default_str();
+  app.add_option("--seq", t.seq, "Training sequence length (<= --max-seq)")->capture_default_str();
+  app.add_option("--batch", t.batch, "Micro-batch: sequences per forward/backward and rank")->capture_default_str();
+  app.add_option("--accum", t.accum, "Micro-batches per step and rank (gradient accumulation)")->capture_default_str();
+  app.add_option("--steps", t.steps, "Optimiser steps")->capture_default_str();
+  app.add_option("--lr", t.schedule.lr, "Peak learning rate")->capture_default_str();
+  app.add_option("--min-lr-ratio", t.schedule.minLrRatio, "Cosine decay ends at lr times this")->capture_default_str();
+  app.add_option("--warmup", t.schedule.warmup, "Linear warm-up steps")->capture_default_str();
+  app.add_option("--weight-decay", t.adamw.weightDecay, "AdamW weight decay (2-D weights only)")->capture_default_str();
+  app.add_option("--clip", t.clip, "Global gradient-norm clipping (0: off)")->capture_default_str();
+  app.add_option("--seed", t.seed, "Seed of initialisation and data order")->capture_default_str();
+  app.add_option("--val-every", t.valEvery, "Validation every this many steps (0: at the end only)")
+      ->capture_default_str();
+  app.add_option("--val-seqs", t.valSequences, "Validation windows")->capture_default_str();
+  app.add_option("--ranks", c.ranks, "Data-parallel ranks as threads of this process (under mpirun: 1)")
+      ->capture_default_str();
+  app.add_option("--threads", t.threads, "OpenMP/BLAS threads per rank")->capture_default_str();
+  app.add_flag("--zero", t.zero, "ZeRO-1: shard the optimiser state, reduce-scatter gradients, all-gather parameters");
+  app.add_option("--bucket-mb", c.bucketMb, "Gradient all-reduce bucket size in MiB")->capture_default_str();
+  app.add_option("--codec", c.codec, "Codec of the gradient traffic (dp.grad): none or a ccl codec name")
+      ->capture_default_str();
+  app.add_option("--feedback", c.feedback, "Error feedback of dp.grad: none, ef or loco")->capture_default_str();
+  app.add_option("--codec-block", c.codecBlock, "Quantiser block size (0: the codec's default)")->capture_default_str();
+  app.add_option("--log", t.logPath, "JSONL log: one record per step, validation records, a summary");
+  app.add_option("--checkpoint", t.checkpointPath, "Checkpoint written every --save-every steps and at the end");
+  app.add_option("--save-every", t.saveEvery, "Checkpoint interval in steps (0: at the end only)")
+      ->capture_default_str();
+  app.add_option("--resume", t.resumePath, "Continue from this checkpoint");
+  app.add_option("--stop-after", t.stopAfter, "Stop after this many steps of this run (after checkpointing)")
+      ->capture_default_str();
+  app.add_flag("!--no-progress", t.progress, "No progress line");
+  app.add_option("--sample", c.sampleBytes, "Bytes of text to generate after training")->capture_default_str();
+  app.add_option("--prompt", c.prompt, "Prompt of --sample and --generate-from")->capture_default_str();
+  app.add_option("--temperature", c.temperature, "Sampling temperature")->capture_default_str();
+  app.add_option("--top-k", c.topK, "Sample among the k most likely bytes (0: all)")->capture_default_str();
+  app.add_option("--generate-from", c.generateFrom, "Generate --sample bytes from this checkpoint, no training");
+}
+
+gpt::SiteCodec siteCodec(const Cli& c) {
+  gpt::SiteCodec s;
+  if (cclCodecFromName(c.codec.c_str(), &s.compression.codec) != cclSuccess)
+    throw std::invalid_argument("--codec " + c.codec + " is not a codec (ccl-info lists them)");
+  s.compression.blockSize = c.codecBlock;
+  if (c.feedback == "none")
+    s.feedback = cclFeedbackNone;
+  else if (c.feedback == "ef")
+    s.feedback = cclFeedbackResidual;
+  else if (c.feedback == "loco")
+    s.feedback = cclFeedbackLoco;
+  else
+    throw std::invalid_argument("--feedback " + c.feedback + " is not none, ef or loco");
+  return s;
+}
+
+int generateOnly(const Cli& c) {
+  const gpt::Checkpoint ck = gpt::loadCheckpoint(c.generateFrom);
+  gpt::Model<float> m = gpt::makeModel<float>(ck.config, 0);
+  m.params = ck.params;
+  m.p = gpt::bindParams(m.config, m.params.data());
+  omp_set_num_threads(c.train.threads);
+  std::printf(
+      "%s%s\n", c.prompt.c_str(),
+      gpt::generate(m, c.prompt, c.sampleBytes > 0 ? c.sampleBytes : 400, c.temperature, c.topK, c.train.seed).c_str());
+  return 0;
+}
+
+void report(const Cli& c, const gpt::TrainResult& r, int ranks) {
+  const gpt::TrainOptions& t = c.train;
+  const size_t P = gpt::parameterCount(t.model);
+  const double theory = static_cast<double>(P) * 4 * 2 +                         // parameters and gradients
+                        static_cast<double>(P) * 4 * 2 / (t.zero ? ranks : 1) +  // AdamW moments (sharded by ZeRO-1)
+                        static_cast<double>(gpt::activationBytes(t.model, t.batch, t.seq));
+  std::printf(
+      "final: train loss %.4f, validation loss %.4f (unigram entropy of the validation text %.4f nats, "
+      "ratio %.3f)\n",
+      r.finalTrainLoss, r.finalValLoss, r.unigramEntropy, r.finalValLoss / r.unigramEntropy);
+  std::printf("throughput: %.0f tokens/s over %d steps, %d rank(s) x %d thread(s)\n", r.tokensPerSecond, r.stepsRun,
+              ranks, t.threads);
+  std::printf("gradients (dp.grad, rank 0): %.1f MB raw, %.1f MB on the wire (%.3f)\n", r.gradRawBytes / 1e6,
+              r.gradWireBytes / 1e6, r.gradRawBytes ? double(r.gradWireBytes) / double(r.gradRawBytes) : 1.0);
+  std::printf(
+      "memory: peak resident %.1f MB for the process; a rank needs %.1f MB in theory (%zu parameters, "
+      "their gradients and AdamW state, activations of one micro-batch)\n",
+      r.peakRssBytes / 1e6, theory / 1e6, P);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Cli c;
+  CLI::App app{"gpt_train: a GPT (llm.c's GPT-2, byte vocabulary) trained on ccl's collectives"};
+  addFlags(app, c);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (!c.generateFrom.empty()) return generateOnly(c);
+    if (c.train.data.empty()) throw std::invalid_argument("--data is required (a text file to train on)");
+    const std::string problem = gpt::configProblem(c.train.model);
+    if (!problem.empty()) throw std::invalid_argument(problem);
+    if (c.ranks < 1 || c.train.threads < 1) throw std::invalid_argument("--ranks and --threads must be >= 1");
+    c.train.gradCodec = siteCodec(c);
+    c.train.bucketBytes = static_cast<size_t>(c.bucketMb * (1 << 20));
+    std::mutex mu;
+    gpt::TrainResult lead;
+    int ranks = c.ranks;
+    gpt::runRanks(&argc, &argv, c.ranks, [&](cclComm_t comm, int rank) {
+      // The communicator's own default codec stays off: every site says what it carries.
+      if (cclCommSetCompression(comm, nullptr) != cclSuccess) throw std::runtime_error(cclGetLastError(comm));
+      int n = 1;
+      cclCommCount(comm, &n);
+      gpt::TrainOptions o = c.train;
+      o.progress = o.progress && rank == 0;
+      gpt::TrainResult r = gpt::train(o, comm);
+      if (rank != 0) return;
+      std::lock_guard<std::mutex> g(mu);
+      lead = std::move(r);
+      ranks = n;
+      report(c, lead, ranks);
+      if (c.sampleBytes > 0) {
+        gpt::Model<float> m = gpt::makeModel<float>(c.train.model, 0);
+        m.params = lead.params;
+        m.p = gpt::bindParams(m.config, m.params.data());
+        std::printf("sample:\n%s%s\n", c.prompt.c_str(),
+                    gpt::generate(m, c.prompt, c.sampleBytes, c.temperature, c.topK, c.train.seed).c_str());
+      }
+    });
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpt_train: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

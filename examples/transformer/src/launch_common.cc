@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// What both launchers share: detecting an MPI launch and running ranks as threads.
+#include <cstdlib>
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "launch.h"
+
+namespace gpt {
+
+bool launchedByMpi() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"}) {
+    const char* s = std::getenv(v);
+    if (s && std::atoi(s) > 1) return true;
+  }
+  return false;
+}
+
+void runThreadRanks(int threads, const std::function<void(cclComm_t, int)>& fn) {
+  std::vector<cclComm_t> comms(static_cast<size_t>(threads), nullptr);
+  if (cclCommInitAll(comms.data(), threads, nullptr) != cclSuccess)
+    throw std::runtime_error(std::string("cclCommInitAll: ") + cclGetLastError(nullptr));
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
+  std::vector<std::thread> workers;
+  for (int r = 0; r < threads; ++r)
+    workers.emplace_back([&, r] {
+      try {
+        fn(comms[static_cast<size_t>(r)], r);
+      } catch (...) {
+        errors[static_cast<size_t>(r)] = std::current_exception();
+        cclCommAbort(comms[static_cast<size_t>(r)]);  // peers' collectives fail instead of waiting
+        comms[static_cast<size_t>(r)] = nullptr;
+      }
+    });
+  for (std::thread& t : workers) t.join();
+  for (cclComm_t c : comms)
+    if (c) cclCommDestroy(c);
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+}  // namespace gpt

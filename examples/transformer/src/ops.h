@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The model's operations, forward and backward, as llm.c defines them: plain loops (OpenMP
+// over rows) and BLAS for every matrix product. Each is a template over the element type so
+// that the gradient checks run the very same code in double. Backward functions accumulate
+// (+=) into parameter gradients and into the input gradient, as llm.c's do.
+//
+// Shapes: B batch, T sequence, C channels, OC output channels, NH heads, V vocabulary.
+#pragma once
+
+#include <cblas.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+namespace gpt::ops {
+
+// Row-major C = alpha * op(A) op(B) + beta * C.
+inline void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
+                 float beta, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
+              ldb, beta, c, ldc);
+}
+inline void gemm(bool ta, bool tb, int m, int n, int k, double alpha, const double* a, int lda, const double* b,
+                 int ldb, double beta, double* c, int ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
+              ldb, beta, c, ldc);
+}
+
+// out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]
+template <class T>
+void encoderForward(T* out, const int* tokens, const T* wte, const T* wpe, int B, int Tn, int C) {
+#pragma omp parallel for
+  for (int bt = 0; bt < B * Tn; ++bt) {
+    const T* e = wte + static_cast<size_t>(tokens[bt]) * C;
+    const T* p = wpe + static_cast<size_t>(bt % Tn) * C;
+    T* o = out + static_cast<size_t>(bt) * C;
+    for (int i = 0; i < C; ++i) o[i] = e[i] + p[i];
+  }
+}
+
+// Serial: rows of wte are shared by many positions.
+template <class T>
+void encoderBackward(T* dwte, T* dwpe, const T* dout, const int* tokens, int B, int Tn, int C) {
+  for (int bt = 0; bt < B * Tn; ++bt) {
+    const T* d = dout + static_cast<size_t>(bt) * C;
+    T* e = dwte + static_cast<size_t>(tokens[bt]) * C;
+    T* p = dwpe + static_cast<size_t>(bt % Tn) * C;
+    for (int i = 0; i < C; ++i) {
+      e[i] += d[i];
+      p[i] += d[i];
+    }
+  }
+}
+
+constexpr double kLayerNormEps = 1e-5;
+
+// out = (x - mean) * rstd * w + b per row of C; mean and rstd kept for the backward.
+template <class T>
+void layerNormForward(T* out, T* mean, T* rstd, const T* x, const T* w, const T* b, int rows, int C) {
+#pragma omp parallel for
+  for (int r = 0; r < rows; ++r) {
+    const T* xr = x + static_cast<size_t>(r) * C;
+    T m = 0;
+    for (int i = 0; i < C; ++i) m += xr[i];
+    m /= C;
+    T v = 0;
+    for (int i = 0; i < C; ++i) v += (xr[i] - m) * (xr[i] - m);
+    v /= C;
+    const T s = T(1) / std::sqrt(v + T(kLayerNormEps));
+    T* o = out + static_cast<size_t>(r) * C;
+    for (int i = 0; i < C; ++i) o[i] = (xr[i] - m) * s * w[i] + b[i];
+    mean[r] = m;
+    rstd[r] = s;
+  }
+}
+
+// dw and db are summed over rows: serial over rows, vectorised along C.
+template <class T>
+void layerNormBackward(T* dx, T* dw, T* db, const T* dout, const T* x, const T* w, const T* mean, const T* rstd,
+                       int rows, int C) {
+  for (int r = 0; r < rows; ++r) {
+    const T* d = dout + static_cast<size_t>(r) * C;
+    const T* xr = x + static_cast<size_t>(r) * C;
+    T* dxr = dx + static_cast<size_t>(r) * C;
+    const T m = mean[r], s = rstd[r];
+    T dnormMean = 0, dnormNormMean = 0;
+    for (int i = 0; i < C; ++i) {
+      const T norm = (xr[i] - m) * s;
+      const T dnorm = w[i] * d[i];
+      dnormMean += dnorm;
+      dnormNormMean += dnorm * norm;
+    }
+    dnormMean /= C;
+    dnormNormMean /= C;
+    for (int i = 0; i < C; ++i) {
+      const T norm = (xr[i] - m) * s;
+      const T dnorm = w[i] * d[i];
+      db[i] += d[i];
+      dw[i] += norm * d[i];
+      dxr[i] += (dnorm - dnormMean - norm * dnormNormMean) * s;
+    }
+  }
+}
+
+// out (rows, OC) = x (rows, C) W^T + bias; W is (OC, C); bias may be null.
+template <class T>
+void matmulForward(T* out, const T* x, const T* W, const T* bias, int rows, int C, int OC) {
+  gemm(false, true, rows, OC, C, T(1), x, C, W, C, T(0), out, OC);
+  if (!bias) return;
+#pragma omp parallel for
+  for (int r = 0; r < rows; ++r) {
+    T* o = out + static_cast<size_t>(r) * OC;
+    for (int j = 0; j < OC; ++j) o[j] += bias[j];
+  }
+}
+
+// dx += dout W, dW += dout^T x, dbias += column sums of dout (dbias may be null).
+template <class T>
+void matmulBackward(T* dx, T* dW, T* dbias, const T* dout, const T* x, const T* W, int rows, int C, int OC) {
+  gemm(false, false, rows, C, OC, T(1), dout, OC, W, C, T(1), dx, C);
+  gemm(true, false, OC, C, rows, T(1), dout, OC, x, C, T(1), dW, C);
+  if (!dbias) return;
+  for (int r = 0; r < rows; ++r) {
+    const T* d = dout + static_cast<size_t>(r) * OC;
+    for (int j = 0; j < OC; ++j) dbias[j] += d[j];
+  }
+}
+
+// Causal multi-head self-attention. qkv is (B, T, 3C): q, k, v of head h at channels
+// [h*hs, (h+1)*hs) of their third. att (B, NH, T, T) keeps the softmax probabilities
+// (zero above the diagonal) for the backward; out is (B, T, C).
+template <class T>
+void attentionForward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH) {
+  const int hs = C / NH, C3 = 3 * C;
+  const T scale = T(1) / std::sqrt(T(hs));
+#pragma omp parallel for
+  for (int bh = 0; bh < B * NH; ++bh) {
+    const int b = bh / NH, h = bh % NH;
+    const T* q = qkv + static_cast<size_t>(b) * Tn * C3 + h * hs;
+    const T* k = q + C;
+    const T* v = q + 2 * C;
+    T* a = att + static_cast<size_t>(bh) * Tn * Tn;
+    gemm(false, true, Tn, Tn, hs, scale, q, C3, k, C3, T(0), a, Tn);
+    for (int t = 0; t < Tn; ++t) {
+      T* row = a + static_cast<size_t>(t) * Tn;
+      T mx = row[0];
+      for (int j = 1; j <= t; ++j) mx = row[j] > mx ? row[j] : mx;
+      T sum = 0;
+      for (int j = 0; j <= t; ++j) {
+        row[j] = std::exp(row[j] - mx);
+        sum += row[j];
+      }
+      const T inv = T(1) / sum;
+      for (int j = 0; j <= t; ++j) row[j] *= inv;
+      for (int j = t + 1; j < Tn; ++j) row[j] = 0;
+    }
+    gemm(false, false, Tn, hs, Tn, T(1), a, Tn, v, C3, T(0), out + static_cast<size_t>(b) * Tn * C + h * hs, C);
+  }
+}
+
+// dqkv += the gradient through attention; scratch holds B*NH*T*T elements.
+template <class T>
+void attentionBackward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T* att, int B, int Tn, int C, int NH) {
+  const int hs = C / NH, C3 = 3 * C;
+  const T scale = T(1) / std::sqrt(T(hs));
+#pragma omp parallel for
+  for (int bh = 0; bh < B * NH; ++bh) {
+    const int b = bh / NH, h = bh % NH;
+    const size_t qOff = static_cast<size_t>(b) * Tn * C3 + h * hs;
+    const T* q = qkv + qOff;
+    const T* k = q + C;
+    const T* v = q + 2 * C;
+    T* dq = dqkv + qOff;
+    T* dk = dq + C;
+    T* dv = dq + 2 * C;
+    const T* a = att + static_cast<size_t>(bh) * Tn * Tn;
+    const T* d = dout + static_cast<size_t>(b) * Tn * C + h * hs;
+    T* da = scratch + static_cast<size_t>(bh) * Tn * Tn;
+    gemm(false, true, Tn, Tn, hs, T(1), d, C, v, C3, T(0), da, Tn);  // d att = dout v^T
+    gemm(true, false, Tn, hs, Tn, T(1), a, Tn, d, C, T(1), dv, C3);  // dv += att^T dout
+    // Softmax backward, in place: d pre-softmax = att * (datt - sum(att * datt)).
+    for (int t = 0; t < Tn; ++t) {
+      const T* ar = a + static_cast<size_t>(t) * Tn;
+      T* dr = da + static_cast<size_t>(t) * Tn;
+      T dot = 0;
+      for (int j = 0; j <= t; ++j) dot += ar[j] * dr[j];
+      for (int j = 0; j <= t; ++j) dr[j] = ar[j] * (dr[j] - dot);
+      for (int j = t + 1; j < Tn; ++j) dr[j] = 0;
+    }
+    gemm(false, false, Tn, hs, Tn, scale, da, Tn, k, C3, T(1), dq, C3);  // dq += dS k * scale
+    gemm(true, false, Tn, hs, Tn, scale, da, Tn, q, C3, T(1), dk, C3);   // dk += dS^T q * scale
+  }
+}
+
+// GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+constexpr double kGeluScale = 0.7978845608028654;  // sqrt(2/pi)
+
+template <class T>
+void geluForward(T* out, const T* x, size_t n) {
+#pragma omp parallel for
+  for (size_t i = 0; i < n; ++i) {
+    const T v = x[i];
+    out[i] = T(0.5) * v * (T(1) + std::tanh(T(kGeluScale) * (v + T(0.044715) * v * v * v)));
+  }
+}
+
+template <class T>
+void geluBackward(T* dx, const T* x, const T* dout, size_t n) {
+#pragma omp parallel for
+  for (size_t i = 0; i < n; ++i) {
+    const T v = x[i];
+    const T arg = T(kGeluScale) * (v + T(0.044715) * v * v * v);
+    const T th = std::tanh(arg);
+    const T sech2 = T(1) - th * th;
+    const T local = T(0.5) * (T(1) + th) + v * T(0.5) * sech2 * T(kGeluScale) * (T(1) + T(3 * 0.044715) * v * v);
+    dx[i] += local * dout[i];
+  }
+}
+
+template <class T>
+void residualForward(T* out, const T* a, const T* b, size_t n) {
+#pragma omp parallel for
+  for (size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+// Softmax over V logits per row, then -log p[target]; probs overwrite nothing (kept apart).
+template <class T>
+void softmaxCrossEntropyForward(T* losses, T* probs, const T* logits, const int* targets, int rows, int V) {
+#pragma omp parallel for
+  for (int r = 0; r < rows; ++r) {
+    const T* l = logits + static_cast<size_t>(r) * V;
+    T* p = probs + static_cast<size_t>(r) * V;
+    T mx = l[0];
+    for (int i = 1; i < V; ++i) mx = l[i] > mx ? l[i] : mx;
+    T sum = 0;
+    for (int i = 0; i < V; ++i) {
+      p[i] = std::exp(l[i] - mx);
+      sum += p[i];
+    }
+    const T inv = T(1) / sum;
+    for (int i = 0; i < V; ++i) p[i] *= inv;
+    losses[r] = -std::log(p[targets[r]]);
+  }
+}
+
+// dlogits = (probs - onehot(target)) * dloss, with dloss the weight of each row's loss.
+template <class T>
+void softmaxCrossEntropyBackward(T* dlogits, const T* probs, const int* targets, T dloss, int rows, int V) {
+#pragma omp parallel for
+  for (int r = 0; r < rows; ++r) {
+    const T* p = probs + static_cast<size_t>(r) * V;
+    T* d = dlogits + static_cast<size_t>(r) * V;
+    for (int i = 0; i < V; ++i) d[i] = (p[i] - (i == targets[r] ? T(1) : T(0))) * dloss;
+  }
+}
+
+}  // namespace gpt::ops

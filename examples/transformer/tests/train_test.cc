@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Training over ccl, ranks as threads: data parallelism and ZeRO-1 reproduce one rank's
+// training of the same global batch; resuming from a checkpoint is bit-identical; a
+// checkpoint written by 4 ranks loads on 1 and on 3; bad data and checkpoints are errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "checkpoint.h"
+#include "launch.h"
+#include "train.h"
+
+namespace gpt {
+namespace {
+
+// A small text with structure to learn, written once per test binary.
+const std::string& corpusPath() {
+  static const std::string path = [] {
+    const std::string p = testing::TempDir() + "gpt_train_test_corpus.txt";
+    std::ofstream out(p, std::ios::trunc);
+    for (int i = 0; i < 3000; ++i) out << "the " << (i % 7) << " lamb and the " << (i % 5) << " lion; ";
+    return p;
+  }();
+  return path;
+}
+
+TrainOptions tiny() {
+  TrainOptions o;
+  o.model.layers = 2;
+  o.model.channels = 32;
+  o.model.heads = 4;
+  o.model.maxSeq = 32;
+  o.data = corpusPath();
+  o.seq = 32;
+  o.batch = 2;
+  o.accum = 1;
+  o.steps = 20;
+  o.schedule.lr = 1e-3f;
+  o.schedule.warmup = 3;
+  o.schedule.steps = 20;
+  o.valEvery = 0;
+  o.valSequences = 8;
+  o.progress = false;
+  o.seed = 7;
+  return o;
+}
+
+// Runs `o` on n thread ranks; returns rank 0's result.
+TrainResult runOn(int n, const TrainOptions& o) {
+  TrainResult lead;
+  std::mutex mu;
+  runRanks(nullptr, nullptr, n, [&](cclComm_t comm, int rank) {
+    TrainResult r = train(o, comm);
+    if (rank != 0) return;
+    std::lock_guard<std::mutex> g(mu);
+    lead = std::move(r);
+  });
+  return lead;
+}
+
+// Largest |a - b| relative to the largest |a|.
+double relativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::fabs(double(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(double(a[i])));
+  }
+  return diff / scale;
+}
+
+// The same global batch (ranks x accum micro-batches) on 1 rank and on n ranks: 20 steps of
+// AdamW agree up to fp32 summation order. The tolerance is far below what one step moves
+// the parameters (lr 1e-3 against weights of about 0.02).
+void expectMatchesOneRank(int n, bool zero) {
+  TrainOptions one = tiny();
+  one.accum = 12;
+  const TrainResult ref = runOn(1, one);
+  TrainOptions many = tiny();
+  many.accum = 12 / n;
+  many.zero = zero;
+  const TrainResult got = runOn(n, many);
+  ASSERT_EQ(got.params.size(), ref.params.size());
+  EXPECT_LT(relativeDifference(ref.params, got.params), 2e-5) << n << " ranks" << (zero ? ", ZeRO-1" : "");
+  EXPECT_NEAR(got.finalTrainLoss, ref.finalTrainLoss, 1e-4);
+  EXPECT_NEAR(got.finalValLoss, ref.finalValLoss, 1e-4);
+  EXPECT_LT(ref.finalTrainLoss, 5.0) << "it learned something: ln(256) = 5.55";
+}
+
+TEST(DataParallel, TwoRanksMatchOne) { expectMatchesOneRank(2, false); }
+TEST(DataParallel, ThreeRanksMatchOne) { expectMatchesOneRank(3, false); }
+TEST(DataParallel, FourRanksMatchOne) { expectMatchesOneRank(4, false); }
+TEST(ZeroOne, TwoRanksMatchOne) { expectMatchesOneRank(2, true); }
+TEST(ZeroOne, ThreeRanksMatchOne) { expectMatchesOneRank(3, true); }
+TEST(ZeroOne, FourRanksMatchOne) { expectMatchesOneRank(4, true); }
+
+TEST(DataParallel, SmallBucketsGiveTheSameResult) {
+  TrainOptions o = tiny();
+  const TrainResult whole = runOn(2, o);
+  o.bucketBytes = 4096;  // many buckets
+  const TrainResult bucketed = runOn(2, o);
+  EXPECT_EQ(whole.params, bucketed.params);
+}
+
+std::vector<uint8_t> fileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Stop after 8 of 20 steps, resume: the same bits as the uninterrupted run, in each layout.
+TEST(Checkpoint, ResumeIsBitIdentical) {
+  for (const auto& [ranks, zero] : {std::pair{1, false}, std::pair{2, false}, std::pair{3, true}}) {
+    SCOPED_TRACE(std::to_string(ranks) + " ranks" + (zero ? ", ZeRO-1" : ""));
+    TrainOptions o = tiny();
+    o.zero = zero;
+    o.checkpointPath = testing::TempDir() + "gpt_full.ck";
+    const TrainResult full = runOn(ranks, o);
+    o.checkpointPath = testing::TempDir() + "gpt_half.ck";
+    o.stopAfter = 8;
+    const TrainResult half = runOn(ranks, o);
+    EXPECT_EQ(half.stepsRun, 8);
+    o.stopAfter = 0;
+    o.resumePath = o.checkpointPath;
+    o.checkpointPath = testing::TempDir() + "gpt_resumed.ck";
+    const TrainResult resumed = runOn(ranks, o);
+    EXPECT_EQ(resumed.stepsRun, 12);
+    EXPECT_EQ(resumed.params, full.params);
+    EXPECT_EQ(fileBytes(testing::TempDir() + "gpt_resumed.ck"), fileBytes(testing::TempDir() + "gpt_full.ck"));
+  }
+}
+
+// Written by 4 ZeRO-1 ranks, read by 1 and by 3: parameters and optimiser state are whole.
+TEST(Checkpoint, FourRanksLoadOnOneAndThree) {
+  TrainOptions o = tiny();
+  o.zero = true;
+  o.steps = 6;
+  o.checkpointPath = testing::TempDir() + "gpt_four.ck";
+  const TrainResult four = runOn(4, o);
+  const Checkpoint ck = loadCheckpoint(o.checkpointPath);
+  EXPECT_EQ(ck.params, four.params);
+  EXPECT_EQ(ck.step, 6u);
+  for (int ranks : {1, 3}) {
+    TrainOptions next = tiny();
+    next.zero = ranks > 1;
+    next.steps = 8;
+    next.resumePath = o.checkpointPath;
+    next.checkpointPath = testing::TempDir() + "gpt_next.ck";
+    const TrainResult r = runOn(ranks, next);
+    EXPECT_EQ(r.stepsRun, 2) << ranks;
+    EXPECT_TRUE(std::isfinite(r.finalTrainLoss));
+    // The moments came along: a second load of the same file into this layout resumes
+    // exactly as the first (compared through the checkpoint each writes).
+    const TrainResult again = runOn(ranks, next);
+    EXPECT_EQ(again.params, r.params) << ranks;
+  }
+}
+
+TEST(Checkpoint, CorruptOrForeignFilesAreClearErrors) {
+  TrainOptions o = tiny();
+  o.steps = 2;
+  o.checkpointPath = testing::TempDir() + "gpt_ok.ck";
+  runOn(1, o);
+  std::vector<uint8_t> bytes = fileBytes(o.checkpointPath);
+  auto expectRefused = [&](const std::vector<uint8_t>& b, const char* why) {
+    const std::string bad = testing::TempDir() + "gpt_bad.ck";
+    std::ofstream(bad, std::ios::binary | std::ios::trunc)
+        .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+    try {
+      loadCheckpoint(bad);
+      ADD_FAILURE() << "accepted: " << why;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  std::vector<uint8_t> flipped = bytes;
+  flipped[bytes.size() / 2] ^= 1;
+  expectRefused(flipped, "checksum");
+  expectRefused(std::vector<uint8_t>(bytes.begin(), bytes.begin() + 100), "truncated");
+  std::vector<uint8_t> foreign = bytes;
+  foreign[0] = 'X';
+  expectRefused(foreign, "magic");
+  expectRefused({}, "too short");
+  EXPECT_THROW(loadCheckpoint(testing::TempDir() + "no_such.ck"), std::runtime_error);
+  // A checkpoint of another shape is refused by the trainer.
+  TrainOptions other = tiny();
+  other.model.layers = 3;
+  other.resumePath = o.checkpointPath;
+  EXPECT_THROW(runOn(1, other), std::runtime_error);
+}
+
+TEST(Data, MissingEmptyOrShortFilesAreClearErrors) {
+  TrainOptions o = tiny();
+  o.data = testing::TempDir() + "no_such_text.txt";
+  EXPECT_THROW(runOn(1, o), std::runtime_error);
+  o.data = testing::TempDir() + "empty.txt";
+  std::ofstream(o.data, std::ios::trunc);
+  EXPECT_THROW(runOn(1, o), std::runtime_error);
+  o.data = testing::TempDir() + "short.txt";
+  std::ofstream(o.data, std::ios::trunc) << "too short for a sequence of 32";
+  try {
+    runOn(1, o);
+    ADD_FAILURE() << "a too short text was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("too short"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace gpt
