@@ -58,12 +58,17 @@ struct CodecInfo {
 //   step), hence their abs term 1 + 2^-14.
 // On top of every term, the fp32 arithmetic of the scale, x * 1/s and q * s adds at most
 // kArithmeticSlack * (|x| + u): see errorBound() in codec.h.
-CCL_HD constexpr CodecInfo codecInfo(int codec) {
+struct CodecTable {
+  CodecInfo rows[cclNumCodecs];
+};
+
+// The table, once; the host and the device each keep a copy of it (below).
+constexpr CodecTable makeCodecTable() {
   using F = Family;
   using S = ScaleFormat;
   using L = Selection;
   // clang-format off
-  constexpr CodecInfo kTable[cclNumCodecs] = {
+  return CodecTable{{
       // name          family         bits scale      fp16   block divisor   selection     nearest {rel, abs}         stochastic {rel, abs}
       {"none",         F::kNone,       0, S::kNone,   false,   0,      0.0f, L::kNone,      {0, 0},                    {0, 0}},
       {"fp8_e4m3",     F::kQuantizer,  8, S::kLinear, false, 128,    448.0f, L::kNone,      {0x1p-4, 0x1p-10},         {0x1p-3, 0x1p-9}},
@@ -75,9 +80,22 @@ CCL_HD constexpr CodecInfo codecInfo(int codec) {
       {"topk",         F::kSparsifier, 0, S::kNone,   false,   0,      0.0f, L::kLargest,   {0, 0},                    {0, 0}},
       {"randk",        F::kSparsifier, 0, S::kNone,   false,   0,      0.0f, L::kRandom,    {0, 0},                    {0, 0}},
       {"threshold",    F::kSparsifier, 0, S::kNone,   false,   0,      0.0f, L::kThreshold, {0, 0},                    {0, 0}},
-  };
+  }};
   // clang-format on
-  return kTable[codec];
+}
+
+inline constexpr CodecTable kCodecTable = makeCodecTable();
+#if defined(__CUDACC__)
+__constant__ const CodecTable kDeviceCodecTable = makeCodecTable();
+#endif
+
+// The row of `codec` (a valid cclCodec_t value).
+CCL_HD constexpr const CodecInfo& codecInfo(int codec) {
+#if defined(__CUDA_ARCH__)
+  return kDeviceCodecTable.rows[codec];
+#else
+  return kCodecTable.rows[codec];
+#endif
 }
 
 // Relative slack of fp32 arithmetic inside a codec (see codecInfo's notes).
@@ -93,6 +111,6 @@ CCL_HD constexpr bool isSparsifier(int codec) {
 // Bits per element code of a quantizer; 0 for other codecs.
 CCL_HD constexpr int codeBits(int codec) { return validCodec(codec) ? codecInfo(codec).codeBits : 0; }
 
-static_assert(codecInfo(cclNumCodecs - 1).name != nullptr, "every cclCodec_t value has a row");
+static_assert(kCodecTable.rows[cclNumCodecs - 1].name != nullptr, "every cclCodec_t value has a row");
 
 }  // namespace ccl::codec

@@ -88,7 +88,7 @@ struct IntKind {
   static constexpr int kQmax = (1 << (kBits - 1)) - 1;
   static constexpr uint32_t kMask = (1u << kBits) - 1;
   static constexpr int kCodec = kBits == 8 ? cclCodecInt8 : kBits == 4 ? cclCodecInt4 : cclCodecInt2;
-  static_assert(codecInfo(kCodec).codeBits == kBits && codecInfo(kCodec).scaleDivisor == kQmax);
+  static_assert(kCodecTable.rows[kCodec].codeBits == kBits && kCodecTable.rows[kCodec].scaleDivisor == kQmax);
 
   CCL_HD static BlockScale chooseScale(float absmax, bool fp16) {
     if (!fp16) return f32Scale(absmax, static_cast<float>(kQmax));
@@ -124,7 +124,7 @@ struct Fp8Kind {
   static constexpr int kBits = 8;
   static constexpr int kCodec = F::kMaxFinite == fp::E4M3::kMaxFinite ? cclCodecFp8E4m3 : cclCodecFp8E5m2;
   static constexpr float kMaxFinite = math::fp8MaxFinite<F>();
-  static_assert(codecInfo(kCodec).codeBits == kBits && codecInfo(kCodec).scaleDivisor == kMaxFinite);
+  static_assert(kCodecTable.rows[kCodec].codeBits == kBits && kCodecTable.rows[kCodec].scaleDivisor == kMaxFinite);
 
   CCL_HD static BlockScale chooseScale(float absmax, bool) { return f32Scale(absmax, kMaxFinite); }
   CCL_HD static ScaleRead readScale(uint32_t stored, bool, float& s) { return readLinearScale(stored, false, s); }
@@ -140,8 +140,8 @@ struct MxKind {
   static constexpr int kBits = 8;
   static constexpr int kCodec = cclCodecMxfp8E4m3;
   static constexpr int kEmaxElem = 8;  // floor(log2(448)): the absmax lands in [2^8, 2^9) after scaling
-  static_assert(codecInfo(kCodec).scaleDivisor == float(1 << kEmaxElem) &&
-                codecInfo(kCodec).scale == ScaleFormat::kE8m0);
+  static_assert(kCodecTable.rows[kCodec].scaleDivisor == float(1 << kEmaxElem) &&
+                kCodecTable.rows[kCodec].scale == ScaleFormat::kE8m0);
 
   CCL_HD static BlockScale chooseScale(float absmax, bool) {
     const uint32_t e = math::mxScaleExponent(absmax, kEmaxElem);

@@ -54,26 +54,23 @@ struct CollInfo {
   InPlace inPlace;
 };
 
-constexpr CollInfo collInfo(Coll c) {
-  using E = Extent;
-  using I = InPlace;
-  // clang-format off
-  constexpr CollInfo kTable[kNumColls] = {
+// clang-format off
+inline constexpr CollInfo kCollTable[kNumColls] = {
       // name          op                  rooted reduce p2p    compr  fb     send          recv          sRoot  rRoot  in place
-      {"allreduce",     cclOpAllReduce,     false, true,  false, true,  true,  E::kCount,    E::kCount,    false, false, I::kSame},
-      {"broadcast",     cclOpBroadcast,     true,  false, false, true,  false, E::kCount,    E::kCount,    true,  false, I::kSame},
-      {"reduce",        cclOpReduce,        true,  true,  false, false, false, E::kCount,    E::kCount,    false, true,  I::kSame},
-      {"allgather",     cclOpAllGather,     false, false, false, true,  true,  E::kCount,    E::kPerRank,  false, false, I::kSendInRecv},
-      {"reducescatter", cclOpReduceScatter, false, true,  false, true,  true,  E::kPerRank,  E::kCount,    false, false, I::kRecvInSend},
-      {"alltoall",      cclOpAlltoAll,      false, false, false, true,  false, E::kPerRank,  E::kPerRank,  false, false, I::kSame},
-      {"gather",        cclOpGather,        true,  false, false, false, false, E::kCount,    E::kPerRank,  false, true,  I::kSendInRecv},
-      {"scatter",       cclOpScatter,       true,  false, false, false, false, E::kPerRank,  E::kCount,    true,  false, I::kRecvInSend},
-      {"send",          cclOpSend,          false, false, true,  true,  false, E::kCount,    E::kNone,     false, false, I::kNone},
-      {"recv",          cclOpRecv,          false, false, true,  true,  false, E::kNone,     E::kCount,    false, false, I::kNone},
-  };
-  // clang-format on
-  return kTable[static_cast<int>(c)];
-}
+      {"allreduce",     cclOpAllReduce,     false, true,  false, true,  true,  Extent::kCount,    Extent::kCount,    false, false, InPlace::kSame},
+      {"broadcast",     cclOpBroadcast,     true,  false, false, true,  false, Extent::kCount,    Extent::kCount,    true,  false, InPlace::kSame},
+      {"reduce",        cclOpReduce,        true,  true,  false, false, false, Extent::kCount,    Extent::kCount,    false, true,  InPlace::kSame},
+      {"allgather",     cclOpAllGather,     false, false, false, true,  true,  Extent::kCount,    Extent::kPerRank,  false, false, InPlace::kSendInRecv},
+      {"reducescatter", cclOpReduceScatter, false, true,  false, true,  true,  Extent::kPerRank,  Extent::kCount,    false, false, InPlace::kRecvInSend},
+      {"alltoall",      cclOpAlltoAll,      false, false, false, true,  false, Extent::kPerRank,  Extent::kPerRank,  false, false, InPlace::kSame},
+      {"gather",        cclOpGather,        true,  false, false, false, false, Extent::kCount,    Extent::kPerRank,  false, true,  InPlace::kSendInRecv},
+      {"scatter",       cclOpScatter,       true,  false, false, false, false, Extent::kPerRank,  Extent::kCount,    true,  false, InPlace::kRecvInSend},
+      {"send",          cclOpSend,          false, false, true,  true,  false, Extent::kCount,    Extent::kNone,     false, false, InPlace::kNone},
+      {"recv",          cclOpRecv,          false, false, true,  true,  false, Extent::kNone,     Extent::kCount,    false, false, InPlace::kNone},
+};
+// clang-format on
+
+constexpr const CollInfo& collInfo(Coll c) { return kCollTable[static_cast<int>(c)]; }
 
 constexpr bool kCollTableMatchesOpKinds = [] {
   for (int c = 0; c < kNumColls; ++c)

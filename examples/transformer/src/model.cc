@@ -2,6 +2,7 @@
 #include "model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -9,6 +10,29 @@
 #include "ops.h"
 
 namespace gpt {
+
+const char* opKindName(OpKind k) {
+  static const char* names[] = {"encoder", "layernorm", "matmul", "attention", "gelu", "residual", "softmax+loss"};
+  return names[static_cast<size_t>(k)];
+}
+
+namespace {
+
+// Adds the time of one op call to its kind's total.
+template <class T>
+class OpTimer {
+ public:
+  OpTimer(Model<T>& m, OpKind k) : slot_(m.opSeconds[static_cast<size_t>(k)]), t0_(std::chrono::steady_clock::now()) {}
+  ~OpTimer() { slot_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
+  OpTimer(const OpTimer&) = delete;
+  OpTimer& operator=(const OpTimer&) = delete;
+
+ private:
+  double& slot_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+}  // namespace
 
 std::string configProblem(const ModelConfig& c) {
   if (c.vocab <= 0) return "the vocabulary must not be empty";
@@ -73,7 +97,10 @@ void prepare(Model<T>& m, int B, int Tn) {
 
 template <class T>
 void embedForward(Model<T>& m, const int* tokens) {
-  ops::encoderForward(m.acts.encoded.data(), tokens, m.p.wte, m.p.wpe, m.batch, m.seq, m.config.channels);
+  {
+    OpTimer timer(m, OpKind::kEncoder);
+    ops::encoderForward(m.acts.encoded.data(), tokens, m.p.wte, m.p.wpe, m.batch, m.seq, m.config.channels);
+  }
 }
 
 template <class T>
@@ -82,27 +109,67 @@ void blockForward(Model<T>& m, int layer, const T* in) {
   const BlockParams<T>& w = m.p.blocks[static_cast<size_t>(layer)];
   LayerActs<T>& a = m.acts.layers[static_cast<size_t>(layer)];
   const size_t n = static_cast<size_t>(rows) * C;
-  ops::layerNormForward(a.ln1.data(), a.ln1Mean.data(), a.ln1Rstd.data(), in, w.ln1w, w.ln1b, rows, C);
-  ops::matmulForward(a.qkv.data(), a.ln1.data(), w.qkvw, w.qkvb, rows, C, 3 * C);
-  ops::attentionForward(a.atty.data(), a.att.data(), a.qkv.data(), B, Tn, C, NH);
+  {
+    OpTimer timer(m, OpKind::kLayerNorm);
+    ops::layerNormForward(a.ln1.data(), a.ln1Mean.data(), a.ln1Rstd.data(), in, w.ln1w, w.ln1b, rows, C);
+  }
+  {
+    OpTimer timer(m, OpKind::kMatmul);
+    ops::matmulForward(a.qkv.data(), a.ln1.data(), w.qkvw, w.qkvb, rows, C, 3 * C);
+  }
+  {
+    OpTimer timer(m, OpKind::kAttention);
+    ops::attentionForward(a.atty.data(), a.att.data(), a.qkv.data(), B, Tn, C, NH);
+  }
   // The projection's output is only ever added to the residual: it goes there directly.
-  ops::matmulForward(a.residual2.data(), a.atty.data(), w.attprojw, w.attprojb, rows, C, C);
-  ops::residualForward(a.residual2.data(), a.residual2.data(), in, n);
-  ops::layerNormForward(a.ln2.data(), a.ln2Mean.data(), a.ln2Rstd.data(), a.residual2.data(), w.ln2w, w.ln2b, rows, C);
-  ops::matmulForward(a.fch.data(), a.ln2.data(), w.fcw, w.fcb, rows, C, 4 * C);
-  ops::geluForward(a.fchGelu.data(), a.fch.data(), n * 4);
-  ops::matmulForward(a.out.data(), a.fchGelu.data(), w.fcprojw, w.fcprojb, rows, 4 * C, C);
-  ops::residualForward(a.out.data(), a.out.data(), a.residual2.data(), n);
+  {
+    OpTimer timer(m, OpKind::kMatmul);
+    ops::matmulForward(a.residual2.data(), a.atty.data(), w.attprojw, w.attprojb, rows, C, C);
+  }
+  {
+    OpTimer timer(m, OpKind::kResidual);
+    ops::residualForward(a.residual2.data(), a.residual2.data(), in, n);
+  }
+  {
+    OpTimer timer(m, OpKind::kLayerNorm);
+    ops::layerNormForward(a.ln2.data(), a.ln2Mean.data(), a.ln2Rstd.data(), a.residual2.data(), w.ln2w, w.ln2b, rows,
+                          C);
+  }
+  {
+    OpTimer timer(m, OpKind::kMatmul);
+    ops::matmulForward(a.fch.data(), a.ln2.data(), w.fcw, w.fcb, rows, C, 4 * C);
+  }
+  {
+    OpTimer timer(m, OpKind::kGelu);
+    ops::geluForward(a.fchGelu.data(), a.fch.data(), n * 4);
+  }
+  {
+    OpTimer timer(m, OpKind::kMatmul);
+    ops::matmulForward(a.out.data(), a.fchGelu.data(), w.fcprojw, w.fcprojb, rows, 4 * C, C);
+  }
+  {
+    OpTimer timer(m, OpKind::kResidual);
+    ops::residualForward(a.out.data(), a.out.data(), a.residual2.data(), n);
+  }
 }
 
 template <class T>
 T headForward(Model<T>& m, const T* in, const int* targets) {
   const int rows = m.batch * m.seq, C = m.config.channels, V = m.config.vocab;
   Activations<T>& a = m.acts;
-  ops::layerNormForward(a.lnf.data(), a.lnfMean.data(), a.lnfRstd.data(), in, m.p.lnfw, m.p.lnfb, rows, C);
-  ops::matmulForward(a.logits.data(), a.lnf.data(), m.p.wte, static_cast<const T*>(nullptr), rows, C, V);
+  {
+    OpTimer timer(m, OpKind::kLayerNorm);
+    ops::layerNormForward(a.lnf.data(), a.lnfMean.data(), a.lnfRstd.data(), in, m.p.lnfw, m.p.lnfb, rows, C);
+  }
+  {
+    OpTimer timer(m, OpKind::kMatmul);
+    ops::matmulForward(a.logits.data(), a.lnf.data(), m.p.wte, static_cast<const T*>(nullptr), rows, C, V);
+  }
   if (!targets) return T(0);
-  ops::softmaxCrossEntropyForward(a.losses.data(), a.probs.data(), a.logits.data(), targets, rows, V);
+  {
+    OpTimer timer(m, OpKind::kSoftmaxLoss);
+    ops::softmaxCrossEntropyForward(a.losses.data(), a.probs.data(), a.logits.data(), targets, rows, V);
+  }
   T sum = 0;
   for (int r = 0; r < rows; ++r) sum += a.losses[static_cast<size_t>(r)];
   return sum / T(rows);
@@ -134,13 +201,22 @@ void headBackward(Model<T>& m, const T* in, const int* targets, T lossScale) {
   const int rows = m.batch * m.seq, C = m.config.channels, V = m.config.vocab;
   Activations<T>& a = m.acts;
   GradScratch<T>& s = m.scratch;
-  ops::softmaxCrossEntropyBackward(s.dlogits.data(), a.probs.data(), targets, lossScale / T(rows), rows, V);
+  {
+    OpTimer timer(m, OpKind::kSoftmaxLoss);
+    ops::softmaxCrossEntropyBackward(s.dlogits.data(), a.probs.data(), targets, lossScale / T(rows), rows, V);
+  }
   zero(s.dln);
-  ops::matmulBackward(s.dln.data(), m.g.wte, static_cast<T*>(nullptr), s.dlogits.data(), a.lnf.data(), m.p.wte, rows, C,
-                      V);
+  {
+    OpTimer timer(m, OpKind::kMatmul);
+    ops::matmulBackward(s.dln.data(), m.g.wte, static_cast<T*>(nullptr), s.dlogits.data(), a.lnf.data(), m.p.wte, rows,
+                        C, V);
+  }
   zero(s.dresidual);
-  ops::layerNormBackward(s.dresidual.data(), m.g.lnfw, m.g.lnfb, s.dln.data(), in, m.p.lnfw, a.lnfMean.data(),
-                         a.lnfRstd.data(), rows, C);
+  {
+    OpTimer timer(m, OpKind::kLayerNorm);
+    ops::layerNormBackward(s.dresidual.data(), m.g.lnfw, m.g.lnfb, s.dln.data(), in, m.p.lnfw, a.lnfMean.data(),
+                           a.lnfRstd.data(), rows, C);
+  }
 }
 
 // dresidual: the gradient of the block's output on entry, of its input on return.
@@ -153,20 +229,44 @@ void blockBackward(Model<T>& m, int layer, const T* in) {
   GradScratch<T>& s = m.scratch;
   T* dres = s.dresidual.data();
   zero(s.dfchGelu);
-  ops::matmulBackward(s.dfchGelu.data(), g.fcprojw, g.fcprojb, dres, a.fchGelu.data(), w.fcprojw, rows, 4 * C, C);
+  {
+    OpTimer timer(m, OpKind::kMatmul);
+    ops::matmulBackward(s.dfchGelu.data(), g.fcprojw, g.fcprojb, dres, a.fchGelu.data(), w.fcprojw, rows, 4 * C, C);
+  }
   zero(s.dfch);
-  ops::geluBackward(s.dfch.data(), a.fch.data(), s.dfchGelu.data(), s.dfch.size());
+  {
+    OpTimer timer(m, OpKind::kGelu);
+    ops::geluBackward(s.dfch.data(), a.fch.data(), s.dfchGelu.data(), s.dfch.size());
+  }
   zero(s.dln);
-  ops::matmulBackward(s.dln.data(), g.fcw, g.fcb, s.dfch.data(), a.ln2.data(), w.fcw, rows, C, 4 * C);
-  ops::layerNormBackward(dres, g.ln2w, g.ln2b, s.dln.data(), a.residual2.data(), w.ln2w, a.ln2Mean.data(),
-                         a.ln2Rstd.data(), rows, C);
+  {
+    OpTimer timer(m, OpKind::kMatmul);
+    ops::matmulBackward(s.dln.data(), g.fcw, g.fcb, s.dfch.data(), a.ln2.data(), w.fcw, rows, C, 4 * C);
+  }
+  {
+    OpTimer timer(m, OpKind::kLayerNorm);
+    ops::layerNormBackward(dres, g.ln2w, g.ln2b, s.dln.data(), a.residual2.data(), w.ln2w, a.ln2Mean.data(),
+                           a.ln2Rstd.data(), rows, C);
+  }
   zero(s.datty);
-  ops::matmulBackward(s.datty.data(), g.attprojw, g.attprojb, dres, a.atty.data(), w.attprojw, rows, C, C);
+  {
+    OpTimer timer(m, OpKind::kMatmul);
+    ops::matmulBackward(s.datty.data(), g.attprojw, g.attprojb, dres, a.atty.data(), w.attprojw, rows, C, C);
+  }
   zero(s.dqkv);
-  ops::attentionBackward(s.dqkv.data(), s.datt.data(), s.datty.data(), a.qkv.data(), a.att.data(), B, Tn, C, NH);
+  {
+    OpTimer timer(m, OpKind::kAttention);
+    ops::attentionBackward(s.dqkv.data(), s.datt.data(), s.datty.data(), a.qkv.data(), a.att.data(), B, Tn, C, NH);
+  }
   zero(s.dln);
-  ops::matmulBackward(s.dln.data(), g.qkvw, g.qkvb, s.dqkv.data(), a.ln1.data(), w.qkvw, rows, C, 3 * C);
-  ops::layerNormBackward(dres, g.ln1w, g.ln1b, s.dln.data(), in, w.ln1w, a.ln1Mean.data(), a.ln1Rstd.data(), rows, C);
+  {
+    OpTimer timer(m, OpKind::kMatmul);
+    ops::matmulBackward(s.dln.data(), g.qkvw, g.qkvb, s.dqkv.data(), a.ln1.data(), w.qkvw, rows, C, 3 * C);
+  }
+  {
+    OpTimer timer(m, OpKind::kLayerNorm);
+    ops::layerNormBackward(dres, g.ln1w, g.ln1b, s.dln.data(), in, w.ln1w, a.ln1Mean.data(), a.ln1Rstd.data(), rows, C);
+  }
 }
 
 }  // namespace
@@ -175,7 +275,10 @@ template <class T>
 void backward(Model<T>& m, const int* tokens, const int* targets, T lossScale) {
   headBackward(m, blockInput(m, m.config.layers), targets, lossScale);
   for (int l = m.config.layers - 1; l >= 0; --l) blockBackward(m, l, blockInput(m, l));
-  ops::encoderBackward(m.g.wte, m.g.wpe, m.scratch.dresidual.data(), tokens, m.batch, m.seq, m.config.channels);
+  {
+    OpTimer timer(m, OpKind::kEncoder);
+    ops::encoderBackward(m.g.wte, m.g.wpe, m.scratch.dresidual.data(), tokens, m.batch, m.seq, m.config.channels);
+  }
 }
 
 size_t activationBytes(const ModelConfig& c, int B, int Tn) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <vector>
 
@@ -49,6 +50,10 @@ struct GradScratch {
   std::vector<T> dlogits;    // (B,T,V)
 };
 
+// Where forward and backward time goes, per kind of op (llm.c-style time shares).
+enum class OpKind { kEncoder, kLayerNorm, kMatmul, kAttention, kGelu, kResidual, kSoftmaxLoss, kCount };
+const char* opKindName(OpKind k);
+
 template <class T>
 struct Model {
   ModelConfig config;
@@ -58,6 +63,7 @@ struct Model {
   int batch = 0, seq = 0;  // what the activations are sized for
   Activations<T> acts;
   GradScratch<T> scratch;
+  std::array<double, static_cast<size_t>(OpKind::kCount)> opSeconds{};  // forward + backward, summed
 };
 
 // A model with parameters from initParams(seed) (or zero when T is not float: the caller

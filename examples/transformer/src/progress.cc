@@ -95,9 +95,12 @@ void JsonLog::summary(const TrainResult& r, double computeSeconds, double commSe
   std::fprintf(f_,
                "{\"type\":\"summary\",\"steps\":%d,\"ranks\":%d,\"train_loss\":%.6f,\"val_loss\":%.6f,"
                "\"unigram_entropy\":%.6f,\"tokens_per_s\":%.1f,\"compute_s\":%.3f,\"comm_s\":%.3f,\"elapsed_s\":%.3f,"
-               "\"peak_rss_bytes\":%ld,\"sites\":%s}\n",
+               "\"peak_rss_bytes\":%ld,\"sites\":%s,\"op_seconds\":{",
                r.stepsRun, comm.size(), r.finalTrainLoss, r.finalValLoss, r.unigramEntropy, r.tokensPerSecond,
                computeSeconds, commSeconds, elapsed, r.peakRssBytes, sites(comm).c_str());
+  for (size_t k = 0; k < r.opSeconds.size(); ++k)
+    std::fprintf(f_, "%s\"%s\":%.4f", k ? "," : "", r.opSeconds[k].first.c_str(), r.opSeconds[k].second);
+  std::fprintf(f_, "}}\n");
   std::fflush(f_);
 }
 

@@ -222,6 +222,8 @@ TrainResult train(const TrainOptions& o, cclComm_t cclComm) {
   result.peakRssBytes = peakRss();
   result.params.assign(model.params.begin(),
                        model.params.begin() + static_cast<std::ptrdiff_t>(parameterCount(o.model)));
+  for (size_t k = 0; k < model.opSeconds.size(); ++k)
+    result.opSeconds.emplace_back(opKindName(static_cast<OpKind>(k)), model.opSeconds[k]);
   log.summary(result, computeTotal, commTotal, elapsed, comm);
   return result;
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ccl/ccl.h"
@@ -46,7 +47,8 @@ struct TrainResult {
   unsigned long long gradRawBytes = 0, gradWireBytes = 0;
   int stepsRun = 0;
   long peakRssBytes = 0;
-  std::vector<float> params;  // the final parameters, parameterLayout order
+  std::vector<float> params;                              // the final parameters, parameterLayout order
+  std::vector<std::pair<std::string, double>> opSeconds;  // forward+backward time per kind of op
 };
 
 // Trains on `comm` (one rank of a data-parallel group); every rank must call it with the
