@@ -122,6 +122,12 @@ void report(const Cli& c, const gpt::TrainResult& r, int ranks) {
               ranks, t.threads);
   std::printf("gradients (dp.grad, rank 0): %.1f MB raw, %.1f MB on the wire (%.3f)\n", r.gradRawBytes / 1e6,
               r.gradWireBytes / 1e6, r.gradRawBytes ? double(r.gradWireBytes) / double(r.gradRawBytes) : 1.0);
+  double opTotal = 0;
+  for (const auto& [name, sec] : r.opSeconds) opTotal += sec;
+  std::printf("time shares of forward+backward (rank 0):");
+  for (const auto& [name, sec] : r.opSeconds)
+    std::printf(" %s %.1f%%", name.c_str(), opTotal > 0 ? 100 * sec / opTotal : 0.0);
+  std::printf("\n");
   std::printf(
       "memory: peak resident %.1f MB for the process; a rank needs %.1f MB in theory (%zu parameters, "
       "their gradients and AdamW state, activations of one micro-batch)\n",
