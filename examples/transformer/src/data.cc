@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -49,7 +50,10 @@ void writeTokens(const std::string& path, const std::vector<uint8_t>& bytes) {
   h.version = kVersion;
   h.total = bytes.size();
   h.trainCount = bytes.size() * 9 / 10;
-  const std::string tmp = path + ".tmp." + std::to_string(static_cast<long long>(::getpid()));
+  // Unique per process and thread: ranks that are threads may all be making the file.
+  static std::atomic<unsigned> counter{0};
+  const std::string tmp = path + ".tmp." + std::to_string(static_cast<long long>(::getpid())) + "." +
+                          std::to_string(counter.fetch_add(1));
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw std::runtime_error("data: cannot write " + tmp);

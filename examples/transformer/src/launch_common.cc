@@ -2,6 +2,7 @@
 // What both launchers share: detecting an MPI launch and running ranks as threads.
 #include <cstdlib>
 #include <exception>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -23,14 +24,19 @@ void runThreadRanks(int threads, const std::function<void(cclComm_t, int)>& fn) 
   std::vector<cclComm_t> comms(static_cast<size_t>(threads), nullptr);
   if (cclCommInitAll(comms.data(), threads, nullptr) != cclSuccess)
     throw std::runtime_error(std::string("cclCommInitAll: ") + cclGetLastError(nullptr));
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
+  // The first failure is the cause; the others are peers noticing its abort.
+  std::mutex mu;
+  std::exception_ptr first;
   std::vector<std::thread> workers;
   for (int r = 0; r < threads; ++r)
     workers.emplace_back([&, r] {
       try {
         fn(comms[static_cast<size_t>(r)], r);
       } catch (...) {
-        errors[static_cast<size_t>(r)] = std::current_exception();
+        {
+          std::lock_guard<std::mutex> g(mu);
+          if (!first) first = std::current_exception();
+        }
         cclCommAbort(comms[static_cast<size_t>(r)]);  // peers' collectives fail instead of waiting
         comms[static_cast<size_t>(r)] = nullptr;
       }
@@ -38,8 +44,7 @@ void runThreadRanks(int threads, const std::function<void(cclComm_t, int)>& fn) 
   for (std::thread& t : workers) t.join();
   for (cclComm_t c : comms)
     if (c) cclCommDestroy(c);
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
+  if (first) std::rethrow_exception(first);
 }
 
 }  // namespace gpt

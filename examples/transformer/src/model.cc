@@ -205,7 +205,6 @@ void headBackward(Model<T>& m, const T* in, const int* targets, T lossScale) {
     OpTimer timer(m, OpKind::kSoftmaxLoss);
     ops::softmaxCrossEntropyBackward(s.dlogits.data(), a.probs.data(), targets, lossScale / T(rows), rows, V);
   }
-  zero(s.dln);
   {
     OpTimer timer(m, OpKind::kMatmul);
     ops::matmulBackward(s.dln.data(), m.g.wte, static_cast<T*>(nullptr), s.dlogits.data(), a.lnf.data(), m.p.wte, rows,
@@ -228,17 +227,14 @@ void blockBackward(Model<T>& m, int layer, const T* in) {
   const LayerActs<T>& a = m.acts.layers[static_cast<size_t>(layer)];
   GradScratch<T>& s = m.scratch;
   T* dres = s.dresidual.data();
-  zero(s.dfchGelu);
   {
     OpTimer timer(m, OpKind::kMatmul);
     ops::matmulBackward(s.dfchGelu.data(), g.fcprojw, g.fcprojb, dres, a.fchGelu.data(), w.fcprojw, rows, 4 * C, C);
   }
-  zero(s.dfch);
   {
     OpTimer timer(m, OpKind::kGelu);
     ops::geluBackward(s.dfch.data(), a.fch.data(), s.dfchGelu.data(), s.dfch.size());
   }
-  zero(s.dln);
   {
     OpTimer timer(m, OpKind::kMatmul);
     ops::matmulBackward(s.dln.data(), g.fcw, g.fcb, s.dfch.data(), a.ln2.data(), w.fcw, rows, C, 4 * C);
@@ -248,17 +244,14 @@ void blockBackward(Model<T>& m, int layer, const T* in) {
     ops::layerNormBackward(dres, g.ln2w, g.ln2b, s.dln.data(), a.residual2.data(), w.ln2w, a.ln2Mean.data(),
                            a.ln2Rstd.data(), rows, C);
   }
-  zero(s.datty);
   {
     OpTimer timer(m, OpKind::kMatmul);
     ops::matmulBackward(s.datty.data(), g.attprojw, g.attprojb, dres, a.atty.data(), w.attprojw, rows, C, C);
   }
-  zero(s.dqkv);
   {
     OpTimer timer(m, OpKind::kAttention);
     ops::attentionBackward(s.dqkv.data(), s.datt.data(), s.datty.data(), a.qkv.data(), a.att.data(), B, Tn, C, NH);
   }
-  zero(s.dln);
   {
     OpTimer timer(m, OpKind::kMatmul);
     ops::matmulBackward(s.dln.data(), g.qkvw, g.qkvb, s.dqkv.data(), a.ln1.data(), w.qkvw, rows, C, 3 * C);

@@ -9,6 +9,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -146,10 +147,11 @@ void matmulForward(T* out, const T* x, const T* W, const T* bias, int rows, int 
   }
 }
 
-// dx += dout W, dW += dout^T x, dbias += column sums of dout (dbias may be null).
+// dx = dout W (written, not accumulated), dW += dout^T x, dbias += column sums of dout
+// (dbias may be null).
 template <class T>
 void matmulBackward(T* dx, T* dW, T* dbias, const T* dout, const T* x, const T* W, int rows, int C, int OC) {
-  gemm(false, false, rows, C, OC, T(1), dout, OC, W, C, T(1), dx, C);
+  gemm(false, false, rows, C, OC, T(1), dout, OC, W, C, T(0), dx, C);
   gemm(true, false, OC, C, rows, T(1), dout, OC, x, C, T(1), dW, C);
   if (!dbias) return;
   for (int r = 0; r < rows; ++r) {
@@ -160,7 +162,11 @@ void matmulBackward(T* dx, T* dW, T* dbias, const T* dout, const T* x, const T* 
 
 // Causal multi-head self-attention. qkv is (B, T, 3C): q, k, v of head h at channels
 // [h*hs, (h+1)*hs) of their third. att (B, NH, T, T) keeps the softmax probabilities
-// (zero above the diagonal) for the backward; out is (B, T, C).
+// (zero above the diagonal) for the backward; out is (B, T, C). Rows go in blocks of
+// kAttnRows: a block of rows needs the columns up to its last row only, so the products skip
+// most of the masked upper triangle.
+constexpr int kAttnRows = 64;
+
 template <class T>
 void attentionForward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH) {
   const int hs = C / NH, C3 = 3 * C;
@@ -172,25 +178,31 @@ void attentionForward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH
     const T* k = q + C;
     const T* v = q + 2 * C;
     T* a = att + static_cast<size_t>(bh) * Tn * Tn;
-    gemm(false, true, Tn, Tn, hs, scale, q, C3, k, C3, T(0), a, Tn);
-    for (int t = 0; t < Tn; ++t) {
-      T* row = a + static_cast<size_t>(t) * Tn;
-      T mx = row[0];
-      for (int j = 1; j <= t; ++j) mx = row[j] > mx ? row[j] : mx;
-      T sum = 0;
-      for (int j = 0; j <= t; ++j) {
-        row[j] = expNonPositive(row[j] - mx);
-        sum += row[j];
+    T* o = out + static_cast<size_t>(b) * Tn * C + h * hs;
+    for (int r0 = 0; r0 < Tn; r0 += kAttnRows) {
+      const int rows = std::min(kAttnRows, Tn - r0), cols = r0 + rows;
+      T* ab = a + static_cast<size_t>(r0) * Tn;
+      gemm(false, true, rows, cols, hs, scale, q + static_cast<size_t>(r0) * C3, C3, k, C3, T(0), ab, Tn);
+      for (int t = r0; t < r0 + rows; ++t) {
+        T* row = a + static_cast<size_t>(t) * Tn;
+        T mx = row[0];
+        for (int j = 1; j <= t; ++j) mx = row[j] > mx ? row[j] : mx;
+        T sum = 0;
+        for (int j = 0; j <= t; ++j) {
+          row[j] = expNonPositive(row[j] - mx);
+          sum += row[j];
+        }
+        const T inv = T(1) / sum;
+        for (int j = 0; j <= t; ++j) row[j] *= inv;
+        for (int j = t + 1; j < Tn; ++j) row[j] = 0;
       }
-      const T inv = T(1) / sum;
-      for (int j = 0; j <= t; ++j) row[j] *= inv;
-      for (int j = t + 1; j < Tn; ++j) row[j] = 0;
+      gemm(false, false, rows, hs, cols, T(1), ab, Tn, v, C3, T(0), o + static_cast<size_t>(r0) * C, C);
     }
-    gemm(false, false, Tn, hs, Tn, T(1), a, Tn, v, C3, T(0), out + static_cast<size_t>(b) * Tn * C + h * hs, C);
   }
 }
 
-// dqkv += the gradient through attention; scratch holds B*NH*T*T elements.
+// dqkv = the gradient through attention (every element of dqkv is written); scratch holds
+// B*NH*T*T elements.
 template <class T>
 void attentionBackward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T* att, int B, int Tn, int C, int NH) {
   const int hs = C / NH, C3 = 3 * C;
@@ -208,19 +220,30 @@ void attentionBackward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T
     const T* a = att + static_cast<size_t>(bh) * Tn * Tn;
     const T* d = dout + static_cast<size_t>(b) * Tn * C + h * hs;
     T* da = scratch + static_cast<size_t>(bh) * Tn * Tn;
-    gemm(false, true, Tn, Tn, hs, T(1), d, C, v, C3, T(0), da, Tn);  // d att = dout v^T
-    gemm(true, false, Tn, hs, Tn, T(1), a, Tn, d, C, T(1), dv, C3);  // dv += att^T dout
-    // Softmax backward, in place: d pre-softmax = att * (datt - sum(att * datt)).
-    for (int t = 0; t < Tn; ++t) {
-      const T* ar = a + static_cast<size_t>(t) * Tn;
-      T* dr = da + static_cast<size_t>(t) * Tn;
-      T dot = 0;
-      for (int j = 0; j <= t; ++j) dot += ar[j] * dr[j];
-      for (int j = 0; j <= t; ++j) dr[j] = ar[j] * (dr[j] - dot);
-      for (int j = t + 1; j < Tn; ++j) dr[j] = 0;
+    // The last block spans every column: going backwards, it writes all of dk and dv and the
+    // earlier blocks add to their first rows.
+    const int last = (Tn - 1) / kAttnRows * kAttnRows;
+    for (int r0 = last; r0 >= 0; r0 -= kAttnRows) {
+      const int rows = std::min(kAttnRows, Tn - r0), cols = r0 + rows;
+      const T beta = r0 == last ? T(0) : T(1);
+      const T* ab = a + static_cast<size_t>(r0) * Tn;
+      T* db = da + static_cast<size_t>(r0) * Tn;
+      const T* dr0 = d + static_cast<size_t>(r0) * C;
+      gemm(false, true, rows, cols, hs, T(1), dr0, C, v, C3, T(0), db, Tn);  // d att = dout v^T
+      gemm(true, false, cols, hs, rows, T(1), ab, Tn, dr0, C, beta, dv, C3);  // dv (+)= att^T dout
+      // Softmax backward, in place: d pre-softmax = att * (datt - sum(att * datt)).
+      for (int t = r0; t < r0 + rows; ++t) {
+        const T* ar = a + static_cast<size_t>(t) * Tn;
+        T* dr = da + static_cast<size_t>(t) * Tn;
+        T dot = 0;
+        for (int j = 0; j <= t; ++j) dot += ar[j] * dr[j];
+        for (int j = 0; j <= t; ++j) dr[j] = ar[j] * (dr[j] - dot);
+        for (int j = t + 1; j < cols; ++j) dr[j] = 0;
+      }
+      // dq = dS k * scale (these rows only), dk (+)= dS^T q * scale.
+      gemm(false, false, rows, hs, cols, scale, db, Tn, k, C3, T(0), dq + static_cast<size_t>(r0) * C3, C3);
+      gemm(true, false, cols, hs, rows, scale, db, Tn, q + static_cast<size_t>(r0) * C3, C3, beta, dk, C3);
     }
-    gemm(false, false, Tn, hs, Tn, scale, da, Tn, k, C3, T(1), dq, C3);  // dq += dS k * scale
-    gemm(true, false, Tn, hs, Tn, scale, da, Tn, q, C3, T(1), dk, C3);   // dk += dS^T q * scale
   }
 }
 
@@ -236,6 +259,7 @@ void geluForward(T* out, const T* x, size_t n) {
   }
 }
 
+// dx = the gradient through GELU (written, not accumulated).
 template <class T>
 void geluBackward(T* dx, const T* x, const T* dout, size_t n) {
 #pragma omp parallel for
@@ -245,7 +269,7 @@ void geluBackward(T* dx, const T* x, const T* dout, size_t n) {
     const T th = tanhApprox(arg);
     const T sech2 = T(1) - th * th;
     const T local = T(0.5) * (T(1) + th) + v * T(0.5) * sech2 * T(kGeluScale) * (T(1) + T(3 * 0.044715) * v * v);
-    dx[i] += local * dout[i];
+    dx[i] = local * dout[i];
   }
 }
 

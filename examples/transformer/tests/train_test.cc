@@ -3,10 +3,12 @@
 // training of the same global batch; resuming from a checkpoint is bit-identical; a
 // checkpoint written by 4 ranks loads on 1 and on 3; bad data and checkpoints are errors.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <string>
@@ -19,10 +21,25 @@
 namespace gpt {
 namespace {
 
-// A small text with structure to learn, written once per test binary.
+// A folder of this process's own: ctest runs the tests of this binary as concurrent processes.
+// Removed when the process ends.
+const std::string& tempDir() {
+  struct Dir {
+    std::string path = testing::TempDir() + "gpt_train_test." + std::to_string(getpid()) + "/";
+    Dir() { std::filesystem::create_directories(path); }
+    ~Dir() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  };
+  static const Dir dir;
+  return dir.path;
+}
+
+// A small text with structure to learn, written once per test process.
 const std::string& corpusPath() {
   static const std::string path = [] {
-    const std::string p = testing::TempDir() + "gpt_train_test_corpus.txt";
+    const std::string p = tempDir() + "corpus.txt";
     std::ofstream out(p, std::ios::trunc);
     for (int i = 0; i < 3000; ++i) out << "the " << (i % 7) << " lamb and the " << (i % 5) << " lion; ";
     return p;
@@ -118,19 +135,19 @@ TEST(Checkpoint, ResumeIsBitIdentical) {
     SCOPED_TRACE(std::to_string(ranks) + " ranks" + (zero ? ", ZeRO-1" : ""));
     TrainOptions o = tiny();
     o.zero = zero;
-    o.checkpointPath = testing::TempDir() + "gpt_full.ck";
+    o.checkpointPath = tempDir() + "gpt_full.ck";
     const TrainResult full = runOn(ranks, o);
-    o.checkpointPath = testing::TempDir() + "gpt_half.ck";
+    o.checkpointPath = tempDir() + "gpt_half.ck";
     o.stopAfter = 8;
     const TrainResult half = runOn(ranks, o);
     EXPECT_EQ(half.stepsRun, 8);
     o.stopAfter = 0;
     o.resumePath = o.checkpointPath;
-    o.checkpointPath = testing::TempDir() + "gpt_resumed.ck";
+    o.checkpointPath = tempDir() + "gpt_resumed.ck";
     const TrainResult resumed = runOn(ranks, o);
     EXPECT_EQ(resumed.stepsRun, 12);
     EXPECT_EQ(resumed.params, full.params);
-    EXPECT_EQ(fileBytes(testing::TempDir() + "gpt_resumed.ck"), fileBytes(testing::TempDir() + "gpt_full.ck"));
+    EXPECT_EQ(fileBytes(tempDir() + "gpt_resumed.ck"), fileBytes(tempDir() + "gpt_full.ck"));
   }
 }
 
@@ -139,7 +156,7 @@ TEST(Checkpoint, FourRanksLoadOnOneAndThree) {
   TrainOptions o = tiny();
   o.zero = true;
   o.steps = 6;
-  o.checkpointPath = testing::TempDir() + "gpt_four.ck";
+  o.checkpointPath = tempDir() + "gpt_four.ck";
   const TrainResult four = runOn(4, o);
   const Checkpoint ck = loadCheckpoint(o.checkpointPath);
   EXPECT_EQ(ck.params, four.params);
@@ -149,7 +166,7 @@ TEST(Checkpoint, FourRanksLoadOnOneAndThree) {
     next.zero = ranks > 1;
     next.steps = 8;
     next.resumePath = o.checkpointPath;
-    next.checkpointPath = testing::TempDir() + "gpt_next.ck";
+    next.checkpointPath = tempDir() + "gpt_next.ck";
     const TrainResult r = runOn(ranks, next);
     EXPECT_EQ(r.stepsRun, 2) << ranks;
     EXPECT_TRUE(std::isfinite(r.finalTrainLoss));
@@ -163,11 +180,11 @@ TEST(Checkpoint, FourRanksLoadOnOneAndThree) {
 TEST(Checkpoint, CorruptOrForeignFilesAreClearErrors) {
   TrainOptions o = tiny();
   o.steps = 2;
-  o.checkpointPath = testing::TempDir() + "gpt_ok.ck";
+  o.checkpointPath = tempDir() + "gpt_ok.ck";
   runOn(1, o);
   std::vector<uint8_t> bytes = fileBytes(o.checkpointPath);
   auto expectRefused = [&](const std::vector<uint8_t>& b, const char* why) {
-    const std::string bad = testing::TempDir() + "gpt_bad.ck";
+    const std::string bad = tempDir() + "gpt_bad.ck";
     std::ofstream(bad, std::ios::binary | std::ios::trunc)
         .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
     try {
@@ -185,7 +202,7 @@ TEST(Checkpoint, CorruptOrForeignFilesAreClearErrors) {
   foreign[0] = 'X';
   expectRefused(foreign, "magic");
   expectRefused({}, "too short");
-  EXPECT_THROW(loadCheckpoint(testing::TempDir() + "no_such.ck"), std::runtime_error);
+  EXPECT_THROW(loadCheckpoint(tempDir() + "no_such.ck"), std::runtime_error);
   // A checkpoint of another shape is refused by the trainer.
   TrainOptions other = tiny();
   other.model.layers = 3;
@@ -195,12 +212,12 @@ TEST(Checkpoint, CorruptOrForeignFilesAreClearErrors) {
 
 TEST(Data, MissingEmptyOrShortFilesAreClearErrors) {
   TrainOptions o = tiny();
-  o.data = testing::TempDir() + "no_such_text.txt";
+  o.data = tempDir() + "no_such_text.txt";
   EXPECT_THROW(runOn(1, o), std::runtime_error);
-  o.data = testing::TempDir() + "empty.txt";
+  o.data = tempDir() + "empty.txt";
   std::ofstream(o.data, std::ios::trunc);
   EXPECT_THROW(runOn(1, o), std::runtime_error);
-  o.data = testing::TempDir() + "short.txt";
+  o.data = tempDir() + "short.txt";
   std::ofstream(o.data, std::ios::trunc) << "too short for a sequence of 32";
   try {
     runOn(1, o);
