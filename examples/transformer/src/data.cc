@@ -52,8 +52,8 @@ void writeTokens(const std::string& path, const std::vector<uint8_t>& bytes) {
   h.trainCount = bytes.size() * 9 / 10;
   // Unique per process and thread: ranks that are threads may all be making the file.
   static std::atomic<unsigned> counter{0};
-  const std::string tmp = path + ".tmp." + std::to_string(static_cast<long long>(::getpid())) + "." +
-                          std::to_string(counter.fetch_add(1));
+  const std::string tmp =
+      path + ".tmp." + std::to_string(static_cast<long long>(::getpid())) + "." + std::to_string(counter.fetch_add(1));
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw std::runtime_error("data: cannot write " + tmp);

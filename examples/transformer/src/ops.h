@@ -8,12 +8,14 @@
 #pragma once
 
 #include <cblas.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace gpt::ops {
 
@@ -58,6 +60,15 @@ inline float tanhApprox(float x) {
   return x < 0 ? -t : t;
 }
 inline double tanhApprox(double x) { return std::tanh(x); }
+
+// Row-major y = alpha * op(A) x + beta * y, A (m, n).
+inline void gemv(bool ta, int m, int n, float alpha, const float* a, int lda, const float* x, float beta, float* y) {
+  cblas_sgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, m, n, alpha, a, lda, x, 1, beta, y, 1);
+}
+inline void gemv(bool ta, int m, int n, double alpha, const double* a, int lda, const double* x, double beta,
+                 double* y) {
+  cblas_dgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, m, n, alpha, a, lda, x, 1, beta, y, 1);
+}
 
 // out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]
 template <class T>
@@ -107,30 +118,46 @@ void layerNormForward(T* out, T* mean, T* rstd, const T* x, const T* w, const T*
   }
 }
 
-// dw and db are summed over rows: serial over rows, vectorised along C.
+// dx += the gradient through LayerNorm; dw and db, sums over rows, come from per-thread
+// partial sums added in thread order (deterministic for a given thread count).
 template <class T>
 void layerNormBackward(T* dx, T* dw, T* db, const T* dout, const T* x, const T* w, const T* mean, const T* rstd,
                        int rows, int C) {
-  for (int r = 0; r < rows; ++r) {
-    const T* d = dout + static_cast<size_t>(r) * C;
-    const T* xr = x + static_cast<size_t>(r) * C;
-    T* dxr = dx + static_cast<size_t>(r) * C;
-    const T m = mean[r], s = rstd[r];
-    T dnormMean = 0, dnormNormMean = 0;
-    for (int i = 0; i < C; ++i) {
-      const T norm = (xr[i] - m) * s;
-      const T dnorm = w[i] * d[i];
-      dnormMean += dnorm;
-      dnormNormMean += dnorm * norm;
+  const int threads = omp_get_max_threads();
+  std::vector<T> partial(static_cast<size_t>(threads) * 2 * C, T(0));
+#pragma omp parallel num_threads(threads)
+  {
+    T* pw = partial.data() + static_cast<size_t>(omp_get_thread_num()) * 2 * C;
+    T* pb = pw + C;
+#pragma omp for
+    for (int r = 0; r < rows; ++r) {
+      const T* d = dout + static_cast<size_t>(r) * C;
+      const T* xr = x + static_cast<size_t>(r) * C;
+      T* dxr = dx + static_cast<size_t>(r) * C;
+      const T m = mean[r], s = rstd[r];
+      T dnormMean = 0, dnormNormMean = 0;
+      for (int i = 0; i < C; ++i) {
+        const T norm = (xr[i] - m) * s;
+        const T dnorm = w[i] * d[i];
+        dnormMean += dnorm;
+        dnormNormMean += dnorm * norm;
+      }
+      dnormMean /= C;
+      dnormNormMean /= C;
+      for (int i = 0; i < C; ++i) {
+        const T norm = (xr[i] - m) * s;
+        const T dnorm = w[i] * d[i];
+        pb[i] += d[i];
+        pw[i] += norm * d[i];
+        dxr[i] += (dnorm - dnormMean - norm * dnormNormMean) * s;
+      }
     }
-    dnormMean /= C;
-    dnormNormMean /= C;
+  }
+  for (int t = 0; t < threads; ++t) {
+    const T* pw = partial.data() + static_cast<size_t>(t) * 2 * C;
     for (int i = 0; i < C; ++i) {
-      const T norm = (xr[i] - m) * s;
-      const T dnorm = w[i] * d[i];
-      db[i] += d[i];
-      dw[i] += norm * d[i];
-      dxr[i] += (dnorm - dnormMean - norm * dnormNormMean) * s;
+      dw[i] += pw[i];
+      db[i] += pw[C + i];
     }
   }
 }
@@ -154,10 +181,10 @@ void matmulBackward(T* dx, T* dW, T* dbias, const T* dout, const T* x, const T* 
   gemm(false, false, rows, C, OC, T(1), dout, OC, W, C, T(0), dx, C);
   gemm(true, false, OC, C, rows, T(1), dout, OC, x, C, T(1), dW, C);
   if (!dbias) return;
-  for (int r = 0; r < rows; ++r) {
-    const T* d = dout + static_cast<size_t>(r) * OC;
-    for (int j = 0; j < OC; ++j) dbias[j] += d[j];
-  }
+  // dbias += dout^T 1, as a product so that BLAS spreads it over the threads.
+  thread_local std::vector<T> ones;
+  if (ones.size() < static_cast<size_t>(rows)) ones.assign(static_cast<size_t>(rows), T(1));
+  gemv(true, rows, OC, T(1), dout, OC, ones.data(), T(1), dbias);
 }
 
 // Causal multi-head self-attention. qkv is (B, T, 3C): q, k, v of head h at channels
@@ -229,7 +256,7 @@ void attentionBackward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T
       const T* ab = a + static_cast<size_t>(r0) * Tn;
       T* db = da + static_cast<size_t>(r0) * Tn;
       const T* dr0 = d + static_cast<size_t>(r0) * C;
-      gemm(false, true, rows, cols, hs, T(1), dr0, C, v, C3, T(0), db, Tn);  // d att = dout v^T
+      gemm(false, true, rows, cols, hs, T(1), dr0, C, v, C3, T(0), db, Tn);   // d att = dout v^T
       gemm(true, false, cols, hs, rows, T(1), ab, Tn, dr0, C, beta, dv, C3);  // dv (+)= att^T dout
       // Softmax backward, in place: d pre-softmax = att * (datt - sum(att * datt)).
       for (int t = r0; t < r0 + rows; ++t) {
