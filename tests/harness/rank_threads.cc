@@ -52,7 +52,10 @@ void rankLoop(const std::shared_ptr<RankThreads::State>& sp, int rank) {
     }
     {
       std::lock_guard<std::mutex> lock(s.mu);
-      s.errors[rank] = error;
+      // Moved, not copied: this thread keeps no reference, so the exception is freed by the
+      // thread that read it (a reference count inside the uninstrumented libstdc++ would
+      // hide that order from TSan).
+      s.errors[rank] = std::move(error);
       s.finished[rank] = 1;
       ++s.done;
     }
