@@ -42,9 +42,9 @@ void adamwStep(AdamW& o, float* params, const float* grads, float lr, float grad
   }
 }
 
-float learningRate(const Schedule& s, int step) {
+float learningRate(const Schedule& s, int step, int totalSteps) {
   if (step < s.warmup) return s.lr * static_cast<float>(step + 1) / static_cast<float>(s.warmup);
-  const int span = std::max(1, s.steps - s.warmup - 1);
+  const int span = std::max(1, totalSteps - s.warmup - 1);
   const float progress = std::min(1.0f, static_cast<float>(step - s.warmup) / static_cast<float>(span));
   const float minLr = s.lr * s.minLrRatio;
   return minLr + 0.5f * (s.lr - minLr) * (1.0f + std::cos(3.14159265358979f * progress));

@@ -40,9 +40,9 @@ struct Schedule {
   float lr = 3e-4f;
   float minLrRatio = 0.1f;  // cosine decays to lr * minLrRatio at the last step
   int warmup = 0;
-  int steps = 1;
 };
-float learningRate(const Schedule& s, int step);
+// The learning rate of `step` (0-based) of a run of `totalSteps`.
+float learningRate(const Schedule& s, int step, int totalSteps);
 
 // The factor that brings a gradient of norm `norm` down to `maxNorm` (1 when it is below,
 // or when maxNorm <= 0: no clipping).

@@ -61,10 +61,16 @@ JsonLog::~JsonLog() {
   if (f_) std::fclose(f_);
 }
 
-std::string JsonLog::sites(const Comm& comm) const {
+std::string JsonLog::sites(const Comm& comm, const SiteStats* since) const {
   std::string s = "{";
   for (int i = 0; i < static_cast<int>(Site::kCount); ++i) {
-    const SiteStats& st = comm.stats(static_cast<Site>(i));
+    SiteStats st = comm.stats(static_cast<Site>(i));
+    if (since) {
+      st.calls -= since[i].calls;
+      st.rawBytes -= since[i].rawBytes;
+      st.wireBytes -= since[i].wireBytes;
+      st.seconds -= since[i].seconds;
+    }
     char buf[200];
     std::snprintf(buf, sizeof(buf), "%s\"%s\":{\"calls\":%llu,\"raw_bytes\":%llu,\"wire_bytes\":%llu,\"seconds\":%.6f}",
                   i ? "," : "", siteName(static_cast<Site>(i)), st.calls, st.rawBytes, st.wireBytes, st.seconds);
@@ -79,8 +85,9 @@ void JsonLog::step(int step, double loss, double lr, double gradNorm, double tok
   std::fprintf(f_,
                "{\"type\":\"step\",\"step\":%d,\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens_per_s\":%.1f,"
                "\"compute_s\":%.6f,\"comm_s\":%.6f,\"sites\":%s}\n",
-               step, loss, lr, gradNorm, tokensPerSecond, computeSeconds, commSeconds, sites(comm).c_str());
+               step, loss, lr, gradNorm, tokensPerSecond, computeSeconds, commSeconds, sites(comm, last_).c_str());
   std::fflush(f_);
+  for (int i = 0; i < static_cast<int>(Site::kCount); ++i) last_[i] = comm.stats(static_cast<Site>(i));
 }
 
 void JsonLog::validation(int step, double loss) {
@@ -97,7 +104,7 @@ void JsonLog::summary(const TrainResult& r, double computeSeconds, double commSe
                "\"unigram_entropy\":%.6f,\"tokens_per_s\":%.1f,\"compute_s\":%.3f,\"comm_s\":%.3f,\"elapsed_s\":%.3f,"
                "\"peak_rss_bytes\":%ld,\"sites\":%s,\"op_seconds\":{",
                r.stepsRun, comm.size(), r.finalTrainLoss, r.finalValLoss, r.unigramEntropy, r.tokensPerSecond,
-               computeSeconds, commSeconds, elapsed, r.peakRssBytes, sites(comm).c_str());
+               computeSeconds, commSeconds, elapsed, r.peakRssBytes, sites(comm, nullptr).c_str());
   for (size_t k = 0; k < r.opSeconds.size(); ++k)
     std::fprintf(f_, "%s\"%s\":%.4f", k ? "," : "", r.opSeconds[k].first.c_str(), r.opSeconds[k].second);
   std::fprintf(f_, "}}\n");

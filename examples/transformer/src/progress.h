@@ -43,8 +43,10 @@ class JsonLog {
   void summary(const TrainResult& r, double computeSeconds, double commSeconds, double elapsed, const Comm& comm);
 
  private:
-  std::string sites(const Comm& comm) const;
+  // Per site: the counters since `since` (zero: totals).
+  std::string sites(const Comm& comm, const SiteStats* since) const;
   std::FILE* f_ = nullptr;
+  SiteStats last_[static_cast<size_t>(Site::kCount)] = {};  // totals at the previous step record
 };
 
 }  // namespace gpt

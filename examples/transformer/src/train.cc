@@ -188,7 +188,7 @@ TrainResult train(const TrainOptions& o, cclComm_t cclComm) {
     const auto t2 = Clock::now();
     if (!std::isfinite(norm) || !std::isfinite(lossSum))
       throw std::runtime_error("training diverged at step " + std::to_string(step) + " (loss or gradient not finite)");
-    const float lr = learningRate(o.schedule, step);
+    const float lr = learningRate(o.schedule, step, o.steps);
     adamwStep(opt, model.params.data(), model.grads.data(), lr, clipScale(norm, o.clip));
     const auto t3 = Clock::now();
     dp.shareParameters();

@@ -60,7 +60,6 @@ TrainOptions tiny() {
   o.steps = 20;
   o.schedule.lr = 1e-3f;
   o.schedule.warmup = 3;
-  o.schedule.steps = 20;
   o.valEvery = 0;
   o.valSequences = 8;
   o.progress = false;
