@@ -185,10 +185,11 @@ CCL_API cclResult_t cclCodecFromName(const char* name, cclCodec_t* codec);
  *   absValue  is |x|, or for a reduction the sum over ranks of |input| at that element;
  *   absMax    bounds absValue over every element of the blocks the element travels in
  *             (for a reduction: the largest such sum in the buffer);
- *   quantizations  is how many times the algorithm re-encodes the value: 1 for allgather,
- *             broadcast, all-to-all and send/recv; 2 for two-shot allreduce (ccl's choice
- *             for quantizers; n bounds it for any rank count n); n - 1 for reduce-scatter;
- *             n for a ring allreduce. Each error-feedback stage adds two.
+ *   quantizations  is how many round trips to count: 1 for allgather, broadcast, all-to-all
+ *             and send/recv; n - 1 for reduce-scatter over n ranks; n for allreduce over n
+ *             ranks (the ring re-encodes n - 1 partial sums and the sum; two-shot, ccl's
+ *             choice for quantizers, encodes n - 1 shards, each in blocks of its own, and the
+ *             sum). Each error-feedback stage adds two.
  * compression NULL (or codec none) gives 0. Sparsifiers give absValue: each contribution
  * arrives exactly (or fp16-rounded) or not at all. Quantizers give, per round trip,
  * rel*|v| + abs*u with the codec's terms and scale unit u (s = absmax/qmax, 448, 57344, or
