@@ -67,4 +67,8 @@ class Transport {
   virtual void abortMismatch() = 0;
 };
 
+// The argument checks every transport's isend/irecv makes: peer in range, tag within
+// kTagBits, a buffer for a non-empty message. Throws Error(cclInvalidArgument).
+void checkPost(const Transport& t, int peer, uint64_t tag, const void* buf, size_t bytes);
+
 }  // namespace ccl::transport

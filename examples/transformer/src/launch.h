@@ -18,4 +18,7 @@ bool launchedByMpi();
 // since the failing rank aborts its communicator). With MPI, MPI_Init/Finalize happen here.
 void runRanks(int* argc, char*** argv, int threads, const std::function<void(cclComm_t comm, int rank)>& fn);
 
+// The ranks-as-threads half of runRanks, which both launchers share (launch_common.cc).
+void runThreadRanks(int threads, const std::function<void(cclComm_t comm, int rank)>& fn);
+
 }  // namespace gpt

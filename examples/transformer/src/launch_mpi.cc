@@ -9,8 +9,6 @@
 
 namespace gpt {
 
-void runThreadRanks(int threads, const std::function<void(cclComm_t, int)>& fn);
-
 void runRanks(int* argc, char*** argv, int threads, const std::function<void(cclComm_t, int)>& fn) {
   if (!launchedByMpi()) return runThreadRanks(threads, fn);
   if (threads != 1) throw std::invalid_argument("--ranks counts processes under an MPI launcher: leave it at 1");

@@ -6,8 +6,6 @@
 
 namespace gpt {
 
-void runThreadRanks(int threads, const std::function<void(cclComm_t, int)>& fn);
-
 void runRanks(int*, char***, int threads, const std::function<void(cclComm_t, int)>& fn) {
   if (launchedByMpi()) throw std::runtime_error("started by an MPI launcher, but built without MPI: use --ranks N");
   runThreadRanks(threads, fn);

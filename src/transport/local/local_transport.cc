@@ -99,13 +99,13 @@ class LocalTransport final : public Transport {
   const char* name() const override { return "local"; }
 
   std::unique_ptr<Request> isend(int peer, uint64_t tag, const void* buf, size_t bytes) override {
-    checkArgs(peer, tag, buf, bytes);
+    checkPost(*this, peer, tag, buf, bytes);
     fabric_->checkAlive(rank_, peer, "send to");
     fabric_->put(rank_, peer, tag, buf, bytes);
     return std::make_unique<Sent>();
   }
   std::unique_ptr<Request> irecv(int peer, uint64_t tag, void* buf, size_t bytes) override {
-    checkArgs(peer, tag, buf, bytes);
+    checkPost(*this, peer, tag, buf, bytes);
     return std::make_unique<Received>(*fabric_, rank_, peer, tag, buf, bytes);
   }
   // Messages move when they are sent: there is nothing to advance.
@@ -143,14 +143,6 @@ class LocalTransport final : public Transport {
     size_t got = 0;
     bool done = false;
   };
-
-  void checkArgs(int peer, uint64_t tag, const void* buf, size_t bytes) const {
-    CCL_CHECK(peer >= 0 && peer < size(), cclInvalidArgument,
-              "peer " + std::to_string(peer) + " out of range for " + std::to_string(size()) + " ranks");
-    CCL_CHECK(tag <= kTagMask, cclInvalidArgument,
-              "tag " + std::to_string(tag) + " exceeds " + std::to_string(kTagBits) + " bits");
-    CCL_CHECK(buf || bytes == 0, cclInvalidArgument, "null buffer for a non-empty message");
-  }
 
   std::shared_ptr<Fabric> fabric_;
   int rank_;

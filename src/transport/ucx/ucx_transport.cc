@@ -41,21 +41,11 @@ class UcxTransport final : public Transport {
   void abortMismatch() override { worker_.requestAbort(true); }
 
  private:
-  void checkArgs(int peer, uint64_t tag, const void* buf, size_t bytes) const;
-
   Worker worker_;
 };
 
-void UcxTransport::checkArgs(int peer, uint64_t tag, const void* buf, size_t bytes) const {
-  CCL_CHECK(peer >= 0 && peer < size(), cclInvalidArgument,
-            "peer " + std::to_string(peer) + " out of range for " + std::to_string(size()) + " ranks");
-  CCL_CHECK(tag <= kTagMask, cclInvalidArgument,
-            "tag " + std::to_string(tag) + " exceeds " + std::to_string(kTagBits) + " bits");
-  CCL_CHECK(buf || bytes == 0, cclInvalidArgument, "null buffer for a non-empty message");
-}
-
 std::unique_ptr<Request> UcxTransport::isend(int peer, uint64_t tag, const void* buf, size_t bytes) {
-  checkArgs(peer, tag, buf, bytes);
+  checkPost(*this, peer, tag, buf, bytes);
   auto request = std::make_unique<UcxRequest>(worker_, UcxRequest::Kind::kSend, peer);
   ucp_ep_h ep = worker_.endpoint(peer);
   if (worker_.aborted() || !ep) {
@@ -69,7 +59,7 @@ std::unique_ptr<Request> UcxTransport::isend(int peer, uint64_t tag, const void*
 }
 
 std::unique_ptr<Request> UcxTransport::irecv(int peer, uint64_t tag, void* buf, size_t bytes) {
-  checkArgs(peer, tag, buf, bytes);
+  checkPost(*this, peer, tag, buf, bytes);
   auto request = std::make_unique<UcxRequest>(worker_, UcxRequest::Kind::kRecv, peer);
   if (worker_.aborted() || worker_.peerFailed(peer)) {
     request->fail(UCS_ERR_CANCELED);
