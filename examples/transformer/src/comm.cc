@@ -1,50 +1,71 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "comm.h"
 
-#include <chrono>
 #include <stdexcept>
 
 namespace gpt {
 
-const char* siteName(Site s) {
-  switch (s) {
-    case Site::kDpGrad:
-      return "dp.grad";
-    case Site::kDpParam:
-      return "dp.param";
-    case Site::kDpStat:
-      return "dp.stat";
-    case Site::kCount:
-      break;
-  }
-  return "?";
+bool siteFromName(const std::string& name, Site* out) {
+  for (const SiteInfo& s : kSites)
+    if (name == s.name) {
+      *out = s.site;
+      return true;
+    }
+  return false;
 }
 
 namespace {
 
-void check(cclResult_t r, const char* what, cclComm_t comm) {
+void check(cclResult_t r, const std::string& what, cclComm_t comm) {
   if (r != cclSuccess)
-    throw std::runtime_error(std::string(what) + " failed: " + cclGetErrorString(r) + ": " + cclGetLastError(comm));
+    throw std::runtime_error(what + " failed: " + cclGetErrorString(r) + ": " + cclGetLastError(comm));
 }
 
-// Bytes this rank has sent, raw and on the wire, over every kind of operation.
-std::pair<unsigned long long, unsigned long long> sentBytes(cclComm_t comm) {
+struct Sent {
+  unsigned long long raw = 0, wire = 0;
+  double codecSeconds = 0;
+};
+
+// What this rank has sent on `comm`, raw and on the wire, and the codec time, over every
+// kind of operation.
+Sent sentOn(cclComm_t comm) {
   cclStats_t s = CCL_STATS_INITIALIZER;
   check(cclCommGetStats(comm, &s), "cclCommGetStats", comm);
-  unsigned long long raw = 0, wire = 0;
-  for (const cclOpStats_t& op : s.op) raw += op.rawBytes, wire += op.wireBytes;
-  return {raw, wire};
+  Sent out;
+  for (const cclOpStats_t& op : s.op) {
+    out.raw += op.rawBytes;
+    out.wire += op.wireBytes;
+    out.codecSeconds += op.codecSeconds;
+  }
+  return out;
 }
 
 }  // namespace
 
-Comm::Comm(cclComm_t comm) : comm_(comm) {
-  check(cclCommUserRank(comm, &rank_), "cclCommUserRank", comm);
-  check(cclCommCount(comm, &size_), "cclCommCount", comm);
+Comm::Comm(const std::array<cclComm_t, static_cast<size_t>(Group::kCount)>& comms, int layers)
+    : comms_(comms), layers_(layers) {
+  stats_.resize(static_cast<size_t>(Site::kCount) * static_cast<size_t>(layers + 1));
+  for (size_t g = 0; g < comms_.size(); ++g) {
+    ranks_[g] = 0;
+    sizes_[g] = 1;
+    if (!comms_[g]) continue;
+    check(cclCommUserRank(comms_[g], &ranks_[g]), "cclCommUserRank", comms_[g]);
+    check(cclCommCount(comms_[g], &sizes_[g]), "cclCommCount", comms_[g]);
+  }
 }
 
 Comm::~Comm() {
   for (auto& [key, fb] : feedback_) cclFeedbackDestroy(fb);
+  if (aborted_) return;
+  for (size_t g = 0; g < comms_.size(); ++g)
+    if (comms_[g] && g != static_cast<size_t>(Group::kWorld)) cclCommDestroy(comms_[g]);
+}
+
+void Comm::abort() {
+  if (aborted_) return;
+  aborted_ = true;
+  for (size_t g = 0; g < comms_.size(); ++g)
+    if (comms_[g] && g != static_cast<size_t>(Group::kWorld)) cclCommAbort(comms_[g]);
 }
 
 void Comm::setCodec(Site s, const SiteCodec& codec) { codecs_[static_cast<size_t>(s)] = codec; }
@@ -58,44 +79,130 @@ cclFeedback_t Comm::feedbackFor(Site s, int tensor) {
   const SiteCodec& c = codecs_[static_cast<size_t>(s)];
   if (c.compression.codec == cclCodecNone || c.feedback == cclFeedbackNone) return nullptr;
   cclFeedback_t& fb = feedback_[{static_cast<int>(s), tensor}];
-  if (!fb) check(cclFeedbackCreate(&fb, c.feedback, c.locoBeta, c.locoReset), "cclFeedbackCreate", comm_);
+  if (!fb) check(cclFeedbackCreate(&fb, c.feedback, c.locoBeta, c.locoReset), "cclFeedbackCreate", comm(s));
   return fb;
 }
 
+cclComm_t Comm::comm(Site s) const {
+  cclComm_t c = comms_[static_cast<size_t>(siteInfo(s).group)];
+  if (!c) throw std::logic_error(std::string("site ") + siteName(s) + " used by a rank outside its group");
+  return c;
+}
+
+SiteStats& Comm::slot(Site s, int layer) {
+  const int index = layer >= 0 && layer < layers_ ? layer + 1 : 0;
+  return stats_[static_cast<size_t>(s) * static_cast<size_t>(layers_ + 1) + static_cast<size_t>(index)];
+}
+
+SiteStats Comm::stats(Site s, int layer) const {
+  const size_t row = static_cast<size_t>(s) * static_cast<size_t>(layers_ + 1);
+  if (layer >= 0) return layer < layers_ ? stats_[row + static_cast<size_t>(layer) + 1] : SiteStats{};
+  SiteStats sum;
+  for (int i = 0; i <= layers_; ++i) {
+    const SiteStats& st = stats_[row + static_cast<size_t>(i)];
+    sum.calls += st.calls;
+    sum.rawBytes += st.rawBytes;
+    sum.wireBytes += st.wireBytes;
+    sum.seconds += st.seconds;
+    sum.codecSeconds += st.codecSeconds;
+  }
+  return sum;
+}
+
 template <class Call>
-void Comm::run(Site s, const char* what, Call call) {
-  const auto before = sentBytes(comm_);
-  const auto t0 = std::chrono::steady_clock::now();
-  check(call(), what, comm_);
-  const auto after = sentBytes(comm_);
-  SiteStats& st = stats_[static_cast<size_t>(s)];
+void Comm::run(Site s, const char* what, int layer, Call call, int microbatch, int phase) {
+  cclComm_t c = comm(s);
+  const Sent before = sentOn(c);
+  const double t0 = Timeline::now();
+  const cclResult_t r = call(c);
+  if (r != cclSuccess) {
+    std::string where = std::string(siteName(s)) + " " + what;
+    if (layer >= 0) where += " (block " + std::to_string(layer) + ")";
+    if (microbatch >= 0) where += " (micro-batch " + std::to_string(microbatch) + ")";
+    check(r, where, c);
+  }
+  const double t1 = Timeline::now();
+  const Sent after = sentOn(c);
+  const Site counted = evaluating_ ? Site::kEval : s;
+  SiteStats& st = slot(counted, layer);
   st.calls += 1;
-  st.rawBytes += after.first - before.first;
-  st.wireBytes += after.second - before.second;
-  st.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  st.rawBytes += after.raw - before.raw;
+  st.wireBytes += after.wire - before.wire;
+  st.seconds += t1 - t0;
+  const double codec = after.codecSeconds - before.codecSeconds;
+  st.codecSeconds += codec;
+  if (timeline_ && timeline_->recording()) {
+    const int32_t site = static_cast<int32_t>(counted);
+    timeline_->add({t0, t1, SpanKind::kComm, site, microbatch, layer, 0, phase});
+    // ccl reports a call's codec time, not when it ran: the span starts with the call.
+    if (codec > 0) timeline_->add({t0, t0 + codec, SpanKind::kCodec, site, microbatch, layer, 0, phase});
+  }
 }
 
-void Comm::allReduce(Site s, int tensor, float* buf, size_t count, cclRedOp_t op) {
+void Comm::allReduce(Site s, int tensor, float* buf, size_t count, cclRedOp_t op, int layer) {
   const cclCompression_t* z = codecFor(s);
   cclFeedback_t fb = feedbackFor(s, tensor);
-  run(s, "cclAllReduceEx", [&] { return cclAllReduceEx(buf, buf, count, cclFloat32, op, comm_, nullptr, z, fb); });
+  run(s, "cclAllReduceEx", layer,
+      [&](cclComm_t c) { return cclAllReduceEx(buf, buf, count, cclFloat32, op, c, nullptr, z, fb); });
 }
 
-void Comm::reduceScatter(Site s, int tensor, const float* send, float* recv, size_t recvCount, cclRedOp_t op) {
+void Comm::reduceScatter(Site s, int tensor, const float* send, float* recv, size_t recvCount, cclRedOp_t op,
+                         int layer) {
   const cclCompression_t* z = codecFor(s);
   cclFeedback_t fb = feedbackFor(s, tensor);
-  run(s, "cclReduceScatterEx",
-      [&] { return cclReduceScatterEx(send, recv, recvCount, cclFloat32, op, comm_, nullptr, z, fb); });
+  run(s, "cclReduceScatterEx", layer,
+      [&](cclComm_t c) { return cclReduceScatterEx(send, recv, recvCount, cclFloat32, op, c, nullptr, z, fb); });
 }
 
-void Comm::allGather(Site s, int tensor, const float* send, float* recv, size_t sendCount) {
+void Comm::allGather(Site s, int tensor, const float* send, float* recv, size_t sendCount, int layer) {
   const cclCompression_t* z = codecFor(s);
   cclFeedback_t fb = feedbackFor(s, tensor);
-  run(s, "cclAllGatherEx", [&] { return cclAllGatherEx(send, recv, sendCount, cclFloat32, comm_, nullptr, z, fb); });
+  run(s, "cclAllGatherEx", layer,
+      [&](cclComm_t c) { return cclAllGatherEx(send, recv, sendCount, cclFloat32, c, nullptr, z, fb); });
+}
+
+void Comm::exchange(const std::vector<PeerTransfer>& transfers) {
+  if (transfers.empty()) return;
+  // A group's time and bytes go to its send's site (what this rank contributes), else to its
+  // receive's.
+  const PeerTransfer* lead = &transfers.front();
+  for (const PeerTransfer& t : transfers)
+    if (t.send) lead = &t;
+  for (const PeerTransfer& t : transfers)
+    if (siteInfo(t.site).group != Group::kPp) throw std::logic_error("exchange() is for pipeline sites");
+  run(
+      lead->site,
+      transfers.size() > 1 ? "cclSend/cclRecv group"
+      : lead->send         ? "cclSendEx"
+                           : "cclRecvEx",
+      -1,
+      [&](cclComm_t c) {
+        cclResult_t r = cclGroupStart();
+        if (r != cclSuccess) return r;
+        for (const PeerTransfer& t : transfers) {
+          const cclCompression_t* z = codecFor(t.site);
+          r = t.send ? cclSendEx(t.buf, t.count, cclFloat32, t.peer, c, nullptr, z)
+                     : cclRecvEx(t.buf, t.count, cclFloat32, t.peer, c, nullptr, z);
+          if (r != cclSuccess) {
+            cclGroupEnd();
+            return r;
+          }
+        }
+        return cclGroupEnd();
+      },
+      lead->microbatch, lead->phase);
 }
 
 void Comm::allReduceDoubles(Site s, double* buf, size_t count, cclRedOp_t op) {
-  run(s, "cclAllReduce", [&] { return cclAllReduce(buf, buf, count, cclFloat64, op, comm_, nullptr); });
+  run(s, "cclAllReduce", -1, [&](cclComm_t c) { return cclAllReduce(buf, buf, count, cclFloat64, op, c, nullptr); });
+}
+
+void Comm::reduceToRoot(Site s, const float* send, float* recv, size_t count) {
+  run(s, "cclReduce", -1, [&](cclComm_t c) { return cclReduce(send, recv, count, cclFloat32, cclSum, 0, c, nullptr); });
+}
+
+void Comm::gatherToRoot(Site s, const void* send, void* recv, size_t bytes) {
+  run(s, "cclGather", -1, [&](cclComm_t c) { return cclGather(send, recv, bytes, cclUint8, 0, c, nullptr); });
 }
 
 }  // namespace gpt

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// gpt_train: trains the reference GPT on a text file with data parallelism over ccl, or
-// generates text from a checkpoint. `gpt_train --help` lists every flag.
+// gpt_train: trains the reference GPT on a text file over a grid of data-, pipeline- and
+// tensor-parallel ranks on ccl, or generates text from a checkpoint. `gpt_train --help`
+// lists every flag.
 #include <omp.h>
 #include <CLI/CLI.hpp>
 
@@ -9,19 +10,23 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "checkpoint.h"
 #include "launch.h"
 #include "model.h"
 #include "params.h"
 #include "sample.h"
+#include "shard.h"
 #include "train.h"
 
 namespace {
 
 struct Cli {
   gpt::TrainOptions train;
-  int ranks = 1;
+  int ranks = 0;  // 0: tp x pp x dp
+  std::string schedule = "1f1b";
+  std::string rendezvous;
   std::string codec = "none";
   std::string feedback = "none";
   int codecBlock = 0;
@@ -45,7 +50,9 @@ void addFlags(CLI::App& app, Cli& c) {
       ->capture_default_str();
   app.add_option("--seq", t.seq, "Training sequence length (<= --max-seq)")->capture_default_str();
   app.add_option("--batch", t.batch, "Micro-batch: sequences per forward/backward and rank")->capture_default_str();
-  app.add_option("--accum", t.accum, "Micro-batches per step and rank (gradient accumulation)")->capture_default_str();
+  app.add_option("--accum,--microbatches", t.accum,
+                 "Micro-batches per step and data-parallel rank (gradient accumulation; a pipeline's micro-batches)")
+      ->capture_default_str();
   app.add_option("--steps", t.steps, "Optimiser steps")->capture_default_str();
   app.add_option("--lr", t.schedule.lr, "Peak learning rate")->capture_default_str();
   app.add_option("--min-lr-ratio", t.schedule.minLrRatio, "Cosine decay ends at lr times this")->capture_default_str();
@@ -56,8 +63,20 @@ void addFlags(CLI::App& app, Cli& c) {
   app.add_option("--val-every", t.valEvery, "Validation every this many steps (0: at the end only)")
       ->capture_default_str();
   app.add_option("--val-seqs", t.valSequences, "Validation windows")->capture_default_str();
-  app.add_option("--ranks", c.ranks, "Data-parallel ranks as threads of this process (under mpirun: 1)")
+  app.add_option("--ranks", c.ranks, "Ranks as threads of this process (0: tp x pp x dp; under mpirun: 1)")
       ->capture_default_str();
+  app.add_option("--tp", t.grid.tp, "Tensor-parallel ranks (must divide --heads)")->capture_default_str();
+  app.add_option("--pp", t.grid.pp, "Pipeline stages (at most --layers)")->capture_default_str();
+  app.add_option("--dp", t.grid.dp, "Data-parallel ranks (0: the ranks that tp x pp leaves, else 1)")
+      ->capture_default_str();
+  app.add_flag("--sp", t.sequenceParallel, "Sequence parallelism with --tp > 1 (--tp must divide --seq)");
+  app.add_option("--schedule", c.schedule, "Pipeline schedule: 1f1b or gpipe")->capture_default_str();
+  app.add_option("--trace", t.tracePath, "Chrome trace (JSON) of every rank's spans of the traced steps");
+  app.add_option("--trace-step", t.traceStep, "First traced step (0-based)")->capture_default_str();
+  app.add_option("--trace-steps", t.traceSteps, "Traced steps")->capture_default_str();
+  app.add_option("--rendezvous", c.rendezvous,
+                 "One rank per process started with RANK and WORLD_SIZE set: the unique id goes through this file "
+                 "(a new path per launch)");
   app.add_option("--threads", t.threads, "OpenMP/BLAS threads per rank")->capture_default_str();
   app.add_flag("--zero", t.zero, "ZeRO-1: shard the optimiser state, reduce-scatter gradients, all-gather parameters");
   app.add_option("--bucket-mb", c.bucketMb, "Gradient all-reduce bucket size in MiB")->capture_default_str();
@@ -110,10 +129,8 @@ int generateOnly(const Cli& c) {
 
 void report(const Cli& c, const gpt::TrainResult& r, int ranks) {
   const gpt::TrainOptions& t = c.train;
+  std::printf("layout: %s over %d rank(s)\n", r.layout.c_str(), ranks);
   const size_t P = gpt::parameterCount(t.model);
-  const double theory = static_cast<double>(P) * 4 * 2 +                         // parameters and gradients
-                        static_cast<double>(P) * 4 * 2 / (t.zero ? ranks : 1) +  // AdamW moments (sharded by ZeRO-1)
-                        static_cast<double>(gpt::activationBytes(t.model, t.batch, t.seq));
   std::printf(
       "final: train loss %.4f, validation loss %.4f (unigram entropy of the validation text %.4f nats, "
       "ratio %.3f)\n",
@@ -122,16 +139,46 @@ void report(const Cli& c, const gpt::TrainResult& r, int ranks) {
               ranks, t.threads);
   std::printf("gradients (dp.grad, rank 0): %.1f MB raw, %.1f MB on the wire (%.3f)\n", r.gradRawBytes / 1e6,
               r.gradWireBytes / 1e6, r.gradRawBytes ? double(r.gradWireBytes) / double(r.gradRawBytes) : 1.0);
+  std::printf("sent per site, all ranks (MB raw / wire):");
+  for (const gpt::SiteInfo& s : gpt::kSites) {
+    const gpt::SiteStats& st = r.sites[static_cast<size_t>(s.site)];
+    if (st.calls > 0) std::printf(" %s %.2f/%.2f", s.name, st.rawBytes / 1e6, st.wireBytes / 1e6);
+  }
+  std::printf("\n");
   double opTotal = 0;
   for (const auto& [name, sec] : r.opSeconds) opTotal += sec;
   std::printf("time shares of forward+backward (rank 0):");
   for (const auto& [name, sec] : r.opSeconds)
     std::printf(" %s %.1f%%", name.c_str(), opTotal > 0 ? 100 * sec / opTotal : 0.0);
   std::printf("\n");
-  std::printf(
-      "memory: peak resident %.1f MB for the process; a rank needs %.1f MB in theory (%zu parameters, "
-      "their gradients and AdamW state, activations of one micro-batch)\n",
-      r.peakRssBytes / 1e6, theory / 1e6, P);
+  if (t.grid.tp == 1 && t.grid.pp == 1) {
+    const double theory = static_cast<double>(P) * 4 * 2 +                         // parameters and gradients
+                          static_cast<double>(P) * 4 * 2 / (t.zero ? ranks : 1) +  // AdamW moments (sharded by ZeRO-1)
+                          static_cast<double>(gpt::activationBytes(t.model, t.batch, t.seq));
+    std::printf(
+        "memory: peak resident %.1f MB for the process; a rank needs %.1f MB in theory (%zu parameters, "
+        "their gradients and AdamW state, activations of one micro-batch)\n",
+        r.peakRssBytes / 1e6, theory / 1e6, P);
+    return;
+  }
+  size_t most = 0;  // parameters of the largest shard
+  for (int stage = 0; stage < t.grid.pp; ++stage) {
+    gpt::Shard s;
+    s.tp = t.grid.tp, s.pp = t.grid.pp, s.stage = stage;
+    std::tie(s.firstLayer, s.endLayer) = gpt::stageLayers(t.model.layers, s.pp, stage);
+    most = std::max(most, gpt::shardCount(gpt::shardLayout(t.model, s)));
+  }
+  std::printf("memory: peak resident %.1f MB for the process; the largest rank holds %zu of the %zu parameters\n",
+              r.peakRssBytes / 1e6, most, P);
+}
+
+// Ranks this process starts as threads: --ranks, else the grid's product (one under a
+// launcher that starts a process per rank).
+int threadRanks(const Cli& c) {
+  if (c.ranks > 0) return c.ranks;
+  if (gpt::launchedByMpi()) return 1;
+  const gpt::Grid& g = c.train.grid;
+  return g.tp * g.pp * std::max(g.dp, 1);
 }
 
 }  // namespace
@@ -150,13 +197,17 @@ int main(int argc, char** argv) {
     if (c.train.data.empty()) throw std::invalid_argument("--data is required (a text file to train on)");
     const std::string problem = gpt::configProblem(c.train.model);
     if (!problem.empty()) throw std::invalid_argument(problem);
-    if (c.ranks < 1 || c.train.threads < 1) throw std::invalid_argument("--ranks and --threads must be >= 1");
+    if (c.ranks < 0 || c.train.threads < 1) throw std::invalid_argument("--ranks must be >= 0, --threads >= 1");
+    if (!gpt::scheduleFromName(c.schedule, &c.train.pipeSchedule))
+      throw std::invalid_argument("--schedule " + c.schedule + " is not 1f1b or gpipe");
+    const int threads = threadRanks(c);
+    if (threads > 4096) throw std::invalid_argument("--ranks must be at most 4096");
     c.train.gradCodec = siteCodec(c);
     c.train.bucketBytes = static_cast<size_t>(c.bucketMb * (1 << 20));
     std::mutex mu;
     gpt::TrainResult lead;
-    int ranks = c.ranks;
-    gpt::runRanks(&argc, &argv, c.ranks, [&](cclComm_t comm, int rank) {
+    int ranks = threads;
+    auto runRank = [&](cclComm_t comm, int rank) {
       // The communicator's own default codec stays off: every site says what it carries.
       if (cclCommSetCompression(comm, nullptr) != cclSuccess) throw std::runtime_error(cclGetLastError(comm));
       int n = 1;
@@ -176,7 +227,11 @@ int main(int argc, char** argv) {
         std::printf("sample:\n%s%s\n", c.prompt.c_str(),
                     gpt::generate(m, c.prompt, c.sampleBytes, c.temperature, c.topK, c.train.seed).c_str());
       }
-    });
+    };
+    if (!c.rendezvous.empty())
+      gpt::runEnvironmentRank(c.rendezvous, runRank);
+    else
+      gpt::runRanks(&argc, &argv, threads, runRank);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpt_train: %s\n", e.what());
     return 1;

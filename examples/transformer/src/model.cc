@@ -45,147 +45,222 @@ std::string configProblem(const ModelConfig& c) {
 }
 
 template <class T>
-Model<T> makeModel(const ModelConfig& c, uint64_t seed) {
+Model<T> makeModel(const ModelConfig& c, const Shard& s, uint64_t seed) {
   const std::string problem = configProblem(c);
   if (!problem.empty()) throw std::invalid_argument(problem);
+  const std::string shard = shardProblem(c, s);
+  if (!shard.empty()) throw std::invalid_argument(shard);
   Model<T> m;
   m.config = c;
-  const size_t n = parameterCount(c);
+  m.shard = s;
+  m.layout = shardLayout(c, s);
+  const size_t n = shardCount(m.layout);
   m.params.assign(n, T(0));
   m.grads.assign(n, T(0));
-  if constexpr (std::is_same_v<T, float>) initParams(c, m.params.data(), seed);
-  m.p = bindParams(c, m.params.data());
-  m.g = bindParams(c, m.grads.data());
+  if constexpr (std::is_same_v<T, float>) {
+    if (s.whole()) {
+      initParams(c, m.params.data(), seed);
+    } else {
+      // Every rank draws the whole model and keeps its part: any layout starts from the
+      // very parameters one rank would.
+      std::vector<float> whole(parameterCount(c));
+      initParams(c, whole.data(), seed);
+      extractShard(m.layout, s, whole.data(), m.params.data());
+    }
+  }
+  rebind(m);
   return m;
 }
 
 template <class T>
-void prepare(Model<T>& m, int B, int Tn) {
+Model<T> makeModel(const ModelConfig& c, uint64_t seed) {
+  return makeModel<T>(c, wholeModel(c), seed);
+}
+
+template <class T>
+void rebind(Model<T>& m) {
+  m.p = bindParams(m.layout, m.config.layers, m.params.data());
+  m.g = bindParams(m.layout, m.config.layers, m.grads.data());
+}
+
+template <class T>
+void prepare(Model<T>& m, int B, int Tn, int slots) {
   if (Tn > m.config.maxSeq)
     throw std::invalid_argument("sequence length " + std::to_string(Tn) + " exceeds the model's maximum " +
                                 std::to_string(m.config.maxSeq));
-  if (m.batch == B && m.seq == Tn) return;
-  const size_t bt = static_cast<size_t>(B) * Tn, C = m.config.channels, V = m.config.vocab;
-  const size_t attn = static_cast<size_t>(B) * m.config.heads * Tn * Tn;
-  Activations<T>& a = m.acts;
-  a.encoded.assign(bt * C, T(0));
-  a.layers.resize(static_cast<size_t>(m.config.layers));
-  for (LayerActs<T>& l : a.layers) {
-    for (auto* v : {&l.ln1, &l.atty, &l.residual2, &l.ln2, &l.out}) v->assign(bt * C, T(0));
-    for (auto* v : {&l.ln1Mean, &l.ln1Rstd, &l.ln2Mean, &l.ln2Rstd}) v->assign(bt, T(0));
-    l.qkv.assign(bt * 3 * C, T(0));
-    l.att.assign(attn, T(0));
-    l.fch.assign(bt * 4 * C, T(0));
-    l.fchGelu.assign(bt * 4 * C, T(0));
-  }
-  a.lnf.assign(bt * C, T(0));
-  a.lnfMean.assign(bt, T(0));
-  a.lnfRstd.assign(bt, T(0));
-  a.logits.assign(bt * V, T(0));
-  a.probs.assign(bt * V, T(0));
-  a.losses.assign(bt, T(0));
-  GradScratch<T>& s = m.scratch;
-  for (auto* v : {&s.dresidual, &s.dln, &s.datty}) v->assign(bt * C, T(0));
-  s.dqkv.assign(bt * 3 * C, T(0));
-  s.datt.assign(attn, T(0));
-  s.dfch.assign(bt * 4 * C, T(0));
-  s.dfchGelu.assign(bt * 4 * C, T(0));
-  s.dlogits.assign(bt * V, T(0));
+  const Shard& sh = m.shard;
+  if (sh.sequenceParallel && (B * Tn) % sh.tp != 0)
+    throw std::invalid_argument("sequence parallelism splits the " + std::to_string(B * Tn) +
+                                " tokens of a micro-batch over --tp " + std::to_string(sh.tp) + ": they must divide");
+  if (m.batch == B && m.seq == Tn && static_cast<int>(m.acts.size()) >= slots) return;
   m.batch = B;
   m.seq = Tn;
-}
-
-template <class T>
-void embedForward(Model<T>& m, const int* tokens) {
-  {
-    OpTimer timer(m, OpKind::kEncoder);
-    ops::encoderForward(m.acts.encoded.data(), tokens, m.p.wte, m.p.wpe, m.batch, m.seq, m.config.channels);
+  const size_t R = static_cast<size_t>(m.rows()), r = static_cast<size_t>(m.heldRows());
+  const size_t C = m.config.channels, V = m.config.vocab, tp = static_cast<size_t>(sh.tp);
+  const size_t Cl = C / tp, Fl = 4 * C / tp;
+  const size_t attn = static_cast<size_t>(B) * (m.config.heads / sh.tp) * Tn * Tn;
+  const size_t all = sh.sequenceParallel ? R * C : 0;
+  m.acts.resize(static_cast<size_t>(std::max(slots, 1)));
+  for (Activations<T>& a : m.acts) {
+    a.input.assign(r * C, T(0));
+    a.layers.resize(static_cast<size_t>(m.config.layers));
+    for (int layer = sh.firstLayer; layer < sh.endLayer; ++layer) {
+      LayerActs<T>& l = a.layers[static_cast<size_t>(layer)];
+      for (auto* v : {&l.ln1, &l.residual2, &l.ln2, &l.out}) v->assign(r * C, T(0));
+      for (auto* v : {&l.ln1Mean, &l.ln1Rstd, &l.ln2Mean, &l.ln2Rstd}) v->assign(r, T(0));
+      l.ln1All.assign(all, T(0));
+      l.ln2All.assign(all, T(0));
+      l.qkv.assign(R * 3 * Cl, T(0));
+      l.att.assign(attn, T(0));
+      l.atty.assign(R * Cl, T(0));
+      l.fch.assign(R * Fl, T(0));
+      l.fchGelu.assign(R * Fl, T(0));
+    }
+    const size_t headRows = sh.head() ? r : 0;
+    a.lnf.assign(headRows * C, T(0));
+    a.lnfMean.assign(headRows, T(0));
+    a.lnfRstd.assign(headRows, T(0));
+    a.logits.assign(headRows * V, T(0));
+    a.probs.assign(headRows * V, T(0));
+    a.losses.assign(headRows, T(0));
   }
+  GradScratch<T>& s = m.scratch;
+  s.dresidual.assign(r * C, T(0));
+  s.dln.assign(r * C, T(0));
+  s.partial.assign(sh.sequenceParallel ? R * C : 0, T(0));
+  s.dresAll.assign(all, T(0));
+  s.dqkv.assign(R * 3 * Cl, T(0));
+  s.datt.assign(attn, T(0));
+  s.datty.assign(R * Cl, T(0));
+  s.dfch.assign(R * Fl, T(0));
+  s.dfchGelu.assign(R * Fl, T(0));
+  s.dlogits.assign(sh.head() ? r * V : 0, T(0));
 }
 
 template <class T>
-void blockForward(Model<T>& m, int layer, const T* in) {
-  const int B = m.batch, Tn = m.seq, C = m.config.channels, NH = m.config.heads, rows = B * Tn;
-  const BlockParams<T>& w = m.p.blocks[static_cast<size_t>(layer)];
-  LayerActs<T>& a = m.acts.layers[static_cast<size_t>(layer)];
-  const size_t n = static_cast<size_t>(rows) * C;
+void embedForward(Model<T>& m, int slot, const int* tokens) {
+  OpTimer timer(m, OpKind::kEncoder);
+  ops::encoderForward(m.acts[static_cast<size_t>(slot)].input.data(), tokens, m.p.wte, m.p.wpe, m.heldRowBegin(),
+                      m.heldRows(), m.seq, m.config.channels);
+}
+
+namespace {
+
+template <class T>
+const T* blockInput(const Model<T>& m, int slot, int layer) {
+  const Activations<T>& a = m.acts[static_cast<size_t>(slot)];
+  return layer == m.shard.firstLayer ? a.input.data() : a.layers[static_cast<size_t>(layer - 1)].out.data();
+}
+
+// The local shapes of one block on this rank.
+struct Dims {
+  int B, Tn, C, NH, Cl, Fl, R, r;
+  bool sp, tp;
+};
+template <class T>
+Dims dims(const Model<T>& m) {
+  const int tp = m.shard.tp, C = m.config.channels;
+  return {m.batch, m.seq, C, m.config.heads / tp, C / tp, 4 * C / tp, m.rows(), m.heldRows(), m.shard.sequenceParallel,
+          tp > 1};
+}
+
+// LayerNorm of the held rows, then (sequence parallel) every row of it: what a column-parallel
+// layer reads.
+template <class T>
+const T* normForColumn(Model<T>& m, const Dims& d, int layer, BlockHalf h, const T* in, const T* w, const T* b,
+                       std::vector<T>& out, std::vector<T>& mean, std::vector<T>& rstd, std::vector<T>& all) {
   {
     OpTimer timer(m, OpKind::kLayerNorm);
-    ops::layerNormForward(a.ln1.data(), a.ln1Mean.data(), a.ln1Rstd.data(), in, w.ln1w, w.ln1b, rows, C);
+    ops::layerNormForward(out.data(), mean.data(), rstd.data(), in, w, b, d.r, d.C);
   }
+  if (!d.sp) return out.data();
+  m.tp->forwardGather(layer, h, out.data(), all.data(), static_cast<size_t>(d.r) * d.C);
+  return all.data();
+}
+
+// A row-parallel projection of every row, summed over the group into the held rows of
+// `out`, then its bias and the residual added.
+template <class T>
+void rowParallelForward(Model<T>& m, const Dims& d, int layer, BlockHalf h, const T* x, const T* w, const T* bias,
+                        int inChannels, const T* residual, std::vector<T>& out) {
+  T* partial = d.sp ? m.scratch.partial.data() : out.data();
   {
     OpTimer timer(m, OpKind::kMatmul);
-    ops::matmulForward(a.qkv.data(), a.ln1.data(), w.qkvw, w.qkvb, rows, C, 3 * C);
+    ops::matmulForward(partial, x, w, static_cast<const T*>(nullptr), d.R, inChannels, d.C);
+  }
+  if (d.tp) m.tp->forwardReduce(layer, h, partial, out.data(), static_cast<size_t>(d.r) * d.C);
+  OpTimer timer(m, OpKind::kResidual);
+  ops::biasResidualForward(out.data(), bias, residual, d.r, d.C);
+}
+
+}  // namespace
+
+template <class T>
+void blockForward(Model<T>& m, int slot, int layer) {
+  const Dims d = dims(m);
+  const BlockParams<T>& w = m.p.blocks[static_cast<size_t>(layer)];
+  LayerActs<T>& a = m.acts[static_cast<size_t>(slot)].layers[static_cast<size_t>(layer)];
+  const T* in = blockInput(m, slot, layer);
+  const T* x1 =
+      normForColumn(m, d, layer, BlockHalf::kAttention, in, w.ln1w, w.ln1b, a.ln1, a.ln1Mean, a.ln1Rstd, a.ln1All);
+  {
+    OpTimer timer(m, OpKind::kMatmul);
+    ops::matmulForward(a.qkv.data(), x1, w.qkvw, w.qkvb, d.R, d.C, 3 * d.Cl);
   }
   {
     OpTimer timer(m, OpKind::kAttention);
-    ops::attentionForward(a.atty.data(), a.att.data(), a.qkv.data(), B, Tn, C, NH);
+    ops::attentionForward(a.atty.data(), a.att.data(), a.qkv.data(), d.B, d.Tn, d.Cl, d.NH);
   }
-  // The projection's output is only ever added to the residual: it goes there directly.
+  rowParallelForward(m, d, layer, BlockHalf::kAttention, a.atty.data(), w.attprojw, w.attprojb, d.Cl, in, a.residual2);
+  const T* x2 = normForColumn(m, d, layer, BlockHalf::kMlp, a.residual2.data(), w.ln2w, w.ln2b, a.ln2, a.ln2Mean,
+                              a.ln2Rstd, a.ln2All);
   {
     OpTimer timer(m, OpKind::kMatmul);
-    ops::matmulForward(a.residual2.data(), a.atty.data(), w.attprojw, w.attprojb, rows, C, C);
+    ops::matmulForward(a.fch.data(), x2, w.fcw, w.fcb, d.R, d.C, d.Fl);
   }
   {
-    OpTimer timer(m, OpKind::kResidual);
-    ops::residualForward(a.residual2.data(), a.residual2.data(), in, n);
+    OpTimer timer(m, OpKind::kGelu);
+    ops::geluForward(a.fchGelu.data(), a.fch.data(), a.fch.size());
   }
+  rowParallelForward(m, d, layer, BlockHalf::kMlp, a.fchGelu.data(), w.fcprojw, w.fcprojb, d.Fl, a.residual2.data(),
+                     a.out);
+}
+
+template <class T>
+const T* stageOutput(const Model<T>& m, int slot) {
+  return blockInput(m, slot, m.shard.endLayer);
+}
+
+template <class T>
+T headForward(Model<T>& m, int slot, const int* targets) {
+  const int r = m.heldRows(), C = m.config.channels, V = m.config.vocab;
+  Activations<T>& a = m.acts[static_cast<size_t>(slot)];
   {
     OpTimer timer(m, OpKind::kLayerNorm);
-    ops::layerNormForward(a.ln2.data(), a.ln2Mean.data(), a.ln2Rstd.data(), a.residual2.data(), w.ln2w, w.ln2b, rows,
+    ops::layerNormForward(a.lnf.data(), a.lnfMean.data(), a.lnfRstd.data(), stageOutput(m, slot), m.p.lnfw, m.p.lnfb, r,
                           C);
   }
   {
     OpTimer timer(m, OpKind::kMatmul);
-    ops::matmulForward(a.fch.data(), a.ln2.data(), w.fcw, w.fcb, rows, C, 4 * C);
-  }
-  {
-    OpTimer timer(m, OpKind::kGelu);
-    ops::geluForward(a.fchGelu.data(), a.fch.data(), n * 4);
-  }
-  {
-    OpTimer timer(m, OpKind::kMatmul);
-    ops::matmulForward(a.out.data(), a.fchGelu.data(), w.fcprojw, w.fcprojb, rows, 4 * C, C);
-  }
-  {
-    OpTimer timer(m, OpKind::kResidual);
-    ops::residualForward(a.out.data(), a.out.data(), a.residual2.data(), n);
-  }
-}
-
-template <class T>
-T headForward(Model<T>& m, const T* in, const int* targets) {
-  const int rows = m.batch * m.seq, C = m.config.channels, V = m.config.vocab;
-  Activations<T>& a = m.acts;
-  {
-    OpTimer timer(m, OpKind::kLayerNorm);
-    ops::layerNormForward(a.lnf.data(), a.lnfMean.data(), a.lnfRstd.data(), in, m.p.lnfw, m.p.lnfb, rows, C);
-  }
-  {
-    OpTimer timer(m, OpKind::kMatmul);
-    ops::matmulForward(a.logits.data(), a.lnf.data(), m.p.wte, static_cast<const T*>(nullptr), rows, C, V);
+    ops::matmulForward(a.logits.data(), a.lnf.data(), m.p.wte, static_cast<const T*>(nullptr), r, C, V);
   }
   if (!targets) return T(0);
   {
     OpTimer timer(m, OpKind::kSoftmaxLoss);
-    ops::softmaxCrossEntropyForward(a.losses.data(), a.probs.data(), a.logits.data(), targets, rows, V);
+    ops::softmaxCrossEntropyForward(a.losses.data(), a.probs.data(), a.logits.data(), targets + m.heldRowBegin(), r, V);
   }
   T sum = 0;
-  for (int r = 0; r < rows; ++r) sum += a.losses[static_cast<size_t>(r)];
-  return sum / T(rows);
-}
-
-template <class T>
-const T* blockInput(const Model<T>& m, int layer) {
-  return layer == 0 ? m.acts.encoded.data() : m.acts.layers[static_cast<size_t>(layer - 1)].out.data();
+  for (int i = 0; i < r; ++i) sum += a.losses[static_cast<size_t>(i)];
+  return sum / T(m.rows());
 }
 
 template <class T>
 T forward(Model<T>& m, const int* tokens, const int* targets, int B, int Tn) {
+  if (!m.shard.whole()) throw std::logic_error("forward() runs a whole model; a shard runs its pieces");
   prepare(m, B, Tn);
-  embedForward(m, tokens);
-  for (int l = 0; l < m.config.layers; ++l) blockForward(m, l, blockInput(m, l));
-  return headForward(m, blockInput(m, m.config.layers), targets);
+  embedForward(m, 0, tokens);
+  for (int l = 0; l < m.config.layers; ++l) blockForward(m, 0, l);
+  return headForward(m, 0, targets);
 }
 
 namespace {
@@ -195,83 +270,112 @@ void zero(std::vector<T>& v) {
   std::fill(v.begin(), v.end(), T(0));
 }
 
-// dresidual <- gradient of the head's input.
+// The gradient of a row-parallel projection's output, every row of it (sequence parallel:
+// gathered from the held rows); the bias's gradient from the held rows.
 template <class T>
-void headBackward(Model<T>& m, const T* in, const int* targets, T lossScale) {
-  const int rows = m.batch * m.seq, C = m.config.channels, V = m.config.vocab;
-  Activations<T>& a = m.acts;
-  GradScratch<T>& s = m.scratch;
-  {
-    OpTimer timer(m, OpKind::kSoftmaxLoss);
-    ops::softmaxCrossEntropyBackward(s.dlogits.data(), a.probs.data(), targets, lossScale / T(rows), rows, V);
-  }
+const T* rowParallelOutputGrad(Model<T>& m, const Dims& d, int layer, BlockHalf h, T* dbias) {
+  T* dres = m.scratch.dresidual.data();
   {
     OpTimer timer(m, OpKind::kMatmul);
-    ops::matmulBackward(s.dln.data(), m.g.wte, static_cast<T*>(nullptr), s.dlogits.data(), a.lnf.data(), m.p.wte, rows,
-                        C, V);
+    ops::biasBackward(dbias, dres, d.r, d.C);
   }
-  zero(s.dresidual);
-  {
-    OpTimer timer(m, OpKind::kLayerNorm);
-    ops::layerNormBackward(s.dresidual.data(), m.g.lnfw, m.g.lnfb, s.dln.data(), in, m.p.lnfw, a.lnfMean.data(),
-                           a.lnfRstd.data(), rows, C);
-  }
+  if (!d.sp) return dres;
+  m.tp->backwardGather(layer, h, dres, m.scratch.dresAll.data(), static_cast<size_t>(d.r) * d.C);
+  return m.scratch.dresAll.data();
 }
 
-// dresidual: the gradient of the block's output on entry, of its input on return.
+// A column-parallel layer's backward into the LayerNorm before it: the input gradient summed
+// over the group, then LayerNorm's backward into dresidual.
 template <class T>
-void blockBackward(Model<T>& m, int layer, const T* in) {
-  const int B = m.batch, Tn = m.seq, C = m.config.channels, NH = m.config.heads, rows = B * Tn;
-  const BlockParams<T>& w = m.p.blocks[static_cast<size_t>(layer)];
-  const BlockParams<T>& g = m.g.blocks[static_cast<size_t>(layer)];
-  const LayerActs<T>& a = m.acts.layers[static_cast<size_t>(layer)];
+void columnParallelBackward(Model<T>& m, const Dims& d, int layer, BlockHalf h, const T* dout, int outChannels,
+                            const T* x, const T* w, T* dw, T* db, const T* lnIn, const T* lnw, T* dlnw, T* dlnb,
+                            const T* mean, const T* rstd) {
   GradScratch<T>& s = m.scratch;
-  T* dres = s.dresidual.data();
+  T* partial = d.sp ? s.partial.data() : s.dln.data();
   {
     OpTimer timer(m, OpKind::kMatmul);
-    ops::matmulBackward(s.dfchGelu.data(), g.fcprojw, g.fcprojb, dres, a.fchGelu.data(), w.fcprojw, rows, 4 * C, C);
+    ops::matmulBackward(partial, dw, db, dout, x, w, d.R, d.C, outChannels);
   }
-  {
-    OpTimer timer(m, OpKind::kGelu);
-    ops::geluBackward(s.dfch.data(), a.fch.data(), s.dfchGelu.data(), s.dfch.size());
-  }
-  {
-    OpTimer timer(m, OpKind::kMatmul);
-    ops::matmulBackward(s.dln.data(), g.fcw, g.fcb, s.dfch.data(), a.ln2.data(), w.fcw, rows, C, 4 * C);
-  }
-  {
-    OpTimer timer(m, OpKind::kLayerNorm);
-    ops::layerNormBackward(dres, g.ln2w, g.ln2b, s.dln.data(), a.residual2.data(), w.ln2w, a.ln2Mean.data(),
-                           a.ln2Rstd.data(), rows, C);
-  }
-  {
-    OpTimer timer(m, OpKind::kMatmul);
-    ops::matmulBackward(s.datty.data(), g.attprojw, g.attprojb, dres, a.atty.data(), w.attprojw, rows, C, C);
-  }
-  {
-    OpTimer timer(m, OpKind::kAttention);
-    ops::attentionBackward(s.dqkv.data(), s.datt.data(), s.datty.data(), a.qkv.data(), a.att.data(), B, Tn, C, NH);
-  }
-  {
-    OpTimer timer(m, OpKind::kMatmul);
-    ops::matmulBackward(s.dln.data(), g.qkvw, g.qkvb, s.dqkv.data(), a.ln1.data(), w.qkvw, rows, C, 3 * C);
-  }
-  {
-    OpTimer timer(m, OpKind::kLayerNorm);
-    ops::layerNormBackward(dres, g.ln1w, g.ln1b, s.dln.data(), in, w.ln1w, a.ln1Mean.data(), a.ln1Rstd.data(), rows, C);
-  }
+  if (d.tp) m.tp->backwardReduce(layer, h, partial, s.dln.data(), static_cast<size_t>(d.r) * d.C);
+  OpTimer timer(m, OpKind::kLayerNorm);
+  ops::layerNormBackward(s.dresidual.data(), dlnw, dlnb, s.dln.data(), lnIn, lnw, mean, rstd, d.r, d.C);
 }
 
 }  // namespace
 
 template <class T>
-void backward(Model<T>& m, const int* tokens, const int* targets, T lossScale) {
-  headBackward(m, blockInput(m, m.config.layers), targets, lossScale);
-  for (int l = m.config.layers - 1; l >= 0; --l) blockBackward(m, l, blockInput(m, l));
+void headBackward(Model<T>& m, int slot, const int* targets, T lossScale) {
+  const int r = m.heldRows(), C = m.config.channels, V = m.config.vocab;
+  Activations<T>& a = m.acts[static_cast<size_t>(slot)];
+  GradScratch<T>& s = m.scratch;
   {
-    OpTimer timer(m, OpKind::kEncoder);
-    ops::encoderBackward(m.g.wte, m.g.wpe, m.scratch.dresidual.data(), tokens, m.batch, m.seq, m.config.channels);
+    OpTimer timer(m, OpKind::kSoftmaxLoss);
+    ops::softmaxCrossEntropyBackward(s.dlogits.data(), a.probs.data(), targets + m.heldRowBegin(),
+                                     lossScale / T(m.rows()), r, V);
   }
+  {
+    OpTimer timer(m, OpKind::kMatmul);
+    ops::matmulBackward(s.dln.data(), m.g.wte, static_cast<T*>(nullptr), s.dlogits.data(), a.lnf.data(), m.p.wte, r, C,
+                        V);
+  }
+  zero(s.dresidual);
+  {
+    OpTimer timer(m, OpKind::kLayerNorm);
+    ops::layerNormBackward(s.dresidual.data(), m.g.lnfw, m.g.lnfb, s.dln.data(), stageOutput(m, slot), m.p.lnfw,
+                           a.lnfMean.data(), a.lnfRstd.data(), r, C);
+  }
+}
+
+template <class T>
+void blockBackward(Model<T>& m, int slot, int layer) {
+  const Dims d = dims(m);
+  const BlockParams<T>& w = m.p.blocks[static_cast<size_t>(layer)];
+  const BlockParams<T>& g = m.g.blocks[static_cast<size_t>(layer)];
+  const LayerActs<T>& a = m.acts[static_cast<size_t>(slot)].layers[static_cast<size_t>(layer)];
+  GradScratch<T>& s = m.scratch;
+  const T* x1 = d.sp ? a.ln1All.data() : a.ln1.data();
+  const T* x2 = d.sp ? a.ln2All.data() : a.ln2.data();
+  // MLP half.
+  const T* dout = rowParallelOutputGrad(m, d, layer, BlockHalf::kMlp, g.fcprojb);
+  {
+    OpTimer timer(m, OpKind::kMatmul);
+    ops::matmulBackward(s.dfchGelu.data(), g.fcprojw, static_cast<T*>(nullptr), dout, a.fchGelu.data(), w.fcprojw, d.R,
+                        d.Fl, d.C);
+  }
+  {
+    OpTimer timer(m, OpKind::kGelu);
+    ops::geluBackward(s.dfch.data(), a.fch.data(), s.dfchGelu.data(), s.dfch.size());
+  }
+  columnParallelBackward(m, d, layer, BlockHalf::kMlp, s.dfch.data(), d.Fl, x2, w.fcw, g.fcw, g.fcb, a.residual2.data(),
+                         w.ln2w, g.ln2w, g.ln2b, a.ln2Mean.data(), a.ln2Rstd.data());
+  // Attention half.
+  dout = rowParallelOutputGrad(m, d, layer, BlockHalf::kAttention, g.attprojb);
+  {
+    OpTimer timer(m, OpKind::kMatmul);
+    ops::matmulBackward(s.datty.data(), g.attprojw, static_cast<T*>(nullptr), dout, a.atty.data(), w.attprojw, d.R,
+                        d.Cl, d.C);
+  }
+  {
+    OpTimer timer(m, OpKind::kAttention);
+    ops::attentionBackward(s.dqkv.data(), s.datt.data(), s.datty.data(), a.qkv.data(), a.att.data(), d.B, d.Tn, d.Cl,
+                           d.NH);
+  }
+  columnParallelBackward(m, d, layer, BlockHalf::kAttention, s.dqkv.data(), 3 * d.Cl, x1, w.qkvw, g.qkvw, g.qkvb,
+                         blockInput(m, slot, layer), w.ln1w, g.ln1w, g.ln1b, a.ln1Mean.data(), a.ln1Rstd.data());
+}
+
+template <class T>
+void embedBackward(Model<T>& m, int, const int* tokens) {
+  OpTimer timer(m, OpKind::kEncoder);
+  ops::encoderBackward(m.g.wte, m.g.wpe, m.scratch.dresidual.data(), tokens, m.heldRowBegin(), m.heldRows(), m.seq,
+                       m.config.channels);
+}
+
+template <class T>
+void backward(Model<T>& m, const int* tokens, const int* targets, T lossScale) {
+  headBackward(m, 0, targets, lossScale);
+  for (int l = m.config.layers - 1; l >= 0; --l) blockBackward(m, 0, l);
+  embedBackward(m, 0, tokens);
 }
 
 size_t activationBytes(const ModelConfig& c, int B, int Tn) {
@@ -283,13 +387,19 @@ size_t activationBytes(const ModelConfig& c, int B, int Tn) {
   return (acts + scratch) * sizeof(float);
 }
 
-#define GPT_INSTANTIATE(T)                                            \
-  template Model<T> makeModel<T>(const ModelConfig&, uint64_t);       \
-  template void prepare<T>(Model<T>&, int, int);                      \
-  template void embedForward<T>(Model<T>&, const int*);               \
-  template void blockForward<T>(Model<T>&, int, const T*);            \
-  template T headForward<T>(Model<T>&, const T*, const int*);         \
-  template T forward<T>(Model<T>&, const int*, const int*, int, int); \
+#define GPT_INSTANTIATE(T)                                                    \
+  template Model<T> makeModel<T>(const ModelConfig&, uint64_t);               \
+  template Model<T> makeModel<T>(const ModelConfig&, const Shard&, uint64_t); \
+  template void rebind<T>(Model<T>&);                                         \
+  template void prepare<T>(Model<T>&, int, int, int);                         \
+  template void embedForward<T>(Model<T>&, int, const int*);                  \
+  template void blockForward<T>(Model<T>&, int, int);                         \
+  template T headForward<T>(Model<T>&, int, const int*);                      \
+  template const T* stageOutput<T>(const Model<T>&, int);                     \
+  template void headBackward<T>(Model<T>&, int, const int*, T);               \
+  template void blockBackward<T>(Model<T>&, int, int);                        \
+  template void embedBackward<T>(Model<T>&, int, const int*);                 \
+  template T forward<T>(Model<T>&, const int*, const int*, int, int);         \
   template void backward<T>(Model<T>&, const int*, const int*, T);
 GPT_INSTANTIATE(float)
 GPT_INSTANTIATE(double)

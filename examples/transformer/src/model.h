@@ -2,8 +2,9 @@
 // The GPT as plain structs and verbs: parameters and their gradients (flat buffers, see
 // params.h), the activations a forward keeps for its backward, and forward / backward.
 // The model is three pieces, embed -> blocks -> head, each with its own forward and
-// backward, so that a pipeline stage can run a range of blocks and a tensor-parallel rank a
-// slice of each block without rewriting the math.
+// backward, so that a pipeline stage runs a range of blocks; a tensor-parallel rank runs its
+// slice of each block (shard.h) and its group meets at four points, which the model hands to
+// a TensorParallel object. Activations come in slots, one per micro-batch in flight.
 #pragma once
 
 #include <algorithm>
@@ -13,41 +14,70 @@
 
 #include "config.h"
 #include "params.h"
+#include "shard.h"
 
 namespace gpt {
 
+// Row counts: R rows (B*T tokens) enter the column-parallel layers; a rank holds r of them in
+// the residual stream (R / tp with sequence parallelism, else R). Channel counts are this
+// rank's: Cl = C / tp attention channels (its heads), Fl = 4C / tp MLP channels.
 template <class T>
 struct LayerActs {
-  std::vector<T> ln1, ln1Mean, ln1Rstd;  // (B,T,C), (B,T), (B,T)
-  std::vector<T> qkv;                    // (B,T,3C)
-  std::vector<T> att;                    // (B,NH,T,T) softmax probabilities
-  std::vector<T> atty;                   // (B,T,C) attention output, before the projection
-  std::vector<T> residual2;              // (B,T,C) input + attention
-  std::vector<T> ln2, ln2Mean, ln2Rstd;  // (B,T,C), (B,T), (B,T)
-  std::vector<T> fch, fchGelu;           // (B,T,4C) before and after GELU
-  std::vector<T> out;                    // (B,T,C) block output
+  std::vector<T> ln1, ln1Mean, ln1Rstd;  // (r,C), (r), (r)
+  std::vector<T> ln1All;                 // (R,C) ln1 of every row (sequence parallel only)
+  std::vector<T> qkv;                    // (R,3Cl)
+  std::vector<T> att;                    // (B,NH/tp,T,T) softmax probabilities
+  std::vector<T> atty;                   // (R,Cl) attention output, before the projection
+  std::vector<T> residual2;              // (r,C) input + attention
+  std::vector<T> ln2, ln2Mean, ln2Rstd;  // (r,C), (r), (r)
+  std::vector<T> ln2All;                 // (R,C) (sequence parallel only)
+  std::vector<T> fch, fchGelu;           // (R,Fl) before and after GELU
+  std::vector<T> out;                    // (r,C) block output
 };
 
 template <class T>
 struct Activations {
-  std::vector<T> encoded;  // (B,T,C) embeddings, input of block 0
-  std::vector<LayerActs<T>> layers;
-  std::vector<T> lnf, lnfMean, lnfRstd;  // final LayerNorm
-  std::vector<T> logits, probs;          // (B,T,V)
-  std::vector<T> losses;                 // (B,T)
+  std::vector<T> input;  // (r,C) input of the stage's first block: embeddings, or what the previous stage sent
+  std::vector<LayerActs<T>> layers;      // indexed by layer; only the stage's are sized
+  std::vector<T> lnf, lnfMean, lnfRstd;  // final LayerNorm (last stage)
+  std::vector<T> logits, probs;          // (r,V)
+  std::vector<T> losses;                 // (r)
 };
 
-// Gradient buffers of activations, reused by every block in turn.
+// Buffers that one forward or backward at a time uses, shared by the slots.
 template <class T>
 struct GradScratch {
-  std::vector<T> dresidual;  // (B,T,C) gradient flowing down the residual stream
-  std::vector<T> dln;        // (B,T,C)
-  std::vector<T> dqkv;       // (B,T,3C)
-  std::vector<T> datt;       // (B,NH,T,T)
-  std::vector<T> datty;      // (B,T,C)
-  std::vector<T> dfch;       // (B,T,4C)
-  std::vector<T> dfchGelu;   // (B,T,4C)
-  std::vector<T> dlogits;    // (B,T,V)
+  std::vector<T> dresidual;  // (r,C) gradient flowing down the residual stream
+  std::vector<T> dln;        // (r,C)
+  std::vector<T> partial;    // (R,C) a row-parallel output or column-parallel input gradient before its sum
+  std::vector<T> dresAll;    // (R,C) dresidual of every row (sequence parallel only)
+  std::vector<T> dqkv;       // (R,3Cl)
+  std::vector<T> datt;       // (B,NH/tp,T,T)
+  std::vector<T> datty;      // (R,Cl)
+  std::vector<T> dfch;       // (R,Fl)
+  std::vector<T> dfchGelu;   // (R,Fl)
+  std::vector<T> dlogits;    // (r,V)
+};
+
+// The four points where a tensor-parallel group communicates inside a block, as Megatron
+// places them, for the attention (kAttention) and the MLP (kMlp) half of block `layer`.
+// Counts are of the rows this rank holds (r * C elements).
+enum class BlockHalf { kAttention, kMlp };
+
+template <class T>
+class TensorParallel {
+ public:
+  virtual ~TensorParallel() = default;
+  // Forward, into a column-parallel layer (sequence parallel only): the held rows -> every row.
+  virtual void forwardGather(int layer, BlockHalf h, const T* held, T* all, size_t heldCount) = 0;
+  // Forward, out of a row-parallel layer: every rank's partial products -> their sum, for
+  // the held rows (`out` is `partial` without sequence parallelism: an in-place all-reduce).
+  virtual void forwardReduce(int layer, BlockHalf h, T* partial, T* out, size_t heldCount) = 0;
+  // Backward, into a row-parallel layer (sequence parallel only): held rows of the output
+  // gradient -> every row.
+  virtual void backwardGather(int layer, BlockHalf h, const T* held, T* all, size_t heldCount) = 0;
+  // Backward, out of a column-parallel layer: partial input gradients -> their sum.
+  virtual void backwardReduce(int layer, BlockHalf h, T* partial, T* out, size_t heldCount) = 0;
 };
 
 // Where forward and backward time goes, per kind of op (llm.c-style time shares).
@@ -57,39 +87,67 @@ const char* opKindName(OpKind k);
 template <class T>
 struct Model {
   ModelConfig config;
-  std::vector<T> params;   // parameterCount(config) values, parameterLayout order
-  std::vector<T> grads;    // the same layout
-  Params<T> p, g;          // views of the two
-  int batch = 0, seq = 0;  // what the activations are sized for
-  Activations<T> acts;
+  Shard shard;                       // the part of the model this rank holds
+  std::vector<TensorInfo> layout;    // this rank's tensors (shardLayout)
+  std::vector<T> params;             // layout's values (and ZeRO-1 padding past them)
+  std::vector<T> grads;              // the same layout
+  Params<T> p, g;                    // views of the two; tensors of other ranks are null
+  int batch = 0, seq = 0;            // what the activations are sized for
+  std::vector<Activations<T>> acts;  // one per micro-batch in flight
   GradScratch<T> scratch;
+  TensorParallel<T>* tp = nullptr;                                      // needed when shard.tp > 1
   std::array<double, static_cast<size_t>(OpKind::kCount)> opSeconds{};  // forward + backward, summed
+
+  int rows() const { return batch * seq; }                                              // R
+  int heldRows() const { return shard.sequenceParallel ? rows() / shard.tp : rows(); }  // r
+  int heldRowBegin() const { return shard.sequenceParallel ? shard.tpRank * heldRows() : 0; }
 };
 
-// A model with parameters from initParams(seed) (or zero when T is not float: the caller
-// fills them), zero gradients and no activations.
+// The whole model (or shard `s` of it) with parameters from initParams(seed) (or zero when
+// T is not float: the caller fills them), zero gradients and no activations.
 template <class T>
 Model<T> makeModel(const ModelConfig& c, uint64_t seed);
-
-// Sizes activations and scratch for B sequences of length Tn (<= maxSeq), once per shape.
 template <class T>
-void prepare(Model<T>& m, int B, int Tn);
+Model<T> makeModel(const ModelConfig& c, const Shard& s, uint64_t seed);
+
+// Points the views at the buffers again (after they were resized).
+template <class T>
+void rebind(Model<T>& m);
+
+// Sizes `slots` sets of activations and the scratch for B sequences of length Tn (<= maxSeq).
+template <class T>
+void prepare(Model<T>& m, int B, int Tn, int slots = 1);
 
 template <class T>
 void zeroGrads(Model<T>& m) {
   std::fill(m.grads.begin(), m.grads.end(), T(0));
 }
 
-// Pieces of the forward: embeddings, one block, head and loss.
+// Pieces of the forward into activation slot `slot`. tokens and targets are (B, T) for every
+// rank; each piece reads the rows it holds.
 template <class T>
-void embedForward(Model<T>& m, const int* tokens);
+void embedForward(Model<T>& m, int slot, const int* tokens);  // writes acts[slot].input
 template <class T>
-void blockForward(Model<T>& m, int layer, const T* in);
-// Returns the mean loss over the B*T positions (targets may be null: logits only).
+void blockForward(Model<T>& m, int slot, int layer);
+// The loss of the held rows summed, divided by all rows R: summed over a sequence-parallel
+// group it is the mean loss (targets may be null: logits only).
 template <class T>
-T headForward(Model<T>& m, const T* in, const int* targets);
+T headForward(Model<T>& m, int slot, const int* targets);
+// The stage's output rows (r, C): the last held block's output.
+template <class T>
+const T* stageOutput(const Model<T>& m, int slot);
 
-// The whole forward: tokens and targets are (B, T).
+// Pieces of the backward. Each leaves the gradient of its input in scratch.dresidual; a
+// stage that is not the last puts its output's gradient there before blockBackward.
+// Parameter gradients accumulate into m.grads.
+template <class T>
+void headBackward(Model<T>& m, int slot, const int* targets, T lossScale);
+template <class T>
+void blockBackward(Model<T>& m, int slot, int layer);
+template <class T>
+void embedBackward(Model<T>& m, int slot, const int* tokens);
+
+// The whole forward of a whole model, slot 0: tokens and targets are (B, T).
 template <class T>
 T forward(Model<T>& m, const int* tokens, const int* targets, int B, int Tn);
 

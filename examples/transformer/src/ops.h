@@ -70,28 +70,31 @@ inline void gemv(bool ta, int m, int n, double alpha, const double* a, int lda, 
   cblas_dgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, m, n, alpha, a, lda, x, 1, beta, y, 1);
 }
 
-// out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]
+// Rows [row0, row0 + rows) of the (B*T, C) embeddings: out[i,:] = wte[tokens[row0+i],:] +
+// wpe[(row0+i) % T,:]; tokens holds every row.
 template <class T>
-void encoderForward(T* out, const int* tokens, const T* wte, const T* wpe, int B, int Tn, int C) {
+void encoderForward(T* out, const int* tokens, const T* wte, const T* wpe, int row0, int rows, int Tn, int C) {
 #pragma omp parallel for
-  for (int bt = 0; bt < B * Tn; ++bt) {
+  for (int i = 0; i < rows; ++i) {
+    const int bt = row0 + i;
     const T* e = wte + static_cast<size_t>(tokens[bt]) * C;
     const T* p = wpe + static_cast<size_t>(bt % Tn) * C;
-    T* o = out + static_cast<size_t>(bt) * C;
-    for (int i = 0; i < C; ++i) o[i] = e[i] + p[i];
+    T* o = out + static_cast<size_t>(i) * C;
+    for (int j = 0; j < C; ++j) o[j] = e[j] + p[j];
   }
 }
 
-// Serial: rows of wte are shared by many positions.
+// The gradient of the same rows. Serial: rows of wte are shared by many positions.
 template <class T>
-void encoderBackward(T* dwte, T* dwpe, const T* dout, const int* tokens, int B, int Tn, int C) {
-  for (int bt = 0; bt < B * Tn; ++bt) {
-    const T* d = dout + static_cast<size_t>(bt) * C;
+void encoderBackward(T* dwte, T* dwpe, const T* dout, const int* tokens, int row0, int rows, int Tn, int C) {
+  for (int i = 0; i < rows; ++i) {
+    const int bt = row0 + i;
+    const T* d = dout + static_cast<size_t>(i) * C;
     T* e = dwte + static_cast<size_t>(tokens[bt]) * C;
     T* p = dwpe + static_cast<size_t>(bt % Tn) * C;
-    for (int i = 0; i < C; ++i) {
-      e[i] += d[i];
-      p[i] += d[i];
+    for (int j = 0; j < C; ++j) {
+      e[j] += d[j];
+      p[j] += d[j];
     }
   }
 }
@@ -174,17 +177,21 @@ void matmulForward(T* out, const T* x, const T* W, const T* bias, int rows, int 
   }
 }
 
+// dbias += column sums of dout (rows, OC), as a product so that BLAS spreads it over the threads.
+template <class T>
+void biasBackward(T* dbias, const T* dout, int rows, int OC) {
+  thread_local std::vector<T> ones;
+  if (ones.size() < static_cast<size_t>(rows)) ones.assign(static_cast<size_t>(rows), T(1));
+  gemv(true, rows, OC, T(1), dout, OC, ones.data(), T(1), dbias);
+}
+
 // dx = dout W (written, not accumulated), dW += dout^T x, dbias += column sums of dout
 // (dbias may be null).
 template <class T>
 void matmulBackward(T* dx, T* dW, T* dbias, const T* dout, const T* x, const T* W, int rows, int C, int OC) {
   gemm(false, false, rows, C, OC, T(1), dout, OC, W, C, T(0), dx, C);
   gemm(true, false, OC, C, rows, T(1), dout, OC, x, C, T(1), dW, C);
-  if (!dbias) return;
-  // dbias += dout^T 1, as a product so that BLAS spreads it over the threads.
-  thread_local std::vector<T> ones;
-  if (ones.size() < static_cast<size_t>(rows)) ones.assign(static_cast<size_t>(rows), T(1));
-  gemv(true, rows, OC, T(1), dout, OC, ones.data(), T(1), dbias);
+  if (dbias) biasBackward(dbias, dout, rows, OC);
 }
 
 // Causal multi-head self-attention. qkv is (B, T, 3C): q, k, v of head h at channels
@@ -300,10 +307,16 @@ void geluBackward(T* dx, const T* x, const T* dout, size_t n) {
   }
 }
 
+// out (rows, C) = (out + bias) + residual: a row-parallel projection's bias, added once after
+// its sum, then the residual stream.
 template <class T>
-void residualForward(T* out, const T* a, const T* b, size_t n) {
+void biasResidualForward(T* out, const T* bias, const T* residual, int rows, int C) {
 #pragma omp parallel for
-  for (size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+  for (int r = 0; r < rows; ++r) {
+    T* o = out + static_cast<size_t>(r) * C;
+    const T* x = residual + static_cast<size_t>(r) * C;
+    for (int j = 0; j < C; ++j) o[j] = (o[j] + bias[j]) + x[j];
+  }
 }
 
 // Softmax over V logits per row, then -log p[target]; probs overwrite nothing (kept apart).

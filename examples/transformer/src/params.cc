@@ -13,8 +13,11 @@ std::vector<TensorInfo> parameterLayout(const ModelConfig& c) {
   const size_t C = static_cast<size_t>(c.channels), V = static_cast<size_t>(c.vocab);
   std::vector<TensorInfo> out;
   size_t offset = 0;
-  auto add = [&](const char* name, int layer, size_t rows, size_t cols, bool decay) {
-    out.push_back({name, layer, rows, cols, offset, decay});
+  auto add = [&](const char* name, int layer, size_t rows, size_t cols, bool decay, Split split = Split::kWhole,
+                 int parts = 1) {
+    TensorInfo t{name, layer, rows, cols, offset, decay, split, parts};
+    t.globalOffset = offset, t.globalRows = rows, t.globalCols = cols;
+    out.push_back(t);
     offset += rows * cols;
   };
   add("wte", -1, V, C, true);
@@ -22,15 +25,15 @@ std::vector<TensorInfo> parameterLayout(const ModelConfig& c) {
   for (int l = 0; l < c.layers; ++l) {
     add("ln1w", l, 1, C, false);
     add("ln1b", l, 1, C, false);
-    add("qkvw", l, 3 * C, C, true);
-    add("qkvb", l, 1, 3 * C, false);
-    add("attprojw", l, C, C, true);
+    add("qkvw", l, 3 * C, C, true, Split::kOut, 3);  // column-parallel: q, k, v of this rank's heads
+    add("qkvb", l, 1, 3 * C, false, Split::kOut, 3);
+    add("attprojw", l, C, C, true, Split::kIn);  // row-parallel
     add("attprojb", l, 1, C, false);
     add("ln2w", l, 1, C, false);
     add("ln2b", l, 1, C, false);
-    add("fcw", l, 4 * C, C, true);
-    add("fcb", l, 1, 4 * C, false);
-    add("fcprojw", l, C, 4 * C, true);
+    add("fcw", l, 4 * C, C, true, Split::kOut);  // column-parallel
+    add("fcb", l, 1, 4 * C, false, Split::kOut);
+    add("fcprojw", l, C, 4 * C, true, Split::kIn);  // row-parallel
     add("fcprojb", l, 1, C, false);
   }
   add("lnfw", -1, 1, C, false);

@@ -7,11 +7,20 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "config.h"
 
 namespace gpt {
+
+// How Megatron's tensor parallelism divides a tensor over the ranks of a group:
+// kWhole: every rank holds all of it (LayerNorms, embeddings, row-parallel biases);
+// kOut: split along the output dimension (column-parallel weights' rows, their biases), in
+//       `parts` equal groups split alike (q, k and v of the QKV projection: 3);
+// kIn: split along the input dimension (row-parallel weights' columns).
+enum class Split { kWhole, kOut, kIn };
 
 struct TensorInfo {
   const char* name;
@@ -19,6 +28,12 @@ struct TensorInfo {
   size_t rows, cols;
   size_t offset;  // elements into the flat buffer
   bool decay;     // AdamW decays 2-D weights only
+  Split split = Split::kWhole;
+  int parts = 1;
+  // Where the whole tensor sits in parameterLayout's buffer, and its shape there: this
+  // entry may describe a rank's slice (shard.h).
+  size_t globalOffset = 0, globalRows = 0, globalCols = 0;
+  bool tiedCopy = false;  // the last pipeline stage's copy of wte (the first stage's is the master)
   size_t size() const { return rows * cols; }
 };
 
@@ -45,24 +60,39 @@ struct Params {
   T* lnfb;  // (C)
 };
 
-// Views of the tensors of a flat buffer laid out by parameterLayout.
+// The member of `p` that tensor `t` binds to.
+template <class T>
+T** tensorSlot(Params<T>& p, const TensorInfo& t) {
+  const std::string_view n = t.name;
+  if (t.layer < 0) return n == "wte" ? &p.wte : n == "wpe" ? &p.wpe : n == "lnfw" ? &p.lnfw : &p.lnfb;
+  BlockParams<T>& b = p.blocks[static_cast<size_t>(t.layer)];
+  for (auto [name, slot] : {std::pair{"ln1w", &b.ln1w},
+                            {"ln1b", &b.ln1b},
+                            {"qkvw", &b.qkvw},
+                            {"qkvb", &b.qkvb},
+                            {"attprojw", &b.attprojw},
+                            {"attprojb", &b.attprojb},
+                            {"ln2w", &b.ln2w},
+                            {"ln2b", &b.ln2b},
+                            {"fcw", &b.fcw},
+                            {"fcb", &b.fcb},
+                            {"fcprojw", &b.fcprojw}})
+    if (n == name) return slot;
+  return &b.fcprojb;
+}
+
+// Views of the tensors of a flat buffer laid out by `layout` (parameterLayout, or a rank's
+// shardLayout); tensors the layout lacks stay null. `layers` sizes the block list.
+template <class T>
+Params<T> bindParams(const std::vector<TensorInfo>& layout, int layers, T* base) {
+  Params<T> p{};
+  p.blocks.assign(static_cast<size_t>(layers), BlockParams<T>{});
+  for (const TensorInfo& t : layout) *tensorSlot(p, t) = base + t.offset;
+  return p;
+}
 template <class T>
 Params<T> bindParams(const ModelConfig& c, T* base) {
-  const std::vector<TensorInfo> layout = parameterLayout(c);
-  size_t k = 0;
-  auto next = [&] { return base + layout[k++].offset; };
-  Params<T> p;
-  p.wte = next();
-  p.wpe = next();
-  p.blocks.resize(static_cast<size_t>(c.layers));
-  for (BlockParams<T>& b : p.blocks) {
-    for (T** t : {&b.ln1w, &b.ln1b, &b.qkvw, &b.qkvb, &b.attprojw, &b.attprojb, &b.ln2w, &b.ln2b, &b.fcw, &b.fcb,
-                  &b.fcprojw, &b.fcprojb})
-      *t = next();
-  }
-  p.lnfw = next();
-  p.lnfb = next();
-  return p;
+  return bindParams(parameterLayout(c), c.layers, base);
 }
 
 // GPT-2's initialisation from `seed`: weights normal(0, 0.02), the residual projections

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <stdexcept>
 
@@ -61,33 +62,126 @@ JsonLog::~JsonLog() {
   if (f_) std::fclose(f_);
 }
 
-std::string JsonLog::sites(const Comm& comm, const SiteStats* since) const {
-  std::string s = "{";
-  for (int i = 0; i < static_cast<int>(Site::kCount); ++i) {
-    SiteStats st = comm.stats(static_cast<Site>(i));
-    if (since) {
-      st.calls -= since[i].calls;
-      st.rawBytes -= since[i].rawBytes;
-      st.wireBytes -= since[i].wireBytes;
-      st.seconds -= since[i].seconds;
+GridCounters gatherCounters(Comm& comm, const std::vector<int>& stageOf) {
+  GridCounters g;
+  g.ranks = comm.size(Group::kWorld);
+  g.layers = comm.layers();
+  g.stageOf = stageOf;
+  const std::vector<SiteStats>& mine = comm.counters();
+  const bool root = comm.rank(Group::kWorld) == 0;
+  std::vector<SiteStats> all(root ? mine.size() * static_cast<size_t>(g.ranks) : mine.size());
+  comm.gatherToRoot(Site::kStat, mine.data(), all.data(), mine.size() * sizeof(SiteStats));
+  if (root) g.values = std::move(all);
+  return g;
+}
+
+namespace {
+
+struct Sum {
+  SiteStats s;
+  int users = 0;  // ranks that used the site
+  void add(SiteStats now, const SiteStats* before) {
+    if (before) {
+      now.calls -= before->calls;
+      now.rawBytes -= before->rawBytes;
+      now.wireBytes -= before->wireBytes;
+      now.seconds -= before->seconds;
+      now.codecSeconds -= before->codecSeconds;
     }
-    char buf[200];
-    std::snprintf(buf, sizeof(buf), "%s\"%s\":{\"calls\":%llu,\"raw_bytes\":%llu,\"wire_bytes\":%llu,\"seconds\":%.6f}",
-                  i ? "," : "", siteName(static_cast<Site>(i)), st.calls, st.rawBytes, st.wireBytes, st.seconds);
-    s += buf;
+    if (now.calls == 0) return;
+    ++users;
+    s.calls += now.calls;
+    s.rawBytes += now.rawBytes;
+    s.wireBytes += now.wireBytes;
+    s.seconds += now.seconds;
+    s.codecSeconds += now.codecSeconds;
   }
-  return s + "}";
+  SiteStats mean() const {
+    SiteStats out = s;
+    if (users > 0) out.seconds /= users, out.codecSeconds /= users;
+    return out;
+  }
+};
+
+// Site s summed over the ranks `rank` accepts and the counter slots `slot` accepts.
+template <class RankOk, class SlotOk>
+Sum sumOf(const GridCounters& now, const GridCounters* since, int s, RankOk rankOk, SlotOk slotOk) {
+  Sum total;
+  for (int r = 0; r < now.ranks; ++r) {
+    if (!rankOk(r)) continue;
+    Sum one;  // a rank's slots first, so that a rank counts once in the mean
+    for (int k = 0; k <= now.layers; ++k)
+      if (slotOk(k)) one.add(now.at(r, s, k), since ? &since->at(r, s, k) : nullptr);
+    if (one.users > 0) total.add(one.s, nullptr);
+  }
+  return total;
+}
+
+std::string statsJson(const SiteStats& st) {
+  char buf[220];
+  std::snprintf(buf, sizeof(buf),
+                "{\"calls\":%llu,\"raw_bytes\":%llu,\"wire_bytes\":%llu,\"seconds\":%.6f,\"codec_seconds\":%.6f}",
+                st.calls, st.rawBytes, st.wireBytes, st.seconds, st.codecSeconds);
+  return buf;
+}
+
+const auto kAny = [](int) { return true; };
+
+}  // namespace
+
+std::vector<SiteStats> siteTotals(const GridCounters& now, const GridCounters* since) {
+  std::vector<SiteStats> out;
+  for (int s = 0; s < static_cast<int>(Site::kCount); ++s) out.push_back(sumOf(now, since, s, kAny, kAny).mean());
+  return out;
+}
+
+std::string JsonLog::sites(const GridCounters& now, const GridCounters* since) const {
+  const std::vector<SiteStats> totals = siteTotals(now, since);
+  std::string out = "\"sites\":{";
+  for (int s = 0; s < static_cast<int>(Site::kCount); ++s)
+    out += std::string(s ? "," : "") + "\"" + kSites[s].name + "\":" + statsJson(totals[static_cast<size_t>(s)]);
+  out += "},\"stages\":[";
+  const int stages = now.stageOf.empty() ? 1 : *std::max_element(now.stageOf.begin(), now.stageOf.end()) + 1;
+  for (int p = 0; p < stages; ++p) {
+    out += std::string(p ? "," : "") + "{\"stage\":" + std::to_string(p) + ",\"sites\":{";
+    bool first = true;
+    for (int s = 0; s < static_cast<int>(Site::kCount); ++s) {
+      const Sum sum = sumOf(
+          now, since, s, [&](int r) { return now.stageOf[static_cast<size_t>(r)] == p; }, kAny);
+      if (sum.users == 0) continue;
+      out += std::string(first ? "" : ",") + "\"" + kSites[s].name + "\":" + statsJson(sum.mean());
+      first = false;
+    }
+    out += "}}";
+  }
+  out += "],\"layers\":{";
+  bool firstSite = true;
+  for (Site site : {Site::kTpFwd, Site::kTpBwd}) {
+    const int s = static_cast<int>(site);
+    std::string rows;
+    for (int l = 0; l < now.layers; ++l) {
+      const Sum sum = sumOf(now, since, s, kAny, [&](int k) { return k == l + 1; });
+      if (sum.users == 0) continue;
+      std::string one = statsJson(sum.mean());
+      rows += std::string(rows.empty() ? "" : ",") + "{\"layer\":" + std::to_string(l) + "," + one.substr(1);
+    }
+    if (rows.empty()) continue;
+    out += std::string(firstSite ? "" : ",") + "\"" + kSites[s].name + "\":[" + rows + "]";
+    firstSite = false;
+  }
+  return out + "}";
 }
 
 void JsonLog::step(int step, double loss, double lr, double gradNorm, double tokensPerSecond, double computeSeconds,
-                   double commSeconds, const Comm& comm) {
+                   double commSeconds, const GridCounters& counters) {
   if (!f_) return;
   std::fprintf(f_,
                "{\"type\":\"step\",\"step\":%d,\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens_per_s\":%.1f,"
-               "\"compute_s\":%.6f,\"comm_s\":%.6f,\"sites\":%s}\n",
-               step, loss, lr, gradNorm, tokensPerSecond, computeSeconds, commSeconds, sites(comm, last_).c_str());
+               "\"compute_s\":%.6f,\"comm_s\":%.6f,%s}\n",
+               step, loss, lr, gradNorm, tokensPerSecond, computeSeconds, commSeconds,
+               sites(counters, last_.ranks ? &last_ : nullptr).c_str());
   std::fflush(f_);
-  for (int i = 0; i < static_cast<int>(Site::kCount); ++i) last_[i] = comm.stats(static_cast<Site>(i));
+  last_ = counters;
 }
 
 void JsonLog::validation(int step, double loss) {
@@ -96,15 +190,16 @@ void JsonLog::validation(int step, double loss) {
   std::fflush(f_);
 }
 
-void JsonLog::summary(const TrainResult& r, double computeSeconds, double commSeconds, double elapsed,
-                      const Comm& comm) {
+void JsonLog::summary(const TrainResult& r, const std::string& layout, double computeSeconds, double commSeconds,
+                      double elapsed, const GridCounters& counters) {
   if (!f_) return;
   std::fprintf(f_,
-               "{\"type\":\"summary\",\"steps\":%d,\"ranks\":%d,\"train_loss\":%.6f,\"val_loss\":%.6f,"
-               "\"unigram_entropy\":%.6f,\"tokens_per_s\":%.1f,\"compute_s\":%.3f,\"comm_s\":%.3f,\"elapsed_s\":%.3f,"
-               "\"peak_rss_bytes\":%ld,\"sites\":%s,\"op_seconds\":{",
-               r.stepsRun, comm.size(), r.finalTrainLoss, r.finalValLoss, r.unigramEntropy, r.tokensPerSecond,
-               computeSeconds, commSeconds, elapsed, r.peakRssBytes, sites(comm, nullptr).c_str());
+               "{\"type\":\"summary\",\"steps\":%d,\"ranks\":%d,\"layout\":\"%s\",\"train_loss\":%.6f,"
+               "\"val_loss\":%.6f,\"unigram_entropy\":%.6f,\"tokens_per_s\":%.1f,\"compute_s\":%.3f,\"comm_s\":%.3f,"
+               "\"elapsed_s\":%.3f,\"peak_rss_bytes\":%ld,%s,\"op_seconds\":{",
+               r.stepsRun, counters.ranks, layout.c_str(), r.finalTrainLoss, r.finalValLoss, r.unigramEntropy,
+               r.tokensPerSecond, computeSeconds, commSeconds, elapsed, r.peakRssBytes,
+               sites(counters, nullptr).c_str());
   for (size_t k = 0; k < r.opSeconds.size(); ++k)
     std::fprintf(f_, "%s\"%s\":%.4f", k ? "," : "", r.opSeconds[k].first.c_str(), r.opSeconds[k].second);
   std::fprintf(f_, "}}\n");

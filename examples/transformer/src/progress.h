@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "comm.h"
 
@@ -30,6 +31,29 @@ class Progress {
   bool open_ = false;  // a progress line is on screen without its newline
 };
 
+// Every rank's counters (Comm::counters), gathered at rank 0 (empty elsewhere), and where
+// each rank sits: [rank][site][layer + 1].
+struct GridCounters {
+  int ranks = 0, layers = 0;
+  std::vector<SiteStats> values;
+  std::vector<int> stageOf;  // per rank
+  const SiteStats& at(int rank, int site, int slot) const {
+    return values[(static_cast<size_t>(rank) * static_cast<size_t>(Site::kCount) + static_cast<size_t>(site)) *
+                      static_cast<size_t>(layers + 1) +
+                  static_cast<size_t>(slot)];
+  }
+};
+
+// Collective over the world: every rank's counters at world rank 0.
+GridCounters gatherCounters(Comm& comm, const std::vector<int>& stageOf);
+
+// Per site, summed over every rank of the grid: calls and bytes add up; seconds are the
+// mean over the ranks that used the site. `since` (may be null) is subtracted first.
+std::vector<SiteStats> siteTotals(const GridCounters& now, const GridCounters* since);
+
+// The JSONL log. Sites appear three ways: "sites" summed over the grid (siteTotals),
+// "stages" per pipeline stage (summed over its ranks), "layers" per block for the
+// tensor-parallel sites.
 class JsonLog {
  public:
   explicit JsonLog(const std::string& path);  // empty: no log
@@ -37,16 +61,17 @@ class JsonLog {
   JsonLog(const JsonLog&) = delete;
   JsonLog& operator=(const JsonLog&) = delete;
 
+  bool enabled() const { return f_ != nullptr; }
   void step(int step, double loss, double lr, double gradNorm, double tokensPerSecond, double computeSeconds,
-            double commSeconds, const Comm& comm);
+            double commSeconds, const GridCounters& counters);
   void validation(int step, double loss);
-  void summary(const TrainResult& r, double computeSeconds, double commSeconds, double elapsed, const Comm& comm);
+  void summary(const TrainResult& r, const std::string& layout, double computeSeconds, double commSeconds,
+               double elapsed, const GridCounters& counters);
 
  private:
-  // Per site: the counters since `since` (zero: totals).
-  std::string sites(const Comm& comm, const SiteStats* since) const;
+  std::string sites(const GridCounters& now, const GridCounters* since) const;
   std::FILE* f_ = nullptr;
-  SiteStats last_[static_cast<size_t>(Site::kCount)] = {};  // totals at the previous step record
+  GridCounters last_;  // at the previous step record
 };
 
 }  // namespace gpt

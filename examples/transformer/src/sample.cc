@@ -24,7 +24,7 @@ std::string generate(Model<float>& m, const std::string& prompt, int count, floa
     const int Tn = std::min<int>(static_cast<int>(ctx.size()), m.config.maxSeq);
     const int* window = ctx.data() + ctx.size() - static_cast<size_t>(Tn);
     forward(m, window, nullptr, 1, Tn);
-    const float* logits = m.acts.logits.data() + static_cast<size_t>(Tn - 1) * V;
+    const float* logits = m.acts[0].logits.data() + static_cast<size_t>(Tn - 1) * V;
     std::iota(order.begin(), order.end(), 0);
     const int k = topK > 0 ? std::min(topK, V) : V;
     std::partial_sort(order.begin(), order.begin() + k, order.end(),

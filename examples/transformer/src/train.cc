@@ -9,13 +9,16 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <stdexcept>
 
 #include "checkpoint.h"
 #include "data.h"
 #include "model.h"
 #include "params.h"
+#include "pipeline.h"
 #include "progress.h"
+#include "shard.h"
 
 namespace gpt {
 namespace {
@@ -24,24 +27,56 @@ using Clock = std::chrono::steady_clock;
 
 double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
-// The data-parallel part of a step: gradients averaged (all-reduce in buckets, or ZeRO-1's
-// reduce-scatter), the global norm, the AdamW update of this rank's range, and with ZeRO-1
-// the all-gather of the updated parameters.
+// The tensor-parallel group's four points (model.h) as collectives of the tp.fwd and tp.bwd
+// sites: all-reduce, or with sequence parallelism reduce-scatter and all-gather. Feedback
+// state, when a site has a codec, is kept per (block, half, point).
+class TensorParallelComm final : public TensorParallel<float> {
+ public:
+  TensorParallelComm(Comm& comm, bool sequenceParallel) : comm_(comm), sp_(sequenceParallel) {}
+
+  void forwardGather(int layer, BlockHalf h, const float* held, float* all, size_t heldCount) override {
+    comm_.allGather(Site::kTpFwd, tensor(layer, h, 0), held, all, heldCount, layer);
+  }
+  void forwardReduce(int layer, BlockHalf h, float* partial, float* out, size_t heldCount) override {
+    reduce(Site::kTpFwd, tensor(layer, h, 1), layer, partial, out, heldCount);
+  }
+  void backwardGather(int layer, BlockHalf h, const float* held, float* all, size_t heldCount) override {
+    comm_.allGather(Site::kTpBwd, tensor(layer, h, 0), held, all, heldCount, layer);
+  }
+  void backwardReduce(int layer, BlockHalf h, float* partial, float* out, size_t heldCount) override {
+    reduce(Site::kTpBwd, tensor(layer, h, 1), layer, partial, out, heldCount);
+  }
+
+ private:
+  static int tensor(int layer, BlockHalf h, int point) { return layer * 4 + static_cast<int>(h) * 2 + point; }
+  void reduce(Site s, int tensor, int layer, float* partial, float* out, size_t heldCount) {
+    if (sp_)
+      comm_.reduceScatter(s, tensor, partial, out, heldCount, cclSum, layer);
+    else
+      comm_.allReduce(s, tensor, partial, heldCount, cclSum, layer);
+  }
+
+  Comm& comm_;
+  bool sp_;
+};
+
+// The data-parallel part of a step over the rank's shard: gradients averaged over its
+// data-parallel group (all-reduce in buckets, or ZeRO-1's reduce-scatter), the AdamW update
+// of this rank's range, and with ZeRO-1 the all-gather of the updated parameters.
 class DataParallel {
  public:
   DataParallel(Comm& comm, const TrainOptions& o, Model<float>& m)
-      : comm_(comm), zero_(o.zero && comm.size() > 1), model_(m) {
-    const size_t P = parameterCount(m.config), n = static_cast<size_t>(comm.size());
+      : comm_(comm), zero_(o.zero && comm.size(Group::kDp) > 1), model_(m) {
+    const size_t P = shardCount(m.layout), n = static_cast<size_t>(comm.size(Group::kDp));
     // ZeRO-1 pads the flat buffers to a multiple of the rank count: shards need no tensor
     // to divide evenly.
     padded_ = zero_ ? (P + n - 1) / n * n : P;
     shard_ = padded_ / n;
-    begin_ = zero_ ? shard_ * static_cast<size_t>(comm.rank()) : 0;
+    begin_ = zero_ ? shard_ * static_cast<size_t>(comm.rank(Group::kDp)) : 0;
     end_ = zero_ ? std::min(begin_ + shard_, P) : P;
     m.params.resize(padded_, 0.0f);
     m.grads.resize(padded_, 0.0f);
-    m.p = bindParams(m.config, m.params.data());
-    m.g = bindParams(m.config, m.grads.data());
+    rebind(m);
     bucket_ = std::max<size_t>(1, o.bucketBytes / sizeof(float));
   }
 
@@ -49,20 +84,16 @@ class DataParallel {
   size_t end() const { return end_; }
   bool zero() const { return zero_; }
 
-  // Averages the gradients over the ranks; returns the global gradient norm.
-  double reduceGradients() {
+  void reduceGradients() {
     float* g = model_.grads.data();
-    const size_t P = parameterCount(model_.config);
-    if (comm_.size() > 1 && zero_) {
+    const size_t P = shardCount(model_.layout);
+    if (comm_.size(Group::kDp) == 1) return;
+    if (zero_) {
       comm_.reduceScatter(Site::kDpGrad, 0, g, g + begin_, shard_, cclAvg);
-    } else if (comm_.size() > 1) {
-      for (size_t off = 0, k = 0; off < P; off += bucket_, ++k)
-        comm_.allReduce(Site::kDpGrad, static_cast<int>(k), g + off, std::min(bucket_, P - off), cclAvg);
+      return;
     }
-    double sq = 0;
-    for (size_t i = begin_; i < end_; ++i) sq += static_cast<double>(g[i]) * g[i];
-    if (zero_) comm_.allReduceDoubles(Site::kDpStat, &sq, 1, cclSum);
-    return std::sqrt(sq);
+    for (size_t off = 0, k = 0; off < P; off += bucket_, ++k)
+      comm_.allReduce(Site::kDpGrad, static_cast<int>(k), g + off, std::min(bucket_, P - off), cclAvg);
   }
 
   // After this rank's update: every rank gets every shard.
@@ -72,19 +103,13 @@ class DataParallel {
     comm_.allGather(Site::kDpParam, 0, p + begin_, p, shard_);
   }
 
-  // The full optimiser state (every rank's shard), for a checkpoint.
-  void gatherState(const AdamW& opt, std::vector<float>& m, std::vector<float>& v) {
-    const size_t P = parameterCount(model_.config);
-    m.assign(padded_, 0.0f);
-    v.assign(padded_, 0.0f);
-    std::copy(opt.m.begin(), opt.m.end(), m.begin() + static_cast<std::ptrdiff_t>(begin_));
-    std::copy(opt.v.begin(), opt.v.end(), v.begin() + static_cast<std::ptrdiff_t>(begin_));
-    if (zero_) {
-      comm_.allGather(Site::kDpParam, 1, m.data() + begin_, m.data(), shard_);
-      comm_.allGather(Site::kDpParam, 2, v.data() + begin_, v.data(), shard_);
-    }
-    m.resize(P);
-    v.resize(P);
+  // The range of the local buffer whose values this rank speaks for in its data-parallel
+  // group: its shard with ZeRO-1, else everything on the group's rank 0 (the others hold
+  // copies).
+  std::pair<size_t, size_t> spokenRange(bool sharded) const {
+    if (sharded && zero_) return {begin_, end_};
+    return comm_.rank(Group::kDp) == 0 ? std::pair<size_t, size_t>{0, shardCount(model_.layout)}
+                                       : std::pair<size_t, size_t>{0, 0};
   }
 
  private:
@@ -100,39 +125,143 @@ long peakRss() {
   return ru.ru_maxrss * 1024L;
 }
 
-// Mean validation loss over o.valSequences windows, spread over the ranks.
-double validate(Model<float>& m, const Corpus& corpus, const TrainOptions& o, Comm& comm) {
+// The whole model's values of a buffer laid out like this rank's (`local`, of which
+// [begin, end) is valid), assembled at world rank 0: each element from the one rank that
+// speaks for it, the others adding zeros.
+std::vector<float> assembleWhole(const Model<float>& m, Comm& comm, const float* local,
+                                 std::pair<size_t, size_t> range) {
+  const size_t P = parameterCount(m.config);
+  std::vector<float> mine(P, 0.0f), whole(P, 0.0f);
+  insertShard(m.layout, m.shard, local, range.first, range.second, mine.data());
+  comm.reduceToRoot(Site::kStat, mine.data(), whole.data(), P);
+  return whole;
+}
+
+// With sequence parallelism every rank of a tensor-parallel group computed the gradient of
+// its rows only for the tensors they all hold whole: summed over the group once per step.
+void sumWholeTensorGradients(Model<float>& m, Comm& comm, std::vector<float>& pack) {
+  if (!m.shard.sequenceParallel || m.shard.tp == 1) return;
+  pack.clear();
+  for (const TensorInfo& t : m.layout)
+    if (t.split == Split::kWhole)
+      pack.insert(pack.end(), m.grads.begin() + t.offset, m.grads.begin() + t.offset + t.size());
+  comm.allReduce(Site::kTpGrad, 0, pack.data(), pack.size(), cclSum);
+  size_t at = 0;
+  for (const TensorInfo& t : m.layout)
+    if (t.split == Split::kWhole) {
+      std::copy(pack.begin() + at, pack.begin() + at + t.size(), m.grads.begin() + t.offset);
+      at += t.size();
+    }
+}
+
+// The first and last stage both use wte (embedding and head): each adds the other's gradient.
+void syncEmbeddingGradient(Model<float>& m, Comm& comm) {
+  if (!comm.has(Group::kEmb)) return;
+  comm.allReduce(Site::kEmbSync, 0, m.g.wte, static_cast<size_t>(m.config.vocab) * m.config.channels, cclSum);
+}
+
+// Sum of squares of the gradient elements this rank speaks for (each element of the whole
+// model counted on one rank).
+double gradientSquares(const Model<float>& m, std::pair<size_t, size_t> range) {
+  double sq = 0;
+  for (const TensorInfo& t : m.layout) {
+    if (!speaksFor(t, m.shard)) continue;
+    const size_t lo = std::max(range.first, t.offset), hi = std::min(range.second, t.offset + t.size());
+    for (size_t i = lo; i < hi; ++i) sq += static_cast<double>(m.grads[i]) * m.grads[i];
+  }
+  return sq;
+}
+
+// Whether this rank's head output is part of the loss: sequence parallel ranks each hold
+// some rows; without it the tensor-parallel ranks repeat rank 0's.
+bool reportsLoss(const Shard& s) { return s.head() && (s.sequenceParallel || s.tpRank == 0); }
+
+// Mean validation loss over o.valSequences windows, spread over the data-parallel groups.
+double validate(Pipeline& pipe, const Model<float>& m, const Corpus& corpus, const TrainOptions& o, Comm& comm) {
+  comm.setEvaluating(true);
   double sums[2] = {0, 0};  // loss sum, windows
-  const int n = comm.size();
-  for (int first = comm.rank() * o.batch; first < o.valSequences; first += n * o.batch) {
+  const int n = comm.size(Group::kDp);
+  for (int first = comm.rank(Group::kDp) * o.batch; first < o.valSequences; first += n * o.batch) {
     Batch b;
     const int count = std::min(o.batch, o.valSequences - first);
     for (int i = 0; i < count; ++i)
       appendValSequence(corpus, static_cast<uint64_t>(first + i), static_cast<uint64_t>(o.valSequences), o.seq, b);
-    sums[0] += static_cast<double>(forward(m, b.tokens.data(), b.targets.data(), count, o.seq)) * count;
-    sums[1] += count;
+    const double loss = pipe.evaluate(b, count);
+    if (reportsLoss(m.shard)) sums[0] += loss * count;
+    if (m.shard.head() && m.shard.tpRank == 0) sums[1] += count;
   }
-  comm.allReduceDoubles(Site::kDpStat, sums, 2, cclSum);
+  comm.allReduceDoubles(Site::kStat, sums, 2, cclSum);
+  comm.setEvaluating(false);
   return sums[0] / sums[1];
 }
 
-}  // namespace
+// Every rank's spans at world rank 0, written there as one Chrome trace.
+void writeTrace(const std::string& path, const Timeline& timeline, Comm& comm, const Grid& grid) {
+  const int ranks = comm.size(Group::kWorld);
+  const bool root = comm.rank(Group::kWorld) == 0;
+  double most = static_cast<double>(timeline.spans().size());
+  comm.allReduceDoubles(Site::kStat, &most, 1, cclMax);
+  const size_t width = static_cast<size_t>(most);
+  std::vector<Span> mine(timeline.spans());
+  const uint64_t count = mine.size();
+  mine.resize(std::max<size_t>(width, 1));
+  std::vector<uint64_t> counts(static_cast<size_t>(ranks));
+  comm.gatherToRoot(Site::kStat, &count, counts.data(), sizeof(count));
+  std::vector<Span> all(root ? mine.size() * static_cast<size_t>(ranks) : mine.size());
+  comm.gatherToRoot(Site::kStat, mine.data(), all.data(), mine.size() * sizeof(Span));
+  if (!root) return;
+  std::vector<std::vector<Span>> byRank;
+  std::vector<RankPlace> places;
+  for (int r = 0; r < ranks; ++r) {
+    const auto first = all.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(r) * mine.size());
+    byRank.emplace_back(first, first + static_cast<std::ptrdiff_t>(counts[static_cast<size_t>(r)]));
+    const GridPlace at = placeOf(grid, r);
+    places.push_back({r, at.d, at.p, at.t});
+  }
+  writeChromeTrace(path, byRank, places, [](int s) { return siteName(static_cast<Site>(s)); });
+}
 
-TrainResult train(const TrainOptions& o, cclComm_t cclComm) {
-  omp_set_num_threads(std::max(1, o.threads));
-  if (o.seq > o.model.maxSeq)
-    throw std::invalid_argument("--seq " + std::to_string(o.seq) + " exceeds the model's --max-seq " +
-                                std::to_string(o.model.maxSeq));
-  if (o.batch < 1 || o.accum < 1 || o.steps < 1)
-    throw std::invalid_argument("--batch, --accum and --steps must be >= 1");
-  Comm comm(cclComm);
+std::string layoutName(const Grid& g, const TrainOptions& o) {
+  std::string s = "dp" + std::to_string(g.dp) + " x pp" + std::to_string(g.pp) + " x tp" + std::to_string(g.tp);
+  if (g.tp > 1 && o.sequenceParallel) s += " sp";
+  if (g.pp > 1) s += std::string(" ") + scheduleName(o.pipeSchedule);
+  if (o.zero && g.dp > 1) s += " zero1";
+  return s + " m" + std::to_string(o.accum);
+}
+
+double opTotal(const Model<float>& m) { return std::accumulate(m.opSeconds.begin(), m.opSeconds.end(), 0.0); }
+
+double commTotal(const Comm& comm) {
+  double s = 0;
+  for (const SiteInfo& site : kSites)
+    if (site.site != Site::kEval) s += comm.stats(site.site).seconds;
+  return s;
+}
+
+TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
+  const bool lead = comm.rank(Group::kWorld) == 0;
+  const GridPlace at = placeOf(grid, comm.rank(Group::kWorld));
   comm.setCodec(Site::kDpGrad, o.gradCodec);
-  const bool lead = comm.rank() == 0;
   const Corpus corpus = loadCorpus(o.data, static_cast<size_t>(o.seq) + 1);
 
-  Model<float> model = makeModel<float>(o.model, o.seed);
+  Shard shard;
+  shard.tp = grid.tp;
+  shard.tpRank = at.t;
+  shard.sequenceParallel = o.sequenceParallel && grid.tp > 1;
+  shard.pp = grid.pp;
+  shard.stage = at.p;
+  std::tie(shard.firstLayer, shard.endLayer) = stageLayers(o.model.layers, grid.pp, at.p);
+  Model<float> model = makeModel<float>(o.model, shard, o.seed);
+  TensorParallelComm tensorParallel(comm, shard.sequenceParallel);
+  model.tp = &tensorParallel;
   DataParallel dp(comm, o, model);
-  AdamW opt = makeAdamW(o.adamw, parameterLayout(o.model), dp.begin(), dp.end());
+  AdamW opt = makeAdamW(o.adamw, model.layout, dp.begin(), dp.end());
+  Timeline timeline(o.tracePath.empty() ? 0 : o.traceStep, o.tracePath.empty() ? 0 : o.traceSteps);
+  comm.setTimeline(&timeline);
+  Pipeline pipe(model, comm, o.pipeSchedule, o.accum, o.seq, &timeline);
+  std::vector<int> stageOf;
+  for (int r = 0; r < grid.size(); ++r) stageOf.push_back(placeOf(grid, r).p);
+
   int startStep = 0;
   uint64_t dataSeed = o.seed;
   if (!o.resumePath.empty()) {
@@ -141,22 +270,29 @@ TrainResult train(const TrainOptions& o, cclComm_t cclComm) {
         ck.config.channels != o.model.channels || ck.config.heads != o.model.heads ||
         ck.config.maxSeq != o.model.maxSeq)
       throw std::runtime_error("checkpoint " + o.resumePath + " holds another model shape than the flags ask for");
-    std::copy(ck.params.begin(), ck.params.end(), model.params.begin());
-    std::copy(ck.m.begin() + static_cast<std::ptrdiff_t>(dp.begin()),
-              ck.m.begin() + static_cast<std::ptrdiff_t>(dp.end()), opt.m.begin());
-    std::copy(ck.v.begin() + static_cast<std::ptrdiff_t>(dp.begin()),
-              ck.v.begin() + static_cast<std::ptrdiff_t>(dp.end()), opt.v.begin());
+    extractShard(model.layout, shard, ck.params.data(), model.params.data());
+    std::vector<float> local(shardCount(model.layout));
+    for (auto [whole, moment] : {std::pair{&ck.m, &opt.m}, std::pair{&ck.v, &opt.v}}) {
+      extractShard(model.layout, shard, whole->data(), local.data());
+      std::copy(local.begin() + static_cast<std::ptrdiff_t>(dp.begin()),
+                local.begin() + static_cast<std::ptrdiff_t>(dp.end()), moment->begin());
+    }
     opt.steps = ck.optimizerSteps;
     startStep = static_cast<int>(ck.step);
     dataSeed = ck.seed;
   }
 
-  const int n = comm.size();
-  const long long tokensPerStep = static_cast<long long>(n) * o.accum * o.batch * o.seq;
+  const long long tokensPerStep = static_cast<long long>(grid.dp) * o.accum * o.batch * o.seq;
   JsonLog log(lead ? o.logPath : "");
   Progress progress(lead && o.progress, o.steps);
   TrainResult result;
+  result.layout = layoutName(grid, o);
   result.unigramEntropy = unigramEntropy(corpus.val);
+  auto wholeState = [&](const std::vector<float>& moment) {
+    std::vector<float> local(shardCount(model.layout), 0.0f);
+    std::copy(moment.begin(), moment.end(), local.begin() + static_cast<std::ptrdiff_t>(dp.begin()));
+    return assembleWhole(model, comm, local.data(), dp.spokenRange(true));
+  };
   auto saveAt = [&](int nextStep) {
     if (o.checkpointPath.empty()) return;
     Checkpoint ck;
@@ -164,48 +300,62 @@ TrainResult train(const TrainOptions& o, cclComm_t cclComm) {
     ck.step = static_cast<uint64_t>(nextStep);
     ck.optimizerSteps = opt.steps;
     ck.seed = dataSeed;
-    ck.params.assign(model.params.begin(), model.params.begin() + static_cast<std::ptrdiff_t>(parameterCount(o.model)));
-    dp.gatherState(opt, ck.m, ck.v);
+    ck.params = assembleWhole(model, comm, model.params.data(), dp.spokenRange(false));
+    ck.m = wholeState(opt.m);
+    ck.v = wholeState(opt.v);
     if (lead) saveCheckpoint(o.checkpointPath, ck);
   };
 
   const auto runStart = Clock::now();
-  double computeTotal = 0, commTotal = 0;
+  double computeTotal = 0, commSeconds = 0;
+  std::vector<float> pack;
+  std::vector<Batch> batches(static_cast<size_t>(o.accum));
   int ran = 0;
   for (int step = startStep; step < o.steps; ++step) {
+    timeline.beginStep(step);
     const auto t0 = Clock::now();
+    const double ops0 = opTotal(model), comm0 = commTotal(comm);
     zeroGrads(model);
-    double lossSum = 0;
     for (int a = 0; a < o.accum; ++a) {
-      Batch b;
-      const uint64_t first = (static_cast<uint64_t>(comm.rank()) * o.accum + a) * o.batch;
+      Batch& b = batches[static_cast<size_t>(a)];
+      b = Batch{};
+      const uint64_t first = (static_cast<uint64_t>(at.d) * o.accum + a) * o.batch;
       for (int i = 0; i < o.batch; ++i) appendTrainSequence(corpus, dataSeed, step, first + i, o.seq, b);
-      lossSum += forward(model, b.tokens.data(), b.targets.data(), o.batch, o.seq);
-      backward(model, b.tokens.data(), b.targets.data(), 1.0f / static_cast<float>(o.accum));
     }
-    const auto t1 = Clock::now();
-    const double norm = dp.reduceGradients();
-    const auto t2 = Clock::now();
-    if (!std::isfinite(norm) || !std::isfinite(lossSum))
+    const double headLoss = pipe.step(batches, 1.0f / static_cast<float>(o.accum));
+    sumWholeTensorGradients(model, comm, pack);
+    if (dp.zero()) {
+      syncEmbeddingGradient(model, comm);
+      dp.reduceGradients();
+    } else {
+      // After the data-parallel sum, so that both stages' copies of wte get the same bits.
+      dp.reduceGradients();
+      syncEmbeddingGradient(model, comm);
+    }
+    double stats[2] = {gradientSquares(model, dp.spokenRange(true)), reportsLoss(shard) ? headLoss / o.accum : 0.0};
+    comm.allReduceDoubles(Site::kStat, stats, 2, cclSum);
+    const double norm = std::sqrt(stats[0]), loss = stats[1] / grid.dp;
+    if (!std::isfinite(norm) || !std::isfinite(loss))
       throw std::runtime_error("training diverged at step " + std::to_string(step) + " (loss or gradient not finite)");
     const float lr = learningRate(o.schedule, step, o.steps);
+    const double u0 = Timeline::now();
     adamwStep(opt, model.params.data(), model.grads.data(), lr, clipScale(norm, o.clip));
-    const auto t3 = Clock::now();
+    const double u1 = Timeline::now();
+    timeline.add({u0, u1, SpanKind::kUpdate});
     dp.shareParameters();
-    double loss = lossSum / o.accum;
-    comm.allReduceDoubles(Site::kDpStat, &loss, 1, cclAvg);
-    const auto t4 = Clock::now();
-    const double compute = seconds(t0, t1) + seconds(t2, t3), communication = seconds(t1, t2) + seconds(t3, t4);
+    const auto t1 = Clock::now();
+    const double compute = opTotal(model) - ops0 + (u1 - u0), communication = commTotal(comm) - comm0;
     computeTotal += compute;
-    commTotal += communication;
+    commSeconds += communication;
     ++ran;
-    const double tokS = static_cast<double>(tokensPerStep) / seconds(t0, t4);
+    const double tokS = static_cast<double>(tokensPerStep) / seconds(t0, t1);
     result.finalTrainLoss = loss;
-    log.step(step, loss, lr, norm, tokS, compute, communication, comm);
+    result.losses.push_back(loss);
+    if (!o.logPath.empty()) log.step(step, loss, lr, norm, tokS, compute, communication, gatherCounters(comm, stageOf));
     progress.step(step, loss, tokS);
     const bool last = step + 1 == o.steps;
     if ((o.valEvery > 0 && (step + 1) % o.valEvery == 0) || last) {
-      result.finalValLoss = validate(model, corpus, o, comm);
+      result.finalValLoss = validate(pipe, model, corpus, o, comm);
       log.validation(step, result.finalValLoss);
       progress.note("step " + std::to_string(step + 1) + ": validation loss " + std::to_string(result.finalValLoss));
     }
@@ -220,12 +370,40 @@ TrainResult train(const TrainOptions& o, cclComm_t cclComm) {
   result.gradRawBytes = comm.stats(Site::kDpGrad).rawBytes;
   result.gradWireBytes = comm.stats(Site::kDpGrad).wireBytes;
   result.peakRssBytes = peakRss();
-  result.params.assign(model.params.begin(),
-                       model.params.begin() + static_cast<std::ptrdiff_t>(parameterCount(o.model)));
+  result.params = assembleWhole(model, comm, model.params.data(), dp.spokenRange(false));
+  if (!lead) result.params.clear();
   for (size_t k = 0; k < model.opSeconds.size(); ++k)
     result.opSeconds.emplace_back(opKindName(static_cast<OpKind>(k)), model.opSeconds[k]);
-  log.summary(result, computeTotal, commTotal, elapsed, comm);
+  if (!o.tracePath.empty()) writeTrace(o.tracePath, timeline, comm, grid);
+  const GridCounters counters = gatherCounters(comm, stageOf);
+  if (lead) result.sites = siteTotals(counters, nullptr);
+  log.summary(result, result.layout, computeTotal, commSeconds, elapsed, counters);
   return result;
+}
+
+}  // namespace
+
+TrainResult train(const TrainOptions& o, cclComm_t world) {
+  omp_set_num_threads(std::max(1, o.threads));
+  if (o.seq > o.model.maxSeq)
+    throw std::invalid_argument("--seq " + std::to_string(o.seq) + " exceeds the model's --max-seq " +
+                                std::to_string(o.model.maxSeq));
+  if (o.batch < 1 || o.accum < 1 || o.steps < 1)
+    throw std::invalid_argument("--batch, --accum and --steps must be >= 1");
+  const std::string shape = configProblem(o.model);
+  if (!shape.empty()) throw std::invalid_argument(shape);
+  int worldSize = 1;
+  if (cclCommCount(world, &worldSize) != cclSuccess) throw std::runtime_error(cclGetLastError(world));
+  Grid grid = o.grid;
+  const std::string problem = resolveGrid(grid, worldSize, o.model, o.seq, o.sequenceParallel);
+  if (!problem.empty()) throw std::invalid_argument(problem);
+  Comm comm(splitGroups(world, grid), o.model.layers);
+  try {
+    return trainOn(o, grid, comm);
+  } catch (...) {
+    comm.abort();  // peers blocked in this rank's groups fail instead of waiting
+    throw;
+  }
 }
 
 }  // namespace gpt

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// One rank's training run: data, model, optimiser and the data-parallel step over ccl.
+// One rank's training run: data, model shard, optimiser, and the step over the grid of
+// tensor-, pipeline- and data-parallel ranks (grid.h), every collective through ccl.
 #pragma once
 
 #include <cstdint>
@@ -10,16 +11,21 @@
 #include "ccl/ccl.h"
 #include "comm.h"
 #include "config.h"
+#include "grid.h"
 #include "optimizer.h"
+#include "schedule.h"
 
 namespace gpt {
 
 struct TrainOptions {
   ModelConfig model;
-  std::string data;  // a UTF-8 text file (its token file is made beside it)
-  int seq = 64;      // training sequence length (<= model.maxSeq)
-  int batch = 8;     // micro-batch: sequences per forward/backward
-  int accum = 1;     // micro-batches per step and rank
+  std::string data;               // a UTF-8 text file (its token file is made beside it)
+  int seq = 64;                   // training sequence length (<= model.maxSeq)
+  int batch = 8;                  // micro-batch: sequences per forward/backward
+  int accum = 1;                  // micro-batches per step and data-parallel rank (a pipeline's micro-batches)
+  Grid grid{0, 1, 1};             // dp 0: the world's ranks that tp x pp leaves
+  bool sequenceParallel = false;  // with tp > 1
+  PipeSchedule pipeSchedule = PipeSchedule::k1F1B;
   int steps = 100;
   Schedule schedule;
   AdamWConfig adamw;
@@ -37,10 +43,14 @@ struct TrainOptions {
   std::string resumePath;  // a checkpoint to continue from
   bool progress = true;    // the one-line progress display (rank 0)
   int stopAfter = 0;       // stop (after saving) once this many steps ran in this process; 0: run to the end
+  std::string tracePath;   // Chrome trace of steps [traceStep, traceStep + traceSteps); empty: none
+  int traceStep = 1;
+  int traceSteps = 1;
 };
 
 struct TrainResult {
   double finalTrainLoss = 0;
+  std::vector<double> losses;  // training loss of every step this run ran
   double finalValLoss = 0;
   double unigramEntropy = 0;  // of the validation split, nats
   double tokensPerSecond = 0;
@@ -49,11 +59,15 @@ struct TrainResult {
   long peakRssBytes = 0;
   std::vector<float> params;                              // the final parameters, parameterLayout order
   std::vector<std::pair<std::string, double>> opSeconds;  // forward+backward time per kind of op
+  std::vector<SiteStats> sites;                           // per Site, summed over the grid (siteTotals)
+  std::string layout;                                     // "dp2 x pp2 x tp1 ..." as the run was laid out
 };
 
-// Trains on `comm` (one rank of a data-parallel group); every rank must call it with the
-// same options. Throws std::runtime_error with a clear message on bad data, a bad
-// checkpoint or a failed collective.
-TrainResult train(const TrainOptions& o, cclComm_t comm);
+// Trains on `world` (one rank of the grid o.grid lays over it); every rank must call it with
+// the same options. Every rank returns the run's losses; rank 0's result also holds the whole
+// model's parameters and the grid's counters. Throws std::invalid_argument for an impossible
+// grid or shape, std::runtime_error with a clear message on bad data, a bad checkpoint or a
+// failed collective (naming its site and call).
+TrainResult train(const TrainOptions& o, cclComm_t world);
 
 }  // namespace gpt

@@ -131,11 +131,11 @@ TEST(GradCheck, Encoder) {
   Vec wte = randomVec(V * C, 14), wpe = randomVec(T * C, 15), R = randomVec(B * T * C, 16), out(B * T * C);
   const int tokens[B * T] = {1, 4, 1, 0, 2, 4};
   auto f = [&] {
-    ops::encoderForward(out.data(), tokens, wte.data(), wpe.data(), B, T, C);
+    ops::encoderForward(out.data(), tokens, wte.data(), wpe.data(), 0, B * T, T, C);
     return dot(out, R);
   };
   Vec dwte(wte.size(), 0.0), dwpe(wpe.size(), 0.0);
-  ops::encoderBackward(dwte.data(), dwpe.data(), R.data(), tokens, B, T, C);
+  ops::encoderBackward(dwte.data(), dwpe.data(), R.data(), tokens, 0, B * T, T, C);
   expectGradient("encoder dwte", wte, dwte, f);
   expectGradient("encoder dwpe", wpe, dwpe, f);
 }

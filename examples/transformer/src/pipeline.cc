@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "pipeline.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace gpt {
+
+Pipeline::Pipeline(Model<float>& m, Comm& comm, PipeSchedule kind, int microbatches, int seq, Timeline* timeline)
+    : model_(m),
+      comm_(comm),
+      timeline_(timeline),
+      stage_(m.shard.stage),
+      seq_(seq),
+      schedules_(pipelineSchedules(kind, m.shard.pp, microbatches)),
+      slots_(activationSlots(schedules_[static_cast<size_t>(m.shard.stage)])) {}
+
+int Pipeline::acquire(int mb) {
+  int& slot = slotOf_[static_cast<size_t>(mb)];
+  if (slot >= 0) return slot;
+  if (free_.empty()) throw std::logic_error("pipeline: more micro-batches in flight than activation slots");
+  slot = free_.back();
+  free_.pop_back();
+  return slot;
+}
+
+void Pipeline::compute(const Action& a, const Batch& b, float lossScale, double& loss) {
+  Model<float>& m = model_;
+  const double t0 = Timeline::now();
+  const int mb = a.microbatch;
+  if (a.kind == Action::kForward) {
+    const int slot = acquire(mb);
+    if (m.shard.embedding()) embedForward(m, slot, b.tokens.data());
+    for (int l = m.shard.firstLayer; l < m.shard.endLayer; ++l) blockForward(m, slot, l);
+    if (m.shard.head()) loss += headForward(m, slot, b.targets.data());
+  } else {
+    const int slot = slotOf_[static_cast<size_t>(mb)];
+    if (slot < 0) throw std::logic_error("pipeline: a backward before its forward");
+    if (m.shard.head()) {
+      headBackward(m, slot, b.targets.data(), lossScale);
+    } else {
+      const std::vector<float>& g = gradIn_[static_cast<size_t>(slot)];
+      std::copy(g.begin(), g.end(), m.scratch.dresidual.begin());
+    }
+    for (int l = m.shard.endLayer - 1; l >= m.shard.firstLayer; --l) blockBackward(m, slot, l);
+    if (m.shard.embedding()) embedBackward(m, slot, b.tokens.data());
+    free_.push_back(slot);
+    slotOf_[static_cast<size_t>(mb)] = -1;
+  }
+  if (timeline_)
+    timeline_->add({t0, Timeline::now(), a.kind == Action::kForward ? SpanKind::kForward : SpanKind::kBackward, -1, mb,
+                    -1, 0, static_cast<int32_t>(a.phase)});
+}
+
+void Pipeline::transfer(const Action& a) {
+  Model<float>& m = model_;
+  const size_t count = static_cast<size_t>(m.heldRows()) * static_cast<size_t>(m.config.channels);
+  std::vector<PeerTransfer> group;
+  for (const Transfer& t : a.transfers) {
+    PeerTransfer p{t.send(), Site::kPpFwd, t.peer(stage_), nullptr, count, t.microbatch, static_cast<int>(t.phase)};
+    switch (t.kind) {
+      case Transfer::kSendActivation:
+        p.buf = const_cast<float*>(stageOutput(m, slotOf_[static_cast<size_t>(t.microbatch)]));
+        break;
+      case Transfer::kRecvActivation:
+        p.buf = m.acts[static_cast<size_t>(acquire(t.microbatch))].input.data();
+        break;
+      case Transfer::kSendGradient:
+        p.site = Site::kPpBwd;
+        p.buf = m.scratch.dresidual.data();
+        break;
+      case Transfer::kRecvGradient:
+        p.site = Site::kPpBwd;
+        p.buf = gradIn_[static_cast<size_t>(slotOf_[static_cast<size_t>(t.microbatch)])].data();
+        break;
+    }
+    group.push_back(p);
+  }
+  comm_.exchange(group);
+}
+
+double Pipeline::step(const std::vector<Batch>& batches, float lossScale) {
+  Model<float>& m = model_;
+  if (batches.empty()) throw std::invalid_argument("pipeline: no micro-batches");
+  const int B = static_cast<int>(batches[0].tokens.size()) / seq_;
+  prepare(m, B, seq_, slots_);
+  gradIn_.resize(static_cast<size_t>(slots_));
+  for (std::vector<float>& g : gradIn_) g.resize(m.scratch.dresidual.size());
+  slotOf_.assign(batches.size(), -1);
+  free_.clear();
+  for (int s = slots_ - 1; s >= 0; --s) free_.push_back(s);
+  double loss = 0;
+  for (const Action& a : actions()) {
+    if (a.kind == Action::kTransfer)
+      transfer(a);
+    else
+      compute(a, batches[static_cast<size_t>(a.microbatch)], lossScale, loss);
+  }
+  return loss;
+}
+
+double Pipeline::evaluate(const Batch& b, int sequences) {
+  Model<float>& m = model_;
+  prepare(m, sequences, seq_, std::max(slots_, 1));
+  const size_t count = static_cast<size_t>(m.heldRows()) * static_cast<size_t>(m.config.channels);
+  if (m.shard.embedding())
+    embedForward(m, 0, b.tokens.data());
+  else
+    comm_.exchange({{false, Site::kPpFwd, stage_ - 1, m.acts[0].input.data(), count}});
+  for (int l = m.shard.firstLayer; l < m.shard.endLayer; ++l) blockForward(m, 0, l);
+  if (!m.shard.head()) {
+    comm_.exchange({{true, Site::kPpFwd, stage_ + 1, const_cast<float*>(stageOutput(m, 0)), count}});
+    return 0;
+  }
+  return headForward(m, 0, b.targets.data());
+}
+
+}  // namespace gpt

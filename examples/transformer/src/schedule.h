@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Pipeline schedules as data: for each stage, the list of what it does in one step, in
+// order: the forward or backward of a micro-batch, or a group of transfers (sends and
+// receives that sit in one cclGroupStart/End because they depend on each other). Every
+// action and transfer carries its phase, so that a later change can treat phases apart
+// (compress only the cool-down's sends, say) without touching the executor.
+//
+// GPipe: every forward, then every backward. 1F1B (PipeDream-flush, as Megatron runs it):
+// stage s of p runs min(p - s - 1, m) forwards (warm-up), then alternates one forward and
+// one backward (steady state), then runs the remaining backwards (cool-down), so that it
+// keeps at most p - s micro-batches' activations. A transfer's phase is the phase of the
+// action that produced its data, the same at both ends.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace gpt {
+
+enum class PipeSchedule { kGPipe, k1F1B };
+const char* scheduleName(PipeSchedule s);
+bool scheduleFromName(const std::string& name, PipeSchedule* out);
+
+enum class Phase { kWarmup, kSteady, kCooldown };
+const char* phaseName(Phase p);
+
+struct Transfer {
+  enum Kind { kSendActivation, kRecvActivation, kSendGradient, kRecvGradient } kind;
+  int microbatch;
+  Phase phase;
+  bool send() const { return kind == kSendActivation || kind == kSendGradient; }
+  // The stage at the other end, from stage `stage`.
+  int peer(int stage) const { return kind == kSendActivation || kind == kRecvGradient ? stage + 1 : stage - 1; }
+};
+
+struct Action {
+  enum Kind { kForward, kBackward, kTransfer } kind;
+  int microbatch = -1;  // kForward, kBackward
+  Phase phase = Phase::kSteady;
+  std::vector<Transfer> transfers;  // kTransfer
+};
+
+// Every stage's actions for one step of `microbatches` micro-batches over `stages` stages.
+std::vector<std::vector<Action>> pipelineSchedules(PipeSchedule kind, int stages, int microbatches);
+
+// The most micro-batches whose activations a stage keeps at once under `actions`.
+int activationSlots(const std::vector<Action>& actions);
+
+// Runs the schedules in simulated time: computing takes duration(stage, action), transfers
+// complete when both ends have posted them (as a rendezvous send would; sends are matched to
+// receives in order per pair of stages, as ccl matches them). Returns the time each stage
+// finishes; throws std::logic_error when the schedules deadlock or a receive would take
+// another micro-batch's data.
+std::vector<double> simulatePipeline(const std::vector<std::vector<Action>>& schedules,
+                                     const std::function<double(int stage, const Action&)>& duration);
+
+}  // namespace gpt

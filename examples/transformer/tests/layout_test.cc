@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Layout equivalence: every grid of tensor-, pipeline- and data-parallel ranks (ranks as
+// threads) trains the same model on the same global batch as one rank does, step for step:
+// the same losses and the same final parameters up to fp32 summation order. Each case
+// records its differences (gtest properties), from which scripts/layout_table.py writes the
+// README's table. A checkpoint written at tp2 x pp2 resumes at dp4 and on one rank.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "launch.h"
+#include "train.h"
+
+namespace gpt {
+namespace {
+
+// Differences allowed after 10 AdamW steps: the largest parameter difference relative to the
+// largest parameter, and the largest loss difference of any step (nats). Summation order is
+// all that differs (fp32: 6e-8 relative per rounding); measured differences, about 1e-6,
+// are in the README's table. One step moves parameters by up to lr = 3e-3, about 1e-2 of
+// the largest: a layout that computed anything else would miss by far more.
+constexpr double kParamTolerance = 2e-5;
+constexpr double kLossTolerance = 2e-5;
+
+std::string scientific(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1e", v);
+  return buf;
+}
+
+const std::string& tempDir() {
+  struct Dir {
+    std::string path = testing::TempDir() + "gpt_layout_test." + std::to_string(getpid()) + "/";
+    Dir() { std::filesystem::create_directories(path); }
+    ~Dir() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  };
+  static const Dir dir;
+  return dir.path;
+}
+
+const std::string& corpusPath() {
+  static const std::string path = [] {
+    const std::string p = tempDir() + "corpus.txt";
+    std::ofstream out(p, std::ios::trunc);
+    for (int i = 0; i < 3000; ++i) out << "the " << (i % 7) << " lamb and the " << (i % 5) << " lion; ";
+    return p;
+  }();
+  return path;
+}
+
+struct Layout {
+  int tp = 1, pp = 1, dp = 1;
+  bool sp = false;
+  PipeSchedule schedule = PipeSchedule::k1F1B;
+  bool zero = false;
+  int microbatches = 1;  // per step and data-parallel rank
+
+  int ranks() const { return tp * pp * dp; }
+  std::string name() const {
+    std::string s = "tp" + std::to_string(tp) + "_pp" + std::to_string(pp) + "_dp" + std::to_string(dp);
+    if (sp) s += "_sp";
+    if (pp > 1) s += std::string("_") + scheduleName(schedule);
+    if (zero) s += "_zero1";
+    return s + "_m" + std::to_string(microbatches);
+  }
+};
+
+// 5 blocks, so that 2 and 4 stages hold unequal block counts (3+2, 2+1+1+1); 4 heads for tp 4.
+TrainOptions tiny() {
+  TrainOptions o;
+  o.model.layers = 5;
+  o.model.channels = 32;
+  o.model.heads = 4;
+  o.model.maxSeq = 16;
+  o.data = corpusPath();
+  o.seq = 16;
+  o.batch = 2;
+  o.steps = 10;
+  o.schedule.lr = 3e-3f;
+  o.schedule.warmup = 2;
+  o.valEvery = 0;
+  o.valSequences = 8;
+  o.progress = false;
+  o.seed = 11;
+  return o;
+}
+
+TrainOptions optionsFor(const Layout& l) {
+  TrainOptions o = tiny();
+  o.grid = {l.dp, l.pp, l.tp};
+  o.sequenceParallel = l.sp;
+  o.pipeSchedule = l.schedule;
+  o.zero = l.zero;
+  o.accum = l.microbatches;
+  return o;
+}
+
+// Runs `o` on n thread ranks; returns rank 0's result.
+TrainResult runOn(int n, const TrainOptions& o) {
+  TrainResult lead;
+  std::mutex mu;
+  runRanks(nullptr, nullptr, n, [&](cclComm_t comm, int rank) {
+    TrainResult r = train(o, comm);
+    if (rank != 0) return;
+    std::lock_guard<std::mutex> g(mu);
+    lead = std::move(r);
+  });
+  return lead;
+}
+
+// One rank training the same global batch (dp x microbatches micro-batches per step).
+TrainOptions oneRank(TrainOptions o) {
+  o.accum *= std::max(o.grid.dp, 1);
+  o.grid = {1, 1, 1};
+  o.sequenceParallel = false;
+  o.zero = false;
+  return o;
+}
+
+double relativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::fabs(double(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(double(a[i])));
+  }
+  return diff / scale;
+}
+
+double largestDifference(const std::vector<double>& a, const std::vector<double>& b) {
+  double d = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
+  return d;
+}
+
+void PrintTo(const Layout& l, std::ostream* os) { *os << l.name(); }
+
+class LayoutEquivalence : public testing::TestWithParam<Layout> {};
+
+TEST_P(LayoutEquivalence, MatchesOneRank) {
+  const Layout l = GetParam();
+  const TrainOptions o = optionsFor(l);
+  const TrainResult ref = runOn(1, oneRank(o));
+  const TrainResult got = runOn(l.ranks(), o);
+  ASSERT_EQ(got.params.size(), ref.params.size());
+  ASSERT_EQ(got.losses.size(), ref.losses.size());
+  const double params = relativeDifference(ref.params, got.params);
+  const double losses = largestDifference(ref.losses, got.losses);
+  RecordProperty("layout", got.layout);
+  RecordProperty("ranks", l.ranks());
+  RecordProperty("param_diff", scientific(params));
+  RecordProperty("loss_diff", scientific(losses));
+  RecordProperty("first_loss", std::to_string(ref.losses.front()));
+  RecordProperty("last_loss", std::to_string(ref.losses.back()));
+  EXPECT_LT(params, kParamTolerance) << got.layout;
+  EXPECT_LT(losses, kLossTolerance) << got.layout;
+  EXPECT_LT(ref.losses.back(), ref.losses.front() - 0.5) << "the reference learned something";
+}
+
+std::vector<Layout> layouts() {
+  std::vector<Layout> out;
+  using S = PipeSchedule;
+  for (int tp : {2, 4})
+    for (bool sp : {false, true}) out.push_back({tp, 1, 1, sp, S::k1F1B, false, 2});
+  // Micro-batches fewer than, as many as and more than the stages.
+  for (int pp : {2, 4})
+    for (S s : {S::kGPipe, S::k1F1B})
+      for (int m : {pp / 2, pp, pp + pp / 2 + 1}) out.push_back({1, pp, 1, false, s, false, m});
+  for (int m : {1, 2, 3}) out.push_back({2, 2, 1, false, S::k1F1B, false, m});
+  out.push_back({2, 2, 1, true, S::kGPipe, false, 3});
+  for (bool zero : {false, true}) {
+    out.push_back({2, 1, 2, false, S::k1F1B, zero, 2});
+    out.push_back({2, 1, 2, true, S::k1F1B, zero, 2});
+    out.push_back({1, 2, 2, false, S::k1F1B, zero, 3});
+    out.push_back({1, 2, 2, false, S::kGPipe, zero, 1});
+    for (int m : {1, 3}) out.push_back({2, 2, 2, false, S::k1F1B, zero, m});
+    out.push_back({2, 2, 2, true, S::k1F1B, zero, 2});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Grid, LayoutEquivalence, testing::ValuesIn(layouts()),
+                         [](const testing::TestParamInfo<Layout>& p) { return p.param.name(); });
+
+// Saved at tp2 x pp2 after 6 steps, resumed at dp4 and on one rank: the 7th step's loss is the
+// one the tp2 x pp2 run itself goes on to (the global batch is 4 micro-batches throughout).
+TEST(Checkpoint, ModelParallelCheckpointResumesInOtherLayouts) {
+  TrainOptions o = tiny();
+  o.steps = 7;
+  o.grid = {1, 2, 2};
+  o.accum = 4;
+  const TrainResult straight = runOn(4, o);
+  o.checkpointPath = tempDir() + "tp2pp2.ck";
+  o.stopAfter = 6;
+  ASSERT_EQ(runOn(4, o).stepsRun, 6);
+  const double next = straight.losses.back();
+  struct Target {
+    Grid grid;
+    int accum;
+  };
+  for (const Target t : {Target{{4, 1, 1}, 1}, Target{{1, 1, 1}, 4}, Target{{1, 2, 2}, 4}}) {
+    TrainOptions r = tiny();
+    r.steps = 7;
+    r.grid = t.grid;
+    r.accum = t.accum;
+    r.resumePath = o.checkpointPath;
+    const TrainResult resumed = runOn(t.grid.size(), r);
+    ASSERT_EQ(resumed.stepsRun, 1) << resumed.layout;
+    EXPECT_NEAR(resumed.losses.front(), next, kLossTolerance) << resumed.layout;
+    EXPECT_LT(relativeDifference(straight.params, resumed.params), kParamTolerance) << resumed.layout;
+  }
+}
+
+}  // namespace
+}  // namespace gpt
