@@ -145,6 +145,11 @@ void report(const Cli& c, const gpt::TrainResult& r, int ranks) {
     if (st.calls > 0) std::printf(" %s %.2f/%.2f", s.name, st.rawBytes / 1e6, st.wireBytes / 1e6);
   }
   std::printf("\n");
+  for (const gpt::BubbleReport& b : r.bubbles)
+    std::printf(
+        "pipeline bubble, step %d (%d stages, %d micro-batches): %.3f in theory, %.3f replaying the measured "
+        "computations with free transfers, %.3f measured over %.1f ms\n",
+        b.step, b.stages, b.microbatches, b.theory, b.replayed, b.measured, b.sectionSeconds * 1e3);
   double opTotal = 0;
   for (const auto& [name, sec] : r.opSeconds) opTotal += sec;
   std::printf("time shares of forward+backward (rank 0):");

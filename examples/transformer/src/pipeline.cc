@@ -2,7 +2,10 @@
 #include "pipeline.h"
 
 #include <algorithm>
+#include <limits>
+#include <map>
 #include <stdexcept>
+#include <tuple>
 
 namespace gpt {
 
@@ -113,6 +116,38 @@ double Pipeline::evaluate(const Batch& b, int sequences) {
     return 0;
   }
   return headForward(m, 0, b.targets.data());
+}
+
+BubbleReport pipelineBubble(const std::vector<std::vector<Span>>& spansOfStage,
+                            const std::vector<std::vector<Action>>& schedules, int step) {
+  BubbleReport r;
+  r.stages = static_cast<int>(schedules.size());
+  r.step = step;
+  for (const Action& a : schedules.front())
+    if (a.kind == Action::kForward) ++r.microbatches;
+  r.theory = static_cast<double>(r.stages - 1) / static_cast<double>(r.microbatches + r.stages - 1);
+  // Measured durations by (stage, forward?, micro-batch).
+  std::map<std::tuple<int, bool, int>, double> took;
+  double first = std::numeric_limits<double>::infinity(), last = -first, busy = 0;
+  for (int s = 0; s < r.stages; ++s)
+    for (const Span& sp : spansOfStage[static_cast<size_t>(s)]) {
+      if (sp.step != step || (sp.kind != SpanKind::kForward && sp.kind != SpanKind::kBackward)) continue;
+      took[{s, sp.kind == SpanKind::kForward, sp.microbatch}] = sp.end - sp.start;
+      busy += sp.end - sp.start;
+      first = std::min(first, sp.start);
+      last = std::max(last, sp.end);
+    }
+  if (took.empty())
+    throw std::invalid_argument("pipelineBubble: no computation traced in step " + std::to_string(step));
+  r.sectionSeconds = last - first;
+  r.measured = 1.0 - busy / (r.stages * r.sectionSeconds);
+  const std::vector<double> finish = simulatePipeline(schedules, [&](int s, const Action& a) {
+    const auto it = took.find({s, a.kind == Action::kForward, a.microbatch});
+    if (it == took.end()) throw std::invalid_argument("pipelineBubble: a computation of the schedule was not traced");
+    return it->second;
+  });
+  r.replayed = 1.0 - busy / (r.stages * *std::max_element(finish.begin(), finish.end()));
+  return r;
 }
 
 }  // namespace gpt

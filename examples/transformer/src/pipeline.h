@@ -30,6 +30,7 @@ class Pipeline {
   double evaluate(const Batch& b, int sequences);
 
   const std::vector<Action>& actions() const { return schedules_[static_cast<size_t>(stage_)]; }
+  const std::vector<std::vector<Action>>& schedules() const { return schedules_; }
 
  private:
   int acquire(int microbatch);
@@ -46,5 +47,22 @@ class Pipeline {
   std::vector<int> free_;                   // activation slots not in use
   std::vector<std::vector<float>> gradIn_;  // per slot: the received gradient of the stage's output
 };
+
+// The pipeline bubble of one traced step: the fraction of stage-time not spent in forward or
+// backward computation. theory: (p - 1) / (m + p - 1), equal stages and free transfers;
+// measured: from the spans, over the step's pipeline section (first forward to last
+// backward of any stage); replayed: the schedules run again in simulated time with each
+// computation's measured duration and free transfers (what the schedule and the stages'
+// imbalance cost, without communication or other ranks' use of the CPU).
+struct BubbleReport {
+  int stages = 0, microbatches = 0, step = -1;
+  double theory = 0, measured = 0, replayed = 0;
+  double sectionSeconds = 0;  // the measured pipeline section
+};
+
+// spansOfStage[s]: the spans of one rank of stage s (the same data-parallel and
+// tensor-parallel place in every stage); `step` names the traced step to analyse.
+BubbleReport pipelineBubble(const std::vector<std::vector<Span>>& spansOfStage,
+                            const std::vector<std::vector<Action>>& schedules, int step);
 
 }  // namespace gpt

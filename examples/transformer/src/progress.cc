@@ -202,7 +202,15 @@ void JsonLog::summary(const TrainResult& r, const std::string& layout, double co
                sites(counters, nullptr).c_str());
   for (size_t k = 0; k < r.opSeconds.size(); ++k)
     std::fprintf(f_, "%s\"%s\":%.4f", k ? "," : "", r.opSeconds[k].first.c_str(), r.opSeconds[k].second);
-  std::fprintf(f_, "}}\n");
+  std::fprintf(f_, "},\"bubbles\":[");
+  for (size_t k = 0; k < r.bubbles.size(); ++k) {
+    const BubbleReport& b = r.bubbles[k];
+    std::fprintf(f_,
+                 "%s{\"step\":%d,\"stages\":%d,\"microbatches\":%d,\"theory\":%.4f,\"replayed\":%.4f,"
+                 "\"measured\":%.4f,\"section_s\":%.6f}",
+                 k ? "," : "", b.step, b.stages, b.microbatches, b.theory, b.replayed, b.measured, b.sectionSeconds);
+  }
+  std::fprintf(f_, "]}\n");
   std::fflush(f_);
 }
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <set>
 #include <stdexcept>
 
 #include "checkpoint.h"
@@ -195,8 +196,10 @@ double validate(Pipeline& pipe, const Model<float>& m, const Corpus& corpus, con
   return sums[0] / sums[1];
 }
 
-// Every rank's spans at world rank 0, written there as one Chrome trace.
-void writeTrace(const std::string& path, const Timeline& timeline, Comm& comm, const Grid& grid) {
+// Every rank's spans at world rank 0, written there as one Chrome trace; with more than one
+// stage, the bubble of each traced step of the first pipeline.
+std::vector<BubbleReport> writeTrace(const std::string& path, const Timeline& timeline, Comm& comm, const Grid& grid,
+                                     const Pipeline& pipe) {
   const int ranks = comm.size(Group::kWorld);
   const bool root = comm.rank(Group::kWorld) == 0;
   double most = static_cast<double>(timeline.spans().size());
@@ -209,7 +212,7 @@ void writeTrace(const std::string& path, const Timeline& timeline, Comm& comm, c
   comm.gatherToRoot(Site::kStat, &count, counts.data(), sizeof(count));
   std::vector<Span> all(root ? mine.size() * static_cast<size_t>(ranks) : mine.size());
   comm.gatherToRoot(Site::kStat, mine.data(), all.data(), mine.size() * sizeof(Span));
-  if (!root) return;
+  if (!root) return {};
   std::vector<std::vector<Span>> byRank;
   std::vector<RankPlace> places;
   for (int r = 0; r < ranks; ++r) {
@@ -219,6 +222,14 @@ void writeTrace(const std::string& path, const Timeline& timeline, Comm& comm, c
     places.push_back({r, at.d, at.p, at.t});
   }
   writeChromeTrace(path, byRank, places, [](int s) { return siteName(static_cast<Site>(s)); });
+  std::vector<BubbleReport> bubbles;
+  if (grid.pp == 1) return bubbles;
+  std::vector<std::vector<Span>> stages;
+  for (int p = 0; p < grid.pp; ++p) stages.push_back(byRank[static_cast<size_t>(rankOf(grid, {0, p, 0}))]);
+  std::set<int> steps;  // the traced steps this run ran
+  for (const Span& s : stages.front()) steps.insert(s.step);
+  for (int step : steps) bubbles.push_back(pipelineBubble(stages, pipe.schedules(), step));
+  return bubbles;
 }
 
 std::string layoutName(const Grid& g, const TrainOptions& o) {
@@ -374,7 +385,7 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
   if (!lead) result.params.clear();
   for (size_t k = 0; k < model.opSeconds.size(); ++k)
     result.opSeconds.emplace_back(opKindName(static_cast<OpKind>(k)), model.opSeconds[k]);
-  if (!o.tracePath.empty()) writeTrace(o.tracePath, timeline, comm, grid);
+  if (!o.tracePath.empty()) result.bubbles = writeTrace(o.tracePath, timeline, comm, grid, pipe);
   const GridCounters counters = gatherCounters(comm, stageOf);
   if (lead) result.sites = siteTotals(counters, nullptr);
   log.summary(result, result.layout, computeTotal, commSeconds, elapsed, counters);

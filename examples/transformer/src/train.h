@@ -13,6 +13,7 @@
 #include "config.h"
 #include "grid.h"
 #include "optimizer.h"
+#include "pipeline.h"
 #include "schedule.h"
 
 namespace gpt {
@@ -61,6 +62,7 @@ struct TrainResult {
   std::vector<std::pair<std::string, double>> opSeconds;  // forward+backward time per kind of op
   std::vector<SiteStats> sites;                           // per Site, summed over the grid (siteTotals)
   std::string layout;                                     // "dp2 x pp2 x tp1 ..." as the run was laid out
+  std::vector<BubbleReport> bubbles;                      // per traced step, with more than one stage (rank 0)
 };
 
 // Trains on `world` (one rank of the grid o.grid lays over it); every rank must call it with
