@@ -3,6 +3,8 @@
 
 #include <stdexcept>
 
+#include "shard.h"
+
 namespace gpt {
 
 std::string resolveGrid(Grid& g, int worldSize, const ModelConfig& c, int seq, bool sequenceParallel) {
@@ -16,12 +18,8 @@ std::string resolveGrid(Grid& g, int worldSize, const ModelConfig& c, int seq, b
   if (g.size() != worldSize)
     return "--dp " + std::to_string(g.dp) + " x --pp " + std::to_string(g.pp) + " x --tp " + std::to_string(g.tp) +
            " = " + std::to_string(g.size()) + " ranks, but " + std::to_string(worldSize) + " were started";
-  if (c.heads % g.tp != 0)
-    return "--tp " + std::to_string(g.tp) + " does not divide --heads " + std::to_string(c.heads) +
-           " (each tensor-parallel rank takes whole heads)";
-  if (g.pp > c.layers)
-    return "--pp " + std::to_string(g.pp) + " exceeds --layers " + std::to_string(c.layers) +
-           " (each pipeline stage needs a block)";
+  const std::string split = splitProblem(c, g.tp, g.pp);
+  if (!split.empty()) return split;
   if (sequenceParallel && seq % g.tp != 0)
     return "--sp splits each sequence over the tensor-parallel ranks: --tp " + std::to_string(g.tp) +
            " does not divide --seq " + std::to_string(seq);

@@ -18,14 +18,20 @@ std::pair<int, int> stageLayers(int layers, int pp, int stage) {
   return {first, first + base + (stage < extra ? 1 : 0)};
 }
 
-std::string shardProblem(const ModelConfig& c, const Shard& s) {
-  if (s.tp < 1 || s.pp < 1) return "--tp and --pp must be at least 1";
-  if (c.heads % s.tp != 0)
-    return "--tp " + std::to_string(s.tp) + " does not divide --heads " + std::to_string(c.heads) +
+std::string splitProblem(const ModelConfig& c, int tp, int pp) {
+  if (tp < 1 || pp < 1) return "--tp and --pp must be at least 1";
+  if (c.heads % tp != 0)
+    return "--tp " + std::to_string(tp) + " does not divide --heads " + std::to_string(c.heads) +
            " (each tensor-parallel rank takes whole heads)";
-  if (s.pp > c.layers)
-    return "--pp " + std::to_string(s.pp) + " exceeds --layers " + std::to_string(c.layers) +
+  if (pp > c.layers)
+    return "--pp " + std::to_string(pp) + " exceeds --layers " + std::to_string(c.layers) +
            " (each pipeline stage needs a block)";
+  return "";
+}
+
+std::string shardProblem(const ModelConfig& c, const Shard& s) {
+  const std::string split = splitProblem(c, s.tp, s.pp);
+  if (!split.empty()) return split;
   if (s.tpRank < 0 || s.tpRank >= s.tp || s.stage < 0 || s.stage >= s.pp) return "rank outside its grid";
   const auto [first, end] = stageLayers(c.layers, s.pp, s.stage);
   if (s.firstLayer != first || s.endLayer != end) return "a stage's blocks differ from stageLayers";

@@ -35,6 +35,10 @@ Shard wholeModel(const ModelConfig& c);
 // first (layers % pp) stages one block more (the last stage also runs the head).
 std::pair<int, int> stageLayers(int layers, int pp, int stage);
 
+// Why model `c` cannot be split over `tp` tensor-parallel ranks and `pp` stages (empty when
+// it can): whole heads per rank, a block per stage.
+std::string splitProblem(const ModelConfig& c, int tp, int pp);
+
 // Why `s` cannot hold part of a model `c` (empty when it can).
 std::string shardProblem(const ModelConfig& c, const Shard& s);
 

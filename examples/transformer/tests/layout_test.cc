@@ -5,23 +5,24 @@
 // records its differences (gtest properties), from which scripts/layout_table.py writes the
 // README's table. A checkpoint written at tp2 x pp2 resumes at dp4 and on one rank.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <mutex>
 #include <ostream>
 #include <string>
 #include <vector>
 
-#include "launch.h"
+#include "harness.h"
 #include "train.h"
 
 namespace gpt {
 namespace {
+
+using harness::corpusPath;
+using harness::relativeDifference;
+using harness::runOn;
+using harness::tempDir;
 
 // Differences allowed after 10 AdamW steps: the largest parameter difference relative to the
 // largest parameter, and the largest loss difference of any step (nats). Summation order is
@@ -35,29 +36,6 @@ std::string scientific(double v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.1e", v);
   return buf;
-}
-
-const std::string& tempDir() {
-  struct Dir {
-    std::string path = testing::TempDir() + "gpt_layout_test." + std::to_string(getpid()) + "/";
-    Dir() { std::filesystem::create_directories(path); }
-    ~Dir() {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
-  };
-  static const Dir dir;
-  return dir.path;
-}
-
-const std::string& corpusPath() {
-  static const std::string path = [] {
-    const std::string p = tempDir() + "corpus.txt";
-    std::ofstream out(p, std::ios::trunc);
-    for (int i = 0; i < 3000; ++i) out << "the " << (i % 7) << " lamb and the " << (i % 5) << " lion; ";
-    return p;
-  }();
-  return path;
 }
 
 struct Layout {
@@ -107,19 +85,6 @@ TrainOptions optionsFor(const Layout& l) {
   return o;
 }
 
-// Runs `o` on n thread ranks; returns rank 0's result.
-TrainResult runOn(int n, const TrainOptions& o) {
-  TrainResult lead;
-  std::mutex mu;
-  runRanks(nullptr, nullptr, n, [&](cclComm_t comm, int rank) {
-    TrainResult r = train(o, comm);
-    if (rank != 0) return;
-    std::lock_guard<std::mutex> g(mu);
-    lead = std::move(r);
-  });
-  return lead;
-}
-
 // One rank training the same global batch (dp x microbatches micro-batches per step).
 TrainOptions oneRank(TrainOptions o) {
   o.accum *= std::max(o.grid.dp, 1);
@@ -127,15 +92,6 @@ TrainOptions oneRank(TrainOptions o) {
   o.sequenceParallel = false;
   o.zero = false;
   return o;
-}
-
-double relativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::fabs(double(a[i]) - b[i]));
-    scale = std::max(scale, std::fabs(double(a[i])));
-  }
-  return diff / scale;
 }
 
 double largestDifference(const std::vector<double>& a, const std::vector<double>& b) {

@@ -3,49 +3,25 @@
 // training of the same global batch; resuming from a checkpoint is bit-identical; a
 // checkpoint written by 4 ranks loads on 1 and on 3; bad data and checkpoints are errors.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "checkpoint.h"
-#include "launch.h"
+#include "harness.h"
 #include "train.h"
 
 namespace gpt {
 namespace {
 
-// A folder of this process's own: ctest runs the tests of this binary as concurrent processes.
-// Removed when the process ends.
-const std::string& tempDir() {
-  struct Dir {
-    std::string path = testing::TempDir() + "gpt_train_test." + std::to_string(getpid()) + "/";
-    Dir() { std::filesystem::create_directories(path); }
-    ~Dir() {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
-  };
-  static const Dir dir;
-  return dir.path;
-}
-
-// A small text with structure to learn, written once per test process.
-const std::string& corpusPath() {
-  static const std::string path = [] {
-    const std::string p = tempDir() + "corpus.txt";
-    std::ofstream out(p, std::ios::trunc);
-    for (int i = 0; i < 3000; ++i) out << "the " << (i % 7) << " lamb and the " << (i % 5) << " lion; ";
-    return p;
-  }();
-  return path;
-}
+using harness::corpusPath;
+using harness::relativeDifference;
+using harness::runOn;
+using harness::tempDir;
 
 TrainOptions tiny() {
   TrainOptions o;
@@ -65,29 +41,6 @@ TrainOptions tiny() {
   o.progress = false;
   o.seed = 7;
   return o;
-}
-
-// Runs `o` on n thread ranks; returns rank 0's result.
-TrainResult runOn(int n, const TrainOptions& o) {
-  TrainResult lead;
-  std::mutex mu;
-  runRanks(nullptr, nullptr, n, [&](cclComm_t comm, int rank) {
-    TrainResult r = train(o, comm);
-    if (rank != 0) return;
-    std::lock_guard<std::mutex> g(mu);
-    lead = std::move(r);
-  });
-  return lead;
-}
-
-// Largest |a - b| relative to the largest |a|.
-double relativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::fabs(double(a[i]) - b[i]));
-    scale = std::max(scale, std::fabs(double(a[i])));
-  }
-  return diff / scale;
 }
 
 // The same global batch (ranks x accum micro-batches) on 1 rank and on n ranks: 20 steps of
