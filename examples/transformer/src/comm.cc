@@ -70,14 +70,17 @@ void Comm::abort() {
 
 void Comm::setCodec(Site s, const SiteCodec& codec) { codecs_[static_cast<size_t>(s)] = codec; }
 
-const cclCompression_t* Comm::codecFor(Site s) const {
+const cclCompression_t* Comm::codecFor(Site s, int layer, int stage, int phase) const {
   const SiteCodec& c = codecs_[static_cast<size_t>(s)];
-  return c.compression.codec == cclCodecNone ? nullptr : &c.compression;
+  const Scope scope = siteInfo(s).scope;
+  const CallPlace at{step_, scope == Scope::kLayers ? layer : -1,
+                     scope == Scope::kStages ? (stage >= 0 ? stage : stage_) : -1, phase};
+  return applies(c, at) ? &c.compression : nullptr;
 }
 
-cclFeedback_t Comm::feedbackFor(Site s, int tensor) {
+cclFeedback_t Comm::feedbackFor(Site s, int tensor, const cclCompression_t* codec) {
   const SiteCodec& c = codecs_[static_cast<size_t>(s)];
-  if (c.compression.codec == cclCodecNone || c.feedback == cclFeedbackNone) return nullptr;
+  if (!codec || c.feedback == cclFeedbackNone) return nullptr;
   cclFeedback_t& fb = feedback_[{static_cast<int>(s), tensor}];
   if (!fb) check(cclFeedbackCreate(&fb, c.feedback, c.locoBeta, c.locoReset), "cclFeedbackCreate", comm(s));
   return fb;
@@ -140,23 +143,23 @@ void Comm::run(Site s, const char* what, int layer, Call call, int microbatch, i
 }
 
 void Comm::allReduce(Site s, int tensor, float* buf, size_t count, cclRedOp_t op, int layer) {
-  const cclCompression_t* z = codecFor(s);
-  cclFeedback_t fb = feedbackFor(s, tensor);
+  const cclCompression_t* z = codecFor(s, layer);
+  cclFeedback_t fb = feedbackFor(s, tensor, z);
   run(s, "cclAllReduceEx", layer,
       [&](cclComm_t c) { return cclAllReduceEx(buf, buf, count, cclFloat32, op, c, nullptr, z, fb); });
 }
 
 void Comm::reduceScatter(Site s, int tensor, const float* send, float* recv, size_t recvCount, cclRedOp_t op,
                          int layer) {
-  const cclCompression_t* z = codecFor(s);
-  cclFeedback_t fb = feedbackFor(s, tensor);
+  const cclCompression_t* z = codecFor(s, layer);
+  cclFeedback_t fb = feedbackFor(s, tensor, z);
   run(s, "cclReduceScatterEx", layer,
       [&](cclComm_t c) { return cclReduceScatterEx(send, recv, recvCount, cclFloat32, op, c, nullptr, z, fb); });
 }
 
 void Comm::allGather(Site s, int tensor, const float* send, float* recv, size_t sendCount, int layer) {
-  const cclCompression_t* z = codecFor(s);
-  cclFeedback_t fb = feedbackFor(s, tensor);
+  const cclCompression_t* z = codecFor(s, layer);
+  cclFeedback_t fb = feedbackFor(s, tensor, z);
   run(s, "cclAllGatherEx", layer,
       [&](cclComm_t c) { return cclAllGatherEx(send, recv, sendCount, cclFloat32, c, nullptr, z, fb); });
 }
@@ -180,7 +183,9 @@ void Comm::exchange(const std::vector<PeerTransfer>& transfers) {
         cclResult_t r = cclGroupStart();
         if (r != cclSuccess) return r;
         for (const PeerTransfer& t : transfers) {
-          const cclCompression_t* z = codecFor(t.site);
+          // Both ends decide by the sending stage (a pipeline rank is its stage) and the phase
+          // that produced the data.
+          const cclCompression_t* z = codecFor(t.site, -1, t.send ? stage_ : t.peer, t.phase);
           r = t.send ? cclSendEx(t.buf, t.count, cclFloat32, t.peer, c, nullptr, z)
                      : cclRecvEx(t.buf, t.count, cclFloat32, t.peer, c, nullptr, z);
           if (r != cclSuccess) {

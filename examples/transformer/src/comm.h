@@ -15,50 +15,11 @@
 #include <vector>
 
 #include "ccl/ccl.h"
+#include "site_codec.h"
+#include "sites.h"
 #include "timeline.h"
 
 namespace gpt {
-
-// The communicators of a rank (grid.h makes them).
-enum class Group { kWorld, kTp, kPp, kDp, kEmb, kCount };
-
-enum class Site { kTpFwd, kTpBwd, kTpGrad, kPpFwd, kPpBwd, kDpGrad, kDpParam, kEmbSync, kStat, kEval, kCount };
-
-struct SiteInfo {
-  Site site;
-  const char* name;
-  Group group;
-  const char* what;
-};
-
-// Every site, in Site order: its name in logs, flags and traces, its communicator, and what
-// it carries.
-inline constexpr SiteInfo kSites[] = {
-    {Site::kTpFwd, "tp.fwd", Group::kTp,
-     "forward: each row-parallel layer's output summed (all-reduce; sequence parallel: reduce-scatter) and, with "
-     "sequence parallelism, each column-parallel layer's input all-gathered"},
-    {Site::kTpBwd, "tp.bwd", Group::kTp,
-     "backward: each column-parallel layer's input gradient summed (all-reduce; sequence parallel: reduce-scatter) "
-     "and, with sequence parallelism, each row-parallel layer's output gradient all-gathered"},
-    {Site::kTpGrad, "tp.grad", Group::kTp,
-     "sequence parallel: the gradients of the tensors every tensor-parallel rank holds whole (LayerNorms, "
-     "row-parallel biases, embeddings), summed over the group once per step"},
-    {Site::kPpFwd, "pp.fwd", Group::kPp, "activations sent to the next pipeline stage"},
-    {Site::kPpBwd, "pp.bwd", Group::kPp, "activation gradients sent to the previous pipeline stage"},
-    {Site::kDpGrad, "dp.grad", Group::kDp,
-     "gradients averaged over the data-parallel group (all-reduce in buckets; ZeRO-1: reduce-scatter)"},
-    {Site::kDpParam, "dp.param", Group::kDp,
-     "ZeRO-1: updated parameters (and, for checkpoints, AdamW state) all-gathered"},
-    {Site::kEmbSync, "emb.sync", Group::kEmb, "wte's gradient summed between the first and the last pipeline stage"},
-    {Site::kStat, "stat", Group::kWorld, "loss and gradient norm, logs, checkpoints and the trace"},
-    {Site::kEval, "eval", Group::kWorld, "validation's tensor- and pipeline-parallel traffic (counted apart)"},
-};
-static_assert(std::size(kSites) == static_cast<size_t>(Site::kCount));
-
-constexpr const SiteInfo& siteInfo(Site s) { return kSites[static_cast<size_t>(s)]; }
-inline const char* siteName(Site s) { return siteInfo(s).name; }
-// Site by name (false: no such site).
-bool siteFromName(const std::string& name, Site* out);
 
 struct SiteStats {
   unsigned long long calls = 0;
@@ -68,12 +29,17 @@ struct SiteStats {
   double codecSeconds = 0;
 };
 
-// What a site carries: a codec (none: uncompressed) and an error-feedback kind.
-struct SiteCodec {
-  cclCompression_t compression = CCL_COMPRESSION_INITIALIZER;
-  cclFeedbackKind_t feedback = cclFeedbackNone;
-  float locoBeta = 0.5f;
-  int locoReset = 0;
+// Every rank's counters (Comm::counters), gathered at rank 0 (empty elsewhere), and where
+// each rank sits: [rank][site][layer + 1].
+struct GridCounters {
+  int ranks = 0, layers = 0;
+  std::vector<SiteStats> values;
+  std::vector<int> stageOf;  // per rank
+  const SiteStats& at(int rank, int site, int slot) const {
+    return values[(static_cast<size_t>(rank) * static_cast<size_t>(Site::kCount) + static_cast<size_t>(site)) *
+                      static_cast<size_t>(layers + 1) +
+                  static_cast<size_t>(slot)];
+  }
 };
 
 // One send or receive of a group of point-to-point calls.
@@ -103,6 +69,10 @@ class Comm {
   bool has(Group g) const { return comms_[static_cast<size_t>(g)] != nullptr; }
 
   void setCodec(Site s, const SiteCodec& codec);
+  // Where this rank's calls are made: its pipeline stage, and the step now running (codecs
+  // apply after their warm-up, to their stages and blocks).
+  void setStage(int stage) { stage_ = stage; }
+  void setStep(int step) { step_ = step; }
   void setTimeline(Timeline* t) { timeline_ = t; }
   // While on, every call is counted under Site::kEval (validation), whatever site it names.
   void setEvaluating(bool on) { evaluating_ = on; }
@@ -136,8 +106,10 @@ class Comm {
  private:
   template <class Call>
   void run(Site s, const char* what, int layer, Call call, int microbatch = -1, int phase = -1);
-  cclFeedback_t feedbackFor(Site s, int tensor);
-  const cclCompression_t* codecFor(Site s) const;
+  // The codec of a call of site s at block `layer` (tp sites) or from sending stage `stage`
+  // in pipeline phase `phase` (pp sites), or null: uncompressed.
+  const cclCompression_t* codecFor(Site s, int layer = -1, int stage = -1, int phase = -1) const;
+  cclFeedback_t feedbackFor(Site s, int tensor, const cclCompression_t* codec);
   cclComm_t comm(Site s) const;
   SiteStats& slot(Site s, int layer);
 
@@ -146,6 +118,7 @@ class Comm {
   int layers_ = 0;
   bool aborted_ = false;
   bool evaluating_ = false;
+  int stage_ = 0, step_ = 0;
   Timeline* timeline_ = nullptr;
   std::array<SiteCodec, static_cast<size_t>(Site::kCount)> codecs_{};
   std::vector<SiteStats> stats_;  // (site, layer + 1)

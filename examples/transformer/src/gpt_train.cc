@@ -6,11 +6,13 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "checkpoint.h"
 #include "launch.h"
@@ -35,7 +37,8 @@ struct Cli {
   std::string prompt = "In the beginning";
   float temperature = 0.8f;
   int topK = 40;
-  std::string generateFrom;  // sample from this checkpoint and exit
+  std::string generateFrom;           // sample from this checkpoint and exit
+  std::vector<std::string> compress;  // --compress SITE=CODEC[:key=value]...
 };
 
 void addFlags(CLI::App& app, Cli& c) {
@@ -84,6 +87,12 @@ void addFlags(CLI::App& app, Cli& c) {
       ->capture_default_str();
   app.add_option("--feedback", c.feedback, "Error feedback of dp.grad: none, ef or loco")->capture_default_str();
   app.add_option("--codec-block", c.codecBlock, "Quantiser block size (0: the codec's default)")->capture_default_str();
+  app.add_option("--compress", c.compress,
+                 "SITE=CODEC[:key=value]...: what a site carries (repeatable; sites tp.fwd, tp.bwd, pp.fwd, pp.bwd, "
+                 "dp.grad, emb.sync; keys block, bits, scale-bits, keep, threshold, stochastic, seed, "
+                 "feedback=none|ef|loco, beta, reset, layers=A-B, stages=A-B, phases=warmup+steady+cooldown, "
+                 "warmup=STEPS); later flags win over --codec for dp.grad")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--log", t.logPath, "JSONL log: one record per step, validation records, a summary");
   app.add_option("--checkpoint", t.checkpointPath, "Checkpoint written every --save-every steps and at the end");
   app.add_option("--save-every", t.saveEvery, "Checkpoint interval in steps (0: at the end only)")
@@ -99,20 +108,11 @@ void addFlags(CLI::App& app, Cli& c) {
   app.add_option("--generate-from", c.generateFrom, "Generate --sample bytes from this checkpoint, no training");
 }
 
-gpt::SiteCodec siteCodec(const Cli& c) {
-  gpt::SiteCodec s;
-  if (cclCodecFromName(c.codec.c_str(), &s.compression.codec) != cclSuccess)
-    throw std::invalid_argument("--codec " + c.codec + " is not a codec (ccl-info lists them)");
-  s.compression.blockSize = c.codecBlock;
-  if (c.feedback == "none")
-    s.feedback = cclFeedbackNone;
-  else if (c.feedback == "ef")
-    s.feedback = cclFeedbackResidual;
-  else if (c.feedback == "loco")
-    s.feedback = cclFeedbackLoco;
-  else
-    throw std::invalid_argument("--feedback " + c.feedback + " is not none, ef or loco");
-  return s;
+// --codec, --feedback and --codec-block: the gradient site's codec, as --compress reads it.
+gpt::SiteCodec gradientCodec(const Cli& c) {
+  std::string spec = "dp.grad=" + c.codec + ":feedback=" + c.feedback;
+  if (c.codecBlock) spec += ":block=" + std::to_string(c.codecBlock);
+  return gpt::parseSiteCodec(spec).second;
 }
 
 int generateOnly(const Cli& c) {
@@ -129,7 +129,7 @@ int generateOnly(const Cli& c) {
 
 void report(const Cli& c, const gpt::TrainResult& r, int ranks) {
   const gpt::TrainOptions& t = c.train;
-  std::printf("layout: %s over %d rank(s)\n", r.layout.c_str(), ranks);
+  std::printf("layout: %s over %d rank(s); compression: %s\n", r.layout.c_str(), ranks, r.compression.c_str());
   const size_t P = gpt::parameterCount(t.model);
   std::printf(
       "final: train loss %.4f, validation loss %.4f (unigram entropy of the validation text %.4f nats, "
@@ -207,7 +207,14 @@ int main(int argc, char** argv) {
       throw std::invalid_argument("--schedule " + c.schedule + " is not 1f1b or gpipe");
     const int threads = threadRanks(c);
     if (threads > 4096) throw std::invalid_argument("--ranks must be at most 4096");
-    c.train.gradCodec = siteCodec(c);
+    c.train.codecs[static_cast<size_t>(gpt::Site::kDpGrad)] = gradientCodec(c);
+    for (const std::string& spec : c.compress) {
+      const auto [site, codec] = gpt::parseSiteCodec(spec);
+      c.train.codecs[static_cast<size_t>(site)] = codec;
+    }
+    // A site with a codec compresses its calls whatever their size, unless the user sets
+    // the library's threshold.
+    setenv("CCL_CODEC_MIN_BYTES", "0", 0);
     c.train.bucketBytes = static_cast<size_t>(c.bucketMb * (1 << 20));
     std::mutex mu;
     gpt::TrainResult lead;

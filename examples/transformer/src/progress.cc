@@ -194,11 +194,12 @@ void JsonLog::summary(const TrainResult& r, const std::string& layout, double co
                       double elapsed, const GridCounters& counters) {
   if (!f_) return;
   std::fprintf(f_,
-               "{\"type\":\"summary\",\"steps\":%d,\"ranks\":%d,\"layout\":\"%s\",\"train_loss\":%.6f,"
+               "{\"type\":\"summary\",\"steps\":%d,\"ranks\":%d,\"layout\":\"%s\",\"compression\":\"%s\","
+               "\"train_loss\":%.6f,"
                "\"val_loss\":%.6f,\"unigram_entropy\":%.6f,\"tokens_per_s\":%.1f,\"compute_s\":%.3f,\"comm_s\":%.3f,"
                "\"elapsed_s\":%.3f,\"peak_rss_bytes\":%ld,%s,\"op_seconds\":{",
-               r.stepsRun, counters.ranks, layout.c_str(), r.finalTrainLoss, r.finalValLoss, r.unigramEntropy,
-               r.tokensPerSecond, computeSeconds, commSeconds, elapsed, r.peakRssBytes,
+               r.stepsRun, counters.ranks, layout.c_str(), r.compression.c_str(), r.finalTrainLoss, r.finalValLoss,
+               r.unigramEntropy, r.tokensPerSecond, computeSeconds, commSeconds, elapsed, r.peakRssBytes,
                sites(counters, nullptr).c_str());
   for (size_t k = 0; k < r.opSeconds.size(); ++k)
     std::fprintf(f_, "%s\"%s\":%.4f", k ? "," : "", r.opSeconds[k].first.c_str(), r.opSeconds[k].second);

@@ -31,19 +31,6 @@ class Progress {
   bool open_ = false;  // a progress line is on screen without its newline
 };
 
-// Every rank's counters (Comm::counters), gathered at rank 0 (empty elsewhere), and where
-// each rank sits: [rank][site][layer + 1].
-struct GridCounters {
-  int ranks = 0, layers = 0;
-  std::vector<SiteStats> values;
-  std::vector<int> stageOf;  // per rank
-  const SiteStats& at(int rank, int site, int slot) const {
-    return values[(static_cast<size_t>(rank) * static_cast<size_t>(Site::kCount) + static_cast<size_t>(site)) *
-                      static_cast<size_t>(layers + 1) +
-                  static_cast<size_t>(slot)];
-  }
-};
-
 // Collective over the world: every rank's counters at world rank 0.
 GridCounters gatherCounters(Comm& comm, const std::vector<int>& stageOf);
 

@@ -232,6 +232,16 @@ std::vector<BubbleReport> writeTrace(const std::string& path, const Timeline& ti
   return bubbles;
 }
 
+// The sites' codecs as --compress spells them, ", "-separated; "none" without any.
+std::string compressionName(const TrainOptions& o) {
+  std::string out;
+  for (const SiteInfo& s : kSites) {
+    const SiteCodec& c = o.codecs[static_cast<size_t>(s.site)];
+    if (c.active()) out += (out.empty() ? "" : ", ") + describe(s.site, c);
+  }
+  return out.empty() ? "none" : out;
+}
+
 std::string layoutName(const Grid& g, const TrainOptions& o) {
   std::string s = "dp" + std::to_string(g.dp) + " x pp" + std::to_string(g.pp) + " x tp" + std::to_string(g.tp);
   if (g.tp > 1 && o.sequenceParallel) s += " sp";
@@ -252,7 +262,8 @@ double commTotal(const Comm& comm) {
 TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
   const bool lead = comm.rank(Group::kWorld) == 0;
   const GridPlace at = placeOf(grid, comm.rank(Group::kWorld));
-  comm.setCodec(Site::kDpGrad, o.gradCodec);
+  for (const SiteInfo& s : kSites) comm.setCodec(s.site, o.codecs[static_cast<size_t>(s.site)]);
+  comm.setStage(at.p);
   const Corpus corpus = loadCorpus(o.data, static_cast<size_t>(o.seq) + 1);
 
   Shard shard;
@@ -298,6 +309,7 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
   Progress progress(lead && o.progress, o.steps);
   TrainResult result;
   result.layout = layoutName(grid, o);
+  result.compression = compressionName(o);
   result.unigramEntropy = unigramEntropy(corpus.val);
   auto wholeState = [&](const std::vector<float>& moment) {
     std::vector<float> local(shardCount(model.layout), 0.0f);
@@ -324,6 +336,7 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
   int ran = 0;
   for (int step = startStep; step < o.steps; ++step) {
     timeline.beginStep(step);
+    comm.setStep(step);
     const auto t0 = Clock::now();
     const double ops0 = opTotal(model), comm0 = commTotal(comm);
     zeroGrads(model);
@@ -386,9 +399,9 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
   for (size_t k = 0; k < model.opSeconds.size(); ++k)
     result.opSeconds.emplace_back(opKindName(static_cast<OpKind>(k)), model.opSeconds[k]);
   if (!o.tracePath.empty()) result.bubbles = writeTrace(o.tracePath, timeline, comm, grid, pipe);
-  const GridCounters counters = gatherCounters(comm, stageOf);
-  if (lead) result.sites = siteTotals(counters, nullptr);
-  log.summary(result, result.layout, computeTotal, commSeconds, elapsed, counters);
+  result.counters = gatherCounters(comm, stageOf);
+  if (lead) result.sites = siteTotals(result.counters, nullptr);
+  log.summary(result, result.layout, computeTotal, commSeconds, elapsed, result.counters);
   return result;
 }
 

@@ -3,6 +3,7 @@
 // tensor-, pipeline- and data-parallel ranks (grid.h), every collective through ccl.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -36,10 +37,10 @@ struct TrainOptions {
   int valSequences = 64;         // validation windows
   bool zero = false;             // ZeRO-1: reduce-scatter gradients, shard AdamW, all-gather parameters
   size_t bucketBytes = 8 << 20;  // gradient all-reduce buckets (plain data parallel)
-  SiteCodec gradCodec;           // what dp.grad carries
-  int threads = 1;               // OpenMP/BLAS threads of this rank
-  std::string logPath;           // JSONL, one record per step (rank 0); empty: none
-  std::string checkpointPath;    // written every saveEvery steps and at the end; empty: none
+  std::array<SiteCodec, static_cast<size_t>(Site::kCount)> codecs{};  // what each site carries
+  int threads = 1;                                                    // OpenMP/BLAS threads of this rank
+  std::string logPath;         // JSONL, one record per step (rank 0); empty: none
+  std::string checkpointPath;  // written every saveEvery steps and at the end; empty: none
   int saveEvery = 0;
   std::string resumePath;  // a checkpoint to continue from
   bool progress = true;    // the one-line progress display (rank 0)
@@ -62,7 +63,9 @@ struct TrainResult {
   std::vector<std::pair<std::string, double>> opSeconds;  // forward+backward time per kind of op
   std::vector<SiteStats> sites;                           // per Site, summed over the grid (siteTotals)
   std::string layout;                                     // "dp2 x pp2 x tp1 ..." as the run was laid out
+  std::string compression;                                // the sites' codecs as --compress spells them
   std::vector<BubbleReport> bubbles;                      // per traced step, with more than one stage (rank 0)
+  GridCounters counters;                                  // every rank's, at the end (rank 0)
 };
 
 // Trains on `world` (one rank of the grid o.grid lays over it); every rank must call it with

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Per-site compression in the trainer: --compress specs parse (and bad ones are refused
+// with the reason); a site's codec applies to the blocks, sending stages and pipeline phases
+// it names, after its warm-up, and nowhere else, as the per-rank, per-block counters show;
+// compressed training stays close to uncompressed training.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "harness.h"
+#include "site_codec.h"
+#include "train.h"
+
+namespace gpt {
+namespace {
+
+using harness::corpusPath;
+using harness::runOn;
+
+TEST(SiteCodecSpec, ParsesAndDescribesItself) {
+  for (const char* spec : {"tp.fwd=int4:block=32:layers=2-3", "dp.grad=int4:feedback=loco:beta=0.800000:reset=1024",
+                           "pp.bwd=fp8_e4m3:stages=1-:phases=cooldown:warmup=5", "tp.bwd=int8:stochastic:seed=7",
+                           "pp.fwd=topk:keep=0.050000", "emb.sync=int8:scale-bits=16", "dp.grad=int2:stages=0"}) {
+    const auto [site, codec] = parseSiteCodec(spec);
+    EXPECT_EQ(describe(site, codec), spec);
+  }
+  const SiteCodec c = parseSiteCodec("pp.bwd=int8:stages=1-2:phases=steady+cooldown:warmup=3").second;
+  EXPECT_EQ(c.firstStage, 1);
+  EXPECT_EQ(c.endStage, 3);
+  EXPECT_FALSE(applies(c, {2, -1, 1, static_cast<int>(Phase::kSteady)})) << "warm-up";
+  EXPECT_TRUE(applies(c, {3, -1, 1, static_cast<int>(Phase::kSteady)}));
+  EXPECT_TRUE(applies(c, {3, -1, 2, static_cast<int>(Phase::kCooldown)}));
+  EXPECT_FALSE(applies(c, {3, -1, 0, static_cast<int>(Phase::kSteady)})) << "stage outside the set";
+  EXPECT_FALSE(applies(c, {3, -1, 1, static_cast<int>(Phase::kWarmup)})) << "phase outside the set";
+  EXPECT_FALSE(applies(parseSiteCodec("dp.grad=none").second, {5, -1, 0, -1}));
+}
+
+TEST(SiteCodecSpec, BadSpecsSayWhatIsWrong) {
+  auto why = [](const std::string& spec) {
+    try {
+      parseSiteCodec(spec);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(why("tp.fwd").find("expected SITE=CODEC"), std::string::npos);
+  EXPECT_NE(why("tp.fw=int8").find("no site tp.fw"), std::string::npos);
+  EXPECT_NE(why("stat=int8").find("stat is not compressed"), std::string::npos);
+  EXPECT_NE(why("tp.fwd=int3").find("no codec int3"), std::string::npos);
+  EXPECT_NE(why("tp.fwd=int8:stages=0").find("stages= does not apply to tp.fwd"), std::string::npos);
+  EXPECT_NE(why("dp.grad=int8:layers=0").find("layers= does not apply to dp.grad"), std::string::npos);
+  EXPECT_NE(why("dp.grad=int8:phases=cooldown").find("phases= applies to pp.fwd and pp.bwd only"), std::string::npos);
+  EXPECT_NE(why("pp.fwd=int8:phases=epilogue").find("epilogue is not warmup"), std::string::npos);
+  EXPECT_NE(why("pp.fwd=int8:feedback=ef").find("sends take none"), std::string::npos);
+  EXPECT_NE(why("tp.fwd=int8:layers=3-1").find("empty range"), std::string::npos);
+  EXPECT_NE(why("tp.fwd=int8:block=7").find("block"), std::string::npos);
+  EXPECT_NE(why("tp.fwd=topk:keep=2").find("keep"), std::string::npos);
+  EXPECT_NE(why("tp.fwd=int8:colour=red").find("unknown key colour"), std::string::npos);
+  EXPECT_NE(why("dp.grad=none:feedback=ef").find("feedback without a codec"), std::string::npos);
+}
+
+TrainOptions small() {
+  TrainOptions o;
+  o.model.layers = 4;
+  o.model.channels = 32;
+  o.model.heads = 4;
+  o.model.maxSeq = 16;
+  o.data = corpusPath();
+  o.seq = 16;
+  o.batch = 4;
+  o.steps = 4;
+  o.schedule.lr = 3e-3f;
+  o.valEvery = 0;
+  o.valSequences = 4;
+  o.progress = false;
+  o.seed = 5;
+  return o;
+}
+
+void set(TrainOptions& o, const std::string& spec) {
+  const auto [site, codec] = parseSiteCodec(spec);
+  o.codecs[static_cast<size_t>(site)] = codec;
+}
+
+// Summed over every rank (and block) that `pick` accepts.
+template <class Pick>
+SiteStats total(const GridCounters& g, Site s, Pick pick) {
+  SiteStats out;
+  for (int r = 0; r < g.ranks; ++r)
+    for (int k = 0; k <= g.layers; ++k) {
+      if (!pick(r, k - 1)) continue;
+      const SiteStats& st = g.at(r, static_cast<int>(s), k);
+      out.calls += st.calls, out.rawBytes += st.rawBytes, out.wireBytes += st.wireBytes;
+    }
+  return out;
+}
+
+TEST(SiteCompression, OnlyTheNamedBlocks) {
+  TrainOptions o = small();
+  o.grid = {1, 1, 2};
+  set(o, "tp.fwd=int4:layers=2-3");
+  const TrainResult r = runOn(2, o);
+  for (int layer = 0; layer < 4; ++layer) {
+    const SiteStats st = total(r.counters, Site::kTpFwd, [&](int, int l) { return l == layer; });
+    ASSERT_GT(st.rawBytes, 0u) << layer;
+    if (layer < 2)
+      EXPECT_EQ(st.wireBytes, st.rawBytes) << "block " << layer << " is not in the range";
+    else
+      EXPECT_LT(st.wireBytes * 4, st.rawBytes * 2) << "block " << layer << " goes int4";
+  }
+  const SiteStats bwd = total(r.counters, Site::kTpBwd, [](int, int) { return true; });
+  EXPECT_EQ(bwd.wireBytes, bwd.rawBytes) << "tp.bwd has no codec";
+}
+
+TEST(SiteCompression, OnlyTheNamedStagesAfterTheWarmup) {
+  TrainOptions o = small();
+  o.grid = {2, 2, 1};
+  o.accum = 2;
+  set(o, "dp.grad=int8:stages=1");
+  const TrainResult r = runOn(4, o);
+  const GridCounters& g = r.counters;
+  for (int stage : {0, 1}) {
+    const SiteStats st = total(g, Site::kDpGrad, [&](int rank, int) { return g.stageOf[rank] == stage; });
+    ASSERT_GT(st.rawBytes, 0u);
+    if (stage == 0)
+      EXPECT_EQ(st.wireBytes, st.rawBytes);
+    else
+      EXPECT_LT(st.wireBytes * 3, st.rawBytes);
+  }
+  o.steps = 3;
+  set(o, "dp.grad=int8:warmup=3");
+  const SiteStats warm = total(runOn(4, o).counters, Site::kDpGrad, [](int, int) { return true; });
+  EXPECT_EQ(warm.wireBytes, warm.rawBytes) << "every step was a warm-up step";
+}
+
+// pp4, 4 micro-batches, 1F1B: stage s sends its gradient back in the cool-down min(3 - s, 4)
+// times; the last stage never cools down.
+TEST(SiteCompression, OnlyTheNamedPhases) {
+  TrainOptions o = small();
+  o.grid = {1, 4, 1};
+  o.accum = 4;
+  o.steps = 2;
+  set(o, "pp.bwd=int8:phases=cooldown");
+  const TrainResult r = runOn(4, o);
+  const GridCounters& g = r.counters;
+  const SiteStats full = total(g, Site::kPpBwd, [&](int rank, int) { return g.stageOf[rank] == 3; });
+  ASSERT_GT(full.rawBytes, 0u);
+  EXPECT_EQ(full.wireBytes, full.rawBytes) << "stage 3 has no cool-down";
+  const double perSend = static_cast<double>(full.rawBytes) / (o.steps * o.accum);
+  for (int stage : {1, 2}) {
+    const SiteStats st = total(g, Site::kPpBwd, [&](int rank, int) { return g.stageOf[rank] == stage; });
+    const int cooled = o.steps * (3 - stage);  // compressed sends
+    EXPECT_EQ(st.rawBytes, full.rawBytes);
+    const double uncompressed = perSend * (o.steps * o.accum - cooled);
+    EXPECT_GT(static_cast<double>(st.wireBytes), uncompressed) << stage;
+    EXPECT_LT(static_cast<double>(st.wireBytes), uncompressed + cooled * perSend * 0.3) << stage;
+  }
+}
+
+// Compression changes the numbers by its bound, not the training: int8 activations in every
+// place a layout can put them stay within 0.02 nats of the uncompressed losses.
+TEST(SiteCompression, Int8EverywhereStaysClose) {
+  TrainOptions o = small();
+  o.grid = {1, 2, 2};
+  o.accum = 2;
+  o.steps = 6;
+  const TrainResult plain = runOn(4, o);
+  for (const char* spec : {"tp.fwd=int8", "tp.bwd=int8", "pp.fwd=int8", "pp.bwd=int8", "emb.sync=int8"}) set(o, spec);
+  const TrainResult squeezed = runOn(4, o);
+  for (size_t i = 0; i < plain.losses.size(); ++i) EXPECT_NEAR(squeezed.losses[i], plain.losses[i], 0.02) << i;
+  for (Site s : {Site::kTpFwd, Site::kTpBwd, Site::kPpFwd, Site::kPpBwd, Site::kEmbSync}) {
+    const SiteStats& st = squeezed.sites[static_cast<size_t>(s)];
+    EXPECT_LT(st.wireBytes * 3, st.rawBytes) << siteName(s);
+  }
+}
+
+}  // namespace
+}  // namespace gpt
