@@ -36,7 +36,7 @@ extern "C" {
 #endif
 
 #define CCL_MAJOR 0
-#define CCL_MINOR 1
+#define CCL_MINOR 2
 #define CCL_PATCH 0
 /* Encoded as NCCL encodes versions from 2.9 on: MAJOR*10000 + MINOR*100 + PATCH. */
 #define CCL_VERSION(X, Y, Z) ((X)*10000 + (Y)*100 + (Z))
@@ -143,7 +143,8 @@ typedef enum CCL_ENUM_TYPE {
   cclCodecTopK = 7,      /* "topk": the k = keepRatio*n largest |x| (ties: lower index first) */
   cclCodecRandK = 8,     /* "randk": k = keepRatio*n positions drawn from `seed`, equal on every rank */
   cclCodecThreshold = 9, /* "threshold": every element with |x| >= threshold */
-  cclNumCodecs = 10
+  cclCodecPowerSgd = 10, /* "powersgd": the buffer as a rows x cols matrix M, sent as a rank-r P Q^T (below) */
+  cclNumCodecs = 11
 } cclCodec_t;
 
 #define CCL_COMPRESSION_MAGIC 0xcc1c0decu
@@ -151,6 +152,17 @@ typedef enum CCL_ENUM_TYPE {
 /*
  * Codec choice and parameters. Always start from CCL_COMPRESSION_INITIALIZER; the library
  * reads only `size` bytes. Fields left at 0 take the codec's default.
+ *
+ * powersgd (Vogels et al. 2019) sends a rank-r approximation of the buffer seen as a
+ * rows x cols matrix M (rows * cols = count; 0 and 0: cols = ceil(sqrt(count)), rows =
+ * ceil(count / cols), zero-padded): one power iteration P = M Q, P orthonormalised, Q = M^T P,
+ * so M ~ P Q^T travels as (rows + cols) * r fp32 values. Q starts from `seed` and, with a
+ * residual error-feedback handle, from the previous call's Q (warm start), and the handle
+ * keeps M - P Q^T for the next call. Allreduce sums P and then Q over the ranks with two
+ * uncompressed allreduces (orthonormalising P between them), so it cannot run inside a
+ * cclGroupStart/End; send/recv carry P and Q. Other collectives refuse it. It has no
+ * element-wise error bound (cclCodecErrorBound gives +inf): a matrix of rank <= r arrives
+ * exactly up to fp32 rounding, others lose what lies outside the r directions found.
  */
 typedef struct cclCompression_v1 {
   size_t size;             /* sizeof(cclCompression_t) as the caller saw it */
@@ -164,10 +176,15 @@ typedef struct cclCompression_v1 {
   float threshold;         /* threshold: keep |x| >= threshold; must be >= 0 */
   int stochasticRounding;  /* quantizers: 1 rounds stochastically (unbiased); 0 (default) to nearest even */
   unsigned long long seed; /* stochastic rounding and randk; same seed, same output bits */
+  int rank;                /* powersgd: rank r of the approximation (default 4; at most min(rows, cols)) */
+  size_t rows, cols;       /* powersgd: the matrix shape, rows * cols == count, or both 0 (near-square) */
 } cclCompression_t;
 
-#define CCL_COMPRESSION_INITIALIZER \
-  { sizeof(cclCompression_t), CCL_COMPRESSION_MAGIC, CCL_VERSION_CODE, cclCodecNone, 0, 0, 0, 0.0, 0.0f, 0, 0ULL }
+#define CCL_COMPRESSION_INITIALIZER                                                                                  \
+  {                                                                                                                  \
+    sizeof(cclCompression_t), CCL_COMPRESSION_MAGIC, CCL_VERSION_CODE, cclCodecNone, 0, 0, 0, 0.0, 0.0f, 0, 0ULL, 0, \
+        0, 0                                                                                                         \
+  }
 
 /* The codec's name as listed in cclCodec_t ("int4", "topk", ...); "invalid" if out of range. Never NULL. */
 CCL_API const char* cclCodecName(cclCodec_t codec);
@@ -365,9 +382,10 @@ CCL_API cclResult_t cclAlltoAllEx(const void* sendbuff, void* recvbuff, size_t c
                                   cclComm_t comm, cclStream_t stream, const cclCompression_t* compression);
 CCL_API cclResult_t cclBroadcastEx(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype, int root,
                                    cclComm_t comm, cclStream_t stream, const cclCompression_t* compression);
-/* Sender and receiver must pass the same codec. */
+/* Sender and receiver must pass the same codec. `feedback` (NULL: none) is the sender's
+ * error-feedback state for this stream of sends: what encoding lost is added to the next. */
 CCL_API cclResult_t cclSendEx(const void* sendbuff, size_t count, cclDataType_t datatype, int peer, cclComm_t comm,
-                              cclStream_t stream, const cclCompression_t* compression);
+                              cclStream_t stream, const cclCompression_t* compression, cclFeedback_t feedback);
 CCL_API cclResult_t cclRecvEx(void* recvbuff, size_t count, cclDataType_t datatype, int peer, cclComm_t comm,
                               cclStream_t stream, const cclCompression_t* compression);
 

@@ -22,7 +22,7 @@ class SendRecvPerf final : public PerfCollective {
     cclCheck(cclCommCount(c, &n), "cclCommCount", c);
     const cclCompression_t* z = cclRankOf(comm).compression();
     cclCheck(cclGroupStart(), "cclGroupStart");
-    const cclResult_t sent = z ? cclSendEx(a.send, a.count, a.type, (rank + 1) % n, c, nullptr, z)
+    const cclResult_t sent = z ? cclSendEx(a.send, a.count, a.type, (rank + 1) % n, c, nullptr, z, nullptr)
                                : cclSend(a.send, a.count, a.type, (rank + 1) % n, c, nullptr);
     const cclResult_t received = z ? cclRecvEx(a.recv, a.count, a.type, (rank - 1 + n) % n, c, nullptr, z)
                                    : cclRecv(a.recv, a.count, a.type, (rank - 1 + n) % n, c, nullptr);

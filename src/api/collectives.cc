@@ -6,6 +6,7 @@
 #include <string>
 
 #include "api/group.h"
+#include "api/lowrank_allreduce.h"
 #include "collectives/algorithms.h"
 #include "common/dtype.h"
 #include "common/log.h"
@@ -34,14 +35,24 @@ struct Call {
 };
 
 // The codec a call uses: its own (an *Ex call), else the communicator's when the policy
-// enables it for this collective; none below the size threshold.
+// enables it for this collective; none below the size threshold. The low-rank codec runs
+// send, recv and (outside groups) allreduce only: asked for explicitly elsewhere it is an
+// error, as the communicator's default it leaves the call uncompressed.
 codec::Params codecFor(cclComm_t comm, Coll c, bool ex, const cclCompression_t* explicitCodec, size_t bytes) {
   codec::Params none;
   if (!collInfo(c).compressible) return none;
   const int opKind = collInfo(c).op;
-  codec::Params p = (ex && explicitCodec) ? codec::resolveParams(explicitCodec)
+  const bool given = ex && explicitCodec;
+  codec::Params p = given ? codec::resolveParams(explicitCodec)
                     : (comm->policy.enabled >> opKind) & 1 && !comm->defaultCodecOff ? comm->policy.codec
                                                                                      : none;
+  if (codec::isLowRank(p.codec)) {
+    const bool runs = c == Coll::kSend || c == Coll::kRecv || (c == Coll::kAllReduce && !groupActive());
+    if (!runs && given)
+      throw Error(cclInvalidArgument, std::string(cclCodecName(p.codec)) + " compresses send, recv and allreduce " +
+                                          "(outside a group: its allreduce is two allreduces with work between)");
+    if (!runs) return none;
+  }
   return bytes < comm->policy.minBytes ? none : p;
 }
 
@@ -64,12 +75,16 @@ uint64_t codecKey(const coll::CollArgs& a) {
 
 // The error-feedback state of a compressed call: the caller's handle, else the state kept
 // per buffer when CCL_FEEDBACK asks for it.
-cclFeedback* feedbackFor(const Call& c, int opKind) {
+cclFeedback* feedbackFor(const Call& c, int opKind, const codec::Params& p) {
   if (!collInfo(c.kind).feedback) return nullptr;
   cclFeedback* fb = c.feedback;
   if (!fb && c.comm->policy.autoFeedback != cclFeedbackNone)
     fb = c.comm->autoFeedback.get(c.send, c.count, opKind, c.comm->policy);
-  return fb && fb->kind() != cclFeedbackNone ? fb : nullptr;
+  if (!fb || fb->kind() == cclFeedbackNone) return nullptr;
+  // LoCo keeps its state in 8 bits, which would round the low-rank codec's warm-start Q.
+  CCL_CHECK(!(codec::isLowRank(p.codec) && fb->kind() == cclFeedbackLoco), cclInvalidArgument,
+            std::string(cclCodecName(p.codec)) + " takes residual error feedback, not LoCo");
+  return fb;
 }
 
 void checkCommon(cclComm_t comm, cclDataType_t dtype, size_t count, cclStream_t stream) {
@@ -116,65 +131,71 @@ cclResult_t inGroup(cclResult_t r) {
   return r;
 }
 
+void runCollective(const Call& c) {
+  checkCall(c);
+  const coll::CollInfo info = collInfo(c.kind);
+  cclComm_t comm = c.comm;
+  log::RankScope scope(comm->rank);
+  coll::CollArgs a;
+  a.rank = comm->rank;
+  a.nranks = comm->nranks;
+  a.count = c.count;
+  a.dtype = c.dtype;
+  a.op = c.op;
+  a.root = c.root;
+  a.inPlace =
+      coll::isInPlace(c.kind, c.send, c.recv, c.count * dataTypeSize(c.dtype), comm->rank, comm->rank == c.root);
+  a.chunkBytes = comm->chunkBytes;
+  a.algo = comm->algo;
+  a.treeMaxBytes = comm->treeMaxBytes;
+  a.directMaxBytes = comm->directMaxBytes;
+  const int opKind = collInfo(c.kind).op;
+  a.codec = codecFor(comm, c.kind, c.ex, c.compression, c.count * dataTypeSize(c.dtype));
+  if (!coll::compressible(a)) a.codec = codec::Params{};
+  Op op;
+  op.comm = comm;
+  op.opKind = opKind;
+  op.compressed = a.codec.codec != cclCodecNone;
+  if (op.compressed) {
+    op.feedback = feedbackFor(c, opKind, a.codec);
+    a.feedback = op.feedback != nullptr;
+    op.feedbackFloats = coll::feedbackFloats(a, c.kind == Coll::kReduceScatter);
+  }
+  if (codec::isLowRank(a.codec.codec)) {  // allreduce: send and recv go through pointToPoint
+    LowRankCall l{comm, c.send, c.recv, c.count, c.dtype, c.op, a.codec, op.feedback};
+    return lowRankAllReduce(l, a);
+  }
+  PlanKey key{opKind, c.count, c.dtype, c.op, c.root, a.inPlace, codecKey(a)};
+  op.plan = cachedPlan(comm, key, [&] {
+    if (op.compressed)
+      CCL_INFO("%s count %zu %s: codec %s, algorithm %s", c.fn, c.count, dataTypeName(c.dtype),
+               cclCodecName(a.codec.codec),
+               c.kind == Coll::kAllReduce ? coll::algoName(coll::chooseCompressedAllReduce(a)) : "default");
+    return coll::planCollective(c.kind, a);
+  });
+  op.send = c.send;
+  op.recv = c.recv;
+  op.tagBase = tags::collectiveBase(comm->collSeq++);
+  // The digest costs one extra message per call, a visible share of the smallest calls' time
+  // (perf/README.md, 'Call digest'), so the smallest uncompressed calls go without: their
+  // one-round exchange reaches every rank, whose size checks already report a different
+  // count to all of them.
+  if (op.compressed || c.count * dataTypeSize(c.dtype) > comm->directMaxBytes)
+    op.signature = fnv1a({uint64_t(opKind), c.count, uint64_t(c.dtype), info.reduction ? uint64_t(c.op) : 0,
+                          info.rooted ? uint64_t(c.root) : 0, codecDigest(a.codec)}) |
+                   1;
+  CCL_TRACE("%s count %zu %s %s root %d inplace %d steps %zu", c.fn, c.count, dataTypeName(c.dtype), redOpName(c.op),
+            c.root, a.inPlace, op.plan->steps.size());
+  submit(std::move(op));
+}
+
 cclResult_t collective(const Call& c) {
-  return inGroup(guard(c.comm, c.fn, [&] {
-    checkCall(c);
-    const coll::CollInfo info = collInfo(c.kind);
-    cclComm_t comm = c.comm;
-    log::RankScope scope(comm->rank);
-    coll::CollArgs a;
-    a.rank = comm->rank;
-    a.nranks = comm->nranks;
-    a.count = c.count;
-    a.dtype = c.dtype;
-    a.op = c.op;
-    a.root = c.root;
-    a.inPlace =
-        coll::isInPlace(c.kind, c.send, c.recv, c.count * dataTypeSize(c.dtype), comm->rank, comm->rank == c.root);
-    a.chunkBytes = comm->chunkBytes;
-    a.algo = comm->algo;
-    a.treeMaxBytes = comm->treeMaxBytes;
-    a.directMaxBytes = comm->directMaxBytes;
-    const int opKind = collInfo(c.kind).op;
-    a.codec = codecFor(comm, c.kind, c.ex, c.compression, c.count * dataTypeSize(c.dtype));
-    if (!coll::compressible(a)) a.codec = codec::Params{};
-    Op op;
-    op.comm = comm;
-    op.opKind = opKind;
-    op.compressed = a.codec.codec != cclCodecNone;
-    if (op.compressed) {
-      op.feedback = feedbackFor(c, opKind);
-      a.feedback = op.feedback != nullptr;
-      op.feedbackFloats = coll::feedbackFloats(a, c.kind == Coll::kReduceScatter);
-    }
-    PlanKey key{opKind, c.count, c.dtype, c.op, c.root, a.inPlace, codecKey(a)};
-    op.plan = cachedPlan(comm, key, [&] {
-      if (op.compressed)
-        CCL_INFO("%s count %zu %s: codec %s, algorithm %s", c.fn, c.count, dataTypeName(c.dtype),
-                 cclCodecName(a.codec.codec),
-                 c.kind == Coll::kAllReduce ? coll::algoName(coll::chooseCompressedAllReduce(a)) : "default");
-      return coll::planCollective(c.kind, a);
-    });
-    op.send = c.send;
-    op.recv = c.recv;
-    op.tagBase = tags::collectiveBase(comm->collSeq++);
-    // The digest costs one extra message per call, a visible share of the smallest calls' time
-    // (perf/README.md, 'Call digest'), so the smallest uncompressed calls go without: their
-    // one-round exchange reaches every rank, whose size checks already report a different
-    // count to all of them.
-    if (op.compressed || c.count * dataTypeSize(c.dtype) > comm->directMaxBytes)
-      op.signature = fnv1a({uint64_t(opKind), c.count, uint64_t(c.dtype), info.reduction ? uint64_t(c.op) : 0,
-                            info.rooted ? uint64_t(c.root) : 0, codecDigest(a.codec)}) |
-                     1;
-    CCL_TRACE("%s count %zu %s %s root %d inplace %d steps %zu", c.fn, c.count, dataTypeName(c.dtype), redOpName(c.op),
-              c.root, a.inPlace, op.plan->steps.size());
-    submit(std::move(op));
-  }));
+  return inGroup(guard(c.comm, c.fn, [&] { runCollective(c); }));
 }
 
 cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* recv, size_t count, cclDataType_t dtype,
                          int peer, cclComm_t comm, cclStream_t stream, bool ex = false,
-                         const cclCompression_t* compression = nullptr) {
+                         const cclCompression_t* compression = nullptr, cclFeedback_t feedback = nullptr) {
   return inGroup(guard(comm, fn, [&] {
     checkCommon(comm, dtype, count, stream);
     CCL_CHECK(peer >= 0 && peer < comm->nranks, cclInvalidArgument,
@@ -196,6 +217,12 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
     a.codec = codecFor(comm, kind, ex, compression, bytes);
     if (!coll::compressible(a)) a.codec = codec::Params{};
     op.compressed = a.codec.codec != cclCodecNone;
+    if (op.compressed && isSend) {
+      Call c{kind, fn, send, recv, count, dtype, cclSum, peer, comm, stream, ex, compression, feedback};
+      op.feedback = feedbackFor(c, op.opKind, a.codec);
+      a.feedback = op.feedback != nullptr;
+      op.feedbackFloats = coll::feedbackFloats(a, false);
+    }
     PlanKey key{op.opKind, bytes, dtype, 0, peer, false, codecKey(a)};
     op.plan = cachedPlan(comm, key, [&] {
       if (op.compressed) return isSend ? coll::planCompressedSend(a, peer, 0) : coll::planCompressedRecv(a, peer, 0);
@@ -209,6 +236,11 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
 }
 
 }  // namespace
+
+void allReduceFloats(cclComm_t comm, float* buf, size_t count) {
+  runCollective(Call{Coll::kAllReduce, "cclAllReduce", buf, buf, count, cclFloat32, cclSum, 0, comm, nullptr});
+}
+
 }  // namespace ccl::api
 
 using ccl::api::Call;
@@ -314,9 +346,9 @@ CCL_API cclResult_t cclBroadcastEx(const void* sendbuff, void* recvbuff, size_t 
 }
 
 CCL_API cclResult_t cclSendEx(const void* sendbuff, size_t count, cclDataType_t datatype, int peer, cclComm_t comm,
-                              cclStream_t stream, const cclCompression_t* compression) {
+                              cclStream_t stream, const cclCompression_t* compression, cclFeedback_t feedback) {
   return ccl::api::pointToPoint("cclSendEx", true, sendbuff, nullptr, count, datatype, peer, comm, stream, true,
-                                compression);
+                                compression, feedback);
 }
 
 CCL_API cclResult_t cclRecvEx(void* recvbuff, size_t count, cclDataType_t datatype, int peer, cclComm_t comm,

@@ -28,6 +28,7 @@ cclCompression_t compressionFromEnv() {
   c.threshold = static_cast<float>(config::codecThreshold());
   c.stochasticRounding = config::codecStochastic() ? 1 : 0;
   c.seed = static_cast<unsigned long long>(config::codecSeed());
+  if (codec::isLowRank(c.codec)) c.rank = static_cast<int>(config::codecRank());
   return c;
 }
 

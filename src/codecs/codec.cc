@@ -11,6 +11,7 @@
 #include <string>
 
 #include "codecs/elements.h"
+#include "codecs/lowrank.h"
 #include "codecs/quantizer.h"
 #include "codecs/sparsifier.h"
 #include "common/error.h"
@@ -23,6 +24,7 @@ namespace {
 }
 
 void checkParams(const Params& p) {
+  if (!validCodec(p.codec)) badParam("unknown codec " + std::to_string(p.codec));
   if (isQuantizer(p.codec)) {
     if (p.blockSize == 0 || p.blockSize % 8 != 0 || p.blockSize > kMaxBlockSize)
       badParam("blockSize must be a multiple of 8 in [8, 65536], got " + std::to_string(p.blockSize));
@@ -32,6 +34,10 @@ void checkParams(const Params& p) {
     badParam("keepRatio must be in (0, 1]");
   if (sel == Selection::kThreshold && !(p.threshold >= 0.0f && std::isfinite(p.threshold)))
     badParam("threshold must be finite and >= 0");
+  if (isLowRank(p.codec)) {
+    if (p.rank == 0 || p.rank > kMaxLowRank) badParam("rank must be in [1, " + std::to_string(kMaxLowRank) + "]");
+    if ((p.rows == 0) != (p.cols == 0)) badParam("rows and cols must both be given, or both be 0");
+  }
 }
 
 // Copies the caller's struct, reading only the bytes it says it has.
@@ -39,6 +45,7 @@ cclCompression_t readCallerStruct(const cclCompression_t* c) {
   cclCompression_t s = CCL_COMPRESSION_INITIALIZER;
   if (c->size < offsetof(cclCompression_t, codec) + sizeof(c->codec)) badParam("size too small");
   if (c->magic != CCL_COMPRESSION_MAGIC) badParam("bad magic (start from CCL_COMPRESSION_INITIALIZER)");
+  // A caller built before the low-rank fields passes a shorter struct: they keep their 0s.
   std::memcpy(&s, c, std::min(c->size, sizeof(s)));
   return s;
 }
@@ -49,6 +56,7 @@ Params defaultParams(cclCodec_t codec) {
   Params p;
   p.codec = codec;
   p.blockSize = codecInfo(codec).defaultBlock;
+  p.rank = codecInfo(codec).defaultRank;
   return p;
 }
 
@@ -70,6 +78,11 @@ Params resolveParams(const cclCompression_t* c) {
     p.fp16Values = s.bits == 16;
     if (s.keepRatio != 0.0) p.keepRatio = s.keepRatio;
     p.threshold = s.threshold;
+  } else if (isLowRank(s.codec)) {
+    if (s.rank < 0) badParam("negative rank");
+    if (s.rank > 0) p.rank = static_cast<uint32_t>(s.rank);
+    p.rows = s.rows;
+    p.cols = s.cols;
   }
   p.seed = s.seed;
   checkParams(p);
@@ -88,7 +101,30 @@ size_t maxEncodedBytes(const Params& p, size_t n) {
   if (isSparsifier(p.codec) && n > kMaxSparseCount) badParam("sparsifiers take fewer than 2^32 elements");
   if (isQuantizer(p.codec)) return detail::quantizerMaxBytes(p, n);
   if (isSparsifier(p.codec)) return detail::sparsifierMaxBytes(p, n);
+  if (isLowRank(p.codec)) return detail::lowRankMaxBytes(p, n);
   return kHeaderBytes + n * 4;
+}
+
+LowRankShape lowRankShape(const Params& p, size_t n) {
+  LowRankShape s;
+  if (n == 0) return s;
+  if (p.rows || p.cols) {
+    if (p.rows * p.cols != n || p.rows > n || p.cols > n)
+      badParam("rows x cols = " + std::to_string(p.rows) + " x " + std::to_string(p.cols) + " is not the " +
+               std::to_string(n) + " elements");
+    s.rows = p.rows, s.cols = p.cols;
+  } else {
+    s.cols = static_cast<size_t>(std::ceil(std::sqrt(static_cast<double>(n))));
+    s.rows = (n + s.cols - 1) / s.cols;
+  }
+  s.rank = static_cast<uint32_t>(std::min<size_t>({p.rank, s.rows, s.cols}));
+  return s;
+}
+
+size_t residualFloats(const Params& p, size_t n) {
+  if (!isLowRank(p.codec) || n == 0) return n;
+  const LowRankShape s = lowRankShape(p, n);
+  return n + s.cols * s.rank + 1;
 }
 
 size_t encode(const Params& p, const void* x, cclDataType_t type, size_t n, void* out, size_t outBytes,
@@ -101,6 +137,7 @@ size_t encode(const Params& p, const void* x, cclDataType_t type, size_t n, void
   auto* o = static_cast<uint8_t*>(out);
   if (isQuantizer(p.codec)) return detail::quantizerEncode(p, x, type, n, o, residual);
   if (isSparsifier(p.codec)) return detail::sparsifierEncode(p, x, type, n, o, residual);
+  if (isLowRank(p.codec)) return detail::lowRankEncode(p, x, type, n, o, residual);
   Header h;
   h.count = n;
   writeHeader(h, o);
@@ -142,6 +179,7 @@ void decode(const void* in, size_t inBytes, const Expect& expect, void* y, cclDa
   const auto codec = static_cast<cclCodec_t>(h.codec);
   if (isQuantizer(codec)) return detail::quantizerDecode(h, i, y, type);
   if (isSparsifier(codec)) return detail::sparsifierDecode(h, i, y, type);
+  if (isLowRank(codec)) return detail::lowRankDecode(h, i, y, type);
   withElementType(type, [&](auto tag) {
     using T = decltype(tag);
     auto* out = static_cast<typename T::Storage*>(y);
@@ -160,6 +198,7 @@ void decodeAccumulate(const void* in, size_t inBytes, const Expect& expect, floa
   const auto codec = static_cast<cclCodec_t>(h.codec);
   if (isQuantizer(codec)) return detail::quantizerAccumulate(h, i, acc);
   if (isSparsifier(codec)) return detail::sparsifierAccumulate(h, i, acc);
+  if (isLowRank(codec)) return detail::lowRankAccumulate(h, i, acc);
   for (size_t k = 0; k < h.count; ++k) {
     float v;
     std::memcpy(&v, i + kHeaderBytes + 4 * k, 4);

@@ -23,14 +23,29 @@ namespace ccl::codec {
 // Resolved, validated parameters of one codec (defaults filled in).
 struct Params {
   cclCodec_t codec = cclCodecNone;
-  uint32_t blockSize = 0;   // quantizers
-  bool fp16Scales = false;  // int codecs
-  bool fp16Values = false;  // sparsifiers
-  double keepRatio = 0.01;  // topk, randk
-  float threshold = 0.0f;   // threshold
-  bool stochastic = false;  // quantizers
-  uint64_t seed = 0;        // stochastic rounding, randk
+  uint32_t blockSize = 0;     // quantizers
+  bool fp16Scales = false;    // int codecs
+  bool fp16Values = false;    // sparsifiers
+  double keepRatio = 0.01;    // topk, randk
+  float threshold = 0.0f;     // threshold
+  bool stochastic = false;    // quantizers
+  uint64_t seed = 0;          // stochastic rounding, randk, low-rank's first Q
+  uint32_t rank = 0;          // low-rank
+  size_t rows = 0, cols = 0;  // low-rank: the matrix shape (both 0: near-square, see lowRankShape)
 };
+
+// The matrix a low-rank codec sees in n elements: the given shape (rows * cols must be n),
+// or cols = ceil(sqrt(n)), rows = ceil(n / cols), zero-padded; and the rank it uses,
+// min(rank, rows, cols). Throws Error(cclInvalidArgument) for a shape that does not fit n.
+struct LowRankShape {
+  size_t rows = 0, cols = 0;
+  uint32_t rank = 0;
+};
+LowRankShape lowRankShape(const Params& p, size_t n);
+
+// fp32 values of the error-feedback state that encode() reads and updates for n elements:
+// n residuals; a low-rank codec adds its warm-start Q (cols x rank) and a flag saying Q is set.
+size_t residualFloats(const Params& p, size_t n);
 
 // Defaults for `codec`: its table block size, fp32 scales and values, keep ratio 0.01.
 Params defaultParams(cclCodec_t codec);
@@ -46,8 +61,9 @@ uint64_t keptCount(const Params& p, uint64_t n);
 size_t maxEncodedBytes(const Params& p, size_t n);
 
 // Encodes n elements of `type` (cclFloat32, cclBfloat16 or cclFloat16) into out (outBytes
-// long, at least maxEncodedBytes). Returns the bytes written. With `residual` (n fp32,
-// error feedback) the codec encodes v = x + residual and leaves residual = v - decode(out).
+// long, at least maxEncodedBytes). Returns the bytes written. With `residual`
+// (residualFloats(p, n) fp32, error feedback) the codec encodes v = x + residual and leaves
+// residual = v - decode(out) (a low-rank codec also keeps its Q there for the next call).
 // Throws Error(cclInvalidArgument) for a bad type, size or null buffer.
 size_t encode(const Params& p, const void* x, cclDataType_t type, size_t n, void* out, size_t outBytes,
               float* residual = nullptr);
@@ -76,7 +92,7 @@ double scaleUnit(const Params& p, double absMax);
 
 // Largest |y - x| the codec allows for one element after `quantizations` successive round
 // trips (cclCodecErrorBound in ccl.h documents the arguments). Blocks that travel raw are
-// exact and within any bound.
+// exact and within any bound. A low-rank codec has no such bound: +inf.
 double errorBound(const Params& p, double absValue, double absMax, int quantizations);
 
 }  // namespace ccl::codec

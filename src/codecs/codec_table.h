@@ -12,7 +12,7 @@
 
 namespace ccl::codec {
 
-enum class Family : uint8_t { kNone, kQuantizer, kSparsifier };
+enum class Family : uint8_t { kNone, kQuantizer, kSparsifier, kLowRank };
 
 // How a quantizer stores a block's scale.
 enum class ScaleFormat : uint8_t {
@@ -40,6 +40,7 @@ struct CodecInfo {
   uint16_t defaultBlock;      // quantizers: elements per scale when the caller gives 0
   float scaleDivisor;         // quantizers: largest code magnitude the block's absmax maps to
   Selection selection;        // sparsifiers
+  uint16_t defaultRank;       // low-rank codecs: the rank when the caller gives 0
   RoundTripBound nearest;     // quantizers rounding to nearest even
   RoundTripBound stochastic;  // quantizers rounding stochastically
 };
@@ -58,6 +59,8 @@ struct CodecInfo {
 //   step), hence their abs term 1 + 2^-14.
 // On top of every term, the fp32 arithmetic of the scale, x * 1/s and q * s adds at most
 // kArithmeticSlack * (|x| + u): see errorBound() in codec.h.
+// - powersgd has no element-wise bound: what it loses is the part of the matrix outside the
+//   r directions one power iteration finds, which depends on the spectrum, not on |x|.
 struct CodecTable {
   CodecInfo rows[cclNumCodecs];
 };
@@ -69,17 +72,18 @@ constexpr CodecTable makeCodecTable() {
   using L = Selection;
   // clang-format off
   return CodecTable{{
-      // name          family         bits scale      fp16   block divisor   selection     nearest {rel, abs}         stochastic {rel, abs}
-      {"none",         F::kNone,       0, S::kNone,   false,   0,      0.0f, L::kNone,      {0, 0},                    {0, 0}},
-      {"fp8_e4m3",     F::kQuantizer,  8, S::kLinear, false, 128,    448.0f, L::kNone,      {0x1p-4, 0x1p-10},         {0x1p-3, 0x1p-9}},
-      {"fp8_e5m2",     F::kQuantizer,  8, S::kLinear, false, 128,  57344.0f, L::kNone,      {0x1p-3, 0x1p-17},         {0x1p-2, 0x1p-16}},
-      {"mxfp8_e4m3",   F::kQuantizer,  8, S::kE8m0,   false,  32,    256.0f, L::kNone,      {1.0 / 7, 0x1p-10},        {1.0 / 7, 0x1p-9}},
-      {"int8",         F::kQuantizer,  8, S::kLinear, true,  128,    127.0f, L::kNone,      {0, 0.5},                  {0, 1 + 0x1p-14}},
-      {"int4",         F::kQuantizer,  4, S::kLinear, true,  128,      7.0f, L::kNone,      {0, 0.5},                  {0, 1 + 0x1p-14}},
-      {"int2",         F::kQuantizer,  2, S::kLinear, true,  128,      1.0f, L::kNone,      {0, 0.5},                  {0, 1 + 0x1p-14}},
-      {"topk",         F::kSparsifier, 0, S::kNone,   false,   0,      0.0f, L::kLargest,   {0, 0},                    {0, 0}},
-      {"randk",        F::kSparsifier, 0, S::kNone,   false,   0,      0.0f, L::kRandom,    {0, 0},                    {0, 0}},
-      {"threshold",    F::kSparsifier, 0, S::kNone,   false,   0,      0.0f, L::kThreshold, {0, 0},                    {0, 0}},
+      // name          family         bits scale      fp16   block divisor   selection     rank nearest {rel, abs}         stochastic {rel, abs}
+      {"none",         F::kNone,       0, S::kNone,   false,   0,      0.0f, L::kNone,      0, {0, 0},                    {0, 0}},
+      {"fp8_e4m3",     F::kQuantizer,  8, S::kLinear, false, 128,    448.0f, L::kNone,      0, {0x1p-4, 0x1p-10},         {0x1p-3, 0x1p-9}},
+      {"fp8_e5m2",     F::kQuantizer,  8, S::kLinear, false, 128,  57344.0f, L::kNone,      0, {0x1p-3, 0x1p-17},         {0x1p-2, 0x1p-16}},
+      {"mxfp8_e4m3",   F::kQuantizer,  8, S::kE8m0,   false,  32,    256.0f, L::kNone,      0, {1.0 / 7, 0x1p-10},        {1.0 / 7, 0x1p-9}},
+      {"int8",         F::kQuantizer,  8, S::kLinear, true,  128,    127.0f, L::kNone,      0, {0, 0.5},                  {0, 1 + 0x1p-14}},
+      {"int4",         F::kQuantizer,  4, S::kLinear, true,  128,      7.0f, L::kNone,      0, {0, 0.5},                  {0, 1 + 0x1p-14}},
+      {"int2",         F::kQuantizer,  2, S::kLinear, true,  128,      1.0f, L::kNone,      0, {0, 0.5},                  {0, 1 + 0x1p-14}},
+      {"topk",         F::kSparsifier, 0, S::kNone,   false,   0,      0.0f, L::kLargest,   0, {0, 0},                    {0, 0}},
+      {"randk",        F::kSparsifier, 0, S::kNone,   false,   0,      0.0f, L::kRandom,    0, {0, 0},                    {0, 0}},
+      {"threshold",    F::kSparsifier, 0, S::kNone,   false,   0,      0.0f, L::kThreshold, 0, {0, 0},                    {0, 0}},
+      {"powersgd",     F::kLowRank,    0, S::kNone,   false,   0,      0.0f, L::kNone,      4, {0, 0},                    {0, 0}},
   }};
   // clang-format on
 }
@@ -108,6 +112,9 @@ CCL_HD constexpr bool isQuantizer(int codec) {
 CCL_HD constexpr bool isSparsifier(int codec) {
   return validCodec(codec) && codecInfo(codec).family == Family::kSparsifier;
 }
+CCL_HD constexpr bool isLowRank(int codec) { return validCodec(codec) && codecInfo(codec).family == Family::kLowRank; }
+// Whether the codec's error is bounded element by element (cclCodecErrorBound is finite).
+CCL_HD constexpr bool boundedPerElement(int codec) { return !isLowRank(codec); }
 // Bits per element code of a quantizer; 0 for other codecs.
 CCL_HD constexpr int codeBits(int codec) { return validCodec(codec) ? codecInfo(codec).codeBits : 0; }
 

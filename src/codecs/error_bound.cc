@@ -3,6 +3,7 @@
 // applies; the terms come from codec_table.h.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "codecs/codec.h"
 
@@ -26,6 +27,7 @@ double scaleUnit(const Params& p, double absMax) {
 double errorBound(const Params& p, double absValue, double absMax, int quantizations) {
   const CodecInfo c = codecInfo(p.codec);
   if (c.family == Family::kNone || quantizations == 0) return 0.0;
+  if (c.family == Family::kLowRank) return std::numeric_limits<double>::infinity();
   // Every contribution arrives exactly (or fp16-rounded) or not at all.
   if (c.family == Family::kSparsifier) return absValue;
   const RoundTripBound t = p.stochastic ? c.stochastic : c.nearest;

@@ -7,6 +7,8 @@
 //               (a partial last block is zero-padded in its raw entry)
 //   topk, threshold  values[aux] (fp32 or fp16) | indices (indexBytes: LEB128 gaps or bitmap)
 //   randk       u64 seed | values[aux]  (positions are regenerated from the seed)
+//   powersgd    P[rows x r] fp32 (orthonormal columns) | Q[cols x r] fp32; the header's
+//               blockSize is r and aux is cols, rows = ceil(count / cols); y = (P Q^T)[0, count)
 //
 // A scale equal to the raw marker (fp32/fp16 NaN, e8m0 0xff) means the block's elements
 // are in the raw section instead, exactly as given (non-finite input, or a scale out of range).
@@ -35,6 +37,8 @@ constexpr uint32_t kMaxBlockSize = 65536;
 constexpr uint64_t kMaxSparseCount = 0xffffffffull;
 // Bytes of one LEB128 gap at most (a 32-bit index).
 constexpr uint64_t kMaxGapBytes = 5;
+// Largest rank of a low-rank stream.
+constexpr uint32_t kMaxLowRank = 4096;
 
 enum WireFlags : uint8_t {
   kFlagFp16Scales = 1,  // int codecs: fp16 scales
@@ -49,20 +53,23 @@ struct Header {
   uint8_t codec = 0;
   uint8_t flags = 0;
   uint8_t reserved = 0;
-  uint32_t blockSize = 0;   // quantizers; 0 otherwise
+  uint32_t blockSize = 0;   // quantizers; low-rank: the rank r; 0 otherwise
   uint32_t indexBytes = 0;  // topk/threshold: bytes of the index section
   uint64_t count = 0;       // elements encoded
-  uint64_t aux = 0;         // quantizers: raw blocks; sparsifiers: kept elements
+  uint64_t aux = 0;         // quantizers: raw blocks; sparsifiers: kept elements; low-rank: cols
 };
 static_assert(sizeof(Header) == kHeaderBytes);
 
 // Byte offsets of a stream's sections, derived from its header alone.
 struct Layout {
   size_t scales = 0;  // quantizers
-  size_t codes = 0;   // quantizers (element codes); sparsifiers: values
-  size_t raw = 0;     // quantizers: raw section; sparsifiers: index section
+  size_t codes = 0;   // quantizers (element codes); sparsifiers: values; low-rank: P
+  size_t raw = 0;     // quantizers: raw section; sparsifiers: index section; low-rank: Q
   size_t total = 0;   // bytes of the whole stream
 };
+
+// Rows of a low-rank stream's matrix: count elements in rows of `cols`.
+CCL_HD constexpr uint64_t lowRankRows(uint64_t count, uint64_t cols) { return cols ? (count + cols - 1) / cols : 0; }
 
 CCL_HD constexpr uint64_t alignUp(uint64_t v) { return (v + kSectionAlign - 1) & ~uint64_t{kSectionAlign - 1}; }
 
@@ -97,6 +104,10 @@ CCL_HD constexpr Layout layoutOf(const Header& h) {
     l.codes = kHeaderBytes + (codecInfo(h.codec).selection == Selection::kRandom ? 8 : 0);
     l.raw = alignUp(l.codes + h.aux * valueBytes);
     l.total = l.raw + h.indexBytes;
+  } else if (family == Family::kLowRank) {
+    l.codes = kHeaderBytes;
+    l.raw = alignUp(l.codes + lowRankRows(h.count, h.aux) * h.blockSize * 4);
+    l.total = l.raw + h.aux * h.blockSize * 4;
   } else {
     l.codes = kHeaderBytes;
     l.total = kHeaderBytes + h.count * 4;
@@ -128,6 +139,16 @@ CCL_HD constexpr const char* headerProblem(const Header& h, uint64_t inBytes) {
       if (h.indexBytes != (h.count + 7) / 8) return "bitmap size does not match the count";
     } else if (h.indexBytes > h.aux * kMaxGapBytes) {
       return "index section too long";
+    }
+  } else if (c.family == Family::kLowRank) {
+    if (h.indexBytes != 0) return "index bytes set for a low-rank stream";
+    if (h.count == 0) {
+      if (h.blockSize != 0 || h.aux != 0) return "rank or shape set for an empty low-rank stream";
+    } else {
+      if (h.aux == 0 || h.aux > h.count) return "low-rank columns out of range";
+      const uint64_t rows = lowRankRows(h.count, h.aux);
+      if (h.blockSize == 0 || h.blockSize > kMaxLowRank || h.blockSize > rows || h.blockSize > h.aux)
+        return "low-rank rank out of range";
     }
   } else if (h.flags || h.blockSize || h.indexBytes || h.aux) {
     return "fields set for codec none";

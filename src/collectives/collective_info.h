@@ -65,7 +65,7 @@ inline constexpr CollInfo kCollTable[kNumColls] = {
       {"alltoall",      cclOpAlltoAll,      false, false, false, true,  false, Extent::kPerRank,  Extent::kPerRank,  false, false, InPlace::kSame},
       {"gather",        cclOpGather,        true,  false, false, false, false, Extent::kCount,    Extent::kPerRank,  false, true,  InPlace::kSendInRecv},
       {"scatter",       cclOpScatter,       true,  false, false, false, false, Extent::kPerRank,  Extent::kCount,    true,  false, InPlace::kRecvInSend},
-      {"send",          cclOpSend,          false, false, true,  true,  false, Extent::kCount,    Extent::kNone,     false, false, InPlace::kNone},
+      {"send",          cclOpSend,          false, false, true,  true,  true,  Extent::kCount,    Extent::kNone,     false, false, InPlace::kNone},
       {"recv",          cclOpRecv,          false, false, true,  true,  false, Extent::kNone,     Extent::kCount,    false, false, InPlace::kNone},
 };
 // clang-format on

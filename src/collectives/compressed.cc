@@ -13,7 +13,10 @@
 //                       of all ranks line up: an uncompressed ring allreduce of just the k
 //                       values inside each rank's stream, then one decode. The sum stays
 //                       k-sparse and each rank sends 2(n-1)/n * 4k bytes instead of (n-1) streams.
-//   allgather, broadcast, all-to-all, send/recv: encode once, forward bytes, decode at the end.
+//   allgather, broadcast, all-to-all, send/recv: encode once, forward bytes, decode at the end
+//                       (a send with error feedback keeps the sender's residual).
+// The low-rank codec (powersgd) has plans for send/recv only (one piece: the whole matrix);
+// its allreduce is api/lowrank_allreduce.cc.
 // Every rank, the sender included, takes the decoded values, so all ranks agree exactly.
 // Quantized data moves in chunks aligned to the codec block, so encoding one chunk
 // overlaps the transfer of the previous one.
@@ -323,6 +326,7 @@ Algo chooseCompressedAllReduce(const CollArgs& a) {
 }
 
 size_t feedbackFloats(const CollArgs& a, bool reduceScatter) {
+  if (codec::isLowRank(a.codec.codec)) return codec::residualFloats(a.codec, a.count);
   const size_t n = static_cast<size_t>(a.nranks);
   return reduceScatter ? a.count * n : a.count + (a.count + n - 1) / n;
 }
@@ -428,7 +432,7 @@ Plan planCompressedSend(const CollArgs& a, int peer, uint32_t t) {
   Builder b(a);
   Pieces c = pieces(a, a.count);
   for (size_t j = 0; j < c.parts() && a.count > 0; ++j) {
-    auto [st, e] = b.encode(b.send(c.offset(j)), a.dtype, c.size(j), nullptr, {});
+    auto [st, e] = b.encode(b.send(c.offset(j)), a.dtype, c.size(j), b.residual(c.offset(j)), {});
     b.sendTo(peer, t + static_cast<uint32_t>(j), st, {e});
   }
   return b.take();

@@ -38,7 +38,8 @@ namespace ccl::config {
   X(codecKeep, Double, "CCL_CODEC_KEEP", "0.01", "Fraction of elements top-k and random-k keep.") \
   X(codecThreshold, Double, "CCL_CODEC_THRESHOLD", "0", "Threshold sparsifier: keep elements with |x| >= this.") \
   X(codecStochastic, Bool, "CCL_CODEC_STOCHASTIC", "0", "Quantizers round stochastically (1) or to nearest even (0).") \
-  X(codecSeed, Int, "CCL_CODEC_SEED", "0", "Seed of stochastic rounding and random-k (combined with the call number).") \
+  X(codecSeed, Int, "CCL_CODEC_SEED", "0", "Seed of stochastic rounding and random-k (combined with the call number), and of powersgd's first Q.") \
+  X(codecRank, Int, "CCL_CODEC_RANK", "0", "Rank of powersgd's approximation; 0: the codec's default (4). The buffer is seen as a near-square matrix.") \
   X(locoBeta, Double, "CCL_LOCO_BETA", "0.5", "LoCo error feedback: weight of the previous error in the moving average.") \
   X(locoReset, Int, "CCL_LOCO_RESET", "0", "LoCo error feedback: clear the error every this many calls (0: never).")
 // clang-format on

@@ -25,7 +25,8 @@ TEST(CodecTable, EveryCodecHasARowANameAndABound) {
     EXPECT_EQ(parsed, c);
     const Params p = params(static_cast<cclCodec_t>(c));
     const double b = errorBound(p, 0.5, 1.0, 2);
-    EXPECT_TRUE(std::isfinite(b) && b >= 0.0);
+    EXPECT_EQ(std::isfinite(b), boundedPerElement(c));
+    EXPECT_GE(b, 0.0);
     switch (info.family) {
       case Family::kNone:
         EXPECT_EQ(b, 0.0);
@@ -44,6 +45,11 @@ TEST(CodecTable, EveryCodecHasARowANameAndABound) {
         EXPECT_GE(info.stochastic.rel, info.nearest.rel);
         EXPECT_GE(info.stochastic.abs, info.nearest.abs);
         EXPECT_GT(b, 0.0);
+        break;
+      case Family::kLowRank:
+        EXPECT_GT(info.defaultRank, 0);
+        EXPECT_EQ(p.rank, info.defaultRank);
+        EXPECT_TRUE(std::isinf(b)) << "no element-wise bound";
         break;
     }
   }

@@ -144,7 +144,7 @@ TEST_P(Codecs, EveryCollectiveWithinBound) {
   // Send/recv around the ring, inside a group.
   World::get(n).run([&](int r, cclComm_t comm) {
     ASSERT_CCL_OK(cclGroupStart());
-    EXPECT_CCL_OK(cclSendEx(in[r].data(), count, cclFloat, (r + 1) % n, comm, nullptr, &z));
+    EXPECT_CCL_OK(cclSendEx(in[r].data(), count, cclFloat, (r + 1) % n, comm, nullptr, &z, nullptr));
     EXPECT_CCL_OK(cclRecvEx(out[r].data(), count, cclFloat, (r + n - 1) % n, comm, nullptr, &z));
     ASSERT_CCL_OK(cclGroupEnd());
   });
@@ -340,6 +340,37 @@ TEST(Feedback, ResidualAndLocoConverge) {
                 std::sqrt(errMean / norm));
     EXPECT_LT(errMean, errOne / 25) << "kind " << kind;  // RMS at least 5x smaller
   }
+}
+
+// A sender's feedback handle: the mean of what arrives over many int4 sends of one buffer
+// approaches the buffer itself, as it does for an allreduce.
+TEST(Feedback, SendKeepsTheSendersResidual) {
+  const size_t count = 4096;
+  const Vec x = input(0, count, 5);
+  const int T = 40;
+  Vec mean(count, 0.0f), once(count);
+  World::get(2).run([&](int r, cclComm_t comm) {
+    cclFeedback_t fb = nullptr;
+    ASSERT_CCL_OK(cclFeedbackCreate(&fb, cclFeedbackResidual, 0.0f, 0));
+    const cclCompression_t z = codecOf(cclCodecInt4);
+    Vec y(count);
+    for (int t = 0; t <= T; ++t) {
+      if (r == 0) {
+        ASSERT_CCL_OK(cclSendEx(x.data(), count, cclFloat, 1, comm, nullptr, &z, t == 0 ? nullptr : fb));
+      } else {
+        ASSERT_CCL_OK(cclRecvEx(y.data(), count, cclFloat, 0, comm, nullptr, &z));
+        for (size_t i = 0; i < count; ++i) (t == 0 ? once[i] : mean[i]) += t == 0 ? y[i] : y[i] / T;
+      }
+    }
+    cclFeedbackDestroy(fb);
+  });
+  double errMean = 0, errOne = 0;
+  for (size_t i = 0; i < count; ++i) {
+    errMean += (mean[i] - x[i]) * double(mean[i] - x[i]);
+    errOne += (once[i] - x[i]) * double(once[i] - x[i]);
+  }
+  EXPECT_GT(errOne, 0.0) << "int4 loses something";
+  EXPECT_LT(errMean, errOne / 25);
 }
 
 }  // namespace

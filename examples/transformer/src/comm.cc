@@ -186,7 +186,7 @@ void Comm::exchange(const std::vector<PeerTransfer>& transfers) {
           // Both ends decide by the sending stage (a pipeline rank is its stage) and the phase
           // that produced the data.
           const cclCompression_t* z = codecFor(t.site, -1, t.send ? stage_ : t.peer, t.phase);
-          r = t.send ? cclSendEx(t.buf, t.count, cclFloat32, t.peer, c, nullptr, z)
+          r = t.send ? cclSendEx(t.buf, t.count, cclFloat32, t.peer, c, nullptr, z, nullptr)
                      : cclRecvEx(t.buf, t.count, cclFloat32, t.peer, c, nullptr, z);
           if (r != cclSuccess) {
             cclGroupEnd();

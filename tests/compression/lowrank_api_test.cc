@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// PowerSGD (codec powersgd) through the API: the allreduce of matrices whose sum has rank
+// <= r is exact and identical on every rank, counted as one compressed call; with error
+// feedback what arrives over many calls tracks what was sent; send/recv carries P and Q and
+// keeps the sender's residual; where it cannot run it is refused.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "ccl/ccl.h"
+#include "world.h"
+
+namespace {
+
+using Vec = std::vector<float>;
+using ccltest::World;
+
+const int kCompressAllSizes = setenv("CCL_CODEC_MIN_BYTES", "0", 1);
+
+cclCompression_t powerSgd(int rank, size_t rows, size_t cols) {
+  cclCompression_t z = CCL_COMPRESSION_INITIALIZER;
+  z.codec = cclCodecPowerSgd;
+  z.rank = rank;
+  z.rows = rows;
+  z.cols = cols;
+  z.seed = 5;
+  return z;
+}
+
+// rows x cols, rank 1: a b^T with a, b drawn from `seed`.
+Vec rankOne(size_t rows, size_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d;
+  Vec a(rows), b(cols), m(rows * cols);
+  for (float& v : a) v = d(rng);
+  for (float& v : b) v = d(rng);
+  for (size_t i = 0; i < rows; ++i)
+    for (size_t j = 0; j < cols; ++j) m[i * cols + j] = a[i] * b[j];
+  return m;
+}
+
+float maxAbs(const Vec& v) {
+  float m = 0;
+  for (float x : v) m = std::max(m, std::fabs(x));
+  return m;
+}
+
+// Each rank holds a rank-1 matrix: the sum over n <= r ranks has rank <= r.
+TEST(LowRank, AllReduceOfLowRankSumsIsExact) {
+  const size_t rows = 48, cols = 40, count = rows * cols;
+  for (int n : {1, 2, 3, 4})
+    for (cclRedOp_t op : {cclSum, cclAvg}) {
+      const cclCompression_t z = powerSgd(4, rows, cols);
+      std::vector<Vec> out(n, Vec(count));
+      std::vector<cclOpStats_t> stats(n);
+      World::get(n).run([&](int r, cclComm_t comm) {
+        const Vec x = rankOne(rows, cols, 10 + r);
+        cclStats_t before = CCL_STATS_INITIALIZER, after = CCL_STATS_INITIALIZER;
+        ASSERT_CCL_OK(cclCommGetStats(comm, &before));
+        ASSERT_CCL_OK(cclAllReduceEx(x.data(), out[r].data(), count, cclFloat, op, comm, nullptr, &z, nullptr));
+        ASSERT_CCL_OK(cclCommGetStats(comm, &after));
+        stats[r] = after.op[cclOpAllReduce];
+        stats[r].calls -= before.op[cclOpAllReduce].calls;
+        stats[r].compressedCalls -= before.op[cclOpAllReduce].compressedCalls;
+        stats[r].rawBytes -= before.op[cclOpAllReduce].rawBytes;
+        stats[r].wireBytes -= before.op[cclOpAllReduce].wireBytes;
+      });
+      Vec want(count, 0.0f);
+      for (int r = 0; r < n; ++r) {
+        const Vec x = rankOne(rows, cols, 10 + r);
+        for (size_t i = 0; i < count; ++i) want[i] += op == cclAvg ? x[i] / n : x[i];
+      }
+      for (size_t i = 0; i < count; ++i) {
+        ASSERT_NEAR(out[0][i], want[i], 1e-4f * maxAbs(want)) << "n " << n << " element " << i;
+        for (int r = 1; r < n; ++r) ASSERT_EQ(out[r][i], out[0][i]) << "every rank gets the same bits";
+      }
+      EXPECT_EQ(stats[0].calls, 1u) << "one call, not the two small allreduces";
+      EXPECT_EQ(stats[0].compressedCalls, 1u);
+      // (48 + 40) x 4 values instead of 48 x 40; the small allreduces move them less evenly
+      // than the ring the raw bytes are counted with.
+      if (n > 1) {
+        EXPECT_LT(stats[0].wireBytes * 2, stats[0].rawBytes);
+      }
+    }
+}
+
+// A full-rank stream of matrices with error feedback: the running sum of the outputs tracks
+// the running sum of the ranks' inputs (the difference is the ranks' residuals), and every
+// call agrees on all ranks (the warm-start Q stays shared).
+TEST(LowRank, FeedbackTracksTheSumOverCalls) {
+  const int n = 3, calls = 30;
+  const size_t rows = 24, cols = 20, count = rows * cols;
+  const cclCompression_t z = powerSgd(2, rows, cols);
+  std::vector<Vec> sums(n, Vec(count, 0.0f));
+  Vec sent(count, 0.0f);
+  World::get(n).run([&](int r, cclComm_t comm) {
+    cclFeedback_t fb = nullptr;
+    ASSERT_CCL_OK(cclFeedbackCreate(&fb, cclFeedbackResidual, 0.0f, 0));
+    std::mt19937 rng(3 + r);
+    std::normal_distribution<float> d;
+    Vec x(count), y(count);
+    for (int t = 0; t < calls; ++t) {
+      for (float& v : x) v = d(rng);
+      ASSERT_CCL_OK(cclAllReduceEx(x.data(), y.data(), count, cclFloat, cclSum, comm, nullptr, &z, fb));
+      for (size_t i = 0; i < count; ++i) sums[r][i] += y[i];
+    }
+    cclFeedbackDestroy(fb);
+  });
+  for (int r = 0; r < n; ++r) {
+    std::mt19937 rng(3 + r);
+    std::normal_distribution<float> d;
+    for (int t = 0; t < calls; ++t)
+      for (size_t i = 0; i < count; ++i) sent[i] += d(rng);
+  }
+  EXPECT_EQ(sums[1], sums[0]);
+  EXPECT_EQ(sums[2], sums[0]);
+  // Without feedback a rank-2 approximation of 3 x 30 random 24 x 20 matrices would lose most
+  // of them; with it, what is missing is one step's residual per rank.
+  double missing = 0, total = 0;
+  for (size_t i = 0; i < count; ++i) {
+    missing += double(sent[i] - sums[0][i]) * (sent[i] - sums[0][i]);
+    total += double(sent[i]) * sent[i];
+  }
+  EXPECT_LT(std::sqrt(missing), 0.5 * std::sqrt(total));
+}
+
+TEST(LowRank, SendRecvCarriesPAndQWithTheSendersFeedback) {
+  const size_t rows = 30, cols = 16, count = rows * cols;
+  const cclCompression_t z = powerSgd(2, rows, cols);
+  Vec got(count), sentSum(count, 0.0f), gotSum(count, 0.0f);
+  cclStats_t stats = CCL_STATS_INITIALIZER;
+  World::get(2).run([&](int r, cclComm_t comm) {
+    // A rank-2 matrix first: it arrives exactly.
+    Vec x = rankOne(rows, cols, 1);
+    const Vec y = rankOne(rows, cols, 2);
+    for (size_t i = 0; i < count; ++i) x[i] += y[i];
+    if (r == 0)
+      ASSERT_CCL_OK(cclSendEx(x.data(), count, cclFloat, 1, comm, nullptr, &z, nullptr));
+    else
+      ASSERT_CCL_OK(cclRecvEx(got.data(), count, cclFloat, 0, comm, nullptr, &z));
+    if (r == 1) {
+      for (size_t i = 0; i < count; ++i) ASSERT_NEAR(got[i], x[i], 1e-4f * maxAbs(x));
+    }
+    // Then full-rank matrices, the sender keeping its residual.
+    cclFeedback_t fb = nullptr;
+    ASSERT_CCL_OK(cclFeedbackCreate(&fb, cclFeedbackResidual, 0.0f, 0));
+    std::mt19937 rng(9);
+    std::normal_distribution<float> d;
+    for (int t = 0; t < 20; ++t) {
+      for (float& v : x) v = d(rng);
+      if (r == 0) {
+        ASSERT_CCL_OK(cclSendEx(x.data(), count, cclFloat, 1, comm, nullptr, &z, fb));
+        for (size_t i = 0; i < count; ++i) sentSum[i] += x[i];
+      } else {
+        ASSERT_CCL_OK(cclRecvEx(got.data(), count, cclFloat, 0, comm, nullptr, &z));
+        for (size_t i = 0; i < count; ++i) gotSum[i] += got[i];
+      }
+    }
+    if (r == 0) ASSERT_CCL_OK(cclCommGetStats(comm, &stats));
+    cclFeedbackDestroy(fb);
+  });
+  double missing = 0, total = 0;
+  for (size_t i = 0; i < count; ++i) {
+    missing += double(sentSum[i] - gotSum[i]) * (sentSum[i] - gotSum[i]);
+    total += double(sentSum[i]) * sentSum[i];
+  }
+  EXPECT_LT(std::sqrt(missing), 0.5 * std::sqrt(total)) << "the residual carried the rest";
+  const cclOpStats_t& s = stats.op[cclOpSend];
+  EXPECT_EQ(s.compressedCalls, 21u);
+  EXPECT_LT(s.wireBytes * 3, s.rawBytes);
+}
+
+TEST(LowRank, RefusedWhereItCannotRun) {
+  const size_t count = 64;
+  cclCompression_t z = powerSgd(2, 8, 8);
+  World::get(2).run([&](int, cclComm_t comm) {
+    Vec x(count, 1.0f), y(2 * count);
+    EXPECT_EQ(cclReduceScatterEx(y.data(), x.data(), count, cclFloat, cclSum, comm, nullptr, &z, nullptr),
+              cclInvalidArgument);
+    EXPECT_EQ(cclAllGatherEx(x.data(), y.data(), count, cclFloat, comm, nullptr, &z, nullptr), cclInvalidArgument);
+    ASSERT_CCL_OK(cclGroupStart());
+    EXPECT_EQ(cclAllReduceEx(x.data(), x.data(), count, cclFloat, cclSum, comm, nullptr, &z, nullptr),
+              cclInvalidArgument)
+        << "inside a group";
+    EXPECT_EQ(cclGroupEnd(), cclInvalidArgument);
+    cclFeedback_t loco = nullptr;
+    ASSERT_CCL_OK(cclFeedbackCreate(&loco, cclFeedbackLoco, 0.5f, 0));
+    EXPECT_EQ(cclAllReduceEx(x.data(), x.data(), count, cclFloat, cclSum, comm, nullptr, &z, loco), cclInvalidArgument);
+    cclFeedbackDestroy(loco);
+    z.rows = 7;  // 7 x 8 is not 64
+    EXPECT_EQ(cclAllReduceEx(x.data(), x.data(), count, cclFloat, cclSum, comm, nullptr, &z, nullptr),
+              cclInvalidArgument);
+    z.rows = 8;
+    // The communicator still works.
+    EXPECT_CCL_OK(cclAllReduceEx(x.data(), x.data(), count, cclFloat, cclSum, comm, nullptr, &z, nullptr));
+  });
+}
+
+}  // namespace
