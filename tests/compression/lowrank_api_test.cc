@@ -173,6 +173,37 @@ TEST(LowRank, SendRecvCarriesPAndQWithTheSendersFeedback) {
   EXPECT_LT(s.wireBytes * 3, s.rawBytes);
 }
 
+// Lazy error propagation, exactly: x1 of rank r + 1 loses one direction (its error has rank
+// 1 <= r), so sending zeros next delivers exactly that error: y2 = x1 - y1.
+TEST(LowRank, SendFeedbackCarriesThePreviousErrorIntoTheNextSend) {
+  const size_t rows = 40, cols = 24, count = rows * cols;
+  const int r = 2;
+  const cclCompression_t z = powerSgd(r, rows, cols);
+  Vec x1(count, 0.0f);
+  for (uint32_t k = 0; k < r + 1; ++k) {
+    const Vec one = rankOne(rows, cols, 50 + k);
+    for (size_t i = 0; i < count; ++i) x1[i] += one[i];
+  }
+  Vec y1(count), y2(count);
+  World::get(2).run([&](int rank, cclComm_t comm) {
+    cclFeedback_t fb = nullptr;
+    ASSERT_CCL_OK(cclFeedbackCreate(&fb, cclFeedbackResidual, 0.0f, 0));
+    const Vec zeros(count, 0.0f);
+    if (rank == 0) {
+      ASSERT_CCL_OK(cclSendEx(x1.data(), count, cclFloat, 1, comm, nullptr, &z, fb));
+      ASSERT_CCL_OK(cclSendEx(zeros.data(), count, cclFloat, 1, comm, nullptr, &z, fb));
+    } else {
+      ASSERT_CCL_OK(cclRecvEx(y1.data(), count, cclFloat, 0, comm, nullptr, &z));
+      ASSERT_CCL_OK(cclRecvEx(y2.data(), count, cclFloat, 0, comm, nullptr, &z));
+    }
+    cclFeedbackDestroy(fb);
+  });
+  float lost = 0;
+  for (size_t i = 0; i < count; ++i) lost = std::max(lost, std::fabs(x1[i] - y1[i]));
+  ASSERT_GT(lost, 0.05f * maxAbs(x1)) << "rank 2 of a rank-3 matrix loses something";
+  for (size_t i = 0; i < count; ++i) ASSERT_NEAR(y2[i], x1[i] - y1[i], 1e-4f * maxAbs(x1)) << i;
+}
+
 TEST(LowRank, RefusedWhereItCannotRun) {
   const size_t count = 64;
   cclCompression_t z = powerSgd(2, 8, 8);

@@ -70,17 +70,29 @@ void Comm::abort() {
 
 void Comm::setCodec(Site s, const SiteCodec& codec) { codecs_[static_cast<size_t>(s)] = codec; }
 
-const cclCompression_t* Comm::codecFor(Site s, int layer, int stage, int phase) const {
-  const SiteCodec& c = codecs_[static_cast<size_t>(s)];
-  const Scope scope = siteInfo(s).scope;
-  const CallPlace at{step_, scope == Scope::kLayers ? layer : -1,
-                     scope == Scope::kStages ? (stage >= 0 ? stage : stage_) : -1, phase};
-  return applies(c, at) ? &c.compression : nullptr;
+bool Comm::codecFor(const CallCodec& call, cclCompression_t* out) const {
+  const SiteCodec& c = codecs_[static_cast<size_t>(call.site)];
+  const Scope scope = siteInfo(call.site).scope;
+  const CallPlace at{step_, scope == Scope::kLayers ? call.layer : -1,
+                     scope == Scope::kStages ? (call.stage >= 0 ? call.stage : stage_) : -1, call.phase};
+  if (!applies(c, at)) return false;
+  *out = c.compression;
+  if (out->codec == cclCodecPowerSgd) {
+    if (call.cols == 0 || call.count % call.cols != 0) return false;  // not a matrix
+    out->cols = call.cols;
+    out->rows = call.count / call.cols;
+  }
+  return true;
 }
 
-cclFeedback_t Comm::feedbackFor(Site s, int tensor, const cclCompression_t* codec) {
+bool Comm::compresses(Site s) const {
+  const bool staged = siteInfo(s).scope == Scope::kStages;
+  return applies(codecs_[static_cast<size_t>(s)], {step_, -1, staged ? stage_ : -1, -1});
+}
+
+cclFeedback_t Comm::feedbackFor(Site s, int tensor, bool compressed) {
   const SiteCodec& c = codecs_[static_cast<size_t>(s)];
-  if (!codec || c.feedback == cclFeedbackNone) return nullptr;
+  if (!compressed || c.feedback == cclFeedbackNone) return nullptr;
   cclFeedback_t& fb = feedback_[{static_cast<int>(s), tensor}];
   if (!fb) check(cclFeedbackCreate(&fb, c.feedback, c.locoBeta, c.locoReset), "cclFeedbackCreate", comm(s));
   return fb;
@@ -142,26 +154,31 @@ void Comm::run(Site s, const char* what, int layer, Call call, int microbatch, i
   }
 }
 
-void Comm::allReduce(Site s, int tensor, float* buf, size_t count, cclRedOp_t op, int layer) {
-  const cclCompression_t* z = codecFor(s, layer);
-  cclFeedback_t fb = feedbackFor(s, tensor, z);
+void Comm::allReduce(Site s, int tensor, float* buf, size_t count, cclRedOp_t op, int layer, size_t cols) {
+  cclCompression_t z;
+  const bool on = codecFor({s, count, cols, layer}, &z);
+  cclFeedback_t fb = feedbackFor(s, tensor, on);
   run(s, "cclAllReduceEx", layer,
-      [&](cclComm_t c) { return cclAllReduceEx(buf, buf, count, cclFloat32, op, c, nullptr, z, fb); });
+      [&](cclComm_t c) { return cclAllReduceEx(buf, buf, count, cclFloat32, op, c, nullptr, on ? &z : nullptr, fb); });
 }
 
 void Comm::reduceScatter(Site s, int tensor, const float* send, float* recv, size_t recvCount, cclRedOp_t op,
                          int layer) {
-  const cclCompression_t* z = codecFor(s, layer);
-  cclFeedback_t fb = feedbackFor(s, tensor, z);
-  run(s, "cclReduceScatterEx", layer,
-      [&](cclComm_t c) { return cclReduceScatterEx(send, recv, recvCount, cclFloat32, op, c, nullptr, z, fb); });
+  cclCompression_t z;
+  const bool on = codecFor({s, recvCount, 0, layer}, &z);
+  cclFeedback_t fb = feedbackFor(s, tensor, on);
+  run(s, "cclReduceScatterEx", layer, [&](cclComm_t c) {
+    return cclReduceScatterEx(send, recv, recvCount, cclFloat32, op, c, nullptr, on ? &z : nullptr, fb);
+  });
 }
 
 void Comm::allGather(Site s, int tensor, const float* send, float* recv, size_t sendCount, int layer) {
-  const cclCompression_t* z = codecFor(s, layer);
-  cclFeedback_t fb = feedbackFor(s, tensor, z);
-  run(s, "cclAllGatherEx", layer,
-      [&](cclComm_t c) { return cclAllGatherEx(send, recv, sendCount, cclFloat32, c, nullptr, z, fb); });
+  cclCompression_t z;
+  const bool on = codecFor({s, sendCount, 0, layer}, &z);
+  cclFeedback_t fb = feedbackFor(s, tensor, on);
+  run(s, "cclAllGatherEx", layer, [&](cclComm_t c) {
+    return cclAllGatherEx(send, recv, sendCount, cclFloat32, c, nullptr, on ? &z : nullptr, fb);
+  });
 }
 
 void Comm::exchange(const std::vector<PeerTransfer>& transfers) {
@@ -184,10 +201,13 @@ void Comm::exchange(const std::vector<PeerTransfer>& transfers) {
         if (r != cclSuccess) return r;
         for (const PeerTransfer& t : transfers) {
           // Both ends decide by the sending stage (a pipeline rank is its stage) and the phase
-          // that produced the data.
-          const cclCompression_t* z = codecFor(t.site, -1, t.send ? stage_ : t.peer, t.phase);
-          r = t.send ? cclSendEx(t.buf, t.count, cclFloat32, t.peer, c, nullptr, z, nullptr)
-                     : cclRecvEx(t.buf, t.count, cclFloat32, t.peer, c, nullptr, z);
+          // that produced the data. A sender's feedback is per site and peer: the error of one
+          // micro-batch's tensor goes into the next one's (lazy error propagation).
+          cclCompression_t z;
+          const bool on = codecFor({t.site, t.count, t.cols, -1, t.send ? stage_ : t.peer, t.phase}, &z);
+          r = t.send ? cclSendEx(t.buf, t.count, cclFloat32, t.peer, c, nullptr, on ? &z : nullptr,
+                                 feedbackFor(t.site, t.peer, on))
+                     : cclRecvEx(t.buf, t.count, cclFloat32, t.peer, c, nullptr, on ? &z : nullptr);
           if (r != cclSuccess) {
             cclGroupEnd();
             return r;

@@ -51,6 +51,7 @@ struct PeerTransfer {
   size_t count;
   int microbatch = -1;
   int phase = -1;
+  size_t cols = 0;  // the matrix's row length, for a low-rank codec (0: not a matrix)
 };
 
 class Comm {
@@ -74,13 +75,17 @@ class Comm {
   void setStage(int stage) { stage_ = stage; }
   void setStep(int step) { step_ = step; }
   void setTimeline(Timeline* t) { timeline_ = t; }
+  // Whether site s's codec applies to this rank's calls now (its stage, after the warm-up).
+  bool compresses(Site s) const;
   // While on, every call is counted under Site::kEval (validation), whatever site it names.
   void setEvaluating(bool on) { evaluating_ = on; }
 
   // `tensor` names the buffer within the site: error feedback is kept per (site, tensor).
-  // `layer` is the block a tensor-parallel call belongs to (-1: none). Each throws
-  // std::runtime_error naming the site, the call and ccl's message on failure.
-  void allReduce(Site s, int tensor, float* buf, size_t count, cclRedOp_t op, int layer = -1);
+  // `layer` is the block a tensor-parallel call belongs to (-1: none). `cols` is the row
+  // length of the matrix the buffer holds: a low-rank codec (powersgd) compresses only calls
+  // that give one. Each throws std::runtime_error naming the site, the call and ccl's
+  // message on failure.
+  void allReduce(Site s, int tensor, float* buf, size_t count, cclRedOp_t op, int layer = -1, size_t cols = 0);
   void reduceScatter(Site s, int tensor, const float* send, float* recv, size_t recvCount, cclRedOp_t op,
                      int layer = -1);
   void allGather(Site s, int tensor, const float* send, float* recv, size_t sendCount, int layer = -1);
@@ -106,10 +111,17 @@ class Comm {
  private:
   template <class Call>
   void run(Site s, const char* what, int layer, Call call, int microbatch = -1, int phase = -1);
-  // The codec of a call of site s at block `layer` (tp sites) or from sending stage `stage`
-  // in pipeline phase `phase` (pp sites), or null: uncompressed.
-  const cclCompression_t* codecFor(Site s, int layer = -1, int stage = -1, int phase = -1) const;
-  cclFeedback_t feedbackFor(Site s, int tensor, const cclCompression_t* codec);
+  // The codec of a call of site s over `count` elements (a matrix of rows of `cols`, or 0)
+  // at block `layer` (tp sites) or from sending stage `stage` in pipeline phase `phase` (pp
+  // sites): false when the call goes uncompressed.
+  struct CallCodec {
+    Site site;
+    size_t count;
+    size_t cols = 0;
+    int layer = -1, stage = -1, phase = -1;
+  };
+  bool codecFor(const CallCodec& call, cclCompression_t* out) const;
+  cclFeedback_t feedbackFor(Site s, int tensor, bool compressed);
   cclComm_t comm(Site s) const;
   SiteStats& slot(Site s, int layer);
 

@@ -83,6 +83,9 @@ void addFlags(CLI::App& app, Cli& c) {
   app.add_option("--threads", t.threads, "OpenMP/BLAS threads per rank")->capture_default_str();
   app.add_flag("--zero", t.zero, "ZeRO-1: shard the optimiser state, reduce-scatter gradients, all-gather parameters");
   app.add_option("--bucket-mb", c.bucketMb, "Gradient all-reduce bucket size in MiB")->capture_default_str();
+  app.add_flag("--fuse-emb-sync", t.fuseEmbeddingSync,
+               "Sum wte's gradient over the first and last stage and every data-parallel rank in one collective "
+               "(Optimus-CC), in place of the pair's all-reduce and its share of the data-parallel one");
   app.add_option("--codec", c.codec, "Codec of the gradient traffic (dp.grad): none or a ccl codec name")
       ->capture_default_str();
   app.add_option("--feedback", c.feedback, "Error feedback of dp.grad: none, ef or loco")->capture_default_str();

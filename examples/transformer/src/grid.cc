@@ -26,7 +26,8 @@ std::string resolveGrid(Grid& g, int worldSize, const ModelConfig& c, int seq, b
   return "";
 }
 
-std::array<cclComm_t, static_cast<size_t>(Group::kCount)> splitGroups(cclComm_t world, const Grid& g) {
+std::array<cclComm_t, static_cast<size_t>(Group::kCount)> splitGroups(cclComm_t world, const Grid& g,
+                                                                      bool fusedEmbedding) {
   int rank = 0;
   cclCommUserRank(world, &rank);
   const GridPlace at = placeOf(g, rank);
@@ -47,7 +48,10 @@ std::array<cclComm_t, static_cast<size_t>(Group::kCount)> splitGroups(cclComm_t 
   split(Group::kDp, at.p * g.tp + at.t, at.d);
   if (g.pp > 1) {
     const bool ends = at.p == 0 || at.p == g.pp - 1;
-    split(Group::kEmb, ends ? at.d * g.tp + at.t : CCL_SPLIT_NOCOLOR, at.p);
+    if (fusedEmbedding)
+      split(Group::kEmb, ends ? at.t : CCL_SPLIT_NOCOLOR, at.d * 2 + (at.p == 0 ? 0 : 1));
+    else
+      split(Group::kEmb, ends ? at.d * g.tp + at.t : CCL_SPLIT_NOCOLOR, at.p);
   }
   return out;
 }

@@ -33,7 +33,12 @@ std::string resolveGrid(Grid& g, int worldSize, const ModelConfig& c, int seq, b
 
 // This rank's communicators, split from `world` (every world rank must call it, in the
 // same order as every other split of `world`). Group::kWorld is `world` itself; kEmb is null
-// with one stage or on a middle stage. Throws std::runtime_error when a split fails.
-std::array<cclComm_t, static_cast<size_t>(Group::kCount)> splitGroups(cclComm_t world, const Grid& g);
+// with one stage or on a middle stage. kEmb pairs the first and last stage of a pipeline, or
+// with `fusedEmbedding` gathers the first and last stages of every pipeline of the rank's
+// tensor-parallel place (Optimus-CC's fused embedding synchronisation: one collective sums
+// wte's gradient over both stages and every data-parallel rank). Throws
+// std::runtime_error when a split fails.
+std::array<cclComm_t, static_cast<size_t>(Group::kCount)> splitGroups(cclComm_t world, const Grid& g,
+                                                                      bool fusedEmbedding = false);
 
 }  // namespace gpt

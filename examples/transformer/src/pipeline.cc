@@ -60,7 +60,14 @@ void Pipeline::transfer(const Action& a) {
   const size_t count = static_cast<size_t>(m.heldRows()) * static_cast<size_t>(m.config.channels);
   std::vector<PeerTransfer> group;
   for (const Transfer& t : a.transfers) {
-    PeerTransfer p{t.send(), Site::kPpFwd, t.peer(stage_), nullptr, count, t.microbatch, static_cast<int>(t.phase)};
+    PeerTransfer p{t.send(),
+                   Site::kPpFwd,
+                   t.peer(stage_),
+                   nullptr,
+                   count,
+                   t.microbatch,
+                   static_cast<int>(t.phase),
+                   static_cast<size_t>(m.config.channels)};
     switch (t.kind) {
       case Transfer::kSendActivation:
         p.buf = const_cast<float*>(stageOutput(m, slotOf_[static_cast<size_t>(t.microbatch)]));
@@ -105,14 +112,14 @@ double Pipeline::step(const std::vector<Batch>& batches, float lossScale) {
 double Pipeline::evaluate(const Batch& b, int sequences) {
   Model<float>& m = model_;
   prepare(m, sequences, seq_, std::max(slots_, 1));
-  const size_t count = static_cast<size_t>(m.heldRows()) * static_cast<size_t>(m.config.channels);
+  const size_t C = static_cast<size_t>(m.config.channels), count = static_cast<size_t>(m.heldRows()) * C;
   if (m.shard.embedding())
     embedForward(m, 0, b.tokens.data());
   else
-    comm_.exchange({{false, Site::kPpFwd, stage_ - 1, m.acts[0].input.data(), count}});
+    comm_.exchange({{false, Site::kPpFwd, stage_ - 1, m.acts[0].input.data(), count, -1, -1, C}});
   for (int l = m.shard.firstLayer; l < m.shard.endLayer; ++l) blockForward(m, 0, l);
   if (!m.shard.head()) {
-    comm_.exchange({{true, Site::kPpFwd, stage_ + 1, const_cast<float*>(stageOutput(m, 0)), count}});
+    comm_.exchange({{true, Site::kPpFwd, stage_ + 1, const_cast<float*>(stageOutput(m, 0)), count, -1, -1, C}});
     return 0;
   }
   return headForward(m, 0, b.targets.data());

@@ -98,6 +98,8 @@ std::pair<Site, SiteCodec> parseSiteCodec(const std::string& spec) {
       c.compression.keepRatio = number(spec, key, value);
     } else if (key == "threshold") {
       c.compression.threshold = static_cast<float>(number(spec, key, value));
+    } else if (key == "rank") {
+      c.compression.rank = integer(spec, key, value);
     } else if (key == "seed") {
       c.compression.seed = static_cast<unsigned long long>(integer(spec, key, value));
     } else if (key == "feedback") {
@@ -135,9 +137,9 @@ std::pair<Site, SiteCodec> parseSiteCodec(const std::string& spec) {
       fail(spec, "unknown key " + key);
     }
   }
-  if (c.feedback != cclFeedbackNone && info.group == Group::kPp)
-    fail(spec, "error feedback applies to collectives; ccl's sends take none");
   if (c.feedback != cclFeedbackNone && !c.active()) fail(spec, "feedback without a codec");
+  if (c.feedback == cclFeedbackLoco && c.compression.codec == cclCodecPowerSgd)
+    fail(spec, "powersgd keeps its warm start in the feedback state: feedback=ef, not loco");
   // The library's own check of the parameters, as a collective would make it.
   double bound = 0;
   if (c.active() && cclCodecErrorBound(&c.compression, 0, 0, 1, &bound) != cclSuccess)
@@ -156,6 +158,7 @@ std::string describe(Site s, const SiteCodec& c) {
   if (z.threshold > 0) add("threshold=" + std::to_string(z.threshold));
   if (z.stochasticRounding) add("stochastic");
   if (z.seed) add("seed=" + std::to_string(z.seed));
+  if (z.rank) add("rank=" + std::to_string(z.rank));
   if (c.feedback == cclFeedbackResidual) add("feedback=ef");
   if (c.feedback == cclFeedbackLoco)
     add("feedback=loco:beta=" + std::to_string(c.locoBeta) + ":reset=" + std::to_string(c.locoReset));

@@ -42,7 +42,8 @@ bool applies(const SiteCodec& c, const CallPlace& at);
 
 // Parses "SITE=CODEC[:key=value]...". CODEC is a ccl codec name (ccl-info lists them) or
 // none. Keys: block=N (quantiser block), bits=N, scale-bits=16|32, keep=F (topk, randk),
-// threshold=F, stochastic (quantisers round stochastically), seed=N, feedback=none|ef|loco,
+// threshold=F, stochastic (quantisers round stochastically), seed=N, rank=N (powersgd; the
+// matrix is the call's: tokens x channels, or the weight's shape), feedback=none|ef|loco,
 // beta=F and reset=N (LoCo), layers=A-B (blocks, inclusive; tp sites), stages=A-B (sending
 // stages; pp and dp sites), phases=warmup+steady+cooldown (pp sites), warmup=K (steps).
 // A range may be one number or open-ended ("2-"). Throws std::invalid_argument naming the

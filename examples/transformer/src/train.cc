@@ -15,6 +15,7 @@
 
 #include "checkpoint.h"
 #include "data.h"
+#include "data_parallel.h"
 #include "model.h"
 #include "params.h"
 #include "pipeline.h"
@@ -33,7 +34,8 @@ double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::d
 // state, when a site has a codec, is kept per (block, half, point).
 class TensorParallelComm final : public TensorParallel<float> {
  public:
-  TensorParallelComm(Comm& comm, bool sequenceParallel) : comm_(comm), sp_(sequenceParallel) {}
+  TensorParallelComm(Comm& comm, bool sequenceParallel, int channels)
+      : comm_(comm), sp_(sequenceParallel), channels_(static_cast<size_t>(channels)) {}
 
   void forwardGather(int layer, BlockHalf h, const float* held, float* all, size_t heldCount) override {
     comm_.allGather(Site::kTpFwd, tensor(layer, h, 0), held, all, heldCount, layer);
@@ -54,70 +56,12 @@ class TensorParallelComm final : public TensorParallel<float> {
     if (sp_)
       comm_.reduceScatter(s, tensor, partial, out, heldCount, cclSum, layer);
     else
-      comm_.allReduce(s, tensor, partial, heldCount, cclSum, layer);
+      comm_.allReduce(s, tensor, partial, heldCount, cclSum, layer, channels_);
   }
 
   Comm& comm_;
   bool sp_;
-};
-
-// The data-parallel part of a step over the rank's shard: gradients averaged over its
-// data-parallel group (all-reduce in buckets, or ZeRO-1's reduce-scatter), the AdamW update
-// of this rank's range, and with ZeRO-1 the all-gather of the updated parameters.
-class DataParallel {
- public:
-  DataParallel(Comm& comm, const TrainOptions& o, Model<float>& m)
-      : comm_(comm), zero_(o.zero && comm.size(Group::kDp) > 1), model_(m) {
-    const size_t P = shardCount(m.layout), n = static_cast<size_t>(comm.size(Group::kDp));
-    // ZeRO-1 pads the flat buffers to a multiple of the rank count: shards need no tensor
-    // to divide evenly.
-    padded_ = zero_ ? (P + n - 1) / n * n : P;
-    shard_ = padded_ / n;
-    begin_ = zero_ ? shard_ * static_cast<size_t>(comm.rank(Group::kDp)) : 0;
-    end_ = zero_ ? std::min(begin_ + shard_, P) : P;
-    m.params.resize(padded_, 0.0f);
-    m.grads.resize(padded_, 0.0f);
-    rebind(m);
-    bucket_ = std::max<size_t>(1, o.bucketBytes / sizeof(float));
-  }
-
-  size_t begin() const { return begin_; }
-  size_t end() const { return end_; }
-  bool zero() const { return zero_; }
-
-  void reduceGradients() {
-    float* g = model_.grads.data();
-    const size_t P = shardCount(model_.layout);
-    if (comm_.size(Group::kDp) == 1) return;
-    if (zero_) {
-      comm_.reduceScatter(Site::kDpGrad, 0, g, g + begin_, shard_, cclAvg);
-      return;
-    }
-    for (size_t off = 0, k = 0; off < P; off += bucket_, ++k)
-      comm_.allReduce(Site::kDpGrad, static_cast<int>(k), g + off, std::min(bucket_, P - off), cclAvg);
-  }
-
-  // After this rank's update: every rank gets every shard.
-  void shareParameters() {
-    if (!zero_) return;
-    float* p = model_.params.data();
-    comm_.allGather(Site::kDpParam, 0, p + begin_, p, shard_);
-  }
-
-  // The range of the local buffer whose values this rank speaks for in its data-parallel
-  // group: its shard with ZeRO-1, else everything on the group's rank 0 (the others hold
-  // copies).
-  std::pair<size_t, size_t> spokenRange(bool sharded) const {
-    if (sharded && zero_) return {begin_, end_};
-    return comm_.rank(Group::kDp) == 0 ? std::pair<size_t, size_t>{0, shardCount(model_.layout)}
-                                       : std::pair<size_t, size_t>{0, 0};
-  }
-
- private:
-  Comm& comm_;
-  bool zero_;
-  Model<float>& model_;
-  size_t padded_ = 0, shard_ = 0, begin_ = 0, end_ = 0, bucket_ = 0;
+  size_t channels_;  // the activations' row length
 };
 
 long peakRss() {
@@ -153,12 +97,6 @@ void sumWholeTensorGradients(Model<float>& m, Comm& comm, std::vector<float>& pa
       std::copy(pack.begin() + at, pack.begin() + at + t.size(), m.grads.begin() + t.offset);
       at += t.size();
     }
-}
-
-// The first and last stage both use wte (embedding and head): each adds the other's gradient.
-void syncEmbeddingGradient(Model<float>& m, Comm& comm) {
-  if (!comm.has(Group::kEmb)) return;
-  comm.allReduce(Site::kEmbSync, 0, m.g.wte, static_cast<size_t>(m.config.vocab) * m.config.channels, cclSum);
 }
 
 // Sum of squares of the gradient elements this rank speaks for (each element of the whole
@@ -274,7 +212,7 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
   shard.stage = at.p;
   std::tie(shard.firstLayer, shard.endLayer) = stageLayers(o.model.layers, grid.pp, at.p);
   Model<float> model = makeModel<float>(o.model, shard, o.seed);
-  TensorParallelComm tensorParallel(comm, shard.sequenceParallel);
+  TensorParallelComm tensorParallel(comm, shard.sequenceParallel, o.model.channels);
   model.tp = &tensorParallel;
   DataParallel dp(comm, o, model);
   AdamW opt = makeAdamW(o.adamw, model.layout, dp.begin(), dp.end());
@@ -349,12 +287,12 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
     const double headLoss = pipe.step(batches, 1.0f / static_cast<float>(o.accum));
     sumWholeTensorGradients(model, comm, pack);
     if (dp.zero()) {
-      syncEmbeddingGradient(model, comm);
+      dp.syncEmbedding();
       dp.reduceGradients();
     } else {
       // After the data-parallel sum, so that both stages' copies of wte get the same bits.
       dp.reduceGradients();
-      syncEmbeddingGradient(model, comm);
+      dp.syncEmbedding();
     }
     double stats[2] = {gradientSquares(model, dp.spokenRange(true)), reportsLoss(shard) ? headLoss / o.accum : 0.0};
     comm.allReduceDoubles(Site::kStat, stats, 2, cclSum);
@@ -421,7 +359,18 @@ TrainResult train(const TrainOptions& o, cclComm_t world) {
   Grid grid = o.grid;
   const std::string problem = resolveGrid(grid, worldSize, o.model, o.seq, o.sequenceParallel);
   if (!problem.empty()) throw std::invalid_argument(problem);
-  Comm comm(splitGroups(world, grid), o.model.layers);
+  if (o.fuseEmbeddingSync && o.zero)
+    throw std::invalid_argument(
+        "--fuse-emb-sync sums wte's gradient in place of the data-parallel all-reduce: not "
+        "with --zero");
+  if (o.zero && o.codecs[static_cast<size_t>(Site::kDpGrad)].compression.codec == cclCodecPowerSgd)
+    throw std::invalid_argument("dp.grad=powersgd compresses an all-reduce: not with --zero (a reduce-scatter)");
+  if (o.sequenceParallel && grid.tp > 1)
+    for (Site s : {Site::kTpFwd, Site::kTpBwd})
+      if (o.codecs[static_cast<size_t>(s)].compression.codec == cclCodecPowerSgd)
+        throw std::invalid_argument(std::string(siteName(s)) +
+                                    "=powersgd compresses all-reduces: not with --sp (reduce-scatter, all-gather)");
+  Comm comm(splitGroups(world, grid, o.fuseEmbeddingSync), o.model.layers);
   try {
     return trainOn(o, grid, comm);
   } catch (...) {

@@ -33,10 +33,11 @@ struct TrainOptions {
   AdamWConfig adamw;
   float clip = 1.0f;  // global gradient-norm clipping; 0: off
   uint64_t seed = 1337;
-  int valEvery = 50;             // validation every this many steps (and at the end); 0: only at the end
-  int valSequences = 64;         // validation windows
-  bool zero = false;             // ZeRO-1: reduce-scatter gradients, shard AdamW, all-gather parameters
-  size_t bucketBytes = 8 << 20;  // gradient all-reduce buckets (plain data parallel)
+  int valEvery = 50;               // validation every this many steps (and at the end); 0: only at the end
+  int valSequences = 64;           // validation windows
+  bool zero = false;               // ZeRO-1: reduce-scatter gradients, shard AdamW, all-gather parameters
+  bool fuseEmbeddingSync = false;  // wte's gradient: one collective over both end stages and all DP ranks
+  size_t bucketBytes = 8 << 20;    // gradient all-reduce buckets (plain data parallel)
   std::array<SiteCodec, static_cast<size_t>(Site::kCount)> codecs{};  // what each site carries
   int threads = 1;                                                    // OpenMP/BLAS threads of this rank
   std::string logPath;         // JSONL, one record per step (rank 0); empty: none

@@ -20,7 +20,8 @@ using harness::runOn;
 TEST(SiteCodecSpec, ParsesAndDescribesItself) {
   for (const char* spec : {"tp.fwd=int4:block=32:layers=2-3", "dp.grad=int4:feedback=loco:beta=0.800000:reset=1024",
                            "pp.bwd=fp8_e4m3:stages=1-:phases=cooldown:warmup=5", "tp.bwd=int8:stochastic:seed=7",
-                           "pp.fwd=topk:keep=0.050000", "emb.sync=int8:scale-bits=16", "dp.grad=int2:stages=0"}) {
+                           "pp.fwd=topk:keep=0.050000", "emb.sync=int8:scale-bits=16", "dp.grad=int2:stages=0",
+                           "pp.bwd=powersgd:rank=12:feedback=ef", "dp.grad=powersgd:rank=2:feedback=ef:stages=0-1"}) {
     const auto [site, codec] = parseSiteCodec(spec);
     EXPECT_EQ(describe(site, codec), spec);
   }
@@ -52,7 +53,8 @@ TEST(SiteCodecSpec, BadSpecsSayWhatIsWrong) {
   EXPECT_NE(why("dp.grad=int8:layers=0").find("layers= does not apply to dp.grad"), std::string::npos);
   EXPECT_NE(why("dp.grad=int8:phases=cooldown").find("phases= applies to pp.fwd and pp.bwd only"), std::string::npos);
   EXPECT_NE(why("pp.fwd=int8:phases=epilogue").find("epilogue is not warmup"), std::string::npos);
-  EXPECT_NE(why("pp.fwd=int8:feedback=ef").find("sends take none"), std::string::npos);
+  EXPECT_NE(why("pp.bwd=powersgd:feedback=loco").find("not loco"), std::string::npos);
+  EXPECT_EQ(why("pp.bwd=powersgd:rank=8:feedback=ef:phases=cooldown"), "accepted") << "lazy error propagation";
   EXPECT_NE(why("tp.fwd=int8:layers=3-1").find("empty range"), std::string::npos);
   EXPECT_NE(why("tp.fwd=int8:block=7").find("block"), std::string::npos);
   EXPECT_NE(why("tp.fwd=topk:keep=2").find("keep"), std::string::npos);
@@ -156,6 +158,38 @@ TEST(SiteCompression, OnlyTheNamedPhases) {
     EXPECT_GT(static_cast<double>(st.wireBytes), uncompressed) << stage;
     EXPECT_LT(static_cast<double>(st.wireBytes), uncompressed + cooled * perSend * 0.3) << stage;
   }
+}
+
+// PowerSGD on dp.grad (Optimus-CC's selective stage compression): each weight matrix is
+// all-reduced with its own shape on the named stages, the vectors in one uncompressed call;
+// the other stages keep their buckets.
+TEST(SiteCompression, PowerSgdPerMatrixOnTheNamedStages) {
+  TrainOptions o = small();
+  o.grid = {2, 2, 1};
+  o.accum = 2;
+  o.steps = 3;
+  set(o, "dp.grad=powersgd:rank=2:feedback=ef:stages=0");
+  const TrainResult r = runOn(4, o);
+  const GridCounters& g = r.counters;
+  const SiteStats first = total(g, Site::kDpGrad, [&](int rank, int) { return g.stageOf[rank] == 0; });
+  const SiteStats last = total(g, Site::kDpGrad, [&](int rank, int) { return g.stageOf[rank] == 1; });
+  // Stage 0 holds wte, wpe and 2 blocks: 2 + 4 x 2 matrices and one call of vectors, per step
+  // and rank; stage 1 sends one bucket.
+  EXPECT_EQ(first.calls, static_cast<unsigned long long>(2 * o.steps * (2 + 4 * 2 + 1)));
+  EXPECT_EQ(last.calls, static_cast<unsigned long long>(2 * o.steps));
+  EXPECT_LT(first.wireBytes * 4, first.rawBytes);
+  EXPECT_EQ(last.wireBytes, last.rawBytes);
+  EXPECT_NEAR(r.losses.back(),
+              runOn(1,
+                    [&] {
+                      TrainOptions one = small();
+                      one.accum = 4;
+                      one.steps = 3;
+                      return one;
+                    }())
+                  .losses.back(),
+              0.05)
+      << "rank-2 gradients with error feedback still train";
 }
 
 // Compression changes the numbers by its bound, not the training: int8 activations in every

@@ -44,6 +44,7 @@ struct Layout {
   PipeSchedule schedule = PipeSchedule::k1F1B;
   bool zero = false;
   int microbatches = 1;  // per step and data-parallel rank
+  bool fused = false;    // the fused embedding synchronisation
 
   int ranks() const { return tp * pp * dp; }
   std::string name() const {
@@ -51,6 +52,7 @@ struct Layout {
     if (sp) s += "_sp";
     if (pp > 1) s += std::string("_") + scheduleName(schedule);
     if (zero) s += "_zero1";
+    if (fused) s += "_fusedemb";
     return s + "_m" + std::to_string(microbatches);
   }
 };
@@ -82,6 +84,7 @@ TrainOptions optionsFor(const Layout& l) {
   o.pipeSchedule = l.schedule;
   o.zero = l.zero;
   o.accum = l.microbatches;
+  o.fuseEmbeddingSync = l.fused;
   return o;
 }
 
@@ -91,6 +94,7 @@ TrainOptions oneRank(TrainOptions o) {
   o.grid = {1, 1, 1};
   o.sequenceParallel = false;
   o.zero = false;
+  o.fuseEmbeddingSync = false;
   return o;
 }
 
@@ -143,6 +147,9 @@ std::vector<Layout> layouts() {
     for (int m : {1, 3}) out.push_back({2, 2, 2, false, S::k1F1B, zero, m});
     out.push_back({2, 2, 2, true, S::k1F1B, zero, 2});
   }
+  // Optimus-CC's fused embedding synchronisation (plain data parallelism).
+  out.push_back({1, 2, 2, false, S::k1F1B, false, 2, true});
+  out.push_back({2, 4, 1, false, S::k1F1B, false, 4, true});
   return out;
 }
 

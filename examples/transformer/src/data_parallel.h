@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The data-parallel part of a step over a rank's shard: gradients averaged over its
+// data-parallel group (all-reduce in buckets, or ZeRO-1's reduce-scatter), wte's gradient
+// summed between the first and last pipeline stage, and with ZeRO-1 the all-gather of the
+// updated parameters.
+//
+// Two of Optimus-CC's techniques live here: with a low-rank codec on dp.grad (powersgd)
+// every weight matrix is all-reduced on its own, with its shape and its own feedback state
+// (vectors go together, uncompressed), on the stages the site's codec names; with the fused
+// embedding synchronisation the first and last stages leave wte out of their data-parallel
+// all-reduce and one collective over both stages and every data-parallel rank sums it.
+#pragma once
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include "comm.h"
+#include "model.h"
+#include "train.h"
+
+namespace gpt {
+
+class DataParallel {
+ public:
+  // Pads the model's buffers for ZeRO-1 (a multiple of the rank count) and rebinds them.
+  DataParallel(Comm& comm, const TrainOptions& o, Model<float>& m);
+
+  size_t begin() const { return begin_; }  // this rank's AdamW range
+  size_t end() const { return end_; }
+  bool zero() const { return zero_; }
+
+  void reduceGradients();
+  // The tied embedding: first and last stage add each other's gradient of wte (with the
+  // fused synchronisation, every data-parallel rank's too, averaged over them).
+  void syncEmbedding();
+  // After this rank's update: every rank gets every shard.
+  void shareParameters();
+
+  // The range of the local buffer whose values this rank speaks for in its data-parallel
+  // group: its shard with ZeRO-1 (`sharded`), else everything on the group's rank 0 (the
+  // others hold copies).
+  std::pair<size_t, size_t> spokenRange(bool sharded) const;
+
+ private:
+  void reduceMatrices(float* g);
+
+  Comm& comm_;
+  bool zero_;
+  bool lowRank_;  // dp.grad's codec is low-rank: per-matrix all-reduces
+  bool fused_;    // wte's gradient goes through the fused embedding synchronisation
+  Model<float>& model_;
+  size_t padded_ = 0, shard_ = 0, begin_ = 0, end_ = 0, bucket_ = 0;
+  size_t skip_ = 0;  // elements at the buffer's start the fused synchronisation reduces instead
+  std::vector<float> vectors_;
+};
+
+}  // namespace gpt
