@@ -48,79 +48,9 @@ die() {
 [[ -x $gloo_bin ]] || { echo "# Gloo bench not built: Gloo rows skipped" >&2; gloo_algos=""; }
 [[ -x $mpi_bin ]] || { echo "# MPI bench not built: MPI rows skipped" >&2; mpi_algos=""; }
 
-# Names and addresses unique to this run; nothing outside them is touched.
-prefix=cclsl-$$
-hub=$prefix-hub
-subnet=10.251.$(($$ % 250))
-ifname=slink # the veth end inside every rank namespace
-if ip -o -4 addr show 2>/dev/null | grep -q " $subnet\."; then die "$subnet.0/24 is in use on this host"; fi
-work=$(mktemp -d /tmp/cclsl-$$.XXXXXX)
-namespaces=()
-children=()
-
-cleanup() {
-  local status=$?
-  trap - EXIT INT TERM
-  for pid in "${children[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for ns in "${namespaces[@]}"; do
-    # Only processes inside this run's namespaces (they were started by this script).
-    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
-    ip netns del "$ns" 2>/dev/null || true
-  done
-  rm -rf "$work"
-  exit "$status"
-}
-trap cleanup EXIT
-trap 'echo "run.sh: interrupted" >&2; exit 130' INT TERM
-
-rank_ns() { echo "$prefix-$1"; }
-rank_addr() { echo "$subnet.$(($1 + 1))"; }
-
-build_links() {
-  ip netns add "$hub"
-  namespaces+=("$hub")
-  ip -n "$hub" link add slbr type bridge
-  ip -n "$hub" link set slbr up
-  for ((i = 0; i < ranks; i++)); do
-    local ns
-    ns=$(rank_ns "$i")
-    ip netns add "$ns"
-    namespaces+=("$ns")
-    ip -n "$ns" link set lo up
-    ip link add "$ifname" netns "$ns" type veth peer name "slh$i" netns "$hub"
-    ip -n "$ns" addr add "$(rank_addr "$i")/24" dev "$ifname"
-    ip -n "$ns" link set "$ifname" up
-    ip -n "$hub" link set "slh$i" master slbr
-    ip -n "$hub" link set "slh$i" up
-  done
-}
-
-# tbf on both ends: rank -> bridge on the rank's veth, bridge -> rank on the hub's veth.
-# The burst must hold one GSO packet (64 KB) and absorb timer slack, but stay small next
-# to one allreduce's traffic so that it adds little beyond the rate.
-limit_links() {
-  local rate=$1 burst_var="BURST_$1" burst
-  burst=${!burst_var:-}
-  if [[ -z $burst ]]; then case $rate in 1gbit) burst=256kb ;; *) burst=1mb ;; esac; fi
-  for ((i = 0; i < ranks; i++)); do
-    tc -n "$(rank_ns "$i")" qdisc replace dev "$ifname" root tbf rate "$rate" burst "$burst" latency 20ms
-    tc -n "$hub" qdisc replace dev "slh$i" root tbf rate "$rate" burst "$burst" latency 20ms
-  done
-  echo "# links: tbf rate $rate burst $burst latency 20ms on both ends of each of $ranks veth pairs"
-}
-
-# Bytes sent through the tbf qdiscs so far and packets they dropped:
-# "<into bridge> <out of bridge> <dropped up> <dropped down>".
-qdisc_bytes() {
-  local up=0 down=0 dup=0 ddown=0 n d
-  for ((i = 0; i < ranks; i++)); do
-    read -r n d < <(tc -s -n "$(rank_ns "$i")" qdisc show dev "$ifname" | awk '/Sent/ {gsub(",", ""); print $2, $7; exit}')
-    up=$((up + n)) dup=$((dup + d))
-    read -r n d < <(tc -s -n "$hub" qdisc show dev "slh$i" | awk '/Sent/ {gsub(",", ""); print $2, $7; exit}')
-    down=$((down + n)) ddown=$((ddown + d))
-  done
-  echo "$up $down $dup $ddown"
-}
+# shellcheck source=links.sh
+source "$here/links.sh"
+links_setup || die "cannot set up the links"
 
 measure_stream() {
   local rate=$1 out

@@ -184,9 +184,9 @@ void JsonLog::step(int step, double loss, double lr, double gradNorm, double tok
   last_ = counters;
 }
 
-void JsonLog::validation(int step, double loss) {
+void JsonLog::validation(int step, double loss, double elapsed) {
   if (!f_) return;
-  std::fprintf(f_, "{\"type\":\"val\",\"step\":%d,\"val_loss\":%.6f}\n", step, loss);
+  std::fprintf(f_, "{\"type\":\"val\",\"step\":%d,\"val_loss\":%.6f,\"elapsed_s\":%.3f}\n", step, loss, elapsed);
   std::fflush(f_);
 }
 

@@ -51,7 +51,8 @@ class JsonLog {
   bool enabled() const { return f_ != nullptr; }
   void step(int step, double loss, double lr, double gradNorm, double tokensPerSecond, double computeSeconds,
             double commSeconds, const GridCounters& counters);
-  void validation(int step, double loss);
+  // `elapsed`: seconds since the run started (the time-to-loss of a run, for comparisons).
+  void validation(int step, double loss, double elapsed);
   void summary(const TrainResult& r, const std::string& layout, double computeSeconds, double commSeconds,
                double elapsed, const GridCounters& counters);
 

@@ -318,7 +318,7 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
     const bool last = step + 1 == o.steps;
     if ((o.valEvery > 0 && (step + 1) % o.valEvery == 0) || last) {
       result.finalValLoss = validate(pipe, model, corpus, o, comm);
-      log.validation(step, result.finalValLoss);
+      log.validation(step, result.finalValLoss, seconds(runStart, Clock::now()));
       progress.note("step " + std::to_string(step + 1) + ": validation loss " + std::to_string(result.finalValLoss));
     }
     const bool stop = o.stopAfter > 0 && ran >= o.stopAfter;
