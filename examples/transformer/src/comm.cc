@@ -125,7 +125,7 @@ SiteStats Comm::stats(Site s, int layer) const {
 }
 
 template <class Call>
-void Comm::run(Site s, const char* what, int layer, Call call, int microbatch, int phase) {
+void Comm::run(Site s, const char* what, int layer, Call call, int microbatch, int phase, double rawScale) {
   cclComm_t c = comm(s);
   const Sent before = sentOn(c);
   const double t0 = Timeline::now();
@@ -141,7 +141,7 @@ void Comm::run(Site s, const char* what, int layer, Call call, int microbatch, i
   const Site counted = evaluating_ ? Site::kEval : s;
   SiteStats& st = slot(counted, layer);
   st.calls += 1;
-  st.rawBytes += after.raw - before.raw;
+  st.rawBytes += static_cast<unsigned long long>(static_cast<double>(after.raw - before.raw) * rawScale);
   st.wireBytes += after.wire - before.wire;
   st.seconds += t1 - t0;
   const double codec = after.codecSeconds - before.codecSeconds;
@@ -154,12 +154,15 @@ void Comm::run(Site s, const char* what, int layer, Call call, int microbatch, i
   }
 }
 
-void Comm::allReduce(Site s, int tensor, float* buf, size_t count, cclRedOp_t op, int layer, size_t cols) {
+void Comm::allReduce(Site s, int tensor, float* buf, size_t count, cclRedOp_t op, int layer, size_t cols,
+                     double rawScale) {
   cclCompression_t z;
   const bool on = codecFor({s, count, cols, layer}, &z);
   cclFeedback_t fb = feedbackFor(s, tensor, on);
-  run(s, "cclAllReduceEx", layer,
-      [&](cclComm_t c) { return cclAllReduceEx(buf, buf, count, cclFloat32, op, c, nullptr, on ? &z : nullptr, fb); });
+  run(
+      s, "cclAllReduceEx", layer,
+      [&](cclComm_t c) { return cclAllReduceEx(buf, buf, count, cclFloat32, op, c, nullptr, on ? &z : nullptr, fb); },
+      -1, -1, rawScale);
 }
 
 void Comm::reduceScatter(Site s, int tensor, const float* send, float* recv, size_t recvCount, cclRedOp_t op,

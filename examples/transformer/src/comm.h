@@ -85,7 +85,10 @@ class Comm {
   // length of the matrix the buffer holds: a low-rank codec (powersgd) compresses only calls
   // that give one. Each throws std::runtime_error naming the site, the call and ccl's
   // message on failure.
-  void allReduce(Site s, int tensor, float* buf, size_t count, cclRedOp_t op, int layer = -1, size_t cols = 0);
+  // `rawScale`: the buffer stands for one rawScale times larger (a learned code): its raw
+  // bytes are counted so.
+  void allReduce(Site s, int tensor, float* buf, size_t count, cclRedOp_t op, int layer = -1, size_t cols = 0,
+                 double rawScale = 1.0);
   void reduceScatter(Site s, int tensor, const float* send, float* recv, size_t recvCount, cclRedOp_t op,
                      int layer = -1);
   void allGather(Site s, int tensor, const float* send, float* recv, size_t sendCount, int layer = -1);
@@ -110,7 +113,7 @@ class Comm {
 
  private:
   template <class Call>
-  void run(Site s, const char* what, int layer, Call call, int microbatch = -1, int phase = -1);
+  void run(Site s, const char* what, int layer, Call call, int microbatch = -1, int phase = -1, double rawScale = 1.0);
   // The codec of a call of site s over `count` elements (a matrix of rows of `cols`, or 0)
   // at block `layer` (tp sites) or from sending stage `stage` in pipeline phase `phase` (pp
   // sites): false when the call goes uncompressed.

@@ -39,6 +39,7 @@ struct Cli {
   int topK = 40;
   std::string generateFrom;           // sample from this checkpoint and exit
   std::vector<std::string> compress;  // --compress SITE=CODEC[:key=value]...
+  std::string autoencoderLayers;
 };
 
 void addFlags(CLI::App& app, Cli& c) {
@@ -83,6 +84,11 @@ void addFlags(CLI::App& app, Cli& c) {
   app.add_option("--threads", t.threads, "OpenMP/BLAS threads per rank")->capture_default_str();
   app.add_flag("--zero", t.zero, "ZeRO-1: shard the optimiser state, reduce-scatter gradients, all-gather parameters");
   app.add_option("--bucket-mb", c.bucketMb, "Gradient all-reduce bucket size in MiB")->capture_default_str();
+  app.add_option("--autoencoder", t.autoencoderDim,
+                 "Bian et al.'s learned linear autoencoder on tp.fwd: every rank encodes its partial output into this "
+                 "many channels, the group sums the codes, every rank decodes (needs --tp > 1, no --sp); 0: off")
+      ->capture_default_str();
+  app.add_option("--autoencoder-layers", c.autoencoderLayers, "Blocks A-B (inclusive) the autoencoder covers");
   app.add_flag("--fuse-emb-sync", t.fuseEmbeddingSync,
                "Sum wte's gradient over the first and last stage and every data-parallel rank in one collective "
                "(Optimus-CC), in place of the pair's all-reduce and its share of the data-parallel one");
@@ -214,6 +220,12 @@ int main(int argc, char** argv) {
     for (const std::string& spec : c.compress) {
       const auto [site, codec] = gpt::parseSiteCodec(spec);
       c.train.codecs[static_cast<size_t>(site)] = codec;
+    }
+    if (!c.autoencoderLayers.empty()) {
+      // The same range syntax as --compress's layers=.
+      const gpt::SiteCodec r = gpt::parseSiteCodec("tp.fwd=none:layers=" + c.autoencoderLayers).second;
+      c.train.autoencoderFirst = r.firstLayer;
+      c.train.autoencoderEnd = r.endLayer;
     }
     // A site with a codec compresses its calls whatever their size, unless the user sets
     // the library's threshold.

@@ -167,28 +167,29 @@ Dims dims(const Model<T>& m) {
 // LayerNorm of the held rows, then (sequence parallel) every row of it: what a column-parallel
 // layer reads.
 template <class T>
-const T* normForColumn(Model<T>& m, const Dims& d, int layer, BlockHalf h, const T* in, const T* w, const T* b,
-                       std::vector<T>& out, std::vector<T>& mean, std::vector<T>& rstd, std::vector<T>& all) {
+const T* normForColumn(Model<T>& m, const Dims& d, int slot, int layer, BlockHalf h, const T* in, const T* w,
+                       const T* b, std::vector<T>& out, std::vector<T>& mean, std::vector<T>& rstd,
+                       std::vector<T>& all) {
   {
     OpTimer timer(m, OpKind::kLayerNorm);
     ops::layerNormForward(out.data(), mean.data(), rstd.data(), in, w, b, d.r, d.C);
   }
   if (!d.sp) return out.data();
-  m.tp->forwardGather(layer, h, out.data(), all.data(), static_cast<size_t>(d.r) * d.C);
+  m.tp->forwardGather(slot, layer, h, out.data(), all.data(), static_cast<size_t>(d.r) * d.C);
   return all.data();
 }
 
 // A row-parallel projection of every row, summed over the group into the held rows of
 // `out`, then its bias and the residual added.
 template <class T>
-void rowParallelForward(Model<T>& m, const Dims& d, int layer, BlockHalf h, const T* x, const T* w, const T* bias,
-                        int inChannels, const T* residual, std::vector<T>& out) {
+void rowParallelForward(Model<T>& m, const Dims& d, int slot, int layer, BlockHalf h, const T* x, const T* w,
+                        const T* bias, int inChannels, const T* residual, std::vector<T>& out) {
   T* partial = d.sp ? m.scratch.partial.data() : out.data();
   {
     OpTimer timer(m, OpKind::kMatmul);
     ops::matmulForward(partial, x, w, static_cast<const T*>(nullptr), d.R, inChannels, d.C);
   }
-  if (d.tp) m.tp->forwardReduce(layer, h, partial, out.data(), static_cast<size_t>(d.r) * d.C);
+  if (d.tp) m.tp->forwardReduce(slot, layer, h, partial, out.data(), static_cast<size_t>(d.r) * d.C);
   OpTimer timer(m, OpKind::kResidual);
   ops::biasResidualForward(out.data(), bias, residual, d.r, d.C);
 }
@@ -201,8 +202,8 @@ void blockForward(Model<T>& m, int slot, int layer) {
   const BlockParams<T>& w = m.p.blocks[static_cast<size_t>(layer)];
   LayerActs<T>& a = m.acts[static_cast<size_t>(slot)].layers[static_cast<size_t>(layer)];
   const T* in = blockInput(m, slot, layer);
-  const T* x1 =
-      normForColumn(m, d, layer, BlockHalf::kAttention, in, w.ln1w, w.ln1b, a.ln1, a.ln1Mean, a.ln1Rstd, a.ln1All);
+  const T* x1 = normForColumn(m, d, slot, layer, BlockHalf::kAttention, in, w.ln1w, w.ln1b, a.ln1, a.ln1Mean, a.ln1Rstd,
+                              a.ln1All);
   {
     OpTimer timer(m, OpKind::kMatmul);
     ops::matmulForward(a.qkv.data(), x1, w.qkvw, w.qkvb, d.R, d.C, 3 * d.Cl);
@@ -211,8 +212,9 @@ void blockForward(Model<T>& m, int slot, int layer) {
     OpTimer timer(m, OpKind::kAttention);
     ops::attentionForward(a.atty.data(), a.att.data(), a.qkv.data(), d.B, d.Tn, d.Cl, d.NH);
   }
-  rowParallelForward(m, d, layer, BlockHalf::kAttention, a.atty.data(), w.attprojw, w.attprojb, d.Cl, in, a.residual2);
-  const T* x2 = normForColumn(m, d, layer, BlockHalf::kMlp, a.residual2.data(), w.ln2w, w.ln2b, a.ln2, a.ln2Mean,
+  rowParallelForward(m, d, slot, layer, BlockHalf::kAttention, a.atty.data(), w.attprojw, w.attprojb, d.Cl, in,
+                     a.residual2);
+  const T* x2 = normForColumn(m, d, slot, layer, BlockHalf::kMlp, a.residual2.data(), w.ln2w, w.ln2b, a.ln2, a.ln2Mean,
                               a.ln2Rstd, a.ln2All);
   {
     OpTimer timer(m, OpKind::kMatmul);
@@ -222,8 +224,8 @@ void blockForward(Model<T>& m, int slot, int layer) {
     OpTimer timer(m, OpKind::kGelu);
     ops::geluForward(a.fchGelu.data(), a.fch.data(), a.fch.size());
   }
-  rowParallelForward(m, d, layer, BlockHalf::kMlp, a.fchGelu.data(), w.fcprojw, w.fcprojb, d.Fl, a.residual2.data(),
-                     a.out);
+  rowParallelForward(m, d, slot, layer, BlockHalf::kMlp, a.fchGelu.data(), w.fcprojw, w.fcprojb, d.Fl,
+                     a.residual2.data(), a.out);
 }
 
 template <class T>
@@ -270,33 +272,38 @@ void zero(std::vector<T>& v) {
   std::fill(v.begin(), v.end(), T(0));
 }
 
-// The gradient of a row-parallel projection's output, every row of it (sequence parallel:
-// gathered from the held rows); the bias's gradient from the held rows.
+// The gradient of a row-parallel projection's partial products, every row of it (sequence
+// parallel: gathered from the held rows; through the backward of the group's sum); the
+// bias's gradient from the held rows.
 template <class T>
-const T* rowParallelOutputGrad(Model<T>& m, const Dims& d, int layer, BlockHalf h, T* dbias) {
+const T* rowParallelOutputGrad(Model<T>& m, const Dims& d, int slot, int layer, BlockHalf h, T* dbias) {
   T* dres = m.scratch.dresidual.data();
   {
     OpTimer timer(m, OpKind::kMatmul);
     ops::biasBackward(dbias, dres, d.r, d.C);
   }
-  if (!d.sp) return dres;
-  m.tp->backwardGather(layer, h, dres, m.scratch.dresAll.data(), static_cast<size_t>(d.r) * d.C);
-  return m.scratch.dresAll.data();
+  if (!d.tp) return dres;
+  const T* dout = dres;
+  if (d.sp) {
+    m.tp->backwardGather(slot, layer, h, dres, m.scratch.dresAll.data(), static_cast<size_t>(d.r) * d.C);
+    dout = m.scratch.dresAll.data();
+  }
+  return m.tp->reduceGradient(slot, layer, h, dout, static_cast<size_t>(d.R), static_cast<size_t>(d.C));
 }
 
 // A column-parallel layer's backward into the LayerNorm before it: the input gradient summed
 // over the group, then LayerNorm's backward into dresidual.
 template <class T>
-void columnParallelBackward(Model<T>& m, const Dims& d, int layer, BlockHalf h, const T* dout, int outChannels,
-                            const T* x, const T* w, T* dw, T* db, const T* lnIn, const T* lnw, T* dlnw, T* dlnb,
-                            const T* mean, const T* rstd) {
+void columnParallelBackward(Model<T>& m, const Dims& d, int slot, int layer, BlockHalf h, const T* dout,
+                            int outChannels, const T* x, const T* w, T* dw, T* db, const T* lnIn, const T* lnw, T* dlnw,
+                            T* dlnb, const T* mean, const T* rstd) {
   GradScratch<T>& s = m.scratch;
   T* partial = d.sp ? s.partial.data() : s.dln.data();
   {
     OpTimer timer(m, OpKind::kMatmul);
     ops::matmulBackward(partial, dw, db, dout, x, w, d.R, d.C, outChannels);
   }
-  if (d.tp) m.tp->backwardReduce(layer, h, partial, s.dln.data(), static_cast<size_t>(d.r) * d.C);
+  if (d.tp) m.tp->backwardReduce(slot, layer, h, partial, s.dln.data(), static_cast<size_t>(d.r) * d.C);
   OpTimer timer(m, OpKind::kLayerNorm);
   ops::layerNormBackward(s.dresidual.data(), dlnw, dlnb, s.dln.data(), lnIn, lnw, mean, rstd, d.r, d.C);
 }
@@ -336,7 +343,7 @@ void blockBackward(Model<T>& m, int slot, int layer) {
   const T* x1 = d.sp ? a.ln1All.data() : a.ln1.data();
   const T* x2 = d.sp ? a.ln2All.data() : a.ln2.data();
   // MLP half.
-  const T* dout = rowParallelOutputGrad(m, d, layer, BlockHalf::kMlp, g.fcprojb);
+  const T* dout = rowParallelOutputGrad(m, d, slot, layer, BlockHalf::kMlp, g.fcprojb);
   {
     OpTimer timer(m, OpKind::kMatmul);
     ops::matmulBackward(s.dfchGelu.data(), g.fcprojw, static_cast<T*>(nullptr), dout, a.fchGelu.data(), w.fcprojw, d.R,
@@ -346,10 +353,10 @@ void blockBackward(Model<T>& m, int slot, int layer) {
     OpTimer timer(m, OpKind::kGelu);
     ops::geluBackward(s.dfch.data(), a.fch.data(), s.dfchGelu.data(), s.dfch.size());
   }
-  columnParallelBackward(m, d, layer, BlockHalf::kMlp, s.dfch.data(), d.Fl, x2, w.fcw, g.fcw, g.fcb, a.residual2.data(),
-                         w.ln2w, g.ln2w, g.ln2b, a.ln2Mean.data(), a.ln2Rstd.data());
+  columnParallelBackward(m, d, slot, layer, BlockHalf::kMlp, s.dfch.data(), d.Fl, x2, w.fcw, g.fcw, g.fcb,
+                         a.residual2.data(), w.ln2w, g.ln2w, g.ln2b, a.ln2Mean.data(), a.ln2Rstd.data());
   // Attention half.
-  dout = rowParallelOutputGrad(m, d, layer, BlockHalf::kAttention, g.attprojb);
+  dout = rowParallelOutputGrad(m, d, slot, layer, BlockHalf::kAttention, g.attprojb);
   {
     OpTimer timer(m, OpKind::kMatmul);
     ops::matmulBackward(s.datty.data(), g.attprojw, static_cast<T*>(nullptr), dout, a.atty.data(), w.attprojw, d.R,
@@ -360,7 +367,7 @@ void blockBackward(Model<T>& m, int slot, int layer) {
     ops::attentionBackward(s.dqkv.data(), s.datt.data(), s.datty.data(), a.qkv.data(), a.att.data(), d.B, d.Tn, d.Cl,
                            d.NH);
   }
-  columnParallelBackward(m, d, layer, BlockHalf::kAttention, s.dqkv.data(), 3 * d.Cl, x1, w.qkvw, g.qkvw, g.qkvb,
+  columnParallelBackward(m, d, slot, layer, BlockHalf::kAttention, s.dqkv.data(), 3 * d.Cl, x1, w.qkvw, g.qkvw, g.qkvb,
                          blockInput(m, slot, layer), w.ln1w, g.ln1w, g.ln1b, a.ln1Mean.data(), a.ln1Rstd.data());
 }
 

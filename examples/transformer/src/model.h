@@ -60,8 +60,10 @@ struct GradScratch {
 };
 
 // The four points where a tensor-parallel group communicates inside a block, as Megatron
-// places them, for the attention (kAttention) and the MLP (kMlp) half of block `layer`.
-// Counts are of the rows this rank holds (r * C elements).
+// places them, for the attention (kAttention) and the MLP (kMlp) half of block `layer`, and
+// the backward of the forward sum. `slot` is the micro-batch's activation slot (what an
+// implementation keeps for the backward is per slot). Counts are of the rows this rank holds
+// (r * C elements).
 enum class BlockHalf { kAttention, kMlp };
 
 template <class T>
@@ -69,15 +71,22 @@ class TensorParallel {
  public:
   virtual ~TensorParallel() = default;
   // Forward, into a column-parallel layer (sequence parallel only): the held rows -> every row.
-  virtual void forwardGather(int layer, BlockHalf h, const T* held, T* all, size_t heldCount) = 0;
+  virtual void forwardGather(int slot, int layer, BlockHalf h, const T* held, T* all, size_t heldCount) = 0;
   // Forward, out of a row-parallel layer: every rank's partial products -> their sum, for
   // the held rows (`out` is `partial` without sequence parallelism: an in-place all-reduce).
-  virtual void forwardReduce(int layer, BlockHalf h, T* partial, T* out, size_t heldCount) = 0;
+  virtual void forwardReduce(int slot, int layer, BlockHalf h, T* partial, T* out, size_t heldCount) = 0;
+  // Backward of forwardReduce: the gradient of the sum (every row, `rows` x `cols`) -> the
+  // gradient of this rank's partial products. A plain sum passes it through unchanged
+  // (returns `dout`); a compressed one may not.
+  virtual const T* reduceGradient(int slot, int layer, BlockHalf h, const T* dout, size_t rows, size_t cols) {
+    (void)slot, (void)layer, (void)h, (void)rows, (void)cols;
+    return dout;
+  }
   // Backward, into a row-parallel layer (sequence parallel only): held rows of the output
   // gradient -> every row.
-  virtual void backwardGather(int layer, BlockHalf h, const T* held, T* all, size_t heldCount) = 0;
+  virtual void backwardGather(int slot, int layer, BlockHalf h, const T* held, T* all, size_t heldCount) = 0;
   // Backward, out of a column-parallel layer: partial input gradients -> their sum.
-  virtual void backwardReduce(int layer, BlockHalf h, T* partial, T* out, size_t heldCount) = 0;
+  virtual void backwardReduce(int slot, int layer, BlockHalf h, T* partial, T* out, size_t heldCount) = 0;
 };
 
 // Where forward and backward time goes, per kind of op (llm.c-style time shares).

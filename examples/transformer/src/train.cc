@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <numeric>
 #include <set>
 #include <stdexcept>
@@ -21,6 +22,7 @@
 #include "pipeline.h"
 #include "progress.h"
 #include "shard.h"
+#include "tensor_parallel.h"
 
 namespace gpt {
 namespace {
@@ -28,41 +30,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
-
-// The tensor-parallel group's four points (model.h) as collectives of the tp.fwd and tp.bwd
-// sites: all-reduce, or with sequence parallelism reduce-scatter and all-gather. Feedback
-// state, when a site has a codec, is kept per (block, half, point).
-class TensorParallelComm final : public TensorParallel<float> {
- public:
-  TensorParallelComm(Comm& comm, bool sequenceParallel, int channels)
-      : comm_(comm), sp_(sequenceParallel), channels_(static_cast<size_t>(channels)) {}
-
-  void forwardGather(int layer, BlockHalf h, const float* held, float* all, size_t heldCount) override {
-    comm_.allGather(Site::kTpFwd, tensor(layer, h, 0), held, all, heldCount, layer);
-  }
-  void forwardReduce(int layer, BlockHalf h, float* partial, float* out, size_t heldCount) override {
-    reduce(Site::kTpFwd, tensor(layer, h, 1), layer, partial, out, heldCount);
-  }
-  void backwardGather(int layer, BlockHalf h, const float* held, float* all, size_t heldCount) override {
-    comm_.allGather(Site::kTpBwd, tensor(layer, h, 0), held, all, heldCount, layer);
-  }
-  void backwardReduce(int layer, BlockHalf h, float* partial, float* out, size_t heldCount) override {
-    reduce(Site::kTpBwd, tensor(layer, h, 1), layer, partial, out, heldCount);
-  }
-
- private:
-  static int tensor(int layer, BlockHalf h, int point) { return layer * 4 + static_cast<int>(h) * 2 + point; }
-  void reduce(Site s, int tensor, int layer, float* partial, float* out, size_t heldCount) {
-    if (sp_)
-      comm_.reduceScatter(s, tensor, partial, out, heldCount, cclSum, layer);
-    else
-      comm_.allReduce(s, tensor, partial, heldCount, cclSum, layer, channels_);
-  }
-
-  Comm& comm_;
-  bool sp_;
-  size_t channels_;  // the activations' row length
-};
 
 long peakRss() {
   struct rusage ru {};
@@ -177,6 +144,8 @@ std::string compressionName(const TrainOptions& o) {
     const SiteCodec& c = o.codecs[static_cast<size_t>(s.site)];
     if (c.active()) out += (out.empty() ? "" : ", ") + describe(s.site, c);
   }
+  if (o.autoencoderDim > 0)
+    out += (out.empty() ? "" : ", ") + std::string("tp.fwd autoencoder dim ") + std::to_string(o.autoencoderDim);
   return out.empty() ? "none" : out;
 }
 
@@ -212,7 +181,12 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
   shard.stage = at.p;
   std::tie(shard.firstLayer, shard.endLayer) = stageLayers(o.model.layers, grid.pp, at.p);
   Model<float> model = makeModel<float>(o.model, shard, o.seed);
-  TensorParallelComm tensorParallel(comm, shard.sequenceParallel, o.model.channels);
+  std::unique_ptr<Autoencoder> autoencoder;
+  if (o.autoencoderDim > 0)
+    autoencoder =
+        std::make_unique<Autoencoder>(o.model, o.autoencoderDim, std::max(o.autoencoderFirst, shard.firstLayer),
+                                      std::min(o.autoencoderEnd, shard.endLayer), o.seed, o.adamw);
+  TensorParallelComm tensorParallel(comm, shard.sequenceParallel, o.model.channels, autoencoder.get());
   model.tp = &tensorParallel;
   DataParallel dp(comm, o, model);
   AdamW opt = makeAdamW(o.adamw, model.layout, dp.begin(), dp.end());
@@ -278,6 +252,7 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
     const auto t0 = Clock::now();
     const double ops0 = opTotal(model), comm0 = commTotal(comm);
     zeroGrads(model);
+    if (autoencoder) autoencoder->zeroGrads();
     for (int a = 0; a < o.accum; ++a) {
       Batch& b = batches[static_cast<size_t>(a)];
       b = Batch{};
@@ -286,6 +261,7 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
     }
     const double headLoss = pipe.step(batches, 1.0f / static_cast<float>(o.accum));
     sumWholeTensorGradients(model, comm, pack);
+    tensorParallel.reduceAutoencoderGradients();
     if (dp.zero()) {
       dp.syncEmbedding();
       dp.reduceGradients();
@@ -302,6 +278,7 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
     const float lr = learningRate(o.schedule, step, o.steps);
     const double u0 = Timeline::now();
     adamwStep(opt, model.params.data(), model.grads.data(), lr, clipScale(norm, o.clip));
+    if (autoencoder) autoencoder->update(lr);
     const double u1 = Timeline::now();
     timeline.add({u0, u1, SpanKind::kUpdate});
     dp.shareParameters();
@@ -365,6 +342,12 @@ TrainResult train(const TrainOptions& o, cclComm_t world) {
         "with --zero");
   if (o.zero && o.codecs[static_cast<size_t>(Site::kDpGrad)].compression.codec == cclCodecPowerSgd)
     throw std::invalid_argument("dp.grad=powersgd compresses an all-reduce: not with --zero (a reduce-scatter)");
+  if (o.autoencoderDim > 0 && (grid.tp == 1 || o.sequenceParallel))
+    throw std::invalid_argument(
+        "--autoencoder encodes the all-reduce after each row-parallel layer: it needs --tp > 1 "
+        "and no --sp");
+  if (o.autoencoderDim > 0 && o.codecs[static_cast<size_t>(Site::kTpFwd)].active())
+    throw std::invalid_argument("--autoencoder and a tp.fwd codec both compress the same sums: choose one");
   if (o.sequenceParallel && grid.tp > 1)
     for (Site s : {Site::kTpFwd, Site::kTpBwd})
       if (o.codecs[static_cast<size_t>(s)].compression.codec == cclCodecPowerSgd)

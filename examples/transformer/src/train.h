@@ -37,7 +37,9 @@ struct TrainOptions {
   int valSequences = 64;           // validation windows
   bool zero = false;               // ZeRO-1: reduce-scatter gradients, shard AdamW, all-gather parameters
   bool fuseEmbeddingSync = false;  // wte's gradient: one collective over both end stages and all DP ranks
-  size_t bucketBytes = 8 << 20;    // gradient all-reduce buckets (plain data parallel)
+  int autoencoderDim = 0;          // Bian et al.'s learned autoencoder on tp.fwd: code width (0: off)
+  int autoencoderFirst = 0, autoencoderEnd = 1 << 30;  // the blocks it covers
+  size_t bucketBytes = 8 << 20;                        // gradient all-reduce buckets (plain data parallel)
   std::array<SiteCodec, static_cast<size_t>(Site::kCount)> codecs{};  // what each site carries
   int threads = 1;                                                    // OpenMP/BLAS threads of this rank
   std::string logPath;         // JSONL, one record per step (rank 0); empty: none

@@ -192,6 +192,35 @@ TEST(SiteCompression, PowerSgdPerMatrixOnTheNamedStages) {
       << "rank-2 gradients with error feedback still train";
 }
 
+// An autoencoder as wide as the model (E orthonormal and square, D = E^T) starts as the
+// identity: the first step's loss and the model's first update are the uncompressed run's
+// (its own gradients are checked against finite differences in autoencoder_test.cc).
+// Narrower, it sends width / channels of the bytes, on the blocks it covers.
+TEST(SiteCompression, AutoencoderStartsAsTheIdentity) {
+  TrainOptions o = small();
+  o.grid = {1, 1, 2};
+  o.steps = 1;
+  const TrainResult plain = runOn(2, o);
+  o.autoencoderDim = o.model.channels;
+  const TrainResult same = runOn(2, o);
+  EXPECT_NEAR(same.losses[0], plain.losses[0], 1e-5);
+  // E^T E is the identity to fp32 Gram-Schmidt's rounding (about 1e-6), so the gradients
+  // differ that much; AdamW's first step, lr * g / (|g| + eps), turns that into at most a few
+  // 1e-5 of the largest parameter. A wrong backward moves parameters by about lr = 3e-3.
+  EXPECT_LT(harness::relativeDifference(plain.params, same.params), 2e-4);
+  o.steps = 2;
+  o.autoencoderDim = 8;
+  o.autoencoderFirst = 2;
+  const TrainResult narrow = runOn(2, o);
+  for (int layer = 0; layer < 4; ++layer) {
+    const SiteStats st = total(narrow.counters, Site::kTpFwd, [&](int, int l) { return l == layer; });
+    if (layer < 2)
+      EXPECT_EQ(st.wireBytes, st.rawBytes) << layer;
+    else
+      EXPECT_EQ(st.wireBytes * 4, st.rawBytes) << "8 of 32 channels, block " << layer;
+  }
+}
+
 // Compression changes the numbers by its bound, not the training: int8 activations in every
 // place a layout can put them stay within 0.02 nats of the uncompressed losses.
 TEST(SiteCompression, Int8EverywhereStaysClose) {
