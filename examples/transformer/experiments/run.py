@@ -93,6 +93,9 @@ add(Run("optimus.bwd.epilogue", "pp4", c("pp.bwd=powersgd:rank=4:feedback=ef:pha
 add(Run("optimus.dp.all", "pp2dp2", c("dp.grad=powersgd:rank=4:feedback=ef")))
 add(Run("optimus.dp.stage0", "pp2dp2", c("dp.grad=powersgd:rank=4:feedback=ef:stages=0")))
 add(Run("optimus.embfused", "pp2dp2", ["--fuse-emb-sync"]))
+# Laskin et al.: local updates (chunked; overlapping) instead of backpropagation across stages.
+add(Run("laskin.chunked", "pp4", ["--schedule", "local"]))
+add(Run("laskin.overlap", "pp4", ["--schedule", "local-overlap"]))
 # Slow links: the uncompressed baseline against compressed gradients, data-parallel.
 SLOW_CANDIDATES = ["dp.grad=int4:feedback=loco:beta=0.8:reset=1024", "dp.grad=powersgd:rank=4:feedback=ef"]
 for rate in ("100mbit", "1gbit"):
@@ -231,7 +234,8 @@ def build_rows(results, have_links):
     t.row("Bian et al.", "compressing only the later layers hurts less than all or the earlier ones",
           ["bian.tp.int2.later", "bian.tp.int2.earlier", "bian.tp.int2"], ["tp.fwd"],
           later < earlier and later < l2, "int2 on blocks 2-3 below int2 on blocks 0-1 and on all")
-    t.row("Bian et al.", "the learned autoencoder (8 of 128 channels, about int2's bytes): its loss and bytes",
+    t.row("Bian et al.", "the learned autoencoder (codes of 8 channels; at 128 channels about int2's bytes): its loss "
+          "and bytes",
           ["bian.tp.ae", "bian.tp.int2"], ["tp.fwd"], None,
           f"reported beside int2: {val(results['bian.tp.ae']) - l2:+.3f} nats against it")
     t.row("Bian et al.", "pipeline activations at 8 bits ≈ baseline (4 and 2 bits reported)",
@@ -264,6 +268,13 @@ def build_rows(results, have_links):
           f"same loss (within 1e-4); MB sent by dp.grad + emb.sync: {raw('optimus.embfused', 'dp.grad'):.1f} + "
           f"{raw('optimus.embfused', 'emb.sync'):.1f} fused, {raw('base.pp2dp2', 'dp.grad'):.1f} + "
           f"{raw('base.pp2dp2', 'emb.sync'):.1f} apart")
+    # Laskin et al.
+    bwd = results["laskin.chunked"]["summary"]["sites"]["pp.bwd"]["calls"]
+    t.row("Laskin et al.", "chunked local updates send no activation gradient between stages", ["laskin.chunked"],
+          ["pp.fwd"], bwd == 0, f"pp.bwd calls: {bwd}")
+    t.row("Laskin et al.", "local updates cost some final loss against full backpropagation (overlapping reported)",
+          ["laskin.chunked", "laskin.overlap"], ["pp.fwd", "pp.bwd"], d("laskin.chunked", "pp4") > tol("pp4"),
+          f"chunked Δ > {tol('pp4'):.3f}")
     # Slow links
     if have_links:
         for rate, need in (("100mbit", 0.5), ("1gbit", None)):
@@ -313,6 +324,7 @@ def plots(results, out):
                  "loco.dp4zero.ef", "loco.dp4zero.loco"],
         "optimus": ["base.pp4", "optimus.bwd.plain", "optimus.bwd.lep", "optimus.bwd.epilogue", "base.pp2dp2",
                     "optimus.dp.all", "optimus.dp.stage0", "optimus.embfused"],
+        "laskin": ["base.pp4", "laskin.chunked", "laskin.overlap"],
         "slow_links": [n for n in RUNS if n.startswith("slow.")],
     }
     written = []

@@ -74,7 +74,11 @@ void addFlags(CLI::App& app, Cli& c) {
   app.add_option("--dp", t.grid.dp, "Data-parallel ranks (0: the ranks that tp x pp leaves, else 1)")
       ->capture_default_str();
   app.add_flag("--sp", t.sequenceParallel, "Sequence parallelism with --tp > 1 (--tp must divide --seq)");
-  app.add_option("--schedule", c.schedule, "Pipeline schedule: 1f1b or gpipe")->capture_default_str();
+  app.add_option("--schedule", c.schedule,
+                 "Pipeline schedule: 1f1b, gpipe, or local updates: local (chunked: a local head per stage but the "
+                 "last, no gradient between stages) or local-overlap (a stage's head after the next stage's first "
+                 "block)")
+      ->capture_default_str();
   app.add_option("--trace", t.tracePath, "Chrome trace (JSON) of every rank's spans of the traced steps");
   app.add_option("--trace-step", t.traceStep, "First traced step (0-based)")->capture_default_str();
   app.add_option("--trace-steps", t.traceSteps, "Traced steps")->capture_default_str();
@@ -213,7 +217,7 @@ int main(int argc, char** argv) {
     if (!problem.empty()) throw std::invalid_argument(problem);
     if (c.ranks < 0 || c.train.threads < 1) throw std::invalid_argument("--ranks must be >= 0, --threads >= 1");
     if (!gpt::scheduleFromName(c.schedule, &c.train.pipeSchedule))
-      throw std::invalid_argument("--schedule " + c.schedule + " is not 1f1b or gpipe");
+      throw std::invalid_argument("--schedule " + c.schedule + " is not 1f1b, gpipe, local or local-overlap");
     const int threads = threadRanks(c);
     if (threads > 4096) throw std::invalid_argument("--ranks must be at most 4096");
     c.train.codecs[static_cast<size_t>(gpt::Site::kDpGrad)] = gradientCodec(c);

@@ -9,14 +9,26 @@
 
 namespace gpt {
 
-Pipeline::Pipeline(Model<float>& m, Comm& comm, PipeSchedule kind, int microbatches, int seq, Timeline* timeline)
+Pipeline::Pipeline(Model<float>& m, Comm& comm, PipeSchedule kind, int microbatches, int seq, Timeline* timeline,
+                   LocalHead* localHead)
     : model_(m),
       comm_(comm),
       timeline_(timeline),
       stage_(m.shard.stage),
       seq_(seq),
       schedules_(pipelineSchedules(kind, m.shard.pp, microbatches)),
-      slots_(activationSlots(schedules_[static_cast<size_t>(m.shard.stage)])) {}
+      slots_(activationSlots(schedules_[static_cast<size_t>(m.shard.stage)])),
+      kind_(kind),
+      localHead_(localHead) {
+  if (localUpdates(kind) && !localHead_ && hostsLocalHead(kind, m.shard))
+    throw std::logic_error("pipeline: local updates need this stage's local head");
+}
+
+bool hostsLocalHead(PipeSchedule kind, const Shard& s) {
+  if (kind == PipeSchedule::kLocal) return !s.head();
+  if (kind == PipeSchedule::kLocalOverlap) return s.stage > 0;
+  return false;
+}
 
 int Pipeline::acquire(int mb) {
   int& slot = slotOf_[static_cast<size_t>(mb)];
@@ -36,16 +48,31 @@ void Pipeline::compute(const Action& a, const Batch& b, float lossScale, double&
     if (m.shard.embedding()) embedForward(m, slot, b.tokens.data());
     for (int l = m.shard.firstLayer; l < m.shard.endLayer; ++l) blockForward(m, slot, l);
     if (m.shard.head()) loss += headForward(m, slot, b.targets.data());
+  } else if (a.kind == Action::kLocalBackward) {
+    // The previous stage's local head, after this stage's first block: its gradient goes
+    // back through that block only, and on to the previous stage (scratch.dresidual).
+    const int slot = slotOf_[static_cast<size_t>(mb)];
+    const int first = m.shard.firstLayer;
+    localLoss_ += localHead_->lossAndBackward(
+        m.acts[static_cast<size_t>(slot)].layers[static_cast<size_t>(first)].out.data(), m.heldRows(), m.rows(),
+        b.targets.data() + m.heldRowBegin(), lossScale, m.scratch.dresidual.data());
+    blockBackward(m, slot, first);
   } else {
     const int slot = slotOf_[static_cast<size_t>(mb)];
     if (slot < 0) throw std::logic_error("pipeline: a backward before its forward");
     if (m.shard.head()) {
       headBackward(m, slot, b.targets.data(), lossScale);
+    } else if (kind_ == PipeSchedule::kLocal) {
+      // Chunked local updates: the stage's own local head, at its end.
+      localLoss_ +=
+          localHead_->lossAndBackward(stageOutput(m, slot), m.heldRows(), m.rows(), b.targets.data() + m.heldRowBegin(),
+                                      lossScale, m.scratch.dresidual.data());
     } else {
       const std::vector<float>& g = gradIn_[static_cast<size_t>(slot)];
       std::copy(g.begin(), g.end(), m.scratch.dresidual.begin());
     }
     for (int l = m.shard.endLayer - 1; l >= m.shard.firstLayer; --l) blockBackward(m, slot, l);
+    // With local updates the gradient stops at the stage's input.
     if (m.shard.embedding()) embedBackward(m, slot, b.tokens.data());
     free_.push_back(slot);
     slotOf_[static_cast<size_t>(mb)] = -1;
@@ -100,6 +127,7 @@ double Pipeline::step(const std::vector<Batch>& batches, float lossScale) {
   free_.clear();
   for (int s = slots_ - 1; s >= 0; --s) free_.push_back(s);
   double loss = 0;
+  localLoss_ = 0;
   for (const Action& a : actions()) {
     if (a.kind == Action::kTransfer)
       transfer(a);

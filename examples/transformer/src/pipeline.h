@@ -9,6 +9,7 @@
 
 #include "comm.h"
 #include "data.h"
+#include "local_head.h"
 #include "model.h"
 #include "schedule.h"
 #include "timeline.h"
@@ -17,7 +18,9 @@ namespace gpt {
 
 class Pipeline {
  public:
-  Pipeline(Model<float>& m, Comm& comm, PipeSchedule kind, int microbatches, int seq, Timeline* timeline);
+  // With local updates (schedule.h) the stages that host a local head pass it.
+  Pipeline(Model<float>& m, Comm& comm, PipeSchedule kind, int microbatches, int seq, Timeline* timeline,
+           LocalHead* localHead = nullptr);
 
   // One step's forwards and backwards of batches[i], micro-batch i (every rank of a pipeline
   // passes the same batches); each micro-batch's loss is weighted by lossScale in the
@@ -31,6 +34,8 @@ class Pipeline {
 
   const std::vector<Action>& actions() const { return schedules_[static_cast<size_t>(stage_)]; }
   const std::vector<std::vector<Action>>& schedules() const { return schedules_; }
+  // The local head's loss over the last step's micro-batches (summed as headForward sums).
+  double localLoss() const { return localLoss_; }
 
  private:
   int acquire(int microbatch);
@@ -43,10 +48,17 @@ class Pipeline {
   int stage_, seq_;
   std::vector<std::vector<Action>> schedules_;
   int slots_;
+  PipeSchedule kind_;
+  LocalHead* localHead_;
+  double localLoss_ = 0;
   std::vector<int> slotOf_;                 // per micro-batch; -1: none
   std::vector<int> free_;                   // activation slots not in use
   std::vector<std::vector<float>> gradIn_;  // per slot: the received gradient of the stage's output
 };
+
+// Whether stage `s` hosts a local head under `kind`: with "local" every stage but the last
+// (its own), with "local-overlap" every stage but the first (the previous stage's).
+bool hostsLocalHead(PipeSchedule kind, const Shard& s);
 
 // The pipeline bubble of one traced step: the fraction of stage-time not spent in forward or
 // backward computation. theory: (p - 1) / (m + p - 1), equal stages and free transfers;

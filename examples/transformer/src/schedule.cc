@@ -10,10 +10,22 @@
 
 namespace gpt {
 
-const char* scheduleName(PipeSchedule s) { return s == PipeSchedule::kGPipe ? "gpipe" : "1f1b"; }
+const char* scheduleName(PipeSchedule s) {
+  switch (s) {
+    case PipeSchedule::kGPipe:
+      return "gpipe";
+    case PipeSchedule::k1F1B:
+      return "1f1b";
+    case PipeSchedule::kLocal:
+      return "local";
+    case PipeSchedule::kLocalOverlap:
+      return "local-overlap";
+  }
+  return "?";
+}
 
 bool scheduleFromName(const std::string& name, PipeSchedule* out) {
-  for (PipeSchedule s : {PipeSchedule::kGPipe, PipeSchedule::k1F1B})
+  for (PipeSchedule s : {PipeSchedule::kGPipe, PipeSchedule::k1F1B, PipeSchedule::kLocal, PipeSchedule::kLocalOverlap})
     if (name == scheduleName(s)) {
       *out = s;
       return true;
@@ -43,6 +55,7 @@ class Builder {
 
   void forward(int mb, Phase ph) { out.push_back({Action::kForward, mb, ph, {}}); }
   void backward(int mb, Phase ph) { out.push_back({Action::kBackward, mb, ph, {}}); }
+  void localBackward(int mb, Phase ph) { out.push_back({Action::kLocalBackward, mb, ph, {}}); }
   // A group of the transfers that apply at this stage (the first stage receives no
   // activations, the last sends none); nothing when none applies.
   void transfers(std::vector<Transfer> ts) {
@@ -105,14 +118,39 @@ std::vector<Action> oneForwardOneBackward(int stages, int stage, int m) {
   return b.out;
 }
 
+// Local updates: no stage waits for a later one's backward. Chunked: forward, local
+// backward, nothing sent back. Overlapping: after the forward, stage s > 0 runs the previous
+// stage's local head and sends its gradient back; stage s < p - 1 then waits for the
+// gradient of its own head from stage s + 1 (which sends it right after its forward).
+std::vector<Action> local(int stages, int stage, int m, bool overlap) {
+  Builder b(stages, stage);
+  for (int i = 0; i < m; ++i) {
+    b.transfers({Builder::t(Transfer::kRecvActivation, i)});
+    b.forward(i, Phase::kSteady);
+    b.transfers({Builder::t(Transfer::kSendActivation, i)});
+    if (overlap && stage > 0) {
+      b.localBackward(i, Phase::kSteady);
+      b.transfers({Builder::t(Transfer::kSendGradient, i)});
+    }
+    if (overlap) b.transfers({Builder::t(Transfer::kRecvGradient, i)});
+    b.backward(i, Phase::kSteady);
+  }
+  return b.out;
+}
+
 }  // namespace
 
 std::vector<std::vector<Action>> pipelineSchedules(PipeSchedule kind, int stages, int microbatches) {
   if (stages < 1 || microbatches < 1) throw std::invalid_argument("a pipeline needs a stage and a micro-batch");
   std::vector<std::vector<Action>> all;
-  for (int s = 0; s < stages; ++s)
-    all.push_back(kind == PipeSchedule::kGPipe ? gpipe(stages, s, microbatches)
-                                               : oneForwardOneBackward(stages, s, microbatches));
+  for (int s = 0; s < stages; ++s) {
+    if (kind == PipeSchedule::kGPipe)
+      all.push_back(gpipe(stages, s, microbatches));
+    else if (kind == PipeSchedule::k1F1B)
+      all.push_back(oneForwardOneBackward(stages, s, microbatches));
+    else
+      all.push_back(local(stages, s, microbatches, kind == PipeSchedule::kLocalOverlap));
+  }
   // Each transfer takes the phase of the computation that produced its data: the sender's
   // forward (activations) or backward (gradients) of that micro-batch.
   auto producerPhase = [&](int stage, Action::Kind k, int mb) {
@@ -125,7 +163,10 @@ std::vector<std::vector<Action>> pipelineSchedules(PipeSchedule kind, int stages
       for (Transfer& t : a.transfers) {
         const bool activation = t.kind == Transfer::kSendActivation || t.kind == Transfer::kRecvActivation;
         const int producer = t.send() ? s : t.peer(s);
-        t.phase = producerPhase(producer, activation ? Action::kForward : Action::kBackward, t.microbatch);
+        const Action::Kind made = activation                            ? Action::kForward
+                                  : kind == PipeSchedule::kLocalOverlap ? Action::kLocalBackward
+                                                                        : Action::kBackward;
+        t.phase = producerPhase(producer, made, t.microbatch);
       }
   return all;
 }

@@ -10,6 +10,13 @@
 // one backward (steady state), then runs the remaining backwards (cool-down), so that it
 // keeps at most p - s micro-batches' activations. A transfer's phase is the phase of the
 // action that produced its data, the same at both ends.
+//
+// Local updates (Laskin et al. 2020) replace backpropagation across stages by local losses:
+// "local" (chunked: every stage but the last is a chunk of blocks with a small head and loss
+// of its own at its end) runs each micro-batch's forward and, at once, the local backward,
+// and no gradient crosses a stage boundary; "local-overlap" (overlapping chunks: the local
+// head of stage s sits after the first block of stage s + 1, which both losses train) sends
+// that head's gradient back one stage, right after the forward that computed it.
 #pragma once
 
 #include <functional>
@@ -18,7 +25,9 @@
 
 namespace gpt {
 
-enum class PipeSchedule { kGPipe, k1F1B };
+enum class PipeSchedule { kGPipe, k1F1B, kLocal, kLocalOverlap };
+// Whether stages train on local losses (a head per stage but the last).
+inline bool localUpdates(PipeSchedule s) { return s == PipeSchedule::kLocal || s == PipeSchedule::kLocalOverlap; }
 const char* scheduleName(PipeSchedule s);
 bool scheduleFromName(const std::string& name, PipeSchedule* out);
 
@@ -34,8 +43,12 @@ struct Transfer {
   int peer(int stage) const { return kind == kSendActivation || kind == kRecvGradient ? stage + 1 : stage - 1; }
 };
 
+// kBackward: the backward of the stage's own loss (the model's head on the last stage, else
+// the gradient received from the next stage; with "local", of the local head at the stage's
+// end). kLocalBackward ("local-overlap", stages after the first): the previous stage's local
+// head, after this stage's first block, backward through that block only.
 struct Action {
-  enum Kind { kForward, kBackward, kTransfer } kind;
+  enum Kind { kForward, kBackward, kTransfer, kLocalBackward } kind;
   int microbatch = -1;  // kForward, kBackward
   Phase phase = Phase::kSteady;
   std::vector<Transfer> transfers;  // kTransfer

@@ -66,6 +66,13 @@ void sumWholeTensorGradients(Model<float>& m, Comm& comm, std::vector<float>& pa
     }
 }
 
+// A local head's gradients: summed over a sequence-parallel group (each rank saw its rows),
+// averaged over the data-parallel group.
+void reduceLocalHeadGradients(LocalHead& head, const Shard& shard, Comm& comm) {
+  if (shard.sequenceParallel && shard.tp > 1) comm.allReduce(Site::kTpGrad, 2, head.grads(), head.count(), cclSum);
+  if (comm.size(Group::kDp) > 1) comm.allReduce(Site::kDpGrad, -2, head.grads(), head.count(), cclAvg);
+}
+
 // Sum of squares of the gradient elements this rank speaks for (each element of the whole
 // model counted on one rank).
 double gradientSquares(const Model<float>& m, std::pair<size_t, size_t> range) {
@@ -192,7 +199,13 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
   AdamW opt = makeAdamW(o.adamw, model.layout, dp.begin(), dp.end());
   Timeline timeline(o.tracePath.empty() ? 0 : o.traceStep, o.tracePath.empty() ? 0 : o.traceSteps);
   comm.setTimeline(&timeline);
-  Pipeline pipe(model, comm, o.pipeSchedule, o.accum, o.seq, &timeline);
+  // Local updates: the head of stage s's local loss, on the stage that computes it.
+  std::unique_ptr<LocalHead> localHead;
+  if (hostsLocalHead(o.pipeSchedule, shard)) {
+    const int owner = o.pipeSchedule == PipeSchedule::kLocal ? shard.stage : shard.stage - 1;
+    localHead = std::make_unique<LocalHead>(o.model, o.seed + 0x10c4ull * static_cast<uint64_t>(owner + 1), o.adamw);
+  }
+  Pipeline pipe(model, comm, o.pipeSchedule, o.accum, o.seq, &timeline, localHead.get());
   std::vector<int> stageOf;
   for (int r = 0; r < grid.size(); ++r) stageOf.push_back(placeOf(grid, r).p);
 
@@ -253,6 +266,7 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
     const double ops0 = opTotal(model), comm0 = commTotal(comm);
     zeroGrads(model);
     if (autoencoder) autoencoder->zeroGrads();
+    if (localHead) localHead->zeroGrads();
     for (int a = 0; a < o.accum; ++a) {
       Batch& b = batches[static_cast<size_t>(a)];
       b = Batch{};
@@ -262,6 +276,7 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
     const double headLoss = pipe.step(batches, 1.0f / static_cast<float>(o.accum));
     sumWholeTensorGradients(model, comm, pack);
     tensorParallel.reduceAutoencoderGradients();
+    if (localHead) reduceLocalHeadGradients(*localHead, shard, comm);
     if (dp.zero()) {
       dp.syncEmbedding();
       dp.reduceGradients();
@@ -279,6 +294,7 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
     const double u0 = Timeline::now();
     adamwStep(opt, model.params.data(), model.grads.data(), lr, clipScale(norm, o.clip));
     if (autoencoder) autoencoder->update(lr);
+    if (localHead) localHead->update(lr);
     const double u1 = Timeline::now();
     timeline.add({u0, u1, SpanKind::kUpdate});
     dp.shareParameters();
@@ -342,6 +358,9 @@ TrainResult train(const TrainOptions& o, cclComm_t world) {
         "with --zero");
   if (o.zero && o.codecs[static_cast<size_t>(Site::kDpGrad)].compression.codec == cclCodecPowerSgd)
     throw std::invalid_argument("dp.grad=powersgd compresses an all-reduce: not with --zero (a reduce-scatter)");
+  if (localUpdates(o.pipeSchedule) && grid.pp == 1)
+    throw std::invalid_argument(std::string("--schedule ") + scheduleName(o.pipeSchedule) +
+                                " trains pipeline stages on local losses: it needs --pp > 1");
   if (o.autoencoderDim > 0 && (grid.tp == 1 || o.sequenceParallel))
     throw std::invalid_argument(
         "--autoencoder encodes the all-reduce after each row-parallel layer: it needs --tp > 1 "

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "autoencoder.h"
+#include "local_head.h"
 #include "rng.h"
 
 namespace gpt {
@@ -99,6 +100,42 @@ TEST(Autoencoder, BackwardIsTheGradientOfThePath) {
     EXPECT_NEAR(dE, fd([&](float x) { p.a.params()[e] += x, p.b.params()[e] += x; }), 2e-3) << "E " << i;
     EXPECT_NEAR(p.a.grads()[d], p.b.grads()[d], 1e-6) << "dD is the same on every rank";
     EXPECT_NEAR(p.a.grads()[d], fd([&](float x) { p.a.params()[d] += x, p.b.params()[d] += x; }), 2e-3) << "D " << i;
+  }
+}
+
+// A local head's backward is the gradient of its loss (float central differences, in the
+// input and in its projection).
+TEST(LocalHead, BackwardIsTheGradientOfTheLoss) {
+  const ModelConfig c = config();
+  LocalHead head(c, 9, AdamWConfig{});
+  const int rows = 5, allRows = 8;
+  std::vector<float> x = random(static_cast<size_t>(rows) * 12, 10), dx(x.size());
+  std::vector<int> targets = {3, 250, 17, 0, 99};
+  head.zeroGrads();
+  const double loss = head.lossAndBackward(x.data(), rows, allRows, targets.data(), 1.0f, dx.data());
+  EXPECT_GT(loss, 0.0);
+  const std::vector<float> dw(head.grads(), head.grads() + head.count());
+  std::vector<float> scratch(x.size());
+  auto lossAt = [&] {
+    LocalHead copy = head;
+    return copy.lossAndBackward(x.data(), rows, allRows, targets.data(), 1.0f, scratch.data());
+  };
+  const float h = 1e-2f;
+  for (size_t i : {size_t{0}, size_t{7}, size_t{31}}) {
+    x[i] += h;
+    const double up = lossAt();
+    x[i] -= 2 * h;
+    const double down = lossAt();
+    x[i] += h;
+    EXPECT_NEAR(dx[i], (up - down) / (2 * h), 2e-3) << "input " << i;
+  }
+  for (size_t i : {size_t{0}, size_t{30}, size_t{24 + 12 * 3 + 4}}) {
+    head.params()[i] += h;
+    const double up = lossAt();
+    head.params()[i] -= 2 * h;
+    const double down = lossAt();
+    head.params()[i] += h;
+    EXPECT_NEAR(dw[i], (up - down) / (2 * h), 2e-3) << "parameter " << i;
   }
 }
 

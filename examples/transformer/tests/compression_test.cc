@@ -221,6 +221,28 @@ TEST(SiteCompression, AutoencoderStartsAsTheIdentity) {
   }
 }
 
+// Local updates: chunked stages send no gradient back; overlapping ones send one per
+// micro-batch; both still learn.
+TEST(SiteCompression, LocalUpdatesSendNoGradientBack) {
+  TrainOptions o = small();
+  o.grid = {1, 4, 1};
+  o.accum = 4;
+  o.steps = 6;
+  for (PipeSchedule kind : {PipeSchedule::kLocal, PipeSchedule::kLocalOverlap}) {
+    o.pipeSchedule = kind;
+    const TrainResult r = runOn(4, o);
+    const SiteStats back = r.sites[static_cast<size_t>(Site::kPpBwd)];
+    const unsigned long long perSend = static_cast<unsigned long long>(o.batch) * o.seq * o.model.channels * 4;
+    if (kind == PipeSchedule::kLocal) {
+      EXPECT_EQ(back.calls, 0u);
+    } else {
+      EXPECT_EQ(back.rawBytes, 3 * perSend * static_cast<unsigned>(o.steps * o.accum))
+          << "stages 1-3 send one gradient per micro-batch";
+    }
+    EXPECT_LT(r.losses.back(), r.losses.front() - 0.1) << scheduleName(kind);
+  }
+}
+
 // Compression changes the numbers by its bound, not the training: int8 activations in every
 // place a layout can put them stay within 0.02 nats of the uncompressed losses.
 TEST(SiteCompression, Int8EverywhereStaysClose) {

@@ -16,9 +16,11 @@ namespace gpt {
 namespace {
 
 constexpr PipeSchedule kKinds[] = {PipeSchedule::kGPipe, PipeSchedule::k1F1B};
+constexpr PipeSchedule kAllKinds[] = {PipeSchedule::kGPipe, PipeSchedule::k1F1B, PipeSchedule::kLocal,
+                                      PipeSchedule::kLocalOverlap};
 
 TEST(Schedule, EachMicrobatchOnceInOrderWithoutDeadlock) {
-  for (PipeSchedule kind : kKinds)
+  for (PipeSchedule kind : kAllKinds)
     for (int p = 1; p <= 8; ++p)
       for (int m = 1; m <= 12; ++m) {
         SCOPED_TRACE(std::string(scheduleName(kind)) + " p" + std::to_string(p) + " m" + std::to_string(m));
@@ -143,12 +145,49 @@ TEST(Schedule, SimulatorFindsDeadlocksAndMisroutedMicrobatches) {
   EXPECT_THROW(simulatePipeline(swapped, [](int, const Action&) { return 1.0; }), std::logic_error);
 }
 
+// Local updates: chunked stages send no gradient back and keep one micro-batch's
+// activations; overlapping ones send one gradient per micro-batch (the previous stage's
+// local head's), computed right after the forward, before their own backward.
+TEST(Schedule, LocalUpdatesSendLittleOrNothingBack) {
+  for (int p = 2; p <= 6; ++p)
+    for (int m = 1; m <= 8; ++m) {
+      const auto chunked = pipelineSchedules(PipeSchedule::kLocal, p, m);
+      const auto overlap = pipelineSchedules(PipeSchedule::kLocalOverlap, p, m);
+      for (int s = 0; s < p; ++s) {
+        int sentBack = 0, local = 0;
+        for (const Action& a : chunked[static_cast<size_t>(s)]) {
+          EXPECT_NE(a.kind, Action::kLocalBackward);
+          for (const Transfer& t : a.transfers)
+            EXPECT_TRUE(t.kind == Transfer::kSendActivation || t.kind == Transfer::kRecvActivation);
+        }
+        EXPECT_EQ(activationSlots(chunked[static_cast<size_t>(s)]), 1);
+        const std::vector<Action>& o = overlap[static_cast<size_t>(s)];
+        for (size_t i = 0; i < o.size(); ++i) {
+          for (const Transfer& t : o[i].transfers) sentBack += t.kind == Transfer::kSendGradient;
+          if (o[i].kind != Action::kLocalBackward) continue;
+          ++local;
+          // Right after that micro-batch's forward (and the send of its activation).
+          int back = static_cast<int>(i) - 1;
+          while (back >= 0 && o[static_cast<size_t>(back)].kind == Action::kTransfer) --back;
+          ASSERT_GE(back, 0);
+          EXPECT_EQ(o[static_cast<size_t>(back)].kind, Action::kForward);
+          EXPECT_EQ(o[static_cast<size_t>(back)].microbatch, o[i].microbatch);
+        }
+        EXPECT_EQ(sentBack, s > 0 ? m : 0);
+        EXPECT_EQ(local, s > 0 ? m : 0);
+        EXPECT_EQ(activationSlots(o), 1);
+      }
+    }
+}
+
 TEST(Schedule, Names) {
   PipeSchedule s;
   EXPECT_TRUE(scheduleFromName("gpipe", &s));
   EXPECT_EQ(s, PipeSchedule::kGPipe);
   EXPECT_TRUE(scheduleFromName("1f1b", &s));
   EXPECT_EQ(s, PipeSchedule::k1F1B);
+  EXPECT_TRUE(scheduleFromName("local-overlap", &s));
+  EXPECT_EQ(s, PipeSchedule::kLocalOverlap);
   EXPECT_FALSE(scheduleFromName("zb-h1", &s));
   EXPECT_THROW(pipelineSchedules(PipeSchedule::k1F1B, 0, 1), std::invalid_argument);
 }
