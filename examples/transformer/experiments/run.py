@@ -40,11 +40,20 @@ LAYOUTS = {
     "pp2dp2": ["--pp", "2", "--dp", "2", "--accum", "2"],
 }
 SEED, SEED2 = 1337, 7
+TERA_SEQ = [0]  # the scale's TeraPipe sequence length, set in main
+
+
+# TeraPipe's rows: long sequences, one per micro-batch, a GPipe pipeline over 4 stages; the
+# same 4 micro-batches per step, fewer steps (their measure is the step time).
+TERA = {"full": dict(seq=512, steps=60, granularity=32), "tiny": dict(seq=64, steps=4, granularity=8)}
 
 
 class Run:
-    def __init__(self, name, layout, flags=(), seed=SEED, link=None):
+    def __init__(self, name, layout, flags=(), seed=SEED, link=None, tera=False):
         self.name, self.layout, self.flags, self.seed, self.link = name, layout, list(flags), seed, link
+        self.tera = tera
+        # The uncompressed run a row compares with: its layout's, or unsliced TeraPipe's.
+        self.baseline = "tera.whole" if tera else f"base.{layout}"
 
     def describe(self):
         text = " ".join(self.flags) or "uncompressed"
@@ -96,6 +105,10 @@ add(Run("optimus.embfused", "pp2dp2", ["--fuse-emb-sync"]))
 # Laskin et al.: local updates (chunked; overlapping) instead of backpropagation across stages.
 add(Run("laskin.chunked", "pp4", ["--schedule", "local"]))
 add(Run("laskin.overlap", "pp4", ["--schedule", "local-overlap"]))
+# TeraPipe: token slices at pp4 with long sequences, none, uniform (8 slices) or planned.
+add(Run("tera.whole", "pp4", ["--slices", "1"], tera=True))
+add(Run("tera.uniform", "pp4", ["--slices", "8"], tera=True))
+add(Run("tera.plan", "pp4", ["--slices", "plan"], tera=True))
 # Slow links: the uncompressed baseline against compressed gradients, data-parallel.
 SLOW_CANDIDATES = ["dp.grad=int4:feedback=loco:beta=0.8:reset=1024", "dp.grad=powersgd:rank=4:feedback=ef"]
 for rate in ("100mbit", "1gbit"):
@@ -105,13 +118,19 @@ for rate in ("100mbit", "1gbit"):
 
 
 def command(run, scale, train, log):
-    s = SCALES[scale]
+    s = dict(SCALES[scale])
+    layout = list(LAYOUTS[run.layout])
+    if run.tera:
+        t = TERA[scale]
+        s.update(seq=t["seq"], batch=1, steps=t["steps"], val_every=t["steps"])
+        s["model"] = s["model"][:-1] + [str(t["seq"])]  # --max-seq
+        layout += ["--schedule", "gpipe", "--slice-granularity", str(t["granularity"])]
     # Time-to-loss rows validate twice as often, to place the moment a loss is reached.
     every = max(1, s["val_every"] // 2) if run.link else s["val_every"]
     return [train, "--data", data_path(), *s["model"], "--seq", str(s["seq"]), "--batch", str(s["batch"]),
             "--steps", str(s["steps"]), "--val-every", str(every), "--val-seqs", str(s["val_seqs"]),
             "--lr", s["lr"], "--warmup", str(s["warmup"]), "--seed", str(run.seed), "--no-progress",
-            *LAYOUTS[run.layout], *run.flags] + ([] if run.link else ["--log", log])
+            *layout, *run.flags] + ([] if run.link else ["--log", log])
 
 
 def data_path():
@@ -204,12 +223,12 @@ class Table:
     def tol(self, layout):
         return max(0.01, 2 * self.noise(layout))
 
-    def delta(self, name, layout):
-        return val(self.r[name]) - val(self.r[f"base.{layout}"])
+    def delta(self, name, layout=None):
+        return val(self.r[name]) - val(self.r[RUNS[name].baseline])
 
     def row(self, paper, claim, runs, sites, verdict, evidence):
         cfg = "; ".join(RUNS[n].describe() for n in runs)
-        losses = ", ".join(f"{val(self.r[n]):.3f} ({self.delta(n, RUNS[n].layout):+.3f})" for n in runs)
+        losses = ", ".join(f"{val(self.r[n]):.3f} ({self.delta(n):+.3f})" for n in runs)
         wires = "; ".join(sites_text(self.r[n], sites) for n in runs)
         shown = "reported" if verdict is None else "yes" if verdict else "no"
         self.rows.append((paper, claim, cfg, losses, wires, shown, evidence))
@@ -222,7 +241,7 @@ def build_rows(results, have_links):
     tp = "tp2pp2"
     # Bian et al.
     t.row("Bian et al.", "TP activations at 8 bits train as well as uncompressed", ["bian.tp.int8"], ["tp.fwd"],
-          abs(d("bian.tp.int8", tp)) <= tol(tp), f"|Δ| ≤ {tol(tp):.3f} (twice the two-seed difference, at least 0.01)")
+          abs(d("bian.tp.int8", tp)) <= tol(tp), f"abs(Δ) ≤ {tol(tp):.3f} (twice the two-seed difference, at least 0.01)")
     l8, l4, l2 = (val(results[f"bian.tp.int{b}"]) for b in (8, 4, 2))
     t.row("Bian et al.", "4 and 2 bits progressively worse", ["bian.tp.int4", "bian.tp.int2"], ["tp.fwd"],
           l2 > l4 > l8 and l2 - l8 > tol(tp), "int2 > int4 > int8 and int2 − int8 beyond the tolerance")
@@ -240,7 +259,7 @@ def build_rows(results, have_links):
           f"reported beside int2: {val(results['bian.tp.ae']) - l2:+.3f} nats against it")
     t.row("Bian et al.", "pipeline activations at 8 bits ≈ baseline (4 and 2 bits reported)",
           ["bian.pp.int8", "bian.pp.int4", "bian.pp.int2"], ["pp.fwd"],
-          abs(d("bian.pp.int8", "pp4")) <= tol("pp4"), f"|Δ int8| ≤ {tol('pp4'):.3f}")
+          abs(d("bian.pp.int8", "pp4")) <= tol("pp4"), f"abs(Δ int8) ≤ {tol('pp4'):.3f}")
     # LoCo
     for lay, label in (("dp4", "plain DP"), ("dp4zero", "ZeRO-1")):
         none, ef, loco = (f"loco.{lay}.{k}" for k in ("none", "ef", "loco"))
@@ -249,17 +268,17 @@ def build_rows(results, have_links):
         t.row("LoCo", f"4-bit gradients, {label}: error feedback better than none", [ef], ["dp.grad"],
               val(results[ef]) < val(results[none]), "below the uncompensated run")
         t.row("LoCo", f"4-bit gradients, {label}: LoCo ≈ baseline", [loco], ["dp.grad"],
-              abs(d(loco, lay)) <= tol(lay), f"|Δ| ≤ {tol(lay):.3f}")
+              abs(d(loco, lay)) <= tol(lay), f"abs(Δ) ≤ {tol(lay):.3f}")
     # Optimus-CC
     t.row("Optimus-CC", "PowerSGD on the backward pipeline traffic without lazy error propagation: worse",
           ["optimus.bwd.plain"], ["pp.bwd"], d("optimus.bwd.plain", "pp4") > tol("pp4"), f"Δ > {tol('pp4'):.3f}")
     t.row("Optimus-CC", "with lazy error propagation ≈ baseline", ["optimus.bwd.lep"], ["pp.bwd"],
-          abs(d("optimus.bwd.lep", "pp4")) <= tol("pp4"), f"|Δ| ≤ {tol('pp4'):.3f}")
+          abs(d("optimus.bwd.lep", "pp4")) <= tol("pp4"), f"abs(Δ) ≤ {tol('pp4'):.3f}")
     t.row("Optimus-CC", "epilogue-only ≈ baseline, compressing only the cool-down sends", ["optimus.bwd.epilogue"],
-          ["pp.bwd"], abs(d("optimus.bwd.epilogue", "pp4")) <= tol("pp4"), f"|Δ| ≤ {tol('pp4'):.3f}")
+          ["pp.bwd"], abs(d("optimus.bwd.epilogue", "pp4")) <= tol("pp4"), f"abs(Δ) ≤ {tol('pp4'):.3f}")
     t.row("Optimus-CC", "selective stage compression of DP gradients (stage 0 only) ≈ baseline, all stages reported",
           ["optimus.dp.stage0", "optimus.dp.all"], ["dp.grad"],
-          abs(d("optimus.dp.stage0", "pp2dp2")) <= tol("pp2dp2"), f"|Δ stage 0| ≤ {tol('pp2dp2'):.3f}")
+          abs(d("optimus.dp.stage0", "pp2dp2")) <= tol("pp2dp2"), f"abs(Δ stage 0) ≤ {tol('pp2dp2'):.3f}")
     def raw(name, site):
         return results[name]["summary"]["sites"][site]["raw_bytes"] / 1e6
 
@@ -275,8 +294,31 @@ def build_rows(results, have_links):
     t.row("Laskin et al.", "local updates cost some final loss against full backpropagation (overlapping reported)",
           ["laskin.chunked", "laskin.overlap"], ["pp.fwd", "pp.bwd"], d("laskin.chunked", "pp4") > tol("pp4"),
           f"chunked Δ > {tol('pp4'):.3f}")
+    # TeraPipe
+    def step_seconds(name):
+        steps = results[name]["steps"][2:] or results[name]["steps"]
+        tokens = 4 * TERA_SEQ[0]
+        times = sorted(tokens / r["tokens_per_s"] for r in steps)
+        return times[len(times) // 2]
+
+    def loss_gap(a, b):
+        return max(abs(x["loss"] - y["loss"]) for x, y in zip(results[a]["steps"], results[b]["steps"]))
+
+    gap = max(loss_gap("tera.uniform", "tera.whole"), loss_gap("tera.plan", "tera.whole"))
+    t.row("TeraPipe", "token slicing leaves training unchanged", ["tera.uniform", "tera.plan"], ["pp.fwd", "pp.bwd"],
+          gap <= 1e-4, f"largest difference of a step's loss from unsliced training: {gap:.1e} (tolerance 1e-4)")
+    whole, uniform, plan = (step_seconds(f"tera.{k}") for k in ("whole", "uniform", "plan"))
+    cuts = results["tera.plan"]["summary"].get("slices", [])
+    t.row("TeraPipe", "planned slices beat uniform slices and no slicing in step time (pp4, sequence "
+          f"{TERA_SEQ[0]})", ["tera.whole", "tera.uniform", "tera.plan"], ["pp.fwd"], plan < uniform and plan < whole,
+          f"median step {plan * 1e3:.0f} ms planned ({len(cuts) - 1} slices: {cuts}), {uniform * 1e3:.0f} ms uniform, "
+          f"{whole * 1e3:.0f} ms unsliced")
+    predicted = results["tera.plan"]["summary"].get("predicted_slice_s", 0.0)
+    t.row("TeraPipe", "the planner's predicted time against the measured one", ["tera.plan"], ["pp.fwd"], None,
+          f"predicted {predicted * 1e3:.0f} ms of computation per step (m Σt + (p−1) max t, from slice times measured "
+          f"at the start), measured {plan * 1e3:.0f} ms per step (ratio {plan / predicted if predicted else 0:.2f})")
     # Slow links
-    if have_links:
+    if have_links and all(n in results for n in RUNS if n.startswith("slow.")):
         for rate, need in (("100mbit", 0.5), ("1gbit", None)):
             base = results[f"slow.{rate}.base"]
             target = val(base)
@@ -325,6 +367,7 @@ def plots(results, out):
         "optimus": ["base.pp4", "optimus.bwd.plain", "optimus.bwd.lep", "optimus.bwd.epilogue", "base.pp2dp2",
                     "optimus.dp.all", "optimus.dp.stage0", "optimus.embfused"],
         "laskin": ["base.pp4", "laskin.chunked", "laskin.overlap"],
+        "terapipe": ["tera.whole", "tera.uniform", "tera.plan"],
         "slow_links": [n for n in RUNS if n.startswith("slow.")],
     }
     written = []
@@ -368,6 +411,7 @@ def main():
     ap.add_argument("--train", default=os.path.join(ROOT, "build", "examples", "transformer", "gpt_train"))
     ap.add_argument("--data", default=None, help="text file (default: the King James Bible, as scripts/main.sh)")
     a = ap.parse_args()
+    TERA_SEQ[0] = TERA[a.scale]["seq"]
     out = a.out or os.path.join(ROOT, "build", f"experiments-{a.scale}")
     os.makedirs(out, exist_ok=True)
     if not os.access(a.train, os.X_OK):

@@ -40,6 +40,7 @@ struct Cli {
   std::string generateFrom;           // sample from this checkpoint and exit
   std::vector<std::string> compress;  // --compress SITE=CODEC[:key=value]...
   std::string autoencoderLayers;
+  std::string slices = "1";
 };
 
 void addFlags(CLI::App& app, Cli& c) {
@@ -93,6 +94,11 @@ void addFlags(CLI::App& app, Cli& c) {
                  "many channels, the group sums the codes, every rank decodes (needs --tp > 1, no --sp); 0: off")
       ->capture_default_str();
   app.add_option("--autoencoder-layers", c.autoencoderLayers, "Blocks A-B (inclusive) the autoencoder covers");
+  app.add_option("--slices", c.slices,
+                 "TeraPipe's token slices per micro-batch: N equal ones, or plan (chosen from slice times measured at "
+                 "the start); needs --schedule gpipe --batch 1")
+      ->capture_default_str();
+  app.add_option("--slice-granularity", t.sliceGranularity, "Tokens of the planner's grid")->capture_default_str();
   app.add_flag("--fuse-emb-sync", t.fuseEmbeddingSync,
                "Sum wte's gradient over the first and last stage and every data-parallel rank in one collective "
                "(Optimus-CC), in place of the pair's all-reduce and its share of the data-parallel one");
@@ -158,6 +164,12 @@ void report(const Cli& c, const gpt::TrainResult& r, int ranks) {
     if (st.calls > 0) std::printf(" %s %.2f/%.2f", s.name, st.rawBytes / 1e6, st.wireBytes / 1e6);
   }
   std::printf("\n");
+  if (r.sliceBounds.size() > 2) {
+    std::printf("token slices:");
+    for (size_t i = 0; i + 1 < r.sliceBounds.size(); ++i)
+      std::printf(" [%d, %d)", r.sliceBounds[i], r.sliceBounds[i + 1]);
+    std::printf("; predicted %.1f ms per step for the pipeline's computation\n", r.predictedSliceSeconds * 1e3);
+  }
   for (const gpt::BubbleReport& b : r.bubbles)
     std::printf(
         "pipeline bubble, step %d (%d stages, %d micro-batches): %.3f in theory, %.3f replaying the measured "
@@ -224,6 +236,14 @@ int main(int argc, char** argv) {
     for (const std::string& spec : c.compress) {
       const auto [site, codec] = gpt::parseSiteCodec(spec);
       c.train.codecs[static_cast<size_t>(site)] = codec;
+    }
+    if (c.slices == "plan") {
+      c.train.planSlices = true;
+    } else {
+      char* end = nullptr;
+      c.train.slices = static_cast<int>(std::strtol(c.slices.c_str(), &end, 10));
+      if (*end != '\0' || c.train.slices < 1)
+        throw std::invalid_argument("--slices " + c.slices + " is not N >= 1 or plan");
     }
     if (!c.autoencoderLayers.empty()) {
       // The same range syntax as --compress's layers=.

@@ -92,7 +92,12 @@ void prepare(Model<T>& m, int B, int Tn, int slots) {
   if (sh.sequenceParallel && (B * Tn) % sh.tp != 0)
     throw std::invalid_argument("sequence parallelism splits the " + std::to_string(B * Tn) +
                                 " tokens of a micro-batch over --tp " + std::to_string(sh.tp) + ": they must divide");
-  if (m.batch == B && m.seq == Tn && static_cast<int>(m.acts.size()) >= slots) return;
+  if (m.slicing && (B != 1 || sh.sequenceParallel))
+    throw std::invalid_argument("token slices cut one sequence: --batch 1, and no --sp");
+  if (m.batch == B && m.seq == Tn && static_cast<int>(m.acts.size()) >= slots &&
+      (m.acts.empty() || m.acts[0].layers.empty() || !m.slicing ||
+       !m.acts[0].layers[static_cast<size_t>(sh.firstLayer)].dqkv.empty()))
+    return;
   m.batch = B;
   m.seq = Tn;
   const size_t R = static_cast<size_t>(m.rows()), r = static_cast<size_t>(m.heldRows());
@@ -115,6 +120,7 @@ void prepare(Model<T>& m, int B, int Tn, int slots) {
       l.atty.assign(R * Cl, T(0));
       l.fch.assign(R * Fl, T(0));
       l.fchGelu.assign(R * Fl, T(0));
+      l.dqkv.assign(m.slicing ? R * 3 * Cl : 0, T(0));
     }
     const size_t headRows = sh.head() ? r : 0;
     a.lnf.assign(headRows * C, T(0));
@@ -137,14 +143,40 @@ void prepare(Model<T>& m, int B, int Tn, int slots) {
   s.dlogits.assign(sh.head() ? r * V : 0, T(0));
 }
 
+namespace {
+
+// The local shapes of one block on this rank, and the rows a call works on: R rows enter the
+// column-parallel layers, the rank holds r of them in the residual stream (sequence
+// parallel: R / tp), and with a token slice both are the slice's rows, `off` rows into the
+// micro-batch's buffers.
+struct Dims {
+  int B, Tn, C, NH, Cl, Fl, R, r, off;
+  bool sp, tp, sliced;
+};
 template <class T>
-void embedForward(Model<T>& m, int slot, const int* tokens) {
-  OpTimer timer(m, OpKind::kEncoder);
-  ops::encoderForward(m.acts[static_cast<size_t>(slot)].input.data(), tokens, m.p.wte, m.p.wpe, m.heldRowBegin(),
-                      m.heldRows(), m.seq, m.config.channels);
+Dims dims(const Model<T>& m) {
+  const int tp = m.shard.tp, C = m.config.channels;
+  const bool sliced = m.sliced();
+  const int rows = sliced ? m.sliceEnd - m.sliceBegin : m.rows();
+  return {m.batch,
+          m.seq,
+          C,
+          m.config.heads / tp,
+          C / tp,
+          4 * C / tp,
+          rows,
+          sliced ? rows : m.heldRows(),
+          sliced ? m.sliceBegin : 0,
+          m.shard.sequenceParallel,
+          tp > 1,
+          sliced};
 }
 
-namespace {
+// Row `row` of a buffer of rows `width` wide.
+template <class V>
+auto at(V& v, int row, int width) {
+  return v.data() + static_cast<size_t>(row) * static_cast<size_t>(width);
+}
 
 template <class T>
 const T* blockInput(const Model<T>& m, int slot, int layer) {
@@ -152,30 +184,17 @@ const T* blockInput(const Model<T>& m, int slot, int layer) {
   return layer == m.shard.firstLayer ? a.input.data() : a.layers[static_cast<size_t>(layer - 1)].out.data();
 }
 
-// The local shapes of one block on this rank.
-struct Dims {
-  int B, Tn, C, NH, Cl, Fl, R, r;
-  bool sp, tp;
-};
-template <class T>
-Dims dims(const Model<T>& m) {
-  const int tp = m.shard.tp, C = m.config.channels;
-  return {m.batch, m.seq, C, m.config.heads / tp, C / tp, 4 * C / tp, m.rows(), m.heldRows(), m.shard.sequenceParallel,
-          tp > 1};
-}
-
 // LayerNorm of the held rows, then (sequence parallel) every row of it: what a column-parallel
-// layer reads.
+// layer reads. `in`, `out`, `mean` and `rstd` point at the call's first row.
 template <class T>
 const T* normForColumn(Model<T>& m, const Dims& d, int slot, int layer, BlockHalf h, const T* in, const T* w,
-                       const T* b, std::vector<T>& out, std::vector<T>& mean, std::vector<T>& rstd,
-                       std::vector<T>& all) {
+                       const T* b, T* out, T* mean, T* rstd, std::vector<T>& all) {
   {
     OpTimer timer(m, OpKind::kLayerNorm);
-    ops::layerNormForward(out.data(), mean.data(), rstd.data(), in, w, b, d.r, d.C);
+    ops::layerNormForward(out, mean, rstd, in, w, b, d.r, d.C);
   }
-  if (!d.sp) return out.data();
-  m.tp->forwardGather(slot, layer, h, out.data(), all.data(), static_cast<size_t>(d.r) * d.C);
+  if (!d.sp) return out;
+  m.tp->forwardGather(slot, layer, h, out, all.data(), static_cast<size_t>(d.r) * d.C);
   return all.data();
 }
 
@@ -183,49 +202,63 @@ const T* normForColumn(Model<T>& m, const Dims& d, int slot, int layer, BlockHal
 // `out`, then its bias and the residual added.
 template <class T>
 void rowParallelForward(Model<T>& m, const Dims& d, int slot, int layer, BlockHalf h, const T* x, const T* w,
-                        const T* bias, int inChannels, const T* residual, std::vector<T>& out) {
-  T* partial = d.sp ? m.scratch.partial.data() : out.data();
+                        const T* bias, int inChannels, const T* residual, T* out) {
+  T* partial = d.sp ? m.scratch.partial.data() : out;
   {
     OpTimer timer(m, OpKind::kMatmul);
     ops::matmulForward(partial, x, w, static_cast<const T*>(nullptr), d.R, inChannels, d.C);
   }
-  if (d.tp) m.tp->forwardReduce(slot, layer, h, partial, out.data(), static_cast<size_t>(d.r) * d.C);
+  if (d.tp) m.tp->forwardReduce(slot, layer, h, partial, out, static_cast<size_t>(d.r) * d.C);
   OpTimer timer(m, OpKind::kResidual);
-  ops::biasResidualForward(out.data(), bias, residual, d.r, d.C);
+  ops::biasResidualForward(out, bias, residual, d.r, d.C);
 }
 
 }  // namespace
+
+template <class T>
+void embedForward(Model<T>& m, int slot, const int* tokens) {
+  const Dims d = dims(m);
+  OpTimer timer(m, OpKind::kEncoder);
+  ops::encoderForward(at(m.acts[static_cast<size_t>(slot)].input, d.off, d.C), tokens, m.p.wte, m.p.wpe,
+                      d.sliced ? d.off : m.heldRowBegin(), d.r, m.seq, m.config.channels);
+}
 
 template <class T>
 void blockForward(Model<T>& m, int slot, int layer) {
   const Dims d = dims(m);
   const BlockParams<T>& w = m.p.blocks[static_cast<size_t>(layer)];
   LayerActs<T>& a = m.acts[static_cast<size_t>(slot)].layers[static_cast<size_t>(layer)];
-  const T* in = blockInput(m, slot, layer);
-  const T* x1 = normForColumn(m, d, slot, layer, BlockHalf::kAttention, in, w.ln1w, w.ln1b, a.ln1, a.ln1Mean, a.ln1Rstd,
-                              a.ln1All);
+  const T* in = blockInput(m, slot, layer) + static_cast<size_t>(d.off) * d.C;
+  // A micro-batch's first slice starts its keys' and values' gradients afresh.
+  if (d.sliced && d.off == 0) std::fill(a.dqkv.begin(), a.dqkv.end(), T(0));
+  const T* x1 = normForColumn(m, d, slot, layer, BlockHalf::kAttention, in, w.ln1w, w.ln1b, at(a.ln1, d.off, d.C),
+                              at(a.ln1Mean, d.off, 1), at(a.ln1Rstd, d.off, 1), a.ln1All);
   {
     OpTimer timer(m, OpKind::kMatmul);
-    ops::matmulForward(a.qkv.data(), x1, w.qkvw, w.qkvb, d.R, d.C, 3 * d.Cl);
+    ops::matmulForward(at(a.qkv, d.off, 3 * d.Cl), x1, w.qkvw, w.qkvb, d.R, d.C, 3 * d.Cl);
   }
   {
     OpTimer timer(m, OpKind::kAttention);
-    ops::attentionForward(a.atty.data(), a.att.data(), a.qkv.data(), d.B, d.Tn, d.Cl, d.NH);
+    if (d.sliced)
+      ops::attentionForward(a.atty.data(), a.att.data(), a.qkv.data(), d.B, d.Tn, d.Cl, d.NH, d.off, d.off + d.R);
+    else
+      ops::attentionForward(a.atty.data(), a.att.data(), a.qkv.data(), d.B, d.Tn, d.Cl, d.NH);
   }
-  rowParallelForward(m, d, slot, layer, BlockHalf::kAttention, a.atty.data(), w.attprojw, w.attprojb, d.Cl, in,
-                     a.residual2);
-  const T* x2 = normForColumn(m, d, slot, layer, BlockHalf::kMlp, a.residual2.data(), w.ln2w, w.ln2b, a.ln2, a.ln2Mean,
-                              a.ln2Rstd, a.ln2All);
+  T* residual2 = at(a.residual2, d.off, d.C);
+  rowParallelForward(m, d, slot, layer, BlockHalf::kAttention, at(a.atty, d.off, d.Cl), w.attprojw, w.attprojb, d.Cl,
+                     in, residual2);
+  const T* x2 = normForColumn(m, d, slot, layer, BlockHalf::kMlp, residual2, w.ln2w, w.ln2b, at(a.ln2, d.off, d.C),
+                              at(a.ln2Mean, d.off, 1), at(a.ln2Rstd, d.off, 1), a.ln2All);
   {
     OpTimer timer(m, OpKind::kMatmul);
-    ops::matmulForward(a.fch.data(), x2, w.fcw, w.fcb, d.R, d.C, d.Fl);
+    ops::matmulForward(at(a.fch, d.off, d.Fl), x2, w.fcw, w.fcb, d.R, d.C, d.Fl);
   }
   {
     OpTimer timer(m, OpKind::kGelu);
-    ops::geluForward(a.fchGelu.data(), a.fch.data(), a.fch.size());
+    ops::geluForward(at(a.fchGelu, d.off, d.Fl), at(a.fch, d.off, d.Fl), static_cast<size_t>(d.R) * d.Fl);
   }
-  rowParallelForward(m, d, slot, layer, BlockHalf::kMlp, a.fchGelu.data(), w.fcprojw, w.fcprojb, d.Fl,
-                     a.residual2.data(), a.out);
+  rowParallelForward(m, d, slot, layer, BlockHalf::kMlp, at(a.fchGelu, d.off, d.Fl), w.fcprojw, w.fcprojb, d.Fl,
+                     residual2, at(a.out, d.off, d.C));
 }
 
 template <class T>
@@ -235,24 +268,28 @@ const T* stageOutput(const Model<T>& m, int slot) {
 
 template <class T>
 T headForward(Model<T>& m, int slot, const int* targets) {
-  const int r = m.heldRows(), C = m.config.channels, V = m.config.vocab;
+  const Dims d = dims(m);
+  const int V = m.config.vocab;
   Activations<T>& a = m.acts[static_cast<size_t>(slot)];
   {
     OpTimer timer(m, OpKind::kLayerNorm);
-    ops::layerNormForward(a.lnf.data(), a.lnfMean.data(), a.lnfRstd.data(), stageOutput(m, slot), m.p.lnfw, m.p.lnfb, r,
-                          C);
+    ops::layerNormForward(at(a.lnf, d.off, d.C), at(a.lnfMean, d.off, 1), at(a.lnfRstd, d.off, 1),
+                          stageOutput(m, slot) + static_cast<size_t>(d.off) * d.C, m.p.lnfw, m.p.lnfb, d.r, d.C);
   }
   {
     OpTimer timer(m, OpKind::kMatmul);
-    ops::matmulForward(a.logits.data(), a.lnf.data(), m.p.wte, static_cast<const T*>(nullptr), r, C, V);
+    ops::matmulForward(at(a.logits, d.off, V), at(a.lnf, d.off, d.C), m.p.wte, static_cast<const T*>(nullptr), d.r, d.C,
+                       V);
   }
   if (!targets) return T(0);
+  const int first = d.sliced ? d.off : m.heldRowBegin();
   {
     OpTimer timer(m, OpKind::kSoftmaxLoss);
-    ops::softmaxCrossEntropyForward(a.losses.data(), a.probs.data(), a.logits.data(), targets + m.heldRowBegin(), r, V);
+    ops::softmaxCrossEntropyForward(at(a.losses, d.off, 1), at(a.probs, d.off, V), at(a.logits, d.off, V),
+                                    targets + first, d.r, V);
   }
   T sum = 0;
-  for (int i = 0; i < r; ++i) sum += a.losses[static_cast<size_t>(i)];
+  for (int i = 0; i < d.r; ++i) sum += a.losses[static_cast<size_t>(d.off + i)];
   return sum / T(m.rows());
 }
 
@@ -274,7 +311,8 @@ void zero(std::vector<T>& v) {
 
 // The gradient of a row-parallel projection's partial products, every row of it (sequence
 // parallel: gathered from the held rows; through the backward of the group's sum); the
-// bias's gradient from the held rows.
+// bias's gradient from the held rows. The residual stream's gradient of the call's rows is
+// at the start of scratch.dresidual.
 template <class T>
 const T* rowParallelOutputGrad(Model<T>& m, const Dims& d, int slot, int layer, BlockHalf h, T* dbias) {
   T* dres = m.scratch.dresidual.data();
@@ -292,7 +330,8 @@ const T* rowParallelOutputGrad(Model<T>& m, const Dims& d, int slot, int layer, 
 }
 
 // A column-parallel layer's backward into the LayerNorm before it: the input gradient summed
-// over the group, then LayerNorm's backward into dresidual.
+// over the group, then LayerNorm's backward into dresidual. `x`, `lnIn`, `mean` and `rstd`
+// point at the call's first row.
 template <class T>
 void columnParallelBackward(Model<T>& m, const Dims& d, int slot, int layer, BlockHalf h, const T* dout,
                             int outChannels, const T* x, const T* w, T* dw, T* db, const T* lnIn, const T* lnw, T* dlnw,
@@ -312,24 +351,27 @@ void columnParallelBackward(Model<T>& m, const Dims& d, int slot, int layer, Blo
 
 template <class T>
 void headBackward(Model<T>& m, int slot, const int* targets, T lossScale) {
-  const int r = m.heldRows(), C = m.config.channels, V = m.config.vocab;
+  const Dims d = dims(m);
+  const int V = m.config.vocab;
   Activations<T>& a = m.acts[static_cast<size_t>(slot)];
   GradScratch<T>& s = m.scratch;
+  const int first = d.sliced ? d.off : m.heldRowBegin();
   {
     OpTimer timer(m, OpKind::kSoftmaxLoss);
-    ops::softmaxCrossEntropyBackward(s.dlogits.data(), a.probs.data(), targets + m.heldRowBegin(),
-                                     lossScale / T(m.rows()), r, V);
+    ops::softmaxCrossEntropyBackward(s.dlogits.data(), at(a.probs, d.off, V), targets + first, lossScale / T(m.rows()),
+                                     d.r, V);
   }
   {
     OpTimer timer(m, OpKind::kMatmul);
-    ops::matmulBackward(s.dln.data(), m.g.wte, static_cast<T*>(nullptr), s.dlogits.data(), a.lnf.data(), m.p.wte, r, C,
-                        V);
+    ops::matmulBackward(s.dln.data(), m.g.wte, static_cast<T*>(nullptr), s.dlogits.data(), at(a.lnf, d.off, d.C),
+                        m.p.wte, d.r, d.C, V);
   }
-  zero(s.dresidual);
+  std::fill(s.dresidual.begin(), s.dresidual.begin() + static_cast<std::ptrdiff_t>(d.r) * d.C, T(0));
   {
     OpTimer timer(m, OpKind::kLayerNorm);
-    ops::layerNormBackward(s.dresidual.data(), m.g.lnfw, m.g.lnfb, s.dln.data(), stageOutput(m, slot), m.p.lnfw,
-                           a.lnfMean.data(), a.lnfRstd.data(), r, C);
+    ops::layerNormBackward(s.dresidual.data(), m.g.lnfw, m.g.lnfb, s.dln.data(),
+                           stageOutput(m, slot) + static_cast<size_t>(d.off) * d.C, m.p.lnfw, at(a.lnfMean, d.off, 1),
+                           at(a.lnfRstd, d.off, 1), d.r, d.C);
   }
 }
 
@@ -338,44 +380,54 @@ void blockBackward(Model<T>& m, int slot, int layer) {
   const Dims d = dims(m);
   const BlockParams<T>& w = m.p.blocks[static_cast<size_t>(layer)];
   const BlockParams<T>& g = m.g.blocks[static_cast<size_t>(layer)];
-  const LayerActs<T>& a = m.acts[static_cast<size_t>(slot)].layers[static_cast<size_t>(layer)];
+  LayerActs<T>& a = m.acts[static_cast<size_t>(slot)].layers[static_cast<size_t>(layer)];
   GradScratch<T>& s = m.scratch;
-  const T* x1 = d.sp ? a.ln1All.data() : a.ln1.data();
-  const T* x2 = d.sp ? a.ln2All.data() : a.ln2.data();
+  const T* x1 = d.sp ? a.ln1All.data() : at(a.ln1, d.off, d.C);
+  const T* x2 = d.sp ? a.ln2All.data() : at(a.ln2, d.off, d.C);
   // MLP half.
   const T* dout = rowParallelOutputGrad(m, d, slot, layer, BlockHalf::kMlp, g.fcprojb);
   {
     OpTimer timer(m, OpKind::kMatmul);
-    ops::matmulBackward(s.dfchGelu.data(), g.fcprojw, static_cast<T*>(nullptr), dout, a.fchGelu.data(), w.fcprojw, d.R,
-                        d.Fl, d.C);
+    ops::matmulBackward(s.dfchGelu.data(), g.fcprojw, static_cast<T*>(nullptr), dout, at(a.fchGelu, d.off, d.Fl),
+                        w.fcprojw, d.R, d.Fl, d.C);
   }
   {
     OpTimer timer(m, OpKind::kGelu);
-    ops::geluBackward(s.dfch.data(), a.fch.data(), s.dfchGelu.data(), s.dfch.size());
+    ops::geluBackward(s.dfch.data(), at(a.fch, d.off, d.Fl), s.dfchGelu.data(), static_cast<size_t>(d.R) * d.Fl);
   }
   columnParallelBackward(m, d, slot, layer, BlockHalf::kMlp, s.dfch.data(), d.Fl, x2, w.fcw, g.fcw, g.fcb,
-                         a.residual2.data(), w.ln2w, g.ln2w, g.ln2b, a.ln2Mean.data(), a.ln2Rstd.data());
-  // Attention half.
+                         at(a.residual2, d.off, d.C), w.ln2w, g.ln2w, g.ln2b, at(a.ln2Mean, d.off, 1),
+                         at(a.ln2Rstd, d.off, 1));
+  // Attention half. The attention kernels address rows by their place in the sequence: a
+  // slice's rows of datty and of the keys' and values' gradients sit `off` rows in, and a
+  // slice adds to the keys' and values' gradients its micro-batch keeps per block.
   dout = rowParallelOutputGrad(m, d, slot, layer, BlockHalf::kAttention, g.attprojb);
   {
     OpTimer timer(m, OpKind::kMatmul);
-    ops::matmulBackward(s.datty.data(), g.attprojw, static_cast<T*>(nullptr), dout, a.atty.data(), w.attprojw, d.R,
-                        d.Cl, d.C);
+    ops::matmulBackward(at(s.datty, d.off, d.Cl), g.attprojw, static_cast<T*>(nullptr), dout, at(a.atty, d.off, d.Cl),
+                        w.attprojw, d.R, d.Cl, d.C);
   }
+  T* dqkv = d.sliced ? a.dqkv.data() : s.dqkv.data();
   {
     OpTimer timer(m, OpKind::kAttention);
-    ops::attentionBackward(s.dqkv.data(), s.datt.data(), s.datty.data(), a.qkv.data(), a.att.data(), d.B, d.Tn, d.Cl,
-                           d.NH);
+    if (d.sliced)
+      ops::attentionBackward(dqkv, s.datt.data(), s.datty.data(), a.qkv.data(), a.att.data(), d.B, d.Tn, d.Cl, d.NH,
+                             d.off, d.off + d.R);
+    else
+      ops::attentionBackward(dqkv, s.datt.data(), s.datty.data(), a.qkv.data(), a.att.data(), d.B, d.Tn, d.Cl, d.NH);
   }
-  columnParallelBackward(m, d, slot, layer, BlockHalf::kAttention, s.dqkv.data(), 3 * d.Cl, x1, w.qkvw, g.qkvw, g.qkvb,
-                         blockInput(m, slot, layer), w.ln1w, g.ln1w, g.ln1b, a.ln1Mean.data(), a.ln1Rstd.data());
+  columnParallelBackward(m, d, slot, layer, BlockHalf::kAttention, dqkv + static_cast<size_t>(d.off) * 3 * d.Cl,
+                         3 * d.Cl, x1, w.qkvw, g.qkvw, g.qkvb,
+                         blockInput(m, slot, layer) + static_cast<size_t>(d.off) * d.C, w.ln1w, g.ln1w, g.ln1b,
+                         at(a.ln1Mean, d.off, 1), at(a.ln1Rstd, d.off, 1));
 }
 
 template <class T>
 void embedBackward(Model<T>& m, int, const int* tokens) {
+  const Dims d = dims(m);
   OpTimer timer(m, OpKind::kEncoder);
-  ops::encoderBackward(m.g.wte, m.g.wpe, m.scratch.dresidual.data(), tokens, m.heldRowBegin(), m.heldRows(), m.seq,
-                       m.config.channels);
+  ops::encoderBackward(m.g.wte, m.g.wpe, m.scratch.dresidual.data(), tokens, d.sliced ? d.off : m.heldRowBegin(), d.r,
+                       m.seq, m.config.channels);
 }
 
 template <class T>

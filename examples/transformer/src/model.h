@@ -33,6 +33,7 @@ struct LayerActs {
   std::vector<T> ln2All;                 // (R,C) (sequence parallel only)
   std::vector<T> fch, fchGelu;           // (R,Fl) before and after GELU
   std::vector<T> out;                    // (r,C) block output
+  std::vector<T> dqkv;                   // (R,3Cl) token slices: the keys' and values' gradients, over slices
 };
 
 template <class T>
@@ -106,7 +107,13 @@ struct Model {
   GradScratch<T> scratch;
   TensorParallel<T>* tp = nullptr;                                      // needed when shard.tp > 1
   std::array<double, static_cast<size_t>(OpKind::kCount)> opSeconds{};  // forward + backward, summed
+  // Token slices (TeraPipe; one sequence per micro-batch): the pieces run on rows
+  // [sliceBegin, sliceEnd) of the micro-batch, each block's attention over the keys and
+  // values of every earlier row; backward in reverse slice order. -1: every row.
+  bool slicing = false;  // activations keep what slices need (set before prepare)
+  int sliceBegin = 0, sliceEnd = -1;
 
+  bool sliced() const { return sliceEnd >= 0; }
   int rows() const { return batch * seq; }                                              // R
   int heldRows() const { return shard.sequenceParallel ? rows() / shard.tp : rows(); }  // r
   int heldRowBegin() const { return shard.sequenceParallel ? shard.tpRank * heldRows() : 0; }
@@ -133,7 +140,7 @@ void zeroGrads(Model<T>& m) {
 }
 
 // Pieces of the forward into activation slot `slot`. tokens and targets are (B, T) for every
-// rank; each piece reads the rows it holds.
+// rank; each piece reads the rows it holds (or the slice's).
 template <class T>
 void embedForward(Model<T>& m, int slot, const int* tokens);  // writes acts[slot].input
 template <class T>
@@ -147,8 +154,8 @@ template <class T>
 const T* stageOutput(const Model<T>& m, int slot);
 
 // Pieces of the backward. Each leaves the gradient of its input in scratch.dresidual; a
-// stage that is not the last puts its output's gradient there before blockBackward.
-// Parameter gradients accumulate into m.grads.
+// stage that is not the last puts its output's gradient there before blockBackward (a
+// slice's rows at its start). Parameter gradients accumulate into m.grads.
 template <class T>
 void headBackward(Model<T>& m, int slot, const int* targets, T lossScale);
 template <class T>

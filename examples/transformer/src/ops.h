@@ -202,7 +202,10 @@ void matmulBackward(T* dx, T* dW, T* dbias, const T* dout, const T* x, const T* 
 constexpr int kAttnRows = 64;
 
 template <class T>
-void attentionForward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH) {
+void attentionForward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH, int rowBegin = 0, int rowEnd = -1) {
+  // Query rows [rowBegin, rowEnd) of every sequence (a token slice: earlier rows' keys and
+  // values are in qkv already); all of them by default.
+  if (rowEnd < 0) rowEnd = Tn;
   const int hs = C / NH, C3 = 3 * C;
   const T scale = T(1) / std::sqrt(T(hs));
 #pragma omp parallel for
@@ -213,8 +216,8 @@ void attentionForward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH
     const T* v = q + 2 * C;
     T* a = att + static_cast<size_t>(bh) * Tn * Tn;
     T* o = out + static_cast<size_t>(b) * Tn * C + h * hs;
-    for (int r0 = 0; r0 < Tn; r0 += kAttnRows) {
-      const int rows = std::min(kAttnRows, Tn - r0), cols = r0 + rows;
+    for (int r0 = rowBegin; r0 < rowEnd; r0 += kAttnRows) {
+      const int rows = std::min(kAttnRows, rowEnd - r0), cols = r0 + rows;
       T* ab = a + static_cast<size_t>(r0) * Tn;
       gemm(false, true, rows, cols, hs, scale, q + static_cast<size_t>(r0) * C3, C3, k, C3, T(0), ab, Tn);
       for (int t = r0; t < r0 + rows; ++t) {
@@ -236,9 +239,15 @@ void attentionForward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH
 }
 
 // dqkv = the gradient through attention (every element of dqkv is written); scratch holds
-// B*NH*T*T elements.
+// B*NH*T*T elements. With a query range [rowBegin, rowEnd) (a token slice, backward in
+// reverse slice order) only those rows' dq is written and the keys' and values' gradients
+// of rows [0, rowEnd) are added to dqkv's k and v parts, which the caller zeroes before the
+// last slice.
 template <class T>
-void attentionBackward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T* att, int B, int Tn, int C, int NH) {
+void attentionBackward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T* att, int B, int Tn, int C, int NH,
+                       int rowBegin = 0, int rowEnd = -1) {
+  const bool slice = rowEnd >= 0;
+  if (!slice) rowEnd = Tn;
   const int hs = C / NH, C3 = 3 * C;
   const T scale = T(1) / std::sqrt(T(hs));
 #pragma omp parallel for
@@ -254,12 +263,13 @@ void attentionBackward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T
     const T* a = att + static_cast<size_t>(bh) * Tn * Tn;
     const T* d = dout + static_cast<size_t>(b) * Tn * C + h * hs;
     T* da = scratch + static_cast<size_t>(bh) * Tn * Tn;
-    // The last block spans every column: going backwards, it writes all of dk and dv and the
-    // earlier blocks add to their first rows.
-    const int last = (Tn - 1) / kAttnRows * kAttnRows;
-    for (int r0 = last; r0 >= 0; r0 -= kAttnRows) {
-      const int rows = std::min(kAttnRows, Tn - r0), cols = r0 + rows;
-      const T beta = r0 == last ? T(0) : T(1);
+    // Blocks of the range from the last: going backwards, the last block of a whole
+    // sequence spans every column and writes all of dk and dv, the earlier blocks add to
+    // their first rows. A slice always adds.
+    const int last = rowBegin + (rowEnd - 1 - rowBegin) / kAttnRows * kAttnRows;
+    for (int r0 = last; r0 >= rowBegin; r0 -= kAttnRows) {
+      const int rows = std::min(kAttnRows, rowEnd - r0), cols = r0 + rows;
+      const T beta = r0 == last && !slice ? T(0) : T(1);
       const T* ab = a + static_cast<size_t>(r0) * Tn;
       T* db = da + static_cast<size_t>(r0) * Tn;
       const T* dr0 = d + static_cast<size_t>(r0) * C;

@@ -5,6 +5,7 @@
 // is gradient accumulation over the micro-batches.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "comm.h"
@@ -12,15 +13,18 @@
 #include "local_head.h"
 #include "model.h"
 #include "schedule.h"
+#include "slicing.h"
 #include "timeline.h"
 
 namespace gpt {
 
 class Pipeline {
  public:
-  // With local updates (schedule.h) the stages that host a local head pass it.
+  // With local updates (schedule.h) the stages that host a local head pass it. With token
+  // slices (TeraPipe), `sliceBounds` cuts [0, seq) at its values (first 0, last seq); empty:
+  // whole sequences.
   Pipeline(Model<float>& m, Comm& comm, PipeSchedule kind, int microbatches, int seq, Timeline* timeline,
-           LocalHead* localHead = nullptr);
+           LocalHead* localHead = nullptr, std::vector<int> sliceBounds = {});
 
   // One step's forwards and backwards of batches[i], micro-batch i (every rank of a pipeline
   // passes the same batches); each micro-batch's loss is weighted by lossScale in the
@@ -39,6 +43,9 @@ class Pipeline {
 
  private:
   int acquire(int microbatch);
+  void window(int unit);              // the model's rows for a unit's computation
+  size_t unitOffset(int unit) const;  // where a unit's rows start in the micro-batch's buffers (values)
+  size_t unitCount(int unit) const;   // the values a unit's rows hold (what its transfers carry)
   void compute(const Action& a, const Batch& b, float lossScale, double& loss);
   void transfer(const Action& a);
 
@@ -46,6 +53,8 @@ class Pipeline {
   Comm& comm_;
   Timeline* timeline_;
   int stage_, seq_;
+  std::vector<int> bounds_;  // slice boundaries
+  int slices_;
   std::vector<std::vector<Action>> schedules_;
   int slots_;
   PipeSchedule kind_;
@@ -55,6 +64,12 @@ class Pipeline {
   std::vector<int> free_;                   // activation slots not in use
   std::vector<std::vector<float>> gradIn_;  // per slot: the received gradient of the stage's output
 };
+
+// Times forward and backward of this rank's part of every slice on the planner's grid
+// (slicing.h) of one sequence of `seq` tokens, the best of `repeats` runs each; the model's
+// gradients and op times are left as they were found. Collective over a tensor-parallel
+// group (its sums run in the timed pieces).
+SliceTimes measureSliceTimes(Model<float>& m, int seq, int granularity, int repeats = 2);
 
 // Whether stage `s` hosts a local head under `kind`: with "local" every stage but the last
 // (its own), with "local-overlap" every stage but the first (the previous stage's).

@@ -211,7 +211,9 @@ void JsonLog::summary(const TrainResult& r, const std::string& layout, double co
                  "\"measured\":%.4f,\"section_s\":%.6f}",
                  k ? "," : "", b.step, b.stages, b.microbatches, b.theory, b.replayed, b.measured, b.sectionSeconds);
   }
-  std::fprintf(f_, "]}\n");
+  std::fprintf(f_, "],\"slices\":[");
+  for (size_t k = 0; k < r.sliceBounds.size(); ++k) std::fprintf(f_, "%s%d", k ? "," : "", r.sliceBounds[k]);
+  std::fprintf(f_, "],\"predicted_slice_s\":%.6f}\n", r.predictedSliceSeconds);
   std::fflush(f_);
 }
 

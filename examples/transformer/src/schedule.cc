@@ -73,18 +73,20 @@ class Builder {
   bool first_, last_;
 };
 
-std::vector<Action> gpipe(int stages, int stage, int m) {
+std::vector<Action> gpipe(int stages, int stage, int m, int slices) {
   Builder b(stages, stage);
-  for (int i = 0; i < m; ++i) {
+  for (int i = 0; i < m * slices; ++i) {
     b.transfers({Builder::t(Transfer::kRecvActivation, i)});
     b.forward(i, Phase::kWarmup);
     b.transfers({Builder::t(Transfer::kSendActivation, i)});
   }
-  for (int i = 0; i < m; ++i) {
-    b.transfers({Builder::t(Transfer::kRecvGradient, i)});
-    b.backward(i, Phase::kCooldown);
-    b.transfers({Builder::t(Transfer::kSendGradient, i)});
-  }
+  for (int mb = 0; mb < m; ++mb)
+    for (int sl = slices - 1; sl >= 0; --sl) {
+      const int i = mb * slices + sl;
+      b.transfers({Builder::t(Transfer::kRecvGradient, i)});
+      b.backward(i, Phase::kCooldown);
+      b.transfers({Builder::t(Transfer::kSendGradient, i)});
+    }
   return b.out;
 }
 
@@ -140,12 +142,14 @@ std::vector<Action> local(int stages, int stage, int m, bool overlap) {
 
 }  // namespace
 
-std::vector<std::vector<Action>> pipelineSchedules(PipeSchedule kind, int stages, int microbatches) {
-  if (stages < 1 || microbatches < 1) throw std::invalid_argument("a pipeline needs a stage and a micro-batch");
+std::vector<std::vector<Action>> pipelineSchedules(PipeSchedule kind, int stages, int microbatches, int slices) {
+  if (stages < 1 || microbatches < 1 || slices < 1)
+    throw std::invalid_argument("a pipeline needs a stage, a micro-batch and a slice");
+  if (slices > 1 && kind != PipeSchedule::kGPipe) throw std::invalid_argument("token slices run with --schedule gpipe");
   std::vector<std::vector<Action>> all;
   for (int s = 0; s < stages; ++s) {
     if (kind == PipeSchedule::kGPipe)
-      all.push_back(gpipe(stages, s, microbatches));
+      all.push_back(gpipe(stages, s, microbatches, slices));
     else if (kind == PipeSchedule::k1F1B)
       all.push_back(oneForwardOneBackward(stages, s, microbatches));
     else

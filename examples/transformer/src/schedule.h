@@ -55,7 +55,10 @@ struct Action {
 };
 
 // Every stage's actions for one step of `microbatches` micro-batches over `stages` stages.
-std::vector<std::vector<Action>> pipelineSchedules(PipeSchedule kind, int stages, int microbatches);
+// With `slices` > 1 (TeraPipe's token slices, GPipe only) the units that flow are (micro-batch,
+// slice) pairs, numbered mb * slices + slice: every unit's forward in that order, then the
+// backwards of each micro-batch's slices from the last to the first.
+std::vector<std::vector<Action>> pipelineSchedules(PipeSchedule kind, int stages, int microbatches, int slices = 1);
 
 // The most micro-batches whose activations a stage keeps at once under `actions`.
 int activationSlots(const std::vector<Action>& actions);

@@ -205,7 +205,23 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
     const int owner = o.pipeSchedule == PipeSchedule::kLocal ? shard.stage : shard.stage - 1;
     localHead = std::make_unique<LocalHead>(o.model, o.seed + 0x10c4ull * static_cast<uint64_t>(owner + 1), o.adamw);
   }
-  Pipeline pipe(model, comm, o.pipeSchedule, o.accum, o.seq, &timeline, localHead.get());
+  // TeraPipe: token slices, uniform or planned from this machine's measured slice times (the
+  // slowest rank's, so that every rank plans alike).
+  std::vector<int> bounds;
+  double predicted = 0;
+  if (o.slices > 1 || o.planSlices) {
+    SliceTimes times = measureSliceTimes(model, o.seq, o.sliceGranularity);
+    comm.allReduceDoubles(Site::kStat, times.table.data(), times.table.size(), cclMax);
+    if (o.planSlices) {
+      const SlicePlan plan = planSlices(times, grid.pp, o.accum);
+      bounds = plan.bounds;
+      predicted = plan.predicted;
+    } else {
+      bounds = uniformSlices(times, o.slices);
+      predicted = predictedTime(times, bounds, grid.pp, o.accum);
+    }
+  }
+  Pipeline pipe(model, comm, o.pipeSchedule, o.accum, o.seq, &timeline, localHead.get(), bounds);
   std::vector<int> stageOf;
   for (int r = 0; r < grid.size(); ++r) stageOf.push_back(placeOf(grid, r).p);
 
@@ -234,6 +250,8 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
   Progress progress(lead && o.progress, o.steps);
   TrainResult result;
   result.layout = layoutName(grid, o);
+  result.sliceBounds = bounds.empty() ? std::vector<int>{0, o.seq} : bounds;
+  result.predictedSliceSeconds = predicted;
   result.compression = compressionName(o);
   result.unigramEntropy = unigramEntropy(corpus.val);
   auto wholeState = [&](const std::vector<float>& moment) {
@@ -358,6 +376,11 @@ TrainResult train(const TrainOptions& o, cclComm_t world) {
         "with --zero");
   if (o.zero && o.codecs[static_cast<size_t>(Site::kDpGrad)].compression.codec == cclCodecPowerSgd)
     throw std::invalid_argument("dp.grad=powersgd compresses an all-reduce: not with --zero (a reduce-scatter)");
+  if ((o.slices > 1 || o.planSlices) &&
+      (o.pipeSchedule != PipeSchedule::kGPipe || o.batch != 1 || o.sequenceParallel || o.sliceGranularity < 1))
+    throw std::invalid_argument(
+        "token slices (--slices) cut one sequence per micro-batch through a GPipe schedule: "
+        "--schedule gpipe --batch 1, no --sp, --slice-granularity >= 1");
   if (localUpdates(o.pipeSchedule) && grid.pp == 1)
     throw std::invalid_argument(std::string("--schedule ") + scheduleName(o.pipeSchedule) +
                                 " trains pipeline stages on local losses: it needs --pp > 1");

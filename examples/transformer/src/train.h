@@ -39,7 +39,10 @@ struct TrainOptions {
   bool fuseEmbeddingSync = false;  // wte's gradient: one collective over both end stages and all DP ranks
   int autoencoderDim = 0;          // Bian et al.'s learned autoencoder on tp.fwd: code width (0: off)
   int autoencoderFirst = 0, autoencoderEnd = 1 << 30;  // the blocks it covers
-  size_t bucketBytes = 8 << 20;                        // gradient all-reduce buckets (plain data parallel)
+  int slices = 1;           // TeraPipe's token slices per micro-batch (uniform); with planSlices: planned
+  bool planSlices = false;  // slices chosen by the planner from times measured at the start
+  int sliceGranularity = 16;
+  size_t bucketBytes = 8 << 20;  // gradient all-reduce buckets (plain data parallel)
   std::array<SiteCodec, static_cast<size_t>(Site::kCount)> codecs{};  // what each site carries
   int threads = 1;                                                    // OpenMP/BLAS threads of this rank
   std::string logPath;         // JSONL, one record per step (rank 0); empty: none
@@ -68,6 +71,8 @@ struct TrainResult {
   std::string layout;                                     // "dp2 x pp2 x tp1 ..." as the run was laid out
   std::string compression;                                // the sites' codecs as --compress spells them
   std::vector<BubbleReport> bubbles;                      // per traced step, with more than one stage (rank 0)
+  std::vector<int> sliceBounds;                           // token slices used ({0, seq}: none)
+  double predictedSliceSeconds = 0;                       // the planner's m * sum t + (p - 1) * max t
   GridCounters counters;                                  // every rank's, at the end (rank 0)
 };
 

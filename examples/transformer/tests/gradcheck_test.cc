@@ -101,6 +101,27 @@ TEST(GradCheck, CausalAttention) {
     for (int j = t + 1; j < T; ++j) ASSERT_EQ(att[static_cast<size_t>(t) * T + j], 0.0);
 }
 
+// Token slices (TeraPipe): queries of one slice after another, each attending to the keys
+// and values already computed, give the whole sequence's output; the backward in reverse
+// slice order, adding the keys' and values' gradients, gives its gradient. Slices longer and
+// shorter than the 64-row attention blocks.
+TEST(GradCheck, SlicedAttentionIsTheWholeSequences) {
+  const int B = 2, T = 150, C = 8, NH = 2;
+  Vec qkv = randomVec(B * T * 3 * C, 11), R = randomVec(B * T * C, 12);
+  Vec out(B * T * C), att(B * NH * T * T), sliced(out.size()), slicedAtt(att.size());
+  ops::attentionForward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+  const int cuts[] = {0, 3, 70, 71, 140, T};
+  for (int i = 0; i + 1 < 6; ++i)
+    ops::attentionForward(sliced.data(), slicedAtt.data(), qkv.data(), B, T, C, NH, cuts[i], cuts[i + 1]);
+  for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(sliced[i], out[i], 1e-12) << i;
+  Vec dqkv(qkv.size(), 0.0), scratch(att.size()), slicedGrad(qkv.size(), 0.0);
+  ops::attentionBackward(dqkv.data(), scratch.data(), R.data(), qkv.data(), att.data(), B, T, C, NH);
+  for (int i = 4; i >= 0; --i)
+    ops::attentionBackward(slicedGrad.data(), scratch.data(), R.data(), qkv.data(), slicedAtt.data(), B, T, C, NH,
+                           cuts[i], cuts[i + 1]);
+  for (size_t i = 0; i < dqkv.size(); ++i) ASSERT_NEAR(slicedGrad[i], dqkv[i], 1e-12) << i;
+}
+
 TEST(GradCheck, Gelu) {
   Vec x = randomVec(50, 11, 2.0), R = randomVec(50, 12), out(50);
   auto f = [&] {

@@ -156,6 +156,35 @@ std::vector<Layout> layouts() {
 INSTANTIATE_TEST_SUITE_P(Grid, LayoutEquivalence, testing::ValuesIn(layouts()),
                          [](const testing::TestParamInfo<Layout>& p) { return p.param.name(); });
 
+// TeraPipe's token slices change the order of the computation, not its result: sliced runs
+// (uniform and planned, with and without tensor parallelism) match the unsliced run of the
+// same layout within the layout tolerances.
+TEST(TokenSlices, MatchWholeSequences) {
+  struct Case {
+    Grid grid;
+    const char* slices;
+  };
+  for (const Case c : {Case{{1, 2, 1}, "3"}, Case{{1, 2, 2}, "4"}, Case{{1, 4, 1}, "plan"}, Case{{1, 1, 1}, "2"}}) {
+    TrainOptions o = tiny();
+    o.batch = 1;
+    o.accum = 3;
+    o.steps = 6;
+    o.grid = c.grid;
+    o.pipeSchedule = PipeSchedule::kGPipe;
+    o.sliceGranularity = 4;
+    const TrainResult whole = runOn(o.grid.size(), o);
+    if (std::string(c.slices) == "plan")
+      o.planSlices = true;
+    else
+      o.slices = std::stoi(c.slices);
+    const TrainResult sliced = runOn(o.grid.size(), o);
+    SCOPED_TRACE(sliced.layout + " slices " + c.slices);
+    EXPECT_GT(sliced.sliceBounds.size(), 2u) << "the run was sliced";
+    EXPECT_LT(largestDifference(whole.losses, sliced.losses), kLossTolerance);
+    EXPECT_LT(relativeDifference(whole.params, sliced.params), kParamTolerance);
+  }
+}
+
 // Saved at tp2 x pp2 after 6 steps, resumed at dp4 and on one rank: the 7th step's loss is the
 // one the tp2 x pp2 run itself goes on to (the global batch is 4 micro-batches throughout).
 TEST(Checkpoint, ModelParallelCheckpointResumesInOtherLayouts) {
