@@ -109,25 +109,23 @@ Factors readFactors(const Header& h, const uint8_t* in) {
   return f;
 }
 
-}  // namespace
-
-size_t lowRankMaxBytes(const Params& p, size_t n) {
-  const LowRankShape s = lowRankShape(p, n);
+// The header of n elements' stream: the rank in blockSize, the columns in aux.
+Header headerOf(const Params& p, size_t n, const LowRankShape& s) {
   Header h;
   h.codec = static_cast<uint8_t>(p.codec);
   h.count = n;
   h.blockSize = s.rank;
   h.aux = s.cols;
-  return layoutOf(h).total;
+  return h;
 }
+
+}  // namespace
+
+size_t lowRankMaxBytes(const Params& p, size_t n) { return layoutOf(headerOf(p, n, lowRankShape(p, n))).total; }
 
 size_t lowRankEncode(const Params& p, const void* x, cclDataType_t type, size_t n, uint8_t* out, float* residual) {
   const LowRankShape s = lowRankShape(p, n);
-  Header h;
-  h.codec = static_cast<uint8_t>(p.codec);
-  h.count = n;
-  h.blockSize = s.rank;
-  h.aux = s.cols;
+  const Header h = headerOf(p, n, s);
   writeHeader(h, out);
   if (n == 0) return kHeaderBytes;
   const uint32_t r = s.rank;

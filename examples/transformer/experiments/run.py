@@ -7,7 +7,8 @@ uncompressed baseline of the same layout and says whether the finding reproduced
 the JSONL logs and PNG plots into OUT and the table into the trainer's README.
 
 Usage: run.py [--scale full|tiny] [--out DIR] [--only PREFIX...] [--force] [--readme PATH]
-              [--no-readme] [--train GPT_TRAIN]
+              [--no-readme] [--train GPT_TRAIN] [--data TEXT]
+With the README written, the plots go to images/experiments/ beside it; else into OUT.
   full  the README's table (about an hour on a 2-core machine);
   tiny  seconds per row, for CI: checks that every row runs and produces its numbers, not
         that it reproduces.
@@ -38,7 +39,9 @@ LAYOUTS = {
     "dp4": ["--dp", "4", "--accum", "1"],
     "dp4zero": ["--dp", "4", "--accum", "1", "--zero"],
     "pp2dp2": ["--pp", "2", "--dp", "2", "--accum", "2"],
+    "pp2": ["--pp", "2", "--accum", "4"],  # 2 ranks: TeraPipe with one core per stage
 }
+RANKS = {"pp2": 2}  # ranks of a layout (others: 4)
 SEED, SEED2 = 1337, 7
 TERA_SEQ = [0]  # the scale's TeraPipe sequence length, set in main
 
@@ -53,7 +56,7 @@ class Run:
         self.name, self.layout, self.flags, self.seed, self.link = name, layout, list(flags), seed, link
         self.tera = tera
         # The uncompressed run a row compares with: its layout's, or unsliced TeraPipe's.
-        self.baseline = "tera.whole" if tera else f"base.{layout}"
+        self.baseline = ("tera2.whole" if layout == "pp2" else "tera.whole") if tera else f"base.{layout}"
 
     def describe(self):
         text = " ".join(self.flags) or "uncompressed"
@@ -109,6 +112,11 @@ add(Run("laskin.overlap", "pp4", ["--schedule", "local-overlap"]))
 add(Run("tera.whole", "pp4", ["--slices", "1"], tera=True))
 add(Run("tera.uniform", "pp4", ["--slices", "8"], tera=True))
 add(Run("tera.plan", "pp4", ["--slices", "plan"], tera=True))
+# The same with 2 stages on this machine's 2 cores: pipelining can overlap stages only when
+# each has a core.
+add(Run("tera2.whole", "pp2", ["--slices", "1"], tera=True))
+add(Run("tera2.uniform", "pp2", ["--slices", "8"], tera=True))
+add(Run("tera2.plan", "pp2", ["--slices", "plan"], tera=True))
 # Slow links: the uncompressed baseline against compressed gradients, data-parallel.
 SLOW_CANDIDATES = ["dp.grad=int4:feedback=loco:beta=0.8:reset=1024", "dp.grad=powersgd:rank=4:feedback=ef"]
 for rate in ("100mbit", "1gbit"):
@@ -174,7 +182,7 @@ def execute(run, scale, train, out, force):
     if run.link:
         cmd = [os.path.join(HERE, "slow_train.sh"), "4", run.link, log] + command(run, scale, train, log)
     else:
-        cmd = command(run, scale, train, log) + ["--ranks", "4"]
+        cmd = command(run, scale, train, log) + ["--ranks", str(RANKS.get(run.layout, 4))]
     print(f"run {run.name}: {' '.join(cmd[cmd.index('--seed'):] if not run.link else cmd[:3])}", flush=True)
     proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     with open(os.path.join(out, run.name + ".out"), "w") as f:
@@ -307,16 +315,20 @@ def build_rows(results, have_links):
     gap = max(loss_gap("tera.uniform", "tera.whole"), loss_gap("tera.plan", "tera.whole"))
     t.row("TeraPipe", "token slicing leaves training unchanged", ["tera.uniform", "tera.plan"], ["pp.fwd", "pp.bwd"],
           gap <= 1e-4, f"largest difference of a step's loss from unsliced training: {gap:.1e} (tolerance 1e-4)")
-    whole, uniform, plan = (step_seconds(f"tera.{k}") for k in ("whole", "uniform", "plan"))
-    cuts = results["tera.plan"]["summary"].get("slices", [])
-    t.row("TeraPipe", "planned slices beat uniform slices and no slicing in step time (pp4, sequence "
-          f"{TERA_SEQ[0]})", ["tera.whole", "tera.uniform", "tera.plan"], ["pp.fwd"], plan < uniform and plan < whole,
-          f"median step {plan * 1e3:.0f} ms planned ({len(cuts) - 1} slices: {cuts}), {uniform * 1e3:.0f} ms uniform, "
-          f"{whole * 1e3:.0f} ms unsliced")
-    predicted = results["tera.plan"]["summary"].get("predicted_slice_s", 0.0)
-    t.row("TeraPipe", "the planner's predicted time against the measured one", ["tera.plan"], ["pp.fwd"], None,
-          f"predicted {predicted * 1e3:.0f} ms of computation per step (m Σt + (p−1) max t, from slice times measured "
-          f"at the start), measured {plan * 1e3:.0f} ms per step (ratio {plan / predicted if predicted else 0:.2f})")
+    for prefix, stages, note in (("tera", 4, "4 ranks on 2 cores"), ("tera2", 2, "one core per stage")):
+        whole, uniform, plan = (step_seconds(f"{prefix}.{k}") for k in ("whole", "uniform", "plan"))
+        cuts = results[f"{prefix}.plan"]["summary"].get("slices", [])
+        t.row("TeraPipe", f"planned slices beat uniform slices and no slicing in step time (pp{stages}, {note}, "
+              f"sequence {TERA_SEQ[0]})", [f"{prefix}.whole", f"{prefix}.uniform", f"{prefix}.plan"], ["pp.fwd"],
+              plan < uniform and plan < whole,
+              f"median step {plan * 1e3:.0f} ms planned ({len(cuts) - 1} slices: {cuts}), {uniform * 1e3:.0f} ms "
+              f"uniform, {whole * 1e3:.0f} ms unsliced")
+        predicted = results[f"{prefix}.plan"]["summary"].get("predicted_slice_s", 0.0)
+        t.row("TeraPipe", f"the planner's predicted time against the measured one (pp{stages})", [f"{prefix}.plan"],
+              ["pp.fwd"], None,
+              f"predicted {predicted * 1e3:.0f} ms of computation per step (m Σt + (p−1) max t, from slice times "
+              f"measured at the start), measured {plan * 1e3:.0f} ms per step "
+              f"(ratio {plan / predicted if predicted else 0:.2f})")
     # Slow links
     if have_links and all(n in results for n in RUNS if n.startswith("slow.")):
         for rate, need in (("100mbit", 0.5), ("1gbit", None)):
@@ -367,7 +379,7 @@ def plots(results, out):
         "optimus": ["base.pp4", "optimus.bwd.plain", "optimus.bwd.lep", "optimus.bwd.epilogue", "base.pp2dp2",
                     "optimus.dp.all", "optimus.dp.stage0", "optimus.embfused"],
         "laskin": ["base.pp4", "laskin.chunked", "laskin.overlap"],
-        "terapipe": ["tera.whole", "tera.uniform", "tera.plan"],
+        "terapipe": ["tera.whole", "tera.uniform", "tera.plan", "tera2.whole", "tera2.uniform", "tera2.plan"],
         "slow_links": [n for n in RUNS if n.startswith("slow.")],
     }
     written = []
@@ -439,8 +451,15 @@ def main():
         sys.exit(f"run.py: run {e} has no results in {out} (run without --only first)")
     text = markdown(rows, a.scale)
     print(text)
-    for p in plots(results, out):
+    # The README's plots live beside it; other runs keep theirs with their logs.
+    plot_dir = out if a.no_readme else os.path.join(HERE, "..", "images", "experiments")
+    os.makedirs(plot_dir, exist_ok=True)
+    written = plots(results, plot_dir)
+    for p in written:
         print(f"plot: {p}")
+    if not a.no_readme:
+        rel = os.path.relpath(plot_dir, os.path.dirname(os.path.abspath(a.readme)))
+        text += "\n\n" + " ".join(f"![{os.path.basename(p)[:-4]}]({rel}/{os.path.basename(p)})" for p in written)
     if not a.no_readme:
         with open(a.readme) as f:
             readme = f.read()
