@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "site_codec.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 #include <tuple>
@@ -13,7 +14,7 @@ namespace gpt {
 bool applies(const SiteCodec& c, const CallPlace& at) {
   if (!c.active() || at.step < c.warmupSteps) return false;
   if (at.layer >= 0 && (at.layer < c.firstLayer || at.layer >= c.endLayer)) return false;
-  if (at.stage >= 0 && (at.stage < c.firstStage || at.stage >= c.endStage)) return false;
+  if (at.stage >= 64 || (at.stage >= 0 && ((c.stages >> at.stage) & 1u) == 0)) return false;
   return at.phase < 0 || ((c.phases >> at.phase) & 1u) != 0;
 }
 
@@ -121,7 +122,12 @@ std::pair<Site, SiteCodec> parseSiteCodec(const std::string& spec) {
       std::tie(c.firstLayer, c.endLayer) = range(spec, key, value);
     } else if (key == "stages") {
       requireScope(spec, info, Scope::kStages, key);
-      std::tie(c.firstStage, c.endStage) = range(spec, key, value);
+      c.stages = 0;
+      for (const std::string& part : split(value, '+')) {
+        const auto [first, end] = range(spec, key, part);
+        if (first >= 64) fail(spec, "stages go up to 63");
+        for (int st = first; st < std::min(end, 64); ++st) c.stages |= 1ull << st;
+      }
     } else if (key == "phases") {
       if (info.group != Group::kPp) fail(spec, "phases= applies to pp.fwd and pp.bwd only");
       c.phases = 0;
@@ -167,7 +173,22 @@ std::string describe(Site s, const SiteCodec& c) {
     return std::to_string(first) + "-" + (end >= 1 << 30 ? "" : std::to_string(end - 1));
   };
   if (c.firstLayer != 0 || c.endLayer != 1 << 30) add("layers=" + span(c.firstLayer, c.endLayer));
-  if (c.firstStage != 0 || c.endStage != 1 << 30) add("stages=" + span(c.firstStage, c.endStage));
+  if (c.stages != ~0ull) {
+    // Runs of set bits, as ranges joined by '+'; a run reaching bit 63 is open-ended.
+    std::string set;
+    for (int st = 0; st < 64;) {
+      if (((c.stages >> st) & 1u) == 0) {
+        ++st;
+        continue;
+      }
+      int end = st;
+      while (end < 64 && ((c.stages >> end) & 1u)) ++end;
+      if (!set.empty()) set += '+';
+      set += end == 64 ? std::to_string(st) + "-" : span(st, end);
+      st = end;
+    }
+    add("stages=" + set);
+  }
   if (c.phases != ~0u) {
     std::string names;
     for (Phase p : kPhases)

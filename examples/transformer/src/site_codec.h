@@ -7,6 +7,7 @@
 // receiver (or every rank of a collective) always agree on the codec.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -21,7 +22,7 @@ struct SiteCodec {
   float locoBeta = 0.5f;                   // LoCo: weight of the previous error
   int locoReset = 0;                       // LoCo: clear the error every this many calls (0: never)
   int firstLayer = 0, endLayer = 1 << 30;  // Scope::kLayers: the blocks [first, end) it applies to
-  int firstStage = 0, endStage = 1 << 30;  // Scope::kStages: the sending stages [first, end)
+  uint64_t stages = ~0ull;                 // Scope::kStages: bit s set applies it to what stage s sends
   unsigned phases = ~0u;                   // pipeline sites: bit p set applies it to phase p's transfers
   int warmupSteps = 0;                     // steps [0, warmupSteps) go uncompressed
 
@@ -44,10 +45,10 @@ bool applies(const SiteCodec& c, const CallPlace& at);
 // none. Keys: block=N (quantiser block), bits=N, scale-bits=16|32, keep=F (topk, randk),
 // threshold=F, stochastic (quantisers round stochastically), seed=N, rank=N (powersgd; the
 // matrix is the call's: tokens x channels, or the weight's shape), feedback=none|ef|loco,
-// beta=F and reset=N (LoCo), layers=A-B (blocks, inclusive; tp sites), stages=A-B (sending
-// stages; pp and dp sites), phases=warmup+steady+cooldown (pp sites), warmup=K (steps).
-// A range may be one number or open-ended ("2-"). Throws std::invalid_argument naming the
-// problem.
+// beta=F and reset=N (LoCo), layers=A-B (blocks, inclusive; tp sites), stages=S (a set of
+// sending stages, ranges joined by '+', e.g. 0+2-3; pp and dp sites, stages below 64),
+// phases=warmup+steady+cooldown (pp sites), warmup=K (steps). A range may be one number or
+// open-ended ("2-"). Throws std::invalid_argument naming the problem.
 std::pair<Site, SiteCodec> parseSiteCodec(const std::string& spec);
 
 // The spec that parseSiteCodec would read back (for logs and reports).

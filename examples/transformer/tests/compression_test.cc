@@ -21,19 +21,23 @@ TEST(SiteCodecSpec, ParsesAndDescribesItself) {
   for (const char* spec : {"tp.fwd=int4:block=32:layers=2-3", "dp.grad=int4:feedback=loco:beta=0.800000:reset=1024",
                            "pp.bwd=fp8_e4m3:stages=1-:phases=cooldown:warmup=5", "tp.bwd=int8:stochastic:seed=7",
                            "pp.fwd=topk:keep=0.050000", "emb.sync=int8:scale-bits=16", "dp.grad=int2:stages=0",
-                           "pp.bwd=powersgd:rank=12:feedback=ef", "dp.grad=powersgd:rank=2:feedback=ef:stages=0-1"}) {
+                           "pp.bwd=powersgd:rank=12:feedback=ef", "dp.grad=powersgd:rank=2:feedback=ef:stages=0-1",
+                           "pp.fwd=int8:stages=0+2-3+5-"}) {
     const auto [site, codec] = parseSiteCodec(spec);
     EXPECT_EQ(describe(site, codec), spec);
   }
   const SiteCodec c = parseSiteCodec("pp.bwd=int8:stages=1-2:phases=steady+cooldown:warmup=3").second;
-  EXPECT_EQ(c.firstStage, 1);
-  EXPECT_EQ(c.endStage, 3);
+  EXPECT_EQ(c.stages, 0b110u);
   EXPECT_FALSE(applies(c, {2, -1, 1, static_cast<int>(Phase::kSteady)})) << "warm-up";
   EXPECT_TRUE(applies(c, {3, -1, 1, static_cast<int>(Phase::kSteady)}));
   EXPECT_TRUE(applies(c, {3, -1, 2, static_cast<int>(Phase::kCooldown)}));
   EXPECT_FALSE(applies(c, {3, -1, 0, static_cast<int>(Phase::kSteady)})) << "stage outside the set";
   EXPECT_FALSE(applies(c, {3, -1, 1, static_cast<int>(Phase::kWarmup)})) << "phase outside the set";
   EXPECT_FALSE(applies(parseSiteCodec("dp.grad=none").second, {5, -1, 0, -1}));
+  const SiteCodec set = parseSiteCodec("pp.fwd=int8:stages=0+2").second;
+  EXPECT_TRUE(applies(set, {0, -1, 0, -1}));
+  EXPECT_FALSE(applies(set, {0, -1, 1, -1})) << "stage 1 is not in {0, 2}";
+  EXPECT_TRUE(applies(set, {0, -1, 2, -1}));
 }
 
 TEST(SiteCodecSpec, BadSpecsSayWhatIsWrong) {
