@@ -206,8 +206,9 @@ TEST(LowRank, SendFeedbackCarriesThePreviousErrorIntoTheNextSend) {
 
 TEST(LowRank, RefusedWhereItCannotRun) {
   const size_t count = 64;
-  cclCompression_t z = powerSgd(2, 8, 8);
+  const cclCompression_t shared = powerSgd(2, 8, 8);
   World::get(2).run([&](int, cclComm_t comm) {
+    cclCompression_t z = shared;  // each rank edits its own copy below
     Vec x(count, 1.0f), y(2 * count);
     EXPECT_EQ(cclReduceScatterEx(y.data(), x.data(), count, cclFloat, cclSum, comm, nullptr, &z, nullptr),
               cclInvalidArgument);
