@@ -1,0 +1,626 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "backend.h"
+
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <sstream>
+
+namespace ccl::torch {
+namespace {
+
+using c10d::OpType;
+using WorkPtr = c10::intrusive_ptr<c10d::Work>;
+
+const char* const kUnsupportedDevice =
+    "the ccl backend ('cclz') serves CPU tensors; for CUDA tensors use the 'nccl' backend with ccl's NCCL face "
+    "preloaded (LD_PRELOAD=libccl_nccl.so)";
+
+cclDataType_t dtypeOf(const at::Tensor& t) {
+  switch (t.scalar_type()) {
+    case at::kChar:
+      return cclInt8;
+    case at::kByte:
+      return cclUint8;
+    case at::kInt:
+      return cclInt32;
+    case at::kUInt32:
+      return cclUint32;
+    case at::kLong:
+      return cclInt64;
+    case at::kUInt64:
+      return cclUint64;
+    case at::kHalf:
+      return cclFloat16;
+    case at::kFloat:
+      return cclFloat32;
+    case at::kDouble:
+      return cclFloat64;
+    case at::kBFloat16:
+      return cclBfloat16;
+    case at::kFloat8_e4m3fn:
+      return cclFloat8e4m3;
+    case at::kFloat8_e5m2:
+      return cclFloat8e5m2;
+    default:
+      TORCH_CHECK_TYPE(false, "ccl: tensors of type ", t.scalar_type(),
+                       " are not supported (int8, uint8, int32, uint32, int64, uint64, float16, float32, float64, "
+                       "bfloat16, float8_e4m3fn, float8_e5m2 are)");
+  }
+}
+
+void checkTensor(const at::Tensor& t, const char* what) {
+  TORCH_CHECK_VALUE(t.defined(), "ccl: ", what, ": an undefined tensor");
+  TORCH_CHECK_VALUE(t.device().is_cpu(), "ccl: ", what, ": a tensor on ", t.device(), ": ", kUnsupportedDevice);
+  TORCH_CHECK_VALUE(t.layout() == at::kStrided, "ccl: ", what, ": sparse tensors are not supported");
+  TORCH_CHECK_VALUE(t.is_contiguous(), "ccl: ", what, ": the tensor must be contiguous (call .contiguous() first)");
+  dtypeOf(t);
+}
+
+const at::Tensor& single(const std::vector<at::Tensor>& tensors, const char* what) {
+  TORCH_CHECK_VALUE(tensors.size() == 1, "ccl: ", what, " takes one tensor per call, got ", tensors.size());
+  checkTensor(tensors[0], what);
+  return tensors[0];
+}
+
+void checkSame(const at::Tensor& a, const at::Tensor& b, const char* what) {
+  checkTensor(b, what);
+  TORCH_CHECK_TYPE(a.scalar_type() == b.scalar_type(), "ccl: ", what, ": tensors of different types (", a.scalar_type(),
+                   " and ", b.scalar_type(), ")");
+}
+
+cclRedOp_t redOpOf(const c10d::ReduceOp& op) {
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM:
+      return cclSum;
+    case c10d::ReduceOp::AVG:
+      return cclAvg;
+    case c10d::ReduceOp::PRODUCT:
+      return cclProd;
+    case c10d::ReduceOp::MIN:
+      return cclMin;
+    case c10d::ReduceOp::MAX:
+      return cclMax;
+    default:
+      TORCH_CHECK_VALUE(false, "ccl: reduce op ", static_cast<int>(op.op_),
+                        " is not supported (SUM, AVG, PRODUCT, MIN and MAX are)");
+  }
+}
+
+void checkRoot(int64_t root, int size, const char* what) {
+  TORCH_CHECK_VALUE(root >= 0 && root < size, "ccl: ", what, ": root ", root, " is not a rank of a group of ", size);
+}
+
+void checkPeer(int peer, int rank, int size, const char* what) {
+  TORCH_CHECK_VALUE(peer >= 0 && peer < size && peer != rank, "ccl: ", what, ": peer ", peer,
+                    " is not another rank of a group of ", size, " (this is rank ", rank, ")");
+}
+
+// One flat tensor holding `parts` back to back (they are copied in).
+at::Tensor flatten(const std::vector<at::Tensor>& parts) {
+  std::vector<at::Tensor> flat;
+  flat.reserve(parts.size());
+  for (const auto& p : parts) flat.push_back(p.reshape({-1}));
+  return at::cat(flat);
+}
+
+void checkList(const std::vector<at::Tensor>& list, const at::Tensor& like, size_t n, const char* what) {
+  TORCH_CHECK_VALUE(list.size() == n, "ccl: ", what, ": a list of ", n, " tensors expected, got ", list.size());
+  for (const auto& t : list) {
+    checkSame(like, t, what);
+    TORCH_CHECK_VALUE(t.numel() == like.numel(), "ccl: ", what, ": every tensor of the list must have ", like.numel(),
+                      " elements, one has ", t.numel());
+  }
+}
+
+struct Group {
+  Group() {
+    const cclResult_t r = cclGroupStart();
+    TORCH_CHECK(r == cclSuccess, "ccl: cclGroupStart: ", cclGetErrorString(r));
+  }
+  ~Group() {
+    if (!ended) cclGroupEnd();  // unwinding: the group's error is already on its way
+  }
+  cclResult_t end() {
+    ended = true;
+    return cclGroupEnd();
+  }
+  bool ended = false;
+};
+
+}  // namespace
+
+Backend::Backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, std::chrono::milliseconds timeout,
+                 Settings settings)
+    : c10d::Backend(rank, size), timeout_(timeout), settings_(std::move(settings)) {
+  TORCH_CHECK_VALUE(settings_.compress.empty() || settings_.compression,
+                    "ccl: naming the collectives to compress needs a codec");
+  std::stringstream list(settings_.compress);
+  for (std::string item; std::getline(list, item, ',');)
+    if (!item.empty()) compressed_.push_back(item);
+
+  // Rank 0 makes the id; the others wait for it in the group's store (a prefix store of its
+  // own per group, so one key serves every group).
+  cclUniqueId id;
+  const std::string key = "ccl_unique_id";
+  if (rank == 0) {
+    check(cclGetUniqueId(&id), "cclGetUniqueId");
+    std::vector<uint8_t> bytes(sizeof id);
+    std::memcpy(bytes.data(), &id, sizeof id);
+    store->set(key, bytes);
+  } else {
+    const std::vector<uint8_t> bytes = store->get(key);
+    TORCH_CHECK(bytes.size() == sizeof id, "ccl: the unique id in the store has ", bytes.size(), " bytes, not ",
+                sizeof id);
+    std::memcpy(&id, bytes.data(), sizeof id);
+  }
+  cclConfig_t config = CCL_CONFIG_INITIALIZER;
+  config.timeoutMs = static_cast<int>(std::clamp<int64_t>(timeout.count(), 1, INT_MAX));
+  if (!settings_.name.empty()) config.commName = settings_.name.c_str();
+  if (settings_.compression) config.compression = &*settings_.compression;
+  cclComm_t comm = nullptr;
+  check(cclCommInitRankConfig(&comm, size, id, rank, &config), "cclCommInitRankConfig");
+  comm_ = comm;
+  worker_ = std::make_unique<Worker>("ccl-c10d");
+}
+
+Backend::~Backend() { shutdown(); }
+
+void Backend::shutdown() {
+  worker_.reset();  // runs what is queued
+  if (cclComm_t c = comm_.exchange(nullptr)) cclCommDestroy(c);
+}
+
+void Backend::abort() {
+  // A call blocked on the worker returns promptly once the communicator is aborted; the
+  // queued ones then find no communicator and fail.
+  if (cclComm_t c = comm_.exchange(nullptr)) cclCommAbort(c);
+  worker_.reset();
+}
+
+void Backend::check(cclResult_t result, const char* what) const {
+  if (result == cclSuccess) return;
+  std::string msg = std::string("ccl: ") + what + " failed: " + cclGetErrorString(result);
+  const char* detail = cclGetLastError(nullptr);  // this thread's last failure
+  if (detail && *detail) msg += std::string(": ") + detail;
+  C10_THROW_ERROR(DistBackendError, msg);
+}
+
+std::chrono::milliseconds Backend::timeoutOf(std::chrono::milliseconds opTimeout) const {
+  return opTimeout == c10d::kUnsetTimeout ? timeout_ : opTimeout;
+}
+
+const cclCompression_t* Backend::compressionFor(const char* name) const {
+  if (compressed_.empty()) return nullptr;
+  const bool listed = std::find(compressed_.begin(), compressed_.end(), name) != compressed_.end();
+  return listed ? &*settings_.compression : &none_;
+}
+
+WorkPtr Backend::post(OpType type, const char* what, std::vector<at::Tensor> outputs, std::chrono::milliseconds timeout,
+                      Body issue, Body finish) {
+  TORCH_CHECK_VALUE(worker_ && comm(), "ccl: ", what, " on a process group that was shut down or aborted");
+  auto work = c10::make_intrusive<Work>(rank_, type, what, std::move(outputs), timeoutOf(timeout));
+  if (coalescing_) {
+    coalesced_.push_back({work, std::move(issue), std::move(finish)});
+    return work;
+  }
+  worker_->post([work, issue = std::move(issue), finish = std::move(finish)] {
+    std::exception_ptr error;
+    try {
+      issue();
+      if (finish) finish();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    work->complete(error);
+  });
+  return work;
+}
+
+void Backend::startCoalescing() {
+  TORCH_CHECK_VALUE(!coalescing_, "ccl: startCoalescing while already coalescing");
+  coalescing_ = true;
+}
+
+WorkPtr Backend::endCoalescing() {
+  TORCH_CHECK_VALUE(coalescing_, "ccl: endCoalescing without startCoalescing");
+  coalescing_ = false;
+  std::vector<Pending> calls = std::move(coalesced_);
+  coalesced_.clear();
+  std::vector<at::Tensor> outputs;
+  for (const auto& c : calls) {
+    const auto r = c.work->result();
+    outputs.insert(outputs.end(), r.begin(), r.end());
+  }
+  // The group's own Work completes with its calls' (a batch_isend_irecv waits on it).
+  return post(OpType::COALESCED, "coalesced calls", std::move(outputs), c10d::kUnsetTimeout, [this, calls] {
+    std::exception_ptr error;
+    try {
+      Group group;
+      for (const auto& c : calls) c.issue();
+      check(group.end(), "cclGroupEnd (coalesced calls)");
+      for (const auto& c : calls)
+        if (c.finish) c.finish();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    for (const auto& c : calls) c.work->complete(error);
+    if (error) std::rethrow_exception(error);
+  });
+}
+
+WorkPtr Backend::broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) {
+  const at::Tensor t = single(tensors, "broadcast");
+  checkRoot(opts.rootRank, size_, "broadcast");
+  const auto* z = compressionFor("broadcast");
+  return post(OpType::BROADCAST, "broadcast", {t}, opts.timeout, [this, t, root = int(opts.rootRank), z] {
+    check(cclBroadcastEx(t.data_ptr(), t.data_ptr(), t.numel(), dtypeOf(t), root, comm(), nullptr, z), "cclBroadcast");
+  });
+}
+
+WorkPtr Backend::allreduce(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) {
+  const at::Tensor t = single(tensors, "allreduce");
+  const cclRedOp_t op = redOpOf(opts.reduceOp);
+  const auto* z = compressionFor("allreduce");
+  return post(OpType::ALLREDUCE, "allreduce", {t}, opts.timeout, [this, t, op, z] {
+    check(cclAllReduceEx(t.data_ptr(), t.data_ptr(), t.numel(), dtypeOf(t), op, comm(), nullptr, z, nullptr),
+          "cclAllReduce");
+  });
+}
+
+WorkPtr Backend::allreduce_coalesced(std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
+  TORCH_CHECK_VALUE(!tensors.empty(), "ccl: allreduce_coalesced of no tensors");
+  for (const auto& t : tensors) checkTensor(t, "allreduce_coalesced");
+  const cclRedOp_t op = redOpOf(opts.reduceOp);
+  const auto* z = compressionFor("allreduce");
+  return post(OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors, opts.timeout, [this, tensors, op, z] {
+    Group group;
+    for (const auto& t : tensors)
+      check(cclAllReduceEx(t.data_ptr(), t.data_ptr(), t.numel(), dtypeOf(t), op, comm(), nullptr, z, nullptr),
+            "cclAllReduce");
+    check(group.end(), "cclGroupEnd (allreduce_coalesced)");
+  });
+}
+
+WorkPtr Backend::reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
+  const at::Tensor t = single(tensors, "reduce");
+  checkRoot(opts.rootRank, size_, "reduce");
+  const cclRedOp_t op = redOpOf(opts.reduceOp);
+  return post(OpType::REDUCE, "reduce", {t}, opts.timeout, [this, t, op, root = int(opts.rootRank)] {
+    check(cclReduce(t.data_ptr(), t.data_ptr(), t.numel(), dtypeOf(t), op, root, comm(), nullptr), "cclReduce");
+  });
+}
+
+WorkPtr Backend::all_gather_single(at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts) {
+  checkTensor(input, "all_gather_single");
+  checkSame(input, output, "all_gather_single");
+  TORCH_CHECK_VALUE(output.numel() == input.numel() * size_, "ccl: all_gather_single: the output has ", output.numel(),
+                    " elements, not ", size_, " x ", input.numel());
+  const auto* z = compressionFor("allgather");
+  return post(OpType::_ALLGATHER_BASE, "all_gather_single", {output}, opts.timeout, [this, output, input, z] {
+    check(
+        cclAllGatherEx(input.data_ptr(), output.data_ptr(), input.numel(), dtypeOf(input), comm(), nullptr, z, nullptr),
+        "cclAllGather");
+  });
+}
+
+WorkPtr Backend::allgather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                           const c10d::AllgatherOptions& opts) {
+  const at::Tensor in = single(inputs, "allgather");
+  TORCH_CHECK_VALUE(outputs.size() == 1, "ccl: allgather takes one output list, got ", outputs.size());
+  const std::vector<at::Tensor> outs = outputs[0];
+  checkList(outs, in, size_, "allgather");
+  const auto* z = compressionFor("allgather");
+  const at::Tensor flat = at::empty({in.numel() * size_}, in.options());
+  return post(
+      OpType::ALLGATHER, "allgather", outs, opts.timeout,
+      [this, in, flat, z] {
+        check(cclAllGatherEx(in.data_ptr(), flat.data_ptr(), in.numel(), dtypeOf(in), comm(), nullptr, z, nullptr),
+              "cclAllGather");
+      },
+      [this, in, outs, flat] {
+        for (int r = 0; r < size_; ++r) outs[r].view({-1}).copy_(flat.narrow(0, r * in.numel(), in.numel()));
+      });
+}
+
+WorkPtr Backend::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                                     const c10d::AllgatherOptions& opts) {
+  TORCH_CHECK_VALUE(outputs.size() == inputs.size() && !inputs.empty(), "ccl: allgather_coalesced: ", inputs.size(),
+                    " inputs and ", outputs.size(), " output lists");
+  std::vector<at::Tensor> all, flats;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    checkTensor(inputs[i], "allgather_coalesced");
+    checkList(outputs[i], inputs[i], size_, "allgather_coalesced");
+    all.insert(all.end(), outputs[i].begin(), outputs[i].end());
+    flats.push_back(at::empty({inputs[i].numel() * size_}, inputs[i].options()));
+  }
+  const auto* z = compressionFor("allgather");
+  return post(
+      OpType::ALLGATHER_COALESCED, "allgather_coalesced", all, opts.timeout,
+      [this, inputs, flats, z] {
+        Group group;
+        for (size_t i = 0; i < inputs.size(); ++i)
+          check(cclAllGatherEx(inputs[i].data_ptr(), flats[i].data_ptr(), inputs[i].numel(), dtypeOf(inputs[i]), comm(),
+                               nullptr, z, nullptr),
+                "cclAllGather");
+        check(group.end(), "cclGroupEnd (allgather_coalesced)");
+      },
+      [this, inputs, outputs, flats] {
+        for (size_t i = 0; i < inputs.size(); ++i)
+          for (int r = 0; r < size_; ++r)
+            outputs[i][r].view({-1}).copy_(flats[i].narrow(0, r * inputs[i].numel(), inputs[i].numel()));
+      });
+}
+
+WorkPtr Backend::all_gather_single_coalesced(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                             const c10d::AllgatherOptions& opts) {
+  TORCH_CHECK_VALUE(outputs.size() == inputs.size() && !inputs.empty(),
+                    "ccl: allgather_into_tensor_coalesced: ", inputs.size(), " inputs and ", outputs.size(),
+                    " outputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    checkTensor(inputs[i], "allgather_into_tensor_coalesced");
+    checkSame(inputs[i], outputs[i], "allgather_into_tensor_coalesced");
+    TORCH_CHECK_VALUE(outputs[i].numel() == inputs[i].numel() * size_,
+                      "ccl: allgather_into_tensor_coalesced: an output has ", outputs[i].numel(), " elements, not ",
+                      size_, " x ", inputs[i].numel());
+  }
+  const auto* z = compressionFor("allgather");
+  return post(OpType::ALLGATHER_INTO_TENSOR_COALESCED, "allgather_into_tensor_coalesced", outputs, opts.timeout,
+              [this, inputs, outputs, z] {
+                Group group;
+                for (size_t i = 0; i < inputs.size(); ++i)
+                  check(cclAllGatherEx(inputs[i].data_ptr(), outputs[i].data_ptr(), inputs[i].numel(),
+                                       dtypeOf(inputs[i]), comm(), nullptr, z, nullptr),
+                        "cclAllGather");
+                check(group.end(), "cclGroupEnd (allgather_into_tensor_coalesced)");
+              });
+}
+
+WorkPtr Backend::gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                        const c10d::GatherOptions& opts) {
+  const at::Tensor in = single(inputs, "gather");
+  checkRoot(opts.rootRank, size_, "gather");
+  const int root = int(opts.rootRank);
+  std::vector<at::Tensor> outs;
+  if (rank_ == root) {
+    TORCH_CHECK_VALUE(outputs.size() == 1, "ccl: gather: the root takes one output list, got ", outputs.size());
+    outs = outputs[0];
+    checkList(outs, in, size_, "gather");
+  } else {
+    TORCH_CHECK_VALUE(outputs.empty() || (outputs.size() == 1 && outputs[0].empty()),
+                      "ccl: gather: only the root passes outputs");
+  }
+  const at::Tensor flat = rank_ == root ? at::empty({in.numel() * size_}, in.options()) : at::Tensor();
+  return post(
+      OpType::GATHER, "gather", outs, opts.timeout,
+      [this, in, flat, root] {
+        check(cclGather(in.data_ptr(), flat.defined() ? flat.data_ptr() : nullptr, in.numel(), dtypeOf(in), root,
+                        comm(), nullptr),
+              "cclGather");
+      },
+      [in, outs, flat] {
+        for (size_t r = 0; r < outs.size(); ++r) outs[r].view({-1}).copy_(flat.narrow(0, r * in.numel(), in.numel()));
+      });
+}
+
+WorkPtr Backend::scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+                         const c10d::ScatterOptions& opts) {
+  const at::Tensor out = single(outputs, "scatter");
+  checkRoot(opts.rootRank, size_, "scatter");
+  const int root = int(opts.rootRank);
+  std::vector<at::Tensor> ins;
+  if (rank_ == root) {
+    TORCH_CHECK_VALUE(inputs.size() == 1, "ccl: scatter: the root takes one input list, got ", inputs.size());
+    ins = inputs[0];
+    checkList(ins, out, size_, "scatter");
+  } else {
+    TORCH_CHECK_VALUE(inputs.empty() || (inputs.size() == 1 && inputs[0].empty()),
+                      "ccl: scatter: only the root passes inputs");
+  }
+  const at::Tensor flat = ins.empty() ? at::Tensor() : flatten(ins);
+  return post(OpType::SCATTER, "scatter", {out}, opts.timeout, [this, out, flat, root] {
+    check(cclScatter(flat.defined() ? flat.data_ptr() : nullptr, out.data_ptr(), out.numel(), dtypeOf(out), root,
+                     comm(), nullptr),
+          "cclScatter");
+  });
+}
+
+WorkPtr Backend::reduce_scatter_single(at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
+  checkTensor(input, "reduce_scatter_single");
+  checkSame(input, output, "reduce_scatter_single");
+  TORCH_CHECK_VALUE(input.numel() == output.numel() * size_, "ccl: reduce_scatter_single: the input has ",
+                    input.numel(), " elements, not ", size_, " x ", output.numel());
+  const cclRedOp_t op = redOpOf(opts.reduceOp);
+  const auto* z = compressionFor("reducescatter");
+  return post(OpType::_REDUCE_SCATTER_BASE, "reduce_scatter_single", {output}, opts.timeout,
+              [this, output, input, op, z] {
+                check(cclReduceScatterEx(input.data_ptr(), output.data_ptr(), output.numel(), dtypeOf(output), op,
+                                         comm(), nullptr, z, nullptr),
+                      "cclReduceScatter");
+              });
+}
+
+WorkPtr Backend::reduce_scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+                                const c10d::ReduceScatterOptions& opts) {
+  const at::Tensor out = single(outputs, "reduce_scatter");
+  TORCH_CHECK_VALUE(inputs.size() == 1, "ccl: reduce_scatter takes one input list, got ", inputs.size());
+  const std::vector<at::Tensor> ins = inputs[0];
+  checkList(ins, out, size_, "reduce_scatter");
+  const cclRedOp_t op = redOpOf(opts.reduceOp);
+  const auto* z = compressionFor("reducescatter");
+  const at::Tensor flat = flatten(ins);
+  return post(OpType::REDUCE_SCATTER, "reduce_scatter", {out}, opts.timeout, [this, out, flat, op, z] {
+    check(
+        cclReduceScatterEx(flat.data_ptr(), out.data_ptr(), out.numel(), dtypeOf(out), op, comm(), nullptr, z, nullptr),
+        "cclReduceScatter");
+  });
+}
+
+WorkPtr Backend::reduce_scatter_single_coalesced(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                                 const c10d::ReduceScatterOptions& opts) {
+  TORCH_CHECK_VALUE(outputs.size() == inputs.size() && !inputs.empty(),
+                    "ccl: reduce_scatter_tensor_coalesced: ", inputs.size(), " inputs and ", outputs.size(),
+                    " outputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    checkTensor(inputs[i], "reduce_scatter_tensor_coalesced");
+    checkSame(inputs[i], outputs[i], "reduce_scatter_tensor_coalesced");
+    TORCH_CHECK_VALUE(inputs[i].numel() == outputs[i].numel() * size_,
+                      "ccl: reduce_scatter_tensor_coalesced: an input has ", inputs[i].numel(), " elements, not ",
+                      size_, " x ", outputs[i].numel());
+  }
+  const cclRedOp_t op = redOpOf(opts.reduceOp);
+  const auto* z = compressionFor("reducescatter");
+  return post(OpType::REDUCE_SCATTER_TENSOR_COALESCED, "reduce_scatter_tensor_coalesced", outputs, opts.timeout,
+              [this, inputs, outputs, op, z] {
+                Group group;
+                for (size_t i = 0; i < inputs.size(); ++i)
+                  check(cclReduceScatterEx(inputs[i].data_ptr(), outputs[i].data_ptr(), outputs[i].numel(),
+                                           dtypeOf(outputs[i]), op, comm(), nullptr, z, nullptr),
+                        "cclReduceScatter");
+                check(group.end(), "cclGroupEnd (reduce_scatter_tensor_coalesced)");
+              });
+}
+
+namespace {
+
+// Element offsets and counts of `splits` rows of `rowElems` elements; no splits: equal parts.
+void splitOffsets(const std::vector<int64_t>& splits, const at::Tensor& t, int size, const char* side,
+                  std::vector<int64_t>* offsets, std::vector<int64_t>* counts) {
+  const int64_t rows = t.dim() == 0 ? 1 : t.size(0);
+  const int64_t rowElems = rows == 0 ? 0 : t.numel() / rows;
+  if (splits.empty()) {
+    TORCH_CHECK_VALUE(rows % size == 0, "ccl: all_to_all_single: the ", side, "'s first dimension (", rows,
+                      ") is not divisible by the group size ", size, " and no splits were given");
+    for (int r = 0; r < size; ++r) {
+      offsets->push_back(r * (rows / size) * rowElems);
+      counts->push_back((rows / size) * rowElems);
+    }
+    return;
+  }
+  TORCH_CHECK_VALUE(splits.size() == size_t(size), "ccl: all_to_all_single: ", splits.size(), " ", side,
+                    " splits for a group of ", size);
+  int64_t at = 0;
+  for (int64_t s : splits) {
+    TORCH_CHECK_VALUE(s >= 0, "ccl: all_to_all_single: a negative ", side, " split");
+    offsets->push_back(at * rowElems);
+    counts->push_back(s * rowElems);
+    at += s;
+  }
+  TORCH_CHECK_VALUE(at == rows, "ccl: all_to_all_single: the ", side, " splits add up to ", at, " rows, the ", side,
+                    " has ", rows);
+}
+
+}  // namespace
+
+WorkPtr Backend::all_to_all_single(at::Tensor& output, at::Tensor& input, std::vector<int64_t>& outputSplits,
+                                   std::vector<int64_t>& inputSplits, const c10d::AllToAllOptions& opts) {
+  checkTensor(input, "all_to_all_single");
+  checkSame(input, output, "all_to_all_single");
+  if (outputSplits.empty() && inputSplits.empty()) {
+    TORCH_CHECK_VALUE(input.numel() == output.numel() && input.numel() % size_ == 0,
+                      "ccl: all_to_all_single: input and output need the same number of elements, a multiple of ",
+                      size_, " (", input.numel(), " and ", output.numel(), ")");
+    const auto* z = compressionFor("alltoall");
+    return post(OpType::ALLTOALL_BASE, "all_to_all_single", {output}, opts.timeout, [this, output, input, z] {
+      check(
+          cclAlltoAllEx(input.data_ptr(), output.data_ptr(), input.numel() / size_, dtypeOf(input), comm(), nullptr, z),
+          "cclAlltoAll");
+    });
+  }
+  std::vector<int64_t> sendOff, sendCount, recvOff, recvCount;
+  splitOffsets(inputSplits, input, size_, "input", &sendOff, &sendCount);
+  splitOffsets(outputSplits, output, size_, "output", &recvOff, &recvCount);
+  TORCH_CHECK_VALUE(sendCount[rank_] == recvCount[rank_], "ccl: all_to_all_single: this rank sends itself ",
+                    sendCount[rank_], " elements but expects ", recvCount[rank_]);
+  // Uneven splits: NCCL's way, one send and one receive per peer in one group.
+  return post(OpType::ALLTOALL_BASE, "all_to_all_single", {output}, opts.timeout,
+              [this, output, input, sendOff, sendCount, recvOff, recvCount] {
+                const size_t elem = input.element_size();
+                const auto* in = static_cast<const char*>(input.data_ptr());
+                auto* out = static_cast<char*>(output.data_ptr());
+                const cclDataType_t dt = dtypeOf(input);
+                std::memcpy(out + recvOff[rank_] * elem, in + sendOff[rank_] * elem, sendCount[rank_] * elem);
+                Group group;
+                for (int peer = 0; peer < size_; ++peer) {
+                  if (peer == rank_) continue;
+                  if (sendCount[peer] > 0)
+                    check(cclSend(in + sendOff[peer] * elem, sendCount[peer], dt, peer, comm(), nullptr), "cclSend");
+                  if (recvCount[peer] > 0)
+                    check(cclRecv(out + recvOff[peer] * elem, recvCount[peer], dt, peer, comm(), nullptr), "cclRecv");
+                }
+                check(group.end(), "cclGroupEnd (all_to_all_single)");
+              });
+}
+
+WorkPtr Backend::alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                          const c10d::AllToAllOptions& opts) {
+  TORCH_CHECK_VALUE(outputs.size() == size_t(size_) && inputs.size() == size_t(size_), "ccl: alltoall: lists of ",
+                    size_, " tensors expected, got ", inputs.size(), " inputs and ", outputs.size(), " outputs");
+  for (int r = 0; r < size_; ++r) {
+    checkTensor(inputs[r], "alltoall");
+    checkSame(inputs[r], outputs[r], "alltoall");
+  }
+  TORCH_CHECK_VALUE(inputs[rank_].numel() == outputs[rank_].numel(), "ccl: alltoall: this rank sends itself ",
+                    inputs[rank_].numel(), " elements but expects ", outputs[rank_].numel());
+  return post(OpType::ALLTOALL, "alltoall", outputs, opts.timeout, [this, outputs, inputs] {
+    outputs[rank_].copy_(inputs[rank_]);
+    Group group;
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_) continue;
+      if (inputs[peer].numel() > 0)
+        check(cclSend(inputs[peer].data_ptr(), inputs[peer].numel(), dtypeOf(inputs[peer]), peer, comm(), nullptr),
+              "cclSend");
+      if (outputs[peer].numel() > 0)
+        check(cclRecv(outputs[peer].data_ptr(), outputs[peer].numel(), dtypeOf(outputs[peer]), peer, comm(), nullptr),
+              "cclRecv");
+    }
+    check(group.end(), "cclGroupEnd (alltoall)");
+  });
+}
+
+WorkPtr Backend::send(std::vector<at::Tensor>& tensors, int dstRank, int /*tag*/) {
+  // Tags are not matched (NCCL does not either): sends to one peer arrive in call order.
+  const at::Tensor t = single(tensors, "send");
+  checkPeer(dstRank, rank_, size_, "send");
+  const auto* z = compressionFor("send");
+  return post(OpType::SEND, "send", {t}, c10d::kUnsetTimeout, [this, t, dstRank, z] {
+    check(cclSendEx(t.data_ptr(), t.numel(), dtypeOf(t), dstRank, comm(), nullptr, z, nullptr), "cclSend");
+  });
+}
+
+WorkPtr Backend::recv(std::vector<at::Tensor>& tensors, int srcRank, int /*tag*/) {
+  const at::Tensor t = single(tensors, "recv");
+  checkPeer(srcRank, rank_, size_, "recv");
+  const auto* z = compressionFor("recv");
+  return post(OpType::RECV, "recv", {t}, c10d::kUnsetTimeout, [this, t, srcRank, z] {
+    check(cclRecvEx(t.data_ptr(), t.numel(), dtypeOf(t), srcRank, comm(), nullptr, z), "cclRecv");
+  });
+}
+
+WorkPtr Backend::barrier(const c10d::BarrierOptions& opts) {
+  // An allreduce of one byte: it returns on a rank once every rank has entered it.
+  at::Tensor token = at::zeros({1}, at::kByte);
+  return post(OpType::BARRIER, "barrier", {token}, opts.timeout, [this, token] {
+    check(cclAllReduce(token.data_ptr(), token.data_ptr(), 1, cclUint8, cclSum, comm(), nullptr), "barrier");
+  });
+}
+
+std::map<std::string, std::map<std::string, double>> Backend::stats() {
+  TORCH_CHECK_VALUE(comm(), "ccl: stats of a process group that was shut down or aborted");
+  cclStats_t s = CCL_STATS_INITIALIZER;
+  check(cclCommGetStats(comm(), &s), "cclCommGetStats");
+  static const char* const names[cclNumOpKinds] = {"allreduce", "broadcast", "reduce",  "allgather", "reducescatter",
+                                                   "alltoall",  "gather",    "scatter", "send",      "recv"};
+  std::map<std::string, std::map<std::string, double>> out;
+  for (int k = 0; k < cclNumOpKinds; ++k)
+    out[names[k]] = {{"calls", double(s.op[k].calls)},
+                     {"compressed_calls", double(s.op[k].compressedCalls)},
+                     {"raw_bytes", double(s.op[k].rawBytes)},
+                     {"wire_bytes", double(s.op[k].wireBytes)},
+                     {"codec_seconds", s.op[k].codecSeconds}};
+  return out;
+}
+
+}  // namespace ccl::torch

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The asynchronous half of ccl's c10d backend: one FIFO worker thread per communicator runs
+// the calls in the order the program issued them (the order every rank issues them, as a
+// CUDA stream orders NCCL's), and each call's Work completes when its turn has run.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/core/ivalue.h>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ccl::torch {
+
+// Runs posted tasks one at a time, in order, on a thread of its own. The destructor runs
+// what is queued, then joins: a Work handed out is always completed.
+class Worker {
+ public:
+  explicit Worker(std::string name);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  void post(std::function<void()> task);
+
+ private:
+  void loop();
+
+  std::string name_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts once the members above exist
+};
+
+// One call's completion. The outputs are what the Future carries (DDP's reducer reads the
+// bucket from it); the tensors stay referenced until the call has run.
+class Work : public c10d::Work {
+ public:
+  Work(int rank, c10d::OpType type, std::string what, std::vector<at::Tensor> outputs,
+       std::chrono::milliseconds timeout);
+
+  bool isCompleted() override;
+  bool isSuccess() const override;
+  std::exception_ptr exception() const override;
+  std::vector<at::Tensor> result() override;
+  void synchronize() override {}
+  // Waits at most `timeout` (or, when none is given, the call's or the group's timeout);
+  // past it raises DistBackendError. A failed call rethrows its error.
+  bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+  float getDuration() const override;
+  std::chrono::milliseconds getTimeout() const override { return timeout_; }
+
+  // Called once, on the worker, when the call has run (error: what it threw).
+  void complete(std::exception_ptr error);
+
+ private:
+  const std::string what_;
+  const std::vector<at::Tensor> outputs_;
+  const std::chrono::milliseconds timeout_;
+  const std::chrono::steady_clock::time_point posted_;
+  std::chrono::steady_clock::time_point done_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+}  // namespace ccl::torch

@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""A DDP communication hook that all-reduces gradient buckets compressed by ccl.
+
+    state = ccl.torch.hooks.CompressionState(process_group, compression="int4", feedback="residual")
+    ddp.register_comm_hook(state, ccl.torch.hooks.compressed_allreduce_hook)
+
+The state holds what PyTorch's ``powerSGD_hook`` state holds for its method: a ccl
+communicator over the process group's ranks (made when the state is made: every rank of
+the group must make it, in the same order as its other collectives), the codec, and one
+error-feedback handle per bucket, so that what int4 loses on a bucket in one step is added
+to the same bucket in the next. The process group may use any backend (gloo, cclz, ...):
+ccl only borrows it to hand its unique id to the other ranks.
+
+Each hook call runs on one worker thread per state, in bucket order, and completes the
+Future it returned; the GIL is released while ccl works, so backward keeps computing the
+next buckets meanwhile.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+from typing import Union
+
+import ccl
+
+__all__ = ["CompressionState", "compressed_allreduce_hook"]
+
+
+class CompressionState:
+    """State of :func:`compressed_allreduce_hook`.
+
+    compression: a ccl.Compression or a codec name ("int8", "int4", "fp8_e4m3", ...).
+    feedback: "residual" (plain error feedback), "loco" (LoCo's compensation: a moving
+        average of the error with weight ``beta``, reset every ``reset_period`` steps) or
+        None.
+    average: divide the sum by the group size, as DDP's own allreduce does.
+    """
+
+    def __init__(
+        self,
+        process_group=None,
+        compression: Union["ccl.Compression", str] = "int8",
+        feedback: str | None = "residual",
+        beta: float = 0.0,
+        reset_period: int = 0,
+        average: bool = True,
+    ):
+        import torch.distributed as dist
+
+        self.process_group = process_group if process_group is not None else dist.group.WORLD
+        self.compression = ccl.Compression(codec=compression) if isinstance(compression, str) else compression
+        self.feedback_kind = feedback
+        self.beta = beta
+        self.reset_period = reset_period
+        self.average = average
+        self.rank = dist.get_rank(self.process_group)
+        self.size = dist.get_world_size(self.process_group)
+        self.comm = self._join(dist)
+        self._feedback: dict[int, ccl.Feedback] = {}
+        self._worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="ccl-ddp-hook")
+
+    def _join(self, dist) -> "ccl.Comm":
+        box = [bytes(ccl.get_unique_id()) if self.rank == 0 else None]
+        dist.broadcast_object_list(box, src=dist.get_global_rank(self.process_group, 0), group=self.process_group)
+        return ccl.Comm(self.size, ccl.UniqueId(box[0]), self.rank)
+
+    def feedback_for(self, bucket_index: int) -> "ccl.Feedback | None":
+        """The bucket's error-feedback handle (made on its first use)."""
+        if self.feedback_kind is None:
+            return None
+        fb = self._feedback.get(bucket_index)
+        if fb is None:
+            fb = ccl.Feedback(kind=self.feedback_kind, beta=self.beta, reset_period=self.reset_period)
+            self._feedback[bucket_index] = fb
+        return fb
+
+    def stats(self):
+        """The hook communicator's counters (raw and wire bytes of its allreduces...)."""
+        return self.comm.stats()
+
+    def close(self) -> None:
+        """Waits for hook calls in flight, then frees the communicator and feedback state."""
+        self._worker.shutdown(wait=True)
+        for fb in self._feedback.values():
+            fb.close()
+        self._feedback.clear()
+        self.comm.destroy()
+
+    def __getstate__(self):
+        raise TypeError("ccl.torch.hooks.CompressionState holds a communicator and cannot be pickled")
+
+
+def compressed_allreduce_hook(state: CompressionState, bucket):
+    """All-reduces ``bucket.buffer()`` with ``state``'s codec and the bucket's feedback,
+    averaged over the group, and returns a Future of the result (DDP's hook contract)."""
+    import torch
+
+    buffer = bucket.buffer()
+    feedback = state.feedback_for(bucket.index())
+    future: torch.futures.Future = torch.futures.Future()
+
+    def run() -> None:
+        try:
+            state.comm.allreduce(
+                buffer, in_place=True, op="avg" if state.average else "sum", compression=state.compression,
+                feedback=feedback)
+            future.set_result(buffer)
+        except BaseException as error:  # noqa: BLE001 - the error travels to DDP through the Future
+            future.set_exception(error)
+
+    state._worker.submit(run)
+    return future

@@ -1,0 +1,82 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""ccl's torch.distributed backend ("cclz") and DDP hook, against gloo: each test starts N
+processes of c10d_worker.py with torchrun-style env and expects every one to exit 0."""
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch(case: str, nranks: int, timeout: float = 240, **env) -> list:
+    port = free_port()
+    procs = []
+    for rank in range(nranks):
+        e = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(nranks), LOCAL_RANK=str(rank),
+                 MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1", **env)
+        procs.append(subprocess.Popen([sys.executable, os.path.join(HERE, "c10d_worker.py"), case], env=e,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outs = []
+    try:
+        for p in procs:
+            outs.append(p.communicate(timeout=timeout)[0])
+    except subprocess.TimeoutExpired:
+        for p in procs:
+            p.kill()
+        pytest.fail(f"{case} with {nranks} ranks did not finish within {timeout} s")
+    for rank, (p, out) in enumerate(zip(procs, outs)):
+        assert p.returncode == 0, f"{case}: rank {rank} exited with {p.returncode}:\n{out[-4000:]}"
+    return outs
+
+
+@pytest.fixture(scope="module", autouse=True)
+def extension():
+    """Compiles the backend once, before the ranks race to (torch's build lock serialises them)."""
+    import ccl.torch._build
+
+    ccl.torch._build.load()
+
+
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_every_op_matches_gloo(nranks):
+    launch("ops", nranks)
+
+
+@pytest.mark.parametrize("nranks", [2, 4])
+def test_ddp_matches_gloo(nranks):
+    launch("ddp", nranks)
+
+
+@pytest.mark.parametrize("codec,margin", [("int8", "0.01"), ("int4", "0.05")])
+def test_ddp_hook_compressed_with_feedback(codec, margin):
+    outs = launch("hook", 2, HOOK_CODEC=codec, HOOK_MARGIN=margin)
+    assert "hook " + codec + " on cclz ok" in outs[0] and "on gloo ok" in outs[0]
+
+
+def test_fsdp2_matches_gloo():
+    launch("fsdp", 2)
+
+
+def test_compression_by_group_options_and_environment():
+    # CCL_CODEC_SHM=on: on one host every peer is over shared memory, where the default codec
+    # is otherwise not applied.
+    launch("compressed_group", 2, CCL_CODEC="int8", CCL_CODEC_SHM="on")
+
+
+def test_bad_input_raises_clear_errors():
+    launch("errors", 2)
+
+
+def test_timeout_is_honoured():
+    outs = launch("timeout", 2, timeout=120)
+    assert "timeout ok" in outs[1]
