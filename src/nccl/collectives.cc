@@ -116,6 +116,7 @@ void runDevice(ncclComm& c, const CollCall& k) {
 ncclResult_t run(const CollCall& call) {
   return faceGuard(call.fn, [&] {
     ncclComm& c = usable(call.comm);
+    checkNotSuspended(c);
     if (cuda::isDevicePointer(call.send) || cuda::isDevicePointer(call.recv)) {
       if (tryCompressed(call, call.count * elementSize(call.dtype))) return;
       return runDevice(c, call);
@@ -128,6 +129,7 @@ ncclResult_t p2p(const char* fn, bool send, void* buff, size_t count, ncclDataTy
                  cudaStream_t stream) {
   return faceGuard(fn, [&] {
     ncclComm& c = usable(comm);
+    checkNotSuspended(c);
     if (cuda::isDevicePointer(buff)) {
       ncclComm_t r = realComm(c);
       return checkReal(send ? CCL_REAL(ncclSend)(buff, count, dtype, peer, r, stream)

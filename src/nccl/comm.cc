@@ -117,6 +117,10 @@ void destroy(ncclComm_t comm, bool abort) {
   cclCheck(r, abort ? "cclCommAbort" : "cclCommDestroy");
 }
 
+void checkNotSuspended(const ncclComm& comm) {
+  CCL_CHECK(!comm.suspended.load(), cclInvalidUsage, "the communicator is suspended; call ncclCommResume first");
+}
+
 cclUniqueId toCcl(const ncclUniqueId& id) {
   static_assert(sizeof(cclUniqueId) == sizeof(ncclUniqueId));
   cclUniqueId out;

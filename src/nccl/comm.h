@@ -38,6 +38,10 @@ struct ncclComm {
   std::string createError;
 
   std::atomic<bool> revoked{false};
+  // ncclCommSuspend: operations are refused until ncclCommResume.
+  std::atomic<bool> suspended{false};
+  // An id from ncclCommGetUniqueId that no ncclCommGrow has consumed yet (NCCL allows one).
+  std::atomic<bool> growIdPending{false};
   ccl::nccl::PreMulSumTable ops;
 
   std::mutex regMutex;  // registrations and windows
@@ -45,11 +49,14 @@ struct ncclComm {
 };
 
 // A buffer registration or window: remembered so deregistration can validate the handle.
+// A window is also listed process-wide under its handle while it lives, since some window
+// functions take no communicator.
 struct ccl_nccl_Registration {
   void* buff = nullptr;
   size_t size = 0;
   void* realHandle = nullptr;  // the real NCCL's handle for device memory
   bool window = false;
+  ~ccl_nccl_Registration();
 };
 
 namespace ccl::nccl {
@@ -76,5 +83,16 @@ void destroy(ncclComm_t comm, bool abort);
 
 // Converts between the two 128-byte ids.
 cclUniqueId toCcl(const ncclUniqueId& id);
+
+// A live window of any communicator, found by the handle the caller holds.
+struct WindowInfo {
+  bool device = false;  // registered with the real NCCL (the handle is the real one)
+  void* buff = nullptr;
+};
+// Throws Error(cclInvalidArgument) when `handle` is NULL or not a live window of this library.
+WindowInfo findWindow(const void* handle);
+
+// Throws Error(cclInvalidUsage) while `comm` is suspended: it takes no operations then.
+void checkNotSuspended(const ncclComm& comm);
 
 }  // namespace ccl::nccl

@@ -110,6 +110,7 @@ ncclTeam_t pncclTeamRail(ncclComm_t comm) {
 
 // Rank `rank` of `team`, as a rank of the world team.
 int pncclTeamRankToWorld(ncclComm_t comm, ncclTeam_t team, int rank) {
+  CCL_RETURN_IF_CALLED_FROM_REAL(ncclTeamRankToWorld, comm, team, rank);  // NCCL 2.30 calls it itself
   ncclComm* c = queryable(comm);
   if (!c) return -1;
   if (c->real) return CCL_REAL(ncclTeamRankToWorld)(c->real, team, rank);

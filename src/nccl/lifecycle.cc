@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Communicator lifecycle of the NCCL face: ids, init (blocking, non-blocking, inside a
-// group), split, shrink, finalize, destroy, abort, revoke and queries.
+// group), split, shrink, grow, finalize, destroy, abort, revoke and queries.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -110,6 +110,32 @@ cclComm_t shrinkJoin(cclComm_t parent, std::vector<int> keep, int myRank, FaceCo
   return joinId(static_cast<int>(keep.size()), id, newRank, fc)();
 }
 
+// What an existing rank brings to a grow: the id, if it is the root.
+struct GrowOffer {
+  char hasId;
+  cclUniqueId id;
+};
+
+// The existing ranks learn the id from the root over the parent: every one offers what it
+// holds (an all-gather, so no rank needs to know which is the root), and all take the same
+// decision. Then they join the new communicator with the ranks they have, and the new ranks
+// with theirs.
+cclComm_t growJoin(cclComm_t parent, int parentRanks, int myRank, GrowOffer mine, int nRanks, FaceConfig fc) {
+  std::vector<GrowOffer> all(parentRanks);
+  cclCheck(cclAllGather(&mine, all.data(), sizeof(GrowOffer), cclUint8, parent, nullptr),
+           "exchanging the grown communicator's id");
+  const GrowOffer* root = nullptr;
+  for (const GrowOffer& o : all) {
+    if (!o.hasId) continue;
+    if (!root) root = &o;
+    CCL_CHECK(std::memcmp(&root->id, &o.id, sizeof(o.id)) == 0, cclInvalidArgument,
+              "existing ranks passed different ids; only the root passes the id");
+  }
+  CCL_CHECK(root, cclInvalidArgument,
+            "no existing rank passed the id: the root (the rank that called ncclCommGetUniqueId) passes it");
+  return joinId(nRanks, root->id, myRank, fc)();
+}
+
 }  // namespace
 }  // namespace ccl::nccl
 
@@ -216,6 +242,60 @@ ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int exclude
   return r == ncclSuccess ? deliver("ncclCommShrink", c, newcomm) : r;
 }
 
+// A fresh ccl id for a grow of `comm`. As in NCCL, a communicator holds one such id at a
+// time: the next ncclCommGrow that passes an id on this rank consumes it.
+ncclResult_t pncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId) {
+  CCL_RETURN_IF_CALLED_FROM_REAL(ncclCommGetUniqueId, comm, uniqueId);
+  return faceGuard("ncclCommGetUniqueId", [&] {
+    ncclComm& c = usable(comm);
+    CCL_CHECK(uniqueId, cclInvalidArgument, "uniqueId is NULL");
+    CCL_CHECK(!c.growIdPending.exchange(true), cclInvalidUsage,
+              "this communicator's previous id has not been consumed by ncclCommGrow yet");
+    cclUniqueId id;
+    cclResult_t r = cclGetUniqueId(&id);
+    if (r != cclSuccess) c.growIdPending.store(false);
+    cclCheck(r, "cclGetUniqueId");
+    std::memcpy(uniqueId, &id, sizeof(id));
+  });
+}
+
+// A new communicator of nRanks: the existing ranks (comm != NULL, rank -1) keep their ranks,
+// the new ones (comm NULL) take the rank they pass. `comm` stays valid.
+ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank, ncclComm_t* newcomm,
+                           ncclConfig_t* config) {
+  CCL_RETURN_IF_CALLED_FROM_REAL(ncclCommGrow, comm, nRanks, uniqueId, rank, newcomm, config);
+  ncclComm_t c = nullptr;
+  ncclResult_t r = faceGuard("ncclCommGrow", [&] {
+    CCL_CHECK(newcomm, cclInvalidArgument, "newcomm is NULL");
+    if (!comm) {
+      CCL_CHECK(uniqueId, cclInvalidArgument, "a new rank (comm NULL) must pass the id");
+      CCL_CHECK(rank >= 0 && rank < nRanks, cclInvalidArgument,
+                "rank " + std::to_string(rank) + " is outside [0, " + std::to_string(nRanks) + ")");
+      FaceConfig fc = readConfig(config);
+      c = startComm(nRanks, rank, fc, joinId(nRanks, toCcl(*uniqueId), rank, fc));
+      return;
+    }
+    ncclComm& parent = usable(comm);
+    CCL_CHECK(nRanks > parent.nranks, cclInvalidArgument,
+              "nRanks " + std::to_string(nRanks) + " must exceed the communicator's " + std::to_string(parent.nranks));
+    CCL_CHECK(rank == -1 || rank == parent.rank, cclInvalidArgument,
+              "an existing rank passes rank -1 (it keeps rank " + std::to_string(parent.rank) + "), not " +
+                  std::to_string(rank));
+    FaceConfig fc = config ? readConfig(config) : parent.config;
+    GrowOffer mine{};
+    if (uniqueId) {
+      mine.hasId = 1;
+      mine.id = toCcl(*uniqueId);
+      parent.growIdPending.store(false);
+    }
+    cclComm_t parentCcl = parent.ccl;
+    const int parentRanks = parent.nranks;
+    const int myRank = parent.rank;
+    c = startComm(nRanks, myRank, fc, [=] { return growJoin(parentCcl, parentRanks, myRank, mine, nRanks, fc); });
+  });
+  return r == ncclSuccess ? deliver("ncclCommGrow", c, newcomm) : r;
+}
+
 ncclResult_t pncclCommFinalize(ncclComm_t comm) {
   return faceGuard("ncclCommFinalize", [&] {
     ncclComm& c = usable(comm);
@@ -317,6 +397,8 @@ CCL_NCCL_ALIAS(ncclCommInitRankScalable)
 CCL_NCCL_ALIAS(ncclCommInitAll)
 CCL_NCCL_ALIAS(ncclCommSplit)
 CCL_NCCL_ALIAS(ncclCommShrink)
+CCL_NCCL_ALIAS(ncclCommGetUniqueId)
+CCL_NCCL_ALIAS(ncclCommGrow)
 CCL_NCCL_ALIAS(ncclCommFinalize)
 CCL_NCCL_ALIAS(ncclCommDestroy)
 CCL_NCCL_ALIAS(ncclCommAbort)

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Device memory allocation and buffer/window registration. ncclMemAlloc/Free always belong
-// to the real NCCL (they allocate device memory). Registration is an optimisation hint: host
-// buffers get a handle of ccl's own (ccl needs no registration), device buffers are also
-// registered with the real communicator.
+// Device memory allocation, buffer/window registration and the window queries. ncclMemAlloc/
+// Free always belong to the real NCCL (they allocate device memory). Registration is an
+// optimisation hint: host buffers get a handle of ccl's own (ccl needs no registration),
+// device buffers are also registered with the real communicator. Pointers into the windows
+// of other ranks exist only for device memory, where NVIDIA's NCCL maps them.
 #include <algorithm>
+#include <unordered_map>
 
 #include "common/error.h"
 #include "nccl/comm.h"
@@ -13,6 +15,19 @@
 
 namespace ccl::nccl {
 namespace {
+
+// Every live window by the handle its owner holds. Never destroyed: communicators (and their
+// windows) may be freed by exit handlers that run after static destructors.
+struct WindowList {
+  std::mutex mutex;
+  std::unordered_map<const void*, const ccl_nccl_Registration*> byHandle;
+};
+WindowList& windows() {
+  static WindowList* list = new WindowList;
+  return *list;
+}
+
+const void* windowHandle(const ccl_nccl_Registration& reg) { return reg.realHandle ? reg.realHandle : &reg; }
 
 void checkReal(ncclResult_t r, const char* what) {
   CCL_CHECK(r == ncclSuccess, static_cast<cclResult_t>(r),
@@ -34,10 +49,33 @@ void* addRegistration(ncclComm& c, void* buff, size_t size, bool window, int win
     else
       checkReal(CCL_REAL(ncclCommRegister)(c.real, buff, size, &reg->realHandle), "ncclCommRegister");
   }
-  std::lock_guard<std::mutex> lock(c.regMutex);
   void* out = reg->realHandle ? reg->realHandle : reg.get();
+  if (window) {
+    std::lock_guard<std::mutex> lock(windows().mutex);
+    windows().byHandle[out] = reg.get();
+  }
+  std::lock_guard<std::mutex> lock(c.regMutex);
   c.registrations.push_back(std::move(reg));
   return out;
+}
+
+// The record of `handle` among the communicator's registrations (NULL if there is none).
+// Valid while the caller does not deregister it.
+const ccl_nccl_Registration* findRegistration(ncclComm& c, const void* handle, bool window) {
+  std::lock_guard<std::mutex> lock(c.regMutex);
+  auto it = std::find_if(c.registrations.begin(), c.registrations.end(), [&](const auto& r) {
+    return (r.get() == handle || (r->realHandle && r->realHandle == handle)) && r->window == window;
+  });
+  return it == c.registrations.end() ? nullptr : it->get();
+}
+
+// Multimem and peer pointers are mappings NVIDIA's NCCL makes for device memory only.
+void requireDeviceWindow(const void* handle, const char* what) {
+  WindowInfo w = findWindow(handle);
+  CCL_CHECK(w.device, cclInvalidUsage,
+            std::string(what) +
+                " exist only for windows on device memory (served by NVIDIA's NCCL); "
+                "this window registers host memory");
 }
 
 void removeRegistration(ncclComm& c, const void* handle, bool window) {
@@ -61,7 +99,25 @@ void removeRegistration(ncclComm& c, const void* handle, bool window) {
 }
 
 }  // namespace
+
+WindowInfo findWindow(const void* handle) {
+  CCL_CHECK(handle, cclInvalidArgument, "the window is NULL");
+  std::lock_guard<std::mutex> lock(windows().mutex);
+  auto it = windows().byHandle.find(handle);
+  CCL_CHECK(it != windows().byHandle.end(), cclInvalidArgument,
+            "the window is not a live window of this library (never registered, or deregistered)");
+  return WindowInfo{it->second->realHandle != nullptr, it->second->buff};
+}
+
 }  // namespace ccl::nccl
+
+ccl_nccl_Registration::~ccl_nccl_Registration() {
+  if (!window) return;
+  using ccl::nccl::windows;
+  std::lock_guard<std::mutex> lock(windows().mutex);
+  auto it = windows().byHandle.find(ccl::nccl::windowHandle(*this));
+  if (it != windows().byHandle.end() && it->second == this) windows().byHandle.erase(it);
+}
 
 using namespace ccl;
 using namespace ccl::nccl;
@@ -115,6 +171,42 @@ ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
   return faceGuard("ncclCommWindowDeregister", [&] { removeRegistration(handle(comm), win, true); });
 }
 
+// The buffer a window was registered with: ccl's record knows it for host windows; the
+// real NCCL answers for its own.
+ncclResult_t pncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUserPtr) {
+  CCL_RETURN_IF_CALLED_FROM_REAL(ncclWinGetUserPtr, comm, win, outUserPtr);
+  return faceGuard("ncclWinGetUserPtr", [&] {
+    ncclComm& c = usable(comm);
+    CCL_CHECK(win, cclInvalidArgument, "win is NULL");
+    CCL_CHECK(outUserPtr, cclInvalidArgument, "outUserPtr is NULL");
+    const ccl_nccl_Registration* reg = findRegistration(c, win, true);
+    CCL_CHECK(reg, cclInvalidArgument, "win was not registered with this communicator");
+    if (!reg->realHandle) {
+      *outUserPtr = reg->buff;
+      return;
+    }
+    checkReal(CCL_REAL(ncclWinGetUserPtr)(c.real, win, outUserPtr), "ncclWinGetUserPtr");
+  });
+}
+
+ncclResult_t pncclGetLsaMultimemDevicePointer(ncclWindow_t window, size_t offset, void** outPtr) {
+  CCL_RETURN_IF_CALLED_FROM_REAL(ncclGetLsaMultimemDevicePointer, window, offset, outPtr);
+  return faceGuard("ncclGetLsaMultimemDevicePointer", [&] {
+    CCL_CHECK(outPtr, cclInvalidArgument, "outPtr is NULL");
+    requireDeviceWindow(window, "multimem pointers");
+    checkReal(CCL_REAL(ncclGetLsaMultimemDevicePointer)(window, offset, outPtr), "ncclGetLsaMultimemDevicePointer");
+  });
+}
+
+ncclResult_t pncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer, void** outPtr) {
+  CCL_RETURN_IF_CALLED_FROM_REAL(ncclGetPeerDevicePointer, window, offset, peer, outPtr);
+  return faceGuard("ncclGetPeerDevicePointer", [&] {
+    CCL_CHECK(outPtr, cclInvalidArgument, "outPtr is NULL");
+    requireDeviceWindow(window, "peer device pointers");
+    checkReal(CCL_REAL(ncclGetPeerDevicePointer)(window, offset, peer, outPtr), "ncclGetPeerDevicePointer");
+  });
+}
+
 }  // extern "C"
 
 CCL_NCCL_ALIAS(ncclMemAlloc)
@@ -123,3 +215,6 @@ CCL_NCCL_ALIAS(ncclCommRegister)
 CCL_NCCL_ALIAS(ncclCommDeregister)
 CCL_NCCL_ALIAS(ncclCommWindowRegister)
 CCL_NCCL_ALIAS(ncclCommWindowDeregister)
+CCL_NCCL_ALIAS(ncclWinGetUserPtr)
+CCL_NCCL_ALIAS(ncclGetLsaMultimemDevicePointer)
+CCL_NCCL_ALIAS(ncclGetPeerDevicePointer)

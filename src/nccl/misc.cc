@@ -9,12 +9,17 @@ using namespace ccl::nccl;
 
 extern "C" {
 
+// A face built against newer headers than the ABI it claims would export less than callers
+// of those headers expect: the claimed version must move with the headers.
+static_assert(CCL_NCCL_ABI_VERSION_CODE >= NCCL_VERSION_CODE,
+              "nccl_2_30.h: raise CCL_NCCL_ABI_* to the headers' version");
+
 // The NCCL version whose ABI this library implements, so version checks of callers pass.
 ncclResult_t pncclGetVersion(int* version) {
   CCL_RETURN_IF_CALLED_FROM_REAL(ncclGetVersion, version);
   return faceGuard("ncclGetVersion", [&] {
     CCL_CHECK(version, cclInvalidArgument, "version is NULL");
-    *version = NCCL_VERSION_CODE;
+    *version = CCL_NCCL_ABI_VERSION_CODE;
   });
 }
 

@@ -2,15 +2,72 @@
 #include "nccl/real_nccl.h"
 
 #include <dlfcn.h>
+#include <link.h>
 
 #include <atomic>
+#include <cstdint>
+#include <cstring>
 
 #include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
 
+// The mark of every copy of the face: an allocated ELF note (name "ccl", no descriptor), which
+// the linker puts in a PT_NOTE segment that stays mapped. Names cannot tell a second copy from
+// NVIDIA's library (both export the same ones), nor can load addresses (each copy has its
+// own); this note can.
+#define CCL_FACE_NOTE_TYPE 0x63636c66  // "cclf"
+#define CCL_STR2(x) #x
+#define CCL_STR(x) CCL_STR2(x)
+asm(".pushsection .note.ccl.nccl-face, \"a\", @note\n"
+    ".balign 4\n"
+    ".long 4\n"
+    ".long 0\n"
+    ".long " CCL_STR(CCL_FACE_NOTE_TYPE) "\n"
+    ".asciz \"ccl\"\n"
+    ".balign 4\n"
+    ".popsection\n");
+
 namespace ccl::nccl::real {
 namespace {
+
+struct FaceSearch {
+  uintptr_t addr;
+  bool marked = false;
+};
+
+size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+bool hasFaceNote(const dl_phdr_info& info) {
+  for (int i = 0; i < info.dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info.dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE) continue;
+    const size_t align = ph.p_align == 8 ? 8 : 4;
+    auto p = static_cast<uintptr_t>(info.dlpi_addr + ph.p_vaddr);
+    const uintptr_t end = p + ph.p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      const auto* n = reinterpret_cast<const ElfW(Nhdr)*>(p);
+      const char* name = reinterpret_cast<const char*>(n + 1);
+      if (n->n_type == CCL_FACE_NOTE_TYPE && n->n_namesz == 4 && std::memcmp(name, "ccl", 4) == 0) return true;
+      p += sizeof(*n) + alignUp(n->n_namesz, align) + alignUp(n->n_descsz, align);
+    }
+  }
+  return false;
+}
+
+// dl_iterate_phdr callback: stops at the object whose loaded segments hold `addr`.
+int findFace(dl_phdr_info* info, size_t, void* data) {
+  auto* s = static_cast<FaceSearch*>(data);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    const uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+    if (ph.p_type == PT_LOAD && s->addr >= start && s->addr < start + ph.p_memsz) {
+      s->marked = hasFaceNote(*info);
+      return 1;
+    }
+  }
+  return 0;
+}
 
 std::atomic<const void*> gRealBase{nullptr};  // load address of NVIDIA's library, once resolved
 
@@ -44,7 +101,7 @@ Library openByPath() {
     return lib;
   }
   void* probe = dlsym(h, "pncclGetVersion");
-  if (!probe || insideSelf(probe)) {
+  if (!probe || isCclFace(probe)) {
     lib.where =
         "CCL_NCCL_LIBRARY=" + path + (probe ? " is ccl itself" : " has no pncclGetVersion") + ", not NVIDIA's NCCL";
     dlclose(h);
@@ -59,7 +116,7 @@ Library openByPath() {
 Library resolve() {
   Library lib;
   void* next = dlsym(RTLD_NEXT, "pncclGetVersion");
-  if (next && !insideSelf(next)) {
+  if (next && !isCclFace(next)) {
     lib.mode = Mode::kInterposer;
     lib.handle = RTLD_NEXT;
     lib.where = objectName(next);
@@ -86,11 +143,10 @@ const Library& library() {
 
 }  // namespace
 
-bool insideSelf(const void* addr) {
-  Dl_info self{}, other{};
-  if (!dladdr(reinterpret_cast<const void*>(&insideSelf), &self)) return false;
-  if (!dladdr(addr, &other)) return false;
-  return self.dli_fbase == other.dli_fbase;
+bool isCclFace(const void* addr) {
+  FaceSearch s{reinterpret_cast<uintptr_t>(addr)};
+  dl_iterate_phdr(findFace, &s);
+  return s.marked;
 }
 
 bool calledFromReal(const void* returnAddress) {
@@ -110,7 +166,11 @@ void* symbol(const char* name) {
             "this needs NVIDIA's NCCL, which is unavailable: " + lib.where);
   void* p = dlsym(lib.handle, name);
   CCL_CHECK(p, cclInvalidUsage, std::string("the real NCCL (") + lib.where + ") has no " + name);
-  CCL_CHECK(!insideSelf(p), cclInternalError, std::string(name) + " resolved to ccl itself");
+  // A symbol from the library checked at resolution is NVIDIA's; only one found elsewhere
+  // (RTLD_NEXT searches every later library) needs the slower check.
+  Dl_info info{};
+  if (!dladdr(p, &info) || info.dli_fbase != gRealBase.load(std::memory_order_relaxed))
+    CCL_CHECK(!isCclFace(p), cclInternalError, std::string(name) + " resolved to ccl itself");
   return p;
 }
 

@@ -3,7 +3,7 @@
 // device memory allocation, the device API). It is found either as the next library
 // after ccl (interposer mode: LD_PRELOAD=libccl_nccl.so, NCCL linked by the program) or by
 // dlopen of CCL_NCCL_LIBRARY with RTLD_LOCAL (drop-in mode: ccl loaded as libnccl.so.2).
-// A symbol that resolves into ccl's own library is refused, so a call never loops back.
+// A symbol that resolves into a copy of ccl's face is refused, so a call never loops back.
 #pragma once
 
 #include <string>
@@ -24,8 +24,10 @@ bool available();
 // Error(cclInvalidUsage) naming the reason when the library or the symbol is missing.
 void* symbol(const char* name);
 
-// True when `addr` lies inside the library that holds this code.
-bool insideSelf(const void* addr);
+// True when `addr` lies inside a copy of ccl's NCCL face: this library or another file built
+// from the same objects (libccl_nccl.so and the drop-in libnccl.so.2 are two files, so a
+// program may load both). Each copy carries an ELF note that marks it.
+bool isCclFace(const void* addr);
 
 // True when `returnAddress` lies inside NVIDIA's library (once it has been resolved). NVIDIA's
 // libnccl calls some of its own public functions through the PLT (ncclBroadcast,
