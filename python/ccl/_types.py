@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""ccl's enums and their mapping from NumPy and PyTorch dtypes and from operation names."""
+from __future__ import annotations
+
+import enum
+from typing import Union
+
+
+class DataType(enum.IntEnum):
+    """cclDataType_t (the same values as ncclDataType_t)."""
+    INT8 = 0
+    UINT8 = 1
+    INT32 = 2
+    UINT32 = 3
+    INT64 = 4
+    UINT64 = 5
+    FLOAT16 = 6
+    FLOAT32 = 7
+    FLOAT64 = 8
+    BFLOAT16 = 9
+    FLOAT8_E4M3 = 10
+    FLOAT8_E5M2 = 11
+
+    @property
+    def itemsize(self) -> int:
+        return _ITEMSIZE[self]
+
+
+_ITEMSIZE = {DataType.INT8: 1, DataType.UINT8: 1, DataType.INT32: 4, DataType.UINT32: 4, DataType.INT64: 8,
+             DataType.UINT64: 8, DataType.FLOAT16: 2, DataType.FLOAT32: 4, DataType.FLOAT64: 8,
+             DataType.BFLOAT16: 2, DataType.FLOAT8_E4M3: 1, DataType.FLOAT8_E5M2: 1}
+
+# NumPy dtype names. bfloat16 and the fp8 types are not NumPy's own; the names are those of the
+# ml_dtypes package, so its arrays work when it is installed.
+NUMPY_DTYPES = {
+    "int8": DataType.INT8, "uint8": DataType.UINT8, "int32": DataType.INT32, "uint32": DataType.UINT32,
+    "int64": DataType.INT64, "uint64": DataType.UINT64, "float16": DataType.FLOAT16,
+    "float32": DataType.FLOAT32, "float64": DataType.FLOAT64, "bfloat16": DataType.BFLOAT16,
+    "float8_e4m3fn": DataType.FLOAT8_E4M3, "float8_e5m2": DataType.FLOAT8_E5M2,
+}
+
+# str(torch dtype). ccl's e4m3 is the OCP "fn" variant (finite, max 448), as torch's.
+TORCH_DTYPES = {"torch." + k: v for k, v in NUMPY_DTYPES.items()}
+
+
+class Op(enum.IntEnum):
+    """cclRedOp_t: the reduction of allreduce, reduce and reduce_scatter."""
+    SUM = 0
+    PROD = 1
+    MAX = 2
+    MIN = 3
+    AVG = 4
+
+
+OpLike = Union[Op, str, int]
+
+
+def to_op(op: OpLike) -> Op:
+    """An Op from an Op, its name ("sum", "prod", "max", "min", "avg"; any case) or its value."""
+    if isinstance(op, Op):
+        return op
+    if isinstance(op, str):
+        try:
+            return Op[op.upper()]
+        except KeyError:
+            pass
+    elif isinstance(op, int) and not isinstance(op, bool):
+        try:
+            return Op(op)
+        except ValueError:
+            pass
+    raise ValueError("unknown reduction op %r: use ccl.Op or one of %s" %
+                     (op, ", ".join(repr(o.name.lower()) for o in Op)))
+
+
+class Codec(enum.IntEnum):
+    """cclCodec_t. Names as cclCodecName prints them: Codec.INT8 is "int8"."""
+    NONE = 0
+    FP8_E4M3 = 1
+    FP8_E5M2 = 2
+    MXFP8_E4M3 = 3
+    INT8 = 4
+    INT4 = 5
+    INT2 = 6
+    TOPK = 7
+    RANDK = 8
+    THRESHOLD = 9
+    POWERSGD = 10
+
+
+class FeedbackKind(enum.IntEnum):
+    """cclFeedbackKind_t."""
+    NONE = 0
+    RESIDUAL = 1
+    LOCO = 2
+
+
+class OpKind(enum.IntEnum):
+    """cclOpKind_t: the kinds of operation counted by cclCommGetStats."""
+    ALLREDUCE = 0
+    BROADCAST = 1
+    REDUCE = 2
+    ALLGATHER = 3
+    REDUCE_SCATTER = 4
+    ALLTOALL = 5
+    GATHER = 6
+    SCATTER = 7
+    SEND = 8
+    RECV = 9
