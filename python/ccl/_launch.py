@@ -84,8 +84,9 @@ def init_from_env(config: Union[Config, Mapping[str, Any], None] = None, *, stor
     unique id and passes it to the others through, in this order of preference:
 
     * `store`: any torch.distributed Store (e.g. the one of an existing process group);
-    * the file named by CCL_UNIQUE_ID_FILE (on a file system every rank sees; rank 0 removes
-      it once every rank has joined);
+    * the file named by CCL_UNIQUE_ID_FILE (on a file system every rank sees). It must not
+      exist when the job starts (the other ranks would read a stale id); rank 0 removes it
+      once every rank has joined;
     * a torch.distributed.TCPStore at MASTER_ADDR:MASTER_PORT (needs torch). Under torchrun
       the agent's store is used; otherwise rank 0 serves one on MASTER_PORT, so a process
       group that later wants the same port needs another one (or pass its store here).
@@ -97,7 +98,9 @@ def init_from_env(config: Union[Config, Mapping[str, Any], None] = None, *, stor
     world = _env_int(env, "WORLD_SIZE")
     if not 0 <= rank < world:
         raise RuntimeError("ccl.init_from_env: RANK=%d is outside [0, WORLD_SIZE=%d)" % (rank, world))
-    key = "ccl/unique_id/%d" % next(_calls)
+    # torchrun's agent store outlives restarted workers: a restart must not read the id that
+    # the previous attempt's rank 0 left there.
+    key = "ccl/unique_id/%s/%d" % (env.get("TORCHELASTIC_RESTART_COUNT", "0"), next(_calls))
     path = env.get("CCL_UNIQUE_ID_FILE")
     if store is not None:
         uid = _exchange_store(store, key, rank, get_unique_id)

@@ -12,10 +12,14 @@ import pytest
 import ccl
 
 RANK_SCRIPT = r"""
-import sys, numpy as np, ccl
+import os, sys, numpy as np, ccl
 comm = ccl.init_from_env()
 y = comm.allreduce(np.full(3, comm.rank + 1, np.int64))
-print("RESULT", comm.rank, comm.size, comm.local_rank, int(y[0]), "torch" in sys.modules, flush=True)
+line = "RESULT %d %d %d %d %s" % (comm.rank, comm.size, comm.local_rank, int(y[0]), "torch" in sys.modules)
+print(line, flush=True)
+if os.environ.get("RESULT_DIR"):  # ranks that share one stdout (torchrun) write a file each
+    with open(os.path.join(os.environ["RESULT_DIR"], str(comm.rank)), "w") as f:
+        f.write(line)
 comm.destroy()
 """
 
@@ -61,6 +65,20 @@ def test_unique_id_through_a_file(tmp_path):
 def test_unique_id_through_a_tcp_store():
     pytest.importorskip("torch")
     _check(_launch(2, {"MASTER_PORT": str(_free_port())}, timeout=90), 2, True)
+
+
+def test_under_torchrun(tmp_path):
+    """torchrun's agent serves the store on MASTER_PORT; the workers are its clients."""
+    pytest.importorskip("torch")
+    script = tmp_path / "rank.py"
+    script.write_text(RANK_SCRIPT)
+    out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+                          "--master_addr=127.0.0.1", "--master_port=%d" % _free_port(), str(script)],
+                         capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, CCL_TIMEOUT="20", RESULT_DIR=str(tmp_path)))
+    assert out.returncode == 0, out.stdout + out.stderr
+    results = [(tmp_path / str(r)).read_text().split()[1:] for r in range(2)]
+    assert results == [["0", "2", "0", "3", "True"], ["1", "2", "1", "3", "True"]], out.stdout
 
 
 def test_missing_environment_is_explained():
