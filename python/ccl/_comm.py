@@ -10,7 +10,7 @@ from typing import Any, Iterator, List, Mapping, Optional, Tuple, Union
 from . import _group
 from ._buffers import Buffer, as_buffer, block_view, check_count, check_overlap, check_same_dtype, empty
 from ._compression import Compression, CompressionLike, Feedback, to_compression
-from ._errors import CclInvalidUsage, Result, check, error_for
+from ._errors import CclError, CclInvalidUsage, Result, check, error_for
 from ._lib import (CONFIG_MAGIC, CONFIG_UNDEF_INT, HEADER_VERSION_CODE, STATS_MAGIC, UNIQUE_ID_BYTES,
                    ConfigStruct, StatsStruct, UniqueIdStruct, lib)
 from ._types import OpKind, OpLike, to_op
@@ -234,7 +234,7 @@ class Comm:
             code = lib.cclCommInitRankConfig(ctypes.byref(handle), nranks, uid._struct(), rank, ctypes.byref(cfg))
         del keep
         check(code, "cclCommInitRankConfig" if cfg is not None else "cclCommInitRank")
-        self._adopt(handle.value)
+        self._adopt(_non_null(handle.value, "cclCommInitRank"))
 
     @classmethod
     def _from_handle(cls, handle: int) -> "Comm":
@@ -260,7 +260,7 @@ class Comm:
             raise ValueError("nranks must be a positive int, got %r" % (nranks,))
         handles = (ctypes.c_void_p * nranks)()
         check(lib.cclCommInitAll(handles, nranks, None), "cclCommInitAll")
-        return [cls._from_handle(h) for h in handles]
+        return [cls._from_handle(_non_null(h, "cclCommInitAll")) for h in handles]
 
     # ---- state ----
 
@@ -620,6 +620,12 @@ class Comm:
         else:
             self._call("cclRecv", *args, keep=(r,))
         return out
+
+
+def _non_null(handle: Optional[int], fn: str) -> int:
+    if not handle:
+        raise CclError(Result.INTERNAL_ERROR, fn, "returned success but no communicator")
+    return handle
 
 
 class _CommSlot:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from typing import Dict, Type, Union
 
 from ._lib import lib
 
@@ -28,7 +29,7 @@ class CclError(RuntimeError):
         message: what ``cclGetLastError`` recorded about the failure (may be empty).
     """
 
-    code: Result = Result.INTERNAL_ERROR
+    code: Union[Result, int] = Result.INTERNAL_ERROR
 
     def __init__(self, code: int, function: str, message: str = ""):
         try:
@@ -73,7 +74,7 @@ class CclInProgress(CclError):
     """A non-blocking operation has not completed yet."""
 
 
-_BY_CODE = {
+_BY_CODE: Dict[int, Type[CclError]] = {
     Result.UNHANDLED_CUDA_ERROR: CclUnhandledCudaError,
     Result.SYSTEM_ERROR: CclSystemError,
     Result.INTERNAL_ERROR: CclInternalError,
