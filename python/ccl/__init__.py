@@ -21,24 +21,25 @@ from ._errors import (CclError, CclInProgress, CclInternalError, CclInvalidArgum
 from ._group import group
 from ._launch import init_from_env
 from ._lib import LIBRARY_VERSION_CODE as _CODE
+from ._lib import find_in_package as _find_in_package
 from ._lib import library_path as _library_path
+from ._lib import package_dirs as _package_dirs
 from ._types import Codec, DataType, FeedbackKind, Op, OpKind
 
 __version__ = "%d.%d.%d" % (_CODE // 10000, _CODE // 100 % 100, _CODE % 100)
 version_code = _CODE
 """CCL_VERSION_CODE of the loaded libccl (MAJOR*10000 + MINOR*100 + PATCH)."""
 
-_PKG_DIR = _os.path.dirname(_os.path.abspath(__file__))
-
-
 def get_include() -> str:
     """The folder holding ccl/ccl.h, for compiling against libccl (e.g. a torch extension)."""
-    return _os.path.join(_PKG_DIR, "include")
+    found = _find_in_package("include", "ccl", "ccl.h")
+    return _os.path.dirname(_os.path.dirname(found)) if found else _os.path.join(_package_dirs()[0], "include")
 
 
 def get_library_dir() -> str:
     """The folder holding the package's libccl.so, for -L and an RPATH."""
-    return _os.path.join(_PKG_DIR, "lib")
+    found = _find_in_package("lib")
+    return found if found else _os.path.join(_package_dirs()[0], "lib")
 
 
 def library_path() -> str:

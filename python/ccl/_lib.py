@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 from ctypes import (POINTER, Structure, c_char, c_char_p, c_double, c_float, c_int, c_size_t, c_uint,
                     c_ulonglong, c_void_p)
 
@@ -84,6 +85,23 @@ class StatsStruct(Structure):
     ]
 
 
+def package_dirs() -> list[str]:
+    """The package's folders. Usually one; an editable install (pip install -e) has two: the
+    source folder with the Python files, and the installed one with lib/ and include/."""
+    pkg = sys.modules.get(__package__ or "ccl")
+    dirs = [os.path.abspath(d) for d in getattr(pkg, "__path__", [])]
+    return dirs if dirs else [_PKG_DIR]
+
+
+def find_in_package(*parts: str) -> str | None:
+    """The first package folder's path `parts` that exists."""
+    for d in package_dirs():
+        path = os.path.join(d, *parts)
+        if os.path.exists(path):
+            return path
+    return None
+
+
 def _candidates() -> list[str]:
     """Where libccl may be, in order: CCL_LIBRARY (a development override), then the copy
     installed inside this package."""
@@ -91,10 +109,10 @@ def _candidates() -> list[str]:
     env = os.environ.get("CCL_LIBRARY")
     if env:
         out.append(env)
-    libdir = os.path.join(_PKG_DIR, "lib")
-    # The SONAME file first: it is what a program linked against libccl would load.
-    for name in ("libccl.so.%d" % HEADER_MAJOR, "libccl.so"):
-        out.append(os.path.join(libdir, name))
+    for d in package_dirs():
+        # The SONAME file first: it is what a program linked against libccl would load.
+        for name in ("libccl.so.%d" % HEADER_MAJOR, "libccl.so"):
+            out.append(os.path.join(d, "lib", name))
     return out
 
 
