@@ -1,30 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Installs ccl's Python package (python/) into the torch environment of scripts/torch_venv.sh
-# and runs its tests. The package is rebuilt only when its inputs changed since the last
-# install into that environment (a hash of them is kept next to it); the build folder
-# python/build/ is reused, so a rebuild compiles only what changed.
+# Installs ccl's Python package into the torch environment (scripts/python_install.sh) and
+# runs its tests: the bindings, the torch.distributed backend and the DDP hook.
 # Arguments are passed to pytest (e.g. -k allreduce, -x).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-py=$("$root/scripts/torch_venv.sh")
-venv=$(cd "$(dirname "$py")/.." && pwd)
-stamp="$venv/.ccl-python-inputs.sha256"
-
-# Everything the wheel is made of: the package, its build files, and libccl's sources.
-inputs=$(find python/ccl python/CMakeLists.txt python/pyproject.toml python/README.md CMakeLists.txt cmake \
-              include src -type f -not -name '*.pyc' -not -path '*/__pycache__/*' | LC_ALL=C sort |
-         xargs sha256sum | sha256sum | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null)" != "$inputs" ] || ! "$py" -c "import ccl" >/dev/null 2>&1; then
-  echo "python_test: installing ./python into $venv" >&2
-  start=$(date +%s)
-  # No build isolation: the environment already has scikit-build-core and ninja, and this
-  # keeps the install working offline.
-  "$py" -m pip install -q --no-build-isolation --no-deps --force-reinstall ./python >&2
-  echo "python_test: installed in $(( $(date +%s) - start )) s" >&2
-  echo "$inputs" > "$stamp"
-fi
+py=$("$root/scripts/python_install.sh")
 # -P: the current folder is not put on sys.path, so `import ccl` finds the installed package,
 # never a source folder (which has no libccl inside).
 exec "$py" -P -m pytest -q python/tests "$@"

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Sets up a fresh machine and runs every test: the main build (CUDA kernels compiled when
-# nvcc is present; GPU tests skip without a device), a build without UCX (in-process
-# transport only), the same suite under ASan+UBSan and under TSan, and the decoder fuzzers
-# for a bounded time. CCL_TEST_QUICK=1 runs only the
-# main build's suite.
+# nvcc is present; GPU tests skip without a device), the Python package with the PyTorch
+# backend and DDP hook (in the torch environment of scripts/torch_venv.sh, made once), a
+# build without UCX (in-process transport only), the same suite under ASan+UBSan and under
+# TSan, and the decoder fuzzers for a bounded time. CCL_TEST_QUICK=1 runs only the main
+# build's suite and the Python tests.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 "$root/scripts/setup.sh"
+# Before the main suite: the NCCL face's checks against PyTorch's libtorch_cuda.so need torch.
+"$root/scripts/torch_venv.sh" >/dev/null
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 jobs=$(nproc)
@@ -19,6 +22,8 @@ step "main build"
 BUILD_DIR="$root/build" "$root/scripts/build.sh"
 step "main test suite"
 ctest --test-dir "$root/build" --output-on-failure -j "$jobs" --timeout 900 || status=1
+step "python package, PyTorch backend and DDP hook"
+"$root/scripts/python_test.sh" || status=1
 
 if [ "${CCL_TEST_QUICK:-0}" != 1 ]; then
   # Without UCX only the in-process transport exists: everything that needs no second

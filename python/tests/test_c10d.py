@@ -80,3 +80,18 @@ def test_bad_input_raises_clear_errors():
 def test_timeout_is_honoured():
     outs = launch("timeout", 2, timeout=120)
     assert "timeout ok" in outs[1]
+
+
+def test_readme_ddp_example():
+    """The README's DDP script runs under torchrun and reports fewer wire than raw bytes."""
+    import re
+
+    example = os.path.join(HERE, "..", "examples", "ddp.py")
+    torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
+    out = subprocess.run([torchrun, "--nproc-per-node", "2", "--master-port", str(free_port()), example],
+                         env=dict(os.environ, OMP_NUM_THREADS="1"), capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    m = re.search(r"loss (\S+)  allreduce: raw (\S+) MB, wire (\S+) MB", out.stdout)
+    assert m, out.stdout
+    loss, raw, wire = map(float, m.groups())
+    assert wire < raw / 4 and loss < 1.0, m.group(0)

@@ -7,6 +7,7 @@ this package ships.
 """
 from __future__ import annotations
 
+import logging
 import os
 import pathlib
 import threading
@@ -25,10 +26,14 @@ def load(verbose: bool | None = None):
         if _module is not None:
             return _module
         import ccl
-        from torch.utils import cpp_extension
 
         if verbose is None:
             verbose = os.environ.get("CCL_TORCH_VERBOSE", "0") not in ("", "0")
+        if not verbose:
+            # torch's extension tooling warns at import when no CUDA runtime is present; the
+            # backend is C++ only, so that is expected here.
+            logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
+        from torch.utils import cpp_extension
         csrc = pathlib.Path(__file__).resolve().parent / "csrc"
         lib = pathlib.Path(ccl.library_path())
         include = pathlib.Path(ccl.get_include())
