@@ -5,6 +5,8 @@
 // refused as NCCL refuses them, and its GPU memory counts are 0. A real NCCL communicator
 // behind it is suspended, resumed and counted by NVIDIA's NCCL, which also judges repeated
 // calls; for the host communicator alone they are harmless and succeed.
+#include <cstring>
+
 #include "common/error.h"
 #include "nccl/comm.h"
 #include "nccl/face_error.h"
@@ -62,7 +64,12 @@ ncclResult_t pncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t
       checkRealResult(CCL_REAL(ncclCommMemStats)(c.real, stat, value), "ncclCommMemStats");
       return;
     }
-    switch (stat) {
+    // A caller may pass any int: read it as one, since a value outside the enum's range
+    // is not a valid enum value to load.
+    int raw = 0;
+    static_assert(sizeof(raw) == sizeof(stat));
+    std::memcpy(&raw, &stat, sizeof(raw));
+    switch (raw) {
       case ncclStatGpuMemSuspended:
         *value = c.suspended.load() ? 1 : 0;
         return;
@@ -72,7 +79,7 @@ ncclResult_t pncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t
         *value = 0;
         return;
       default:
-        throw Error(cclInvalidArgument, "unknown stat " + std::to_string(static_cast<int>(stat)));
+        throw Error(cclInvalidArgument, "unknown stat " + std::to_string(raw));
     }
   });
 }
