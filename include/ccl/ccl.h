@@ -4,7 +4,8 @@
  *
  * The C ABI mirrors NCCL 2.28: the same argument order, the same enum values and a
  * 128-byte unique id, with the `ccl` prefix. A `cudaStream_t` passes unchanged as a
- * `cclStream_t`; calls on host memory pass NULL and have completed when they return.
+ * `cclStream_t`; calls on host memory pass NULL and have completed when they return, or a
+ * host stream (cclHostStreamCreate) and run asynchronously, in order, on that stream.
  *
  * Every function returns a cclResult_t. On failure cclGetLastError() describes the
  * argument or condition at fault. Output parameters are written only on success.
@@ -36,7 +37,7 @@ extern "C" {
 #endif
 
 #define CCL_MAJOR 0
-#define CCL_MINOR 2
+#define CCL_MINOR 3
 #define CCL_PATCH 0
 /* Encoded as NCCL encodes versions from 2.9 on: MAJOR*10000 + MINOR*100 + PATCH. */
 #define CCL_VERSION(X, Y, Z) ((X)*10000 + (Y)*100 + (Z))
@@ -46,7 +47,7 @@ extern "C" {
 typedef struct cclComm* cclComm_t;
 #define CCL_COMM_NULL NULL
 
-/* Layout-compatible with cudaStream_t; NULL for host-memory calls. */
+/* Layout-compatible with cudaStream_t; for host-memory calls NULL or a host stream. */
 typedef struct CUstream_st* cclStream_t;
 
 #define CCL_UNIQUE_ID_BYTES 128
@@ -436,6 +437,29 @@ CCL_API cclResult_t cclCommGetStats(cclComm_t comm, cclStats_t* stats);
  */
 CCL_API cclResult_t cclGroupStart(void);
 CCL_API cclResult_t cclGroupEnd(void);
+
+/* ---- Host streams ----
+ * A host stream makes host-memory calls asynchronous, as a CUDA stream makes NCCL's: a call
+ * given a host stream checks its arguments, enqueues the operation and returns; operations
+ * run in the order they were enqueued, on a thread of the stream. Buffers must stay valid and
+ * untouched until cclHostStreamSynchronize returns (or cclHostStreamQuery says cclSuccess).
+ * A failure of an enqueued operation is reported by the next cclHostStreamSynchronize, by
+ * cclCommGetAsyncError, and by the communicator's later calls (see cclCommAbort).
+ *
+ * One communicator's operations run in the order they were issued, whatever their streams:
+ * a call on stream NULL, or on another stream, first waits until the communicator's
+ * operations queued on a stream have run. Calls of one group use one stream. The powersgd
+ * codec's allreduce runs on stream NULL only. cclCommDestroy and cclCommFinalize wait for the
+ * communicator's queued operations; cclCommAbort makes them fail promptly.
+ */
+CCL_API cclResult_t cclHostStreamCreate(cclStream_t* stream);
+/* Waits until every operation enqueued on `stream` has run, then frees it; NULL is accepted. */
+CCL_API cclResult_t cclHostStreamDestroy(cclStream_t stream);
+/* Waits until every operation enqueued on `stream` so far has run. Returns the first failure
+ * of those operations since the previous call (and cclGetLastError describes it). */
+CCL_API cclResult_t cclHostStreamSynchronize(cclStream_t stream);
+/* cclSuccess when every operation enqueued on `stream` has run, cclInProgress otherwise. */
+CCL_API cclResult_t cclHostStreamQuery(cclStream_t stream);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -16,7 +16,7 @@ from ctypes import (POINTER, Structure, c_char, c_char_p, c_double, c_float, c_i
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 
 # The header version these bindings were written against (CCL_VERSION_CODE of ccl.h).
-HEADER_MAJOR, HEADER_MINOR, HEADER_PATCH = 0, 2, 0
+HEADER_MAJOR, HEADER_MINOR, HEADER_PATCH = 0, 3, 0
 HEADER_VERSION_CODE = HEADER_MAJOR * 10000 + HEADER_MINOR * 100 + HEADER_PATCH
 
 UNIQUE_ID_BYTES = 128

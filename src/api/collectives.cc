@@ -7,6 +7,7 @@
 
 #include "api/group.h"
 #include "api/lowrank_allreduce.h"
+#include "api/streams.h"
 #include "collectives/algorithms.h"
 #include "common/dtype.h"
 #include "common/log.h"
@@ -38,7 +39,8 @@ struct Call {
 // enables it for this collective; none below the size threshold. The low-rank codec runs
 // send, recv and (outside groups) allreduce only: asked for explicitly elsewhere it is an
 // error, as the communicator's default it leaves the call uncompressed.
-codec::Params codecFor(cclComm_t comm, Coll c, bool ex, const cclCompression_t* explicitCodec, size_t bytes) {
+codec::Params codecFor(cclComm_t comm, Coll c, bool ex, const cclCompression_t* explicitCodec, size_t bytes,
+                       bool onStream) {
   codec::Params none;
   if (!collInfo(c).compressible) return none;
   const int opKind = collInfo(c).op;
@@ -47,10 +49,11 @@ codec::Params codecFor(cclComm_t comm, Coll c, bool ex, const cclCompression_t* 
                     : (comm->policy.enabled >> opKind) & 1 && !comm->defaultCodecOff ? comm->policy.codec
                                                                                      : none;
   if (codec::isLowRank(p.codec)) {
-    const bool runs = c == Coll::kSend || c == Coll::kRecv || (c == Coll::kAllReduce && !groupActive());
+    const bool runs = c == Coll::kSend || c == Coll::kRecv || (c == Coll::kAllReduce && !groupActive() && !onStream);
     if (!runs && given)
       throw Error(cclInvalidArgument, std::string(cclCodecName(p.codec)) + " compresses send, recv and allreduce " +
-                                          "(outside a group: its allreduce is two allreduces with work between)");
+                                          "(outside a group and on stream NULL: its allreduce is two allreduces " +
+                                          "with work between)");
     if (!runs) return none;
   }
   return bytes < comm->policy.minBytes ? none : p;
@@ -87,17 +90,17 @@ cclFeedback* feedbackFor(const Call& c, int opKind, const codec::Params& p) {
   return fb;
 }
 
-void checkCommon(cclComm_t comm, cclDataType_t dtype, size_t count, cclStream_t stream) {
+// Returns the host stream the call runs on (nullptr: it runs now).
+coll::Stream* checkCommon(cclComm_t comm, cclDataType_t dtype, size_t count, cclStream_t stream) {
   checkUsable(comm);
   CCL_CHECK(validDataType(dtype), cclInvalidArgument, "invalid datatype " + std::to_string(static_cast<int>(dtype)));
   CCL_CHECK(count <= std::numeric_limits<size_t>::max() / dataTypeSize(dtype) / static_cast<size_t>(comm->nranks),
             cclInvalidArgument, "count " + std::to_string(count) + " overflows the buffer size");
-  CCL_CHECK(stream == nullptr, cclInvalidUsage,
-            "a CUDA stream was given, but this communicator moves host memory only: pass stream NULL");
+  return hostStream(stream);
 }
 
-void checkCall(const Call& c) {
-  checkCommon(c.comm, c.dtype, c.count, c.stream);
+coll::Stream* checkCall(const Call& c) {
+  coll::Stream* stream = checkCommon(c.comm, c.dtype, c.count, c.stream);
   const int n = c.comm->nranks, r = c.comm->rank;
   const coll::CollInfo info = collInfo(c.kind);
   if (info.reduction)
@@ -110,6 +113,7 @@ void checkCall(const Call& c) {
             "sendbuff is NULL with a count of " + std::to_string(c.count));
   CCL_CHECK(counts.recv == 0 || c.recv, cclInvalidArgument,
             "recvbuff is NULL with a count of " + std::to_string(c.count));
+  return stream;
 }
 
 constexpr size_t kMaxCachedPlans = 256;
@@ -132,7 +136,7 @@ cclResult_t inGroup(cclResult_t r) {
 }
 
 void runCollective(const Call& c) {
-  checkCall(c);
+  coll::Stream* stream = checkCall(c);
   const coll::CollInfo info = collInfo(c.kind);
   cclComm_t comm = c.comm;
   log::RankScope scope(comm->rank);
@@ -150,10 +154,11 @@ void runCollective(const Call& c) {
   a.treeMaxBytes = comm->treeMaxBytes;
   a.directMaxBytes = comm->directMaxBytes;
   const int opKind = collInfo(c.kind).op;
-  a.codec = codecFor(comm, c.kind, c.ex, c.compression, c.count * dataTypeSize(c.dtype));
+  a.codec = codecFor(comm, c.kind, c.ex, c.compression, c.count * dataTypeSize(c.dtype), stream != nullptr);
   if (!coll::compressible(a)) a.codec = codec::Params{};
   Op op;
   op.comm = comm;
+  op.stream = stream;
   op.opKind = opKind;
   op.compressed = a.codec.codec != cclCodecNone;
   if (op.compressed) {
@@ -162,6 +167,7 @@ void runCollective(const Call& c) {
     op.feedbackFloats = coll::feedbackFloats(a, c.kind == Coll::kReduceScatter);
   }
   if (codec::isLowRank(a.codec.codec)) {  // allreduce: send and recv go through pointToPoint
+    drainAsync(comm, nullptr);            // it reads the counters, and runs now
     LowRankCall l{comm, c.send, c.recv, c.count, c.dtype, c.op, a.codec, op.feedback};
     return lowRankAllReduce(l, a);
   }
@@ -197,7 +203,7 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
                          int peer, cclComm_t comm, cclStream_t stream, bool ex = false,
                          const cclCompression_t* compression = nullptr, cclFeedback_t feedback = nullptr) {
   return inGroup(guard(comm, fn, [&] {
-    checkCommon(comm, dtype, count, stream);
+    coll::Stream* queue = checkCommon(comm, dtype, count, stream);
     CCL_CHECK(peer >= 0 && peer < comm->nranks, cclInvalidArgument,
               "peer " + std::to_string(peer) + " is outside [0, " + std::to_string(comm->nranks) + ")");
     CCL_CHECK(count == 0 || (isSend ? send != nullptr : recv != nullptr), cclInvalidArgument,
@@ -214,9 +220,10 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
     a.count = count;
     a.dtype = dtype;
     a.chunkBytes = comm->chunkBytes;
-    a.codec = codecFor(comm, kind, ex, compression, bytes);
+    a.codec = codecFor(comm, kind, ex, compression, bytes, queue != nullptr);
     if (!coll::compressible(a)) a.codec = codec::Params{};
     op.compressed = a.codec.codec != cclCodecNone;
+    op.stream = queue;
     if (op.compressed && isSend) {
       Call c{kind, fn, send, recv, count, dtype, cclSum, peer, comm, stream, ex, compression, feedback};
       op.feedback = feedbackFor(c, op.opKind, a.codec);

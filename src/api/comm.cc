@@ -211,6 +211,7 @@ CCL_API cclResult_t cclCommFinalize(cclComm_t comm) {
   return guard(comm, "cclCommFinalize", [&] {
     api::checkUsable(comm);
     CCL_CHECK(!api::groupHasComm(comm), cclInvalidUsage, "the communicator has operations queued in an open group");
+    api::drainAsync(comm, nullptr);
     comm->finalized = true;
   });
 }
@@ -220,6 +221,7 @@ CCL_API cclResult_t cclCommDestroy(cclComm_t comm) {
     if (!comm) return;  // as free(NULL)
     api::checkHandle(comm);
     CCL_CHECK(!api::groupHasComm(comm), cclInvalidUsage, "the communicator has operations queued in an open group");
+    api::drainAsync(comm, nullptr);  // operations queued on host streams run first
     api::destroyComm(comm);
   });
 }
@@ -231,8 +233,10 @@ CCL_API cclResult_t cclCommAbort(cclComm_t comm) {
     comm->aborted.store(true);
     comm->transport->abort();
     comm->bootstrap->abort();
-    // Operations running in other threads notice the flag within one progress pass.
+    // Operations running in other threads notice the flag within one progress pass; those
+    // still queued on host streams fail as soon as they start.
     while (comm->active.load() > 0) sched_yield();
+    api::drainAsync(comm, nullptr);
     api::groupForget(comm);
     api::destroyComm(comm);
   });
@@ -254,7 +258,10 @@ CCL_API cclResult_t cclCommGetStats(cclComm_t comm, cclStats_t* stats) {
               "stats->magic: initialise with CCL_STATS_INITIALIZER");
     CCL_CHECK(stats->size >= offsetof(cclStats_t, op), cclInvalidArgument, "stats->size is too small");
     cclStats_t full = CCL_STATS_INITIALIZER;
-    std::copy(std::begin(comm->stats), std::end(comm->stats), full.op);
+    {
+      std::lock_guard<std::mutex> lock(comm->statsMutex);
+      std::copy(std::begin(comm->stats), std::end(comm->stats), full.op);
+    }
     size_t size = std::min(stats->size, sizeof(full));
     full.size = stats->size;
     std::memcpy(stats, &full, size);

@@ -5,7 +5,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "ccl/ccl.h"
 #include "collectives/algorithms.h"
 #include "collectives/scratch_pool.h"
+#include "collectives/stream.h"
 #include "common/error.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/transport.h"
@@ -66,6 +69,7 @@ struct cclComm {
   ccl::api::Policy policy;       // default compression
   bool defaultCodecOff = false;  // every peer over shared memory and CCL_CODEC_SHM=auto
   ccl::api::AutoFeedback autoFeedback;
+  std::mutex statsMutex;  // stats are added to on a host stream's thread, read on the caller's
   cclOpStats_t stats[cclNumOpKinds] = {};
 
   uint32_t collSeq = 0;                    // collectives issued, matched by order on every rank
@@ -73,7 +77,15 @@ struct cclComm {
   std::atomic<bool> aborted{false};
   std::atomic<int> active{0};  // operations running on this communicator
   bool finalized = false;
-  cclResult_t asyncError = cclSuccess;
+  std::atomic<cclResult_t> asyncError{cclSuccess};  // set by a failed operation, whatever its thread
+
+  // Operations enqueued on a host stream that have not run yet, and that stream. One
+  // communicator's operations run in the order they were issued, so a call on another
+  // stream (or on none) first waits for these (api/group.h, drainAsync).
+  std::mutex asyncMutex;
+  std::condition_variable asyncDone;
+  int asyncPending = 0;
+  ccl::coll::Stream* asyncStream = nullptr;
 };
 
 namespace ccl::api {

@@ -2,6 +2,8 @@
 #include "api/group.h"
 
 #include <algorithm>
+#include <functional>
+#include <mutex>
 #include <vector>
 
 #include "collectives/executor.h"
@@ -45,6 +47,7 @@ coll::Job makeJob(const Op& op, void* scratch, coll::ExecStats* stats) {
 }
 
 void account(const Op& op, const coll::ExecStats& s) {
+  std::lock_guard<std::mutex> lock(op.comm->statsMutex);
   cclOpStats_t& st = op.comm->stats[op.opKind];
   st.calls += 1;
   st.compressedCalls += op.compressed ? 1 : 0;
@@ -101,7 +104,55 @@ void runGroup(const std::vector<Op>& ops) {
   for (size_t i = 0; i < ops.size(); ++i) account(ops[i], stats[i]);
 }
 
+// The communicators of `ops`, each once.
+std::vector<cclComm_t> commsOf(std::span<const Op> ops) {
+  std::vector<cclComm_t> comms;
+  for (const Op& op : ops)
+    if (std::find(comms.begin(), comms.end(), op.comm) == comms.end()) comms.push_back(op.comm);
+  return comms;
+}
+
+// Enqueues `run` (the operations of `comms`) on host stream `stream`, after whatever those
+// communicators have queued on other streams.
+void enqueueAsync(coll::Stream* stream, const std::vector<cclComm_t>& comms, std::function<void()> run) {
+  for (cclComm_t c : comms) {
+    std::unique_lock<std::mutex> lock(c->asyncMutex);
+    c->asyncDone.wait(lock, [&] { return c->asyncPending == 0 || c->asyncStream == stream; });
+    ++c->asyncPending;
+    c->asyncStream = stream;
+  }
+  stream->enqueue([comms, run = std::move(run)] {
+    // Last, whatever happened: cclCommDestroy and cclCommAbort wait for this count.
+    struct Done {
+      const std::vector<cclComm_t>& comms;
+      ~Done() {
+        for (cclComm_t c : comms) {
+          std::lock_guard<std::mutex> lock(c->asyncMutex);
+          if (--c->asyncPending == 0) c->asyncStream = nullptr;
+          c->asyncDone.notify_all();
+        }
+      }
+    } done{comms};
+    try {
+      for (cclComm_t c : comms)
+        CCL_CHECK(!c->aborted.load(), cclInvalidUsage, "the communicator was aborted before this operation ran");
+      run();
+    } catch (const Error& e) {
+      for (cclComm_t c : comms) {
+        cclResult_t none = cclSuccess;
+        if (!c->aborted.load()) c->asyncError.compare_exchange_strong(none, e.code());
+      }
+      throw;
+    }
+  });
+}
+
 }  // namespace
+
+void drainAsync(cclComm_t comm, coll::Stream* stream) {
+  std::unique_lock<std::mutex> lock(comm->asyncMutex);
+  comm->asyncDone.wait(lock, [&] { return comm->asyncPending == 0 || (stream && comm->asyncStream == stream); });
+}
 
 bool groupActive() { return tlsGroup.depth > 0; }
 
@@ -123,6 +174,13 @@ void submit(Op&& op) {
     tlsGroup.queued.push_back(std::move(op));
     return;
   }
+  if (op.stream) {
+    coll::Stream* stream = op.stream;
+    std::vector<cclComm_t> comms{op.comm};
+    enqueueAsync(stream, comms, [op = std::move(op)] { runOne(op); });
+    return;
+  }
+  drainAsync(op.comm, nullptr);
   runOne(op);
 }
 
@@ -146,6 +204,16 @@ CCL_API cclResult_t cclGroupEnd(void) {
     cclResult_t failed = g.error;
     g.error = cclSuccess;
     CCL_CHECK(failed == cclSuccess, failed, "an operation of the group was invalid; the whole group was dropped");
+    if (ops.empty()) return;
+    coll::Stream* stream = ops.front().stream;
+    for (const api::Op& op : ops)
+      CCL_CHECK(op.stream == stream, cclInvalidUsage, "the operations of one group must all use one stream");
+    const std::vector<cclComm_t> comms = api::commsOf(ops);
+    if (stream) {
+      api::enqueueAsync(stream, comms, [ops = std::move(ops)] { api::runGroup(ops); });
+      return;
+    }
+    for (cclComm_t c : comms) api::drainAsync(c, nullptr);
     api::runGroup(ops);
   });
 }

@@ -22,7 +22,8 @@ struct Op {
   bool compressed = false;
   cclFeedback* feedback = nullptr;  // error-feedback state the plan's encodes use
   size_t feedbackFloats = 0;
-  uint64_t signature = 0;  // see coll::Job::signature; 0 for point-to-point
+  uint64_t signature = 0;          // see coll::Job::signature; 0 for point-to-point
+  coll::Stream* stream = nullptr;  // a host stream: runs there, after the call returns
 };
 
 bool groupActive();
@@ -33,7 +34,12 @@ void groupForget(cclComm_t comm);
 // Marks the open group failed: its cclGroupEnd runs nothing and returns `code`.
 void groupFail(cclResult_t code);
 
-// Runs `op` now, or queues it when a group is open.
+// Runs `op` now (or, with a host stream, enqueues it there), or queues it when a group is
+// open.
 void submit(Op&& op);
+
+// Waits until `comm` has no operation enqueued on a host stream other than `stream` (NULL:
+// on no stream at all), so that the next operation runs after them.
+void drainAsync(cclComm_t comm, coll::Stream* stream);
 
 }  // namespace ccl::api

@@ -32,7 +32,10 @@ void lowRankAllReduce(const LowRankCall& c, const coll::CollArgs& args) {
   if (n == 0) return;
   const codec::LowRankShape s = codec::lowRankShape(c.codec, n);
   const uint32_t r = s.rank;
-  const cclOpStats_t before = c.comm->stats[cclOpAllReduce];
+  const cclOpStats_t before = [&] {
+    std::lock_guard<std::mutex> lock(c.comm->statsMutex);
+    return c.comm->stats[cclOpAllReduce];
+  }();
   double codecSeconds = 0;
   auto timed = [&](auto&& f) {
     const auto t0 = Clock::now();
@@ -83,6 +86,7 @@ void lowRankAllReduce(const LowRankCall& c, const coll::CollArgs& args) {
   });
   if (c.feedback) c.feedback->finish();
   // One compressed allreduce in the counters, in place of the two small ones.
+  std::lock_guard<std::mutex> lock(c.comm->statsMutex);
   cclOpStats_t& st = c.comm->stats[cclOpAllReduce];
   st.calls = before.calls + 1;
   st.compressedCalls = before.compressedCalls + 1;

@@ -266,21 +266,28 @@ Plan sparseAllReduce(const CollArgs& a) {
   Plan& p = b.plan();
   auto mine = encodeForAll(b, a, b.send(0), a.count, 0);
   Ref acc = p.scratch(a.count * sizeof(float));
+  // A sparsifier's stream is one piece; a quantiser's (CCL_ALGO=sparse) one per chunk.
+  const Pieces c = pieces(a, a.count);
   Deps last;
-  for (int k = 0; k < n; ++k) {
-    Builder::Stream st;
-    StepId got;
-    if (k == r) {
-      std::tie(st, got) = mine.front();
-    } else {
-      std::tie(st, got) = b.recvFrom(k, tag(0, n, mod(r - k, n), 0), a.count);
+  for (size_t j = 0; j < c.parts(); ++j) {
+    Deps piece;
+    for (int k = 0; k < n; ++k) {
+      Builder::Stream st;
+      StepId got;
+      if (k == r) {
+        std::tie(st, got) = mine[j];
+      } else {
+        std::tie(st, got) = b.recvFrom(k, tag(0, n, mod(r - k, n), j), c.size(j));
+      }
+      Deps deps = piece;
+      deps.push_back(got);
+      const Ref at = b.floats(acc, c.offset(j));
+      piece = {k == 0 ? p.decode(at, cclFloat32, st.buf, st.slot, c.size(j), deps)
+                      : p.decodeAdd(at, st.buf, st.slot, c.size(j), deps)};
     }
-    Deps deps = last;
-    deps.push_back(got);
-    last = {k == 0 ? p.decode(acc, cclFloat32, st.buf, st.slot, a.count, deps)
-                   : p.decodeAdd(acc, st.buf, st.slot, a.count, deps)};
+    last.insert(last.end(), piece.begin(), piece.end());
+    last.push_back(mine[j].second);  // in place: the input has been encoded
   }
-  last.push_back(mine.front().second);  // in place: the input has been encoded
   p.narrow(b.recv(0), acc, a.count, a.op == cclAvg, last);
   return b.take();
 }

@@ -9,9 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "codecs/codec.h"
-#include "collectives/reduce_kernels.h"
-#include "common/dtype.h"
+#include "collectives/compute_steps.h"
 #include "common/error.h"
 
 namespace ccl::coll {
@@ -21,6 +19,8 @@ namespace {
 // hundreds of concurrent large sends between threads of one process (seen with 3+ ranks
 // and 64 KiB-256 KiB chunks); a window also keeps the pipeline in chunk order.
 constexpr size_t kMaxSendsInFlight = 8;
+
+bool isCodecStep(StepKind k) { return k == StepKind::kEncode || k == StepKind::kDecode || k == StepKind::kDecodeAdd; }
 
 struct Inflight {
   StepId step;
@@ -47,7 +47,6 @@ class JobRun {
     deferredHead_ = 0;
     sendsInFlight_ = 0;
     lengths_.assign(plan_->lengthSlots, 0);
-    codec_ = plan_->codec;
     const size_t n = plan_->steps.size();
     waiting_.resize(n);
     succStart_.assign(n + 1, 0);
@@ -189,20 +188,7 @@ class JobRun {
     return moved;
   }
 
-  char* base(Buf b) const {
-    switch (b) {
-      case Buf::kSend:
-        return static_cast<char*>(const_cast<void*>(job_->buffers.send));
-      case Buf::kRecv:
-        return static_cast<char*>(job_->buffers.recv);
-      case Buf::kScratch:
-        return static_cast<char*>(job_->buffers.scratch);
-      case Buf::kFeedback:
-        return reinterpret_cast<char*>(job_->buffers.feedback);
-    }
-    return nullptr;
-  }
-  char* at(Ref r) const { return base(r.buf) + r.offset; }
+  char* at(Ref r) const { return bufferAt(job_->buffers, r); }
 
   void start(StepId id) {
     const Step& s = plan_->steps[id];
@@ -211,9 +197,7 @@ class JobRun {
         size_t bytes = s.slot == kNoSlot ? s.bytes : lengths_[s.slot];
         if (job_->stats) {
           job_->stats->wireBytes += bytes;
-          job_->stats->rawBytes += s.rawBytes          ? s.rawBytes
-                                   : s.slot == kNoSlot ? bytes
-                                                       : s.count * dataTypeSize(plan_->dtype);
+          job_->stats->rawBytes += sendRawBytes(*plan_, s, bytes);
         }
         inflight_.push_back({id, job_->transport->isend(s.peer, job_->tagBase | s.tag, at(s.src), bytes)});
         ++sendsInFlight_;
@@ -222,71 +206,18 @@ class JobRun {
       case StepKind::kRecv:
         inflight_.push_back({id, job_->transport->irecv(s.peer, job_->tagBase | s.tag, at(s.dst), s.bytes)});
         return;
-      case StepKind::kCopy:
-        if (s.bytes && at(s.dst) != at(s.src)) std::memcpy(at(s.dst), at(s.src), s.bytes);
-        break;
-      case StepKind::kReduce:
-        reduce(at(s.dst), at(s.src), at(s.src2), s.count, plan_->dtype, plan_->op);
-        break;
-      case StepKind::kDivide:
-        divideInPlace(at(s.dst), s.count, plan_->dtype, plan_->nranks);
-        break;
-      case StepKind::kEncode:
-      case StepKind::kDecode:
-      case StepKind::kDecodeAdd:
-        runCodec(s);
-        break;
-      case StepKind::kWiden:
-        widenToFloat(reinterpret_cast<float*>(at(s.dst)), at(s.src), s.count, plan_->dtype);
-        break;
-      case StepKind::kDivideFloat: {
-        float* d = reinterpret_cast<float*>(at(s.dst));
-        const float div = static_cast<float>(plan_->nranks);
-        for (size_t i = 0; i < s.count; ++i) d[i] /= div;
-        break;
-      }
-      case StepKind::kNarrow:
-        narrowFromFloat(at(s.dst), reinterpret_cast<const float*>(at(s.src)), s.count, plan_->dtype,
-                        s.divide ? plan_->nranks : 1);
+      default:
+        try {
+          runCompute(*plan_, s, job_->buffers, ComputeContext{lengths_.data(), job_->callSeed, job_->stats});
+        } catch (const Error& e) {
+          // A stream this rank refuses came from a peer that called the operation otherwise:
+          // every rank's call fails, as for a message of the wrong size.
+          if (e.code() == cclInvalidUsage && isCodecStep(s.kind)) job_->transport->abortMismatch();
+          throw;
+        }
         break;
     }
     complete(id);
-  }
-
-  // Encode and decode steps, timed for the statistics.
-  void runCodec(const Step& s) {
-    using Clock = std::chrono::steady_clock;
-    const auto t0 = job_->stats ? Clock::now() : Clock::time_point{};
-    if (s.kind == StepKind::kEncode) {
-      codec_.seed = plan_->codec.seed + job_->callSeed * 0x9e3779b97f4a7c15ull + s.seedSalt;
-      lengths_[s.slot] = codec::encode(codec_, at(s.src), s.type, s.count, at(s.dst), s.bytes,
-                                       s.withFeedback ? reinterpret_cast<float*>(at(s.src2)) : nullptr);
-    } else {
-      try {
-        if (s.kind == StepKind::kDecode) {
-          codec::decode(at(s.src), lengths_[s.slot], expect(s), at(s.dst), s.type);
-        } else {
-          codec::decodeAccumulate(at(s.src), lengths_[s.slot], expect(s), reinterpret_cast<float*>(at(s.dst)));
-        }
-      } catch (const Error& e) {
-        // A stream this rank refuses came from a peer that called the operation otherwise:
-        // every rank's call fails, as for a message of the wrong size.
-        if (e.code() == cclInvalidUsage) job_->transport->abortMismatch();
-        throw;
-      }
-    }
-    if (job_->stats)
-      job_->stats->codecNs +=
-          static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
-  }
-
-  // A stream must carry the elements and codec the receiver expects: a mismatch means the
-  // ranks called the operation differently.
-  codec::Expect expect(const Step& s) const {
-    codec::Expect e;
-    e.count = s.count;
-    e.codec = plan_->codec.codec;
-    return e;
   }
 
   void checkReceived(StepId id, const transport::Request& req) {
@@ -327,7 +258,6 @@ class JobRun {
   std::vector<StepId> deferredSends_;
   size_t deferredHead_ = 0;
   size_t sendsInFlight_ = 0;
-  codec::Params codec_;  // the plan's codec with this call's seed
   uint64_t mySig_ = 0, peerSig_ = 0;
   std::unique_ptr<transport::Request> sigSend_, sigRecv_;
 };

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "api/streams.h"
+
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "api/comm.h"
+
+namespace ccl::api {
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::unordered_map<const void*, std::unique_ptr<coll::HostStream>> live;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry;  // never destroyed: streams may outlive static destructors
+  return *r;
+}
+
+coll::HostStream* find(cclStream_t stream) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.live.find(stream);
+  return it == r.live.end() ? nullptr : it->second.get();
+}
+
+coll::HostStream* existing(cclStream_t stream, const char* what) {
+  CCL_CHECK(stream, cclInvalidArgument, std::string(what) + " is NULL");
+  coll::HostStream* s = find(stream);
+  CCL_CHECK(s, cclInvalidArgument, std::string(what) + " is not a host stream made by cclHostStreamCreate");
+  return s;
+}
+
+}  // namespace
+
+coll::Stream* hostStream(cclStream_t stream) {
+  if (!stream) return nullptr;
+  coll::Stream* s = find(stream);
+  CCL_CHECK(s, cclInvalidUsage,
+            "a CUDA stream was given, but this communicator moves host memory only: pass NULL or a host stream "
+            "(cclHostStreamCreate)");
+  return s;
+}
+
+}  // namespace ccl::api
+
+using namespace ccl;
+
+extern "C" {
+
+CCL_API cclResult_t cclHostStreamCreate(cclStream_t* stream) {
+  return api::guard(nullptr, "cclHostStreamCreate", [&] {
+    CCL_CHECK(stream, cclInvalidArgument, "stream is NULL");
+    auto s = std::make_unique<coll::HostStream>();
+    cclStream_t handle = reinterpret_cast<cclStream_t>(s.get());
+    api::Registry& r = api::registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    r.live.emplace(handle, std::move(s));
+    *stream = handle;
+  });
+}
+
+CCL_API cclResult_t cclHostStreamDestroy(cclStream_t stream) {
+  return api::guard(nullptr, "cclHostStreamDestroy", [&] {
+    if (!stream) return;
+    api::existing(stream, "stream");
+    std::unique_ptr<coll::HostStream> s;
+    {
+      api::Registry& r = api::registry();
+      std::lock_guard<std::mutex> lock(r.mutex);
+      auto it = r.live.find(stream);
+      CCL_CHECK(it != r.live.end(), cclInvalidArgument, "stream was destroyed by another thread");
+      s = std::move(it->second);
+      r.live.erase(it);
+    }
+    s.reset();  // runs what is queued, then joins the stream's thread
+  });
+}
+
+CCL_API cclResult_t cclHostStreamSynchronize(cclStream_t stream) {
+  cclResult_t failed = cclSuccess;
+  std::string message;
+  const cclResult_t r = api::guard(nullptr, "cclHostStreamSynchronize", [&] {
+    coll::HostStream* s = api::existing(stream, "stream");
+    s->synchronize();
+    failed = s->takeError(&message);
+  });
+  if (r != cclSuccess) return r;
+  if (failed == cclSuccess) return cclSuccess;
+  return api::recordError(nullptr, "cclHostStreamSynchronize", failed, "an operation on the stream failed: " + message);
+}
+
+CCL_API cclResult_t cclHostStreamQuery(cclStream_t stream) {
+  bool done = false;
+  const cclResult_t r = api::guard(nullptr, "cclHostStreamQuery", [&] {
+    coll::HostStream* s = api::existing(stream, "stream");
+    done = s->reached(s->record());
+  });
+  return r != cclSuccess ? r : done ? cclSuccess : cclInProgress;
+}
+
+}  // extern "C"

@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Host streams as cclStream_t handles (cclHostStreamCreate): the handle is the address of a
+// coll::HostStream that ccl made, recognised by a registry of live ones, so any other
+// pointer (a CUDA stream) is told apart without being dereferenced.
+#pragma once
+
+#include "ccl/ccl.h"
+#include "collectives/stream.h"
+
+namespace ccl::api {
+
+// The host stream behind `stream`; nullptr for NULL. Throws cclInvalidUsage for a pointer
+// that is not a live host stream (a CUDA stream: this build moves host memory only).
+coll::Stream* hostStream(cclStream_t stream);
+
+}  // namespace ccl::api

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "collectives/compute_steps.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "codecs/codec.h"
+#include "collectives/reduce_kernels.h"
+#include "common/dtype.h"
+#include "common/error.h"
+
+namespace ccl::coll {
+namespace {
+
+// A stream must carry the elements and codec the receiver expects: a mismatch means the
+// ranks called the operation differently.
+codec::Expect expect(const Plan& plan, const Step& s) {
+  codec::Expect e;
+  e.count = s.count;
+  e.codec = plan.codec.codec;
+  return e;
+}
+
+void runCodec(const Plan& plan, const Step& s, const Buffers& b, const ComputeContext& ctx) {
+  if (s.kind == StepKind::kEncode) {
+    codec::Params p = plan.codec;
+    p.seed = plan.codec.seed + ctx.callSeed * 0x9e3779b97f4a7c15ull + s.seedSalt;
+    ctx.lengths[s.slot] = codec::encode(p, bufferAt(b, s.src), s.type, s.count, bufferAt(b, s.dst), s.bytes,
+                                        s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr);
+  } else if (s.kind == StepKind::kDecode) {
+    codec::decode(bufferAt(b, s.src), ctx.lengths[s.slot], expect(plan, s), bufferAt(b, s.dst), s.type);
+  } else {
+    codec::decodeAccumulate(bufferAt(b, s.src), ctx.lengths[s.slot], expect(plan, s),
+                            reinterpret_cast<float*>(bufferAt(b, s.dst)));
+  }
+}
+
+}  // namespace
+
+char* bufferAt(const Buffers& b, Ref r) {
+  char* base = nullptr;
+  switch (r.buf) {
+    case Buf::kSend:
+      base = static_cast<char*>(const_cast<void*>(b.send));
+      break;
+    case Buf::kRecv:
+      base = static_cast<char*>(b.recv);
+      break;
+    case Buf::kScratch:
+      base = static_cast<char*>(b.scratch);
+      break;
+    case Buf::kFeedback:
+      base = reinterpret_cast<char*>(b.feedback);
+      break;
+  }
+  return base + r.offset;
+}
+
+size_t sendRawBytes(const Plan& plan, const Step& s, size_t sent) {
+  if (s.rawBytes) return s.rawBytes;
+  return s.slot == kNoSlot ? sent : s.count * dataTypeSize(plan.dtype);
+}
+
+void runCompute(const Plan& plan, const Step& s, const Buffers& b, const ComputeContext& ctx) {
+  switch (s.kind) {
+    case StepKind::kSend:
+    case StepKind::kRecv:
+      throw Error(cclInternalError, "a transfer step was run as a compute step");
+    case StepKind::kCopy:
+      if (s.bytes && bufferAt(b, s.dst) != bufferAt(b, s.src))
+        std::memcpy(bufferAt(b, s.dst), bufferAt(b, s.src), s.bytes);
+      return;
+    case StepKind::kReduce:
+      reduce(bufferAt(b, s.dst), bufferAt(b, s.src), bufferAt(b, s.src2), s.count, plan.dtype, plan.op);
+      return;
+    case StepKind::kDivide:
+      divideInPlace(bufferAt(b, s.dst), s.count, plan.dtype, plan.nranks);
+      return;
+    case StepKind::kEncode:
+    case StepKind::kDecode:
+    case StepKind::kDecodeAdd: {
+      using Clock = std::chrono::steady_clock;
+      const auto t0 = ctx.stats ? Clock::now() : Clock::time_point{};
+      runCodec(plan, s, b, ctx);
+      if (ctx.stats)
+        ctx.stats->codecNs +=
+            static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+      return;
+    }
+    case StepKind::kWiden:
+      widenToFloat(reinterpret_cast<float*>(bufferAt(b, s.dst)), bufferAt(b, s.src), s.count, plan.dtype);
+      return;
+    case StepKind::kDivideFloat: {
+      float* d = reinterpret_cast<float*>(bufferAt(b, s.dst));
+      const float div = static_cast<float>(plan.nranks);
+      for (size_t i = 0; i < s.count; ++i) d[i] /= div;
+      return;
+    }
+    case StepKind::kNarrow:
+      narrowFromFloat(bufferAt(b, s.dst), reinterpret_cast<const float*>(bufferAt(b, s.src)), s.count, plan.dtype,
+                      s.divide ? plan.nranks : 1);
+      return;
+  }
+}
+
+}  // namespace ccl::coll

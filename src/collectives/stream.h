@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Streams and events, as an interface: work enqueued on a stream runs in order, after the
+// call that enqueued it has returned; an event marks a point in one stream's order that
+// another stream (or the host) can wait for. The host implementation runs steps on a worker
+// thread of its own; it makes host collectives asynchronous (cclHostStreamCreate) and is
+// what tests of stream-ordered execution run on, without a GPU.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "ccl/ccl.h"
+
+namespace ccl::coll {
+
+class Stream;
+
+// The point of `stream` after its `ticket` first steps (0: the beginning: reached at once).
+struct Event {
+  Stream* stream = nullptr;
+  uint64_t ticket = 0;
+};
+
+class Stream {
+ public:
+  // A step may throw ccl::Error (or any exception): the stream records the first failure
+  // and goes on with the next step, as a CUDA stream goes on after a failed kernel.
+  using Step = std::function<void()>;
+
+  virtual ~Stream() = default;
+  virtual void enqueue(Step step) = 0;
+  // An event reached once every step enqueued so far has run.
+  virtual Event record() = 0;
+  // Steps enqueued after this call run only once `event` is reached.
+  virtual void wait(const Event& event) = 0;
+  // Blocks the calling thread until `event` (an event of this stream) is reached.
+  virtual void block(const Event& event) = 0;
+  virtual bool reached(const Event& event) = 0;
+  // Blocks until every step enqueued so far has run.
+  void synchronize() { block(record()); }
+  // The first failure of a step since the last call, and its message; cclSuccess if none.
+  virtual cclResult_t takeError(std::string* message) = 0;
+  // The device's handle of the stream (a cudaStream_t), for links and kernels that enqueue
+  // device work on it; nullptr for a host stream.
+  virtual void* native() { return nullptr; }
+};
+
+class HostStream final : public Stream {
+ public:
+  HostStream();
+  ~HostStream() override;  // runs what is queued, then stops
+  HostStream(const HostStream&) = delete;
+  HostStream& operator=(const HostStream&) = delete;
+
+  void enqueue(Step step) override;
+  Event record() override;
+  void wait(const Event& event) override;
+  void block(const Event& event) override;
+  bool reached(const Event& event) override;
+  cclResult_t takeError(std::string* message) override;
+
+ private:
+  void loop();
+
+  std::mutex mutex_;
+  std::condition_variable cv_;  // steps queued, steps done, stopping
+  std::deque<Step> queue_;
+  uint64_t enqueued_ = 0, done_ = 0;
+  bool stop_ = false;
+  cclResult_t error_ = cclSuccess;
+  std::string message_;
+  std::thread thread_;  // last: starts once the members above exist
+};
+
+}  // namespace ccl::coll

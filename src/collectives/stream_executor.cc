@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "collectives/stream_executor.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "collectives/compute_steps.h"
+#include "common/error.h"
+
+namespace ccl::coll {
+namespace {
+
+bool isTransfer(StepKind k) { return k == StepKind::kSend || k == StepKind::kRecv; }
+
+// Bytes the step that fills `slot` leaves room for: an encode's capacity, or a receive's.
+std::vector<size_t> slotCapacities(const Plan& p) {
+  std::vector<size_t> cap(p.lengthSlots, 0);
+  for (const Step& s : p.steps)
+    if (s.slot != kNoSlot && (s.kind == StepKind::kEncode || s.kind == StepKind::kRecv))
+      cap[s.slot] = std::max(cap[s.slot], s.bytes);
+  return cap;
+}
+
+// The first failure of a call, whichever stream it happened on.
+struct Failure {
+  std::mutex mutex;
+  cclResult_t code = cclSuccess;
+  std::string message;
+};
+
+}  // namespace
+
+Schedule scheduleWaves(const std::function<Plan(int)>& planOf, int nranks, int rank) {
+  CCL_CHECK(nranks > 0 && rank >= 0 && rank < nranks, cclInternalError, "scheduleWaves: bad rank");
+  std::vector<Plan> plans;
+  std::vector<size_t> first(nranks + 1, 0);  // global id of each rank's step 0
+  plans.reserve(nranks);
+  for (int r = 0; r < nranks; ++r) {
+    plans.push_back(planOf(r));
+    first[r + 1] = first[r] + plans[r].steps.size();
+  }
+  const size_t total = first[nranks];
+
+  // Pair every send with its receive: same ends and tag, in posting order among equals.
+  std::vector<size_t> rep(total), partner(total, SIZE_MAX);
+  std::vector<uint32_t> order(total, 0);  // rank of a message among the pair's equal tags
+  std::map<std::tuple<int, int, uint32_t>, std::vector<size_t>> sends;
+  for (int r = 0; r < nranks; ++r)
+    for (size_t i = 0; i < plans[r].steps.size(); ++i) {
+      const Step& s = plans[r].steps[i];
+      rep[first[r] + i] = first[r] + i;
+      if (s.kind == StepKind::kSend) sends[{r, s.peer, s.tag}].push_back(first[r] + i);
+    }
+  std::map<std::tuple<int, int, uint32_t>, size_t> taken;
+  for (int r = 0; r < nranks; ++r)
+    for (size_t i = 0; i < plans[r].steps.size(); ++i) {
+      const Step& s = plans[r].steps[i];
+      if (s.kind != StepKind::kRecv) continue;
+      const auto key = std::make_tuple(s.peer, r, s.tag);
+      auto it = sends.find(key);
+      size_t& n = taken[key];
+      CCL_CHECK(it != sends.end() && n < it->second.size(), cclInternalError,
+                "scheduleWaves: rank " + std::to_string(r) + " receives tag " + std::to_string(s.tag) + " from rank " +
+                    std::to_string(s.peer) + ", which sends no such message");
+      const size_t g = first[r] + i, sg = it->second[n];
+      order[g] = order[sg] = static_cast<uint32_t>(n++);
+      rep[g] = sg;
+      partner[g] = sg;
+      partner[sg] = g;
+    }
+  for (const auto& [key, ids] : sends)
+    CCL_CHECK(taken[key] == ids.size(), cclInternalError,
+              "scheduleWaves: rank " + std::to_string(std::get<0>(key)) + " sends tag " +
+                  std::to_string(std::get<2>(key)) + " to rank " + std::to_string(std::get<1>(key)) +
+                  ", which does not receive it");
+
+  // Longest chains over the graph of every rank's steps, a message's two ends being one
+  // node: a transfer's wave is one more than the latest wave it follows.
+  std::vector<std::vector<size_t>> succ(total);
+  std::vector<uint32_t> indeg(total, 0);
+  for (int r = 0; r < nranks; ++r)
+    for (size_t i = 0; i < plans[r].steps.size(); ++i) {
+      const Step& s = plans[r].steps[i];
+      const size_t to = rep[first[r] + i];
+      for (uint32_t d = 0; d < s.numDeps; ++d) {
+        const size_t from = rep[first[r] + plans[r].deps[s.firstDep + d]];
+        succ[from].push_back(to);
+        ++indeg[to];
+      }
+    }
+  std::vector<int> after(total, -1), value(total, -1);
+  std::vector<size_t> ready;
+  size_t nodes = 0, done = 0;
+  for (size_t g = 0; g < total; ++g) {
+    if (rep[g] != g) continue;
+    ++nodes;
+    if (indeg[g] == 0) ready.push_back(g);
+  }
+  auto kindOf = [&](size_t g) {
+    const int r = static_cast<int>(std::upper_bound(first.begin(), first.end(), g) - first.begin()) - 1;
+    return plans[r].steps[g - first[r]].kind;
+  };
+  while (!ready.empty()) {
+    const size_t u = ready.back();
+    ready.pop_back();
+    ++done;
+    value[u] = isTransfer(kindOf(u)) ? after[u] + 1 : after[u];
+    for (size_t v : succ[u]) {
+      after[v] = std::max(after[v], value[u]);
+      if (--indeg[v] == 0) ready.push_back(v);
+    }
+  }
+  CCL_CHECK(done == nodes, cclInternalError, "scheduleWaves: the plans wait on each other in a cycle");
+
+  Schedule out;
+  const Plan& mine = plans[rank];
+  const size_t n = mine.steps.size();
+  out.level.resize(n);
+  out.postedBytes.assign(n, 0);
+  std::vector<size_t> capacity = slotCapacities(mine);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t g = first[rank] + i;
+    const Step& s = mine.steps[i];
+    out.level[i] = value[rep[g]];
+    if (!isTransfer(s.kind)) continue;
+    const size_t other = partner[g];
+    const int peerRank = s.peer;
+    const Step& o = plans[peerRank].steps[other - first[peerRank]];
+    const Step& recv = s.kind == StepKind::kRecv ? s : o;
+    const Step& send = s.kind == StepKind::kSend ? s : o;
+    out.postedBytes[i] = recv.bytes;
+    CCL_CHECK(send.slot != kNoSlot || send.bytes == recv.bytes, cclInternalError,
+              "scheduleWaves: a send of " + std::to_string(send.bytes) + " bytes meets a receive of " +
+                  std::to_string(recv.bytes));
+    CCL_CHECK(s.kind != StepKind::kSend || s.slot == kNoSlot || capacity[s.slot] >= recv.bytes, cclInternalError,
+              "scheduleWaves: an encoded stream's room is smaller than its receive's bound");
+    const size_t w = static_cast<size_t>(out.level[i]);
+    if (out.waves.size() <= w) out.waves.resize(w + 1);
+    out.waves[w].push_back(static_cast<StepId>(i));
+  }
+  for (auto& wave : out.waves)
+    std::sort(wave.begin(), wave.end(), [&](StepId a, StepId b) {
+      const Step &x = mine.steps[a], &y = mine.steps[b];
+      return std::make_tuple(x.peer, x.kind, x.tag, order[first[rank] + a]) <
+             std::make_tuple(y.peer, y.kind, y.tag, order[first[rank] + b]);
+    });
+  return out;
+}
+
+void HostKernels::enqueue(const std::shared_ptr<StreamRun>& run, StepId step, Stream& stream) {
+  stream.enqueue([run, step] {
+    if (run->failed.load(std::memory_order_acquire)) return;
+    runCompute(*run->plan, run->plan->steps[step], run->buffers,
+               ComputeContext{run->lengths.data(), run->callSeed, run->stats});
+  });
+}
+
+void TransportLink::group(std::span<const Transfer> transfers, Stream& stream) {
+  std::vector<Transfer> xs(transfers.begin(), transfers.end());
+  stream.enqueue([this, xs = std::move(xs)] {
+    std::vector<std::unique_ptr<transport::Request>> reqs;
+    reqs.reserve(xs.size());
+    try {
+      for (const Transfer& x : xs) {
+        if (x.send)
+          reqs.push_back(t_.isend(x.peer, x.tag, x.buf, exact_ && x.exact ? *x.exact : x.bytes));
+        else
+          reqs.push_back(t_.irecv(x.peer, x.tag, x.buf, x.bytes));
+      }
+      using Clock = std::chrono::steady_clock;
+      auto lastMove = Clock::now();
+      size_t left = xs.size();
+      while (left) {
+        bool moved = t_.progress();
+        for (size_t i = 0; i < xs.size(); ++i) {
+          if (!reqs[i] || !reqs[i]->test()) continue;
+          const Transfer& x = xs[i];
+          if (!x.send) {
+            const size_t got = reqs[i]->receivedBytes();
+            if (x.received) {
+              *x.received = got;
+            } else if (got != x.bytes) {
+              t_.abortMismatch();  // every rank's call fails, not only this one's
+              throw Error(cclInvalidUsage, "rank " + std::to_string(x.peer) + " sent " + std::to_string(got) +
+                                               " bytes where " + std::to_string(x.bytes) +
+                                               " were expected: ranks called the operation with different counts "
+                                               "or types");
+            }
+          }
+          reqs[i].reset();
+          --left;
+          moved = true;
+        }
+        if (moved) {
+          lastMove = Clock::now();
+          continue;
+        }
+        if (aborted_ && aborted_->load(std::memory_order_relaxed))
+          throw Error(cclInvalidUsage, "the communicator was aborted during the operation");
+        if (Clock::now() - lastMove > timeout_)
+          throw Error(cclSystemError, "no progress for " + std::to_string(timeout_.count()) +
+                                          " ms (CCL_TIMEOUT): a peer is not taking part in the operation");
+        sched_yield();
+      }
+    } catch (...) {
+      t_.abort();  // the peers' waves fail too, instead of waiting for this rank's messages
+      throw;
+    }
+  });
+}
+
+void NcclLink::group(std::span<const Transfer> transfers, Stream& stream) {
+  ops_.clear();
+  for (const Transfer& x : transfers) ops_.push_back({x.send, x.peer, x.buf, x.bytes});
+  t_.group(ops_, stream.native());
+}
+
+void executeOnStream(const StreamJob& job, StreamLink& link, StreamKernels& kernels, Stream& caller, Stream& comm) {
+  CCL_CHECK(job.plan && job.schedule, cclInternalError, "executeOnStream: no plan or schedule");
+  const Plan& plan = *job.plan;
+  const Schedule& sched = *job.schedule;
+  const size_t n = plan.steps.size();
+  CCL_CHECK(sched.level.size() == n, cclInternalError, "executeOnStream: the schedule is of another plan");
+
+  auto run = std::make_shared<StreamRun>();
+  run->plan = job.plan;
+  run->schedule = job.schedule;
+  run->buffers = job.buffers;
+  run->callSeed = job.callSeed;
+  run->stats = job.stats;
+  run->lengths.assign(plan.lengthSlots, 0);
+  auto failure = std::make_shared<Failure>();
+  // A stream's failure is the call's: the rest of its steps then do nothing.
+  auto takeFailure = [run, failure](Stream& s) {
+    std::string m;
+    const cclResult_t c = s.takeError(&m);
+    if (c == cclSuccess) return;
+    std::lock_guard<std::mutex> lock(failure->mutex);
+    if (failure->code == cclSuccess) {
+      failure->code = c;
+      failure->message = std::move(m);
+    }
+    run->failed.store(true, std::memory_order_release);
+  };
+
+  // Compute steps by the wave they follow (level + 1), in plan order (a topological order).
+  const size_t waves = sched.waves.size();
+  std::vector<std::vector<StepId>> computeAfter(waves + 1);
+  for (size_t i = 0; i < n; ++i)
+    if (!isTransfer(plan.steps[i].kind)) computeAfter[static_cast<size_t>(sched.level[i] + 1)].push_back(StepId(i));
+  std::vector<char> queued(n, 0);
+  auto compute = [&](StepId id) {
+    kernels.enqueue(run, id, caller);
+    caller.enqueue([takeFailure, &caller] { takeFailure(caller); });
+    queued[id] = 1;
+  };
+
+  std::vector<char> needed(n, 0);
+  std::vector<StepId> stack;
+  std::vector<Transfer> xs;
+  for (size_t w = 0; w < waves; ++w) {
+    // The compute steps this wave's sends wait for go first.
+    stack.assign(sched.waves[w].begin(), sched.waves[w].end());
+    while (!stack.empty()) {
+      const Step& s = plan.steps[stack.back()];
+      stack.pop_back();
+      for (uint32_t d = 0; d < s.numDeps; ++d) {
+        const StepId dep = plan.deps[s.firstDep + d];
+        if (queued[dep] || needed[dep] || isTransfer(plan.steps[dep].kind)) continue;
+        needed[dep] = 1;
+        stack.push_back(dep);
+      }
+    }
+    for (StepId id : computeAfter[w])
+      if (needed[id]) compute(id);
+    comm.wait(caller.record());
+
+    xs.clear();
+    for (StepId id : sched.waves[w]) {
+      const Step& s = plan.steps[id];
+      Transfer x;
+      x.send = s.kind == StepKind::kSend;
+      x.peer = s.peer;
+      x.tag = job.tagBase | s.tag;
+      x.buf = bufferAt(run->buffers, x.send ? s.src : s.dst);
+      x.bytes = sched.postedBytes[id];
+      if (s.slot != kNoSlot) {
+        if (x.send)
+          x.exact = &run->lengths[s.slot];
+        else
+          x.received = &run->lengths[s.slot];
+      }
+      xs.push_back(x);
+    }
+    link.group(xs, comm);
+    const bool exact = link.exactLengths();
+    comm.enqueue([run, takeFailure, &comm, w, exact] {
+      takeFailure(comm);
+      const Plan& p = *run->plan;
+      const Schedule& sc = *run->schedule;
+      for (StepId id : sc.waves[w]) {
+        const Step& s = p.steps[id];
+        if (!exact && s.kind == StepKind::kRecv && s.slot != kNoSlot) run->lengths[s.slot] = sc.postedBytes[id];
+        if (!run->stats || s.kind != StepKind::kSend) continue;
+        const size_t sent = exact && s.slot != kNoSlot ? run->lengths[s.slot] : sc.postedBytes[id];
+        run->stats->wireBytes += sent;
+        run->stats->rawBytes += sendRawBytes(p, s, sent);
+      }
+    });
+    const Event done = comm.record();
+    // The rest overlaps the wave's transfers.
+    for (StepId id : computeAfter[w])
+      if (!queued[id]) compute(id);
+    caller.wait(done);
+  }
+  for (StepId id : computeAfter[waves]) compute(id);
+  caller.enqueue([failure] {
+    std::lock_guard<std::mutex> lock(failure->mutex);
+    if (failure->code != cclSuccess) throw Error(failure->code, failure->message);
+  });
+}
+
+}  // namespace ccl::coll

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The stream executor: runs a plan ordered on the caller's stream, as NCCL runs a call.
+// Nothing waits on the host: the call enqueues and returns.
+//
+// Transfers go out in *waves*: groups of sends and receives posted together (NCCL's
+// ncclGroupStart/End) on an internal communication stream. A wave is assigned to every
+// message from all ranks' plans at once (the longest chain of transfers before it, either
+// side's dependencies counted), so the two ends of every message post it in the same wave,
+// and within a wave the messages between one pair are ordered alike on both sides: a link
+// that matches messages by order, as NCCL does, pairs them right. Compute steps (codec,
+// reduce, copy) run on the caller's stream between waves; those a wave needs go first, the
+// rest overlap the wave's transfers. The caller's stream waits for the last wave before the
+// result's last steps, so every internal stream is joined back into it.
+//
+// The same executor runs on host streams over ccl's transports (what the tests run) and on
+// CUDA streams over NCCL (the GPU path): the stream, the link and the kernels are interfaces.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "collectives/executor.h"
+#include "collectives/plan.h"
+#include "collectives/stream.h"
+#include "transport/nccl/nccl_transport.h"
+#include "transport/transport.h"
+
+namespace ccl::coll {
+
+// One rank's part of the wave schedule of a call.
+struct Schedule {
+  // Transfer steps per wave, in the order the link posts them: by peer, then sends before
+  // receives, then by message (tag and order among equal tags) — the same order at both ends.
+  std::vector<std::vector<StepId>> waves;
+  // Per step: a transfer's wave; a compute step's last wave it follows (-1: none).
+  std::vector<int> level;
+  // Per step: bytes a transfer posts when lengths are not known on the host: the matched
+  // receive's size (an encoded stream's bound). Equal at both ends of every message.
+  std::vector<size_t> postedBytes;
+};
+
+// Builds `rank`'s schedule from every rank's plan (planOf(r) for r in [0, nranks)). Throws
+// cclInternalError when the plans do not pair up (a send without its receive) or wait on
+// each other in a cycle.
+Schedule scheduleWaves(const std::function<Plan(int)>& planOf, int nranks, int rank);
+
+// One transfer of a wave, as a link sees it.
+struct Transfer {
+  bool send = false;
+  int peer = -1;
+  uint64_t tag = 0;  // the plan's tag with the call's tag base; links that match by order ignore it
+  void* buf = nullptr;
+  size_t bytes = 0;               // posted size
+  const size_t* exact = nullptr;  // send of an encoded stream: its length, read when the wave runs
+  size_t* received = nullptr;     // receive: bytes received, written when the wave has run
+};
+
+// Stream-ordered point-to-point transfers: NCCL's model.
+class StreamLink {
+ public:
+  virtual ~StreamLink() = default;
+  // Enqueues on `stream` one group of transfers, posted together and complete together.
+  // Sends and receives between one pair match in the order given.
+  virtual void group(std::span<const Transfer> transfers, Stream& stream) = 0;
+  // True when sends read Transfer::exact as they run (the host sees lengths an encode
+  // wrote); false when every transfer carries its posted size (a device link: the lengths
+  // are in device memory), and a receive's length is then the posted one.
+  virtual bool exactLengths() const = 0;
+};
+
+// The state of one call on streams, shared by the steps it enqueued; it lives until the
+// last of them has run.
+struct StreamRun {
+  std::shared_ptr<const Plan> plan;
+  std::shared_ptr<const Schedule> schedule;
+  Buffers buffers;
+  uint64_t callSeed = 0;
+  ExecStats* stats = nullptr;  // added to as steps run; the caller reads it after synchronising
+  std::vector<size_t> lengths;
+  std::atomic<bool> failed{false};  // a step failed: the rest of the call's steps do nothing
+};
+
+// Compute steps as kernels on a stream.
+class StreamKernels {
+ public:
+  virtual ~StreamKernels() = default;
+  virtual void enqueue(const std::shared_ptr<StreamRun>& run, StepId step, Stream& stream) = 0;
+};
+
+// Runs compute steps on host memory, on a host stream (compute_steps.h).
+class HostKernels final : public StreamKernels {
+ public:
+  void enqueue(const std::shared_ptr<StreamRun>& run, StepId step, Stream& stream) override;
+};
+
+// A stream link over a ccl transport: a wave is one step on the stream that posts every
+// transfer and progresses the transport until all completed. With exactLengths false it
+// behaves as a device link does (sends at the posted size), so host tests run what the GPU
+// path runs.
+class TransportLink final : public StreamLink {
+ public:
+  TransportLink(transport::Transport& t, bool exactLengths, std::chrono::milliseconds timeout,
+                const std::atomic<bool>* aborted = nullptr)
+      : t_(t), exact_(exactLengths), timeout_(timeout), aborted_(aborted) {}
+  void group(std::span<const Transfer> transfers, Stream& stream) override;
+  bool exactLengths() const override { return exact_; }
+
+ private:
+  transport::Transport& t_;
+  bool exact_;
+  std::chrono::milliseconds timeout_;
+  const std::atomic<bool>* aborted_;
+};
+
+// A stream link over a real NCCL communicator: a wave is ncclGroupStart, one
+// ncclSend/ncclRecv per transfer at its posted size, ncclGroupEnd, on the stream's device
+// handle. The lengths of encoded streams stay in device memory: receivers decode from the
+// stream's own header.
+class NcclLink final : public StreamLink {
+ public:
+  explicit NcclLink(transport::nccl::Transport& t) : t_(t) {}
+  void group(std::span<const Transfer> transfers, Stream& stream) override;
+  bool exactLengths() const override { return false; }
+
+ private:
+  transport::nccl::Transport& t_;
+  std::vector<transport::nccl::Op> ops_;
+};
+
+struct StreamJob {
+  std::shared_ptr<const Plan> plan;
+  std::shared_ptr<const Schedule> schedule;  // of this plan's rank
+  Buffers buffers;
+  uint64_t tagBase = 0;
+  uint64_t callSeed = 0;
+  ExecStats* stats = nullptr;
+};
+
+// Enqueues `job` on `caller` (compute steps) and `comm` (waves), joined back into `caller`.
+// Returns at once; failures surface through caller.takeError() (the first one), and the
+// result is in place once caller has reached everything enqueued so far.
+void executeOnStream(const StreamJob& job, StreamLink& link, StreamKernels& kernels, Stream& caller, Stream& comm);
+
+}  // namespace ccl::coll

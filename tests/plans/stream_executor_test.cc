@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The stream executor on host streams against the host executor: every collective, codec
+// and algorithm, 1..8 ranks, gives the same bytes (results and error-feedback state), with
+// lengths known on the host and with every encoded stream sent at its bound as a device
+// link sends it. Also: the wave schedule pairs every message at the same wave on both
+// ends, a call returns before it has run, and failures reach the caller's stream.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "codecs/codec_table.h"
+#include "collectives/algorithms.h"
+#include "collectives/stream_executor.h"
+#include "plan_runner.h"
+
+namespace ccl::coll {
+namespace {
+
+using Bytes = std::vector<std::byte>;
+
+struct Case {
+  Coll coll;
+  cclCodec_t codec;
+  Algo algo;
+  int nranks;
+  cclDataType_t dtype = cclFloat32;
+  cclRedOp_t op = cclSum;
+  bool feedback = false;
+  size_t count = 1000;
+};
+
+std::string name(const Case& c) {
+  return std::string(collInfo(c.coll).name) + "/" + codec::kCodecTable.rows[c.codec].name + "/" + algoName(c.algo) +
+         "/n" + std::to_string(c.nranks) + "/dtype" + std::to_string(c.dtype) + (c.feedback ? "/feedback" : "");
+}
+
+CollArgs argsOf(const Case& c, int r) {
+  CollArgs a;
+  a.rank = r;
+  a.nranks = c.nranks;
+  a.count = c.count;
+  a.dtype = c.dtype;
+  a.op = c.op;
+  a.root = c.nranks > 1 ? 1 : 0;
+  a.chunkBytes = 1024;  // several chunks per piece, so waves hold pipelined chunks
+  a.algo = c.algo;
+  a.codec = codec::defaultParams(c.codec);
+  a.codec.seed = 7;
+  a.feedback = c.feedback;
+  return a;
+}
+
+// Inputs, outputs and residuals of every rank.
+struct World {
+  std::vector<Bytes> send, recv;
+  std::vector<std::vector<float>> feedback;
+};
+
+World makeWorld(const Case& c, size_t feedbackFloats) {
+  World w;
+  const size_t esize = c.dtype == cclFloat32 || c.dtype == cclInt32 ? 4 : 2;
+  for (int r = 0; r < c.nranks; ++r) {
+    const BufferCounts n = bufferCounts(c.coll, c.count, static_cast<size_t>(c.nranks), r == 1 % c.nranks);
+    Bytes s(std::max<size_t>(n.send, 1) * esize), d(std::max<size_t>(n.recv, 1) * esize, std::byte{0x5a});
+    std::mt19937 rng(1234 + r);
+    std::uniform_int_distribution<int> small(-40, 40);
+    for (size_t i = 0; i * esize < s.size(); ++i) {
+      if (c.dtype == cclFloat32) {
+        const float v = static_cast<float>(small(rng)) * 0.37f;
+        std::memcpy(&s[i * 4], &v, 4);
+      } else if (c.dtype == cclInt32) {
+        const int32_t v = small(rng);
+        std::memcpy(&s[i * 4], &v, 4);
+      } else {  // fp16/bf16: any small exact pattern
+        const uint16_t v = static_cast<uint16_t>(0x3c00 + (small(rng) & 0xff));
+        std::memcpy(&s[i * 2], &v, 2);
+      }
+    }
+    w.send.push_back(std::move(s));
+    w.recv.push_back(std::move(d));
+    std::vector<float> fb(feedbackFloats);
+    for (auto& f : fb) f = static_cast<float>(small(rng)) * 1e-3f;
+    w.feedback.push_back(std::move(fb));
+  }
+  return w;
+}
+
+Buffers buffersOf(World& w, int r, void* scratch) {
+  return Buffers{w.send[r].data(), w.recv[r].data(), scratch, w.feedback[r].empty() ? nullptr : w.feedback[r].data()};
+}
+
+// Runs the case with the host executor: the reference.
+World runHost(const Case& c, size_t fb, uint64_t callSeed) {
+  World w = makeWorld(c, fb);
+  testing::runPlans(
+      c.nranks, [&](int r) { return planCollective(c.coll, argsOf(c, r)); },
+      [&](int r) {
+        return testing::RankBuffers{w.send[r].data(), w.recv[r].data(),
+                                    w.feedback[r].empty() ? nullptr : w.feedback[r].data()};
+      },
+      callSeed);
+  return w;
+}
+
+// Runs the case with the stream executor on host streams; returns each rank's wire bytes.
+World runStreams(const Case& c, size_t fb, uint64_t callSeed, bool exact, std::vector<ExecStats>* stats = nullptr) {
+  World w = makeWorld(c, fb);
+  const auto fabric = transport::makeFabric(c.nranks);
+  if (stats) stats->assign(c.nranks, ExecStats{});
+  ccltest::expectNoneThrew(ccltest::runRanks(c.nranks, [&](int r) {
+    auto plan = std::make_shared<const Plan>(planCollective(c.coll, argsOf(c, r)));
+    auto sched = std::make_shared<const Schedule>(
+        scheduleWaves([&](int q) { return planCollective(c.coll, argsOf(c, q)); }, c.nranks, r));
+    std::vector<std::byte> scratch(plan->scratchBytes);
+    const auto t = transport::createLocalTransport(fabric, r);
+    TransportLink link(*t, exact, std::chrono::seconds(20));
+    HostKernels kernels;
+    HostStream caller, comm;
+    StreamJob job{plan, sched, buffersOf(w, r, scratch.data()), 0, callSeed, stats ? &(*stats)[r] : nullptr};
+    executeOnStream(job, link, kernels, caller, comm);
+    caller.synchronize();
+    std::string message;
+    const cclResult_t e = caller.takeError(&message);
+    ASSERT_EQ(e, cclSuccess) << message;
+    comm.synchronize();  // the transport outlives the last wave's bookkeeping step
+  }));
+  return w;
+}
+
+bool plans(const Case& c) {
+  try {
+    for (int r = 0; r < c.nranks; ++r) (void)planCollective(c.coll, argsOf(c, r));
+    return true;
+  } catch (const Error&) {
+    return false;  // a combination the library refuses (e.g. a sparse algorithm for a quantiser)
+  }
+}
+
+size_t feedbackFor(const Case& c) {
+  return c.feedback ? feedbackFloats(argsOf(c, 0), c.coll == Coll::kReduceScatter) : 0;
+}
+
+void expectSame(const World& a, const World& b, const Case& c, const char* what) {
+  for (int r = 0; r < c.nranks; ++r) {
+    EXPECT_EQ(a.recv[r], b.recv[r]) << name(c) << " " << what << ": rank " << r << "'s result";
+    EXPECT_EQ(a.feedback[r], b.feedback[r]) << name(c) << " " << what << ": rank " << r << "'s residual";
+  }
+}
+
+std::vector<Case> matrix() {
+  std::vector<Case> cases;
+  for (int c = 0; c < kNumColls; ++c) {
+    const Coll coll = static_cast<Coll>(c);
+    const CollInfo& info = collInfo(coll);
+    if (info.pointToPoint) continue;
+    for (int n : {1, 2, 3, 4, 8}) {
+      cases.push_back({coll, cclCodecNone, Algo::kAuto, n});
+      if (info.reduction) {
+        cases.push_back({coll, cclCodecNone, Algo::kAuto, n, cclBfloat16, cclSum});
+        cases.push_back({coll, cclCodecNone, Algo::kAuto, n, cclInt32, cclMax});
+      }
+      if (coll == Coll::kAllReduce)
+        for (Algo a : {Algo::kRing, Algo::kTree, Algo::kDirect}) cases.push_back({coll, cclCodecNone, a, n});
+      if (!info.compressible) continue;
+      for (int k = 1; k < cclNumCodecs; ++k) {
+        const auto codec = static_cast<cclCodec_t>(k);
+        // A low-rank codec's collectives are two allreduces with work between them (the api
+        // layer's); of its plans only send and receive are called (below).
+        if (codec::isLowRank(codec)) continue;
+        cases.push_back({coll, codec, Algo::kAuto, n});
+        if (info.feedback) cases.push_back({coll, codec, Algo::kAuto, n, cclFloat32, cclSum, true});
+        if (coll == Coll::kAllReduce)
+          for (Algo a : {Algo::kRing, Algo::kTwoShot, Algo::kSparse}) cases.push_back({coll, codec, a, n});
+      }
+    }
+  }
+  return cases;
+}
+
+TEST(StreamExecutor, SameBytesAsTheHostExecutorForEveryCollectiveCodecAndAlgorithm) {
+  int ran = 0;
+  for (const Case& c : matrix()) {
+    if (!plans(c)) continue;
+    SCOPED_TRACE(name(c));
+    const size_t fb = feedbackFor(c);
+    const uint64_t seed = 3 + static_cast<uint64_t>(ran);
+    const World want = runHost(c, fb, seed);
+    expectSame(runStreams(c, fb, seed, true), want, c, "exact lengths");
+    expectSame(runStreams(c, fb, seed, false), want, c, "streams sent at their bound");
+    ++ran;
+    if (::testing::Test::HasFailure()) break;  // one case's report, not hundreds
+  }
+  EXPECT_GT(ran, 300);
+  std::printf("%d cases\n", ran);
+}
+
+// Point to point: rank 0 sends to rank 1, with every codec (PowerSGD's P and Q included).
+TEST(StreamExecutor, SendAndReceiveWithEveryCodec) {
+  for (int k = 0; k < cclNumCodecs; ++k) {
+    Case c{Coll::kAllReduce, static_cast<cclCodec_t>(k), Algo::kAuto, 2};
+    c.count = 4096;  // a 64 x 64 matrix for the low-rank codec
+    SCOPED_TRACE(name(c));
+    auto planOf = [&](int r) {
+      CollArgs a = argsOf(c, r);
+      if (k == cclCodecNone) return r == 0 ? planSend(1, 9, a.count * 4) : planRecv(0, 9, a.count * 4);
+      return r == 0 ? planCompressedSend(a, 1, 9) : planCompressedRecv(a, 0, 9);
+    };
+    auto run = [&](bool streams, bool exact) {
+      World w = makeWorld(c, 0);
+      if (!streams) {
+        testing::runPlans(
+            2, planOf,
+            [&](int r) {
+              return testing::RankBuffers{w.send[r].data(), w.recv[r].data(), nullptr};
+            },
+            5);
+        return w;
+      }
+      const auto fabric = transport::makeFabric(2);
+      ccltest::expectNoneThrew(ccltest::runRanks(2, [&](int r) {
+        auto plan = std::make_shared<const Plan>(planOf(r));
+        auto sched = std::make_shared<const Schedule>(scheduleWaves(planOf, 2, r));
+        std::vector<std::byte> scratch(plan->scratchBytes);
+        const auto t = transport::createLocalTransport(fabric, r);
+        TransportLink link(*t, exact, std::chrono::seconds(20));
+        HostKernels kernels;
+        HostStream caller, comm;
+        executeOnStream(StreamJob{plan, sched, buffersOf(w, r, scratch.data()), 0, 5, nullptr}, link, kernels, caller,
+                        comm);
+        caller.synchronize();
+        std::string message;
+        ASSERT_EQ(caller.takeError(&message), cclSuccess) << message;
+        comm.synchronize();
+      }));
+      return w;
+    };
+    const World want = run(false, false);
+    EXPECT_EQ(run(true, true).recv[1], want.recv[1]);
+    EXPECT_EQ(run(true, false).recv[1], want.recv[1]);
+  }
+}
+
+// Byte counts: exact lengths count what the host executor counts; at the bound, more.
+TEST(StreamExecutor, WireBytesAreTheEncodedLengthsOrTheBound) {
+  const Case c{Coll::kAllReduce, cclCodecTopK, Algo::kAuto, 4};
+  std::vector<ExecStats> exact, bound;
+  runStreams(c, 0, 1, true, &exact);
+  runStreams(c, 0, 1, false, &bound);
+  for (int r = 0; r < c.nranks; ++r) {
+    EXPECT_GT(exact[r].wireBytes, 0u);
+    EXPECT_LT(exact[r].wireBytes, exact[r].rawBytes) << "top-k sends less than it stands for";
+    EXPECT_GE(bound[r].wireBytes, exact[r].wireBytes);
+    EXPECT_EQ(bound[r].rawBytes, exact[r].rawBytes);
+  }
+}
+
+// Both ends of every message post it in the same wave, and a wave lists a pair's messages
+// in the same order at both ends, which is what a link matching by order (NCCL) needs.
+TEST(StreamExecutor, WavesPairEveryMessageInOrder) {
+  for (const Case& c :
+       {Case{Coll::kAllReduce, cclCodecInt8, Algo::kTwoShot, 5}, Case{Coll::kBroadcast, cclCodecNone, Algo::kAuto, 6},
+        Case{Coll::kAllGather, cclCodecTopK, Algo::kAuto, 4}, Case{Coll::kReduce, cclCodecNone, Algo::kAuto, 7}}) {
+    std::vector<Plan> plans;
+    std::vector<Schedule> scheds;
+    for (int r = 0; r < c.nranks; ++r) {
+      plans.push_back(planCollective(c.coll, argsOf(c, r)));
+      scheds.push_back(scheduleWaves([&](int q) { return planCollective(c.coll, argsOf(c, q)); }, c.nranks, r));
+    }
+    for (int a = 0; a < c.nranks; ++a)
+      for (int b = 0; b < c.nranks; ++b) {
+        // Messages a -> b per wave: a's sends and b's receives, in their waves' order.
+        size_t waves = std::max(scheds[a].waves.size(), scheds[b].waves.size());
+        for (size_t w = 0; w < waves; ++w) {
+          std::vector<uint32_t> sent, received;
+          if (w < scheds[a].waves.size())
+            for (StepId id : scheds[a].waves[w])
+              if (plans[a].steps[id].kind == StepKind::kSend && plans[a].steps[id].peer == b)
+                sent.push_back(plans[a].steps[id].tag);
+          if (w < scheds[b].waves.size())
+            for (StepId id : scheds[b].waves[w])
+              if (plans[b].steps[id].kind == StepKind::kRecv && plans[b].steps[id].peer == a)
+                received.push_back(plans[b].steps[id].tag);
+          EXPECT_EQ(sent, received) << name(c) << ": " << a << " -> " << b << " wave " << w;
+        }
+      }
+  }
+}
+
+TEST(StreamExecutor, PlansThatDoNotPairAreRefused) {
+  auto unpaired = [](int r) {
+    Plan p;
+    if (r == 0) p.send(1, 5, Ref{Buf::kSend, 0}, 4);
+    return p;
+  };
+  EXPECT_THROW(scheduleWaves(unpaired, 2, 0), Error);
+  // Each rank receives before it sends: the host executor would wait forever too.
+  auto cycle = [](int r) {
+    Plan p;
+    StepId got = p.recv(1 - r, 1, Ref{Buf::kRecv, 0}, 4);
+    p.send(1 - r, 1, Ref{Buf::kSend, 0}, 4, {got});
+    return p;
+  };
+  EXPECT_THROW(scheduleWaves(cycle, 2, 0), Error);
+}
+
+// The call only enqueues: with the caller's stream held by an earlier step, nothing of the
+// collective has run when executeOnStream returns; releasing it lets the call complete.
+TEST(StreamExecutor, EnqueuesAndReturnsBeforeRunning) {
+  const Case c{Coll::kAllReduce, cclCodecInt4, Algo::kAuto, 2};
+  World w = makeWorld(c, 0);
+  const auto fabric = transport::makeFabric(2);
+  std::atomic<bool> release{false};
+  ccltest::expectNoneThrew(ccltest::runRanks(2, [&](int r) {
+    auto plan = std::make_shared<const Plan>(planCollective(c.coll, argsOf(c, r)));
+    auto sched = std::make_shared<const Schedule>(
+        scheduleWaves([&](int q) { return planCollective(c.coll, argsOf(c, q)); }, 2, r));
+    std::vector<std::byte> scratch(plan->scratchBytes);
+    const auto t = transport::createLocalTransport(fabric, r);
+    TransportLink link(*t, true, std::chrono::seconds(20));
+    HostKernels kernels;
+    HostStream caller, comm;
+    caller.enqueue([&] {
+      while (!release.load()) std::this_thread::yield();
+    });
+    const Bytes before = w.recv[r];
+    executeOnStream(StreamJob{plan, sched, buffersOf(w, r, scratch.data()), 0, 1, nullptr}, link, kernels, caller,
+                    comm);
+    const Event end = caller.record();
+    EXPECT_FALSE(caller.reached(end));
+    EXPECT_EQ(w.recv[r], before) << "nothing was written yet";
+    if (r == 0) release.store(true);
+    caller.block(end);
+    EXPECT_EQ(caller.takeError(nullptr), cclSuccess);
+    EXPECT_NE(w.recv[r], before);
+    comm.synchronize();
+  }));
+}
+
+// A peer that never takes part: the wave times out, the failure reaches the caller's
+// stream with the time-out's message, and the steps after it do nothing.
+TEST(StreamExecutor, APeerThatNeverComesFailsTheCallersStream) {
+  const Case c{Coll::kAllReduce, cclCodecNone, Algo::kRing, 2};
+  World w = makeWorld(c, 0);
+  const auto fabric = transport::makeFabric(2);
+  const auto t0 = transport::createLocalTransport(fabric, 0);
+  const auto t1 = transport::createLocalTransport(fabric, 1);  // rank 1 exists but calls nothing
+  auto plan = std::make_shared<const Plan>(planCollective(c.coll, argsOf(c, 0)));
+  auto sched = std::make_shared<const Schedule>(
+      scheduleWaves([&](int q) { return planCollective(c.coll, argsOf(c, q)); }, 2, 0));
+  std::vector<std::byte> scratch(plan->scratchBytes);
+  TransportLink link(*t0, true, std::chrono::milliseconds(300));
+  HostKernels kernels;
+  HostStream caller, comm;
+  executeOnStream(StreamJob{plan, sched, buffersOf(w, 0, scratch.data()), 0, 1, nullptr}, link, kernels, caller, comm);
+  caller.synchronize();
+  std::string message;
+  EXPECT_EQ(caller.takeError(&message), cclSystemError);
+  EXPECT_NE(message.find("CCL_TIMEOUT"), std::string::npos) << message;
+  comm.synchronize();
+}
+
+}  // namespace
+}  // namespace ccl::coll
