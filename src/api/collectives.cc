@@ -9,6 +9,7 @@
 #include "api/lowrank_allreduce.h"
 #include "api/streams.h"
 #include "collectives/algorithms.h"
+#include "common/cuda_probe.h"
 #include "common/dtype.h"
 #include "common/log.h"
 #include "common/tags.h"
@@ -99,6 +100,16 @@ coll::Stream* checkCommon(cclComm_t comm, cclDataType_t dtype, size_t count, ccl
   return hostStream(stream);
 }
 
+// ccl's own calls move host memory; a device buffer would be read by the CPU. Asked only
+// where a CUDA device exists (the probe loads the runtime once, at the first call).
+void checkHostMemory(const char* which, const void* p) {
+  if (!p || !cuda::deviceAvailable()) return;
+  CCL_CHECK(!cuda::isDevicePointer(p), cclInvalidUsage,
+            std::string(which) +
+                " is device memory: ccl's API moves host memory in this version (through the NCCL face, NVIDIA's "
+                "NCCL moves device buffers)");
+}
+
 coll::Stream* checkCall(const Call& c) {
   coll::Stream* stream = checkCommon(c.comm, c.dtype, c.count, c.stream);
   const int n = c.comm->nranks, r = c.comm->rank;
@@ -113,6 +124,8 @@ coll::Stream* checkCall(const Call& c) {
             "sendbuff is NULL with a count of " + std::to_string(c.count));
   CCL_CHECK(counts.recv == 0 || c.recv, cclInvalidArgument,
             "recvbuff is NULL with a count of " + std::to_string(c.count));
+  if (counts.send) checkHostMemory("sendbuff", c.send);
+  if (counts.recv) checkHostMemory("recvbuff", c.recv);
   return stream;
 }
 
@@ -208,6 +221,7 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
               "peer " + std::to_string(peer) + " is outside [0, " + std::to_string(comm->nranks) + ")");
     CCL_CHECK(count == 0 || (isSend ? send != nullptr : recv != nullptr), cclInvalidArgument,
               std::string(isSend ? "sendbuff" : "recvbuff") + " is NULL with a count of " + std::to_string(count));
+    if (count) checkHostMemory(isSend ? "sendbuff" : "recvbuff", isSend ? send : recv);
     const size_t bytes = count * dataTypeSize(dtype);
     Op op;
     op.comm = comm;

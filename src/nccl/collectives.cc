@@ -10,7 +10,7 @@
 
 #include "common/error.h"
 #include "nccl/comm.h"
-#include "nccl/cuda_probe.h"
+#include "common/cuda_probe.h"
 #include "nccl/face_error.h"
 #include "nccl/group.h"
 #include "nccl/policy.h"

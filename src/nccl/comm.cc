@@ -5,7 +5,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "nccl/cuda_probe.h"
+#include "common/cuda_probe.h"
 #include "nccl/face_error.h"
 #include "nccl/policy.h"
 #include "nccl/real_nccl.h"

@@ -9,7 +9,7 @@
 
 #include "common/error.h"
 #include "nccl/comm.h"
-#include "nccl/cuda_probe.h"
+#include "common/cuda_probe.h"
 #include "nccl/face_error.h"
 #include "nccl/real_nccl.h"
 

@@ -8,7 +8,7 @@
 #include "common/dtype.h"
 #include "common/error.h"
 #include "common/floatconv.h"
-#include "nccl/cuda_probe.h"
+#include "common/cuda_probe.h"
 
 namespace ccl::nccl {
 namespace {

@@ -5,7 +5,7 @@
 // no one-sided operations, so otherwise they are refused with ncclInvalidUsage.
 #include "common/error.h"
 #include "nccl/comm.h"
-#include "nccl/cuda_probe.h"
+#include "common/cuda_probe.h"
 #include "nccl/face_error.h"
 #include "nccl/group.h"
 #include "nccl/real_nccl.h"

@@ -1,22 +1,34 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "nccl/cuda_probe.h"
+#include "common/cuda_probe.h"
 
-#include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
 #include "common/error.h"
 #include "common/log.h"
 
-namespace ccl::nccl::cuda {
+namespace ccl::cuda {
 namespace {
+
+// The CUDA runtime's ABI, as far as used here (cuda_runtime_api.h, CUDA 11 and later): no
+// header is needed to build this, so every layer may ask.
+constexpr int kSuccess = 0;            // cudaSuccess
+constexpr int kMemcpyDefault = 4;      // cudaMemcpyDefault
+constexpr int kMemoryTypeDevice = 2;   // cudaMemoryTypeDevice
+constexpr int kMemoryTypeManaged = 3;  // cudaMemoryTypeManaged
+struct PointerAttributes {             // cudaPointerAttributes
+  int type;
+  int device;
+  void* devicePointer;
+  void* hostPointer;
+};
 
 struct Runtime {
   void* handle = nullptr;
-  cudaError_t (*getDeviceCount)(int*) = nullptr;
-  cudaError_t (*pointerAttributes)(cudaPointerAttributes*, const void*) = nullptr;
-  cudaError_t (*memcpy)(void*, const void*, size_t, cudaMemcpyKind) = nullptr;
-  cudaError_t (*getDevice)(int*) = nullptr;
-  cudaError_t (*setDevice)(int) = nullptr;
+  int (*getDeviceCount)(int*) = nullptr;
+  int (*pointerAttributes)(PointerAttributes*, const void*) = nullptr;
+  int (*memcpy)(void*, const void*, size_t, int) = nullptr;
+  int (*getDevice)(int*) = nullptr;
+  int (*setDevice)(int) = nullptr;
   int devices = 0;
 };
 
@@ -32,7 +44,7 @@ Runtime load() {
     if (rt.handle) break;
   }
   if (!rt.handle) {
-    CCL_INFO("NCCL face: no CUDA runtime found; every buffer is host memory");
+    CCL_INFO("no CUDA runtime found; every buffer is host memory");
     return rt;
   }
   bind(rt.handle, "cudaGetDeviceCount", &rt.getDeviceCount);
@@ -42,9 +54,9 @@ Runtime load() {
   bind(rt.handle, "cudaSetDevice", &rt.setDevice);
   int n = 0;
   if (rt.getDeviceCount && rt.pointerAttributes && rt.memcpy && rt.getDevice && rt.setDevice &&
-      rt.getDeviceCount(&n) == cudaSuccess)
+      rt.getDeviceCount(&n) == kSuccess)
     rt.devices = n;
-  CCL_INFO("NCCL face: CUDA runtime loaded, %d device(s)", rt.devices);
+  CCL_INFO("CUDA runtime loaded, %d device(s)", rt.devices);
   return rt;
 }
 
@@ -60,20 +72,19 @@ bool deviceAvailable() { return runtime().devices > 0; }
 
 bool isDevicePointer(const void* ptr) {
   if (!ptr || !deviceAvailable()) return false;
-  cudaPointerAttributes attr{};
-  if (runtime().pointerAttributes(&attr, ptr) != cudaSuccess) return false;
-  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+  PointerAttributes attr{};
+  if (runtime().pointerAttributes(&attr, ptr) != kSuccess) return false;
+  return attr.type == kMemoryTypeDevice || attr.type == kMemoryTypeManaged;
 }
 
 void copy(void* dst, const void* src, size_t bytes) {
   CCL_CHECK(deviceAvailable(), cclUnhandledCudaError, "no CUDA device to copy from");
-  CCL_CHECK(runtime().memcpy(dst, src, bytes, cudaMemcpyDefault) == cudaSuccess, cclUnhandledCudaError,
-            "cudaMemcpy failed");
+  CCL_CHECK(runtime().memcpy(dst, src, bytes, kMemcpyDefault) == kSuccess, cclUnhandledCudaError, "cudaMemcpy failed");
 }
 
 int currentDevice() {
   int d = 0;
-  if (deviceAvailable() && runtime().getDevice(&d) == cudaSuccess) return d;
+  if (deviceAvailable() && runtime().getDevice(&d) == kSuccess) return d;
   return -1;
 }
 
@@ -81,4 +92,4 @@ void setDevice(int device) {
   if (device >= 0 && deviceAvailable()) runtime().setDevice(device);
 }
 
-}  // namespace ccl::nccl::cuda
+}  // namespace ccl::cuda

@@ -5,7 +5,7 @@
 
 #include <cstddef>
 
-namespace ccl::nccl::cuda {
+namespace ccl::cuda {
 
 // True when libcudart loads and reports at least one device.
 bool deviceAvailable();
@@ -20,4 +20,4 @@ void copy(void* dst, const void* src, size_t bytes);
 int currentDevice();
 void setDevice(int device);
 
-}  // namespace ccl::nccl::cuda
+}  // namespace ccl::cuda
