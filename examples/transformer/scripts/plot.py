@@ -30,10 +30,11 @@ SITE_COLOURS = {
 OTHER_SITES = ["#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173"]
 KIND_COLOURS = {"forward": plt.cm.Blues, "backward": plt.cm.Oranges, "update": "#9e9e9e",
                 "codec": "black"}
-# Lanes inside a rank's band (one unit high): (top, height) of compute, communication, codec.
-LANES = [(0.08, 0.40), (0.54, 0.20), (0.80, 0.12)]
-LANE_NAMES = ["compute", "comm", "codec"]
-LANE_OF = {"forward": 0, "backward": 0, "update": 0, "comm": 1, "codec": 2}
+# Lanes inside a rank's band (one unit high): (top, height) of compute, communication, codec,
+# asynchronous communication (from enqueue until the wait for it returned).
+LANES = [(0.06, 0.36), (0.46, 0.16), (0.66, 0.10), (0.80, 0.12)]
+LANE_NAMES = ["compute", "comm", "codec", "async"]
+LANE_OF = {"forward": 0, "backward": 0, "update": 0, "comm": 1, "codec": 2, "async": 3}
 
 
 def load(path):
@@ -143,7 +144,7 @@ def span_colour(s):
     if cat in ("forward", "backward"):
         shade = 0.45 + 0.1 * (s["mb"] % 4) if isinstance(s["mb"], int) and s["mb"] >= 0 else 0.6
         return KIND_COLOURS[cat](shade), "white" if shade >= 0.6 else "black"
-    if cat == "comm":
+    if cat in ("comm", "async"):
         return site_colour(s["name"].split(" ")[0]), None
     return KIND_COLOURS.get(cat, "#d0d0d0"), None
 

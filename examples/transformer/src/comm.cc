@@ -55,6 +55,9 @@ Comm::Comm(const std::array<cclComm_t, static_cast<size_t>(Group::kCount)>& comm
 }
 
 Comm::~Comm() {
+  // The queued calls end (or fail promptly after an abort) before their feedback goes.
+  for (Pending& p : pending_)
+    if (p.stream) cclHostStreamDestroy(p.stream);
   for (auto& [key, fb] : feedback_) cclFeedbackDestroy(fb);
   if (aborted_) return;
   for (size_t g = 0; g < comms_.size(); ++g)
@@ -163,6 +166,53 @@ void Comm::allReduce(Site s, int tensor, float* buf, size_t count, cclRedOp_t op
       s, "cclAllReduceEx", layer,
       [&](cclComm_t c) { return cclAllReduceEx(buf, buf, count, cclFloat32, op, c, nullptr, on ? &z : nullptr, fb); },
       -1, -1, rawScale);
+}
+
+void Comm::allReduceAsync(Site s, int tensor, float* buf, size_t count, cclRedOp_t op, int layer) {
+  cclCompression_t z;
+  const bool on = codecFor({s, count, 0, layer}, &z);
+  cclFeedback_t fb = feedbackFor(s, tensor, on);
+  cclComm_t c = comm(s);
+  Pending& p = pending_[static_cast<size_t>(s)];
+  if (!p.stream) check(cclHostStreamCreate(&p.stream), "cclHostStreamCreate", c);
+  if (p.calls == 0) {
+    const Sent before = sentOn(c);
+    p.raw = before.raw;
+    p.wire = before.wire;
+    p.codecSeconds = before.codecSeconds;
+    p.enqueued = Timeline::now();
+  }
+  const cclResult_t r = cclAllReduceEx(buf, buf, count, cclFloat32, op, c, p.stream, on ? &z : nullptr, fb);
+  if (r != cclSuccess) {
+    std::string where = std::string(siteName(s)) + " cclAllReduceEx (asynchronous)";
+    if (layer >= 0) where += " (block " + std::to_string(layer) + ")";
+    check(r, where, c);
+  }
+  ++p.calls;
+}
+
+void Comm::wait(Site s) {
+  Pending& p = pending_[static_cast<size_t>(s)];
+  if (p.calls == 0) return;
+  cclComm_t c = comm(s);
+  const double t0 = Timeline::now();
+  const unsigned long long calls = p.calls;
+  p.calls = 0;
+  check(cclHostStreamSynchronize(p.stream), std::string(siteName(s)) + " asynchronous cclAllReduceEx", c);
+  const double t1 = Timeline::now();
+  const Sent after = sentOn(c);
+  const Site counted = evaluating_ ? Site::kEval : s;
+  SiteStats& st = slot(counted, -1);
+  st.calls += calls;
+  st.rawBytes += after.raw - p.raw;
+  st.wireBytes += after.wire - p.wire;
+  st.seconds += t1 - t0;
+  st.codecSeconds += after.codecSeconds - p.codecSeconds;
+  if (timeline_ && timeline_->recording()) {
+    // The calls ran from the first enqueue on; the caller waited only from t0.
+    timeline_->add({p.enqueued, t1, SpanKind::kAsync, static_cast<int32_t>(counted), -1, -1, 0, -1});
+    timeline_->add({t0, t1, SpanKind::kComm, static_cast<int32_t>(counted), -1, -1, 0, -1});
+  }
 }
 
 void Comm::reduceScatter(Site s, int tensor, const float* send, float* recv, size_t recvCount, cclRedOp_t op,

@@ -92,6 +92,14 @@ class Comm {
   void reduceScatter(Site s, int tensor, const float* send, float* recv, size_t recvCount, cclRedOp_t op,
                      int layer = -1);
   void allGather(Site s, int tensor, const float* send, float* recv, size_t sendCount, int layer = -1);
+  // As allReduce, asynchronously: enqueued on a host stream of this layer's own (one per
+  // site) and returned from at once, so the caller computes while it runs. `buf` must stay
+  // untouched until wait(s). Its bytes and seconds are counted at wait(s): the seconds are
+  // the time the caller waited, what the overlap did not hide.
+  void allReduceAsync(Site s, int tensor, float* buf, size_t count, cclRedOp_t op, int layer = -1);
+  // Waits for site s's asynchronous calls; throws like the blocking calls when one failed.
+  void wait(Site s);
+
   // Sends and receives that depend on each other, in one group.
   void exchange(const std::vector<PeerTransfer>& transfers);
   // Uncompressed, on the site's communicator: small vectors of doubles (losses, norms).
@@ -138,6 +146,14 @@ class Comm {
   std::array<SiteCodec, static_cast<size_t>(Site::kCount)> codecs_{};
   std::vector<SiteStats> stats_;  // (site, layer + 1)
   std::map<std::pair<int, int>, cclFeedback_t> feedback_;
+  // Per site: the host stream of its asynchronous calls, how many are queued, and the
+  // communicator's counters when the first was enqueued.
+  struct Pending {
+    cclStream_t stream = nullptr;
+    unsigned long long calls = 0, raw = 0, wire = 0;
+    double codecSeconds = 0, enqueued = 0;
+  };
+  std::array<Pending, static_cast<size_t>(Site::kCount)> pending_{};
 };
 
 }  // namespace gpt

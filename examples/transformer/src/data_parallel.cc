@@ -2,8 +2,16 @@
 #include "data_parallel.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
 
 namespace gpt {
+
+namespace {
+// Feedback keys of the blocks' all-reduces, above any bucket's.
+constexpr int kBlockTensorBase = 1 << 20;
+}  // namespace
 
 DataParallel::DataParallel(Comm& comm, const TrainOptions& o, Model<float>& m)
     : comm_(comm),
@@ -24,6 +32,37 @@ DataParallel::DataParallel(Comm& comm, const TrainOptions& o, Model<float>& m)
   bucket_ = std::max<size_t>(1, o.bucketBytes / sizeof(float));
   // wte is the first tensor of every layout that holds it.
   if (fused_) skip_ = static_cast<size_t>(m.config.vocab) * static_cast<size_t>(m.config.channels);
+  overlap_ = o.overlapDp && comm.size(Group::kDp) > 1;
+  if (!overlap_) return;
+  // A block's tensors are consecutive in the flat buffer: one range per block.
+  firstLayer_ = m.shard.firstLayer;
+  const size_t blocks = static_cast<size_t>(m.shard.endLayer - m.shard.firstLayer);
+  blocks_.assign(blocks, {SIZE_MAX, 0});
+  std::vector<size_t> held(blocks, 0);
+  for (const TensorInfo& t : m.layout) {
+    if (t.layer < firstLayer_ || t.layer >= m.shard.endLayer) continue;
+    auto& [lo, hi] = blocks_[static_cast<size_t>(t.layer - firstLayer_)];
+    lo = std::min(lo, t.offset);
+    hi = std::max(hi, t.offset + t.size());
+    held[static_cast<size_t>(t.layer - firstLayer_)] += t.size();
+  }
+  for (size_t b = 0; b < blocks; ++b)
+    if (blocks_[b].second - blocks_[b].first != held[b])
+      throw std::logic_error("--overlap-dp: block " + std::to_string(b) + "'s tensors are not consecutive");
+  launched_.assign(blocks, 0);
+}
+
+void DataParallel::enqueue(size_t begin, size_t end, int tensor, int layer) {
+  // Feedback is keyed by tensor: blocks and the buckets of the rest never share a key.
+  comm_.allReduceAsync(Site::kDpGrad, tensor, model_.grads.data() + begin, end - begin, cclAvg, layer);
+}
+
+void DataParallel::blockReady(int layer) {
+  if (!overlap_) return;
+  const size_t b = static_cast<size_t>(layer - firstLayer_);
+  if (b >= blocks_.size() || launched_[b]) return;
+  launched_[b] = 1;
+  enqueue(blocks_[b].first, blocks_[b].second, kBlockTensorBase + layer, layer);
 }
 
 void DataParallel::reduceGradients() {
@@ -35,6 +74,25 @@ void DataParallel::reduceGradients() {
     return;
   }
   if (lowRank_ && comm_.compresses(Site::kDpGrad)) return reduceMatrices(g);
+  if (overlap_) {
+    // What no block covers (embeddings, the final LayerNorm, blocks not yet announced), in
+    // buckets, behind the blocks already on their way.
+    for (size_t b = 0; b < blocks_.size(); ++b)
+      if (!launched_[b]) blockReady(firstLayer_ + static_cast<int>(b));
+    size_t off = skip_;
+    int k = 0;
+    auto rest = [&](size_t end) {
+      for (; off < end; off += std::min(bucket_, end - off), ++k) enqueue(off, std::min(off + bucket_, end), k, -1);
+    };
+    for (const auto& [lo, hi] : blocks_) {
+      rest(std::max(off, lo));
+      off = std::max(off, hi);
+    }
+    rest(P);
+    comm_.wait(Site::kDpGrad);
+    std::fill(launched_.begin(), launched_.end(), 0);
+    return;
+  }
   for (size_t off = skip_, k = 0; off < P; off += bucket_, ++k)
     comm_.allReduce(Site::kDpGrad, static_cast<int>(k), g + off, std::min(bucket_, P - off), cclAvg);
 }

@@ -30,7 +30,14 @@ class DataParallel {
   size_t end() const { return end_; }
   bool zero() const { return zero_; }
 
+  // Averages the gradients over the data-parallel group. With overlap (--overlap-dp) the
+  // blocks blockReady announced are already on their way: the rest is enqueued the same way,
+  // then everything is waited for.
   void reduceGradients();
+  // --overlap-dp: block `layer`'s gradient is final (the step's last backward has passed
+  // it): its all-reduce starts now, on a host stream, while the backward goes on.
+  void blockReady(int layer);
+  bool overlaps() const { return overlap_; }
   // The tied embedding: first and last stage add each other's gradient of wte (with the
   // fused synchronisation, every data-parallel rank's too, averaged over them).
   void syncEmbedding();
@@ -44,6 +51,7 @@ class DataParallel {
 
  private:
   void reduceMatrices(float* g);
+  void enqueue(size_t begin, size_t end, int tensor, int layer);
 
   Comm& comm_;
   bool zero_;
@@ -53,6 +61,12 @@ class DataParallel {
   size_t padded_ = 0, shard_ = 0, begin_ = 0, end_ = 0, bucket_ = 0;
   size_t skip_ = 0;  // elements at the buffer's start the fused synchronisation reduces instead
   std::vector<float> vectors_;
+  bool overlap_ = false;
+  // Per block of this shard (index layer - firstLayer): its range in the flat buffer, and
+  // whether its all-reduce was enqueued this step.
+  std::vector<std::pair<size_t, size_t>> blocks_;
+  std::vector<char> launched_;
+  int firstLayer_ = 0;
 };
 
 }  // namespace gpt

@@ -89,6 +89,9 @@ void addFlags(CLI::App& app, Cli& c) {
   app.add_option("--threads", t.threads, "OpenMP/BLAS threads per rank")->capture_default_str();
   app.add_flag("--zero", t.zero, "ZeRO-1: shard the optimiser state, reduce-scatter gradients, all-gather parameters");
   app.add_option("--bucket-mb", c.bucketMb, "Gradient all-reduce bucket size in MiB")->capture_default_str();
+  app.add_flag("--overlap-dp", t.overlapDp,
+               "All-reduce each block's gradient on a host stream as soon as the step's last backward has passed "
+               "it, overlapping dp.grad with the rest of the backward");
   app.add_option("--autoencoder", t.autoencoderDim,
                  "Bian et al.'s learned linear autoencoder on tp.fwd: every rank encodes its partial output into this "
                  "many channels, the group sums the codes, every rank decodes (needs --tp > 1, no --sp); 0: off")

@@ -122,7 +122,11 @@ void Pipeline::compute(const Action& a, const Batch& b, float lossScale, double&
       const auto first = g.begin() + static_cast<std::ptrdiff_t>(unitOffset(a.microbatch));
       std::copy(first, first + static_cast<std::ptrdiff_t>(unitCount(a.microbatch)), m.scratch.dresidual.begin());
     }
-    for (int l = m.shard.endLayer - 1; l >= m.shard.firstLayer; --l) blockBackward(m, slot, l);
+    const bool last = running_ == lastBackward_ && blockDone_;
+    for (int l = m.shard.endLayer - 1; l >= m.shard.firstLayer; --l) {
+      blockBackward(m, slot, l);
+      if (last) blockDone_(l);
+    }
     // With local updates the gradient stops at the stage's input.
     if (m.shard.embedding()) embedBackward(m, slot, b.tokens.data());
     // The last backward of a micro-batch is its first slice's.
@@ -191,7 +195,11 @@ double Pipeline::step(const std::vector<Batch>& batches, float lossScale) {
   for (int s = slots_ - 1; s >= 0; --s) free_.push_back(s);
   double loss = 0;
   localLoss_ = 0;
-  for (const Action& a : actions()) {
+  lastBackward_ = SIZE_MAX;
+  for (size_t i = 0; i < actions().size(); ++i)
+    if (actions()[i].kind == Action::kBackward) lastBackward_ = i;
+  for (running_ = 0; running_ < actions().size(); ++running_) {
+    const Action& a = actions()[running_];
     if (a.kind == Action::kTransfer)
       transfer(a);
     else

@@ -5,6 +5,8 @@
 // is gradient accumulation over the micro-batches.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -32,6 +34,10 @@ class Pipeline {
   // headForward (0 off the last stage).
   double step(const std::vector<Batch>& batches, float lossScale);
 
+  // Called with a block's index during the step's last backward on this stage, right after
+  // the block's backward: its gradient is then final (--overlap-dp starts its all-reduce).
+  void setBlockDone(std::function<void(int)> done) { blockDone_ = std::move(done); }
+
   // Forward only (validation): `b` holds `sequences` sequences. Returns headForward (0 off
   // the last stage).
   double evaluate(const Batch& b, int sequences);
@@ -51,6 +57,9 @@ class Pipeline {
 
   Model<float>& model_;
   Comm& comm_;
+  std::function<void(int)> blockDone_;
+  size_t lastBackward_ = SIZE_MAX;  // index in actions() of the step's last backward
+  size_t running_ = 0;              // index in actions() of the action running
   Timeline* timeline_;
   int stage_, seq_;
   std::vector<int> bounds_;  // slice boundaries

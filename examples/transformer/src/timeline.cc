@@ -9,7 +9,7 @@
 namespace gpt {
 
 const char* spanKindName(SpanKind k) {
-  static const char* names[] = {"forward", "backward", "update", "comm", "codec"};
+  static const char* names[] = {"forward", "backward", "update", "comm", "codec", "async"};
   return names[static_cast<size_t>(k)];
 }
 
@@ -26,9 +26,12 @@ void writeChromeTrace(const std::string& path, const std::vector<std::vector<Spa
     if (!first) std::fprintf(f, ",\n");
     first = false;
   };
-  // Thread rows: compute (forward, backward, update), communication, codec.
-  static const char* rows[] = {"compute", "communication", "codec"};
-  auto row = [](SpanKind k) { return k == SpanKind::kComm ? 1 : k == SpanKind::kCodec ? 2 : 0; };
+  // Thread rows: compute (forward, backward, update), communication, codec, asynchronous
+  // communication.
+  static const char* rows[] = {"compute", "communication", "codec", "asynchronous communication"};
+  auto row = [](SpanKind k) {
+    return k == SpanKind::kComm ? 1 : k == SpanKind::kCodec ? 2 : k == SpanKind::kAsync ? 3 : 0;
+  };
   for (const RankPlace& p : places) {
     sep();
     std::fprintf(f,
@@ -38,7 +41,7 @@ void writeChromeTrace(const std::string& path, const std::vector<std::vector<Spa
     sep();
     std::fprintf(f, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}", p.rank,
                  p.rank);
-    for (int t = 0; t < 3; ++t) {
+    for (int t = 0; t < 4; ++t) {
       sep();
       std::fprintf(f, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
                    p.rank, t, rows[t]);
@@ -46,8 +49,9 @@ void writeChromeTrace(const std::string& path, const std::vector<std::vector<Spa
   }
   for (size_t r = 0; r < spans.size(); ++r) {
     for (const Span& s : spans[r]) {
-      std::string name =
-          s.kind == SpanKind::kComm || s.kind == SpanKind::kCodec ? siteName(s.site) : spanKindName(s.kind);
+      const bool onSite = s.kind == SpanKind::kComm || s.kind == SpanKind::kCodec || s.kind == SpanKind::kAsync;
+      std::string name = onSite ? siteName(s.site) : spanKindName(s.kind);
+      if (s.kind == SpanKind::kAsync) name += " async";
       if (s.kind == SpanKind::kCodec) name += " codec";
       if (s.microbatch >= 0 && (s.kind == SpanKind::kForward || s.kind == SpanKind::kBackward)) {
         name += ' ';

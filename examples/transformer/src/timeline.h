@@ -13,14 +13,15 @@
 
 namespace gpt {
 
-enum class SpanKind : int32_t { kForward, kBackward, kUpdate, kComm, kCodec, kCount };
+// kAsync: an asynchronous call, from its enqueue until the caller's wait for it returned.
+enum class SpanKind : int32_t { kForward, kBackward, kUpdate, kComm, kCodec, kAsync, kCount };
 const char* spanKindName(SpanKind k);
 
 // Plain data, so that spans travel between ranks as bytes.
 struct Span {
   double start = 0, end = 0;  // seconds on the steady clock (shared by the processes of a host)
   SpanKind kind = SpanKind::kForward;
-  int32_t site = -1;        // the communication site (comm.h's Site), for kComm and kCodec
+  int32_t site = -1;        // the communication site (comm.h's Site), for kComm, kCodec and kAsync
   int32_t microbatch = -1;  // -1: not one micro-batch's
   int32_t layer = -1;       // a block, for tensor-parallel sites
   int32_t step = 0;

@@ -222,6 +222,7 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
     }
   }
   Pipeline pipe(model, comm, o.pipeSchedule, o.accum, o.seq, &timeline, localHead.get(), bounds);
+  if (dp.overlaps()) pipe.setBlockDone([&dp](int layer) { dp.blockReady(layer); });
   std::vector<int> stageOf;
   for (int r = 0; r < grid.size(); ++r) stageOf.push_back(placeOf(grid, r).p);
 
@@ -370,6 +371,11 @@ TrainResult train(const TrainOptions& o, cclComm_t world) {
   Grid grid = o.grid;
   const std::string problem = resolveGrid(grid, worldSize, o.model, o.seq, o.sequenceParallel);
   if (!problem.empty()) throw std::invalid_argument(problem);
+  if (o.overlapDp && (o.zero || o.fuseEmbeddingSync || grid.tp > 1 || localUpdates(o.pipeSchedule) ||
+                      o.codecs[static_cast<size_t>(Site::kDpGrad)].compression.codec == cclCodecPowerSgd))
+    throw std::invalid_argument(
+        "--overlap-dp all-reduces each block's gradient during the step's last backward: not with --zero, "
+        "--fuse-emb-sync, --tp > 1, a local-update schedule or dp.grad=powersgd");
   if (o.fuseEmbeddingSync && o.zero)
     throw std::invalid_argument(
         "--fuse-emb-sync sums wte's gradient in place of the data-parallel all-reduce: not "

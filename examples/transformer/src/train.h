@@ -43,6 +43,7 @@ struct TrainOptions {
   bool planSlices = false;  // slices chosen by the planner from times measured at the start
   int sliceGranularity = 16;
   size_t bucketBytes = 8 << 20;  // gradient all-reduce buckets (plain data parallel)
+  bool overlapDp = false;        // each block's gradient all-reduced asynchronously during the last backward
   std::array<SiteCodec, static_cast<size_t>(Site::kCount)> codecs{};  // what each site carries
   int threads = 1;                                                    // OpenMP/BLAS threads of this rank
   std::string logPath;         // JSONL, one record per step (rank 0); empty: none
