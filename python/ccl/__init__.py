@@ -19,6 +19,7 @@ from ._compression import Compression, Feedback, codec_error_bound, codec_from_n
 from ._errors import (CclError, CclInProgress, CclInternalError, CclInvalidArgument, CclInvalidUsage, CclRemoteError,
                       CclSystemError, CclUnhandledCudaError, Result, last_error)
 from ._group import group
+from ._stream import HostStream, current_stream
 from ._launch import init_from_env
 from ._lib import LIBRARY_VERSION_CODE as _CODE
 from ._lib import find_in_package as _find_in_package
@@ -50,7 +51,7 @@ def library_path() -> str:
 __all__ = [
     "Buffer", "CclError", "CclInProgress", "CclInternalError", "CclInvalidArgument", "CclInvalidUsage",
     "CclRemoteError", "CclSystemError", "CclUnhandledCudaError", "Codec", "Comm", "Compression", "Config",
-    "DataType", "Feedback", "FeedbackKind", "Op", "OpKind", "OpStats", "Result", "SPLIT_NOCOLOR", "Stats",
+    "DataType", "Feedback", "FeedbackKind", "HostStream", "Op", "OpKind", "OpStats", "Result", "SPLIT_NOCOLOR", "Stats",
     "UniqueId", "codec_error_bound", "codec_from_name", "codec_name", "codec_names", "get_include",
-    "get_library_dir", "get_unique_id", "group", "init_from_env", "last_error", "library_path", "version_code",
+    "current_stream", "get_library_dir", "get_unique_id", "group", "init_from_env", "last_error", "library_path", "version_code",
 ]

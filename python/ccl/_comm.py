@@ -13,6 +13,7 @@ from ._compression import Compression, CompressionLike, Feedback, to_compression
 from ._errors import CclError, CclInvalidUsage, Result, check, error_for
 from ._lib import (CONFIG_MAGIC, CONFIG_UNDEF_INT, HEADER_VERSION_CODE, STATS_MAGIC, UNIQUE_ID_BYTES,
                    ConfigStruct, StatsStruct, UniqueIdStruct, lib)
+from ._stream import current_stream
 from ._types import OpKind, OpLike, to_op
 
 SPLIT_NOCOLOR = -1
@@ -298,13 +299,18 @@ class Comm:
     def _call(self, fn: str, *args: Any, keep: tuple = ()) -> None:
         """Calls lib.<fn>(*args) with the communicator's handle in place of _COMM, and raises
         the matching CclError on failure. Refuses a destroyed communicator."""
+        stream = current_stream() if any(a is _STREAM for a in args) else None
         h = self._enter(fn)
         try:
-            code = getattr(lib, fn)(*[h if a is _COMM else a for a in args])
+            code = getattr(lib, fn)(*[h if a is _COMM else (stream.handle if stream else None) if a is _STREAM else a
+                                      for a in args])
         finally:
             self._leave()
-        # Inside a group the call only queued work: what it points to must outlive the group.
+        # Inside a group the call only queued work: what it points to must outlive the group;
+        # on a host stream, until the stream has run it.
         _group.keep_alive(*keep)
+        if stream is not None and code == 0:
+            stream._keep_alive(*keep)
         if code != 0:
             raise error_for(code, fn)
 
@@ -432,7 +438,7 @@ class Comm:
         out, r = self._output(out, s, s.shape, s.count, "x has %d")
         check_overlap(s, r, r.ptr)
         ex, cp, fb, keep = _ex_args(compression, feedback)
-        args = (s.ptr, r.ptr, s.count, int(s.dtype), int(op), _COMM, None)
+        args = (s.ptr, r.ptr, s.count, int(s.dtype), int(op), _COMM, _STREAM)
         if ex:
             self._call("cclAllReduceEx", *args, cp, fb, keep=(s, r) + keep)
         else:
@@ -459,7 +465,7 @@ class Comm:
                 check_count(r, s.count, "out", "root's x has %d")
             check_overlap(s, r, r.ptr)
         ex, cp, _, keep = _ex_args(compression, None)
-        args = (s.ptr if s is not None and is_root else None, r.ptr, r.count, int(r.dtype), root, _COMM, None)
+        args = (s.ptr if s is not None and is_root else None, r.ptr, r.count, int(r.dtype), root, _COMM, _STREAM)
         if ex:
             self._call("cclBroadcastEx", *args, cp, keep=(s, r) + keep)
         else:
@@ -508,7 +514,7 @@ class Comm:
             send_ptr = s.ptr
             check_overlap(s, r, r.ptr + self._rank * s.nbytes)
         ex, cp, fb, keep = _ex_args(compression, feedback)
-        args = (send_ptr, r.ptr, count, int(r.dtype), _COMM, None)
+        args = (send_ptr, r.ptr, count, int(r.dtype), _COMM, _STREAM)
         if ex:
             self._call("cclAllGatherEx", *args, cp, fb, keep=(s, r) + keep)
         else:
@@ -536,7 +542,7 @@ class Comm:
             recv_ptr = r.ptr
             check_overlap(s, r, r.ptr - self._rank * r.nbytes)
         ex, cp, fb, keep = _ex_args(compression, feedback)
-        args = (s.ptr, recv_ptr, count, int(s.dtype), int(op), _COMM, None)
+        args = (s.ptr, recv_ptr, count, int(s.dtype), int(op), _COMM, _STREAM)
         if ex:
             self._call("cclReduceScatterEx", *args, cp, fb, keep=(s, r, out) + keep)
         else:
@@ -553,7 +559,7 @@ class Comm:
         out, r = self._output(out, s, s.shape, s.count, "it must hold x.size = %d")
         check_overlap(s, r, r.ptr)
         ex, cp, _, keep = _ex_args(compression, None)
-        args = (s.ptr, r.ptr, s.count // n, int(s.dtype), _COMM, None)
+        args = (s.ptr, r.ptr, s.count // n, int(s.dtype), _COMM, _STREAM)
         if ex:
             self._call("cclAlltoAllEx", *args, cp, keep=(s, r) + keep)
         else:
@@ -603,7 +609,7 @@ class Comm:
         receiver must pass the same codec."""
         s = as_buffer(x, "x", writable=False)
         ex, cp, fb, keep = _ex_args(compression, feedback)
-        args = (s.ptr, s.count, int(s.dtype), self._peer(peer), _COMM, None)
+        args = (s.ptr, s.count, int(s.dtype), self._peer(peer), _COMM, _STREAM)
         if ex:
             self._call("cclSendEx", *args, cp, fb, keep=(s,) + keep)
         else:
@@ -614,7 +620,7 @@ class Comm:
         Returns out."""
         r = as_buffer(out, "out", writable=True)
         ex, cp, _, keep = _ex_args(compression, None)
-        args = (r.ptr, r.count, int(r.dtype), self._peer(peer), _COMM, None)
+        args = (r.ptr, r.count, int(r.dtype), self._peer(peer), _COMM, _STREAM)
         if ex:
             self._call("cclRecvEx", *args, cp, keep=(r,) + keep)
         else:
@@ -636,3 +642,14 @@ class _CommSlot:
 
 
 _COMM = _CommSlot()
+
+
+class _StreamSlot:
+    """Marks where the stream goes in a C call's arguments: the thread's current host stream
+    (ccl.HostStream, ``with stream:``), or NULL."""
+
+    def __repr__(self) -> str:
+        return "<stream>"
+
+
+_STREAM = _StreamSlot()
