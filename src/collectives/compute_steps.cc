@@ -24,7 +24,7 @@ codec::Expect expect(const Plan& plan, const Step& s) {
 void runCodec(const Plan& plan, const Step& s, const Buffers& b, const ComputeContext& ctx) {
   if (s.kind == StepKind::kEncode) {
     codec::Params p = plan.codec;
-    p.seed = plan.codec.seed + ctx.callSeed * 0x9e3779b97f4a7c15ull + s.seedSalt;
+    p.seed = encodeSeed(plan, s, ctx.callSeed);
     ctx.lengths[s.slot] = codec::encode(p, bufferAt(b, s.src), s.type, s.count, bufferAt(b, s.dst), s.bytes,
                                         s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr);
   } else if (s.kind == StepKind::kDecode) {
@@ -54,6 +54,10 @@ char* bufferAt(const Buffers& b, Ref r) {
       break;
   }
   return base + r.offset;
+}
+
+uint64_t encodeSeed(const Plan& plan, const Step& s, uint64_t callSeed) {
+  return plan.codec.seed + callSeed * 0x9e3779b97f4a7c15ull + s.seedSalt;
 }
 
 size_t sendRawBytes(const Plan& plan, const Step& s, size_t sent) {

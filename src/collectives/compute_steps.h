@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "collectives/executor.h"
 #include "collectives/plan.h"
@@ -18,6 +19,10 @@ char* bufferAt(const Buffers& b, Ref r);
 
 // The uncompressed bytes a send of `sent` bytes stands for, for the statistics.
 size_t sendRawBytes(const Plan& plan, const Step& s, size_t sent);
+
+// The codec seed of encode step `s` in a call with seed `callSeed`: the same on every rank
+// for one call (random-k picks the same positions everywhere) and on host and device.
+uint64_t encodeSeed(const Plan& plan, const Step& s, uint64_t callSeed);
 
 // What a compute step needs besides the plan and the buffers.
 struct ComputeContext {

@@ -46,14 +46,7 @@ bool HostStream::reached(const Event& event) {
   return done_ >= event.ticket;
 }
 
-cclResult_t HostStream::takeError(std::string* message) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const cclResult_t e = error_;
-  if (message) *message = message_;
-  error_ = cclSuccess;
-  message_.clear();
-  return e;
-}
+cclResult_t HostStream::takeError(std::string* message) { return failure_.take(message); }
 
 void HostStream::loop() {
   for (;;) {
@@ -65,30 +58,41 @@ void HostStream::loop() {
       step = std::move(queue_.front());
       queue_.pop_front();
     }
-    cclResult_t code = cclSuccess;
-    std::string what;
-    try {
-      step();
-    } catch (const Error& e) {
-      code = e.code();
-      what = e.what();
-    } catch (const std::exception& e) {
-      code = cclInternalError;
-      what = e.what();
-    } catch (...) {
-      code = cclInternalError;
-      what = "unknown exception";
-    }
+    failure_.run(step);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ++done_;
-      if (code != cclSuccess && error_ == cclSuccess) {
-        error_ = code;
-        message_ = std::move(what);
-      }
     }
     cv_.notify_all();
   }
+}
+
+void FirstFailure::run(const std::function<void()>& step) {
+  try {
+    step();
+  } catch (const Error& e) {
+    record(e.code(), e.what());
+  } catch (const std::exception& e) {
+    record(cclInternalError, e.what());
+  } catch (...) {
+    record(cclInternalError, "unknown exception");
+  }
+}
+
+void FirstFailure::record(cclResult_t code, std::string message) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (code_ != cclSuccess) return;
+  code_ = code;
+  message_ = std::move(message);
+}
+
+cclResult_t FirstFailure::take(std::string* message) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const cclResult_t c = code_;
+  if (message) *message = message_;
+  code_ = cclSuccess;
+  message_.clear();
+  return c;
 }
 
 }  // namespace ccl::coll

@@ -20,6 +20,21 @@ namespace ccl::coll {
 
 class Stream;
 
+// The first failure of a stream's steps, recorded by whichever thread ran them, taken by
+// Stream::takeError. Shared by every Stream implementation.
+class FirstFailure {
+ public:
+  // Runs `step`; an exception it throws becomes the failure, unless one is recorded already.
+  void run(const std::function<void()>& step);
+  void record(cclResult_t code, std::string message);
+  cclResult_t take(std::string* message);
+
+ private:
+  std::mutex mutex_;
+  cclResult_t code_ = cclSuccess;
+  std::string message_;
+};
+
 // The point of `stream` after its `ticket` first steps (0: the beginning: reached at once).
 struct Event {
   Stream* stream = nullptr;
@@ -72,8 +87,7 @@ class HostStream final : public Stream {
   std::deque<Step> queue_;
   uint64_t enqueued_ = 0, done_ = 0;
   bool stop_ = false;
-  cclResult_t error_ = cclSuccess;
-  std::string message_;
+  FirstFailure failure_;
   std::thread thread_;  // last: starts once the members above exist
 };
 

@@ -234,6 +234,12 @@ void executeOnStream(const StreamJob& job, StreamLink& link, StreamKernels& kern
   run->callSeed = job.callSeed;
   run->stats = job.stats;
   run->lengths.assign(plan.lengthSlots, 0);
+  run->slotBytes = slotCapacities(plan);
+  for (size_t i = 0; i < n; ++i) {
+    const Step& s = plan.steps[i];
+    if (s.kind == StepKind::kRecv && s.slot != kNoSlot)
+      run->slotBytes[s.slot] = std::max(run->slotBytes[s.slot], sched.postedBytes[i]);
+  }
   auto failure = std::make_shared<Failure>();
   // A stream's failure is the call's: the rest of its steps then do nothing.
   auto takeFailure = [run, failure](Stream& s) {
@@ -256,9 +262,11 @@ void executeOnStream(const StreamJob& job, StreamLink& link, StreamKernels& kern
   std::vector<char> queued(n, 0);
   auto compute = [&](StepId id) {
     kernels.enqueue(run, id, caller);
-    caller.enqueue([takeFailure, &caller] { takeFailure(caller); });
     queued[id] = 1;
   };
+  // Once per batch of compute steps, not per step: on a CUDA stream each host step costs a
+  // callback. Steps after a failure in the same batch still run, on bounded buffers.
+  auto collectFailure = [&] { caller.enqueue([takeFailure, &caller] { takeFailure(caller); }); };
 
   std::vector<char> needed(n, 0);
   std::vector<StepId> stack;
@@ -276,8 +284,10 @@ void executeOnStream(const StreamJob& job, StreamLink& link, StreamKernels& kern
         stack.push_back(dep);
       }
     }
+    bool any = false;
     for (StepId id : computeAfter[w])
-      if (needed[id]) compute(id);
+      if (needed[id]) compute(id), any = true;
+    if (any) collectFailure();
     comm.wait(caller.record());
 
     xs.clear();
@@ -314,11 +324,14 @@ void executeOnStream(const StreamJob& job, StreamLink& link, StreamKernels& kern
     });
     const Event done = comm.record();
     // The rest overlaps the wave's transfers.
+    any = false;
     for (StepId id : computeAfter[w])
-      if (!queued[id]) compute(id);
+      if (!queued[id]) compute(id), any = true;
+    if (any) collectFailure();
     caller.wait(done);
   }
   for (StepId id : computeAfter[waves]) compute(id);
+  collectFailure();
   caller.enqueue([failure] {
     std::lock_guard<std::mutex> lock(failure->mutex);
     if (failure->code != cclSuccess) throw Error(failure->code, failure->message);

@@ -84,6 +84,9 @@ struct StreamRun {
   uint64_t callSeed = 0;
   ExecStats* stats = nullptr;  // added to as steps run; the caller reads it after synchronising
   std::vector<size_t> lengths;
+  // Per slot: the most bytes an encoded stream there can span (its encode's room or its
+  // receive's posted size): what a device decode reads, its header telling the rest.
+  std::vector<size_t> slotBytes;
   std::atomic<bool> failed{false};  // a step failed: the rest of the call's steps do nothing
 };
 

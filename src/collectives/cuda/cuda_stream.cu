@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include <memory>
+#include <utility>
+
+#include "collectives/cuda/cuda_stream.h"
+#include "common/error.h"
+
+namespace ccl::coll {
+namespace {
+
+constexpr size_t kEventRing = 256;
+
+void cudaOk(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw Error(cclUnhandledCudaError, std::string(what) + " failed: " + cudaGetErrorString(e));
+}
+
+struct HostStep {
+  CudaStream* stream;
+  Stream::Step step;
+};
+
+}  // namespace
+
+CudaStream::CudaStream(cudaStream_t stream) : stream_(stream) {
+  cudaOk(cudaGetDevice(&device_), "cudaGetDevice");
+  if (!stream_) {
+    cudaOk(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    owned_ = true;
+  }
+  events_.resize(kEventRing, nullptr);
+  for (cudaEvent_t& e : events_) cudaOk(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
+}
+
+CudaStream::~CudaStream() {
+  // Errors cannot leave a destructor: what the stream failed with stays CUDA's sticky error.
+  cudaStreamSynchronize(stream_);
+  for (cudaEvent_t e : events_)
+    if (e) cudaEventDestroy(e);
+  if (owned_) cudaStreamDestroy(stream_);
+}
+
+void CUDART_CB CudaStream::runStep(void* data) {
+  std::unique_ptr<HostStep> s(static_cast<HostStep*>(data));
+  s->stream->failure_.run(s->step);
+}
+
+void CudaStream::enqueue(Step step) {
+  auto* s = new HostStep{this, std::move(step)};
+  const cudaError_t e = cudaLaunchHostFunc(stream_, &CudaStream::runStep, s);
+  if (e != cudaSuccess) {
+    delete s;
+    cudaOk(e, "cudaLaunchHostFunc");
+  }
+}
+
+Event CudaStream::record() {
+  const uint64_t ticket = ++tickets_;
+  cudaOk(cudaEventRecord(events_[(ticket - 1) % events_.size()], stream_), "cudaEventRecord");
+  return Event{this, ticket};
+}
+
+cudaEvent_t CudaStream::eventOf(const Event& event) const {
+  CCL_CHECK(event.stream == this && event.ticket > 0, cclInternalError, "an event of another stream");
+  return events_[(event.ticket - 1) % events_.size()];
+}
+
+void CudaStream::wait(const Event& event) {
+  if (!event.stream || event.stream == this || event.ticket == 0) return;
+  auto* other = dynamic_cast<CudaStream*>(event.stream);
+  CCL_CHECK(other, cclInvalidUsage, "a CUDA stream cannot wait for a host stream's event");
+  CCL_CHECK(other->device_ == device_, cclInvalidUsage,
+            "a stream of device " + std::to_string(device_) + " cannot wait for an event of device " +
+                std::to_string(other->device_));
+  cudaOk(cudaStreamWaitEvent(stream_, other->eventOf(event), 0), "cudaStreamWaitEvent");
+}
+
+void CudaStream::block(const Event& event) {
+  if (event.ticket == 0) return;
+  cudaOk(cudaEventSynchronize(eventOf(event)), "cudaEventSynchronize");
+}
+
+bool CudaStream::reached(const Event& event) {
+  if (event.ticket == 0) return true;
+  const cudaError_t e = cudaEventQuery(eventOf(event));
+  if (e == cudaErrorNotReady) return false;
+  cudaOk(e, "cudaEventQuery");
+  return true;
+}
+
+cclResult_t CudaStream::takeError(std::string* message) {
+  return failure_.take(message);  // no CUDA call: host steps of this very stream ask it
+}
+
+}  // namespace ccl::coll

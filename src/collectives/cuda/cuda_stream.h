@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Streams and events of collectives/stream.h on a CUDA device: a cudaStream_t (the caller's,
+// or one made here) and cudaEvent_t events. Host steps (the stream executor's bookkeeping)
+// run as cudaLaunchHostFunc callbacks, in stream order; they must not call CUDA, and a step
+// that throws records the stream's first failure, as on a host stream. Kernel faults stay
+// CUDA's: sticky, reported by the next CUDA call (cudaStreamSynchronize) of the caller.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collectives/stream.h"
+
+namespace ccl::coll {
+
+class CudaStream final : public Stream {
+ public:
+  // Wraps `stream` (not owned), or with nullptr makes a non-blocking stream on the current
+  // device and owns it. Throws Error(cclUnhandledCudaError) when CUDA fails.
+  explicit CudaStream(cudaStream_t stream = nullptr);
+  ~CudaStream() override;  // waits for the stream, then frees its events (and the stream if owned)
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+
+  void enqueue(Step step) override;
+  Event record() override;
+  void wait(const Event& event) override;  // an event of any CudaStream (of one device)
+  void block(const Event& event) override;
+  bool reached(const Event& event) override;
+  cclResult_t takeError(std::string* message) override;
+  void* native() override { return stream_; }
+
+  // The CUDA event of one of this stream's events.
+  cudaEvent_t eventOf(const Event& event) const;
+  int device() const { return device_; }
+
+ private:
+  static void CUDART_CB runStep(void* data);
+
+  cudaStream_t stream_ = nullptr;
+  bool owned_ = false;
+  int device_ = 0;
+  // Events in a ring: ticket t is events_[(t - 1) % size]. A ticket older than the ring
+  // waits for a later point of the same stream, never an earlier one.
+  std::vector<cudaEvent_t> events_;
+  uint64_t tickets_ = 0;
+  FirstFailure failure_;  // of host steps (written by CUDA's callback thread)
+};
+
+}  // namespace ccl::coll

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include <algorithm>
+#include <string>
+
+#include "collectives/compute_steps.h"
+#include "collectives/cuda/device_kernels.h"
+#include "collectives/element_ops.h"
+#include "common/error.h"
+
+namespace ccl::coll {
+namespace {
+
+using namespace elem;
+
+constexpr unsigned kThreads = 256;
+constexpr size_t kStatusWords = 4096;
+
+void cudaOk(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw Error(cclUnhandledCudaError, std::string(what) + " failed: " + cudaGetErrorString(e));
+}
+
+unsigned blocksFor(size_t n) {
+  const size_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(std::clamp<size_t>(b, 1, 8192));
+}
+
+template <class Tr, class Op>
+__global__ void __launch_bounds__(kThreads)
+    reduceKernel(typename Tr::Storage* d, const typename Tr::Storage* a, const typename Tr::Storage* b, uint64_t n) {
+  const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
+  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride)
+    d[i] = reduceOne<Tr, Op>(a[i], b[i]);
+}
+
+template <class Tr>
+__global__ void __launch_bounds__(kThreads)
+    divideKernel(typename Tr::Storage* d, uint64_t n, typename Tr::Compute divisor) {
+  const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
+  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride)
+    d[i] = divideOne<Tr>(d[i], divisor);
+}
+
+template <class Tr>
+__global__ void __launch_bounds__(kThreads) widenKernel(float* d, const typename Tr::Storage* s, uint64_t n) {
+  const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
+  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) d[i] = widenOne<Tr>(s[i]);
+}
+
+template <class Tr>
+__global__ void __launch_bounds__(kThreads)
+    narrowKernel(typename Tr::Storage* d, const float* s, uint64_t n, float divisor, bool divide) {
+  const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
+  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride)
+    d[i] = narrowOne<Tr>(s[i], divisor, divide);
+}
+
+__global__ void __launch_bounds__(kThreads) divideFloatKernel(float* d, uint64_t n, float divisor) {
+  const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
+  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) d[i] /= divisor;
+}
+
+void launched(const char* kernel) { cudaOk(cudaGetLastError(), kernel); }
+
+}  // namespace
+
+CudaKernels::CudaKernels() {
+  void* p = nullptr;
+  cudaOk(cudaHostAlloc(&p, kStatusWords * sizeof(uint32_t), cudaHostAllocMapped), "cudaHostAlloc (decode status)");
+  status_ = static_cast<uint32_t*>(p);
+  std::fill(status_, status_ + kStatusWords, 0u);
+  void* d = nullptr;
+  cudaOk(cudaHostGetDevicePointer(&d, p, 0), "cudaHostGetDevicePointer");
+  statusDevice_ = static_cast<uint32_t*>(d);
+}
+
+CudaKernels::~CudaKernels() {
+  if (status_) cudaFreeHost(status_);  // synchronises
+}
+
+uint32_t* CudaKernels::nextStatus() { return statusDevice_ + (nextStatus_++ % kStatusWords); }
+
+void CudaKernels::enqueue(const std::shared_ptr<StreamRun>& run, StepId id, Stream& stream) {
+  const Plan& plan = *run->plan;
+  const Step& s = plan.steps[id];
+  const Buffers& b = run->buffers;
+  auto* cs = static_cast<cudaStream_t>(stream.native());
+  CCL_CHECK(cs != nullptr, cclInternalError, "device kernels on a stream without a CUDA handle");
+  const uint64_t n = s.count;
+  switch (s.kind) {
+    case StepKind::kSend:
+    case StepKind::kRecv:
+      throw Error(cclInternalError, "a transfer step was enqueued as a kernel");
+    case StepKind::kCopy:
+      if (s.bytes && bufferAt(b, s.dst) != bufferAt(b, s.src))
+        cudaOk(cudaMemcpyAsync(bufferAt(b, s.dst), bufferAt(b, s.src), s.bytes, cudaMemcpyDeviceToDevice, cs),
+               "cudaMemcpyAsync");
+      return;
+    case StepKind::kReduce:
+      if (!n) return;
+      dispatchType(plan.dtype, [&](auto tr) {
+        using Tr = decltype(tr);
+        using S = typename Tr::Storage;
+        dispatchOp(plan.op, [&](auto op) {
+          reduceKernel<Tr, decltype(op)><<<blocksFor(n), kThreads, 0, cs>>>(
+              reinterpret_cast<S*>(bufferAt(b, s.dst)), reinterpret_cast<const S*>(bufferAt(b, s.src)),
+              reinterpret_cast<const S*>(bufferAt(b, s.src2)), n);
+        });
+      });
+      return launched("reduce kernel");
+    case StepKind::kDivide:
+      if (!n) return;
+      dispatchType(plan.dtype, [&](auto tr) {
+        using Tr = decltype(tr);
+        divideKernel<Tr><<<blocksFor(n), kThreads, 0, cs>>>(reinterpret_cast<typename Tr::Storage*>(bufferAt(b, s.dst)),
+                                                            n, static_cast<typename Tr::Compute>(plan.nranks));
+      });
+      return launched("divide kernel");
+    case StepKind::kWiden:
+    case StepKind::kNarrow:
+      if (!n) return;
+      dispatchType(plan.dtype, [&](auto tr) {
+        using Tr = decltype(tr);
+        using S = typename Tr::Storage;
+        if constexpr (kFloating<Tr>) {
+          if (s.kind == StepKind::kWiden)
+            widenKernel<Tr><<<blocksFor(n), kThreads, 0, cs>>>(reinterpret_cast<float*>(bufferAt(b, s.dst)),
+                                                               reinterpret_cast<const S*>(bufferAt(b, s.src)), n);
+          else
+            narrowKernel<Tr><<<blocksFor(n), kThreads, 0, cs>>>(
+                reinterpret_cast<S*>(bufferAt(b, s.dst)), reinterpret_cast<const float*>(bufferAt(b, s.src)), n,
+                static_cast<float>(s.divide ? plan.nranks : 1), s.divide && plan.nranks != 1);
+        } else {
+          throw Error(cclInvalidArgument, "widen/narrow of an integer type");
+        }
+      });
+      return launched("widen/narrow kernel");
+    case StepKind::kDivideFloat:
+      if (!n) return;
+      divideFloatKernel<<<blocksFor(n), kThreads, 0, cs>>>(reinterpret_cast<float*>(bufferAt(b, s.dst)), n,
+                                                           static_cast<float>(plan.nranks));
+      return launched("divide kernel");
+    case StepKind::kEncode: {
+      codec::Params p = plan.codec;
+      p.seed = encodeSeed(plan, s, run->callSeed);
+      codec::cuda::encode(p, bufferAt(b, s.src), s.type, n, bufferAt(b, s.dst), s.bytes,
+                          s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr, nullptr, workspace_,
+                          cs);
+      return;
+    }
+    case StepKind::kDecode:
+    case StepKind::kDecodeAdd: {
+      codec::Expect e;
+      e.count = n;
+      e.codec = plan.codec.codec;
+      uint32_t* status = nextStatus();
+      const size_t inBytes = run->slotBytes[s.slot];
+      if (s.kind == StepKind::kDecode)
+        codec::cuda::decode(bufferAt(b, s.src), inBytes, e, bufferAt(b, s.dst), s.type, status, workspace_, cs);
+      else
+        codec::cuda::decodeAccumulate(bufferAt(b, s.src), inBytes, e, reinterpret_cast<float*>(bufferAt(b, s.dst)),
+                                      status, workspace_, cs);
+      // The word, seen from the host once the decode has run (mapped memory, stream order).
+      const uint32_t* word = status_ + (status - statusDevice_);
+      stream.enqueue([run, word] {
+        const uint32_t v = *const_cast<const volatile uint32_t*>(word);
+        if (v == 0) return;
+        run->failed.store(true, std::memory_order_release);
+        codec::cuda::throwIfInvalid(v);
+      });
+      return;
+    }
+  }
+}
+
+}  // namespace ccl::coll

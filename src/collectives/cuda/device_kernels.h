@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// A plan's compute steps as CUDA kernels on a CudaStream, for the stream executor: copies as
+// cudaMemcpyAsync, reductions, divisions, widening and narrowing as element-wise kernels over
+// collectives/element_ops.h (the host loops' math), codec steps as the CUDA codecs
+// (codecs/cuda: the host codecs' bytes). The call's buffers are device memory.
+//
+// Decodes validate their streams on the GPU (an invalid stream writes nothing); each writes a
+// status word into host-mapped memory, which a host step after it checks: a refused stream
+// fails the call on the caller's stream (its first failure, as on a host stream). Kernels
+// already enqueued behind it still run, on bytes the refused decode left as they were.
+// Enqueuing allocates nothing but the codec workspace's growth (stream-ordered).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "codecs/cuda/codec_kernels.h"
+#include "collectives/stream_executor.h"
+
+namespace ccl::coll {
+
+class CudaKernels final : public StreamKernels {
+ public:
+  CudaKernels();
+  ~CudaKernels() override;
+  CudaKernels(const CudaKernels&) = delete;
+  CudaKernels& operator=(const CudaKernels&) = delete;
+
+  // `stream` must be a CudaStream; every pointer of run->buffers device memory.
+  void enqueue(const std::shared_ptr<StreamRun>& run, StepId step, Stream& stream) override;
+
+ private:
+  uint32_t* nextStatus();
+
+  codec::cuda::Workspace workspace_;
+  uint32_t* status_ = nullptr;        // host-mapped ring of decode status words
+  uint32_t* statusDevice_ = nullptr;  // the same memory as the device sees it
+  uint64_t nextStatus_ = 0;
+};
+
+}  // namespace ccl::coll
