@@ -62,7 +62,8 @@ struct Transfer {
   size_t* received = nullptr;     // receive: bytes received, written when the wave has run
 };
 
-// Stream-ordered point-to-point transfers: NCCL's model.
+// Stream-ordered point-to-point transfers: NCCL's model. A link, its transport and the
+// streams must outlive the steps enqueued through them (synchronise before destroying).
 class StreamLink {
  public:
   virtual ~StreamLink() = default;

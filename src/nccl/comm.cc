@@ -3,9 +3,9 @@
 
 #include <cstring>
 
+#include "common/cuda_probe.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "common/cuda_probe.h"
 #include "nccl/face_error.h"
 #include "nccl/policy.h"
 #include "nccl/real_nccl.h"
@@ -105,6 +105,7 @@ ncclComm& usable(ncclComm_t comm) {
 void destroy(ncclComm_t comm, bool abort) {
   waitCreated(*comm);
   comm->magic = 0;
+  comm->device.reset();  // waits for its streams; it borrows `real`
   if (comm->real && real::available()) {
     ncclResult_t r = abort ? CCL_REAL(ncclCommAbort)(comm->real) : CCL_REAL(ncclCommDestroy)(comm->real);
     if (r != ncclSuccess) CCL_WARN("the real NCCL communicator did not close cleanly (%d)", static_cast<int>(r));

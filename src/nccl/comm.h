@@ -44,6 +44,10 @@ struct ncclComm {
   std::atomic<bool> growIdPending{false};
   ccl::nccl::PreMulSumTable ops;
 
+  // The compressed device runner's state (device_runner.cc), made at its first call; freed
+  // before the real communicator it borrows.
+  std::shared_ptr<void> device;
+
   std::mutex regMutex;  // registrations and windows
   std::vector<std::unique_ptr<struct ccl_nccl_Registration>> registrations;
 };

@@ -21,12 +21,15 @@ struct HostStep {
 
 }  // namespace
 
-CudaStream::CudaStream(cudaStream_t stream) : stream_(stream) {
-  cudaOk(cudaGetDevice(&device_), "cudaGetDevice");
+CudaStream::CudaStream(cudaStream_t stream) : CudaStream(Wrap{}, stream) {
   if (!stream_) {
     cudaOk(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
     owned_ = true;
   }
+}
+
+CudaStream::CudaStream(Wrap, cudaStream_t stream) : stream_(stream) {
+  cudaOk(cudaGetDevice(&device_), "cudaGetDevice");
   events_.resize(kEventRing, nullptr);
   for (cudaEvent_t& e : events_) cudaOk(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
 }

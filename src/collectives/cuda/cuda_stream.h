@@ -21,6 +21,9 @@ class CudaStream final : public Stream {
   // Wraps `stream` (not owned), or with nullptr makes a non-blocking stream on the current
   // device and owns it. Throws Error(cclUnhandledCudaError) when CUDA fails.
   explicit CudaStream(cudaStream_t stream = nullptr);
+  // Wraps `stream` whatever it is, the legacy default stream (0) included; not owned.
+  struct Wrap {};
+  CudaStream(Wrap, cudaStream_t stream);
   ~CudaStream() override;  // waits for the stream, then frees its events (and the stream if owned)
   CudaStream(const CudaStream&) = delete;
   CudaStream& operator=(const CudaStream&) = delete;

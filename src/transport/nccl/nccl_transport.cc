@@ -64,8 +64,14 @@ Transport::Transport(const Functions& fn, bootstrap::Bootstrap& bs) : fn_(fn), r
   check(fn_.commInitRank(&comm_, size_, msg.id, rank_), "ncclCommInitRank");
 }
 
+Transport::Transport(const Functions& fn, Comm existing, int rank, int size)
+    : fn_(fn), comm_(existing), owned_(false), rank_(rank), size_(size) {
+  CCL_CHECK(existing && fn_.groupStart && fn_.groupEnd && fn_.send && fn_.recv && fn_.commGetAsyncError,
+            cclInvalidArgument, "the NCCL transport needs a communicator and its group, send and receive functions");
+}
+
 Transport::~Transport() {
-  if (comm_ && !aborted_.load()) fn_.commDestroy(comm_);
+  if (comm_ && owned_ && !aborted_.load()) fn_.commDestroy(comm_);
 }
 
 void Transport::check(int result, const char* what) const {
@@ -112,7 +118,7 @@ int Transport::asyncError(std::string* message) const {
 void Transport::abort() {
   // ncclCommAbort may be called from any thread while kernels wait; destroy then skips it.
   if (!comm_ || aborted_.exchange(true)) return;
-  fn_.commAbort(comm_);
+  if (fn_.commAbort) fn_.commAbort(comm_);
 }
 
 }  // namespace ccl::transport::nccl

@@ -68,7 +68,10 @@ class Transport {
   // broadcasts it, every rank makes its NCCL communicator. Throws ccl::Error naming NCCL's
   // error string when NCCL fails.
   Transport(const Functions& fn, bootstrap::Bootstrap& bs);
-  ~Transport();  // destroys the NCCL communicator (aborts it after abort())
+  // Borrows an NCCL communicator made elsewhere (the NCCL face's), which it never destroys.
+  // Needs only the table's group, send, receive, error and abort functions.
+  Transport(const Functions& fn, Comm existing, int rank, int size);
+  ~Transport();  // destroys an NCCL communicator it made (aborts it after abort())
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;
 
@@ -90,6 +93,7 @@ class Transport {
 
   Functions fn_;
   Comm comm_ = nullptr;
+  bool owned_ = true;
   int rank_ = 0, size_ = 1;
   std::atomic<bool> aborted_{false};
 };

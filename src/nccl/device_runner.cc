@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The compressed runner of the NCCL face (policy.h's setCompressedRunner), built with CUDA:
+// a device-buffer collective that the policy compresses runs on ccl's stream executor, on the
+// caller's CUDA stream, with the CUDA codec kernels and the real NCCL communicator behind the
+// face as transport (grouped ncclSend/ncclRecv of encoded bytes). Per communicator it keeps
+// a communication stream, the kernels' workspace, device scratch, residuals (plain error
+// feedback, keyed by receive buffer and count as the face keys host feedback) and the plans
+// with their wave schedules.
+//
+// It declines (the call then goes to NVIDIA's NCCL uncompressed) what it does not serve: a
+// call inside ncclGroupStart/End (NCCL launches a group's transfers at the outermost end,
+// after kernels this runner would already have enqueued), mixed host and device buffers,
+// collectives without a compressed plan (reduce, gather, scatter), PreMulSum ops, LoCo
+// feedback, and types the codecs do not take.
+#include <cuda_runtime.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+#include "codecs/codec.h"
+#include "collectives/algorithms.h"
+#include "collectives/cuda/cuda_stream.h"
+#include "collectives/cuda/device_kernels.h"
+#include "collectives/stream_executor.h"
+#include "common/cuda_probe.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "nccl/comm.h"
+#include "nccl/group.h"
+#include "nccl/policy.h"
+#include "nccl/real_nccl.h"
+#include "transport/nccl/nccl_transport.h"
+
+namespace ccl::nccl {
+namespace {
+
+void cudaOk(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw Error(cclUnhandledCudaError, std::string(what) + " failed: " + cudaGetErrorString(e));
+}
+
+// The real library's functions, for the transport that borrows the face's communicator.
+transport::nccl::Functions realFunctions() {
+  transport::nccl::Functions f;
+  f.library = real::describe();
+  f.commGetAsyncError = reinterpret_cast<decltype(f.commGetAsyncError)>(real::symbol("pncclCommGetAsyncError"));
+  f.commAbort = reinterpret_cast<decltype(f.commAbort)>(real::symbol("pncclCommAbort"));
+  f.groupStart = reinterpret_cast<decltype(f.groupStart)>(real::symbol("pncclGroupStart"));
+  f.groupEnd = reinterpret_cast<decltype(f.groupEnd)>(real::symbol("pncclGroupEnd"));
+  f.send = reinterpret_cast<decltype(f.send)>(real::symbol("pncclSend"));
+  f.recv = reinterpret_cast<decltype(f.recv)>(real::symbol("pncclRecv"));
+  f.getErrorString = reinterpret_cast<decltype(f.getErrorString)>(real::symbol("pncclGetErrorString"));
+  return f;
+}
+
+using PlanKey = std::tuple<int, size_t, int, int, int, bool, int, bool>;  // coll, count, type, op, root, in place,
+                                                                          // codec, feedback
+
+struct DeviceState {
+  DeviceState(ncclComm& c) : transport(realFunctions(), c.real, c.rank, c.nranks), link(transport), comm(nullptr) {}
+  ~DeviceState() {
+    for (auto& [key, p] : residuals) cudaFree(p);
+    if (scratch) cudaFree(scratch);
+  }
+
+  std::mutex mutex;  // one call at a time per communicator, as NCCL requires of its callers
+  transport::nccl::Transport transport;
+  coll::NcclLink link;
+  coll::CudaStream comm;  // the waves' stream, on the communicator's device
+  coll::CudaKernels kernels;
+  std::map<cudaStream_t, std::unique_ptr<coll::CudaStream>> callers;
+  std::map<PlanKey, std::pair<std::shared_ptr<const coll::Plan>, std::shared_ptr<const coll::Schedule>>> plans;
+  void* scratch = nullptr;
+  size_t scratchBytes = 0;
+  std::map<std::pair<const void*, size_t>, float*> residuals;
+  uint64_t calls = 0;  // the codec seed of each call: the same on every rank, new each call
+};
+
+DeviceState& stateOf(ncclComm& c) {
+  if (!c.device) c.device = std::make_shared<DeviceState>(c);
+  return *static_cast<DeviceState*>(c.device.get());
+}
+
+bool hasCompressedPlan(Coll k) {
+  return k == Coll::kAllReduce || k == Coll::kReduceScatter || k == Coll::kAllGather || k == Coll::kBroadcast ||
+         k == Coll::kAlltoAll;
+}
+
+bool runCompressed(const CollCall& call, const Policy& policy) {
+  if (group::active() || !hasCompressedPlan(call.kind)) return false;
+  if (policy.feedback == cclFeedbackLoco) return false;                     // LoCo's state is host-side only
+  if (static_cast<int>(call.op) > static_cast<int>(ncclAvg)) return false;  // PreMulSum and other custom ops
+  ncclComm& c = usable(call.comm);
+  if (!c.real) return false;
+  const coll::CollInfo info = coll::collInfo(call.kind);
+  const bool isRoot = call.root == c.rank;
+  const coll::BufferCounts counts = coll::bufferCounts(call.kind, call.count, static_cast<size_t>(c.nranks), isRoot);
+  if ((counts.send && !cuda::isDevicePointer(call.send)) || (counts.recv && !cuda::isDevicePointer(call.recv)))
+    return false;
+
+  coll::CollArgs a;
+  a.rank = c.rank;
+  a.nranks = c.nranks;
+  a.count = call.count;
+  a.dtype = static_cast<cclDataType_t>(call.dtype);
+  a.op = info.reduction ? static_cast<cclRedOp_t>(call.op) : cclSum;
+  a.root = info.rooted ? call.root : 0;
+  const size_t esize = elementSize(call.dtype);
+  a.inPlace = coll::isInPlace(call.kind, call.send, call.recv, call.count * esize, c.rank, isRoot);
+  a.codec = codec::defaultParams(policy.codec);
+  a.feedback = policy.feedback == cclFeedbackResidual && info.feedback;
+  if (!coll::compressible(a) || codec::isLowRank(policy.codec)) return false;
+
+  DeviceState& st = stateOf(c);
+  std::lock_guard<std::mutex> lock(st.mutex);
+  const PlanKey key{static_cast<int>(call.kind), a.count, a.dtype, a.op, a.root, a.inPlace, a.codec.codec, a.feedback};
+  auto& entry = st.plans[key];
+  if (!entry.first) {
+    entry.first = std::make_shared<const coll::Plan>(coll::planCollective(call.kind, a));
+    entry.second = std::make_shared<const coll::Schedule>(coll::scheduleWaves(
+        [&](int r) {
+          coll::CollArgs other = a;
+          other.rank = r;
+          return coll::planCollective(call.kind, other);
+        },
+        c.nranks, c.rank));
+  }
+  const coll::Plan& plan = *entry.first;
+
+  auto& caller = st.callers[call.stream];
+  if (!caller) caller = std::make_unique<coll::CudaStream>(coll::CudaStream::Wrap{}, call.stream);
+  // A failure an earlier call on this stream left behind is this call's to report.
+  std::string earlier;
+  if (const cclResult_t e = caller->takeError(&earlier); e != cclSuccess) throw Error(e, earlier);
+
+  if (plan.scratchBytes > st.scratchBytes) {
+    if (st.scratch) cudaOk(cudaFreeAsync(st.scratch, call.stream), "cudaFreeAsync (scratch)");
+    st.scratch = nullptr;
+    st.scratchBytes = 0;
+    cudaOk(cudaMallocAsync(&st.scratch, plan.scratchBytes, call.stream), "cudaMallocAsync (scratch)");
+    st.scratchBytes = plan.scratchBytes;
+  }
+  float* residual = nullptr;
+  if (a.feedback) {
+    float*& r = st.residuals[{call.recv, call.count}];
+    if (!r) {
+      const size_t floats = coll::feedbackFloats(a, call.kind == Coll::kReduceScatter);
+      cudaOk(cudaMalloc(&r, floats * sizeof(float)), "cudaMalloc (error-feedback residual)");
+      cudaOk(cudaMemsetAsync(r, 0, floats * sizeof(float), call.stream), "cudaMemsetAsync (residual)");
+    }
+    residual = r;
+  }
+  coll::StreamJob job{entry.first, entry.second, coll::Buffers{call.send, call.recv, st.scratch, residual},
+                      0,           ++st.calls,   nullptr};
+  coll::executeOnStream(job, st.link, st.kernels, *caller, st.comm);
+  return true;
+}
+
+// Installed when the face loads: from then on device calls the policy selects are compressed.
+const bool kInstalled = [] {
+  setCompressedRunner(&runCompressed);
+  return true;
+}();
+
+}  // namespace
+}  // namespace ccl::nccl
