@@ -8,9 +8,9 @@
 #include <limits>
 #include <string>
 
+#include "common/cuda_probe.h"
 #include "common/error.h"
 #include "nccl/comm.h"
-#include "common/cuda_probe.h"
 #include "nccl/face_error.h"
 #include "nccl/group.h"
 #include "nccl/policy.h"

@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "common/cuda_probe.h"
 #include "common/error.h"
 #include "nccl/comm.h"
-#include "common/cuda_probe.h"
 #include "nccl/face_error.h"
 #include "nccl/real_nccl.h"
 

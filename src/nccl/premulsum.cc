@@ -5,10 +5,10 @@
 #include <cstring>
 #include <string>
 
+#include "common/cuda_probe.h"
 #include "common/dtype.h"
 #include "common/error.h"
 #include "common/floatconv.h"
-#include "common/cuda_probe.h"
 
 namespace ccl::nccl {
 namespace {

@@ -3,9 +3,9 @@
 // windows of other ranks from the GPU, which only NVIDIA's NCCL can do: they go to the real
 // communicator when there is one and the memory is device memory; ccl's host communicator has
 // no one-sided operations, so otherwise they are refused with ncclInvalidUsage.
+#include "common/cuda_probe.h"
 #include "common/error.h"
 #include "nccl/comm.h"
-#include "common/cuda_probe.h"
 #include "nccl/face_error.h"
 #include "nccl/group.h"
 #include "nccl/real_nccl.h"
