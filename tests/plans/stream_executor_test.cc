@@ -316,6 +316,7 @@ TEST(StreamExecutor, EnqueuesAndReturnsBeforeRunning) {
   World w = makeWorld(c, 0);
   const auto fabric = transport::makeFabric(2);
   std::atomic<bool> release{false};
+  std::atomic<int> checked{0};
   ccltest::expectNoneThrew(ccltest::runRanks(2, [&](int r) {
     auto plan = std::make_shared<const Plan>(planCollective(c.coll, argsOf(c, r)));
     auto sched = std::make_shared<const Schedule>(
@@ -334,7 +335,12 @@ TEST(StreamExecutor, EnqueuesAndReturnsBeforeRunning) {
     const Event end = caller.record();
     EXPECT_FALSE(caller.reached(end));
     EXPECT_EQ(w.recv[r], before) << "nothing was written yet";
-    if (r == 0) release.store(true);
+    // Both ranks have looked before either stream may go on.
+    checked.fetch_add(1);
+    if (r == 0) {
+      while (checked.load() < 2) std::this_thread::yield();
+      release.store(true);
+    }
     caller.block(end);
     EXPECT_EQ(caller.takeError(nullptr), cclSuccess);
     EXPECT_NE(w.recv[r], before);
