@@ -99,6 +99,8 @@ void decodeAny(const void* in, size_t inBytes, const Expect& expect, detail::Tar
   if (expect.codec >= cclNumCodecs || expect.codec < 0)
     throw Error(cclInvalidArgument, "GPU decode: the expected codec must be named");
   if (!status) throw Error(cclInvalidArgument, "GPU decode: null status word");
+  if (isLowRank(expect.codec))
+    throw Error(cclInvalidArgument, "GPU decode: the GPU codecs have no low-rank (powersgd) kernels");
   if ((expect.count > 0 && !target.y) || (!in && inBytes > 0))
     throw Error(cclInvalidArgument, "GPU decode: null buffer");
   if (!target.accumulate) withDeviceType(target.type, [](auto) {});  // rejects other types
@@ -137,6 +139,7 @@ void finishDecode(DecodeState* st, uint32_t* status, cudaStream_t stream) {
 void encode(const Params& p, const void* x, cclDataType_t type, size_t n, void* out, size_t outBytes, float* residual,
             uint64_t* encodedBytes, Workspace& ws, cudaStream_t stream) {
   checkEncodeArgs(p, x, n, out, outBytes);
+  if (isLowRank(p.codec)) throw Error(cclInvalidArgument, "encode: the GPU codecs have no low-rank (powersgd) kernels");
   withDeviceType(type, [](auto) {});  // rejects other types before anything is enqueued
   auto* o = static_cast<uint8_t*>(out);
   if (isQuantizer(p.codec)) return detail::quantizerEncode(p, x, type, n, o, residual, encodedBytes, ws, stream);
