@@ -110,6 +110,33 @@ void checkHostMemory(const char* which, const void* p) {
                 "NCCL moves device buffers)");
 }
 
+// Buffers that share bytes must be in the collective's in-place layout: any other overlap
+// would have the algorithm read what it already overwrote, a wrong result and no error.
+void checkOverlap(const Call& c, const coll::BufferCounts& counts, int rank) {
+  if (!counts.send || !counts.recv) return;
+  const size_t es = dataTypeSize(c.dtype);
+  const auto s = reinterpret_cast<uintptr_t>(c.send), d = reinterpret_cast<uintptr_t>(c.recv);
+  const bool overlap = s < d + counts.recv * es && d < s + counts.send * es;
+  if (!overlap || coll::isInPlace(c.kind, c.send, c.recv, c.count * es, rank, rank == c.root)) return;
+  const char* layout = "";
+  switch (collInfo(c.kind).inPlace) {
+    case coll::InPlace::kSame:
+      layout = "sendbuff == recvbuff";
+      break;
+    case coll::InPlace::kSendInRecv:
+      layout = "sendbuff == recvbuff + rank * count";
+      break;
+    case coll::InPlace::kRecvInSend:
+      layout = "recvbuff == sendbuff + rank * count";
+      break;
+    case coll::InPlace::kNone:
+      layout = "none";
+      break;
+  }
+  throw Error(cclInvalidArgument,
+              "sendbuff and recvbuff overlap but are not in the in-place layout (" + std::string(layout) + ")");
+}
+
 coll::Stream* checkCall(const Call& c) {
   coll::Stream* stream = checkCommon(c.comm, c.dtype, c.count, c.stream);
   const int n = c.comm->nranks, r = c.comm->rank;
@@ -126,6 +153,7 @@ coll::Stream* checkCall(const Call& c) {
             "recvbuff is NULL with a count of " + std::to_string(c.count));
   if (counts.send) checkHostMemory("sendbuff", c.send);
   if (counts.recv) checkHostMemory("recvbuff", c.recv);
+  checkOverlap(c, counts, r);
   return stream;
 }
 

@@ -195,6 +195,36 @@ TEST(ArgumentErrors, NullOutputPointers) {
 }
 
 // count * element size (times nranks for the gathering calls) does not fit in size_t.
+// Buffers that overlap outside the in-place layout are refused (before any communication);
+// the in-place layouts themselves still run.
+TEST(ArgumentErrors, OverlappingBuffersOutsideTheInPlaceLayout) {
+  onOneRank([](const Args& base, cclComm_t comm) {
+    float* buf = static_cast<float*>(base.recv);
+    for (const NamedCall& c : calls()) {
+      if (!c.sends || !c.receives) continue;
+      Args a = base;
+      a.send = buf + 1;  // shares all but one element with recv
+      a.recv = buf;
+      expectError(cclInvalidArgument, "overlap", std::string(c.name) + " with overlapping buffers", comm,
+                  [&] { return c.call(a); });
+      a.send = buf;  // on one rank, every collective's in-place layout
+      EXPECT_EQ(c.call(a), cclSuccess) << c.name << " in place: " << cclGetLastError(comm);
+    }
+  });
+  World& w = World::get(2);
+  ASSERT_TRUE(w.ready());
+  w.run([](int rank, cclComm_t comm) {
+    std::vector<float> recv(8, 1.0f);
+    // Rank 1's block of an in-place allgather starts at recv + 4; recv + 0 overlaps it wrongly.
+    EXPECT_EQ(cclAllGather(recv.data() + 4 * rank, recv.data(), 4, cclFloat32, comm, nullptr), cclSuccess);
+    expectError(cclInvalidArgument, "overlap", "cclAllGather with sendbuff at another rank's block", comm,
+                [&] { return cclAllGather(recv.data() + 4 * (1 - rank), recv.data(), 4, cclFloat32, comm, nullptr); });
+    expectError(cclInvalidArgument, "overlap", "cclReduceScatter with recvbuff at another rank's block", comm, [&] {
+      return cclReduceScatter(recv.data(), recv.data() + 4 * (1 - rank), 4, cclFloat32, cclSum, comm, nullptr);
+    });
+  });
+}
+
 TEST(ArgumentErrors, CountTimesSizeOverflows) {
   onOneRank([](const Args& base, cclComm_t comm) {
     for (const NamedCall& c : calls()) {
