@@ -292,7 +292,8 @@ CCL_API cclResult_t cclCommUserRank(const cclComm_t comm, int* rank);
 
 /* ---- Collectives ----
  * Buffers hold `count` elements of `datatype` unless stated otherwise. sendbuff may equal
- * the matching part of recvbuff (in place). Count 0 is legal and moves nothing. Reductions
+ * the matching part of recvbuff (in place); buffers that overlap in any other way are
+ * refused with cclInvalidArgument. Count 0 is legal and moves nothing. Reductions
  * of 16-bit and fp8 types are computed in fp32 and rounded once per step. With stream NULL
  * the call has completed when it returns; inside cclGroupStart/End it runs at cclGroupEnd.
  */
