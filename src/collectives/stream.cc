@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "collectives/stream.h"
 
+#include <cstring>
+
 #include "common/error.h"
 
 namespace ccl::coll {
+
+void Stream::copy(void* dst, const void* src, size_t bytes) {
+  if (bytes && dst != src) enqueue([dst, src, bytes] { std::memcpy(dst, src, bytes); });
+}
 
 HostStream::HostStream() : thread_([this] { loop(); }) {}
 

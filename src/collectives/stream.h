@@ -63,6 +63,9 @@ class Stream {
   // The device's handle of the stream (a cudaStream_t), for links and kernels that enqueue
   // device work on it; nullptr for a host stream.
   virtual void* native() { return nullptr; }
+  // Enqueues a copy of `bytes` between two buffers the stream's work can reach (host memory
+  // on a host stream; device, pinned or managed memory on a CUDA stream).
+  virtual void copy(void* dst, const void* src, size_t bytes);
 };
 
 class HostStream final : public Stream {

@@ -160,58 +160,98 @@ void HostKernels::enqueue(const std::shared_ptr<StreamRun>& run, StepId step, St
   });
 }
 
+TransportLink::~TransportLink() {
+  for (auto& b : blocks_) staging_->free(b->memory);
+}
+
+TransportLink::Block& TransportLink::acquire(size_t bytes) {
+  for (auto& b : blocks_)
+    if (b->bytes >= bytes && !b->busy.load(std::memory_order_acquire)) {
+      b->busy.store(true, std::memory_order_relaxed);
+      return *b;
+    }
+  auto b = std::make_unique<Block>();
+  b->bytes = std::max<size_t>(bytes, 64);
+  b->memory = staging_->alloc(b->bytes);
+  CCL_CHECK(b->memory, cclSystemError, "no staging memory for " + std::to_string(b->bytes) + " bytes");
+  b->busy.store(true, std::memory_order_relaxed);
+  blocks_.push_back(std::move(b));
+  return *blocks_.back();
+}
+
 void TransportLink::group(std::span<const Transfer> transfers, Stream& stream) {
   std::vector<Transfer> xs(transfers.begin(), transfers.end());
-  stream.enqueue([this, xs = std::move(xs)] {
-    std::vector<std::unique_ptr<transport::Request>> reqs;
-    reqs.reserve(xs.size());
-    try {
-      for (const Transfer& x : xs) {
-        if (x.send)
-          reqs.push_back(t_.isend(x.peer, x.tag, x.buf, exact_ && x.exact ? *x.exact : x.bytes));
-        else
-          reqs.push_back(t_.irecv(x.peer, x.tag, x.buf, x.bytes));
-      }
-      using Clock = std::chrono::steady_clock;
-      auto lastMove = Clock::now();
-      size_t left = xs.size();
-      while (left) {
-        bool moved = t_.progress();
-        for (size_t i = 0; i < xs.size(); ++i) {
-          if (!reqs[i] || !reqs[i]->test()) continue;
-          const Transfer& x = xs[i];
-          if (!x.send) {
-            const size_t got = reqs[i]->receivedBytes();
-            if (x.received) {
-              *x.received = got;
-            } else if (got != x.bytes) {
-              t_.abortMismatch();  // every rank's call fails, not only this one's
-              throw Error(cclInvalidUsage, "rank " + std::to_string(x.peer) + " sent " + std::to_string(got) +
-                                               " bytes where " + std::to_string(x.bytes) +
-                                               " were expected: ranks called the operation with different counts "
-                                               "or types");
-            }
-          }
-          reqs[i].reset();
-          --left;
-          moved = true;
-        }
-        if (moved) {
-          lastMove = Clock::now();
-          continue;
-        }
-        if (aborted_ && aborted_->load(std::memory_order_relaxed))
-          throw Error(cclInvalidUsage, "the communicator was aborted during the operation");
-        if (Clock::now() - lastMove > timeout_)
-          throw Error(cclSystemError, "no progress for " + std::to_string(timeout_.count()) +
-                                          " ms (CCL_TIMEOUT): a peer is not taking part in the operation");
-        sched_yield();
-      }
-    } catch (...) {
-      t_.abort();  // the peers' waves fail too, instead of waiting for this rank's messages
-      throw;
+  if (!staging_) {
+    stream.enqueue([this, xs = std::move(xs)] { exchange(xs); });
+    return;
+  }
+  size_t total = 0;
+  for (const Transfer& x : xs) total += (x.bytes + 63) & ~size_t{63};
+  Block& block = acquire(total);
+  std::vector<Transfer> staged = xs;
+  size_t at = 0;
+  for (Transfer& x : staged) {
+    x.buf = static_cast<char*>(block.memory) + at;
+    at += (x.bytes + 63) & ~size_t{63};
+  }
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (xs[i].send) stream.copy(staged[i].buf, xs[i].buf, xs[i].bytes);
+  stream.enqueue([this, staged] { exchange(staged); });
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (!xs[i].send) stream.copy(xs[i].buf, staged[i].buf, xs[i].bytes);
+  Block* b = &block;
+  stream.enqueue([b] { b->busy.store(false, std::memory_order_release); });
+}
+
+void TransportLink::exchange(const std::vector<Transfer>& xs) {
+  std::vector<std::unique_ptr<transport::Request>> reqs;
+  reqs.reserve(xs.size());
+  try {
+    for (const Transfer& x : xs) {
+      if (x.send)
+        reqs.push_back(t_.isend(x.peer, x.tag, x.buf, exact_ && x.exact ? *x.exact : x.bytes));
+      else
+        reqs.push_back(t_.irecv(x.peer, x.tag, x.buf, x.bytes));
     }
-  });
+    using Clock = std::chrono::steady_clock;
+    auto lastMove = Clock::now();
+    size_t left = xs.size();
+    while (left) {
+      bool moved = t_.progress();
+      for (size_t i = 0; i < xs.size(); ++i) {
+        if (!reqs[i] || !reqs[i]->test()) continue;
+        const Transfer& x = xs[i];
+        if (!x.send) {
+          const size_t got = reqs[i]->receivedBytes();
+          if (x.received) {
+            *x.received = got;
+          } else if (got != x.bytes) {
+            t_.abortMismatch();  // every rank's call fails, not only this one's
+            throw Error(cclInvalidUsage, "rank " + std::to_string(x.peer) + " sent " + std::to_string(got) +
+                                             " bytes where " + std::to_string(x.bytes) +
+                                             " were expected: ranks called the operation with different counts "
+                                             "or types");
+          }
+        }
+        reqs[i].reset();
+        --left;
+        moved = true;
+      }
+      if (moved) {
+        lastMove = Clock::now();
+        continue;
+      }
+      if (aborted_ && aborted_->load(std::memory_order_relaxed))
+        throw Error(cclInvalidUsage, "the communicator was aborted during the operation");
+      if (Clock::now() - lastMove > timeout_)
+        throw Error(cclSystemError, "no progress for " + std::to_string(timeout_.count()) +
+                                        " ms (CCL_TIMEOUT): a peer is not taking part in the operation");
+      sched_yield();
+    }
+  } catch (...) {
+    t_.abort();  // the peers' waves fail too, instead of waiting for this rank's messages
+    throw;
+  }
 }
 
 void NcclLink::group(std::span<const Transfer> transfers, Stream& stream) {

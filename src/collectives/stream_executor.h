@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -104,23 +105,47 @@ class HostKernels final : public StreamKernels {
   void enqueue(const std::shared_ptr<StreamRun>& run, StepId step, Stream& stream) override;
 };
 
+// Host memory to stage device buffers through a host transport: pinned memory for CUDA
+// streams (cudaHostAlloc), plain memory in the host tests.
+struct StagingMemory {
+  std::function<void*(size_t)> alloc;
+  std::function<void(void*)> free;
+};
+
 // A stream link over a ccl transport: a wave is one step on the stream that posts every
 // transfer and progresses the transport until all completed. With exactLengths false it
 // behaves as a device link does (sends at the posted size), so host tests run what the GPU
-// path runs.
+// path runs. With `staging` it is the staged transport of device memory: each wave copies
+// its sends into host staging memory on the stream, exchanges them there, and copies the
+// receives back (device -> pinned host -> UCX -> pinned host -> device); staging blocks are
+// reused once the stream has run the wave that held them.
 class TransportLink final : public StreamLink {
  public:
   TransportLink(transport::Transport& t, bool exactLengths, std::chrono::milliseconds timeout,
-                const std::atomic<bool>* aborted = nullptr)
-      : t_(t), exact_(exactLengths), timeout_(timeout), aborted_(aborted) {}
+                const std::atomic<bool>* aborted = nullptr, std::optional<StagingMemory> staging = std::nullopt)
+      : t_(t), exact_(exactLengths), timeout_(timeout), aborted_(aborted), staging_(std::move(staging)) {}
+  ~TransportLink() override;  // frees the staging blocks: the streams must have run the waves
+  TransportLink(const TransportLink&) = delete;
+  TransportLink& operator=(const TransportLink&) = delete;
   void group(std::span<const Transfer> transfers, Stream& stream) override;
   bool exactLengths() const override { return exact_; }
 
  private:
+  struct Block {
+    void* memory = nullptr;
+    size_t bytes = 0;
+    std::atomic<bool> busy{false};
+  };
+  // Posts every transfer and progresses the transport until all completed (on the stream).
+  void exchange(const std::vector<Transfer>& xs);
+  Block& acquire(size_t bytes);
+
   transport::Transport& t_;
   bool exact_;
   std::chrono::milliseconds timeout_;
   const std::atomic<bool>* aborted_;
+  std::optional<StagingMemory> staging_;
+  std::vector<std::unique_ptr<Block>> blocks_;
 };
 
 // A stream link over a real NCCL communicator: a wave is ncclGroupStart, one

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The stream executor on host streams against the host executor: every collective, codec
 // and algorithm, 1..8 ranks, gives the same bytes (results and error-feedback state), with
-// lengths known on the host and with every encoded stream sent at its bound as a device
-// link sends it. Also: the wave schedule pairs every message at the same wave on both
+// lengths known on the host, with every encoded stream sent at its bound as a device link
+// sends it, and staged through separate host memory as the staged transport moves device
+// buffers. Also: the wave schedule pairs every message at the same wave on both
 // ends, a call returns before it has run, and failures reach the caller's stream.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -109,7 +111,13 @@ World runHost(const Case& c, size_t fb, uint64_t callSeed) {
 }
 
 // Runs the case with the stream executor on host streams; returns each rank's wire bytes.
-World runStreams(const Case& c, size_t fb, uint64_t callSeed, bool exact, std::vector<ExecStats>* stats = nullptr) {
+// Host memory standing in for pinned staging memory.
+StagingMemory hostStaging() {
+  return StagingMemory{[](size_t n) { return std::malloc(n); }, [](void* p) { std::free(p); }};
+}
+
+World runStreams(const Case& c, size_t fb, uint64_t callSeed, bool exact, std::vector<ExecStats>* stats = nullptr,
+                 bool staged = false) {
   World w = makeWorld(c, fb);
   const auto fabric = transport::makeFabric(c.nranks);
   if (stats) stats->assign(c.nranks, ExecStats{});
@@ -119,7 +127,8 @@ World runStreams(const Case& c, size_t fb, uint64_t callSeed, bool exact, std::v
         scheduleWaves([&](int q) { return planCollective(c.coll, argsOf(c, q)); }, c.nranks, r));
     std::vector<std::byte> scratch(plan->scratchBytes);
     const auto t = transport::createLocalTransport(fabric, r);
-    TransportLink link(*t, exact, std::chrono::seconds(20));
+    TransportLink link(*t, exact, std::chrono::seconds(20), nullptr,
+                       staged ? std::optional<StagingMemory>(hostStaging()) : std::nullopt);
     HostKernels kernels;
     HostStream caller, comm;
     StreamJob job{plan, sched, buffersOf(w, r, scratch.data()), 0, callSeed, stats ? &(*stats)[r] : nullptr};
@@ -193,6 +202,7 @@ TEST(StreamExecutor, SameBytesAsTheHostExecutorForEveryCollectiveCodecAndAlgorit
     const World want = runHost(c, fb, seed);
     expectSame(runStreams(c, fb, seed, true), want, c, "exact lengths");
     expectSame(runStreams(c, fb, seed, false), want, c, "streams sent at their bound");
+    expectSame(runStreams(c, fb, seed, false, nullptr, true), want, c, "staged through host memory");
     ++ran;
     if (::testing::Test::HasFailure()) break;  // one case's report, not hundreds
   }

@@ -56,6 +56,20 @@ void CudaStream::enqueue(Step step) {
   }
 }
 
+void CudaStream::copy(void* dst, const void* src, size_t bytes) {
+  if (bytes && dst != src) cudaOk(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
+}
+
+StagingMemory pinnedStaging() {
+  StagingMemory m;
+  m.alloc = [](size_t bytes) -> void* {
+    void* p = nullptr;
+    return cudaHostAlloc(&p, bytes, cudaHostAllocPortable) == cudaSuccess ? p : nullptr;
+  };
+  m.free = [](void* p) { cudaFreeHost(p); };
+  return m;
+}
+
 Event CudaStream::record() {
   const uint64_t ticket = ++tickets_;
   cudaOk(cudaEventRecord(events_[(ticket - 1) % events_.size()], stream_), "cudaEventRecord");

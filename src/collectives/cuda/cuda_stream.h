@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "collectives/stream.h"
+#include "collectives/stream_executor.h"
 
 namespace ccl::coll {
 
@@ -35,6 +36,7 @@ class CudaStream final : public Stream {
   bool reached(const Event& event) override;
   cclResult_t takeError(std::string* message) override;
   void* native() override { return stream_; }
+  void copy(void* dst, const void* src, size_t bytes) override;  // cudaMemcpyAsync, kind inferred
 
   // The CUDA event of one of this stream's events.
   cudaEvent_t eventOf(const Event& event) const;
@@ -52,5 +54,9 @@ class CudaStream final : public Stream {
   uint64_t tickets_ = 0;
   FirstFailure failure_;  // of host steps (written by CUDA's callback thread)
 };
+
+// Pinned host memory (cudaHostAlloc / cudaFreeHost) for a TransportLink that stages device
+// buffers through a host transport.
+StagingMemory pinnedStaging();
 
 }  // namespace ccl::coll
