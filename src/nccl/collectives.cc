@@ -61,11 +61,7 @@ void runHost(ncclComm& c, const CollCall& call) {
   }
 }
 
-void checkReal(ncclResult_t r, const char* fn) {
-  if (r == ncclSuccess || r == ncclInProgress) return;
-  throw Error(static_cast<cclResult_t>(r),
-              std::string("the real NCCL's p") + fn + " failed: " + CCL_REAL(ncclGetLastError)(nullptr));
-}
+void checkReal(ncclResult_t r, const char* fn) { real::checkResult(r, std::string("p") + fn); }
 
 ncclComm_t realComm(ncclComm& c) {
   CCL_CHECK(c.real, cclInvalidUsage,

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/face_note.h"
 #include "common/log.h"
+#include "nccl/nccl_abi.h"
 
 // The note that marks this copy of the face (common/face_note.h).
 #define CCL_STR2(x) #x
@@ -103,6 +104,13 @@ const Library& library() {
 }  // namespace
 
 bool isCclFace(const void* addr) { return insideCclFace(addr); }
+
+void checkResult(int result, const std::string& what) {
+  if (result == ncclSuccess || result == ncclInProgress) return;
+  using GetLastError = const char* (*)(ncclComm_t);
+  const char* last = reinterpret_cast<GetLastError>(symbol("pncclGetLastError"))(nullptr);
+  throw Error(static_cast<cclResult_t>(result), "the real NCCL's " + what + " failed: " + (last ? last : ""));
+}
 
 bool calledFromReal(const void* returnAddress) {
   const void* base = gRealBase.load(std::memory_order_relaxed);

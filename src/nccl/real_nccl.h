@@ -35,6 +35,10 @@ bool isCclFace(const void* addr);
 // NVIDIA's communicators, and must go back to NVIDIA's implementation.
 bool calledFromReal(const void* returnAddress);
 
+// Throws Error(the same code) naming `what` ("pncclAllReduce", "ncclCommSuspend", ...) and
+// the real library's last error, unless `result` is ncclSuccess or ncclInProgress.
+void checkResult(int result, const std::string& what);
+
 }  // namespace ccl::nccl::real
 
 // Calls the real library's `pncclXxx` with the given arguments: CCL_REAL(ncclAllReduce)(...).

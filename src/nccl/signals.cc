@@ -22,11 +22,6 @@ ncclComm_t realFor(ncclComm& c, const char* what) {
   return c.real;
 }
 
-void checkReal(ncclResult_t r, const char* fn) {
-  CCL_CHECK(r == ncclSuccess || r == ncclInProgress, static_cast<cclResult_t>(r),
-            std::string("the real NCCL's ") + fn + " failed: " + CCL_REAL(ncclGetLastError)(nullptr));
-}
-
 }  // namespace
 }  // namespace ccl::nccl
 
@@ -50,9 +45,9 @@ ncclResult_t pncclPutSignal(const void* localbuff, size_t count, ncclDataType_t 
     CCL_CHECK(count == 0 || cuda::isDevicePointer(localbuff), cclInvalidUsage,
               "one-sided puts need device memory (served by NVIDIA's NCCL); localbuff is host memory");
     ncclComm_t r = realFor(c, "one-sided puts");
-    checkReal(CCL_REAL(ncclPutSignal)(localbuff, count, datatype, peer, peerWin, peerWinOffset, sigIdx, ctx, flags, r,
-                                      stream),
-              "ncclPutSignal");
+    real::checkResult(CCL_REAL(ncclPutSignal)(localbuff, count, datatype, peer, peerWin, peerWinOffset, sigIdx, ctx,
+                                              flags, r, stream),
+                      "ncclPutSignal");
   });
 }
 
@@ -60,7 +55,7 @@ ncclResult_t pncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, nccl
   CCL_RETURN_IF_CALLED_FROM_REAL(ncclSignal, peer, sigIdx, ctx, flags, comm, stream);
   return faceGuard("ncclSignal", [&] {
     ncclComm_t r = realFor(usable(comm), "signals");
-    checkReal(CCL_REAL(ncclSignal)(peer, sigIdx, ctx, flags, r, stream), "ncclSignal");
+    real::checkResult(CCL_REAL(ncclSignal)(peer, sigIdx, ctx, flags, r, stream), "ncclSignal");
   });
 }
 
@@ -71,7 +66,7 @@ ncclResult_t pncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclC
     CCL_CHECK(nDesc >= 0, cclInvalidArgument, "nDesc " + std::to_string(nDesc) + " is negative");
     CCL_CHECK(signalDescs || nDesc == 0, cclInvalidArgument, "signalDescs is NULL");
     ncclComm_t r = realFor(c, "signals");
-    checkReal(CCL_REAL(ncclWaitSignal)(nDesc, signalDescs, r, stream), "ncclWaitSignal");
+    real::checkResult(CCL_REAL(ncclWaitSignal)(nDesc, signalDescs, r, stream), "ncclWaitSignal");
   });
 }
 

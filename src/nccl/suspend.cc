@@ -13,17 +13,6 @@
 #include "nccl/group.h"
 #include "nccl/real_nccl.h"
 
-namespace ccl::nccl {
-namespace {
-
-void checkRealResult(ncclResult_t r, const char* what) {
-  CCL_CHECK(r == ncclSuccess || r == ncclInProgress, static_cast<cclResult_t>(r),
-            std::string("the real NCCL's ") + what + " failed: " + CCL_REAL(ncclGetLastError)(nullptr));
-}
-
-}  // namespace
-}  // namespace ccl::nccl
-
 using namespace ccl;
 using namespace ccl::nccl;
 
@@ -36,7 +25,7 @@ ncclResult_t pncclCommSuspend(ncclComm_t comm, int flags) {
     CCL_CHECK((flags & ~NCCL_SUSPEND_MEM) == 0, cclInvalidArgument, "unknown flags " + std::to_string(flags));
     if (c.real) {
       group::enterReal();  // NCCL's suspend is collective: inside a group it joins the group
-      checkRealResult(CCL_REAL(ncclCommSuspend)(c.real, flags), "ncclCommSuspend");
+      real::checkResult(CCL_REAL(ncclCommSuspend)(c.real, flags), "ncclCommSuspend");
     }
     c.suspended.store(true);
   });
@@ -48,7 +37,7 @@ ncclResult_t pncclCommResume(ncclComm_t comm) {
     ncclComm& c = usable(comm);
     if (c.real) {
       group::enterReal();
-      checkRealResult(CCL_REAL(ncclCommResume)(c.real), "ncclCommResume");
+      real::checkResult(CCL_REAL(ncclCommResume)(c.real), "ncclCommResume");
     }
     c.suspended.store(false);
   });
@@ -61,7 +50,7 @@ ncclResult_t pncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t
     CCL_CHECK(value, cclInvalidArgument, "value is NULL");
     if (c.real) {
       // ccl's host communicator adds no GPU memory to what the real one reports.
-      checkRealResult(CCL_REAL(ncclCommMemStats)(c.real, stat, value), "ncclCommMemStats");
+      real::checkResult(CCL_REAL(ncclCommMemStats)(c.real, stat, value), "ncclCommMemStats");
       return;
     }
     // A caller may pass any int: read it as one, since a value outside the enum's range
