@@ -181,7 +181,10 @@ TEST(TokenSlices, MatchWholeSequences) {
       o.slices = std::stoi(c.slices);
     const TrainResult sliced = runOn(o.grid.size(), o);
     SCOPED_TRACE(sliced.layout + " slices " + c.slices);
-    EXPECT_GT(sliced.sliceBounds.size(), 2u) << "the run was sliced";
+    // The planner decides from times measured on this (shared, noisy) machine: it may keep
+    // sequences whole, which is then what this case checks; its choices from given times are
+    // tested in slicing_test. Uniform slices always cut.
+    if (std::string(c.slices) != "plan") EXPECT_GT(sliced.sliceBounds.size(), 2u) << "the run was sliced";
     EXPECT_LT(largestDifference(whole.losses, sliced.losses), kLossTolerance);
     EXPECT_LT(relativeDifference(whole.params, sliced.params), kParamTolerance);
   }
