@@ -26,13 +26,6 @@ std::vector<size_t> slotCapacities(const Plan& p) {
   return cap;
 }
 
-// The first failure of a call, whichever stream it happened on.
-struct Failure {
-  std::mutex mutex;
-  cclResult_t code = cclSuccess;
-  std::string message;
-};
-
 }  // namespace
 
 Schedule scheduleWaves(const std::function<Plan(int)>& planOf, int nranks, int rank) {
@@ -280,17 +273,14 @@ void executeOnStream(const StreamJob& job, StreamLink& link, StreamKernels& kern
     if (s.kind == StepKind::kRecv && s.slot != kNoSlot)
       run->slotBytes[s.slot] = std::max(run->slotBytes[s.slot], sched.postedBytes[i]);
   }
-  auto failure = std::make_shared<Failure>();
-  // A stream's failure is the call's: the rest of its steps then do nothing.
+  // The first failure of the call, whichever stream it happened on. A stream's failure is
+  // the call's: the rest of its steps then do nothing.
+  auto failure = std::make_shared<FirstFailure>();
   auto takeFailure = [run, failure](Stream& s) {
     std::string m;
     const cclResult_t c = s.takeError(&m);
     if (c == cclSuccess) return;
-    std::lock_guard<std::mutex> lock(failure->mutex);
-    if (failure->code == cclSuccess) {
-      failure->code = c;
-      failure->message = std::move(m);
-    }
+    failure->record(c, std::move(m));
     run->failed.store(true, std::memory_order_release);
   };
 
@@ -373,8 +363,8 @@ void executeOnStream(const StreamJob& job, StreamLink& link, StreamKernels& kern
   for (StepId id : computeAfter[waves]) compute(id);
   collectFailure();
   caller.enqueue([failure] {
-    std::lock_guard<std::mutex> lock(failure->mutex);
-    if (failure->code != cclSuccess) throw Error(failure->code, failure->message);
+    std::string m;
+    if (const cclResult_t c = failure->take(&m); c != cclSuccess) throw Error(c, m);
   });
 }
 
