@@ -7,6 +7,15 @@
  * `cclStream_t`; calls on host memory pass NULL and have completed when they return, or a
  * host stream (cclHostStreamCreate) and run asynchronously, in order, on that stream.
  *
+ * Device memory (a build with CUDA): a call whose buffers are memory of the communicator's
+ * device (cclCommCuDevice) is enqueued on the CUDA stream it is given and returns, as in
+ * NCCL; its result is in place once the stream has run it, and a failure found after the
+ * call returned is reported by cclCommGetAsyncError. Device calls need a CUDA stream (not
+ * NULL, not a host stream), all of a call's buffers in one memory, and run outside
+ * cclGroupStart/End; every codec but powersgd compresses them, with residual error feedback
+ * (LoCo's state is kept on the host only). Their bytes are staged through pinned host
+ * memory and the communicator's transport.
+ *
  * Every function returns a cclResult_t. On failure cclGetLastError() describes the
  * argument or condition at fault. Output parameters are written only on success.
  * No function aborts the process or throws across this interface.
@@ -254,8 +263,9 @@ CCL_API cclResult_t cclCommInitRankConfig(cclComm_t* comm, int nranks, cclUnique
                                           cclConfig_t* config);
 
 /*
- * Creates one communicator per rank of a new `ndev`-rank communicator inside this process
- * (host memory; `devlist` is accepted for NCCL compatibility and may be NULL).
+ * Creates one communicator per rank of a new `ndev`-rank communicator inside this process.
+ * Where ccl has a device, rank r's device is devlist[r] (devlist NULL: device r), as NCCL
+ * places them; host memory needs no devlist.
  */
 CCL_API cclResult_t cclCommInitAll(cclComm_t* comms, int ndev, const int* devlist);
 
@@ -284,7 +294,9 @@ CCL_API cclResult_t cclCommGetAsyncError(cclComm_t comm, cclResult_t* asyncError
 /* Number of ranks of `comm`. */
 CCL_API cclResult_t cclCommCount(const cclComm_t comm, int* count);
 
-/* CUDA device of `comm`; -1 for a host-only communicator. */
+/* CUDA device of `comm`: the device current when it was made (cclCommSplit: the parent's;
+ * cclCommInitAll: devlist[rank]); -1 where ccl has no device (a build without CUDA, a
+ * machine without a GPU). */
 CCL_API cclResult_t cclCommCuDevice(const cclComm_t comm, int* device);
 
 /* This process's rank in `comm`. */

@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "api/device_calls.h"
 #include "api/group.h"
 #include "api/lowrank_allreduce.h"
 #include "api/streams.h"
@@ -41,7 +42,7 @@ struct Call {
 // send, recv and (outside groups) allreduce only: asked for explicitly elsewhere it is an
 // error, as the communicator's default it leaves the call uncompressed.
 codec::Params codecFor(cclComm_t comm, Coll c, bool ex, const cclCompression_t* explicitCodec, size_t bytes,
-                       bool onStream) {
+                       bool onStream, bool onDevice) {
   codec::Params none;
   if (!collInfo(c).compressible) return none;
   const int opKind = collInfo(c).op;
@@ -49,6 +50,10 @@ codec::Params codecFor(cclComm_t comm, Coll c, bool ex, const cclCompression_t* 
   codec::Params p = given ? codec::resolveParams(explicitCodec)
                     : (comm->policy.enabled >> opKind) & 1 && !comm->defaultCodecOff ? comm->policy.codec
                                                                                      : none;
+  if (codec::isLowRank(p.codec) && onDevice) {
+    if (given) throw Error(cclInvalidArgument, std::string(cclCodecName(p.codec)) + " compresses host memory only");
+    return none;
+  }
   if (codec::isLowRank(p.codec)) {
     const bool runs = c == Coll::kSend || c == Coll::kRecv || (c == Coll::kAllReduce && !groupActive() && !onStream);
     if (!runs && given)
@@ -91,23 +96,33 @@ cclFeedback* feedbackFor(const Call& c, int opKind, const codec::Params& p) {
   return fb;
 }
 
-// Returns the host stream the call runs on (nullptr: it runs now).
-coll::Stream* checkCommon(cclComm_t comm, cclDataType_t dtype, size_t count, cclStream_t stream) {
+// A device call's feedback: its residual lives in device memory; LoCo's 8-bit state is kept
+// on the host only.
+cclFeedback* deviceFeedback(cclFeedback* fb) {
+  CCL_CHECK(!fb || fb->kind() == cclFeedbackResidual, cclInvalidUsage,
+            "LoCo error feedback keeps its state on the host: calls on device buffers take residual feedback");
+  return fb;
+}
+
+void checkCommon(cclComm_t comm, cclDataType_t dtype, size_t count) {
   checkUsable(comm);
   CCL_CHECK(validDataType(dtype), cclInvalidArgument, "invalid datatype " + std::to_string(static_cast<int>(dtype)));
   CCL_CHECK(count <= std::numeric_limits<size_t>::max() / dataTypeSize(dtype) / static_cast<size_t>(comm->nranks),
             cclInvalidArgument, "count " + std::to_string(count) + " overflows the buffer size");
-  return hostStream(stream);
 }
 
-// ccl's own calls move host memory; a device buffer would be read by the CPU. Asked only
-// where a CUDA device exists (the probe loads the runtime once, at the first call).
-void checkHostMemory(const char* which, const void* p) {
-  if (!p || !cuda::deviceAvailable()) return;
-  CCL_CHECK(!cuda::isDevicePointer(p), cclInvalidUsage,
-            std::string(which) +
-                " is device memory: ccl's API moves host memory in this version (through the NCCL face, NVIDIA's "
-                "NCCL moves device buffers)");
+// Where a call runs: on the communicator's device (its buffers are device memory), on a
+// host stream, or now (host stream nullptr).
+struct Where {
+  bool device = false;
+  coll::Stream* hostStream = nullptr;
+};
+
+Where whereToRun(cclComm_t comm, std::initializer_list<NamedBuffer> buffers, cclStream_t stream) {
+  Where w;
+  w.device = onDevice(comm, buffers, stream);
+  if (!w.device) w.hostStream = hostStream(stream);
+  return w;
 }
 
 // Buffers that share bytes must be in the collective's in-place layout: any other overlap
@@ -137,8 +152,8 @@ void checkOverlap(const Call& c, const coll::BufferCounts& counts, int rank) {
               "sendbuff and recvbuff overlap but are not in the in-place layout (" + std::string(layout) + ")");
 }
 
-coll::Stream* checkCall(const Call& c) {
-  coll::Stream* stream = checkCommon(c.comm, c.dtype, c.count, c.stream);
+Where checkCall(const Call& c) {
+  checkCommon(c.comm, c.dtype, c.count);
   const int n = c.comm->nranks, r = c.comm->rank;
   const coll::CollInfo info = collInfo(c.kind);
   if (info.reduction)
@@ -151,10 +166,9 @@ coll::Stream* checkCall(const Call& c) {
             "sendbuff is NULL with a count of " + std::to_string(c.count));
   CCL_CHECK(counts.recv == 0 || c.recv, cclInvalidArgument,
             "recvbuff is NULL with a count of " + std::to_string(c.count));
-  if (counts.send) checkHostMemory("sendbuff", c.send);
-  if (counts.recv) checkHostMemory("recvbuff", c.recv);
   checkOverlap(c, counts, r);
-  return stream;
+  return whereToRun(
+      c.comm, {{"sendbuff", counts.send ? c.send : nullptr}, {"recvbuff", counts.recv ? c.recv : nullptr}}, c.stream);
 }
 
 constexpr size_t kMaxCachedPlans = 256;
@@ -177,7 +191,8 @@ cclResult_t inGroup(cclResult_t r) {
 }
 
 void runCollective(const Call& c) {
-  coll::Stream* stream = checkCall(c);
+  const Where where = checkCall(c);
+  coll::Stream* stream = where.hostStream;
   const coll::CollInfo info = collInfo(c.kind);
   cclComm_t comm = c.comm;
   log::RankScope scope(comm->rank);
@@ -195,8 +210,24 @@ void runCollective(const Call& c) {
   a.treeMaxBytes = comm->treeMaxBytes;
   a.directMaxBytes = comm->directMaxBytes;
   const int opKind = collInfo(c.kind).op;
-  a.codec = codecFor(comm, c.kind, c.ex, c.compression, c.count * dataTypeSize(c.dtype), stream != nullptr);
+  a.codec =
+      codecFor(comm, c.kind, c.ex, c.compression, c.count * dataTypeSize(c.dtype), stream != nullptr, where.device);
   if (!coll::compressible(a)) a.codec = codec::Params{};
+  if (where.device) {
+    DeviceCall d{c.kind, c.fn, comm, a};
+    d.send = c.send;
+    d.recv = c.recv;
+    d.stream = c.stream;
+    d.opKind = opKind;
+    if (a.codec.codec != cclCodecNone) {
+      d.feedback = deviceFeedback(feedbackFor(c, opKind, a.codec));
+      d.args.feedback = d.feedback != nullptr;
+      d.feedbackFloats = coll::feedbackFloats(d.args, c.kind == Coll::kReduceScatter);
+    }
+    d.key = PlanKey{opKind, c.count, c.dtype, c.op, c.root, a.inPlace, codecKey(d.args)};
+    d.tagBase = tags::collectiveBase(comm->collSeq++);
+    return runOnDevice(d);
+  }
   Op op;
   op.comm = comm;
   op.stream = stream;
@@ -244,12 +275,19 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
                          int peer, cclComm_t comm, cclStream_t stream, bool ex = false,
                          const cclCompression_t* compression = nullptr, cclFeedback_t feedback = nullptr) {
   return inGroup(guard(comm, fn, [&] {
-    coll::Stream* queue = checkCommon(comm, dtype, count, stream);
+    checkCommon(comm, dtype, count);
     CCL_CHECK(peer >= 0 && peer < comm->nranks, cclInvalidArgument,
               "peer " + std::to_string(peer) + " is outside [0, " + std::to_string(comm->nranks) + ")");
     CCL_CHECK(count == 0 || (isSend ? send != nullptr : recv != nullptr), cclInvalidArgument,
               std::string(isSend ? "sendbuff" : "recvbuff") + " is NULL with a count of " + std::to_string(count));
-    if (count) checkHostMemory(isSend ? "sendbuff" : "recvbuff", isSend ? send : recv);
+    const char* name = isSend ? "sendbuff" : "recvbuff";
+    const Where where = whereToRun(comm, {{name, count ? (isSend ? send : recv) : nullptr}}, stream);
+    coll::Stream* queue = where.hostStream;
+    // Outside a group a message to oneself has no one to match it (NCCL's rule too); the
+    // host path queues it until a receive comes, the device path cannot.
+    CCL_CHECK(!where.device || peer != comm->rank, cclInvalidUsage,
+              "a send or receive of device buffers to the calling rank itself needs a group, which device calls do "
+              "not support in this version");
     const size_t bytes = count * dataTypeSize(dtype);
     Op op;
     op.comm = comm;
@@ -262,17 +300,31 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
     a.count = count;
     a.dtype = dtype;
     a.chunkBytes = comm->chunkBytes;
-    a.codec = codecFor(comm, kind, ex, compression, bytes, queue != nullptr);
+    a.codec = codecFor(comm, kind, ex, compression, bytes, queue != nullptr, where.device);
     if (!coll::compressible(a)) a.codec = codec::Params{};
     op.compressed = a.codec.codec != cclCodecNone;
     op.stream = queue;
     if (op.compressed && isSend) {
       Call c{kind, fn, send, recv, count, dtype, cclSum, peer, comm, stream, ex, compression, feedback};
       op.feedback = feedbackFor(c, op.opKind, a.codec);
+      if (where.device) op.feedback = deviceFeedback(op.feedback);
       a.feedback = op.feedback != nullptr;
       op.feedbackFloats = coll::feedbackFloats(a, false);
     }
     PlanKey key{op.opKind, bytes, dtype, 0, peer, false, codecKey(a)};
+    if (where.device) {
+      DeviceCall d{kind, fn, comm, a};
+      d.peer = peer;
+      d.send = send;
+      d.recv = recv;
+      d.stream = stream;
+      d.feedback = op.feedback;
+      d.feedbackFloats = op.feedbackFloats;
+      d.opKind = op.opKind;
+      d.key = key;
+      d.tagBase = tags::pointToPointBase(seq);
+      return runOnDevice(d);
+    }
     op.plan = cachedPlan(comm, key, [&] {
       if (op.compressed) return isSend ? coll::planCompressedSend(a, peer, 0) : coll::planCompressedRecv(a, peer, 0);
       return isSend ? coll::planSend(peer, 0, bytes) : coll::planRecv(peer, 0, bytes);

@@ -2,6 +2,9 @@
 // Communicator lifecycle: init, init-all, split, finalize, destroy, abort and queries.
 #include "api/comm.h"
 
+#include "api/device_calls.h"
+#include "collectives/device.h"
+
 #include <sched.h>
 
 #include <algorithm>
@@ -74,6 +77,7 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
   comm->treeMaxBytes = static_cast<size_t>(std::max<int64_t>(config::treeMaxBytes(), 0));
   comm->directMaxBytes = static_cast<size_t>(std::max<int64_t>(config::directMaxBytes(), 0));
   comm->yieldWhenIdle = config::progressYield();
+  if (coll::DeviceDriver* driver = coll::deviceDriver()) comm->cudaDevice = driver->current();
   comm->sendSeq.assign(nranks, 0);
   comm->recvSeq.assign(nranks, 0);
   log::RankScope scope(rank);
@@ -92,6 +96,7 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
 
 void destroyComm(cclComm_t comm) {
   comm->magic = 0;
+  comm->device.reset();  // its link uses the transport
   comm->transport.reset();
   comm->bootstrap.reset();
   delete comm;
@@ -138,7 +143,7 @@ CCL_API cclResult_t cclCommInitRank(cclComm_t* comm, int nranks, cclUniqueId com
   return cclCommInitRankConfig(comm, nranks, commId, rank, nullptr);
 }
 
-CCL_API cclResult_t cclCommInitAll(cclComm_t* comms, int ndev, const int* /*devlist*/) {
+CCL_API cclResult_t cclCommInitAll(cclComm_t* comms, int ndev, const int* devlist) {
   return guard(nullptr, "cclCommInitAll", [&] {
     CCL_CHECK(comms, cclInvalidArgument, "comms is NULL");
     CCL_CHECK(ndev > 0, cclInvalidArgument, "ndev " + std::to_string(ndev) + " must be positive");
@@ -152,6 +157,8 @@ CCL_API cclResult_t cclCommInitAll(cclComm_t* comms, int ndev, const int* /*devl
       threads.emplace_back([&, r] {
         try {
           made[r] = api::createComm(id, ndev, r, nullptr);
+          // Rank r on device devlist[r] (or r), as NCCL places them; -1 without devices.
+          if (made[r]->cudaDevice >= 0) made[r]->cudaDevice = devlist ? devlist[r] : r;
         } catch (const Error& e) {
           codes[r] = e.code();
           errors[r] = e.what();
@@ -204,6 +211,7 @@ CCL_API cclResult_t cclCommSplit(cclComm_t comm, int color, int key, cclComm_t* 
     inherited.commName = comm->name.empty() ? nullptr : comm->name.c_str();
     *newcomm =
         api::createComm(ids[mine.front().rank], static_cast<int>(mine.size()), newRank, config ? config : &inherited);
+    (*newcomm)->cudaDevice = comm->cudaDevice;  // NCCL's split keeps the parent's device
   });
 }
 
@@ -288,7 +296,7 @@ CCL_API cclResult_t cclCommCuDevice(const cclComm_t comm, int* device) {
   return guard(comm, "cclCommCuDevice", [&] {
     api::checkHandle(comm);
     CCL_CHECK(device, cclInvalidArgument, "device is NULL");
-    *device = -1;
+    *device = comm->cudaDevice;
   });
 }
 

@@ -23,6 +23,11 @@
 
 namespace ccl::api {
 
+struct DeviceComm;  // api/device_calls.h
+struct DeviceCommDeleter {
+  void operator()(DeviceComm* d) const;
+};
+
 // What a plan depends on besides the communicator's settings. Calls repeat (a training
 // loop issues the same collectives every step), so plans are built once and reused.
 struct PlanKey {
@@ -85,7 +90,12 @@ struct cclComm {
   std::mutex asyncMutex;
   std::condition_variable asyncDone;
   int asyncPending = 0;
-  ccl::coll::Stream* asyncStream = nullptr;
+  const void* asyncStream = nullptr;  // a host stream, or the device state: what runs them
+
+  // The device of the communicator (cclCommCuDevice): the calling thread's current device at
+  // init; -1 without one. Its calls' state is made at the first device call.
+  int cudaDevice = -1;
+  std::unique_ptr<ccl::api::DeviceComm, ccl::api::DeviceCommDeleter> device;
 };
 
 namespace ccl::api {

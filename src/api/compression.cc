@@ -3,6 +3,8 @@
 
 #include <strings.h>
 
+#include <atomic>
+
 #include <cmath>
 #include <sstream>
 #include <string>
@@ -11,6 +13,11 @@
 #include "collectives/collective_info.h"
 #include "common/config.h"
 #include "common/log.h"
+
+uint64_t cclFeedback::nextSerial() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 
 namespace ccl::api {
 namespace {

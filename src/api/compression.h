@@ -16,6 +16,12 @@
 // A feedback handle is the codecs' feedback state (codecs/feedback.h) behind the C type.
 struct cclFeedback : ccl::codec::FeedbackState {
   using FeedbackState::FeedbackState;
+  // Tells this handle apart from one made later at the same address: device calls keep
+  // their residual in the communicator's device state, keyed by it.
+  const uint64_t serial = nextSerial();
+
+ private:
+  static uint64_t nextSerial();
 };
 
 namespace ccl::api {

@@ -47,13 +47,7 @@ coll::Job makeJob(const Op& op, void* scratch, coll::ExecStats* stats) {
 }
 
 void account(const Op& op, const coll::ExecStats& s) {
-  std::lock_guard<std::mutex> lock(op.comm->statsMutex);
-  cclOpStats_t& st = op.comm->stats[op.opKind];
-  st.calls += 1;
-  st.compressedCalls += op.compressed ? 1 : 0;
-  st.rawBytes += s.rawBytes;
-  st.wireBytes += s.wireBytes;
-  st.codecSeconds += static_cast<double>(s.codecNs) * 1e-9;
+  addStats(op.comm, op.opKind, op.compressed, s);
   if (op.feedback) op.feedback->finish();
 }
 
@@ -115,22 +109,13 @@ std::vector<cclComm_t> commsOf(std::span<const Op> ops) {
 // Enqueues `run` (the operations of `comms`) on host stream `stream`, after whatever those
 // communicators have queued on other streams.
 void enqueueAsync(coll::Stream* stream, const std::vector<cclComm_t>& comms, std::function<void()> run) {
-  for (cclComm_t c : comms) {
-    std::unique_lock<std::mutex> lock(c->asyncMutex);
-    c->asyncDone.wait(lock, [&] { return c->asyncPending == 0 || c->asyncStream == stream; });
-    ++c->asyncPending;
-    c->asyncStream = stream;
-  }
+  for (cclComm_t c : comms) beginAsync(c, stream);
   stream->enqueue([comms, run = std::move(run)] {
     // Last, whatever happened: cclCommDestroy and cclCommAbort wait for this count.
     struct Done {
       const std::vector<cclComm_t>& comms;
       ~Done() {
-        for (cclComm_t c : comms) {
-          std::lock_guard<std::mutex> lock(c->asyncMutex);
-          if (--c->asyncPending == 0) c->asyncStream = nullptr;
-          c->asyncDone.notify_all();
-        }
+        for (cclComm_t c : comms) endAsync(c);
       }
     } done{comms};
     try {
@@ -138,10 +123,7 @@ void enqueueAsync(coll::Stream* stream, const std::vector<cclComm_t>& comms, std
         CCL_CHECK(!c->aborted.load(), cclInvalidUsage, "the communicator was aborted before this operation ran");
       run();
     } catch (const Error& e) {
-      for (cclComm_t c : comms) {
-        cclResult_t none = cclSuccess;
-        if (!c->aborted.load()) c->asyncError.compare_exchange_strong(none, e.code());
-      }
+      for (cclComm_t c : comms) failAsync(c, e.code());
       throw;
     }
   });
@@ -149,9 +131,37 @@ void enqueueAsync(coll::Stream* stream, const std::vector<cclComm_t>& comms, std
 
 }  // namespace
 
-void drainAsync(cclComm_t comm, coll::Stream* stream) {
+void addStats(cclComm_t comm, int opKind, bool compressed, const coll::ExecStats& s) {
+  std::lock_guard<std::mutex> lock(comm->statsMutex);
+  cclOpStats_t& st = comm->stats[opKind];
+  st.calls += 1;
+  st.compressedCalls += compressed ? 1 : 0;
+  st.rawBytes += s.rawBytes;
+  st.wireBytes += s.wireBytes;
+  st.codecSeconds += static_cast<double>(s.codecNs) * 1e-9;
+}
+
+void drainAsync(cclComm_t comm, const void* runner) {
   std::unique_lock<std::mutex> lock(comm->asyncMutex);
-  comm->asyncDone.wait(lock, [&] { return comm->asyncPending == 0 || (stream && comm->asyncStream == stream); });
+  comm->asyncDone.wait(lock, [&] { return comm->asyncPending == 0 || (runner && comm->asyncStream == runner); });
+}
+
+void beginAsync(cclComm_t comm, const void* runner) {
+  std::unique_lock<std::mutex> lock(comm->asyncMutex);
+  comm->asyncDone.wait(lock, [&] { return comm->asyncPending == 0 || comm->asyncStream == runner; });
+  ++comm->asyncPending;
+  comm->asyncStream = runner;
+}
+
+void endAsync(cclComm_t comm) {
+  std::lock_guard<std::mutex> lock(comm->asyncMutex);
+  if (--comm->asyncPending == 0) comm->asyncStream = nullptr;
+  comm->asyncDone.notify_all();
+}
+
+void failAsync(cclComm_t comm, cclResult_t code) {
+  cclResult_t none = cclSuccess;
+  if (!comm->aborted.load()) comm->asyncError.compare_exchange_strong(none, code);
 }
 
 bool groupActive() { return tlsGroup.depth > 0; }

@@ -8,6 +8,7 @@
 #include <memory>
 #include "api/comm.h"
 
+#include "collectives/executor.h"
 #include "collectives/plan.h"
 
 namespace ccl::api {
@@ -38,8 +39,23 @@ void groupFail(cclResult_t code);
 // open.
 void submit(Op&& op);
 
-// Waits until `comm` has no operation enqueued on a host stream other than `stream` (NULL:
-// on no stream at all), so that the next operation runs after them.
-void drainAsync(cclComm_t comm, coll::Stream* stream);
+// Adds what one operation moved to `comm`'s statistics (cclCommGetStats).
+void addStats(cclComm_t comm, int opKind, bool compressed, const coll::ExecStats& s);
+
+// Operations that run after their call returned (on a host stream, or on a device's streams)
+// are counted per communicator with what runs them (the runner: a host stream, or the
+// device state). One communicator's operations run in the order they were issued, so a
+// call waits for those of other runners first.
+//
+// Waits until `comm` has no operation pending on a runner other than `runner` (NULL: on no
+// runner at all), so that the next operation runs after them.
+void drainAsync(cclComm_t comm, const void* runner);
+// Counts an operation of `runner` as pending, once those of other runners have run.
+void beginAsync(cclComm_t comm, const void* runner);
+// The operation counted by beginAsync has run (whatever its result).
+void endAsync(cclComm_t comm);
+// A pending operation failed with `code`: the communicator's asynchronous error, unless it
+// was aborted or failed already.
+void failAsync(cclComm_t comm, cclResult_t code);
 
 }  // namespace ccl::api

@@ -36,6 +36,8 @@ coll::HostStream* existing(cclStream_t stream, const char* what) {
 
 }  // namespace
 
+bool isHostStream(cclStream_t stream) { return stream && find(stream); }
+
 coll::Stream* hostStream(cclStream_t stream) {
   if (!stream) return nullptr;
   coll::Stream* s = find(stream);

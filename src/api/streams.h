@@ -13,4 +13,7 @@ namespace ccl::api {
 // that is not a live host stream (a CUDA stream: this build moves host memory only).
 coll::Stream* hostStream(cclStream_t stream);
 
+// True when `stream` is a live host stream (cclHostStreamCreate).
+bool isHostStream(cclStream_t stream);
+
 }  // namespace ccl::api

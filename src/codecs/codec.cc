@@ -157,6 +157,8 @@ size_t encode(const Params& p, const void* x, cclDataType_t type, size_t n, void
 
 Header inspect(const void* in, size_t inBytes) { return readHeader(in, inBytes); }
 
+size_t streamBytes(const void* in, size_t inBytes) { return layoutOf(readHeader(in, inBytes)).total; }
+
 namespace {
 
 Header checkExpected(const void* in, size_t inBytes, const Expect& expect) {

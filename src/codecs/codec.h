@@ -86,6 +86,10 @@ void decodeAccumulate(const void* in, size_t inBytes, const Expect& expect, floa
 // Header of a valid stream, for inspection (codec, count); throws like decode.
 Header inspect(const void* in, size_t inBytes);
 
+// Bytes of the stream at `in` (at most inBytes), from its header alone: what a link that
+// did not see the encode's length must send. Throws like decode when the header is invalid.
+size_t streamBytes(const void* in, size_t inBytes);
+
 // The unit of a quantizer's abs error term for a block whose absmax is absMax: its scale
 // (an fp16 scale's round-up included) or its e8m0 power of two. 0 for other codecs.
 double scaleUnit(const Params& p, double absMax);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "collectives/stream_executor.h"
 
+#include "codecs/codec.h"
+
 #include <sched.h>
 
 #include <algorithm>
@@ -196,13 +198,29 @@ void TransportLink::group(std::span<const Transfer> transfers, Stream& stream) {
   stream.enqueue([b] { b->busy.store(false, std::memory_order_release); });
 }
 
+size_t TransportLink::sendLength(const Transfer& x) const {
+  size_t n = x.bytes;
+  if (x.exact && exact_) {
+    n = *x.exact;
+  } else if (x.exact && staging_) {
+    try {
+      n = codec::streamBytes(x.buf, x.bytes);
+    } catch (const Error&) {
+      // An invalid stream goes at its posted size: the receiver's decode refuses it and the
+      // call fails at both ends, instead of one end waiting for a message never sent.
+    }
+  }
+  if (x.sent) *x.sent = n;
+  return n;
+}
+
 void TransportLink::exchange(const std::vector<Transfer>& xs) {
   std::vector<std::unique_ptr<transport::Request>> reqs;
   reqs.reserve(xs.size());
   try {
     for (const Transfer& x : xs) {
       if (x.send)
-        reqs.push_back(t_.isend(x.peer, x.tag, x.buf, exact_ && x.exact ? *x.exact : x.bytes));
+        reqs.push_back(t_.isend(x.peer, x.tag, x.buf, sendLength(x)));
       else
         reqs.push_back(t_.irecv(x.peer, x.tag, x.buf, x.bytes));
     }
@@ -268,6 +286,7 @@ void executeOnStream(const StreamJob& job, StreamLink& link, StreamKernels& kern
   run->stats = job.stats;
   run->lengths.assign(plan.lengthSlots, 0);
   run->slotBytes = slotCapacities(plan);
+  run->sent.assign(n, 0);
   for (size_t i = 0; i < n; ++i) {
     const Step& s = plan.steps[i];
     if (s.kind == StepKind::kRecv && s.slot != kNoSlot)
@@ -329,6 +348,7 @@ void executeOnStream(const StreamJob& job, StreamLink& link, StreamKernels& kern
       x.tag = job.tagBase | s.tag;
       x.buf = bufferAt(run->buffers, x.send ? s.src : s.dst);
       x.bytes = sched.postedBytes[id];
+      if (x.send) x.sent = &run->sent[id];
       if (s.slot != kNoSlot) {
         if (x.send)
           x.exact = &run->lengths[s.slot];
@@ -347,7 +367,9 @@ void executeOnStream(const StreamJob& job, StreamLink& link, StreamKernels& kern
         const Step& s = p.steps[id];
         if (!exact && s.kind == StepKind::kRecv && s.slot != kNoSlot) run->lengths[s.slot] = sc.postedBytes[id];
         if (!run->stats || s.kind != StepKind::kSend) continue;
-        const size_t sent = exact && s.slot != kNoSlot ? run->lengths[s.slot] : sc.postedBytes[id];
+        const size_t sent = run->sent[id]                ? run->sent[id]
+                            : exact && s.slot != kNoSlot ? run->lengths[s.slot]
+                                                         : sc.postedBytes[id];
         run->stats->wireBytes += sent;
         run->stats->rawBytes += sendRawBytes(p, s, sent);
       }
@@ -362,9 +384,11 @@ void executeOnStream(const StreamJob& job, StreamLink& link, StreamKernels& kern
   }
   for (StepId id : computeAfter[waves]) compute(id);
   collectFailure();
-  caller.enqueue([failure] {
+  caller.enqueue([failure, finished = job.finished] {
     std::string m;
-    if (const cclResult_t c = failure->take(&m); c != cclSuccess) throw Error(c, m);
+    const cclResult_t c = failure->take(&m);
+    if (finished) finished(c, m);
+    if (c != cclSuccess) throw Error(c, m);
   });
 }
 

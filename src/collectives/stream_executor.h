@@ -61,6 +61,7 @@ struct Transfer {
   size_t bytes = 0;               // posted size
   const size_t* exact = nullptr;  // send of an encoded stream: its length, read when the wave runs
   size_t* received = nullptr;     // receive: bytes received, written when the wave has run
+  size_t* sent = nullptr;         // send: bytes the link sent, written when the wave has run
 };
 
 // Stream-ordered point-to-point transfers: NCCL's model. A link, its transport and the
@@ -89,6 +90,8 @@ struct StreamRun {
   // Per slot: the most bytes an encoded stream there can span (its encode's room or its
   // receive's posted size): what a device decode reads, its header telling the rest.
   std::vector<size_t> slotBytes;
+  // Per step: the bytes a send's link sent (0 until the wave has run).
+  std::vector<size_t> sent;
   std::atomic<bool> failed{false};  // a step failed: the rest of the call's steps do nothing
 };
 
@@ -118,7 +121,9 @@ struct StagingMemory {
 // path runs. With `staging` it is the staged transport of device memory: each wave copies
 // its sends into host staging memory on the stream, exchanges them there, and copies the
 // receives back (device -> pinned host -> UCX -> pinned host -> device); staging blocks are
-// reused once the stream has run the wave that held them.
+// reused once the stream has run the wave that held them. A staged encoded stream goes over
+// the transport at its true length, read from its header in staging memory: the copies move
+// its bound, the network only what the codec wrote.
 class TransportLink final : public StreamLink {
  public:
   TransportLink(transport::Transport& t, bool exactLengths, std::chrono::milliseconds timeout,
@@ -138,6 +143,9 @@ class TransportLink final : public StreamLink {
   };
   // Posts every transfer and progresses the transport until all completed (on the stream).
   void exchange(const std::vector<Transfer>& xs);
+  // What a send puts on the transport: an encoded stream's length when known (exact lengths,
+  // or the header of a staged stream), else the posted size; noted in x.sent.
+  size_t sendLength(const Transfer& x) const;
   Block& acquire(size_t bytes);
 
   transport::Transport& t_;
@@ -170,6 +178,11 @@ struct StreamJob {
   uint64_t tagBase = 0;
   uint64_t callSeed = 0;
   ExecStats* stats = nullptr;
+  // Run on `caller` once the call has run (every wave and step), with its result: the place
+  // for bookkeeping that must follow the call (statistics, an asynchronous error, the
+  // communicator's count of calls in flight). On a CUDA stream it runs as a host function:
+  // it must not call CUDA, and must not throw.
+  std::function<void(cclResult_t, const std::string&)> finished;
 };
 
 // Enqueues `job` on `caller` (compute steps) and `comm` (waves), joined back into `caller`.

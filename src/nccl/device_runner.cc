@@ -151,8 +151,8 @@ bool runCompressed(const CollCall& call, const Policy& policy) {
     }
     residual = r;
   }
-  coll::StreamJob job{entry.first, entry.second, coll::Buffers{call.send, call.recv, st.scratch, residual},
-                      0,           ++st.calls,   nullptr};
+  coll::StreamJob job{
+      entry.first, entry.second, coll::Buffers{call.send, call.recv, st.scratch, residual}, 0, ++st.calls, nullptr, {}};
   coll::executeOnStream(job, st.link, st.kernels, *caller, st.comm);
   return true;
 }

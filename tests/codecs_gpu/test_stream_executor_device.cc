@@ -147,7 +147,8 @@ RankData onDevice(const Case& c, int r, StreamLink& link, uint64_t seed) {
       Buffers{send.get(), recv.get(), scratch.get(), d.feedback.empty() ? nullptr : static_cast<float*>(fb.get())},
       0,
       seed,
-      nullptr};
+      nullptr,
+      {}};
   executeOnStream(job, link, kernels, caller, comm);
   caller.synchronize();
   std::string message;

@@ -131,7 +131,7 @@ World runStreams(const Case& c, size_t fb, uint64_t callSeed, bool exact, std::v
                        staged ? std::optional<StagingMemory>(hostStaging()) : std::nullopt);
     HostKernels kernels;
     HostStream caller, comm;
-    StreamJob job{plan, sched, buffersOf(w, r, scratch.data()), 0, callSeed, stats ? &(*stats)[r] : nullptr};
+    StreamJob job{plan, sched, buffersOf(w, r, scratch.data()), 0, callSeed, stats ? &(*stats)[r] : nullptr, {}};
     executeOnStream(job, link, kernels, caller, comm);
     caller.synchronize();
     std::string message;
@@ -241,8 +241,8 @@ TEST(StreamExecutor, SendAndReceiveWithEveryCodec) {
         TransportLink link(*t, exact, std::chrono::seconds(20));
         HostKernels kernels;
         HostStream caller, comm;
-        executeOnStream(StreamJob{plan, sched, buffersOf(w, r, scratch.data()), 0, 5, nullptr}, link, kernels, caller,
-                        comm);
+        executeOnStream(StreamJob{plan, sched, buffersOf(w, r, scratch.data()), 0, 5, nullptr, {}}, link, kernels,
+                        caller, comm);
         caller.synchronize();
         std::string message;
         ASSERT_EQ(caller.takeError(&message), cclSuccess) << message;
@@ -256,17 +256,24 @@ TEST(StreamExecutor, SendAndReceiveWithEveryCodec) {
   }
 }
 
-// Byte counts: exact lengths count what the host executor counts; at the bound, more.
+// Byte counts: exact lengths count what the host executor counts; at the bound, more; staged
+// through host memory, the true lengths again (read from the staged streams' headers).
 TEST(StreamExecutor, WireBytesAreTheEncodedLengthsOrTheBound) {
-  const Case c{Coll::kAllReduce, cclCodecTopK, Algo::kAuto, 4};
-  std::vector<ExecStats> exact, bound;
-  runStreams(c, 0, 1, true, &exact);
-  runStreams(c, 0, 1, false, &bound);
-  for (int r = 0; r < c.nranks; ++r) {
-    EXPECT_GT(exact[r].wireBytes, 0u);
-    EXPECT_LT(exact[r].wireBytes, exact[r].rawBytes) << "top-k sends less than it stands for";
-    EXPECT_GE(bound[r].wireBytes, exact[r].wireBytes);
-    EXPECT_EQ(bound[r].rawBytes, exact[r].rawBytes);
+  for (cclCodec_t codec : {cclCodecTopK, cclCodecInt4}) {
+    SCOPED_TRACE(cclCodecName(codec));
+    const Case c{Coll::kAllReduce, codec, Algo::kAuto, 4};
+    std::vector<ExecStats> exact, bound, staged;
+    runStreams(c, 0, 1, true, &exact);
+    runStreams(c, 0, 1, false, &bound);
+    runStreams(c, 0, 1, false, &staged, true);
+    for (int r = 0; r < c.nranks; ++r) {
+      EXPECT_GT(exact[r].wireBytes, 0u);
+      EXPECT_LT(exact[r].wireBytes, exact[r].rawBytes) << "the codec sends less than it stands for";
+      EXPECT_GT(bound[r].wireBytes, exact[r].wireBytes);
+      EXPECT_EQ(bound[r].rawBytes, exact[r].rawBytes);
+      EXPECT_EQ(staged[r].wireBytes, exact[r].wireBytes);
+      EXPECT_EQ(staged[r].rawBytes, exact[r].rawBytes);
+    }
   }
 }
 
@@ -340,7 +347,7 @@ TEST(StreamExecutor, EnqueuesAndReturnsBeforeRunning) {
       while (!release.load()) std::this_thread::yield();
     });
     const Bytes before = w.recv[r];
-    executeOnStream(StreamJob{plan, sched, buffersOf(w, r, scratch.data()), 0, 1, nullptr}, link, kernels, caller,
+    executeOnStream(StreamJob{plan, sched, buffersOf(w, r, scratch.data()), 0, 1, nullptr, {}}, link, kernels, caller,
                     comm);
     const Event end = caller.record();
     EXPECT_FALSE(caller.reached(end));
@@ -373,7 +380,8 @@ TEST(StreamExecutor, APeerThatNeverComesFailsTheCallersStream) {
   TransportLink link(*t0, true, std::chrono::milliseconds(300));
   HostKernels kernels;
   HostStream caller, comm;
-  executeOnStream(StreamJob{plan, sched, buffersOf(w, 0, scratch.data()), 0, 1, nullptr}, link, kernels, caller, comm);
+  executeOnStream(StreamJob{plan, sched, buffersOf(w, 0, scratch.data()), 0, 1, nullptr, {}}, link, kernels, caller,
+                  comm);
   caller.synchronize();
   std::string message;
   EXPECT_EQ(caller.takeError(&message), cclSystemError);

@@ -184,7 +184,9 @@ TEST(TokenSlices, MatchWholeSequences) {
     // The planner decides from times measured on this (shared, noisy) machine: it may keep
     // sequences whole, which is then what this case checks; its choices from given times are
     // tested in slicing_test. Uniform slices always cut.
-    if (std::string(c.slices) != "plan") EXPECT_GT(sliced.sliceBounds.size(), 2u) << "the run was sliced";
+    if (std::string(c.slices) != "plan") {
+      EXPECT_GT(sliced.sliceBounds.size(), 2u) << "the run was sliced";
+    }
     EXPECT_LT(largestDifference(whole.losses, sliced.losses), kLossTolerance);
     EXPECT_LT(relativeDifference(whole.params, sliced.params), kParamTolerance);
   }

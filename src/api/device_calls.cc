@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "api/device_calls.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "api/group.h"
+#include "api/streams.h"
+#include "collectives/device.h"
+#include "collectives/stream_executor.h"
+#include "common/cuda_probe.h"
+#include "common/dtype.h"
+#include "common/log.h"
+
+namespace ccl::api {
+
+struct DeviceComm {
+  explicit DeviceComm(cclComm_t c) {
+    coll::DeviceDriver* driver = coll::deviceDriver();
+    CCL_CHECK(driver && c->cudaDevice >= 0, cclInternalError, "a device call on a communicator without a device");
+    device = driver->open(c->cudaDevice);
+    coll::CurrentDevice current(*device);
+    comm = device->newStream();
+    kernels = device->newKernels();
+    link = std::make_unique<coll::TransportLink>(*c->transport, /*exactLengths=*/false, c->timeout, &c->aborted,
+                                                 device->staging());
+    CCL_INFO("comm %p: device calls on %s device %d, staged through host memory over %s", static_cast<void*>(c),
+             driver->name(), c->cudaDevice, c->transport->name());
+  }
+
+  // Every call has run (the communicator drained them); what remains is to free.
+  ~DeviceComm() {
+    coll::CurrentDevice current(*device);
+    if (scratch) device->free(scratch, *comm);
+    for (auto& [serial, r] : residuals) device->free(r.memory, *comm);
+    comm->synchronize();
+  }
+
+  struct Planned {
+    std::shared_ptr<const coll::Plan> plan;
+    std::shared_ptr<const coll::Schedule> schedule;
+  };
+  struct Residual {
+    float* memory = nullptr;
+    size_t floats = 0;
+    int op = -1;
+  };
+
+  std::mutex mutex;  // calls from several threads enqueue one at a time
+  std::unique_ptr<coll::Device> device;
+  std::unique_ptr<coll::Stream> comm;  // the waves' stream
+  std::unique_ptr<coll::StreamKernels> kernels;
+  std::unique_ptr<coll::TransportLink> link;
+  std::map<void*, std::unique_ptr<coll::Stream>> callers;  // by the caller's stream handle
+  std::unordered_map<PlanKey, Planned, PlanKeyHash> plans;
+  void* scratch = nullptr;
+  size_t scratchBytes = 0;
+  std::map<uint64_t, Residual> residuals;  // by cclFeedback::serial
+  coll::Stream* last = nullptr;            // the stream of the previous call, and its end
+  coll::Event lastDone;
+};
+
+void DeviceCommDeleter::operator()(DeviceComm* d) const { delete d; }
+
+namespace {
+
+constexpr size_t kMaxCachedPlans = 256;
+
+DeviceComm& deviceState(cclComm_t comm) {
+  if (!comm->device) comm->device.reset(new DeviceComm(comm));
+  return *comm->device;
+}
+
+// The plan of this rank and its wave schedule, which needs every rank's plan: the
+// collective's at each rank, or for send and recv the pair's two ends.
+const DeviceComm::Planned& planned(DeviceComm& d, const DeviceCall& c, int rank, int nranks) {
+  if (auto it = d.plans.find(c.key); it != d.plans.end()) return it->second;
+  if (d.plans.size() >= kMaxCachedPlans) d.plans.clear();  // calls in flight keep theirs
+  const bool p2p = c.kind == coll::Coll::kSend || c.kind == coll::Coll::kRecv;
+  const bool compressed = c.args.codec.codec != cclCodecNone;
+  const size_t bytes = c.args.count * dataTypeSize(c.args.dtype);
+  auto planOf = [&](int r) -> coll::Plan {
+    coll::CollArgs a = c.args;
+    a.rank = r;
+    if (!p2p) return coll::planCollective(c.kind, a);
+    if (r != rank && r != c.peer) return coll::Plan{};
+    const bool sends = (r == rank) == (c.kind == coll::Coll::kSend);  // the peer runs the mirror
+    const int other = r == rank ? c.peer : rank;
+    if (compressed) return sends ? coll::planCompressedSend(a, other, 0) : coll::planCompressedRecv(a, other, 0);
+    return sends ? coll::planSend(other, 0, bytes) : coll::planRecv(other, 0, bytes);
+  };
+  DeviceComm::Planned p;
+  p.plan = std::make_shared<const coll::Plan>(planOf(rank));
+  p.schedule = std::make_shared<const coll::Schedule>(coll::scheduleWaves(planOf, nranks, rank));
+  return d.plans.emplace(c.key, std::move(p)).first->second;
+}
+
+coll::Stream& callerStream(DeviceComm& d, cclStream_t stream) {
+  void* handle = static_cast<void*>(stream);
+  auto& s = d.callers[handle];
+  if (!s) s = d.device->wrap(handle);
+  return *s;
+}
+
+// The residual of `fb` for this call, zeroed when it is new or was last used with another
+// operation or size (as the host state is).
+float* residualFor(DeviceComm& d, const DeviceCall& c, coll::Stream& stream) {
+  DeviceComm::Residual& r = d.residuals[c.feedback->serial];
+  if (r.memory && (r.floats != c.feedbackFloats || r.op != c.opKind)) {
+    d.device->free(r.memory, stream);
+    r = {};
+  }
+  if (!r.memory) {
+    r.memory = static_cast<float*>(d.device->allocZeroed(c.feedbackFloats * sizeof(float), stream));
+    r.floats = c.feedbackFloats;
+    r.op = c.opKind;
+  }
+  return r.memory;
+}
+
+}  // namespace
+
+bool onDevice(cclComm_t comm, std::initializer_list<NamedBuffer> buffers, cclStream_t stream) {
+  coll::DeviceDriver* driver = coll::deviceDriver();
+  const NamedBuffer* host = nullptr;
+  const NamedBuffer* device = nullptr;
+  for (const NamedBuffer& b : buffers) {
+    if (!b.ptr) continue;
+    int where = -1;
+    if (driver) {
+      where = driver->deviceOf(b.ptr);
+    } else if (cuda::deviceAvailable() && cuda::isDevicePointer(b.ptr)) {
+      throw Error(cclInvalidUsage, std::string(b.name) +
+                                       " is device memory, but this build of ccl has no CUDA support (it was built "
+                                       "without a CUDA compiler): it moves host memory only");
+    }
+    if (where < 0) {
+      host = &b;
+      continue;
+    }
+    device = &b;
+    CCL_CHECK(comm->cudaDevice >= 0, cclInvalidUsage,
+              std::string(b.name) + " is memory of device " + std::to_string(where) +
+                  ", but the communicator has no device (none was current when it was made)");
+    CCL_CHECK(where == comm->cudaDevice, cclInvalidUsage,
+              std::string(b.name) + " is memory of device " + std::to_string(where) + ", but the communicator's " +
+                  "device is " + std::to_string(comm->cudaDevice) + " (cclCommCuDevice)");
+  }
+  if (!device) return false;
+  CCL_CHECK(!host, cclInvalidUsage,
+            std::string(device->name) + " is device memory and " + host->name +
+                " host memory: one call's buffers must all be in one of them");
+  CCL_CHECK(stream, cclInvalidUsage,
+            "device buffers need the CUDA stream the call is ordered on; stream is NULL (ccl does not order device "
+            "calls on the legacy default stream)");
+  CCL_CHECK(!isHostStream(stream), cclInvalidUsage,
+            "a host stream (cclHostStreamCreate) cannot order a call on device buffers: pass a CUDA stream");
+  CCL_CHECK(!groupActive(), cclInvalidUsage,
+            "calls on device buffers inside cclGroupStart/cclGroupEnd are not supported in this version");
+  return true;
+}
+
+void runOnDevice(const DeviceCall& c) {
+  cclComm_t comm = c.comm;
+  DeviceComm& d = deviceState(comm);
+  std::lock_guard<std::mutex> lock(d.mutex);
+  coll::CurrentDevice current(*d.device);
+  const DeviceComm::Planned& p = planned(d, c, comm->rank, comm->nranks);
+  coll::Stream& caller = callerStream(d, c.stream);
+  // Failures an earlier call left on this stream are already the communicator's.
+  std::string ignored;
+  caller.takeError(&ignored);
+
+  beginAsync(comm, &d);  // after the communicator's calls on host streams
+  try {
+    // After the previous device call of this communicator, whichever stream it was on: the
+    // calls share the transport, scratch and residuals.
+    if (d.last && d.last != &caller) caller.wait(d.lastDone);
+    if (p.plan->scratchBytes > d.scratchBytes) {
+      if (d.scratch) d.device->free(d.scratch, caller);
+      d.scratch = nullptr;
+      d.scratchBytes = 0;
+      d.scratch = d.device->allocZeroed(p.plan->scratchBytes, caller);
+      d.scratchBytes = p.plan->scratchBytes;
+    }
+    float* residual = c.feedback ? residualFor(d, c, caller) : nullptr;
+    auto stats = std::make_shared<coll::ExecStats>();
+    coll::StreamJob job;
+    job.plan = p.plan;
+    job.schedule = p.schedule;
+    job.buffers = coll::Buffers{c.send, c.recv, d.scratch, residual};
+    job.tagBase = c.tagBase;
+    job.callSeed = c.tagBase;  // as on host memory: the same codec seeds, the same bytes
+    job.stats = stats.get();
+    const bool compressed = c.args.codec.codec != cclCodecNone;
+    job.finished = [comm, stats, fn = c.fn, op = c.opKind, compressed](cclResult_t r, const std::string& m) {
+      if (r == cclSuccess) {
+        addStats(comm, op, compressed, *stats);
+      } else {
+        recordError(comm, fn, r, m);
+        failAsync(comm, r);
+      }
+      endAsync(comm);  // last: the communicator may be destroyed from here on
+    };
+    coll::executeOnStream(job, *d.link, *d.kernels, caller, *d.comm);  // `finished` is its last step
+  } catch (const Error& e) {
+    // Part of the call may be enqueued: the communicator cannot be trusted with more work.
+    failAsync(comm, e.code());
+    endAsync(comm);
+    throw;
+  } catch (...) {
+    failAsync(comm, cclSystemError);
+    endAsync(comm);
+    throw;
+  }
+  d.last = &caller;
+  d.lastDone = caller.record();
+}
+
+}  // namespace ccl::api

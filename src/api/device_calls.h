@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The api's device path: a call whose buffers are memory of the communicator's device runs
+// on the stream executor, ordered on the caller's stream, and returns once enqueued (NCCL's
+// semantics). Compute steps are the device's kernels (the CUDA codecs and element-wise
+// kernels); transfers go through the staged transport: each wave's sends are copied into
+// host staging memory on the device's stream, exchanged over the communicator's own
+// transport, and the receives copied back. Error feedback keeps its residual in device
+// memory. What the device is comes from coll::deviceDriver() (CUDA, or a simulated device in
+// the tests).
+//
+// One communicator's device calls run one after another in the order they were issued,
+// whatever stream each was given: a call's stream waits for the previous call's end, as
+// NCCL orders the calls of a communicator. Host calls of the same communicator wait for its
+// device calls on the host (api/group.h, drainAsync).
+#pragma once
+
+#include <initializer_list>
+#include <utility>
+
+#include "api/comm.h"
+#include "api/compression.h"
+#include "collectives/algorithms.h"
+
+namespace ccl::api {
+
+// A buffer argument of a call, by the name messages give it.
+struct NamedBuffer {
+  const char* name;
+  const void* ptr;  // NULL: not used by this call
+};
+
+// False when the call's buffers are host memory, true when they are memory of the
+// communicator's device. Throws cclInvalidUsage for a mix of host and device memory, for
+// memory of another device, for device memory with a host stream or with stream NULL, and
+// for device memory in a build without CUDA or a communicator without a device.
+bool onDevice(cclComm_t comm, std::initializer_list<NamedBuffer> buffers, cclStream_t stream);
+
+struct DeviceCall {
+  coll::Coll kind;
+  const char* fn;
+  cclComm_t comm;
+  coll::CollArgs args;  // this rank's; codec none when uncompressed
+  int peer = -1;        // send and recv
+  const void* send = nullptr;
+  void* recv = nullptr;
+  cclStream_t stream = nullptr;
+  cclFeedback* feedback = nullptr;  // residual kind, or null
+  size_t feedbackFloats = 0;
+  int opKind = 0;
+  PlanKey key{};
+  uint64_t tagBase = 0;
+};
+
+// Enqueues `call` on its stream and returns. Failures found while enqueuing throw; later
+// ones become the communicator's asynchronous error (cclCommGetAsyncError).
+void runOnDevice(const DeviceCall& call);
+
+}  // namespace ccl::api

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+
+#include "collectives/cuda/cuda_device.h"
+#include "collectives/cuda/cuda_stream.h"
+#include "collectives/cuda/device_kernels.h"
+#include "common/error.h"
+
+namespace ccl::coll {
+namespace {
+
+void cudaOk(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw Error(cclUnhandledCudaError, std::string(what) + " failed: " + cudaGetErrorString(e));
+}
+
+cudaStream_t nativeOf(Stream& s) {
+  CCL_CHECK(dynamic_cast<CudaStream*>(&s), cclInternalError, "a CUDA device given a stream that is not a CudaStream");
+  return static_cast<cudaStream_t>(s.native());
+}
+
+class CudaDevice final : public Device {
+ public:
+  explicit CudaDevice(int ordinal) : ordinal_(ordinal) {
+    int n = 0;
+    cudaOk(cudaGetDeviceCount(&n), "cudaGetDeviceCount");
+    CCL_CHECK(ordinal >= 0 && ordinal < n, cclInvalidUsage,
+              "device " + std::to_string(ordinal) + " does not exist (" + std::to_string(n) + " devices)");
+  }
+
+  int ordinal() const override { return ordinal_; }
+
+  std::unique_ptr<Stream> wrap(void* stream) override {
+    auto s = static_cast<cudaStream_t>(stream);
+    int device = -1;
+    cudaOk(cudaStreamGetDevice(s, &device), "cudaStreamGetDevice");
+    CCL_CHECK(device == ordinal_, cclInvalidUsage,
+              "the stream belongs to device " + std::to_string(device) + ", but the communicator's device is " +
+                  std::to_string(ordinal_) + " (cclCommCuDevice)");
+    return std::make_unique<CudaStream>(CudaStream::Wrap{}, s);
+  }
+
+  std::unique_ptr<Stream> newStream() override { return std::make_unique<CudaStream>(); }
+  std::unique_ptr<StreamKernels> newKernels() override { return std::make_unique<CudaKernels>(); }
+  StagingMemory staging() override { return pinnedStaging(); }
+
+  void* allocZeroed(size_t bytes, Stream& stream) override {
+    void* p = nullptr;
+    const cudaStream_t s = nativeOf(stream);
+    const cudaError_t e = cudaMallocAsync(&p, bytes, s);
+    if (e == cudaErrorMemoryAllocation)
+      throw Error(cclSystemError, "out of device memory (" + std::to_string(bytes) + " bytes of scratch or feedback)");
+    cudaOk(e, "cudaMallocAsync");
+    cudaOk(cudaMemsetAsync(p, 0, bytes, s), "cudaMemsetAsync");
+    return p;
+  }
+
+  void free(void* p, Stream& stream) override {
+    if (p) cudaOk(cudaFreeAsync(p, nativeOf(stream)), "cudaFreeAsync");
+  }
+
+  int makeCurrent() override {
+    int previous = 0;
+    cudaOk(cudaGetDevice(&previous), "cudaGetDevice");
+    if (previous != ordinal_) cudaOk(cudaSetDevice(ordinal_), "cudaSetDevice");
+    return previous;
+  }
+
+  void restore(int previous) override {
+    if (previous != ordinal_) cudaSetDevice(previous);
+  }
+
+ private:
+  int ordinal_;
+};
+
+// Devices in the process, asked once at the first use (not when the library loads: that
+// would start CUDA in every process that links ccl).
+int deviceCount() {
+  static const int n = [] {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) == cudaSuccess) return count;
+    cudaGetLastError();  // no driver or no device: not an error of anyone's later call
+    return 0;
+  }();
+  return n;
+}
+
+class CudaDriver final : public DeviceDriver {
+ public:
+  const char* name() const override { return "CUDA"; }
+
+  int current() override {
+    int d = -1;
+    if (deviceCount() == 0 || cudaGetDevice(&d) != cudaSuccess) return -1;
+    return d;
+  }
+
+  int deviceOf(const void* p) override {
+    if (!p || deviceCount() == 0) return -1;
+    cudaPointerAttributes a{};
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+      cudaGetLastError();
+      return -1;
+    }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ? a.device : -1;
+  }
+
+  std::unique_ptr<Device> open(int ordinal) override { return std::make_unique<CudaDevice>(ordinal); }
+};
+
+}  // namespace
+
+DeviceDriver* cudaDriver() {
+  static CudaDriver* driver = new CudaDriver;  // outlives every communicator
+  return driver;
+}
+
+}  // namespace ccl::coll

@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The api's device path on a simulated device (sim_device.h): calls whose buffers are device
+// memory return once enqueued on their stream and, when the stream has run them, leave the
+// same bytes as the host path for every collective, codec and 1..4 ranks (error feedback and
+// send/recv included); bad input (mixed memories, NULL or host streams, another device's
+// memory or stream, groups, LoCo, powersgd) is refused with a message before anything is
+// enqueued; a failure after the call returned becomes the communicator's asynchronous
+// error; a host call on the same communicator runs after its device calls; cclCommCuDevice
+// reports the device.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ccl/ccl.h"
+#include "rank_threads.h"
+#include "sim_device.h"
+
+namespace ccltest {
+namespace {
+
+#define CCL_OK(call)                                                                                      \
+  do {                                                                                                    \
+    const cclResult_t r_ = (call);                                                                        \
+    if (r_ != cclSuccess) throw std::runtime_error(std::string(#call) + ": " + cclGetLastError(nullptr)); \
+  } while (0)
+
+std::vector<cclComm_t> makeComms(int n, int device = 0) {
+  cclUniqueId id;
+  if (cclGetUniqueId(&id) != cclSuccess) throw std::runtime_error("cclGetUniqueId failed");
+  std::vector<cclComm_t> comms(n, nullptr);
+  expectNoneThrew(runRanks(n, [&](int r) {
+    SimDriver::currentDevice = device;
+    CCL_OK(cclCommInitRank(&comms[r], n, id, r));
+  }));
+  return comms;
+}
+
+void destroy(std::vector<cclComm_t>& comms) {
+  expectNoneThrew(runRanks(static_cast<int>(comms.size()), [&](int r) { CCL_OK(cclCommDestroy(comms[r])); }));
+  comms.clear();
+}
+
+std::vector<float> inputOf(int rank, size_t n, uint32_t salt) {
+  std::vector<float> v(n);
+  uint32_t x = 2654435761u * static_cast<uint32_t>(rank + 1) + salt;
+  for (auto& e : v) {
+    x = x * 1664525u + 1013904223u;
+    e = static_cast<float>(static_cast<int32_t>(x >> 8) % 2000) / 97.0f;
+  }
+  return v;
+}
+
+enum class Kind { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kAlltoAll, kReduce, kGather, kScatter };
+const char* nameOf(Kind k) {
+  switch (k) {
+    case Kind::kAllReduce:
+      return "allreduce";
+    case Kind::kReduceScatter:
+      return "reducescatter";
+    case Kind::kAllGather:
+      return "allgather";
+    case Kind::kBroadcast:
+      return "broadcast";
+    case Kind::kAlltoAll:
+      return "alltoall";
+    case Kind::kReduce:
+      return "reduce";
+    case Kind::kGather:
+      return "gather";
+    case Kind::kScatter:
+      return "scatter";
+  }
+  return "?";
+}
+
+// One call of `k` with `codec` (NULL: uncompressed), on host or device buffers alike.
+cclResult_t issue(Kind k, const void* send, void* recv, size_t count, int root, cclComm_t comm, cclStream_t stream,
+                  const cclCompression_t* codec, cclFeedback_t fb) {
+  switch (k) {
+    case Kind::kAllReduce:
+      return cclAllReduceEx(send, recv, count, cclFloat32, cclSum, comm, stream, codec, fb);
+    case Kind::kReduceScatter:
+      return cclReduceScatterEx(send, recv, count, cclFloat32, cclSum, comm, stream, codec, fb);
+    case Kind::kAllGather:
+      return cclAllGatherEx(send, recv, count, cclFloat32, comm, stream, codec, fb);
+    case Kind::kBroadcast:
+      return cclBroadcastEx(send, recv, count, cclFloat32, root, comm, stream, codec);
+    case Kind::kAlltoAll:
+      return cclAlltoAllEx(send, recv, count, cclFloat32, comm, stream, codec);
+    case Kind::kReduce:
+      return cclReduce(send, recv, count, cclFloat32, cclSum, root, comm, stream);
+    case Kind::kGather:
+      return cclGather(send, recv, count, cclFloat32, root, comm, stream);
+    case Kind::kScatter:
+      return cclScatter(send, recv, count, cclFloat32, root, comm, stream);
+  }
+  return cclInternalError;
+}
+
+cclCompression_t codecOf(cclCodec_t c) {
+  cclCompression_t p = CCL_COMPRESSION_INITIALIZER;
+  p.codec = c;
+  p.keepRatio = 0.05;
+  p.threshold = 15.0f;
+  return p;
+}
+
+void expectNoAsyncError(cclComm_t comm) {
+  cclResult_t e = cclInternalError;
+  CCL_OK(cclCommGetAsyncError(comm, &e));
+  if (e != cclSuccess) throw std::runtime_error(std::string("asynchronous error: ") + cclGetErrorString(e));
+}
+
+// Every collective and codec: the device path leaves the host path's bytes. Each rank has a
+// host communicator and a device one issuing the same calls in the same order, so each call
+// has the same sequence number (the codecs' seeds) on both.
+class MatchHost : public ::testing::TestWithParam<int> {};
+
+TEST_P(MatchHost, EveryCollectiveAndCodec) {
+  const int n = GetParam();
+  auto host = makeComms(n), dev = makeComms(n);
+  const size_t count = 3001;
+  const cclCodec_t codecs[] = {cclCodecNone,    cclCodecInt8, cclCodecInt4,  cclCodecInt2,
+                               cclCodecFp8E4m3, cclCodecTopK, cclCodecRandK, cclCodecThreshold};
+  const Kind kinds[] = {Kind::kAllReduce, Kind::kReduceScatter, Kind::kAllGather, Kind::kBroadcast,
+                        Kind::kAlltoAll,  Kind::kReduce,        Kind::kGather,    Kind::kScatter};
+  expectNoneThrew(runRanks(n, [&](int r) {
+    const size_t total = count * static_cast<size_t>(n);
+    SimBuffer dsend(total * 4, 0), drecv(total * 4, 0);
+    SimStream stream(0);
+    uint32_t salt = 0;
+    for (Kind k : kinds) {
+      const bool compressible = k != Kind::kReduce && k != Kind::kGather && k != Kind::kScatter;
+      for (cclCodec_t c : codecs) {
+        if (!compressible && c != cclCodecNone) continue;
+        const cclCompression_t codec = codecOf(c);
+        const std::vector<float> in = inputOf(r, total, ++salt);
+        std::vector<float> hrecv(total, -3.f);
+        std::memcpy(dsend.p, in.data(), total * 4);
+        std::memcpy(drecv.p, hrecv.data(), total * 4);
+        const int root = n - 1;
+        const std::string what = std::string(nameOf(k)) + " " + cclCodecName(c) + " rank " + std::to_string(r);
+        if (issue(k, in.data(), hrecv.data(), count, root, host[r], nullptr, &codec, nullptr) != cclSuccess)
+          throw std::runtime_error(what + " on host: " + cclGetLastError(nullptr));
+        if (issue(k, dsend.p, drecv.p, count, root, dev[r], stream.s, &codec, nullptr) != cclSuccess)
+          throw std::runtime_error(what + " on device: " + cclGetLastError(nullptr));
+        stream.synchronize();
+        expectNoAsyncError(dev[r]);
+        if (std::memcmp(hrecv.data(), drecv.p, total * 4) != 0) {
+          size_t i = 0;
+          while (hrecv[i] == drecv.as<float>()[i]) ++i;
+          throw std::runtime_error(what + ": element " + std::to_string(i) + " is " +
+                                   std::to_string(drecv.as<float>()[i]) + " on device, " + std::to_string(hrecv[i]) +
+                                   " on host");
+        }
+      }
+    }
+  }));
+  destroy(host);
+  destroy(dev);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, MatchHost, ::testing::Values(1, 2, 3, 4));
+
+// Residual feedback kept in device memory follows the host state call after call, and the
+// statistics count the device calls.
+TEST(DeviceCalls, FeedbackAcrossCallsAndStats) {
+  const int n = 2;
+  auto host = makeComms(n), dev = makeComms(n);
+  expectNoneThrew(runRanks(n, [&](int r) {
+    const size_t count = 20000;
+    const cclCompression_t codec = codecOf(cclCodecInt4);
+    cclFeedback_t fh = nullptr, fd = nullptr;
+    CCL_OK(cclFeedbackCreate(&fh, cclFeedbackResidual, 0.f, 0));
+    CCL_OK(cclFeedbackCreate(&fd, cclFeedbackResidual, 0.f, 0));
+    SimBuffer dsend(count * 4, 0), drecv(count * 4, 0);
+    SimStream stream(0);
+    for (uint32_t call = 0; call < 3; ++call) {
+      const std::vector<float> in = inputOf(r, count, 100 + call);
+      std::vector<float> out(count);
+      std::memcpy(dsend.p, in.data(), count * 4);
+      CCL_OK(cclAllReduceEx(in.data(), out.data(), count, cclFloat32, cclSum, host[r], nullptr, &codec, fh));
+      CCL_OK(cclAllReduceEx(dsend.p, drecv.p, count, cclFloat32, cclSum, dev[r], stream.s, &codec, fd));
+      stream.synchronize();
+      if (std::memcmp(out.data(), drecv.p, count * 4) != 0)
+        throw std::runtime_error("call " + std::to_string(call) + ": the device result differs from the host's");
+    }
+    cclStats_t hs = CCL_STATS_INITIALIZER, ds = CCL_STATS_INITIALIZER;
+    CCL_OK(cclCommGetStats(host[r], &hs));
+    CCL_OK(cclCommGetStats(dev[r], &ds));
+    const cclOpStats_t& h = hs.op[cclOpAllReduce];
+    const cclOpStats_t& d = ds.op[cclOpAllReduce];
+    EXPECT_EQ(d.calls, 3u);
+    EXPECT_EQ(d.compressedCalls, 3u);
+    EXPECT_EQ(d.rawBytes, h.rawBytes);
+    // Staged through host memory, encoded streams cross the network at their true length.
+    EXPECT_EQ(d.wireBytes, h.wireBytes);
+    EXPECT_LT(d.wireBytes, d.rawBytes / 4);
+    CCL_OK(cclFeedbackDestroy(fh));
+    CCL_OK(cclFeedbackDestroy(fd));
+  }));
+  destroy(host);
+  destroy(dev);
+}
+
+// Send and receive, uncompressed and with a codec and feedback: the host path's bytes.
+TEST(DeviceCalls, SendRecvMatchHost) {
+  auto host = makeComms(2), dev = makeComms(2);
+  expectNoneThrew(runRanks(2, [&](int r) {
+    const size_t count = 9000;
+    const int peer = 1 - r;
+    SimBuffer dsend(count * 4, 0), drecv(count * 4, 0);
+    SimStream stream(0);
+    cclFeedback_t fh = nullptr, fd = nullptr;
+    CCL_OK(cclFeedbackCreate(&fh, cclFeedbackResidual, 0.f, 0));
+    CCL_OK(cclFeedbackCreate(&fd, cclFeedbackResidual, 0.f, 0));
+    for (cclCodec_t c : {cclCodecNone, cclCodecInt8, cclCodecTopK}) {
+      const cclCompression_t codec = codecOf(c);
+      const std::vector<float> in = inputOf(r, count, 7 + c);
+      std::vector<float> out(count, -1.f);
+      std::memcpy(dsend.p, in.data(), count * 4);
+      // Rank 0 sends first, rank 1 receives first: no group needed on either path.
+      auto both = [&](cclComm_t comm, const void* s, void* d, cclStream_t st, cclFeedback_t fb) {
+        if (r == 0) {
+          CCL_OK(cclSendEx(s, count, cclFloat32, peer, comm, st, &codec, fb));
+          CCL_OK(cclRecvEx(d, count, cclFloat32, peer, comm, st, &codec));
+        } else {
+          CCL_OK(cclRecvEx(d, count, cclFloat32, peer, comm, st, &codec));
+          CCL_OK(cclSendEx(s, count, cclFloat32, peer, comm, st, &codec, fb));
+        }
+      };
+      both(host[r], in.data(), out.data(), nullptr, fh);
+      both(dev[r], dsend.p, drecv.p, stream.s, fd);
+      stream.synchronize();
+      expectNoAsyncError(dev[r]);
+      if (std::memcmp(out.data(), drecv.p, count * 4) != 0)
+        throw std::runtime_error(std::string(cclCodecName(c)) + ": the device result differs from the host's");
+    }
+    CCL_OK(cclFeedbackDestroy(fh));
+    CCL_OK(cclFeedbackDestroy(fd));
+  }));
+  destroy(host);
+  destroy(dev);
+}
+
+// Expects `r` to be `code` with a message containing `phrase`.
+void expectRefused(cclResult_t r, cclResult_t code, const char* phrase, const char* what) {
+  EXPECT_EQ(r, code) << what;
+  EXPECT_NE(std::string(cclGetLastError(nullptr)).find(phrase), std::string::npos)
+      << what << ": " << cclGetLastError(nullptr);
+}
+
+TEST(DeviceCalls, BadInputIsRefusedBeforeAnythingRuns) {
+  auto comms = makeComms(1);
+  cclComm_t comm = comms[0];
+  const size_t count = 1024;
+  SimBuffer a(count * 4, 0), b(count * 4, 0), other(count * 4, 1);
+  std::vector<float> host(count);
+  SimStream stream(0), stream1(1);
+  cclStream_t hostStream = nullptr;
+  ASSERT_EQ(cclHostStreamCreate(&hostStream), cclSuccess);
+
+  expectRefused(cclAllReduce(a.p, host.data(), count, cclFloat32, cclSum, comm, stream.s), cclInvalidUsage,
+                "host memory", "device sendbuff, host recvbuff");
+  expectRefused(cclAllReduce(host.data(), a.p, count, cclFloat32, cclSum, comm, stream.s), cclInvalidUsage,
+                "host memory", "host sendbuff, device recvbuff");
+  expectRefused(cclAllReduce(a.p, b.p, count, cclFloat32, cclSum, comm, nullptr), cclInvalidUsage, "stream is NULL",
+                "device buffers on stream NULL");
+  expectRefused(cclAllReduce(a.p, b.p, count, cclFloat32, cclSum, comm, hostStream), cclInvalidUsage, "host stream",
+                "device buffers on a host stream");
+  expectRefused(cclAllReduce(a.p, b.p, count, cclFloat32, cclSum, comm, stream1.s), cclInvalidUsage,
+                "belongs to device 1", "a stream of another device");
+  expectRefused(cclAllReduce(other.p, b.p, count, cclFloat32, cclSum, comm, stream.s), cclInvalidUsage,
+                "memory of device 1", "a buffer of another device");
+  expectRefused(cclSend(a.p, count, cclFloat32, 0, comm, stream.s), cclInvalidUsage, "itself",
+                "a device send to oneself");
+
+  cclFeedback_t loco = nullptr;
+  ASSERT_EQ(cclFeedbackCreate(&loco, cclFeedbackLoco, 0.5f, 0), cclSuccess);
+  const cclCompression_t int8 = codecOf(cclCodecInt8);
+  expectRefused(cclAllReduceEx(a.p, b.p, count, cclFloat32, cclSum, comm, stream.s, &int8, loco), cclInvalidUsage,
+                "LoCo", "LoCo feedback on device buffers");
+  const cclCompression_t powersgd = codecOf(cclCodecPowerSgd);
+  expectRefused(cclAllReduceEx(a.p, b.p, count, cclFloat32, cclSum, comm, stream.s, &powersgd, nullptr),
+                cclInvalidArgument, "host memory only", "powersgd on device buffers");
+
+  ASSERT_EQ(cclGroupStart(), cclSuccess);
+  expectRefused(cclAllReduce(a.p, b.p, count, cclFloat32, cclSum, comm, stream.s), cclInvalidUsage, "cclGroupStart",
+                "a device call in a group");
+  EXPECT_EQ(cclGroupEnd(), cclInvalidUsage);
+
+  // Nothing was enqueued and the communicator is fine: a good call runs.
+  for (size_t i = 0; i < count; ++i) a.as<float>()[i] = float(i);
+  ASSERT_EQ(cclAllReduce(a.p, b.p, count, cclFloat32, cclSum, comm, stream.s), cclSuccess) << cclGetLastError(nullptr);
+  stream.synchronize();
+  cclResult_t async = cclInternalError;
+  ASSERT_EQ(cclCommGetAsyncError(comm, &async), cclSuccess);
+  EXPECT_EQ(async, cclSuccess);
+  for (size_t i = 0; i < count; ++i) ASSERT_EQ(b.as<float>()[i], float(i));
+
+  ASSERT_EQ(cclFeedbackDestroy(loco), cclSuccess);
+  ASSERT_EQ(cclHostStreamDestroy(hostStream), cclSuccess);
+  destroy(comms);
+}
+
+// A call that fails after it returned (the ranks disagree on the count): the failure is
+// the communicator's asynchronous error on every rank, and its next call is refused.
+TEST(DeviceCalls, AFailureAfterTheCallReturnedIsTheAsyncError) {
+  auto comms = makeComms(2);
+  expectNoneThrew(runRanks(2, [&](int r) {
+    const size_t count = 4096 + static_cast<size_t>(r) * 512;
+    SimBuffer a(count * 4, 0), b(count * 4, 0);
+    SimStream stream(0);
+    CCL_OK(cclAllReduce(a.p, b.p, count, cclFloat32, cclSum, comms[r], stream.s));
+    stream.synchronize();
+    cclResult_t async = cclSuccess;
+    CCL_OK(cclCommGetAsyncError(comms[r], &async));
+    if (async == cclSuccess) throw std::runtime_error("mismatched counts left no asynchronous error");
+    if (cclAllReduce(a.p, b.p, 1024, cclFloat32, cclSum, comms[r], stream.s) == cclSuccess)
+      throw std::runtime_error("a failed communicator took another call");
+  }));
+  destroy(comms);
+}
+
+// A call returns before it has run; a host call of the same communicator runs after it.
+TEST(DeviceCalls, AsynchronousAndOrderedBeforeHostCalls) {
+  auto comms = makeComms(2);
+  expectNoneThrew(runRanks(2, [&](int r) {
+    const size_t count = 50000;
+    SimBuffer a(count * 4, 0), b(count * 4, 0);
+    for (size_t i = 0; i < count; ++i) a.as<float>()[i] = float(r + 1);
+    SimStream stream(0);
+    std::atomic<bool> open{false};
+    simDriver().streamOf(stream.s).enqueue([&] {
+      while (!open.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    CCL_OK(cclAllReduce(a.p, b.p, count, cclFloat32, cclSum, comms[r], stream.s));
+    // Held by the gate: the call cannot have run.
+    ccl::coll::Stream& s = simDriver().streamOf(stream.s);
+    if (s.reached(s.record())) throw std::runtime_error("the device call ran before its stream reached it");
+    std::thread opener([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      open.store(true);
+    });
+    std::vector<float> h(count, float(10 * (r + 1))), ho(count);
+    CCL_OK(cclAllReduce(h.data(), ho.data(), count, cclFloat32, cclSum, comms[r], nullptr));
+    // The host call returned: the device call before it has run.
+    for (size_t i = 0; i < count; i += 997)
+      if (b.as<float>()[i] != 3.f) throw std::runtime_error("the host call returned before the device call ran");
+    for (size_t i = 0; i < count; i += 997)
+      if (ho[i] != 30.f) throw std::runtime_error("wrong host result");
+    opener.join();
+    stream.synchronize();
+  }));
+  destroy(comms);
+}
+
+TEST(DeviceCalls, TheCommunicatorsDevice) {
+  auto on1 = makeComms(1, 1);
+  int device = -7;
+  ASSERT_EQ(cclCommCuDevice(on1[0], &device), cclSuccess);
+  EXPECT_EQ(device, 1);
+  {
+    SimBuffer a(4096, 1), b(4096, 1), zero(4096, 0);
+    SimStream s1(1);
+    EXPECT_EQ(cclAllReduce(a.p, b.p, 1024, cclFloat32, cclSum, on1[0], s1.s), cclSuccess) << cclGetLastError(nullptr);
+    s1.synchronize();
+    expectRefused(cclAllReduce(zero.p, b.p, 1024, cclFloat32, cclSum, on1[0], s1.s), cclInvalidUsage, "device is 1",
+                  "device-0 memory on a device-1 communicator");
+  }
+  cclComm_t child = nullptr;
+  ASSERT_EQ(cclCommSplit(on1[0], 0, 0, &child, nullptr), cclSuccess) << cclGetLastError(nullptr);
+  ASSERT_EQ(cclCommCuDevice(child, &device), cclSuccess);
+  EXPECT_EQ(device, 1) << "a split communicator keeps its parent's device";
+  ASSERT_EQ(cclCommDestroy(child), cclSuccess);
+  destroy(on1);
+
+  // Without a device driver (a build without CUDA): no device, device memory refused.
+  ccl::coll::setDeviceDriver(nullptr);
+  auto none = makeComms(1);
+  ccl::coll::setDeviceDriver(&simDriver());
+  ASSERT_EQ(cclCommCuDevice(none[0], &device), cclSuccess);
+  EXPECT_EQ(device, -1);
+  {
+    SimBuffer a(4096, 0), b(4096, 0);
+    SimStream s0(0);
+    expectRefused(cclAllReduce(a.p, b.p, 1024, cclFloat32, cclSum, none[0], s0.s), cclInvalidUsage, "has no device",
+                  "device memory on a communicator without a device");
+  }
+  destroy(none);
+}
+
+}  // namespace
+}  // namespace ccltest
+
+int main(int argc, char** argv) {
+  // Small chunks: several waves per call. Every size compressed. A stuck call fails soon.
+  setenv("CCL_CHUNK_BYTES", "8192", 1);
+  setenv("CCL_CODEC_MIN_BYTES", "0", 1);
+  setenv("CCL_TIMEOUT", "30", 1);
+  ccl::coll::setDeviceDriver(&ccltest::simDriver());
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// A simulated device for the api's device path on a machine without a GPU: "device memory"
+// is host memory this driver hands out (so deviceOf tells it apart from any other pointer),
+// streams are host streams behind handles it made, kernels are the host kernels, and the
+// current device is per thread. Registered with coll::setDeviceDriver, it makes the api run
+// what it runs on a CUDA device: the same dispatch, plans, wave schedules, staged transport,
+// scratch and residual handling; only the kernels and the stream implementation differ.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "ccl/ccl.h"
+#include "collectives/device.h"
+
+namespace ccltest {
+
+class SimDriver final : public ccl::coll::DeviceDriver {
+ public:
+  static constexpr int kDevices = 2;
+
+  const char* name() const override { return "simulated"; }
+  int current() override { return currentDevice; }
+  int deviceOf(const void* p) override;
+  std::unique_ptr<ccl::coll::Device> open(int ordinal) override;
+
+  // Memory of `device`, zero-filled; release() frees it.
+  void* alloc(size_t bytes, int device);
+  void release(void* p);
+  // A stream of `device`, as a cclStream_t handle.
+  cclStream_t newStream(int device);
+  void destroyStream(cclStream_t s);
+  ccl::coll::Stream& streamOf(cclStream_t s);
+  int deviceOfStream(cclStream_t s);
+
+  // The calling thread's current device (CUDA's cudaSetDevice).
+  static thread_local int currentDevice;
+
+ private:
+  struct Block {
+    size_t bytes;
+    int device;
+  };
+  struct StreamEntry {
+    std::unique_ptr<ccl::coll::Stream> stream;
+    int device;
+  };
+  std::mutex mutex_;
+  std::map<uintptr_t, Block> memory_;
+  std::map<const void*, StreamEntry> streams_;
+};
+
+// The driver every test of the binary shares (registered by the test main).
+SimDriver& simDriver();
+
+// Device memory as a test holds it.
+struct SimBuffer {
+  SimBuffer(size_t bytes, int device) : p(simDriver().alloc(bytes, device)) {}
+  ~SimBuffer() { simDriver().release(p); }
+  SimBuffer(const SimBuffer&) = delete;
+  SimBuffer& operator=(const SimBuffer&) = delete;
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(p);
+  }
+  void* p;
+};
+
+struct SimStream {
+  explicit SimStream(int device) : s(simDriver().newStream(device)) {}
+  ~SimStream() { simDriver().destroyStream(s); }
+  SimStream(const SimStream&) = delete;
+  SimStream& operator=(const SimStream&) = delete;
+  void synchronize() { simDriver().streamOf(s).synchronize(); }
+  cclStream_t s;
+};
+
+}  // namespace ccltest
