@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "collectives/stream.h"
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "common/error.h"
 
@@ -9,6 +11,17 @@ namespace ccl::coll {
 
 void Stream::copy(void* dst, const void* src, size_t bytes) {
   if (bytes && dst != src) enqueue([dst, src, bytes] { std::memcpy(dst, src, bytes); });
+}
+
+void Stream::waitFlag(const std::atomic<uint64_t>* flag, uint64_t value) {
+  enqueue([flag, value] {
+    for (int spins = 0; flag->load(std::memory_order_acquire) < value; ++spins) {
+      if (spins < 64)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  });
 }
 
 HostStream::HostStream() : thread_([this] { loop(); }) {}

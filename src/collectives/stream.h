@@ -6,6 +6,7 @@
 // what tests of stream-ordered execution run on, without a GPU.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -66,6 +67,12 @@ class Stream {
   // Enqueues a copy of `bytes` between two buffers the stream's work can reach (host memory
   // on a host stream; device, pinned or managed memory on a CUDA stream).
   virtual void copy(void* dst, const void* src, size_t bytes);
+  // Steps enqueued after this call run once *flag >= value; a host thread sets the flag.
+  // The flag is in memory the stream's work reaches (pinned host memory for a CUDA stream).
+  // On a device the wait is the device's own (a kernel polls the flag), so no host function
+  // ever blocks CUDA's callback thread, which every stream of the process shares: work that
+  // waits for the host this way cannot stall the host functions the host is waiting for.
+  virtual void waitFlag(const std::atomic<uint64_t>* flag, uint64_t value);
 };
 
 class HostStream final : public Stream {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <new>
 #include <string>
 #include <tuple>
 
@@ -155,8 +156,20 @@ void HostKernels::enqueue(const std::shared_ptr<StreamRun>& run, StepId step, St
   });
 }
 
+TransportLink::TransportLink(transport::Transport& t, bool exactLengths, std::chrono::milliseconds timeout,
+                             const std::atomic<bool>* aborted, std::optional<StagingMemory> staging)
+    : t_(t), exact_(exactLengths), timeout_(timeout), aborted_(aborted), staging_(std::move(staging)) {
+  if (!staging_) return;
+  void* flag = staging_->alloc(64);
+  CCL_CHECK(flag, cclSystemError, "no staging memory for the link's flag");
+  done_ = new (flag) std::atomic<uint64_t>(0);
+  proxy_ = std::make_unique<HostStream>();
+}
+
 TransportLink::~TransportLink() {
+  if (proxy_) proxy_->synchronize();
   for (auto& b : blocks_) staging_->free(b->memory);
+  if (done_) staging_->free(done_);
 }
 
 TransportLink::Block& TransportLink::acquire(size_t bytes) {
@@ -191,7 +204,18 @@ void TransportLink::group(std::span<const Transfer> transfers, Stream& stream) {
   }
   for (size_t i = 0; i < xs.size(); ++i)
     if (xs[i].send) stream.copy(staged[i].buf, xs[i].buf, xs[i].bytes);
-  stream.enqueue([this, staged] { exchange(staged); });
+  proxy_->wait(stream.record());  // the sends are in staging memory
+  const uint64_t ticket = ++tickets_;
+  proxy_->enqueue([this, staged, ticket] {
+    failure_.run([&] { exchange(staged); });
+    done_->store(ticket, std::memory_order_release);  // whatever happened, after the failure is noted
+  });
+  stream.waitFlag(done_, ticket);
+  // The exchange's failure is the stream's (and so the call's).
+  stream.enqueue([this] {
+    std::string m;
+    if (const cclResult_t c = failure_.take(&m); c != cclSuccess) throw Error(c, m);
+  });
   for (size_t i = 0; i < xs.size(); ++i)
     if (!xs[i].send) stream.copy(xs[i].buf, staged[i].buf, xs[i].bytes);
   Block* b = &block;

@@ -124,11 +124,17 @@ struct StagingMemory {
 // reused once the stream has run the wave that held them. A staged encoded stream goes over
 // the transport at its true length, read from its header in staging memory: the copies move
 // its bound, the network only what the codec wrote.
+//
+// Staged exchanges run on a proxy thread of the link's own (a host stream), not on the
+// stream: the proxy waits for the wave's copies to host, exchanges, and sets a flag in
+// staging memory that the stream waits for (Stream::waitFlag, a polling kernel on CUDA).
+// A host function that blocked for the network would hold CUDA's one callback thread, and
+// with two ranks in one process the second rank's host functions, which its exchange
+// needs, would wait behind the first rank's: a deadlock.
 class TransportLink final : public StreamLink {
  public:
   TransportLink(transport::Transport& t, bool exactLengths, std::chrono::milliseconds timeout,
-                const std::atomic<bool>* aborted = nullptr, std::optional<StagingMemory> staging = std::nullopt)
-      : t_(t), exact_(exactLengths), timeout_(timeout), aborted_(aborted), staging_(std::move(staging)) {}
+                const std::atomic<bool>* aborted = nullptr, std::optional<StagingMemory> staging = std::nullopt);
   ~TransportLink() override;  // frees the staging blocks: the streams must have run the waves
   TransportLink(const TransportLink&) = delete;
   TransportLink& operator=(const TransportLink&) = delete;
@@ -154,6 +160,12 @@ class TransportLink final : public StreamLink {
   const std::atomic<bool>* aborted_;
   std::optional<StagingMemory> staging_;
   std::vector<std::unique_ptr<Block>> blocks_;
+  // Staged links: the waves' exchanges, and the flag (in staging memory) each sets to its
+  // wave's ticket when it has run, whether it succeeded or not.
+  std::unique_ptr<HostStream> proxy_;
+  FirstFailure failure_;  // of the exchanges on the proxy
+  std::atomic<uint64_t>* done_ = nullptr;
+  uint64_t tickets_ = 0;
 };
 
 // A stream link over a real NCCL communicator: a wave is ncclGroupStart, one

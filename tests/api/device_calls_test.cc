@@ -19,6 +19,7 @@
 
 #include "ccl/ccl.h"
 #include "rank_threads.h"
+#include "device_match.h"
 #include "sim_device.h"
 
 namespace ccltest {
@@ -46,62 +47,6 @@ void destroy(std::vector<cclComm_t>& comms) {
   comms.clear();
 }
 
-std::vector<float> inputOf(int rank, size_t n, uint32_t salt) {
-  std::vector<float> v(n);
-  uint32_t x = 2654435761u * static_cast<uint32_t>(rank + 1) + salt;
-  for (auto& e : v) {
-    x = x * 1664525u + 1013904223u;
-    e = static_cast<float>(static_cast<int32_t>(x >> 8) % 2000) / 97.0f;
-  }
-  return v;
-}
-
-enum class Kind { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kAlltoAll, kReduce, kGather, kScatter };
-const char* nameOf(Kind k) {
-  switch (k) {
-    case Kind::kAllReduce:
-      return "allreduce";
-    case Kind::kReduceScatter:
-      return "reducescatter";
-    case Kind::kAllGather:
-      return "allgather";
-    case Kind::kBroadcast:
-      return "broadcast";
-    case Kind::kAlltoAll:
-      return "alltoall";
-    case Kind::kReduce:
-      return "reduce";
-    case Kind::kGather:
-      return "gather";
-    case Kind::kScatter:
-      return "scatter";
-  }
-  return "?";
-}
-
-// One call of `k` with `codec` (NULL: uncompressed), on host or device buffers alike.
-cclResult_t issue(Kind k, const void* send, void* recv, size_t count, int root, cclComm_t comm, cclStream_t stream,
-                  const cclCompression_t* codec, cclFeedback_t fb) {
-  switch (k) {
-    case Kind::kAllReduce:
-      return cclAllReduceEx(send, recv, count, cclFloat32, cclSum, comm, stream, codec, fb);
-    case Kind::kReduceScatter:
-      return cclReduceScatterEx(send, recv, count, cclFloat32, cclSum, comm, stream, codec, fb);
-    case Kind::kAllGather:
-      return cclAllGatherEx(send, recv, count, cclFloat32, comm, stream, codec, fb);
-    case Kind::kBroadcast:
-      return cclBroadcastEx(send, recv, count, cclFloat32, root, comm, stream, codec);
-    case Kind::kAlltoAll:
-      return cclAlltoAllEx(send, recv, count, cclFloat32, comm, stream, codec);
-    case Kind::kReduce:
-      return cclReduce(send, recv, count, cclFloat32, cclSum, root, comm, stream);
-    case Kind::kGather:
-      return cclGather(send, recv, count, cclFloat32, root, comm, stream);
-    case Kind::kScatter:
-      return cclScatter(send, recv, count, cclFloat32, root, comm, stream);
-  }
-  return cclInternalError;
-}
 
 cclCompression_t codecOf(cclCodec_t c) {
   cclCompression_t p = CCL_COMPRESSION_INITIALIZER;
@@ -117,53 +62,23 @@ void expectNoAsyncError(cclComm_t comm) {
   if (e != cclSuccess) throw std::runtime_error(std::string("asynchronous error: ") + cclGetErrorString(e));
 }
 
-// Every collective and codec: the device path leaves the host path's bytes. Each rank has a
-// host communicator and a device one issuing the same calls in the same order, so each call
-// has the same sequence number (the codecs' seeds) on both.
+// Every collective and codec: the device path leaves the host path's bytes.
+class SimOps final : public DeviceOps {
+ public:
+  void* alloc(size_t bytes) override { return simDriver().alloc(bytes, 0); }
+  void release(void* p) override { simDriver().release(p); }
+  void upload(void* d, const void* h, size_t bytes) override { std::memcpy(d, h, bytes); }
+  void download(void* h, const void* d, size_t bytes) override { std::memcpy(h, d, bytes); }
+  cclStream_t newStream() override { return simDriver().newStream(0); }
+  void destroyStream(cclStream_t s) override { simDriver().destroyStream(s); }
+  void synchronize(cclStream_t s) override { simDriver().streamOf(s).synchronize(); }
+};
+
 class MatchHost : public ::testing::TestWithParam<int> {};
 
 TEST_P(MatchHost, EveryCollectiveAndCodec) {
-  const int n = GetParam();
-  auto host = makeComms(n), dev = makeComms(n);
-  const size_t count = 3001;
-  const cclCodec_t codecs[] = {cclCodecNone,    cclCodecInt8, cclCodecInt4,  cclCodecInt2,
-                               cclCodecFp8E4m3, cclCodecTopK, cclCodecRandK, cclCodecThreshold};
-  const Kind kinds[] = {Kind::kAllReduce, Kind::kReduceScatter, Kind::kAllGather, Kind::kBroadcast,
-                        Kind::kAlltoAll,  Kind::kReduce,        Kind::kGather,    Kind::kScatter};
-  expectNoneThrew(runRanks(n, [&](int r) {
-    const size_t total = count * static_cast<size_t>(n);
-    SimBuffer dsend(total * 4, 0), drecv(total * 4, 0);
-    SimStream stream(0);
-    uint32_t salt = 0;
-    for (Kind k : kinds) {
-      const bool compressible = k != Kind::kReduce && k != Kind::kGather && k != Kind::kScatter;
-      for (cclCodec_t c : codecs) {
-        if (!compressible && c != cclCodecNone) continue;
-        const cclCompression_t codec = codecOf(c);
-        const std::vector<float> in = inputOf(r, total, ++salt);
-        std::vector<float> hrecv(total, -3.f);
-        std::memcpy(dsend.p, in.data(), total * 4);
-        std::memcpy(drecv.p, hrecv.data(), total * 4);
-        const int root = n - 1;
-        const std::string what = std::string(nameOf(k)) + " " + cclCodecName(c) + " rank " + std::to_string(r);
-        if (issue(k, in.data(), hrecv.data(), count, root, host[r], nullptr, &codec, nullptr) != cclSuccess)
-          throw std::runtime_error(what + " on host: " + cclGetLastError(nullptr));
-        if (issue(k, dsend.p, drecv.p, count, root, dev[r], stream.s, &codec, nullptr) != cclSuccess)
-          throw std::runtime_error(what + " on device: " + cclGetLastError(nullptr));
-        stream.synchronize();
-        expectNoAsyncError(dev[r]);
-        if (std::memcmp(hrecv.data(), drecv.p, total * 4) != 0) {
-          size_t i = 0;
-          while (hrecv[i] == drecv.as<float>()[i]) ++i;
-          throw std::runtime_error(what + ": element " + std::to_string(i) + " is " +
-                                   std::to_string(drecv.as<float>()[i]) + " on device, " + std::to_string(hrecv[i]) +
-                                   " on host");
-        }
-      }
-    }
-  }));
-  destroy(host);
-  destroy(dev);
+  SimOps ops;
+  expectDeviceMatchesHost(GetParam(), ops);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, MatchHost, ::testing::Values(1, 2, 3, 4));
@@ -403,7 +318,7 @@ int main(int argc, char** argv) {
   // Small chunks: several waves per call. Every size compressed. A stuck call fails soon.
   setenv("CCL_CHUNK_BYTES", "8192", 1);
   setenv("CCL_CODEC_MIN_BYTES", "0", 1);
-  setenv("CCL_TIMEOUT", "30", 1);
+  setenv("CCL_TIMEOUT", "30", 0);
   ccl::coll::setDeviceDriver(&ccltest::simDriver());
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();

@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "sim_device.h"
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <string>
+#include <thread>
+#include <typeinfo>
+#include <vector>
 
 #include "collectives/stream_executor.h"
 #include "common/error.h"
@@ -18,10 +24,155 @@ thread_local int SimDriver::currentDevice = 0;
 
 namespace {
 
+// The process's "GPU": one queue per stream, a callback thread that runs host functions and a
+// device thread that runs device work, each taking the first runnable item at the head of a
+// stream. A wait at a stream's head is resolved by whichever thread looks, without blocking.
+class Engine {
+ public:
+  struct Item {
+    enum Kind { kHost, kDevice, kWaitEvent, kWaitFlag } kind;
+    Stream::Step step;
+    const void* eventStream = nullptr;  // kWaitEvent: an engine stream's queue
+    uint64_t ticket = 0;                // kWaitEvent: its ticket; kWaitFlag: the flag's value
+    const std::atomic<uint64_t>* flag = nullptr;
+  };
+  struct Queue {
+    std::deque<Item> items;
+    uint64_t enqueued = 0, done = 0;
+    bool busy = false;  // its head item is running
+    ccl::coll::FirstFailure failure;
+  };
+
+  Engine() : host_([this] { loop(true); }), device_([this] { loop(false); }) {}
+
+  Queue* add() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queues_.push_back(std::make_unique<Queue>());
+    return queues_.back().get();
+  }
+  void push(Queue* q, Item item) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      q->items.push_back(std::move(item));
+      ++q->enqueued;
+    }
+    cv_.notify_all();
+  }
+  uint64_t enqueued(Queue* q) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return q->enqueued;
+  }
+  bool reached(Queue* q, uint64_t ticket) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return q->done >= ticket;
+  }
+  void block(Queue* q, uint64_t ticket) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return q->done >= ticket; });
+  }
+
+ private:
+  // Pops satisfied waits at the heads; returns a runnable item of the thread's kind.
+  Queue* next(bool host) {
+    for (auto& q : queues_) {
+      while (!q->busy && !q->items.empty()) {
+        Item& it = q->items.front();
+        if (it.kind == Item::kWaitEvent) {
+          const auto* other = static_cast<const Queue*>(it.eventStream);
+          if (other->done < it.ticket) break;
+        } else if (it.kind == Item::kWaitFlag) {
+          if (it.flag->load(std::memory_order_acquire) < it.ticket) break;
+        } else {
+          if ((it.kind == Item::kHost) == host) {
+            q->busy = true;
+            return q.get();
+          }
+          break;
+        }
+        q->items.pop_front();
+        ++q->done;
+        cv_.notify_all();
+      }
+    }
+    return nullptr;
+  }
+
+  void loop(bool host) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      Queue* q = next(host);
+      if (!q) {
+        // Flags change without a notification: look again soon.
+        cv_.wait_for(lock, std::chrono::microseconds(50));
+        continue;
+      }
+      Stream::Step step = std::move(q->items.front().step);
+      lock.unlock();
+      q->failure.run(step);
+      lock.lock();
+      q->items.pop_front();
+      q->busy = false;
+      ++q->done;
+      cv_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Queue>> queues_;  // never removed: the engine lives as long as the process
+  std::thread host_, device_;
+};
+
+Engine& engine() {
+  static Engine* e = new Engine;  // its threads run until the process exits
+  return *e;
+}
+
+// A stream of the simulated device.
+class EngineStream final : public Stream {
+ public:
+  EngineStream() : q_(engine().add()) {}
+  ~EngineStream() override { synchronize(); }
+
+  void enqueue(Step step) override { engine().push(q_, {Engine::Item::kHost, std::move(step)}); }
+  // Device work: a kernel or a copy.
+  void launch(Step step) { engine().push(q_, {Engine::Item::kDevice, std::move(step)}); }
+  Event record() override { return Event{this, engine().enqueued(q_)}; }
+  void wait(const Event& e) override {
+    if (!e.stream || e.ticket == 0) return;  // the beginning of a stream: reached
+    auto* other = dynamic_cast<EngineStream*>(e.stream);
+    CCL_CHECK(other, cclInternalError, std::string("a simulated device stream waits for an event of another kind: ") + typeid(*e.stream).name());
+    if (other == this) return;
+    Engine::Item it{Engine::Item::kWaitEvent, nullptr};
+    it.eventStream = other->q_;
+    it.ticket = e.ticket;
+    engine().push(q_, std::move(it));
+  }
+  void block(const Event& e) override {
+    CCL_CHECK(e.stream == this, cclInternalError, "an event blocked on a stream that did not record it");
+    engine().block(q_, e.ticket);
+  }
+  bool reached(const Event& e) override { return engine().reached(q_, e.ticket); }
+  cclResult_t takeError(std::string* m) override { return q_->failure.take(m); }
+  void copy(void* dst, const void* src, size_t bytes) override {
+    if (bytes && dst != src) launch([dst, src, bytes] { std::memcpy(dst, src, bytes); });
+  }
+  void waitFlag(const std::atomic<uint64_t>* flag, uint64_t value) override {
+    Engine::Item it{Engine::Item::kWaitFlag, nullptr};
+    it.flag = flag;
+    it.ticket = value;
+    engine().push(q_, std::move(it));
+  }
+
+ private:
+  Engine::Queue* q_;
+};
+
 // A stream the test made, as the device path sees a caller's CUDA stream: not owned.
 class Borrowed final : public Stream {
  public:
-  explicit Borrowed(Stream& s) : s_(s) {}
+  explicit Borrowed(EngineStream& s) : s_(s) {}
+  EngineStream& engineStream() { return s_; }
   void enqueue(Step step) override { s_.enqueue(std::move(step)); }
   Event record() override { return s_.record(); }
   void wait(const Event& e) override { s_.wait(e); }
@@ -29,9 +180,42 @@ class Borrowed final : public Stream {
   bool reached(const Event& e) override { return s_.reached(e); }
   cclResult_t takeError(std::string* m) override { return s_.takeError(m); }
   void copy(void* dst, const void* src, size_t bytes) override { s_.copy(dst, src, bytes); }
+  void waitFlag(const std::atomic<uint64_t>* flag, uint64_t value) override { s_.waitFlag(flag, value); }
 
  private:
-  Stream& s_;
+  EngineStream& s_;
+};
+
+EngineStream& engineStreamOf(Stream& s) {
+  if (auto* b = dynamic_cast<Borrowed*>(&s)) return b->engineStream();
+  auto* e = dynamic_cast<EngineStream*>(&s);
+  CCL_CHECK(e, cclInternalError, "simulated kernels given a stream of another kind");
+  return *e;
+}
+
+// The host kernels as device work (CUDA's kernels take no host thread).
+class SimKernels final : public ccl::coll::StreamKernels {
+ public:
+  void enqueue(const std::shared_ptr<ccl::coll::StreamRun>& run, ccl::coll::StepId step, Stream& stream) override {
+    EngineStream& s = engineStreamOf(stream);
+    class AsDevice final : public Stream {
+     public:
+      explicit AsDevice(EngineStream& s) : s_(s) {}
+      void enqueue(Step step) override { s_.launch(std::move(step)); }
+      Event record() override { return s_.record(); }
+      void wait(const Event& e) override { s_.wait(e); }
+      void block(const Event& e) override { s_.block(e); }
+      bool reached(const Event& e) override { return s_.reached(e); }
+      cclResult_t takeError(std::string* m) override { return s_.takeError(m); }
+
+     private:
+      EngineStream& s_;
+    } device(s);
+    host_.enqueue(run, step, device);
+  }
+
+ private:
+  ccl::coll::HostKernels host_;
 };
 
 class SimDevice final : public ccl::coll::Device {
@@ -43,10 +227,10 @@ class SimDevice final : public ccl::coll::Device {
     CCL_CHECK(device == ordinal_, cclInvalidUsage,
               "the stream belongs to device " + std::to_string(device) + ", but the communicator's device is " +
                   std::to_string(ordinal_) + " (cclCommCuDevice)");
-    return std::make_unique<Borrowed>(driver_.streamOf(static_cast<cclStream_t>(stream)));
+    return std::make_unique<Borrowed>(static_cast<EngineStream&>(driver_.streamOf(static_cast<cclStream_t>(stream))));
   }
-  std::unique_ptr<Stream> newStream() override { return std::make_unique<ccl::coll::HostStream>(); }
-  std::unique_ptr<ccl::coll::StreamKernels> newKernels() override { return std::make_unique<ccl::coll::HostKernels>(); }
+  std::unique_ptr<Stream> newStream() override { return std::make_unique<EngineStream>(); }
+  std::unique_ptr<ccl::coll::StreamKernels> newKernels() override { return std::make_unique<SimKernels>(); }
   ccl::coll::StagingMemory staging() override {
     ccl::coll::StagingMemory m;
     m.alloc = [](size_t bytes) { return std::malloc(bytes); };
@@ -55,7 +239,7 @@ class SimDevice final : public ccl::coll::Device {
   }
   void* allocZeroed(size_t bytes, Stream&) override { return driver_.alloc(bytes, ordinal_); }
   void free(void* p, Stream& stream) override {
-    stream.enqueue([this, p] { driver_.release(p); });
+    engineStreamOf(stream).launch([this, p] { driver_.release(p); });
   }
   int makeCurrent() override {
     const int previous = SimDriver::currentDevice;
@@ -103,7 +287,7 @@ void SimDriver::release(void* p) {
 }
 
 cclStream_t SimDriver::newStream(int device) {
-  auto s = std::make_unique<ccl::coll::HostStream>();
+  auto s = std::make_unique<EngineStream>();
   auto handle = reinterpret_cast<cclStream_t>(s.get());
   std::lock_guard<std::mutex> lock(mutex_);
   streams_[handle] = StreamEntry{std::move(s), device};

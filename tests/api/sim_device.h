@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // A simulated device for the api's device path on a machine without a GPU: "device memory"
 // is host memory this driver hands out (so deviceOf tells it apart from any other pointer),
-// streams are host streams behind handles it made, kernels are the host kernels, and the
-// current device is per thread. Registered with coll::setDeviceDriver, it makes the api run
-// what it runs on a CUDA device: the same dispatch, plans, wave schedules, staged transport,
-// scratch and residual handling; only the kernels and the stream implementation differ.
+// kernels are the host kernels, and the current device is per thread. Registered with
+// coll::setDeviceDriver, it makes the api run what it runs on a CUDA device: the same
+// dispatch, plans, wave schedules, staged transport, scratch and residual handling.
+//
+// Its streams behave as CUDA's do where it matters for deadlocks: every stream's host
+// functions (Stream::enqueue) run on one thread of the process, as CUDA runs them on its one
+// callback thread, while device work (kernels, copies) runs on a device thread and waits
+// (events, flags) hold no thread at all. A host function that blocked on another rank's
+// progress deadlocks here as it would on a GPU.
 #pragma once
 
 #include <cstddef>

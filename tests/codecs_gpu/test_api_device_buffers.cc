@@ -1,31 +1,95 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// ccl's own API on device buffers: this version moves host memory only, so a device pointer
-// (alone, or mixed with a host one) is a clear cclInvalidUsage, never a CPU read of device
-// memory. Runs where a CUDA device exists; skipped, with the reason, elsewhere.
+// ccl's own API on device buffers, on a CUDA device: every collective and codec on device
+// memory leaves the host path's bytes (two ranks as threads sharing device 0, staged through
+// pinned host memory), bad input is refused with a message, cclCommCuDevice reports the
+// device. Runs where a CUDA device exists; skipped, with the reason, elsewhere.
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "ccl/ccl.h"
+#include "device_match.h"
 #include "gpu_test_util.h"
 
 namespace {
 
-TEST(ApiDeviceBuffers, DevicePointersAreRefusedWithAMessage) {
+using ccl::codec::gputest::cudaOk;
+
+class CudaOps final : public ccltest::DeviceOps {
+ public:
+  void bindThread() override { cudaOk(cudaSetDevice(0), "cudaSetDevice"); }
+  void* alloc(size_t bytes) override {
+    void* p = nullptr;
+    cudaOk(cudaMalloc(&p, bytes), "cudaMalloc");
+    return p;
+  }
+  void release(void* p) override { cudaFree(p); }
+  void upload(void* d, const void* h, size_t bytes) override {
+    cudaOk(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+  }
+  void download(void* h, const void* d, size_t bytes) override {
+    cudaOk(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  }
+  cclStream_t newStream() override {
+    cudaStream_t s = nullptr;
+    cudaOk(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+    return reinterpret_cast<cclStream_t>(s);
+  }
+  void destroyStream(cclStream_t s) override { cudaStreamDestroy(reinterpret_cast<cudaStream_t>(s)); }
+  void synchronize(cclStream_t s) override {
+    cudaOk(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(s)), "cudaStreamSynchronize");
+  }
+};
+
+TEST(ApiDeviceBuffers, EveryCollectiveAndCodecMatchesTheHostPath) {
   CCL_SKIP_WITHOUT_CUDA_DEVICE();
+  CudaOps ops;
+  for (int n : {1, 2}) {
+    SCOPED_TRACE(std::to_string(n) + " ranks");
+    ccltest::expectDeviceMatchesHost(n, ops);
+  }
+}
+
+TEST(ApiDeviceBuffers, BadInputIsRefusedWithAMessage) {
+  CCL_SKIP_WITHOUT_CUDA_DEVICE();
+  cudaOk(cudaSetDevice(0), "cudaSetDevice");
   cclComm_t comm = nullptr;
   int dev = 0;
   ASSERT_EQ(cclCommInitAll(&comm, 1, &dev), cclSuccess) << cclGetLastError(nullptr);
+  int reported = -1;
+  ASSERT_EQ(cclCommCuDevice(comm, &reported), cclSuccess);
+  EXPECT_EQ(reported, 0);
   ccl::codec::gputest::DeviceBuffer d(1024 * sizeof(float));
   std::vector<float> h(1024, 1.0f);
-  EXPECT_EQ(cclAllReduce(d.get(), d.get(), 1024, cclFloat32, cclSum, comm, nullptr), cclInvalidUsage);
-  EXPECT_NE(std::string(cclGetLastError(comm)).find("device memory"), std::string::npos) << cclGetLastError(comm);
-  EXPECT_EQ(cclAllReduce(h.data(), d.get(), 1024, cclFloat32, cclSum, comm, nullptr), cclInvalidUsage);  // mixed
-  EXPECT_EQ(cclSend(d.get(), 1024, cclFloat32, 0, comm, nullptr), cclInvalidUsage);
-  EXPECT_EQ(cclAllReduce(h.data(), h.data(), 1024, cclFloat32, cclSum, comm, nullptr), cclSuccess)
-      << "host buffers still work";
+  cudaStream_t s = nullptr;
+  cudaOk(cudaStreamCreate(&s), "cudaStreamCreate");
+  auto stream = reinterpret_cast<cclStream_t>(s);
+  EXPECT_EQ(cclAllReduce(h.data(), d.get(), 1024, cclFloat32, cclSum, comm, stream), cclInvalidUsage);  // mixed
+  EXPECT_NE(std::string(cclGetLastError(comm)).find("host memory"), std::string::npos) << cclGetLastError(comm);
+  EXPECT_EQ(cclAllReduce(d.get(), d.get(), 1024, cclFloat32, cclSum, comm, nullptr), cclInvalidUsage);  // NULL
+  EXPECT_NE(std::string(cclGetLastError(comm)).find("stream is NULL"), std::string::npos) << cclGetLastError(comm);
+  int devices = 0;
+  cudaOk(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
+  if (devices > 1) {  // a stream of another device
+    cudaOk(cudaSetDevice(1), "cudaSetDevice");
+    cudaStream_t other = nullptr;
+    cudaOk(cudaStreamCreate(&other), "cudaStreamCreate");
+    cudaOk(cudaSetDevice(0), "cudaSetDevice");
+    EXPECT_EQ(cclAllReduce(d.get(), d.get(), 1024, cclFloat32, cclSum, comm, reinterpret_cast<cclStream_t>(other)),
+              cclInvalidUsage);
+    EXPECT_NE(std::string(cclGetLastError(comm)).find("belongs to device 1"), std::string::npos)
+        << cclGetLastError(comm);
+    cudaStreamDestroy(other);
+  }
+  // Nothing ran: the communicator still works, on device and host buffers.
+  EXPECT_EQ(cclAllReduce(d.get(), d.get(), 1024, cclFloat32, cclSum, comm, stream), cclSuccess)
+      << cclGetLastError(comm);
+  cudaOk(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  EXPECT_EQ(cclAllReduce(h.data(), h.data(), 1024, cclFloat32, cclSum, comm, nullptr), cclSuccess);
   EXPECT_EQ(cclCommDestroy(comm), cclSuccess);
+  cudaStreamDestroy(s);
 }
 
 }  // namespace

@@ -276,7 +276,7 @@ TEST_F(NcclTransport, StreamExecutorPostsEachWaveAsOneGroupAfterTheCallersStream
     commHandle[r] = comm.native();
     NcclLink link(t);
     HostKernels kernels;
-    executeOnStream(StreamJob{plan, sched, Buffers{in.data(), out.data(), scratch.data(), nullptr}, 0, 1, nullptr},
+    executeOnStream(StreamJob{plan, sched, Buffers{in.data(), out.data(), scratch.data(), nullptr}, 0, 1, nullptr, {}},
                     link, kernels, caller, comm);
   });
   std::vector<std::vector<std::vector<std::pair<int, size_t>>>> sends(n), recvs(n);  // [rank][group] = (peer, bytes)

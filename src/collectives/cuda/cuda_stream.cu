@@ -14,6 +14,11 @@ void cudaOk(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw Error(cclUnhandledCudaError, std::string(what) + " failed: " + cudaGetErrorString(e));
 }
 
+// Polls a flag the host sets; sleeps between reads so the SM it occupies stays mostly idle.
+__global__ void waitFlagKernel(const volatile unsigned long long* flag, unsigned long long value) {
+  while (*flag < value) __nanosleep(2000);
+}
+
 struct HostStep {
   CudaStream* stream;
   Stream::Step step;
@@ -58,6 +63,15 @@ void CudaStream::enqueue(Step step) {
 
 void CudaStream::copy(void* dst, const void* src, size_t bytes) {
   if (bytes && dst != src) cudaOk(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
+}
+
+void CudaStream::waitFlag(const std::atomic<uint64_t>* flag, uint64_t value) {
+  static_assert(sizeof(std::atomic<uint64_t>) == sizeof(unsigned long long));
+  void* device = nullptr;
+  cudaOk(cudaHostGetDevicePointer(&device, const_cast<std::atomic<uint64_t>*>(flag), 0),
+         "cudaHostGetDevicePointer (a flag outside pinned memory)");
+  waitFlagKernel<<<1, 1, 0, stream_>>>(static_cast<const volatile unsigned long long*>(device), value);
+  cudaOk(cudaGetLastError(), "launching the flag wait");
 }
 
 StagingMemory pinnedStaging() {

@@ -37,6 +37,9 @@ class CudaStream final : public Stream {
   cclResult_t takeError(std::string* message) override;
   void* native() override { return stream_; }
   void copy(void* dst, const void* src, size_t bytes) override;  // cudaMemcpyAsync, kind inferred
+  // A one-thread kernel that polls the flag (pinned host memory, seen through its device
+  // address) until it reaches `value`.
+  void waitFlag(const std::atomic<uint64_t>* flag, uint64_t value) override;
 
   // The CUDA event of one of this stream's events.
   cudaEvent_t eventOf(const Event& event) const;
