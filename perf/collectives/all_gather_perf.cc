@@ -15,11 +15,11 @@ class AllGatherPerf final : public PerfCollective {
   void run(RankComm& comm, const CallArgs& a) const override {
     CclRankComm& cc = cclRankOf(comm);
     if (cc.compression()) {
-      cclCheck(cclAllGatherEx(a.send, a.recv, a.count, a.type, cc.get(), nullptr, cc.compression(), cc.feedback()),
+      cclCheck(cclAllGatherEx(a.send, a.recv, a.count, a.type, cc.get(), a.stream, cc.compression(), cc.feedback()),
                "cclAllGatherEx", cc.get());
       return;
     }
-    cclCheck(cclAllGather(a.send, a.recv, a.count, a.type, cc.get(), nullptr), "cclAllGather", cc.get());
+    cclCheck(cclAllGather(a.send, a.recv, a.count, a.type, cc.get(), a.stream), "cclAllGather", cc.get());
   }
   // Element j of rank r's block is global element r * c + j of the gathered result.
   void fillInput(const DataModel& m, RankInfo me, int, const TypedBuffer& send) const override {

@@ -12,11 +12,11 @@ class AllReducePerf final : public cclperf::AllReduceShape {
     const cclComm_t c = cc.get();
     if (cc.compression()) {
       cclperf::cclCheck(
-          cclAllReduceEx(a.send, a.recv, a.count, a.type, a.op, c, nullptr, cc.compression(), cc.feedback()),
+          cclAllReduceEx(a.send, a.recv, a.count, a.type, a.op, c, a.stream, cc.compression(), cc.feedback()),
           "cclAllReduceEx", c);
       return;
     }
-    cclperf::cclCheck(cclAllReduce(a.send, a.recv, a.count, a.type, a.op, c, nullptr), "cclAllReduce", c);
+    cclperf::cclCheck(cclAllReduce(a.send, a.recv, a.count, a.type, a.op, c, a.stream), "cclAllReduce", c);
   }
 };
 

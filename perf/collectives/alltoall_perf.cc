@@ -15,11 +15,11 @@ class AlltoAllPerf final : public PerfCollective {
   void run(RankComm& comm, const CallArgs& a) const override {
     CclRankComm& cc = cclRankOf(comm);
     if (cc.compression()) {
-      cclCheck(cclAlltoAllEx(a.send, a.recv, a.count, a.type, cc.get(), nullptr, cc.compression()), "cclAlltoAllEx",
+      cclCheck(cclAlltoAllEx(a.send, a.recv, a.count, a.type, cc.get(), a.stream, cc.compression()), "cclAlltoAllEx",
                cc.get());
       return;
     }
-    cclCheck(cclAlltoAll(a.send, a.recv, a.count, a.type, cc.get(), nullptr), "cclAlltoAll", cc.get());
+    cclCheck(cclAlltoAll(a.send, a.recv, a.count, a.type, cc.get(), a.stream), "cclAlltoAll", cc.get());
   }
   void fillInput(const DataModel& m, RankInfo me, int, const TypedBuffer& send) const override {
     fillWith(send, [&](size_t i) { return m.input(me.rank, i); });

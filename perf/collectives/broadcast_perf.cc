@@ -15,11 +15,11 @@ class BroadcastPerf final : public PerfCollective {
   void run(RankComm& comm, const CallArgs& a) const override {
     CclRankComm& cc = cclRankOf(comm);
     if (cc.compression()) {
-      cclCheck(cclBroadcastEx(a.send, a.recv, a.count, a.type, a.root, cc.get(), nullptr, cc.compression()),
+      cclCheck(cclBroadcastEx(a.send, a.recv, a.count, a.type, a.root, cc.get(), a.stream, cc.compression()),
                "cclBroadcastEx", cc.get());
       return;
     }
-    cclCheck(cclBroadcast(a.send, a.recv, a.count, a.type, a.root, cc.get(), nullptr), "cclBroadcast", cc.get());
+    cclCheck(cclBroadcast(a.send, a.recv, a.count, a.type, a.root, cc.get(), a.stream), "cclBroadcast", cc.get());
   }
   void fillInput(const DataModel& m, RankInfo me, int, const TypedBuffer& send) const override {
     fillWith(send, [&](size_t i) { return m.input(me.rank, i); });

@@ -13,7 +13,7 @@ class GatherPerf final : public PerfCollective {
   double busbwFactor(int n) const override { return double(n - 1) / n; }
 
   void run(RankComm& comm, const CallArgs& a) const override {
-    cclCheck(cclGather(a.send, a.recv, a.count, a.type, a.root, cclCommOf(comm), nullptr), "cclGather",
+    cclCheck(cclGather(a.send, a.recv, a.count, a.type, a.root, cclCommOf(comm), a.stream), "cclGather",
              cclCommOf(comm));
   }
   void fillInput(const DataModel& m, RankInfo me, int, const TypedBuffer& send) const override {

@@ -13,7 +13,7 @@ class ReducePerf final : public PerfCollective {
   double busbwFactor(int) const override { return 1.0; }
 
   void run(RankComm& comm, const CallArgs& a) const override {
-    cclCheck(cclReduce(a.send, a.recv, a.count, a.type, a.op, a.root, cclCommOf(comm), nullptr), "cclReduce",
+    cclCheck(cclReduce(a.send, a.recv, a.count, a.type, a.op, a.root, cclCommOf(comm), a.stream), "cclReduce",
              cclCommOf(comm));
   }
   void fillInput(const DataModel& m, RankInfo me, int, const TypedBuffer& send) const override {

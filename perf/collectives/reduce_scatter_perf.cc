@@ -15,12 +15,12 @@ class ReduceScatterPerf final : public PerfCollective {
   void run(RankComm& comm, const CallArgs& a) const override {
     CclRankComm& cc = cclRankOf(comm);
     if (cc.compression()) {
-      cclCheck(
-          cclReduceScatterEx(a.send, a.recv, a.count, a.type, a.op, cc.get(), nullptr, cc.compression(), cc.feedback()),
-          "cclReduceScatterEx", cc.get());
+      cclCheck(cclReduceScatterEx(a.send, a.recv, a.count, a.type, a.op, cc.get(), a.stream, cc.compression(),
+                                  cc.feedback()),
+               "cclReduceScatterEx", cc.get());
       return;
     }
-    cclCheck(cclReduceScatter(a.send, a.recv, a.count, a.type, a.op, cc.get(), nullptr), "cclReduceScatter", cc.get());
+    cclCheck(cclReduceScatter(a.send, a.recv, a.count, a.type, a.op, cc.get(), a.stream), "cclReduceScatter", cc.get());
   }
   void fillInput(const DataModel& m, RankInfo me, int, const TypedBuffer& send) const override {
     fillWith(send, [&](size_t i) { return m.input(me.rank, i); });

@@ -13,7 +13,7 @@ class ScatterPerf final : public PerfCollective {
   double busbwFactor(int n) const override { return double(n - 1) / n; }
 
   void run(RankComm& comm, const CallArgs& a) const override {
-    cclCheck(cclScatter(a.send, a.recv, a.count, a.type, a.root, cclCommOf(comm), nullptr), "cclScatter",
+    cclCheck(cclScatter(a.send, a.recv, a.count, a.type, a.root, cclCommOf(comm), a.stream), "cclScatter",
              cclCommOf(comm));
   }
   void fillInput(const DataModel& m, RankInfo me, int, const TypedBuffer& send) const override {

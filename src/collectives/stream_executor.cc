@@ -148,6 +148,17 @@ Schedule scheduleWaves(const std::function<Plan(int)>& planOf, int nranks, int r
   return out;
 }
 
+PostedBytes postedBytes(const Plan& plan, const Schedule& schedule) {
+  PostedBytes b;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step& s = plan.steps[i];
+    if (s.kind != StepKind::kSend) continue;
+    b.posted += schedule.postedBytes[i];
+    b.raw += sendRawBytes(plan, s, schedule.postedBytes[i]);
+  }
+  return b;
+}
+
 void HostKernels::enqueue(const std::shared_ptr<StreamRun>& run, StepId step, Stream& stream) {
   stream.enqueue([run, step] {
     if (run->failed.load(std::memory_order_acquire)) return;

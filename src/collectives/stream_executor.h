@@ -52,6 +52,17 @@ struct Schedule {
 // each other in a cycle.
 Schedule scheduleWaves(const std::function<Plan(int)>& planOf, int nranks, int rank);
 
+// What one rank's sends move when every transfer goes at the schedule's posted size (a link
+// that cannot see encoded lengths on the host, as NCCL's), against the uncompressed bytes
+// they stand for. A quantizer's bound allows every block to be raw (non-finite input), so
+// its streams posted at the bound move more than the data uncompressed: on such a link
+// compression pays only when `posted` is below `raw` (sparsifiers at low keep ratios).
+struct PostedBytes {
+  size_t posted = 0;
+  size_t raw = 0;
+};
+PostedBytes postedBytes(const Plan& plan, const Schedule& schedule);
+
 // One transfer of a wave, as a link sees it.
 struct Transfer {
   bool send = false;

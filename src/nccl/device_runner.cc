@@ -127,6 +127,17 @@ bool runCompressed(const CollCall& call, const Policy& policy) {
         c.nranks, c.rank));
   }
   const coll::Plan& plan = *entry.first;
+  // NCCL posts every encoded stream at its bound: where that is not below the data's own
+  // size (quantizers, whose bound lets every block be raw), compression would put more on
+  // the wire than NVIDIA's uncompressed call.
+  const coll::PostedBytes moved = coll::postedBytes(plan, *entry.second);
+  if (moved.posted >= moved.raw) {
+    CCL_INFO(
+        "device %s of %zu elements: %s streams at their bound (%zu bytes) are not smaller than the data (%zu); "
+        "sent uncompressed",
+        info.name, call.count, cclCodecName(a.codec.codec), moved.posted, moved.raw);
+    return false;
+  }
 
   auto& caller = st.callers[call.stream];
   if (!caller) caller = std::make_unique<coll::CudaStream>(coll::CudaStream::Wrap{}, call.stream);

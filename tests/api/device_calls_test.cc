@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "ccl/ccl.h"
-#include "rank_threads.h"
 #include "device_match.h"
+#include "rank_threads.h"
 #include "sim_device.h"
 
 namespace ccltest {
@@ -46,7 +46,6 @@ void destroy(std::vector<cclComm_t>& comms) {
   expectNoneThrew(runRanks(static_cast<int>(comms.size()), [&](int r) { CCL_OK(cclCommDestroy(comms[r])); }));
   comms.clear();
 }
-
 
 cclCompression_t codecOf(cclCodec_t c) {
   cclCompression_t p = CCL_COMPRESSION_INITIALIZER;

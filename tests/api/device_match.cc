@@ -68,7 +68,6 @@ cclCompression_t codecOf(cclCodec_t c) {
   return p;
 }
 
-
 std::vector<cclComm_t> makeComms(int n, DeviceOps& ops) {
   cclUniqueId id;
   if (cclGetUniqueId(&id) != cclSuccess) throw std::runtime_error("cclGetUniqueId failed");

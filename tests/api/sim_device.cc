@@ -141,7 +141,8 @@ class EngineStream final : public Stream {
   void wait(const Event& e) override {
     if (!e.stream || e.ticket == 0) return;  // the beginning of a stream: reached
     auto* other = dynamic_cast<EngineStream*>(e.stream);
-    CCL_CHECK(other, cclInternalError, std::string("a simulated device stream waits for an event of another kind: ") + typeid(*e.stream).name());
+    CCL_CHECK(other, cclInternalError,
+              std::string("a simulated device stream waits for an event of another kind: ") + typeid(*e.stream).name());
     if (other == this) return;
     Engine::Item it{Engine::Item::kWaitEvent, nullptr};
     it.eventStream = other->q_;

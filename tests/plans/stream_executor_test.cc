@@ -277,6 +277,23 @@ TEST(StreamExecutor, WireBytesAreTheEncodedLengthsOrTheBound) {
   }
 }
 
+// At the bound, quantizers' streams are not smaller than the data (every block may be raw),
+// a sparsifier's at a low keep ratio are; what the NCCL face's runner decides by.
+TEST(StreamExecutor, PostedBytesAgainstTheData) {
+  for (auto [codec, smaller] : {std::pair{cclCodecInt8, false}, std::pair{cclCodecInt4, false},
+                                std::pair{cclCodecFp8E4m3, false}, std::pair{cclCodecTopK, true}}) {
+    SCOPED_TRACE(cclCodecName(codec));
+    const Case c{Coll::kAllReduce, codec, Algo::kAuto, 4};
+    for (int r = 0; r < c.nranks; ++r) {
+      const Plan plan = planCollective(c.coll, argsOf(c, r));
+      const Schedule sched = scheduleWaves([&](int q) { return planCollective(c.coll, argsOf(c, q)); }, c.nranks, r);
+      const PostedBytes b = postedBytes(plan, sched);
+      EXPECT_GT(b.raw, 0u);
+      EXPECT_EQ(b.posted < b.raw, smaller) << b.posted << " posted, " << b.raw << " raw";
+    }
+  }
+}
+
 // Both ends of every message post it in the same wave, and a wave lists a pair's messages
 // in the same order at both ends, which is what a link matching by order (NCCL) needs.
 TEST(StreamExecutor, WavesPairEveryMessageInOrder) {

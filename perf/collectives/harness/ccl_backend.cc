@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "harness/ccl_backend.h"
 
+#include "harness/memory.h"
+
 #include <cstdio>
 #include <exception>
 #include <stdexcept>
@@ -27,11 +29,17 @@ class CclBackend final : public Backend {
     o.codec.codec = codec;
   }
 
+  bool takesDeviceMemory() const override { return true; }
+
   std::vector<std::unique_ptr<RankComm>> connect(ProcessGroup& processes, const Options& o) override {
     const bool oneCall = processes.size() == 1 && !o.parallelInit && o.timeoutSeconds == 0;
     std::vector<cclComm_t> raw(size_t(o.nthreads), nullptr);
     if (oneCall) {
-      cclCheck(cclCommInitAll(raw.data(), o.nthreads, nullptr), "cclCommInitAll");
+      // With -M device, rank t on the device deviceOfThread gives (NCCL's devlist).
+      Memory& m = memoryFor(o.deviceMemory);
+      std::vector<int> devices(size_t(o.nthreads));
+      for (int t = 0; t < o.nthreads; ++t) devices[size_t(t)] = deviceOfThread(m, processes.rank(), o.nthreads, t);
+      cclCheck(cclCommInitAll(raw.data(), o.nthreads, devices.data()), "cclCommInitAll");
     } else {
       joinEach(processes, o, raw);
     }
@@ -63,6 +71,8 @@ class CclBackend final : public Backend {
     for (int t = 0; t < o.nthreads; ++t) {
       threads.emplace_back([&, t] {
         try {
+          Memory& m = memoryFor(o.deviceMemory);
+          m.bind(deviceOfThread(m, processes.rank(), o.nthreads, t));  // the communicator's device
           cclConfig_t config = CCL_CONFIG_INITIALIZER;
           if (o.timeoutSeconds > 0) config.timeoutMs = o.timeoutSeconds * 1000;
           const int rank = processes.rank() * o.nthreads + t;

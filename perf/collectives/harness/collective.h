@@ -46,6 +46,7 @@ struct CallArgs {
   cclDataType_t type;
   cclRedOp_t op;
   int root;
+  cclStream_t stream;  // the rank's CUDA stream with -M device; NULL on host memory
 };
 
 struct RankInfo {

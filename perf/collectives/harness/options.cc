@@ -100,6 +100,7 @@ const option kLongOptions[] = {{"nthreads", required_argument, nullptr, 't'},
                                {"report_cputime", required_argument, nullptr, 'C'},
                                {"average", required_argument, nullptr, 'a'},
                                {"codec", required_argument, nullptr, 'Z'},
+                               {"memory", required_argument, nullptr, 'M'},
                                {"block", required_argument, nullptr, kBlock},
                                {"scale_bits", required_argument, nullptr, kScaleBits},
                                {"value_bits", required_argument, nullptr, kValueBits},
@@ -224,6 +225,12 @@ void applyOption(Options& o, int c, const char* arg) {
       o.average = TimeAverage(a);
       break;
     }
+    case 'M': {
+      const std::string m = arg;
+      if (m != "host" && m != "device") throw UsageError("-M: '" + m + "' is not host or device");
+      o.deviceMemory = m == "device";
+      break;
+    }
     case 'h':
       o.help = true;
       break;
@@ -234,7 +241,9 @@ void applyOption(Options& o, int c, const char* arg) {
 
 void validate(const Options& o) {
   if (o.nthreads < 1) throw UsageError("-t must be at least 1");
-  if (o.ngpus != 1) throw UsageError("-g must be 1: ranks run on the host (use -t for more ranks per process)");
+  if (o.ngpus != 1) throw UsageError("-g must be 1: one host or device per rank (use -t for more ranks per process)");
+  if (o.deviceMemory && o.aggIters > 1)
+    throw UsageError("-m must be 1 with -M device: calls on device buffers do not run inside groups");
   if (o.minBytes > o.maxBytes) throw UsageError("minbytes is larger than maxbytes");
   if (o.stepFactor <= 1 && o.stepBytes == 0) throw UsageError("-i must be positive when -f is 1");
   if (o.iters < 1 || o.aggIters < 1) throw UsageError("-n and -m must be at least 1");
@@ -266,7 +275,7 @@ Options parseOptions(int argc, char** argv) {
   optind = 1;
   opterr = 0;
   for (;;) {
-    const int c = getopt_long(argc, argv, "t:g:b:e:i:f:n:m:w:p:c:o:d:r:z:y:T:G:C:a:Z:h", kLongOptions, nullptr);
+    const int c = getopt_long(argc, argv, "t:g:b:e:i:f:n:m:w:p:c:o:d:r:z:y:T:G:C:a:Z:M:h", kLongOptions, nullptr);
     if (c == -1) break;
     if (c == '?' || c == ':') {
       throw UsageError(std::string("invalid or incomplete option '") +
@@ -282,7 +291,8 @@ Options parseOptions(int argc, char** argv) {
 std::string usage(const char* program) {
   return std::string("USAGE: ") + program +
          "\n\t[-t,--nthreads <ranks as threads of this process>]"
-         "\n\t[-g,--ngpus <must be 1 on the host>]"
+         "\n\t[-g,--ngpus <must be 1>]"
+         "\n\t[-M,--memory <host/device: buffers in host memory (default) or on CUDA devices, a stream per rank>]"
          "\n\t[-b,--minbytes <min size in bytes, K/M/G suffixes>]"
          "\n\t[-e,--maxbytes <max size in bytes>]"
          "\n\t[-i,--stepbytes <increment size>]"

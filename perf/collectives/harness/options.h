@@ -55,6 +55,7 @@ struct Options {
   int graphLaunches = 0;
   int reportCputime = 0;
   TimeAverage average = TimeAverage::kMean;
+  bool deviceMemory = false;  // -M device: buffers in CUDA device memory, calls on a CUDA stream
   CodecOptions codec;
   bool help = false;
 };

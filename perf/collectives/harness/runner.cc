@@ -6,6 +6,7 @@
 #include <string>
 #include <thread>
 
+#include "harness/memory.h"
 #include "harness/report.h"
 #include "harness/sweep.h"
 #include "harness/team.h"
@@ -54,7 +55,8 @@ int runProgram(const PerfCollective& collective, Backend& backend, ProcessGroup&
   const bool root = processes.rank() == 0;
   if (root) printRunHeader(o, backend.describe());
   if (root && o.codec.active()) printCodecHeader(o);
-  const auto lines = processes.gatherText(deviceLines(processes.rank() * o.nthreads, o.nthreads, "host"));
+  Memory& memory = memoryFor(o.deviceMemory);  // NoDevice before any rank starts
+  const auto lines = processes.gatherText(deviceLines(processes.rank() * o.nthreads, o.nthreads, memory.name()));
   if (root) printDevices(lines);
 
   auto comms = backend.connect(processes, o);
@@ -97,6 +99,8 @@ int perfMain(int argc, char** argv, const PerfCollective& collective, Backend& b
     o = parseOptions(argc, argv);
     if (!o.help) {
       backend.prepare(o);
+      if (o.deviceMemory && !backend.takesDeviceMemory())
+        throw UsageError("-M device: this backend moves host memory only");
       checkCodecFits(collective, o, argv[0]);
     }
   } catch (const UsageError& e) {
@@ -109,6 +113,9 @@ int perfMain(int argc, char** argv, const PerfCollective& collective, Backend& b
   }
   try {
     return runProgram(collective, backend, *processes, o);
+  } catch (const NoDevice& e) {
+    std::fprintf(stderr, "process %d: %s\n", processes->rank(), e.what());
+    return kNoDeviceExitCode;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "process %d: %s\n", processes->rank(), e.what());
     processes->abortAll();

@@ -24,6 +24,8 @@ class Backend {
   // Resolves backend-specific options (the -Z codec name); throws UsageError. By default a
   // backend has no compression and refuses -Z.
   virtual void prepare(Options& options) const;
+  // Whether its calls take device buffers (-M device); by default they do not.
+  virtual bool takesDeviceMemory() const { return false; }
 };
 
 // The whole program; returns the exit status (non-zero on a wrong value or an error).

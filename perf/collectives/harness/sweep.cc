@@ -6,8 +6,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #include "harness/codec_bound.h"
+#include "harness/memory.h"
 #include "harness/report.h"
 
 namespace cclperf {
@@ -15,19 +17,26 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
-using HostBuffer = std::unique_ptr<char, FreeDeleter>;
+// A buffer of the run's memory (-M), freed with it.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Memory& m, size_t bytes) : m_(&m), p_(static_cast<char*>(m.allocZeroed(bytes))) {}
+  ~Buffer() {
+    if (p_) m_->release(p_);
+  }
+  Buffer(Buffer&& o) noexcept : m_(o.m_), p_(o.p_) { o.p_ = nullptr; }
+  Buffer& operator=(Buffer&& o) noexcept {
+    std::swap(m_, o.m_);
+    std::swap(p_, o.p_);
+    return *this;
+  }
+  char* get() const { return p_; }
 
-HostBuffer allocateZeroed(size_t bytes) {
-  constexpr size_t kAlign = 4096;
-  const size_t rounded = std::max<size_t>(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
-  HostBuffer buf(static_cast<char*>(std::aligned_alloc(kAlign, rounded)));
-  if (!buf) throw std::runtime_error("out of host memory allocating " + std::to_string(rounded) + " bytes");
-  std::memset(buf.get(), 0, rounded);  // touch every page before timing
-  return buf;
-}
+ private:
+  Memory* m_ = nullptr;
+  char* p_ = nullptr;
+};
 
 // One (type, op, root) combination: the current size and its buffers' layout.
 struct Case {
@@ -42,11 +51,28 @@ struct Case {
 class RankSweep {
  public:
   RankSweep(const PerfCollective& c, const Options& o, RankComm& comm, Team& team, int thread, RankInfo me, bool prints)
-      : coll_(c), opt_(o), comm_(comm), team_(team), thread_(thread), me_(me), prints_(prints) {
-    send_ = allocateZeroed(o.maxBytes);
-    recv_ = allocateZeroed(o.maxBytes);
-    if (o.check) expected_ = allocateZeroed(o.maxBytes);
+      : coll_(c),
+        opt_(o),
+        comm_(comm),
+        team_(team),
+        thread_(thread),
+        me_(me),
+        prints_(prints),
+        mem_(memoryFor(o.deviceMemory)) {
+    mem_.bind(deviceOfThread(mem_, (me.rank - thread) / o.nthreads, o.nthreads, thread));
+    stream_ = mem_.newStream();
+    send_ = Buffer(mem_, o.maxBytes);
+    recv_ = Buffer(mem_, o.maxBytes);
+    Memory& host = memoryFor(false);
+    if (o.check) expected_ = Buffer(host, o.maxBytes);
+    if (o.check && mem_.onDevice()) {  // where inputs are written and results read
+      sendHost_ = Buffer(host, o.maxBytes);
+      recvHost_ = Buffer(host, o.maxBytes);
+    }
   }
+  ~RankSweep() { mem_.destroyStream(stream_); }
+  RankSweep(const RankSweep&) = delete;
+  RankSweep& operator=(const RankSweep&) = delete;
 
   SweepTotals runAll() {
     for (cclDataType_t type : opt_.types) {
@@ -73,17 +99,24 @@ class RankSweep {
 
   BufferLayout layoutFor(size_t bytes, const Case& k) const { return coll_.layout(bytes / k.typeSize, me_.nranks); }
 
-  CallArgs callArgs(const BufferLayout& l, const Case& k, bool inPlace) const {
-    char* recv = recv_.get();
+  // The call's arguments on the run's buffers, or (onHost) on their host mirrors, where a
+  // device run writes inputs and reads results.
+  CallArgs callArgs(const BufferLayout& l, const Case& k, bool inPlace, bool onHost = false) const {
+    const bool mirror = onHost && mem_.onDevice();
+    char* recv = mirror ? recvHost_.get() : recv_.get();
+    char* sendBase = mirror ? sendHost_.get() : send_.get();
     const size_t rank = size_t(me_.rank);
-    const char* send = inPlace ? recv + l.sendInPlaceOffset * rank * k.typeSize : send_.get();
+    const char* send = inPlace ? recv + l.sendInPlaceOffset * rank * k.typeSize : sendBase;
     if (inPlace) recv += l.recvInPlaceOffset * rank * k.typeSize;
-    return CallArgs{send, recv, l.paramCount, k.type, k.op, k.root};
+    return CallArgs{send, recv, l.paramCount, k.type, k.op, k.root, stream_};
   }
 
   void launch(const BufferLayout& l, const Case& k, bool inPlace) {
     coll_.run(comm_, callArgs(l, k, inPlace));
-    if (opt_.blocking) team_.barrier(thread_);
+    if (opt_.blocking) {
+      mem_.synchronize(stream_);
+      team_.barrier(thread_);
+    }
   }
 
   void timeTest(const Case& k) {
@@ -121,6 +154,7 @@ class RankSweep {
       for (int a = 0; a < opt_.aggIters; ++a) launch(l, k, inPlace);
       if (opt_.aggIters > 1) comm_.groupEnd();
     }
+    mem_.synchronize(stream_);  // device calls return once enqueued: the time is the stream's
     const std::chrono::duration<double> elapsed = Clock::now() - start;
     return elapsed.count() / (double(opt_.iters) * opt_.aggIters);
   }
@@ -128,6 +162,7 @@ class RankSweep {
   PlacementResult benchTime(const BufferLayout& l, const Case& k, bool inPlace) {
     if (opt_.check) initData(l, k, inPlace, 0);
     launch(l, k, inPlace);  // the untimed call nccl-tests makes before timing
+    mem_.synchronize(stream_);
     team_.barrier(thread_);
     double raw0 = 0, wire0 = 0, raw1 = 0, wire1 = 0;
     const bool counted = opt_.codec.active() && comm_.wireCounters(&raw0, &wire0);
@@ -146,6 +181,7 @@ class RankSweep {
       ++rep_;
       const bool hasExpected = initData(l, k, inPlace, rep_);
       launch(l, k, inPlace);
+      mem_.synchronize(stream_);
       const long long mine = hasExpected ? countWrong(l, k, inPlace) : 0;
       wrong = team_.sum(thread_, mine);
       totals_.wrong += wrong;
@@ -158,9 +194,14 @@ class RankSweep {
   // Poisons the receive side, writes this rank's input and the expected result.
   bool initData(const BufferLayout& l, const Case& k, bool inPlace, uint64_t seed) {
     const DataModel model(k.type, coll_.usesOp(), k.op, me_.nranks, seed);
-    const CallArgs a = callArgs(l, k, inPlace);
-    poison(TypedBuffer{recv_.get(), recvExtent(l), k.type});
+    const CallArgs a = callArgs(l, k, inPlace, true);
+    char* recvBase = mem_.onDevice() ? recvHost_.get() : recv_.get();
+    poison(TypedBuffer{recvBase, recvExtent(l), k.type});
     coll_.fillInput(model, me_, k.root, TypedBuffer{const_cast<void*>(a.send), l.sendCount, k.type});
+    if (mem_.onDevice()) {  // in place, the input is inside the receive buffer's extent
+      mem_.upload(recv_.get(), recvHost_.get(), recvExtent(l) * k.typeSize);
+      if (!inPlace) mem_.upload(send_.get(), sendHost_.get(), l.sendCount * k.typeSize);
+    }
     return coll_.fillExpected(model, me_, k.root, TypedBuffer{expected_.get(), l.recvCount, k.type});
   }
 
@@ -172,7 +213,8 @@ class RankSweep {
 
   // Without a codec every element must be exact; with one, within the codec's bound.
   long long countWrong(const BufferLayout& l, const Case& k, bool inPlace) {
-    const CallArgs a = callArgs(l, k, inPlace);
+    if (mem_.onDevice()) mem_.download(recvHost_.get(), recv_.get(), recvExtent(l) * k.typeSize);
+    const CallArgs a = callArgs(l, k, inPlace, true);
     if (opt_.codec.active()) {
       const AccuracyTally t = tallyAgainstBound(TypedBuffer{a.recv, l.recvCount, k.type},
                                                 TypedBuffer{expected_.get(), l.recvCount, k.type}, boundFor(k));
@@ -225,7 +267,9 @@ class RankSweep {
   int thread_;
   RankInfo me_;
   bool prints_;
-  HostBuffer send_, recv_, expected_;
+  Memory& mem_;
+  cclStream_t stream_ = nullptr;
+  Buffer send_, recv_, expected_, sendHost_, recvHost_;
   uint64_t rep_ = 0;
   SweepTotals totals_;
   RowCodec row_;

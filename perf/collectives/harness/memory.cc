@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "harness/memory.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace cclperf {
+namespace {
+
+class HostMemory final : public Memory {
+ public:
+  bool onDevice() const override { return false; }
+  const char* name() const override { return "host"; }
+  int devices() const override { return 1; }
+  void bind(int) override {}
+  void* allocZeroed(size_t bytes) override {
+    constexpr size_t kAlign = 4096;
+    const size_t rounded = std::max<size_t>(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+    void* p = std::aligned_alloc(kAlign, rounded);
+    if (!p) throw std::runtime_error("out of host memory allocating " + std::to_string(rounded) + " bytes");
+    std::memset(p, 0, rounded);  // touch every page before timing
+    return p;
+  }
+  void release(void* p) override { std::free(p); }
+  void upload(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void download(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  cclStream_t newStream() override { return nullptr; }
+  void destroyStream(cclStream_t) override {}
+  void synchronize(cclStream_t) override {}
+};
+
+// The CUDA runtime's ABI as far as used here (cuda_runtime_api.h, CUDA 11 and later).
+constexpr int kSuccess = 0;
+constexpr int kMemcpyDefault = 4;
+constexpr unsigned kStreamNonBlocking = 1;
+
+class CudaMemory final : public Memory {
+ public:
+  CudaMemory() {
+    for (const char* name : {"libcudart.so.13", "libcudart.so.12", "libcudart.so"}) {
+      handle_ = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+      if (handle_) break;
+    }
+    if (!handle_) throw NoDevice("-M device: no CUDA runtime (libcudart) could be loaded");
+    bind("cudaGetDeviceCount", &getDeviceCount_);
+    bind("cudaSetDevice", &setDevice_);
+    bind("cudaMalloc", &malloc_);
+    bind("cudaFree", &free_);
+    bind("cudaMemset", &memset_);
+    bind("cudaMemcpy", &memcpy_);
+    bind("cudaStreamCreateWithFlags", &streamCreate_);
+    bind("cudaStreamDestroy", &streamDestroy_);
+    bind("cudaStreamSynchronize", &streamSynchronize_);
+    bind("cudaGetErrorString", &errorString_);
+    if (getDeviceCount_(&devices_) != kSuccess || devices_ == 0)
+      throw NoDevice("-M device: the CUDA runtime reports no device");
+  }
+
+  bool onDevice() const override { return true; }
+  const char* name() const override { return "cuda"; }
+  int devices() const override { return devices_; }
+  void bind(int d) override { check(setDevice_(d), "cudaSetDevice"); }
+  void* allocZeroed(size_t bytes) override {
+    void* p = nullptr;
+    check(malloc_(&p, std::max<size_t>(bytes, 1)), "cudaMalloc");
+    check(memset_(p, 0, std::max<size_t>(bytes, 1)), "cudaMemset");
+    return p;
+  }
+  void release(void* p) override {
+    if (p) free_(p);
+  }
+  void upload(void* dst, const void* src, size_t bytes) override {
+    check(memcpy_(dst, src, bytes, kMemcpyDefault), "cudaMemcpy");
+  }
+  void download(void* dst, const void* src, size_t bytes) override {
+    check(memcpy_(dst, src, bytes, kMemcpyDefault), "cudaMemcpy");
+  }
+  cclStream_t newStream() override {
+    void* s = nullptr;
+    check(streamCreate_(&s, kStreamNonBlocking), "cudaStreamCreateWithFlags");
+    return static_cast<cclStream_t>(s);
+  }
+  void destroyStream(cclStream_t s) override {
+    if (s) streamDestroy_(s);
+  }
+  void synchronize(cclStream_t s) override { check(streamSynchronize_(s), "cudaStreamSynchronize"); }
+
+ private:
+  template <class F>
+  void bind(const char* name, F** out) {
+    *out = reinterpret_cast<F*>(dlsym(handle_, name));
+    if (!*out) throw NoDevice(std::string("-M device: the CUDA runtime lacks ") + name);
+  }
+  void check(int e, const char* what) const {
+    if (e != kSuccess) throw std::runtime_error(std::string(what) + " failed: " + errorString_(e));
+  }
+
+  void* handle_ = nullptr;  // never closed: CUDA does not support unloading
+  int devices_ = 0;
+  int (*getDeviceCount_)(int*) = nullptr;
+  int (*setDevice_)(int) = nullptr;
+  int (*malloc_)(void**, size_t) = nullptr;
+  int (*free_)(void*) = nullptr;
+  int (*memset_)(void*, int, size_t) = nullptr;
+  int (*memcpy_)(void*, const void*, size_t, int) = nullptr;
+  int (*streamCreate_)(void**, unsigned) = nullptr;
+  int (*streamDestroy_)(void*) = nullptr;
+  int (*streamSynchronize_)(void*) = nullptr;
+  const char* (*errorString_)(int) = nullptr;
+};
+
+int envInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+}  // namespace
+
+Memory& memoryFor(bool device) {
+  static HostMemory host;
+  if (!device) return host;
+  static CudaMemory* cuda = new CudaMemory;  // first use; throws NoDevice without one
+  return *cuda;
+}
+
+int deviceOfThread(const Memory& m, int processRank, int nthreads, int thread) {
+  const int local = envInt("OMPI_COMM_WORLD_LOCAL_RANK", envInt("LOCAL_RANK", processRank));
+  return (local * nthreads + thread) % m.devices();
+}
+
+}  // namespace cclperf
