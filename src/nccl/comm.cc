@@ -105,11 +105,16 @@ ncclComm& usable(ncclComm_t comm) {
 void destroy(ncclComm_t comm, bool abort) {
   waitCreated(*comm);
   comm->magic = 0;
-  comm->device.reset();  // waits for its streams; it borrows `real`
-  if (comm->real && real::available()) {
+  const bool closeReal = comm->real && real::available();
+  // Destroy: the runner's streams drain first, then the communicator they borrow goes. Abort:
+  // the real communicator is aborted first, so kernels waiting for peers return and the
+  // runner's streams can drain.
+  if (!abort) comm->device.reset();
+  if (closeReal) {
     ncclResult_t r = abort ? CCL_REAL(ncclCommAbort)(comm->real) : CCL_REAL(ncclCommDestroy)(comm->real);
     if (r != ncclSuccess) CCL_WARN("the real NCCL communicator did not close cleanly (%d)", static_cast<int>(r));
   }
+  comm->device.reset();
   // Read before the ccl communicator goes; the wrapper is deleted below, so once per comm.
   logStatsSummary(comm->ccl, comm->rank, comm->nranks);
   cclResult_t r = cclSuccess;

@@ -45,8 +45,12 @@ struct ncclComm {
   ccl::nccl::PreMulSumTable ops;
 
   // The compressed device runner's state (device_runner.cc), made at its first call; freed
-  // before the real communicator it borrows.
+  // before the real communicator it borrows is destroyed (after it is aborted: an abort
+  // must not wait for kernels that wait for peers).
   std::shared_ptr<void> device;
+  // The first failure of a compressed device call found after it returned (ncclResult_t),
+  // for ncclCommGetAsyncError: what PyTorch's watchdog polls.
+  std::atomic<int> deviceError{0};
 
   std::mutex regMutex;  // registrations and windows
   std::vector<std::unique_ptr<struct ccl_nccl_Registration>> registrations;

@@ -164,6 +164,11 @@ bool runCompressed(const CollCall& call, const Policy& policy) {
   }
   coll::StreamJob job{
       entry.first, entry.second, coll::Buffers{call.send, call.recv, st.scratch, residual}, 0, ++st.calls, nullptr, {}};
+  // A failure found once the call has run is the communicator's asynchronous error.
+  job.finished = [owner = &c](cclResult_t r, const std::string&) {
+    int none = 0;
+    if (r != cclSuccess) owner->deviceError.compare_exchange_strong(none, static_cast<int>(r));
+  };
   coll::executeOnStream(job, st.link, st.kernels, *caller, st.comm);
   return true;
 }

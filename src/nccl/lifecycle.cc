@@ -353,9 +353,18 @@ ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
       *asyncError = c.createResult;
       return;
     }
+    // Host calls (ccl), compressed device calls (the runner), and device calls NVIDIA's
+    // NCCL runs: the first failure of any, else in progress when the real one says so.
     cclResult_t e = cclSuccess;
     if (c.ccl) cclCheck(cclCommGetAsyncError(c.ccl, &e), "cclCommGetAsyncError");
-    *asyncError = static_cast<ncclResult_t>(e);
+    ncclResult_t result = static_cast<ncclResult_t>(e);
+    if (result == ncclSuccess) result = static_cast<ncclResult_t>(c.deviceError.load());
+    if (result == ncclSuccess && c.real && real::available()) {
+      ncclResult_t realError = ncclSuccess;
+      const ncclResult_t r = CCL_REAL(ncclCommGetAsyncError)(c.real, &realError);
+      result = r != ncclSuccess ? r : realError;
+    }
+    *asyncError = result;
   });
 }
 
