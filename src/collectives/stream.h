@@ -73,7 +73,15 @@ class Stream {
   // ever blocks CUDA's callback thread, which every stream of the process shares: work that
   // waits for the host this way cannot stall the host functions the host is waiting for.
   virtual void waitFlag(const std::atomic<uint64_t>* flag, uint64_t value);
+  // Sets *flag to `value` once the steps enqueued so far have run, for a host thread that
+  // polls it: the other direction of waitFlag (a one-thread kernel on CUDA). Unlike an event,
+  // the flag keeps its meaning however much is enqueued after it.
+  virtual void setFlag(std::atomic<uint64_t>* flag, uint64_t value);
 };
+
+// Blocks the calling thread until *flag >= value (yielding, then sleeping between reads).
+// Returns false when `give_up` (checked between reads, may be empty) says to stop first.
+bool awaitFlag(const std::atomic<uint64_t>* flag, uint64_t value, const std::function<bool()>& giveUp = {});
 
 class HostStream final : public Stream {
  public:

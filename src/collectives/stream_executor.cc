@@ -171,16 +171,18 @@ TransportLink::TransportLink(transport::Transport& t, bool exactLengths, std::ch
                              const std::atomic<bool>* aborted, std::optional<StagingMemory> staging)
     : t_(t), exact_(exactLengths), timeout_(timeout), aborted_(aborted), staging_(std::move(staging)) {
   if (!staging_) return;
-  void* flag = staging_->alloc(64);
-  CCL_CHECK(flag, cclSystemError, "no staging memory for the link's flag");
-  done_ = new (flag) std::atomic<uint64_t>(0);
+  // The two flags on cache lines of their own: each is written by one side, polled by the other.
+  auto* flags = static_cast<char*>(staging_->alloc(128));
+  CCL_CHECK(flags, cclSystemError, "no staging memory for the link's flags");
+  ready_ = new (flags) std::atomic<uint64_t>(0);
+  done_ = new (flags + 64) std::atomic<uint64_t>(0);
   proxy_ = std::make_unique<HostStream>();
 }
 
 TransportLink::~TransportLink() {
   if (proxy_) proxy_->synchronize();
   for (auto& b : blocks_) staging_->free(b->memory);
-  if (done_) staging_->free(done_);
+  if (ready_) staging_->free(ready_);
 }
 
 TransportLink::Block& TransportLink::acquire(size_t bytes) {
@@ -215,10 +217,21 @@ void TransportLink::group(std::span<const Transfer> transfers, Stream& stream) {
   }
   for (size_t i = 0; i < xs.size(); ++i)
     if (xs[i].send) stream.copy(staged[i].buf, xs[i].buf, xs[i].bytes);
-  proxy_->wait(stream.record());  // the sends are in staging memory
   const uint64_t ticket = ++tickets_;
+  stream.setFlag(ready_, ticket);  // the sends are in staging memory
   proxy_->enqueue([this, staged, ticket] {
-    failure_.run([&] { exchange(staged); });
+    failure_.run([&] {
+      // The stream's own work, not a peer's, is waited for here; the time-out and abort are
+      // a safety net for a stream that stopped (a device fault).
+      const auto deadline = std::chrono::steady_clock::now() + timeout_;
+      const bool ready = awaitFlag(ready_, ticket, [&] {
+        return (aborted_ && aborted_->load()) || std::chrono::steady_clock::now() > deadline;
+      });
+      const bool aborted = aborted_ && aborted_->load();
+      CCL_CHECK(ready || aborted, cclSystemError, "the staged sends of a wave were not ready within the time-out");
+      CCL_CHECK(ready, cclInvalidUsage, "the communicator was aborted");
+      exchange(staged);
+    });
     done_->store(ticket, std::memory_order_release);  // whatever happened, after the failure is noted
   });
   stream.waitFlag(done_, ticket);

@@ -137,8 +137,9 @@ struct StagingMemory {
 // its bound, the network only what the codec wrote.
 //
 // Staged exchanges run on a proxy thread of the link's own (a host stream), not on the
-// stream: the proxy waits for the wave's copies to host, exchanges, and sets a flag in
-// staging memory that the stream waits for (Stream::waitFlag, a polling kernel on CUDA).
+// stream: the stream sets a flag in staging memory once the wave's copies to host are done
+// (Stream::setFlag), the proxy waits for it, exchanges, and sets a second flag that the
+// stream waits for (Stream::waitFlag); on CUDA both are one-thread kernels.
 // A host function that blocked for the network would hold CUDA's one callback thread, and
 // with two ranks in one process the second rank's host functions, which its exchange
 // needs, would wait behind the first rank's: a deadlock.
@@ -174,8 +175,9 @@ class TransportLink final : public StreamLink {
   // Staged links: the waves' exchanges, and the flag (in staging memory) each sets to its
   // wave's ticket when it has run, whether it succeeded or not.
   std::unique_ptr<HostStream> proxy_;
-  FirstFailure failure_;  // of the exchanges on the proxy
-  std::atomic<uint64_t>* done_ = nullptr;
+  FirstFailure failure_;                    // of the exchanges on the proxy
+  std::atomic<uint64_t>* ready_ = nullptr;  // the stream: this wave's sends are staged
+  std::atomic<uint64_t>* done_ = nullptr;   // the proxy: this wave's exchange has run
   uint64_t tickets_ = 0;
 };
 

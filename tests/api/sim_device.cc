@@ -158,6 +158,9 @@ class EngineStream final : public Stream {
   void copy(void* dst, const void* src, size_t bytes) override {
     if (bytes && dst != src) launch([dst, src, bytes] { std::memcpy(dst, src, bytes); });
   }
+  void setFlag(std::atomic<uint64_t>* flag, uint64_t value) override {
+    launch([flag, value] { flag->store(value, std::memory_order_release); });
+  }
   void waitFlag(const std::atomic<uint64_t>* flag, uint64_t value) override {
     Engine::Item it{Engine::Item::kWaitFlag, nullptr};
     it.flag = flag;
@@ -182,6 +185,7 @@ class Borrowed final : public Stream {
   cclResult_t takeError(std::string* m) override { return s_.takeError(m); }
   void copy(void* dst, const void* src, size_t bytes) override { s_.copy(dst, src, bytes); }
   void waitFlag(const std::atomic<uint64_t>* flag, uint64_t value) override { s_.waitFlag(flag, value); }
+  void setFlag(std::atomic<uint64_t>* flag, uint64_t value) override { s_.setFlag(flag, value); }
 
  private:
   EngineStream& s_;

@@ -19,6 +19,22 @@ __global__ void waitFlagKernel(const volatile unsigned long long* flag, unsigned
   while (*flag < value) __nanosleep(2000);
 }
 
+// Stores a flag the host polls, after everything before it on the stream.
+__global__ void setFlagKernel(volatile unsigned long long* flag, unsigned long long value) {
+  __threadfence_system();
+  *flag = value;
+  __threadfence_system();
+}
+
+// The device address of a flag in pinned host memory.
+unsigned long long* deviceFlag(const std::atomic<uint64_t>* flag) {
+  static_assert(sizeof(std::atomic<uint64_t>) == sizeof(unsigned long long));
+  void* device = nullptr;
+  cudaOk(cudaHostGetDevicePointer(&device, const_cast<std::atomic<uint64_t>*>(flag), 0),
+         "cudaHostGetDevicePointer (a flag outside pinned memory)");
+  return static_cast<unsigned long long*>(device);
+}
+
 struct HostStep {
   CudaStream* stream;
   Stream::Step step;
@@ -66,12 +82,13 @@ void CudaStream::copy(void* dst, const void* src, size_t bytes) {
 }
 
 void CudaStream::waitFlag(const std::atomic<uint64_t>* flag, uint64_t value) {
-  static_assert(sizeof(std::atomic<uint64_t>) == sizeof(unsigned long long));
-  void* device = nullptr;
-  cudaOk(cudaHostGetDevicePointer(&device, const_cast<std::atomic<uint64_t>*>(flag), 0),
-         "cudaHostGetDevicePointer (a flag outside pinned memory)");
-  waitFlagKernel<<<1, 1, 0, stream_>>>(static_cast<const volatile unsigned long long*>(device), value);
+  waitFlagKernel<<<1, 1, 0, stream_>>>(deviceFlag(flag), value);
   cudaOk(cudaGetLastError(), "launching the flag wait");
+}
+
+void CudaStream::setFlag(std::atomic<uint64_t>* flag, uint64_t value) {
+  setFlagKernel<<<1, 1, 0, stream_>>>(deviceFlag(flag), value);
+  cudaOk(cudaGetLastError(), "launching the flag store");
 }
 
 StagingMemory pinnedStaging() {

@@ -40,6 +40,8 @@ class CudaStream final : public Stream {
   // A one-thread kernel that polls the flag (pinned host memory, seen through its device
   // address) until it reaches `value`.
   void waitFlag(const std::atomic<uint64_t>* flag, uint64_t value) override;
+  // A one-thread kernel that stores `value` with a system-wide fence.
+  void setFlag(std::atomic<uint64_t>* flag, uint64_t value) override;
 
   // The CUDA event of one of this stream's events.
   cudaEvent_t eventOf(const Event& event) const;
