@@ -11,10 +11,10 @@
  * device (cclCommCuDevice) is enqueued on the CUDA stream it is given and returns, as in
  * NCCL; its result is in place once the stream has run it, and a failure found after the
  * call returned is reported by cclCommGetAsyncError. Device calls need a CUDA stream (not
- * NULL, not a host stream), all of a call's buffers in one memory, and run outside
- * cclGroupStart/End; every codec but powersgd compresses them, with residual error feedback
- * (LoCo's state is kept on the host only). Their bytes are staged through pinned host
- * memory and the communicator's transport.
+ * NULL, not a host stream) and all of a call's (and a group's) buffers in one memory;
+ * a group's device calls are enqueued together at cclGroupEnd. Every codec but powersgd
+ * compresses them, with residual error feedback (LoCo's state is kept on the host only).
+ * Their bytes are staged through pinned host memory and the communicator's transport.
  *
  * Every function returns a cclResult_t. On failure cclGetLastError() describes the
  * argument or condition at fault. Output parameters are written only on success.

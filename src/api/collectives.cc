@@ -96,6 +96,15 @@ cclFeedback* feedbackFor(const Call& c, int opKind, const codec::Params& p) {
   return fb;
 }
 
+// A device call runs now, or at the end of the open group.
+void submitDevice(DeviceCall&& d) {
+  if (!groupActive()) return runOnDevice(d);
+  Op op;
+  op.comm = d.comm;
+  op.device = std::make_shared<const DeviceCall>(std::move(d));
+  submit(std::move(op));
+}
+
 // A device call's feedback: its residual lives in device memory; LoCo's 8-bit state is kept
 // on the host only.
 cclFeedback* deviceFeedback(cclFeedback* fb) {
@@ -226,7 +235,7 @@ void runCollective(const Call& c) {
     }
     d.key = PlanKey{opKind, c.count, c.dtype, c.op, c.root, a.inPlace, codecKey(d.args)};
     d.tagBase = tags::collectiveBase(comm->collSeq++);
-    return runOnDevice(d);
+    return submitDevice(std::move(d));
   }
   Op op;
   op.comm = comm;
@@ -283,11 +292,12 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
     const char* name = isSend ? "sendbuff" : "recvbuff";
     const Where where = whereToRun(comm, {{name, count ? (isSend ? send : recv) : nullptr}}, stream);
     coll::Stream* queue = where.hostStream;
-    // Outside a group a message to oneself has no one to match it (NCCL's rule too); the
-    // host path queues it until a receive comes, the device path cannot.
+    // A device send or receive is scheduled with its peer's mirror call, which for the
+    // calling rank itself would be a second call of its own (the host path matches the two
+    // by tag instead).
     CCL_CHECK(!where.device || peer != comm->rank, cclInvalidUsage,
-              "a send or receive of device buffers to the calling rank itself needs a group, which device calls do "
-              "not support in this version");
+              "a send or receive of device buffers to the calling rank itself is not supported in this version "
+              "(copy the buffer instead)");
     const size_t bytes = count * dataTypeSize(dtype);
     Op op;
     op.comm = comm;
@@ -323,7 +333,7 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
       d.opKind = op.opKind;
       d.key = key;
       d.tagBase = tags::pointToPointBase(seq);
-      return runOnDevice(d);
+      return submitDevice(std::move(d));
     }
     op.plan = cachedPlan(comm, key, [&] {
       if (op.compressed) return isSend ? coll::planCompressedSend(a, peer, 0) : coll::planCompressedRecv(a, peer, 0);

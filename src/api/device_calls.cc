@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "api/device_calls.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "api/group.h"
 #include "api/streams.h"
@@ -158,18 +160,28 @@ bool onDevice(cclComm_t comm, std::initializer_list<NamedBuffer> buffers, cclStr
             "calls on the legacy default stream)");
   CCL_CHECK(!isHostStream(stream), cclInvalidUsage,
             "a host stream (cclHostStreamCreate) cannot order a call on device buffers: pass a CUDA stream");
-  CCL_CHECK(!groupActive(), cclInvalidUsage,
-            "calls on device buffers inside cclGroupStart/cclGroupEnd are not supported in this version");
   return true;
 }
 
-void runOnDevice(const DeviceCall& c) {
-  cclComm_t comm = c.comm;
+void runOnDevice(const DeviceCall& c) { runOnDevice(std::span<const DeviceCall>(&c, 1)); }
+
+void runOnDevice(std::span<const DeviceCall> calls) {
+  CCL_CHECK(!calls.empty(), cclInternalError, "runOnDevice: no call");
+  cclComm_t comm = calls.front().comm;
   DeviceComm& d = deviceState(comm);
   std::lock_guard<std::mutex> lock(d.mutex);
   coll::CurrentDevice current(*d.device);
-  const DeviceComm::Planned& p = planned(d, c, comm->rank, comm->nranks);
-  coll::Stream& caller = callerStream(d, c.stream);
+  std::vector<const DeviceComm::Planned*> plans;
+  size_t scratchBytes = 0;
+  std::vector<size_t> scratchAt;
+  for (const DeviceCall& c : calls) {
+    CCL_CHECK(c.comm == comm && c.stream == calls.front().stream, cclInternalError,
+              "runOnDevice: calls of other communicators or streams");
+    plans.push_back(&planned(d, c, comm->rank, comm->nranks));
+    scratchAt.push_back(scratchBytes);
+    scratchBytes += (plans.back()->plan->scratchBytes + 255) & ~size_t{255};
+  }
+  coll::Stream& caller = callerStream(d, calls.front().stream);
   // Failures an earlier call left on this stream are already the communicator's.
   std::string ignored;
   caller.takeError(&ignored);
@@ -179,35 +191,41 @@ void runOnDevice(const DeviceCall& c) {
     // After the previous device call of this communicator, whichever stream it was on: the
     // calls share the transport, scratch and residuals.
     if (d.last && d.last != &caller) caller.wait(d.lastDone);
-    if (p.plan->scratchBytes > d.scratchBytes) {
+    if (scratchBytes > d.scratchBytes) {
       if (d.scratch) d.device->free(d.scratch, caller);
       d.scratch = nullptr;
       d.scratchBytes = 0;
-      d.scratch = d.device->allocZeroed(p.plan->scratchBytes, caller);
-      d.scratchBytes = p.plan->scratchBytes;
+      d.scratch = d.device->allocZeroed(scratchBytes, caller);
+      d.scratchBytes = scratchBytes;
     }
-    float* residual = c.feedback ? residualFor(d, c, caller) : nullptr;
-    auto stats = std::make_shared<coll::ExecStats>();
-    coll::StreamJob job;
-    job.plan = p.plan;
-    job.schedule = p.schedule;
-    job.buffers = coll::Buffers{c.send, c.recv, d.scratch, residual};
-    job.tagBase = c.tagBase;
-    job.callSeed = c.tagBase;  // as on host memory: the same codec seeds, the same bytes
-    job.stats = stats.get();
-    const bool compressed = c.args.codec.codec != cclCodecNone;
-    job.finished = [comm, stats, fn = c.fn, op = c.opKind, compressed](cclResult_t r, const std::string& m) {
-      if (r == cclSuccess) {
-        addStats(comm, op, compressed, *stats);
-      } else {
-        recordError(comm, fn, r, m);
-        failAsync(comm, r);
-      }
-      endAsync(comm);  // last: the communicator may be destroyed from here on
-    };
-    coll::executeOnStream(job, *d.link, *d.kernels, caller, *d.comm);  // `finished` is its last step
+    std::vector<coll::StreamJob> jobs(calls.size());
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const DeviceCall& c = calls[i];
+      float* residual = c.feedback ? residualFor(d, c, caller) : nullptr;
+      auto stats = std::make_shared<coll::ExecStats>();
+      coll::StreamJob& job = jobs[i];
+      job.plan = plans[i]->plan;
+      job.schedule = plans[i]->schedule;
+      job.buffers = coll::Buffers{c.send, c.recv, static_cast<char*>(d.scratch) + scratchAt[i], residual};
+      job.tagBase = c.tagBase;
+      job.callSeed = c.tagBase;  // as on host memory: the same codec seeds, the same bytes
+      job.stats = stats.get();
+      const bool compressed = c.args.codec.codec != cclCodecNone;
+      const bool first = i == 0, last = i + 1 == calls.size();
+      job.finished = [comm, stats, fn = c.fn, op = c.opKind, compressed, first, last](cclResult_t r,
+                                                                                      const std::string& m) {
+        if (r == cclSuccess) {
+          addStats(comm, op, compressed, *stats);
+        } else if (first) {  // the group's one failure, reported once
+          recordError(comm, fn, r, m);
+          failAsync(comm, r);
+        }
+        if (last) endAsync(comm);  // last: the communicator may be destroyed from here on
+      };
+    }
+    coll::executeOnStream(jobs, *d.link, *d.kernels, caller, *d.comm);  // `finished` are its last step
   } catch (const Error& e) {
-    // Part of the call may be enqueued: the communicator cannot be trusted with more work.
+    // Part of the calls may be enqueued: the communicator cannot be trusted with more work.
     failAsync(comm, e.code());
     endAsync(comm);
     throw;
@@ -218,6 +236,22 @@ void runOnDevice(const DeviceCall& c) {
   }
   d.last = &caller;
   d.lastDone = caller.record();
+}
+
+void runDeviceGroup(const std::vector<DeviceCall>& calls) {
+  // Per communicator (enqueuing does not block, so one after another cannot deadlock), its
+  // collectives in issue order, then its sends and receives in issue order: an order every
+  // rank gives alike, which a link that matches by order needs.
+  std::vector<cclComm_t> comms;
+  for (const DeviceCall& c : calls)
+    if (std::find(comms.begin(), comms.end(), c.comm) == comms.end()) comms.push_back(c.comm);
+  for (cclComm_t comm : comms) {
+    std::vector<DeviceCall> mine;
+    for (bool p2p : {false, true})
+      for (const DeviceCall& c : calls)
+        if (c.comm == comm && (c.kind == coll::Coll::kSend || c.kind == coll::Coll::kRecv) == p2p) mine.push_back(c);
+    runOnDevice(mine);
+  }
 }
 
 }  // namespace ccl::api

@@ -11,11 +11,14 @@
 // One communicator's device calls run one after another in the order they were issued,
 // whatever stream each was given: a call's stream waits for the previous call's end, as
 // NCCL orders the calls of a communicator. Host calls of the same communicator wait for its
-// device calls on the host (api/group.h, drainAsync).
+// device calls on the host (api/group.h, drainAsync). A group's device calls are enqueued
+// together at cclGroupEnd (runDeviceGroup).
 #pragma once
 
 #include <initializer_list>
+#include <span>
 #include <utility>
+#include <vector>
 
 #include "api/comm.h"
 #include "api/compression.h"
@@ -54,5 +57,11 @@ struct DeviceCall {
 // Enqueues `call` on its stream and returns. Failures found while enqueuing throw; later
 // ones become the communicator's asynchronous error (cclCommGetAsyncError).
 void runOnDevice(const DeviceCall& call);
+// Calls of one communicator and stream enqueued as one group (coll::executeOnStream of
+// several jobs), in the order given.
+void runOnDevice(std::span<const DeviceCall> calls);
+// The device calls of a group (cclGroupEnd): per communicator, collectives then sends and
+// receives, each in issue order.
+void runDeviceGroup(const std::vector<DeviceCall>& calls);
 
 }  // namespace ccl::api

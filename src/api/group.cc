@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "api/group.h"
 
+#include "api/device_calls.h"
+
 #include <algorithm>
 #include <functional>
 #include <mutex>
@@ -215,6 +217,18 @@ CCL_API cclResult_t cclGroupEnd(void) {
     g.error = cclSuccess;
     CCL_CHECK(failed == cclSuccess, failed, "an operation of the group was invalid; the whole group was dropped");
     if (ops.empty()) return;
+    if (ops.front().device || std::any_of(ops.begin(), ops.end(), [](const api::Op& o) { return o.device; })) {
+      std::vector<api::DeviceCall> calls;
+      for (const api::Op& op : ops) {
+        CCL_CHECK(op.device, cclInvalidUsage,
+                  "a group mixes calls on host and on device buffers; issue them in groups of their own");
+        CCL_CHECK(op.device->stream == ops.front().device->stream, cclInvalidUsage,
+                  "the operations of one group must all use one stream");
+        calls.push_back(*op.device);
+      }
+      api::runDeviceGroup(calls);
+      return;
+    }
     coll::Stream* stream = ops.front().stream;
     for (const api::Op& op : ops)
       CCL_CHECK(op.stream == stream, cclInvalidUsage, "the operations of one group must all use one stream");

@@ -13,6 +13,8 @@
 
 namespace ccl::api {
 
+struct DeviceCall;  // api/device_calls.h
+
 struct Op {
   cclComm_t comm = nullptr;
   std::shared_ptr<const coll::Plan> plan;
@@ -25,6 +27,9 @@ struct Op {
   size_t feedbackFloats = 0;
   uint64_t signature = 0;          // see coll::Job::signature; 0 for point-to-point
   coll::Stream* stream = nullptr;  // a host stream: runs there, after the call returns
+  // A call on device buffers, queued in a group: the group's end enqueues it on its stream
+  // (the fields above are unused then).
+  std::shared_ptr<const DeviceCall> device;
 };
 
 bool groupActive();

@@ -319,123 +319,177 @@ void NcclLink::group(std::span<const Transfer> transfers, Stream& stream) {
   t_.group(ops_, stream.native());
 }
 
-void executeOnStream(const StreamJob& job, StreamLink& link, StreamKernels& kernels, Stream& caller, Stream& comm) {
+namespace {
+
+// One job of a batch as it is enqueued: its run, and which of its compute steps are queued.
+struct Enqueuing {
+  const StreamJob* job;
+  std::shared_ptr<StreamRun> run;
+  std::vector<std::vector<StepId>> computeAfter;  // compute steps by the wave they follow, plus one
+  std::vector<char> queued, needed;
+  size_t waves() const { return computeAfter.size() - 1; }
+};
+
+Enqueuing prepare(const StreamJob& job) {
   CCL_CHECK(job.plan && job.schedule, cclInternalError, "executeOnStream: no plan or schedule");
   const Plan& plan = *job.plan;
   const Schedule& sched = *job.schedule;
   const size_t n = plan.steps.size();
   CCL_CHECK(sched.level.size() == n, cclInternalError, "executeOnStream: the schedule is of another plan");
-
-  auto run = std::make_shared<StreamRun>();
-  run->plan = job.plan;
-  run->schedule = job.schedule;
-  run->buffers = job.buffers;
-  run->callSeed = job.callSeed;
-  run->stats = job.stats;
-  run->lengths.assign(plan.lengthSlots, 0);
-  run->slotBytes = slotCapacities(plan);
-  run->sent.assign(n, 0);
+  Enqueuing e;
+  e.job = &job;
+  e.run = std::make_shared<StreamRun>();
+  StreamRun& run = *e.run;
+  run.plan = job.plan;
+  run.schedule = job.schedule;
+  run.buffers = job.buffers;
+  run.callSeed = job.callSeed;
+  run.stats = job.stats;
+  run.lengths.assign(plan.lengthSlots, 0);
+  run.slotBytes = slotCapacities(plan);
+  run.sent.assign(n, 0);
   for (size_t i = 0; i < n; ++i) {
     const Step& s = plan.steps[i];
     if (s.kind == StepKind::kRecv && s.slot != kNoSlot)
-      run->slotBytes[s.slot] = std::max(run->slotBytes[s.slot], sched.postedBytes[i]);
+      run.slotBytes[s.slot] = std::max(run.slotBytes[s.slot], sched.postedBytes[i]);
   }
-  // The first failure of the call, whichever stream it happened on. A stream's failure is
-  // the call's: the rest of its steps then do nothing.
+  // Compute steps by the wave they follow (level + 1), in plan order (a topological order).
+  e.computeAfter.resize(sched.waves.size() + 1);
+  for (size_t i = 0; i < n; ++i)
+    if (!isTransfer(plan.steps[i].kind)) e.computeAfter[static_cast<size_t>(sched.level[i] + 1)].push_back(StepId(i));
+  e.queued.assign(n, 0);
+  e.needed.assign(n, 0);
+  return e;
+}
+
+}  // namespace
+
+void executeOnStream(const StreamJob& job, StreamLink& link, StreamKernels& kernels, Stream& caller, Stream& comm) {
+  executeOnStream(std::span<const StreamJob>(&job, 1), link, kernels, caller, comm);
+}
+
+void executeOnStream(std::span<const StreamJob> jobs, StreamLink& link, StreamKernels& kernels, Stream& caller,
+                     Stream& comm) {
+  std::vector<Enqueuing> batch;
+  batch.reserve(jobs.size());
+  size_t waves = 0;
+  for (const StreamJob& job : jobs) {
+    batch.push_back(prepare(job));
+    waves = std::max(waves, batch.back().waves());
+  }
+  // The first failure of the batch, whichever stream it happened on. A stream's failure is
+  // every job's, as a group fails as a whole: the rest of their steps then do nothing.
   auto failure = std::make_shared<FirstFailure>();
-  auto takeFailure = [run, failure](Stream& s) {
+  std::vector<std::shared_ptr<StreamRun>> runs;
+  for (const Enqueuing& e : batch) runs.push_back(e.run);
+  auto takeFailure = [runs, failure](Stream& s) {
     std::string m;
     const cclResult_t c = s.takeError(&m);
     if (c == cclSuccess) return;
     failure->record(c, std::move(m));
-    run->failed.store(true, std::memory_order_release);
+    for (const auto& r : runs) r->failed.store(true, std::memory_order_release);
   };
-
-  // Compute steps by the wave they follow (level + 1), in plan order (a topological order).
-  const size_t waves = sched.waves.size();
-  std::vector<std::vector<StepId>> computeAfter(waves + 1);
-  for (size_t i = 0; i < n; ++i)
-    if (!isTransfer(plan.steps[i].kind)) computeAfter[static_cast<size_t>(sched.level[i] + 1)].push_back(StepId(i));
-  std::vector<char> queued(n, 0);
-  auto compute = [&](StepId id) {
-    kernels.enqueue(run, id, caller);
-    queued[id] = 1;
+  auto compute = [&](Enqueuing& e, StepId id) {
+    kernels.enqueue(e.run, id, caller);
+    e.queued[id] = 1;
   };
   // Once per batch of compute steps, not per step: on a CUDA stream each host step costs a
   // callback. Steps after a failure in the same batch still run, on bounded buffers.
   auto collectFailure = [&] { caller.enqueue([takeFailure, &caller] { takeFailure(caller); }); };
 
-  std::vector<char> needed(n, 0);
   std::vector<StepId> stack;
   std::vector<Transfer> xs;
   for (size_t w = 0; w < waves; ++w) {
     // The compute steps this wave's sends wait for go first.
-    stack.assign(sched.waves[w].begin(), sched.waves[w].end());
-    while (!stack.empty()) {
-      const Step& s = plan.steps[stack.back()];
-      stack.pop_back();
-      for (uint32_t d = 0; d < s.numDeps; ++d) {
-        const StepId dep = plan.deps[s.firstDep + d];
-        if (queued[dep] || needed[dep] || isTransfer(plan.steps[dep].kind)) continue;
-        needed[dep] = 1;
-        stack.push_back(dep);
-      }
-    }
     bool any = false;
-    for (StepId id : computeAfter[w])
-      if (needed[id]) compute(id), any = true;
+    for (Enqueuing& e : batch) {
+      if (w >= e.waves()) continue;
+      const Plan& plan = *e.run->plan;
+      const auto& wave = e.run->schedule->waves[w];
+      stack.assign(wave.begin(), wave.end());
+      while (!stack.empty()) {
+        const Step& s = plan.steps[stack.back()];
+        stack.pop_back();
+        for (uint32_t d = 0; d < s.numDeps; ++d) {
+          const StepId dep = plan.deps[s.firstDep + d];
+          if (e.queued[dep] || e.needed[dep] || isTransfer(plan.steps[dep].kind)) continue;
+          e.needed[dep] = 1;
+          stack.push_back(dep);
+        }
+      }
+      for (StepId id : e.computeAfter[w])
+        if (e.needed[id]) compute(e, id), any = true;
+    }
     if (any) collectFailure();
     comm.wait(caller.record());
 
+    // One group: the jobs' transfers of this wave, job after job (every rank orders its jobs
+    // alike, so a link that matches by order still pairs them).
     xs.clear();
-    for (StepId id : sched.waves[w]) {
-      const Step& s = plan.steps[id];
-      Transfer x;
-      x.send = s.kind == StepKind::kSend;
-      x.peer = s.peer;
-      x.tag = job.tagBase | s.tag;
-      x.buf = bufferAt(run->buffers, x.send ? s.src : s.dst);
-      x.bytes = sched.postedBytes[id];
-      if (x.send) x.sent = &run->sent[id];
-      if (s.slot != kNoSlot) {
-        if (x.send)
-          x.exact = &run->lengths[s.slot];
-        else
-          x.received = &run->lengths[s.slot];
+    for (Enqueuing& e : batch) {
+      if (w >= e.waves()) continue;
+      StreamRun& run = *e.run;
+      const Plan& plan = *run.plan;
+      const Schedule& sched = *run.schedule;
+      for (StepId id : sched.waves[w]) {
+        const Step& s = plan.steps[id];
+        Transfer x;
+        x.send = s.kind == StepKind::kSend;
+        x.peer = s.peer;
+        x.tag = e.job->tagBase | s.tag;
+        x.buf = bufferAt(run.buffers, x.send ? s.src : s.dst);
+        x.bytes = sched.postedBytes[id];
+        if (x.send) x.sent = &run.sent[id];
+        if (s.slot != kNoSlot) {
+          if (x.send)
+            x.exact = &run.lengths[s.slot];
+          else
+            x.received = &run.lengths[s.slot];
+        }
+        xs.push_back(x);
       }
-      xs.push_back(x);
     }
     link.group(xs, comm);
     const bool exact = link.exactLengths();
-    comm.enqueue([run, takeFailure, &comm, w, exact] {
+    comm.enqueue([runs, takeFailure, &comm, w, exact] {
       takeFailure(comm);
-      const Plan& p = *run->plan;
-      const Schedule& sc = *run->schedule;
-      for (StepId id : sc.waves[w]) {
-        const Step& s = p.steps[id];
-        if (!exact && s.kind == StepKind::kRecv && s.slot != kNoSlot) run->lengths[s.slot] = sc.postedBytes[id];
-        if (!run->stats || s.kind != StepKind::kSend) continue;
-        const size_t sent = run->sent[id]                ? run->sent[id]
-                            : exact && s.slot != kNoSlot ? run->lengths[s.slot]
-                                                         : sc.postedBytes[id];
-        run->stats->wireBytes += sent;
-        run->stats->rawBytes += sendRawBytes(p, s, sent);
+      for (const auto& r : runs) {
+        const Plan& p = *r->plan;
+        const Schedule& sc = *r->schedule;
+        if (w >= sc.waves.size()) continue;
+        for (StepId id : sc.waves[w]) {
+          const Step& s = p.steps[id];
+          if (!exact && s.kind == StepKind::kRecv && s.slot != kNoSlot) r->lengths[s.slot] = sc.postedBytes[id];
+          if (!r->stats || s.kind != StepKind::kSend) continue;
+          const size_t sent = r->sent[id]                  ? r->sent[id]
+                              : exact && s.slot != kNoSlot ? r->lengths[s.slot]
+                                                           : sc.postedBytes[id];
+          r->stats->wireBytes += sent;
+          r->stats->rawBytes += sendRawBytes(p, s, sent);
+        }
       }
     });
     const Event done = comm.record();
     // The rest overlaps the wave's transfers.
     any = false;
-    for (StepId id : computeAfter[w])
-      if (!queued[id]) compute(id), any = true;
+    for (Enqueuing& e : batch) {
+      if (w >= e.waves()) continue;
+      for (StepId id : e.computeAfter[w])
+        if (!e.queued[id]) compute(e, id), any = true;
+    }
     if (any) collectFailure();
     caller.wait(done);
   }
-  for (StepId id : computeAfter[waves]) compute(id);
+  for (Enqueuing& e : batch)
+    for (StepId id : e.computeAfter[e.waves()]) compute(e, id);
   collectFailure();
-  caller.enqueue([failure, finished = job.finished] {
+  std::vector<std::function<void(cclResult_t, const std::string&)>> finished;
+  for (const StreamJob& job : jobs)
+    if (job.finished) finished.push_back(job.finished);
+  caller.enqueue([failure, finished = std::move(finished)] {
     std::string m;
     const cclResult_t c = failure->take(&m);
-    if (finished) finished(c, m);
+    for (const auto& f : finished) f(c, m);
     if (c != cclSuccess) throw Error(c, m);
   });
 }

@@ -215,4 +215,13 @@ struct StreamJob {
 // result is in place once caller has reached everything enqueued so far.
 void executeOnStream(const StreamJob& job, StreamLink& link, StreamKernels& kernels, Stream& caller, Stream& comm);
 
+// A group's jobs (NCCL's ncclGroupStart/End) enqueued together: wave w of the group is every
+// job's wave w, posted as one group of transfers, job after job; so sends and receives that
+// wait for each other (a send/recv pair, a ring of them) cannot deadlock. Every rank must
+// give its jobs in an order that pairs them alike: collectives in issue order, then
+// point-to-point calls in issue order (NCCL's rule for a group). A failure fails every job;
+// each job's `finished` runs with the group's result.
+void executeOnStream(std::span<const StreamJob> jobs, StreamLink& link, StreamKernels& kernels, Stream& caller,
+                     Stream& comm);
+
 }  // namespace ccl::coll

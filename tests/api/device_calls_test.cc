@@ -2,11 +2,10 @@
 // The api's device path on a simulated device (sim_device.h): calls whose buffers are device
 // memory return once enqueued on their stream and, when the stream has run them, leave the
 // same bytes as the host path for every collective, codec and 1..4 ranks (error feedback and
-// send/recv included); bad input (mixed memories, NULL or host streams, another device's
-// memory or stream, groups, LoCo, powersgd) is refused with a message before anything is
-// enqueued; a failure after the call returned becomes the communicator's asynchronous
-// error; a host call on the same communicator runs after its device calls; cclCommCuDevice
-// reports the device.
+// send/recv and groups included); bad input (mixed memories, NULL or host streams, another
+// device's memory or stream, groups mixing host and device calls, LoCo, powersgd) is refused with a message before
+// anything is enqueued; a failure after the call returned becomes the communicator's asynchronous error; a host call on
+// the same communicator runs after its device calls; cclCommCuDevice reports the device.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -163,6 +162,54 @@ TEST(DeviceCalls, SendRecvMatchHost) {
   destroy(dev);
 }
 
+// Groups on device buffers: a ring of sends and receives (each rank's send waits for its
+// neighbour's receive: without the group the first send would wait for ever), and a group
+// of collectives and point-to-point calls, each against the same group on host buffers.
+class DeviceGroups : public ::testing::TestWithParam<int> {};
+
+TEST_P(DeviceGroups, RingAndMixedGroupsMatchHost) {
+  const int n = GetParam();
+  auto host = makeComms(n), dev = makeComms(n);
+  expectNoneThrew(runRanks(n, [&](int r) {
+    const size_t count = 6000;
+    const size_t total = count * static_cast<size_t>(n);
+    SimBuffer d1(total * 4, 0), d2(total * 4, 0), d3(total * 4, 0), d4(total * 4, 0);
+    SimStream stream(0);
+    const int next = (r + 1) % n, prev = (r - 1 + n) % n;
+    for (cclCodec_t c : {cclCodecNone, cclCodecInt8}) {
+      const cclCompression_t codec = codecOf(c);
+      const std::vector<float> in = inputOf(r, total, 50 + c), in2 = inputOf(r, total, 60 + c);
+      // What each buffer holds after the group, on host and on device.
+      std::vector<float> h1 = in, h2 = in2, h3(total, -1.f), h4(total, -1.f);
+      std::memcpy(d1.p, in.data(), total * 4);
+      std::memcpy(d2.p, in2.data(), total * 4);
+      std::memcpy(d3.p, h3.data(), total * 4);
+      std::memcpy(d4.p, h4.data(), total * 4);
+      auto group = [&](cclComm_t comm, float* b1, float* b2, float* b3, float* b4, cclStream_t st) {
+        CCL_OK(cclGroupStart());
+        // Point-to-point first and a collective between: the group reorders nothing it must not.
+        CCL_OK(cclSendEx(b1, count, cclFloat32, next, comm, st, &codec, nullptr));
+        CCL_OK(cclAllReduceEx(b2, b2, count, cclFloat32, cclSum, comm, st, &codec, nullptr));
+        CCL_OK(cclRecvEx(b3, count, cclFloat32, prev, comm, st, &codec));
+        CCL_OK(cclAllGatherEx(b1, b4, count, cclFloat32, comm, st, &codec, nullptr));
+        CCL_OK(cclGroupEnd());
+      };
+      group(host[r], h1.data(), h2.data(), h3.data(), h4.data(), nullptr);
+      group(dev[r], d1.as<float>(), d2.as<float>(), d3.as<float>(), d4.as<float>(), stream.s);
+      stream.synchronize();
+      expectNoAsyncError(dev[r]);
+      const std::string what = std::string(cclCodecName(c)) + " rank " + std::to_string(r);
+      if (std::memcmp(h2.data(), d2.p, count * 4) != 0) throw std::runtime_error(what + ": the allreduce differs");
+      if (std::memcmp(h3.data(), d3.p, count * 4) != 0) throw std::runtime_error(what + ": the receive differs");
+      if (std::memcmp(h4.data(), d4.p, total * 4) != 0) throw std::runtime_error(what + ": the allgather differs");
+    }
+  }));
+  destroy(host);
+  destroy(dev);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, DeviceGroups, ::testing::Values(2, 3, 4));
+
 // Expects `r` to be `code` with a message containing `phrase`.
 void expectRefused(cclResult_t r, cclResult_t code, const char* phrase, const char* what) {
   EXPECT_EQ(r, code) << what;
@@ -204,10 +251,13 @@ TEST(DeviceCalls, BadInputIsRefusedBeforeAnythingRuns) {
   expectRefused(cclAllReduceEx(a.p, b.p, count, cclFloat32, cclSum, comm, stream.s, &powersgd, nullptr),
                 cclInvalidArgument, "host memory only", "powersgd on device buffers");
 
+  // A group mixing host and device buffers runs nothing.
+  std::vector<float> host2(count);
   ASSERT_EQ(cclGroupStart(), cclSuccess);
-  expectRefused(cclAllReduce(a.p, b.p, count, cclFloat32, cclSum, comm, stream.s), cclInvalidUsage, "cclGroupStart",
-                "a device call in a group");
-  EXPECT_EQ(cclGroupEnd(), cclInvalidUsage);
+  ASSERT_EQ(cclAllReduce(a.p, b.p, count, cclFloat32, cclSum, comm, stream.s), cclSuccess);
+  ASSERT_EQ(cclAllReduce(host.data(), host2.data(), count, cclFloat32, cclSum, comm, nullptr), cclSuccess);
+  expectRefused(cclGroupEnd(), cclInvalidUsage, "mixes calls on host and on device",
+                "a group of host and device calls");
 
   // Nothing was enqueued and the communicator is fine: a good call runs.
   for (size_t i = 0; i < count; ++i) a.as<float>()[i] = float(i);

@@ -242,8 +242,6 @@ void applyOption(Options& o, int c, const char* arg) {
 void validate(const Options& o) {
   if (o.nthreads < 1) throw UsageError("-t must be at least 1");
   if (o.ngpus != 1) throw UsageError("-g must be 1: one host or device per rank (use -t for more ranks per process)");
-  if (o.deviceMemory && o.aggIters > 1)
-    throw UsageError("-m must be 1 with -M device: calls on device buffers do not run inside groups");
   if (o.minBytes > o.maxBytes) throw UsageError("minbytes is larger than maxbytes");
   if (o.stepFactor <= 1 && o.stepBytes == 0) throw UsageError("-i must be positive when -f is 1");
   if (o.iters < 1 || o.aggIters < 1) throw UsageError("-n and -m must be at least 1");
