@@ -14,7 +14,10 @@
  * NULL, not a host stream) and all of a call's (and a group's) buffers in one memory;
  * a group's device calls are enqueued together at cclGroupEnd. Every codec but powersgd
  * compresses them, with residual error feedback (LoCo's state is kept on the host only).
- * Their bytes are staged through pinned host memory and the communicator's transport.
+ * Their bytes are staged through pinned host memory and the communicator's transport, or
+ * with CCL_DEVICE_TRANSPORT=nccl (set on every rank) go over a real NCCL communicator made
+ * at init; there encoded streams go at their bound, and a call whose bound is not smaller
+ * than its data (the quantizers') is carried uncompressed.
  *
  * Every function returns a cclResult_t. On failure cclGetLastError() describes the
  * argument or condition at fault. Output parameters are written only on success.

@@ -56,6 +56,34 @@ bool codecOnSharedMemory() {
 
 }  // namespace
 
+// CCL_DEVICE_TRANSPORT=nccl on a communicator with a device: NVIDIA's NCCL, loaded from
+// CCL_NCCL_LIBRARY, and a communicator of it made over ccl's bootstrap. Collective: whether
+// every rank loaded the library is shared first, so a rank that could not makes every rank
+// fail instead of leaving them waiting in NCCL's init.
+static std::unique_ptr<transport::nccl::Transport> deviceNccl(cclComm& comm) {
+  const std::string mode = config::deviceTransport();
+  CCL_CHECK(mode == "staged" || mode == "nccl", cclInvalidArgument,
+            "CCL_DEVICE_TRANSPORT is '" + mode + "'; it takes staged or nccl");
+  if (mode != "nccl" || comm.cudaDevice < 0) return nullptr;
+  transport::nccl::Functions fn;
+  std::string why;
+  try {
+    fn = transport::nccl::load(config::ncclLibrary());
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  std::vector<int> loaded(static_cast<size_t>(comm.nranks), 0);
+  loaded[static_cast<size_t>(comm.rank)] = why.empty() ? 1 : 0;
+  comm.bootstrap->allGather(loaded.data(), sizeof(int));
+  CCL_CHECK(why.empty(), cclSystemError, "CCL_DEVICE_TRANSPORT=nccl: " + why);
+  for (int r = 0; r < comm.nranks; ++r)
+    CCL_CHECK(loaded[static_cast<size_t>(r)], cclSystemError,
+              "CCL_DEVICE_TRANSPORT=nccl: rank " + std::to_string(r) + " could not load NVIDIA's NCCL");
+  auto t = std::make_unique<transport::nccl::Transport>(fn, *comm.bootstrap);
+  CCL_INFO("comm rank %d: device calls over NVIDIA's NCCL (%s)", comm.rank, fn.library.c_str());
+  return t;
+}
+
 cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfig_t* config) {
   CCL_CHECK(nranks > 0, cclInvalidArgument, "nranks " + std::to_string(nranks) + " must be positive");
   CCL_CHECK(nranks <= tags::kMaxRanks, cclInvalidArgument,
@@ -83,6 +111,7 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
   log::RankScope scope(rank);
   comm->bootstrap = bootstrap::Bootstrap::connect(id, rank, nranks, comm->timeout);
   comm->transport = transport::createTransport(config::transport(), *comm->bootstrap);
+  comm->nccl = deviceNccl(*comm);
   comm->defaultCodecOff = allPeersOverSharedMemory(*comm->transport) && !codecOnSharedMemory();
   if (comm->policy.codec.codec != cclCodecNone)
     CCL_INFO(
@@ -96,7 +125,8 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
 
 void destroyComm(cclComm_t comm) {
   comm->magic = 0;
-  comm->device.reset();  // its link uses the transport
+  comm->device.reset();  // its link uses the transport, or the NCCL communicator
+  comm->nccl.reset();
   comm->transport.reset();
   comm->bootstrap.reset();
   delete comm;
@@ -241,6 +271,7 @@ CCL_API cclResult_t cclCommAbort(cclComm_t comm) {
     comm->aborted.store(true);
     comm->transport->abort();
     comm->bootstrap->abort();
+    if (comm->nccl) comm->nccl->abort();  // device calls waiting for peers return
     // Operations running in other threads notice the flag within one progress pass; those
     // still queued on host streams fail as soon as they start.
     while (comm->active.load() > 0) sched_yield();

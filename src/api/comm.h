@@ -19,6 +19,7 @@
 #include "collectives/stream.h"
 #include "common/error.h"
 #include "transport/bootstrap/bootstrap.h"
+#include "transport/nccl/nccl_transport.h"
 #include "transport/transport.h"
 
 namespace ccl::api {
@@ -95,6 +96,9 @@ struct cclComm {
   // The device of the communicator (cclCommCuDevice): the calling thread's current device at
   // init; -1 without one. Its calls' state is made at the first device call.
   int cudaDevice = -1;
+  // CCL_DEVICE_TRANSPORT=nccl: the real NCCL communicator device calls move bytes over,
+  // made at init (collectively); NULL: device calls are staged through host memory.
+  std::unique_ptr<ccl::transport::nccl::Transport> nccl;
   std::unique_ptr<ccl::api::DeviceComm, ccl::api::DeviceCommDeleter> device;
 };
 

@@ -27,10 +27,16 @@ struct DeviceComm {
     coll::CurrentDevice current(*device);
     comm = device->newStream();
     kernels = device->newKernels();
-    link = std::make_unique<coll::TransportLink>(*c->transport, /*exactLengths=*/false, c->timeout, &c->aborted,
-                                                 device->staging());
-    CCL_INFO("comm %p: device calls on %s device %d, staged through host memory over %s", static_cast<void*>(c),
-             driver->name(), c->cudaDevice, c->transport->name());
+    if (c->nccl) {
+      link = std::make_unique<coll::NcclLink>(*c->nccl);
+      CCL_INFO("comm %p: device calls on %s device %d over NVIDIA's NCCL", static_cast<void*>(c), driver->name(),
+               c->cudaDevice);
+    } else {
+      link = std::make_unique<coll::TransportLink>(*c->transport, /*exactLengths=*/false, c->timeout, &c->aborted,
+                                                   device->staging());
+      CCL_INFO("comm %p: device calls on %s device %d, staged through host memory over %s", static_cast<void*>(c),
+               driver->name(), c->cudaDevice, c->transport->name());
+    }
   }
 
   // Every call has run (the communicator drained them); what remains is to free.
@@ -44,6 +50,7 @@ struct DeviceComm {
   struct Planned {
     std::shared_ptr<const coll::Plan> plan;
     std::shared_ptr<const coll::Schedule> schedule;
+    bool compressed = false;  // false also when the codec was dropped (see planned())
   };
   struct Residual {
     float* memory = nullptr;
@@ -55,7 +62,7 @@ struct DeviceComm {
   std::unique_ptr<coll::Device> device;
   std::unique_ptr<coll::Stream> comm;  // the waves' stream
   std::unique_ptr<coll::StreamKernels> kernels;
-  std::unique_ptr<coll::TransportLink> link;
+  std::unique_ptr<coll::StreamLink> link;                  // staged over the transport, or NCCL
   std::map<void*, std::unique_ptr<coll::Stream>> callers;  // by the caller's stream handle
   std::unordered_map<PlanKey, Planned, PlanKeyHash> plans;
   void* scratch = nullptr;
@@ -76,16 +83,14 @@ DeviceComm& deviceState(cclComm_t comm) {
   return *comm->device;
 }
 
-// The plan of this rank and its wave schedule, which needs every rank's plan: the
+// The plan of this rank with `args` and its wave schedule, which needs every rank's plan: the
 // collective's at each rank, or for send and recv the pair's two ends.
-const DeviceComm::Planned& planned(DeviceComm& d, const DeviceCall& c, int rank, int nranks) {
-  if (auto it = d.plans.find(c.key); it != d.plans.end()) return it->second;
-  if (d.plans.size() >= kMaxCachedPlans) d.plans.clear();  // calls in flight keep theirs
+DeviceComm::Planned planWith(const DeviceCall& c, const coll::CollArgs& args, int rank, int nranks) {
   const bool p2p = c.kind == coll::Coll::kSend || c.kind == coll::Coll::kRecv;
-  const bool compressed = c.args.codec.codec != cclCodecNone;
-  const size_t bytes = c.args.count * dataTypeSize(c.args.dtype);
+  const bool compressed = args.codec.codec != cclCodecNone;
+  const size_t bytes = args.count * dataTypeSize(args.dtype);
   auto planOf = [&](int r) -> coll::Plan {
-    coll::CollArgs a = c.args;
+    coll::CollArgs a = args;
     a.rank = r;
     if (!p2p) return coll::planCollective(c.kind, a);
     if (r != rank && r != c.peer) return coll::Plan{};
@@ -97,6 +102,30 @@ const DeviceComm::Planned& planned(DeviceComm& d, const DeviceCall& c, int rank,
   DeviceComm::Planned p;
   p.plan = std::make_shared<const coll::Plan>(planOf(rank));
   p.schedule = std::make_shared<const coll::Schedule>(coll::scheduleWaves(planOf, nranks, rank));
+  p.compressed = compressed;
+  return p;
+}
+
+// On a link that sends every stream at its bound (NCCL), a codec whose bound is not smaller
+// than the data would move more bytes than none: the call then goes uncompressed. Every rank
+// decides alike, from the same plans.
+const DeviceComm::Planned& planned(DeviceComm& d, const DeviceCall& c, int rank, int nranks) {
+  if (auto it = d.plans.find(c.key); it != d.plans.end()) return it->second;
+  if (d.plans.size() >= kMaxCachedPlans) d.plans.clear();  // calls in flight keep theirs
+  DeviceComm::Planned p = planWith(c, c.args, rank, nranks);
+  if (p.compressed && d.link->sendsAtBound()) {
+    const coll::PostedBytes moved = coll::postedBytes(*p.plan, *p.schedule);
+    if (moved.posted >= moved.raw) {
+      CCL_INFO(
+          "%s of %zu elements: %s streams at their bound (%zu bytes) are not smaller than the data (%zu); sent "
+          "uncompressed",
+          c.fn, c.args.count, cclCodecName(c.args.codec.codec), moved.posted, moved.raw);
+      coll::CollArgs none = c.args;
+      none.codec = codec::Params{};
+      none.feedback = false;
+      p = planWith(c, none, rank, nranks);
+    }
+  }
   return d.plans.emplace(c.key, std::move(p)).first->second;
 }
 
@@ -201,7 +230,7 @@ void runOnDevice(std::span<const DeviceCall> calls) {
     std::vector<coll::StreamJob> jobs(calls.size());
     for (size_t i = 0; i < calls.size(); ++i) {
       const DeviceCall& c = calls[i];
-      float* residual = c.feedback ? residualFor(d, c, caller) : nullptr;
+      float* residual = c.feedback && plans[i]->compressed ? residualFor(d, c, caller) : nullptr;
       auto stats = std::make_shared<coll::ExecStats>();
       coll::StreamJob& job = jobs[i];
       job.plan = plans[i]->plan;
@@ -210,7 +239,7 @@ void runOnDevice(std::span<const DeviceCall> calls) {
       job.tagBase = c.tagBase;
       job.callSeed = c.tagBase;  // as on host memory: the same codec seeds, the same bytes
       job.stats = stats.get();
-      const bool compressed = c.args.codec.codec != cclCodecNone;
+      const bool compressed = plans[i]->compressed;
       const bool first = i == 0, last = i + 1 == calls.size();
       job.finished = [comm, stats, fn = c.fn, op = c.opKind, compressed, first, last](cclResult_t r,
                                                                                       const std::string& m) {

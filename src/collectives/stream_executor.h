@@ -87,6 +87,9 @@ class StreamLink {
   // wrote); false when every transfer carries its posted size (a device link: the lengths
   // are in device memory), and a receive's length is then the posted one.
   virtual bool exactLengths() const = 0;
+  // True when encoded streams cross the network at their posted size (NCCL's link); a staged
+  // link reads their true length from the staged bytes and sends only that.
+  virtual bool sendsAtBound() const { return !exactLengths(); }
 };
 
 // The state of one call on streams, shared by the steps it enqueued; it lives until the
@@ -152,6 +155,7 @@ class TransportLink final : public StreamLink {
   TransportLink& operator=(const TransportLink&) = delete;
   void group(std::span<const Transfer> transfers, Stream& stream) override;
   bool exactLengths() const override { return exact_; }
+  bool sendsAtBound() const override { return !exact_ && !staging_; }
 
  private:
   struct Block {

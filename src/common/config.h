@@ -26,7 +26,8 @@ namespace ccl::config {
   X(treeMaxBytes, Int, "CCL_TREE_MAX_BYTES", "64K", "Allreduce messages up to this size use recursive doubling (auto mode).") \
   X(directMaxBytes, Int, "CCL_DIRECT_MAX_BYTES", "1K", "Allreduce messages up to this size go from every rank to every rank in one round (auto mode).") \
   X(progressYield, Bool, "CCL_PROGRESS_YIELD", "1", "Yield the CPU when a progress loop finds nothing to do (for oversubscribed nodes).") \
-  X(ncclLibrary, String, "CCL_NCCL_LIBRARY", "/usr/local/cuda/lib64/libnccl.so.2", "Real NCCL library the NCCL face forwards device-memory calls to in drop-in mode (loaded with RTLD_LOCAL).") \
+  X(ncclLibrary, String, "CCL_NCCL_LIBRARY", "/usr/local/cuda/lib64/libnccl.so.2", "Real NCCL library the NCCL face forwards device-memory calls to in drop-in mode, and the api's device path uses with CCL_DEVICE_TRANSPORT=nccl (loaded with RTLD_LOCAL).") \
+  X(deviceTransport, String, "CCL_DEVICE_TRANSPORT", "staged", "How the api's calls on device buffers move bytes: staged (through pinned host memory over the communicator's transport; encoded streams at their true length) or nccl (a real NCCL communicator made at init on every rank, which must all set it; streams at their bound, so calls whose bound is not smaller than the data go uncompressed).") \
   X(codec, String, "CCL_CODEC", "none", "Default codec of communicators, as cclCodecName spells it (ccl-info lists them), applied to the collectives CCL_COMPRESS enables.") \
   X(codecMinBytes, Int, "CCL_CODEC_MIN_BYTES", "64K", "Messages smaller than this many bytes are never compressed.") \
   X(compress, String, "CCL_COMPRESS", "allreduce,reducescatter,allgather", "Comma-separated collectives a communicator's default codec applies to: the compressible ones by name (allreduce, reducescatter, allgather, broadcast, alltoall, send, recv), sendrecv, all or none; any case.") \

@@ -360,6 +360,45 @@ TEST(DeviceCalls, TheCommunicatorsDevice) {
   destroy(none);
 }
 
+// CCL_DEVICE_TRANSPORT: an unknown value fails the communicator's creation; nccl with a
+// library that cannot be loaded fails it on every rank, naming the library, rather than
+// leaving ranks waiting in NCCL's init; without a device the setting changes nothing.
+TEST(DeviceCalls, DeviceTransportSetting) {
+  auto initAll = [](int n, std::vector<cclResult_t>& results) -> std::vector<std::string> {
+    cclUniqueId id;
+    if (cclGetUniqueId(&id) != cclSuccess) throw std::runtime_error("cclGetUniqueId failed");
+    std::vector<cclComm_t> comms(n, nullptr);
+    std::vector<std::string> messages(n);
+    results.assign(n, cclSuccess);
+    expectNoneThrew(runRanks(n, [&](int r) {
+      results[r] = cclCommInitRank(&comms[r], n, id, r);
+      messages[r] = cclGetLastError(nullptr);
+      if (comms[r]) cclCommDestroy(comms[r]);
+    }));
+    return messages;
+  };
+  std::vector<cclResult_t> results;
+  setenv("CCL_DEVICE_TRANSPORT", "bogus", 1);
+  auto messages = initAll(1, results);
+  EXPECT_EQ(results[0], cclInvalidArgument);
+  EXPECT_NE(messages[0].find("CCL_DEVICE_TRANSPORT"), std::string::npos) << messages[0];
+
+  setenv("CCL_DEVICE_TRANSPORT", "nccl", 1);
+  setenv("CCL_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", 1);
+  messages = initAll(2, results);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(results[r], cclSystemError) << "rank " << r;
+    EXPECT_NE(messages[r].find("CCL_DEVICE_TRANSPORT=nccl"), std::string::npos) << messages[r];
+  }
+
+  ccl::coll::setDeviceDriver(nullptr);  // a communicator without a device: staged or nccl alike
+  messages = initAll(2, results);
+  ccl::coll::setDeviceDriver(&simDriver());
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r], cclSuccess) << messages[r];
+  unsetenv("CCL_DEVICE_TRANSPORT");
+  unsetenv("CCL_NCCL_LIBRARY");
+}
+
 }  // namespace
 }  // namespace ccltest
 

@@ -300,14 +300,19 @@ cclStream_t SimDriver::newStream(int device) {
 }
 
 void SimDriver::destroyStream(cclStream_t s) {
-  std::unique_ptr<Stream> gone;
+  // As CUDA keeps what an event recorded on a destroyed stream refers to, the stream object
+  // is kept (retired): a communicator may still hold an event of it.
+  std::unique_ptr<Stream> stream;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = streams_.find(s);
     if (it == streams_.end()) return;
-    gone = std::move(it->second.stream);
+    stream = std::move(it->second.stream);
     streams_.erase(it);
   }
+  stream->synchronize();  // unlocked: its steps may free memory here
+  std::lock_guard<std::mutex> lock(mutex_);
+  retired_.push_back(std::move(stream));
 }
 
 Stream& SimDriver::streamOf(cclStream_t s) {

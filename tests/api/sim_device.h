@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "ccl/ccl.h"
 #include "collectives/device.h"
@@ -55,6 +56,7 @@ class SimDriver final : public ccl::coll::DeviceDriver {
   std::mutex mutex_;
   std::map<uintptr_t, Block> memory_;
   std::map<const void*, StreamEntry> streams_;
+  std::vector<std::unique_ptr<ccl::coll::Stream>> retired_;
 };
 
 // The driver every test of the binary shares (registered by the test main).

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <memory>
+#include <thread>
 #include <utility>
 
 #include "collectives/cuda/cuda_stream.h"
@@ -57,7 +58,14 @@ CudaStream::CudaStream(Wrap, cudaStream_t stream) : stream_(stream) {
 
 CudaStream::~CudaStream() {
   // Errors cannot leave a destructor: what the stream failed with stays CUDA's sticky error.
-  cudaStreamSynchronize(stream_);
+  if (owned_) {
+    cudaStreamSynchronize(stream_);
+  } else {
+    // A caller's stream may be destroyed already (its work still runs): wait for the last
+    // point recorded here and for the host steps enqueued here, never for the handle.
+    if (tickets_) cudaEventSynchronize(events_[(tickets_ - 1) % events_.size()]);
+    while (pending_.load(std::memory_order_acquire) > 0) std::this_thread::yield();
+  }
   for (cudaEvent_t e : events_)
     if (e) cudaEventDestroy(e);
   if (owned_) cudaStreamDestroy(stream_);
@@ -66,12 +74,15 @@ CudaStream::~CudaStream() {
 void CUDART_CB CudaStream::runStep(void* data) {
   std::unique_ptr<HostStep> s(static_cast<HostStep*>(data));
   s->stream->failure_.run(s->step);
+  s->stream->pending_.fetch_sub(1, std::memory_order_acq_rel);  // last: the stream may go now
 }
 
 void CudaStream::enqueue(Step step) {
   auto* s = new HostStep{this, std::move(step)};
+  pending_.fetch_add(1, std::memory_order_acq_rel);
   const cudaError_t e = cudaLaunchHostFunc(stream_, &CudaStream::runStep, s);
   if (e != cudaSuccess) {
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
     delete s;
     cudaOk(e, "cudaLaunchHostFunc");
   }

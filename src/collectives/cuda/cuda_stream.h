@@ -8,6 +8,7 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,7 +26,9 @@ class CudaStream final : public Stream {
   // Wraps `stream` whatever it is, the legacy default stream (0) included; not owned.
   struct Wrap {};
   CudaStream(Wrap, cudaStream_t stream);
-  ~CudaStream() override;  // waits for the stream, then frees its events (and the stream if owned)
+  // Waits for the stream (a caller's: for what was enqueued through this object, without
+  // touching a handle that may be gone), then frees its events (and the stream if owned).
+  ~CudaStream() override;
   CudaStream(const CudaStream&) = delete;
   CudaStream& operator=(const CudaStream&) = delete;
 
@@ -57,7 +60,8 @@ class CudaStream final : public Stream {
   // waits for a later point of the same stream, never an earlier one.
   std::vector<cudaEvent_t> events_;
   uint64_t tickets_ = 0;
-  FirstFailure failure_;  // of host steps (written by CUDA's callback thread)
+  FirstFailure failure_;         // of host steps (written by CUDA's callback thread)
+  std::atomic<int> pending_{0};  // host steps enqueued that have not finished
 };
 
 // Pinned host memory (cudaHostAlloc / cudaFreeHost) for a TransportLink that stages device
