@@ -46,14 +46,6 @@ void destroy(std::vector<cclComm_t>& comms) {
   comms.clear();
 }
 
-cclCompression_t codecOf(cclCodec_t c) {
-  cclCompression_t p = CCL_COMPRESSION_INITIALIZER;
-  p.codec = c;
-  p.keepRatio = 0.05;
-  p.threshold = 15.0f;
-  return p;
-}
-
 void expectNoAsyncError(cclComm_t comm) {
   cclResult_t e = cclInternalError;
   CCL_OK(cclCommGetAsyncError(comm, &e));

@@ -60,14 +60,6 @@ cclResult_t issue(Kind k, const void* send, void* recv, size_t count, int root, 
   return cclInternalError;
 }
 
-cclCompression_t codecOf(cclCodec_t c) {
-  cclCompression_t p = CCL_COMPRESSION_INITIALIZER;
-  p.codec = c;
-  p.keepRatio = 0.05;
-  p.threshold = 15.0f;
-  return p;
-}
-
 std::vector<cclComm_t> makeComms(int n, DeviceOps& ops) {
   cclUniqueId id;
   if (cclGetUniqueId(&id) != cclSuccess) throw std::runtime_error("cclGetUniqueId failed");
@@ -81,6 +73,14 @@ std::vector<cclComm_t> makeComms(int n, DeviceOps& ops) {
 }
 
 }  // namespace
+
+cclCompression_t codecOf(cclCodec_t c) {
+  cclCompression_t p = CCL_COMPRESSION_INITIALIZER;
+  p.codec = c;
+  p.keepRatio = 0.05;
+  p.threshold = 15.0f;
+  return p;
+}
 
 std::vector<float> inputOf(int rank, size_t n, uint32_t salt) {
   std::vector<float> v(n);

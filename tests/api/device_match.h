@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Every collective and codec on device buffers against the same calls on host buffers, byte
 // for byte: shared by the simulated-device test (api_device_test) and the GPU test
-// (api_gpu_test), which differ only in how device memory and streams are made.
+// (api_gpu_test), which differ only in how device memory and streams are made. Its inputs
+// and codec parameters serve the host-stream tests too.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +26,9 @@ class DeviceOps {
   virtual void destroyStream(cclStream_t s) = 0;
   virtual void synchronize(cclStream_t s) = 0;
 };
+
+// A codec with the tests' parameters (top-k and random-k keep 5 %, threshold 15).
+cclCompression_t codecOf(cclCodec_t c);
 
 // Deterministic test values of `rank`, different for each salt.
 std::vector<float> inputOf(int rank, size_t n, uint32_t salt);

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "device_match.h"
 #include "scoped_env.h"
 #include "world.h"
 
@@ -26,16 +27,6 @@ struct Stream {
   ~Stream() { EXPECT_CCL_OK(cclHostStreamDestroy(s)); }
   cclStream_t s = nullptr;
 };
-
-std::vector<float> inputOf(int rank, size_t n, uint32_t salt) {
-  std::vector<float> v(n);
-  uint32_t x = 2654435761u * static_cast<uint32_t>(rank + 1) + salt;
-  for (auto& e : v) {
-    x = x * 1664525u + 1013904223u;
-    e = static_cast<float>(static_cast<int32_t>(x >> 8) % 2000) / 97.0f;
-  }
-  return v;
-}
 
 TEST(HostStreams, ACallReturnsBeforeItsPeerHasCalled) {
   World& w = World::get(2);
