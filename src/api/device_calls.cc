@@ -200,15 +200,15 @@ void runOnDevice(std::span<const DeviceCall> calls) {
   DeviceComm& d = deviceState(comm);
   std::lock_guard<std::mutex> lock(d.mutex);
   coll::CurrentDevice current(*d.device);
-  std::vector<const DeviceComm::Planned*> plans;
+  std::vector<DeviceComm::Planned> plans;  // copies: a later call's planning may clear the cache
   size_t scratchBytes = 0;
   std::vector<size_t> scratchAt;
   for (const DeviceCall& c : calls) {
     CCL_CHECK(c.comm == comm && c.stream == calls.front().stream, cclInternalError,
               "runOnDevice: calls of other communicators or streams");
-    plans.push_back(&planned(d, c, comm->rank, comm->nranks));
+    plans.push_back(planned(d, c, comm->rank, comm->nranks));
     scratchAt.push_back(scratchBytes);
-    scratchBytes += (plans.back()->plan->scratchBytes + 255) & ~size_t{255};
+    scratchBytes += (plans.back().plan->scratchBytes + 255) & ~size_t{255};
   }
   coll::Stream& caller = callerStream(d, calls.front().stream);
   // Failures an earlier call left on this stream are already the communicator's.
@@ -230,16 +230,16 @@ void runOnDevice(std::span<const DeviceCall> calls) {
     std::vector<coll::StreamJob> jobs(calls.size());
     for (size_t i = 0; i < calls.size(); ++i) {
       const DeviceCall& c = calls[i];
-      float* residual = c.feedback && plans[i]->compressed ? residualFor(d, c, caller) : nullptr;
+      float* residual = c.feedback && plans[i].compressed ? residualFor(d, c, caller) : nullptr;
       auto stats = std::make_shared<coll::ExecStats>();
       coll::StreamJob& job = jobs[i];
-      job.plan = plans[i]->plan;
-      job.schedule = plans[i]->schedule;
+      job.plan = plans[i].plan;
+      job.schedule = plans[i].schedule;
       job.buffers = coll::Buffers{c.send, c.recv, static_cast<char*>(d.scratch) + scratchAt[i], residual};
       job.tagBase = c.tagBase;
       job.callSeed = c.tagBase;  // as on host memory: the same codec seeds, the same bytes
       job.stats = stats.get();
-      const bool compressed = plans[i]->compressed;
+      const bool compressed = plans[i].compressed;
       const bool first = i == 0, last = i + 1 == calls.size();
       job.finished = [comm, stats, fn = c.fn, op = c.opKind, compressed, first, last](cclResult_t r,
                                                                                       const std::string& m) {
