@@ -106,7 +106,7 @@ StagingMemory pinnedStaging() {
   StagingMemory m;
   m.alloc = [](size_t bytes) -> void* {
     void* p = nullptr;
-    return cudaHostAlloc(&p, bytes, cudaHostAllocPortable) == cudaSuccess ? p : nullptr;
+    return cudaHostAlloc(&p, bytes, cudaHostAllocPortable | cudaHostAllocMapped) == cudaSuccess ? p : nullptr;
   };
   m.free = [](void* p) { cudaFreeHost(p); };
   return m;

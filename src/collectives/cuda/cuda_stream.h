@@ -65,7 +65,7 @@ class CudaStream final : public Stream {
 };
 
 // Pinned host memory (cudaHostAlloc / cudaFreeHost) for a TransportLink that stages device
-// buffers through a host transport.
+// buffers through a host transport; mapped, so its flags are polled and set by kernels.
 StagingMemory pinnedStaging();
 
 }  // namespace ccl::coll
