@@ -12,7 +12,8 @@
  * NCCL; its result is in place once the stream has run it, and a failure found after the
  * call returned is reported by cclCommGetAsyncError. Device calls need a CUDA stream (not
  * NULL, not a host stream) and all of a call's (and a group's) buffers in one memory;
- * a group's device calls are enqueued together at cclGroupEnd. Every codec but powersgd
+ * a group's device calls are enqueued together at cclGroupEnd (a send to the calling rank
+ * itself must be in a group with its receive). Every codec but powersgd
  * compresses them, with residual error feedback (LoCo's state is kept on the host only).
  * Their bytes are staged through pinned host memory and the communicator's transport, or
  * with CCL_DEVICE_TRANSPORT=nccl (set on every rank) go over a real NCCL communicator made

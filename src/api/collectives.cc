@@ -292,12 +292,11 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
     const char* name = isSend ? "sendbuff" : "recvbuff";
     const Where where = whereToRun(comm, {{name, count ? (isSend ? send : recv) : nullptr}}, stream);
     coll::Stream* queue = where.hostStream;
-    // A device send or receive is scheduled with its peer's mirror call, which for the
-    // calling rank itself would be a second call of its own (the host path matches the two
-    // by tag instead).
-    CCL_CHECK(!where.device || peer != comm->rank, cclInvalidUsage,
-              "a send or receive of device buffers to the calling rank itself is not supported in this version "
-              "(copy the buffer instead)");
+    // A device send to the calling rank itself runs with its receive, as one job: they meet
+    // in a group (NCCL's rule too); alone, neither could complete.
+    CCL_CHECK(!where.device || peer != comm->rank || groupActive(), cclInvalidUsage,
+              "a send or receive of device buffers to the calling rank itself must be in a group with its "
+              "counterpart (cclGroupStart/cclGroupEnd)");
     const size_t bytes = count * dataTypeSize(dtype);
     Op op;
     op.comm = comm;

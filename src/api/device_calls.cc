@@ -93,6 +93,12 @@ DeviceComm::Planned planWith(const DeviceCall& c, const coll::CollArgs& args, in
     coll::CollArgs a = args;
     a.rank = r;
     if (!p2p) return coll::planCollective(c.kind, a);
+    if (c.selfPair) {  // both ends here; the message pairs within the one plan
+      if (r != rank) return coll::Plan{};
+      if (compressed)
+        return coll::mergePlans(coll::planCompressedSend(a, rank, 0), coll::planCompressedRecv(a, rank, 0));
+      return coll::mergePlans(coll::planSend(rank, 0, bytes), coll::planRecv(rank, 0, bytes));
+    }
     if (r != rank && r != c.peer) return coll::Plan{};
     const bool sends = (r == rank) == (c.kind == coll::Coll::kSend);  // the peer runs the mirror
     const int other = r == rank ? c.peer : rank;
@@ -267,10 +273,42 @@ void runOnDevice(std::span<const DeviceCall> calls) {
   d.lastDone = caller.record();
 }
 
+namespace {
+
+bool isP2p(const DeviceCall& c) { return c.kind == coll::Coll::kSend || c.kind == coll::Coll::kRecv; }
+bool isSelf(const DeviceCall& c) { return isP2p(c) && c.peer == c.comm->rank; }
+
+// The k-th send of a communicator to itself with its k-th receive from itself (NCCL pairs
+// them in order), each pair one call.
+std::vector<DeviceCall> selfPairs(const std::vector<DeviceCall>& calls, cclComm_t comm) {
+  std::vector<const DeviceCall*> sends, recvs;
+  for (const DeviceCall& c : calls)
+    if (c.comm == comm && isSelf(c)) (c.kind == coll::Coll::kSend ? sends : recvs).push_back(&c);
+  CCL_CHECK(sends.size() == recvs.size(), cclInvalidUsage,
+            "the group has " + std::to_string(sends.size()) +
+                " sends of device buffers to the calling rank itself and " + std::to_string(recvs.size()) +
+                " receives from it");
+  std::vector<DeviceCall> pairs;
+  for (size_t k = 0; k < sends.size(); ++k) {
+    const DeviceCall &s = *sends[k], &r = *recvs[k];
+    CCL_CHECK(s.args.count == r.args.count && s.args.dtype == r.args.dtype && s.args.codec.codec == r.args.codec.codec,
+              cclInvalidUsage, "a send to the calling rank itself and its receive differ in count, type or codec");
+    DeviceCall p = s;
+    p.selfPair = true;
+    p.recv = r.recv;
+    p.key.inPlace = true;  // a pair's plan, never a lone send's
+    pairs.push_back(p);
+  }
+  return pairs;
+}
+
+}  // namespace
+
 void runDeviceGroup(const std::vector<DeviceCall>& calls) {
   // Per communicator (enqueuing does not block, so one after another cannot deadlock), its
-  // collectives in issue order, then its sends and receives in issue order: an order every
-  // rank gives alike, which a link that matches by order needs.
+  // collectives in issue order, then its sends and receives in issue order, then its sends
+  // to itself paired with their receives: an order every rank gives alike, which a link
+  // that matches by order needs.
   std::vector<cclComm_t> comms;
   for (const DeviceCall& c : calls)
     if (std::find(comms.begin(), comms.end(), c.comm) == comms.end()) comms.push_back(c.comm);
@@ -278,7 +316,8 @@ void runDeviceGroup(const std::vector<DeviceCall>& calls) {
     std::vector<DeviceCall> mine;
     for (bool p2p : {false, true})
       for (const DeviceCall& c : calls)
-        if (c.comm == comm && (c.kind == coll::Coll::kSend || c.kind == coll::Coll::kRecv) == p2p) mine.push_back(c);
+        if (c.comm == comm && isP2p(c) == p2p && !isSelf(c)) mine.push_back(c);
+    for (DeviceCall& p : selfPairs(calls, comm)) mine.push_back(std::move(p));
     runOnDevice(mine);
   }
 }

@@ -44,6 +44,9 @@ struct DeviceCall {
   cclComm_t comm;
   coll::CollArgs args;  // this rank's; codec none when uncompressed
   int peer = -1;        // send and recv
+  // A send to the calling rank itself with its receive (paired in a group): one job whose
+  // plan is the send's and the receive's, reading `send` and writing `recv`.
+  bool selfPair = false;
   const void* send = nullptr;
   void* recv = nullptr;
   cclStream_t stream = nullptr;

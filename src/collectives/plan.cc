@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "collectives/plan.h"
 
+#include "common/error.h"
+
 namespace ccl::coll {
 
 StepId Plan::add(const Step& s, const Deps& after) {
@@ -73,6 +75,28 @@ StepId Plan::narrow(Ref dst, Ref src, size_t count, bool divideByRanks, const De
 
 StepId Plan::divideFloat(Ref dst, size_t count, const Deps& after) {
   return add({.kind = StepKind::kDivideFloat, .dst = dst, .count = count}, after);
+}
+
+Plan mergePlans(const Plan& a, const Plan& b) {
+  CCL_CHECK(a.dtype == b.dtype && a.op == b.op && a.nranks == b.nranks && a.codec.codec == b.codec.codec,
+            cclInternalError, "mergePlans: plans of different calls");
+  Plan m = a;
+  const size_t scratch = (a.scratchBytes + 63) & ~size_t{63};
+  const auto steps = static_cast<StepId>(a.steps.size());
+  const auto deps = static_cast<uint32_t>(a.deps.size());
+  auto move = [&](Ref r) { return r.buf == Buf::kScratch ? r + scratch : r; };
+  for (Step s : b.steps) {
+    s.dst = move(s.dst);
+    s.src = move(s.src);
+    s.src2 = move(s.src2);
+    if (s.slot != kNoSlot) s.slot = static_cast<uint16_t>(s.slot + a.lengthSlots);
+    s.firstDep += deps;
+    m.steps.push_back(s);
+  }
+  for (StepId d : b.deps) m.deps.push_back(d + steps);
+  m.scratchBytes = scratch + b.scratchBytes;
+  m.lengthSlots = static_cast<uint16_t>(a.lengthSlots + b.lengthSlots);
+  return m;
 }
 
 Ref Plan::scratch(size_t bytes) {

@@ -99,6 +99,11 @@ struct Plan {
   Ref scratch(size_t bytes);
 };
 
+// The steps of `b` after those of `a`, as one plan: b's dependencies, scratch and length
+// slots moved past a's. The two must agree on type, op, ranks and codec (a send to oneself
+// and its receive, run as one job).
+Plan mergePlans(const Plan& a, const Plan& b);
+
 // Splits `count` elements into `parts` contiguous pieces whose sizes differ by at most one,
 // the larger ones first. Every rank computes the same split from the same count.
 struct Split {

@@ -155,8 +155,9 @@ TEST(DeviceCalls, SendRecvMatchHost) {
 }
 
 // Groups on device buffers: a ring of sends and receives (each rank's send waits for its
-// neighbour's receive: without the group the first send would wait for ever), and a group
-// of collectives and point-to-point calls, each against the same group on host buffers.
+// neighbour's receive: without the group the first send would wait for ever) with
+// collectives between and a send to the rank itself, against the same group on host
+// buffers.
 class DeviceGroups : public ::testing::TestWithParam<int> {};
 
 TEST_P(DeviceGroups, RingAndMixedGroupsMatchHost) {
@@ -165,35 +166,41 @@ TEST_P(DeviceGroups, RingAndMixedGroupsMatchHost) {
   expectNoneThrew(runRanks(n, [&](int r) {
     const size_t count = 6000;
     const size_t total = count * static_cast<size_t>(n);
-    SimBuffer d1(total * 4, 0), d2(total * 4, 0), d3(total * 4, 0), d4(total * 4, 0);
+    SimBuffer d1(total * 4, 0), d2(total * 4, 0), d3(total * 4, 0), d4(total * 4, 0), d5(count * 4, 0);
     SimStream stream(0);
     const int next = (r + 1) % n, prev = (r - 1 + n) % n;
     for (cclCodec_t c : {cclCodecNone, cclCodecInt8}) {
       const cclCompression_t codec = codecOf(c);
       const std::vector<float> in = inputOf(r, total, 50 + c), in2 = inputOf(r, total, 60 + c);
       // What each buffer holds after the group, on host and on device.
-      std::vector<float> h1 = in, h2 = in2, h3(total, -1.f), h4(total, -1.f);
+      std::vector<float> h1 = in, h2 = in2, h3(total, -1.f), h4(total, -1.f), h5(count, -1.f);
       std::memcpy(d1.p, in.data(), total * 4);
       std::memcpy(d2.p, in2.data(), total * 4);
       std::memcpy(d3.p, h3.data(), total * 4);
       std::memcpy(d4.p, h4.data(), total * 4);
-      auto group = [&](cclComm_t comm, float* b1, float* b2, float* b3, float* b4, cclStream_t st) {
+      std::memcpy(d5.p, h5.data(), count * 4);
+      auto group = [&](cclComm_t comm, float* b1, float* b2, float* b3, float* b4, float* b5, cclStream_t st) {
         CCL_OK(cclGroupStart());
         // Point-to-point first and a collective between: the group reorders nothing it must not.
         CCL_OK(cclSendEx(b1, count, cclFloat32, next, comm, st, &codec, nullptr));
+        CCL_OK(cclRecvEx(b5, count, cclFloat32, r, comm, st, &codec));  // from itself, before its send
         CCL_OK(cclAllReduceEx(b2, b2, count, cclFloat32, cclSum, comm, st, &codec, nullptr));
         CCL_OK(cclRecvEx(b3, count, cclFloat32, prev, comm, st, &codec));
+        CCL_OK(cclSendEx(b2 + count, count, cclFloat32, r, comm, st, &codec, nullptr));  // to itself
         CCL_OK(cclAllGatherEx(b1, b4, count, cclFloat32, comm, st, &codec, nullptr));
         CCL_OK(cclGroupEnd());
       };
-      group(host[r], h1.data(), h2.data(), h3.data(), h4.data(), nullptr);
-      group(dev[r], d1.as<float>(), d2.as<float>(), d3.as<float>(), d4.as<float>(), stream.s);
+      group(host[r], h1.data(), h2.data(), h3.data(), h4.data(), h5.data(), nullptr);
+      group(dev[r], d1.as<float>(), d2.as<float>(), d3.as<float>(), d4.as<float>(), d5.as<float>(), stream.s);
       stream.synchronize();
       expectNoAsyncError(dev[r]);
       const std::string what = std::string(cclCodecName(c)) + " rank " + std::to_string(r);
       if (std::memcmp(h2.data(), d2.p, count * 4) != 0) throw std::runtime_error(what + ": the allreduce differs");
       if (std::memcmp(h3.data(), d3.p, count * 4) != 0) throw std::runtime_error(what + ": the receive differs");
       if (std::memcmp(h4.data(), d4.p, total * 4) != 0) throw std::runtime_error(what + ": the allgather differs");
+      if (std::memcmp(h5.data(), d5.p, count * 4) != 0)
+        throw std::runtime_error(what + ": the receive from itself differs");
+      if (h5[0] == -1.f) throw std::runtime_error(what + ": nothing was received from itself");
     }
   }));
   destroy(host);

@@ -202,3 +202,47 @@ TEST(PlanShape, RingPipelinesChunks) {
 
 }  // namespace
 }  // namespace ccl::coll
+
+namespace ccl::coll {
+namespace {
+
+// A send to oneself and its receive as one plan: b's steps follow a's, every dependency,
+// length slot and scratch reference moved past a's, none out of range.
+TEST(MergePlans, MovesDependenciesSlotsAndScratch) {
+  CollArgs a;
+  a.count = 5000;
+  a.codec = codec::defaultParams(cclCodecInt8);
+  const Plan send = planCompressedSend(a, 0, 0), recv = planCompressedRecv(a, 0, 0);
+  const Plan m = mergePlans(send, recv);
+  ASSERT_EQ(m.steps.size(), send.steps.size() + recv.steps.size());
+  EXPECT_EQ(m.lengthSlots, send.lengthSlots + recv.lengthSlots);
+  EXPECT_GE(m.scratchBytes, send.scratchBytes + recv.scratchBytes);
+  for (size_t i = 0; i < m.steps.size(); ++i) {
+    const Step& s = m.steps[i];
+    for (uint32_t d = 0; d < s.numDeps; ++d) EXPECT_LT(m.deps[s.firstDep + d], i) << "step " << i;
+    if (s.slot != kNoSlot) {
+      EXPECT_LT(s.slot, m.lengthSlots);
+    }
+    for (const Ref& r : {s.dst, s.src, s.src2}) {
+      if (r.buf == Buf::kScratch) {
+        EXPECT_LE(r.offset, m.scratchBytes);
+      }
+    }
+    if (i >= send.steps.size()) {
+      const Step& o = recv.steps[i - send.steps.size()];
+      EXPECT_EQ(s.kind, o.kind);
+      if (o.slot != kNoSlot) {
+        EXPECT_EQ(s.slot, o.slot + send.lengthSlots);
+      }
+      if (o.dst.buf == Buf::kScratch) {
+        EXPECT_GE(s.dst.offset, send.scratchBytes);
+      }
+    }
+  }
+  CollArgs other = a;
+  other.codec = codec::defaultParams(cclCodecInt4);
+  EXPECT_THROW(mergePlans(send, planCompressedRecv(other, 0, 0)), Error);
+}
+
+}  // namespace
+}  // namespace ccl::coll
