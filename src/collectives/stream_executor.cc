@@ -171,18 +171,19 @@ TransportLink::TransportLink(transport::Transport& t, bool exactLengths, std::ch
                              const std::atomic<bool>* aborted, std::optional<StagingMemory> staging)
     : t_(t), exact_(exactLengths), timeout_(timeout), aborted_(aborted), staging_(std::move(staging)) {
   if (!staging_) return;
-  // The two flags on cache lines of their own: each is written by one side, polled by the other.
-  auto* flags = static_cast<char*>(staging_->alloc(128));
+  // The flags on cache lines of their own: each is written by one side, polled by the other.
+  auto* flags = static_cast<char*>(staging_->alloc(192));
   CCL_CHECK(flags, cclSystemError, "no staging memory for the link's flags");
-  ready_ = new (flags) std::atomic<uint64_t>(0);
-  done_ = new (flags + 64) std::atomic<uint64_t>(0);
+  staged_ = new (flags) std::atomic<uint64_t>(0);
+  received_ = new (flags + 64) std::atomic<uint64_t>(0);
+  done_ = new (flags + 128) std::atomic<uint64_t>(0);
   proxy_ = std::make_unique<HostStream>();
 }
 
 TransportLink::~TransportLink() {
   if (proxy_) proxy_->synchronize();
   for (auto& b : blocks_) staging_->free(b->memory);
-  if (ready_) staging_->free(ready_);
+  if (staged_) staging_->free(staged_);
 }
 
 TransportLink::Block& TransportLink::acquire(size_t bytes) {
@@ -209,39 +210,57 @@ void TransportLink::group(std::span<const Transfer> transfers, Stream& stream) {
   size_t total = 0;
   for (const Transfer& x : xs) total += (x.bytes + 63) & ~size_t{63};
   Block& block = acquire(total);
-  std::vector<Transfer> staged = xs;
+  auto wave = std::make_shared<StagedWave>();
+  wave->staged = xs;
   size_t at = 0;
-  for (Transfer& x : staged) {
+  for (Transfer& x : wave->staged) {
     x.buf = static_cast<char*>(block.memory) + at;
     at += (x.bytes + 63) & ~size_t{63};
   }
+  // Pipelined: each send is staged and flagged in turn, and the proxy posts it as soon as its
+  // flag is up; each receive is copied back as soon as it (and every receive before it) has
+  // arrived. Tickets only grow, across waves, so the flags never go back.
+  wave->ticket.assign(xs.size(), 0);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (!xs[i].send) continue;
+    stream.copy(wave->staged[i].buf, xs[i].buf, xs[i].bytes);
+    wave->ticket[i] = ++sendTickets_;
+    stream.setFlag(staged_, wave->ticket[i]);
+  }
   for (size_t i = 0; i < xs.size(); ++i)
-    if (xs[i].send) stream.copy(staged[i].buf, xs[i].buf, xs[i].bytes);
-  const uint64_t ticket = ++tickets_;
-  stream.setFlag(ready_, ticket);  // the sends are in staging memory
-  proxy_->enqueue([this, staged, ticket] {
+    if (!xs[i].send) wave->ticket[i] = ++recvTickets_;
+  wave->lastRecv = recvTickets_;
+  wave->done = ++tickets_;
+  proxy_->enqueue([this, wave] {
+    std::vector<char> arrived(wave->staged.size(), 0);
+    size_t next = 0;  // the first receive not yet flagged
     failure_.run([&] {
-      // The stream's own work, not a peer's, is waited for here; the time-out and abort are
-      // a safety net for a stream that stopped (a device fault).
-      const auto deadline = std::chrono::steady_clock::now() + timeout_;
-      const bool ready = awaitFlag(ready_, ticket, [&] {
-        return (aborted_ && aborted_->load()) || std::chrono::steady_clock::now() > deadline;
-      });
-      const bool aborted = aborted_ && aborted_->load();
-      CCL_CHECK(ready || aborted, cclSystemError, "the staged sends of a wave were not ready within the time-out");
-      CCL_CHECK(ready, cclInvalidUsage, "the communicator was aborted");
-      exchange(staged);
+      exchange(
+          wave->staged, [&](size_t i) { return staged_->load(std::memory_order_acquire) >= wave->ticket[i]; },
+          [&](size_t i) {
+            arrived[i] = 1;
+            for (; next < arrived.size(); ++next) {
+              if (wave->staged[next].send) continue;
+              if (!arrived[next]) break;
+              received_->store(wave->ticket[next], std::memory_order_release);
+            }
+          });
     });
-    done_->store(ticket, std::memory_order_release);  // whatever happened, after the failure is noted
+    // Whatever happened, after the failure is noted: the stream must not wait for ever.
+    received_->store(wave->lastRecv, std::memory_order_release);
+    done_->store(wave->done, std::memory_order_release);
   });
-  stream.waitFlag(done_, ticket);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (xs[i].send) continue;
+    stream.waitFlag(received_, wave->ticket[i]);
+    stream.copy(xs[i].buf, wave->staged[i].buf, xs[i].bytes);
+  }
+  stream.waitFlag(done_, wave->done);  // the sends too have left staging memory
   // The exchange's failure is the stream's (and so the call's).
   stream.enqueue([this] {
     std::string m;
     if (const cclResult_t c = failure_.take(&m); c != cclSuccess) throw Error(c, m);
   });
-  for (size_t i = 0; i < xs.size(); ++i)
-    if (!xs[i].send) stream.copy(xs[i].buf, staged[i].buf, xs[i].bytes);
   Block* b = &block;
   stream.enqueue([b] { b->busy.store(false, std::memory_order_release); });
 }
@@ -262,21 +281,32 @@ size_t TransportLink::sendLength(const Transfer& x) const {
   return n;
 }
 
-void TransportLink::exchange(const std::vector<Transfer>& xs) {
-  std::vector<std::unique_ptr<transport::Request>> reqs;
-  reqs.reserve(xs.size());
+void TransportLink::exchange(const std::vector<Transfer>& xs, const std::function<bool(size_t)>& sendable,
+                             const std::function<void(size_t)>& received) {
+  std::vector<std::unique_ptr<transport::Request>> reqs(xs.size());
+  std::vector<char> posted(xs.size(), 0);
   try {
-    for (const Transfer& x : xs) {
-      if (x.send)
-        reqs.push_back(t_.isend(x.peer, x.tag, x.buf, sendLength(x)));
-      else
-        reqs.push_back(t_.irecv(x.peer, x.tag, x.buf, x.bytes));
-    }
+    size_t unposted = xs.size();
+    auto post = [&] {
+      bool any = false;
+      for (size_t i = 0; i < xs.size(); ++i) {
+        if (posted[i]) continue;
+        const Transfer& x = xs[i];
+        if (x.send && sendable && !sendable(i)) continue;
+        reqs[i] = x.send ? t_.isend(x.peer, x.tag, x.buf, sendLength(x)) : t_.irecv(x.peer, x.tag, x.buf, x.bytes);
+        posted[i] = 1;
+        --unposted;
+        any = true;
+      }
+      return any;
+    };
+    post();
     using Clock = std::chrono::steady_clock;
     auto lastMove = Clock::now();
     size_t left = xs.size();
     while (left) {
       bool moved = t_.progress();
+      if (unposted) moved = post() || moved;
       for (size_t i = 0; i < xs.size(); ++i) {
         if (!reqs[i] || !reqs[i]->test()) continue;
         const Transfer& x = xs[i];
@@ -291,6 +321,7 @@ void TransportLink::exchange(const std::vector<Transfer>& xs) {
                                              " were expected: ranks called the operation with different counts "
                                              "or types");
           }
+          if (received) received(i);
         }
         reqs[i].reset();
         --left;
@@ -303,8 +334,10 @@ void TransportLink::exchange(const std::vector<Transfer>& xs) {
       if (aborted_ && aborted_->load(std::memory_order_relaxed))
         throw Error(cclInvalidUsage, "the communicator was aborted during the operation");
       if (Clock::now() - lastMove > timeout_)
-        throw Error(cclSystemError, "no progress for " + std::to_string(timeout_.count()) +
-                                        " ms (CCL_TIMEOUT): a peer is not taking part in the operation");
+        throw Error(cclSystemError, unposted ? "staged sends were not ready within " +
+                                                   std::to_string(timeout_.count()) + " ms (CCL_TIMEOUT)"
+                                             : "no progress for " + std::to_string(timeout_.count()) +
+                                                   " ms (CCL_TIMEOUT): a peer is not taking part in the operation");
       sched_yield();
     }
   } catch (...) {

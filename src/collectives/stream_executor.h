@@ -140,9 +140,11 @@ struct StagingMemory {
 // its bound, the network only what the codec wrote.
 //
 // Staged exchanges run on a proxy thread of the link's own (a host stream), not on the
-// stream: the stream sets a flag in staging memory once the wave's copies to host are done
-// (Stream::setFlag), the proxy waits for it, exchanges, and sets a second flag that the
-// stream waits for (Stream::waitFlag); on CUDA both are one-thread kernels.
+// stream, pipelined within a wave: the stream raises a flag in staging memory as each send
+// has been copied to host (Stream::setFlag), the proxy posts each send once its flag is up,
+// raises a second flag as the receives arrive, in order, and a third when the wave is done;
+// the stream copies each receive back once the second flag reaches it (Stream::waitFlag).
+// On CUDA the flag stores and waits are one-thread kernels.
 // A host function that blocked for the network would hold CUDA's one callback thread, and
 // with two ranks in one process the second rank's host functions, which its exchange
 // needs, would wait behind the first rank's: a deadlock.
@@ -163,8 +165,10 @@ class TransportLink final : public StreamLink {
     size_t bytes = 0;
     std::atomic<bool> busy{false};
   };
-  // Posts every transfer and progresses the transport until all completed (on the stream).
-  void exchange(const std::vector<Transfer>& xs);
+  // Posts every transfer and progresses the transport until all completed. Sends are
+  // posted once sendable(i) (when given); received(i) is called as receive i completes.
+  void exchange(const std::vector<Transfer>& xs, const std::function<bool(size_t)>& sendable = {},
+                const std::function<void(size_t)>& received = {});
   // What a send puts on the transport: an encoded stream's length when known (exact lengths,
   // or the header of a staged stream), else the posted size; noted in x.sent.
   size_t sendLength(const Transfer& x) const;
@@ -178,11 +182,19 @@ class TransportLink final : public StreamLink {
   std::vector<std::unique_ptr<Block>> blocks_;
   // Staged links: the waves' exchanges, and the flag (in staging memory) each sets to its
   // wave's ticket when it has run, whether it succeeded or not.
+  // One wave of a staged link, shared by the stream's enqueuing and the proxy's exchange.
+  struct StagedWave {
+    std::vector<Transfer> staged;  // the transfers on staging memory
+    std::vector<uint64_t> ticket;  // a send's staged_ ticket, a receive's received_ ticket
+    uint64_t lastRecv = 0;         // received_ once every receive of the wave has arrived
+    uint64_t done = 0;             // done_ once the wave's exchange has run
+  };
   std::unique_ptr<HostStream> proxy_;
-  FirstFailure failure_;                    // of the exchanges on the proxy
-  std::atomic<uint64_t>* ready_ = nullptr;  // the stream: this wave's sends are staged
-  std::atomic<uint64_t>* done_ = nullptr;   // the proxy: this wave's exchange has run
-  uint64_t tickets_ = 0;
+  FirstFailure failure_;                       // of the exchanges on the proxy
+  std::atomic<uint64_t>* staged_ = nullptr;    // the stream: sends staged, up to this ticket
+  std::atomic<uint64_t>* received_ = nullptr;  // the proxy: receives arrived, up to this ticket
+  std::atomic<uint64_t>* done_ = nullptr;      // the proxy: waves exchanged, up to this ticket
+  uint64_t sendTickets_ = 0, recvTickets_ = 0, tickets_ = 0;
 };
 
 // A stream link over a real NCCL communicator: a wave is ncclGroupStart, one
