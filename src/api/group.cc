@@ -217,7 +217,7 @@ CCL_API cclResult_t cclGroupEnd(void) {
     g.error = cclSuccess;
     CCL_CHECK(failed == cclSuccess, failed, "an operation of the group was invalid; the whole group was dropped");
     if (ops.empty()) return;
-    if (ops.front().device || std::any_of(ops.begin(), ops.end(), [](const api::Op& o) { return o.device; })) {
+    if (std::any_of(ops.begin(), ops.end(), [](const api::Op& o) { return o.device != nullptr; })) {
       std::vector<api::DeviceCall> calls;
       for (const api::Op& op : ops) {
         CCL_CHECK(op.device, cclInvalidUsage,

@@ -13,20 +13,15 @@ void Stream::copy(void* dst, const void* src, size_t bytes) {
   if (bytes && dst != src) enqueue([dst, src, bytes] { std::memcpy(dst, src, bytes); });
 }
 
-bool awaitFlag(const std::atomic<uint64_t>* flag, uint64_t value, const std::function<bool()>& giveUp) {
-  for (int spins = 0; flag->load(std::memory_order_acquire) < value; ++spins) {
-    if (spins < 64) {
-      std::this_thread::yield();
-      continue;
-    }
-    if (giveUp && giveUp()) return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
-  }
-  return true;
-}
-
 void Stream::waitFlag(const std::atomic<uint64_t>* flag, uint64_t value) {
-  enqueue([flag, value] { awaitFlag(flag, value); });
+  enqueue([flag, value] {
+    for (int spins = 0; flag->load(std::memory_order_acquire) < value; ++spins) {
+      if (spins < 64)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  });
 }
 
 void Stream::setFlag(std::atomic<uint64_t>* flag, uint64_t value) {

@@ -79,10 +79,6 @@ class Stream {
   virtual void setFlag(std::atomic<uint64_t>* flag, uint64_t value);
 };
 
-// Blocks the calling thread until *flag >= value (yielding, then sleeping between reads).
-// Returns false when `give_up` (checked between reads, may be empty) says to stop first.
-bool awaitFlag(const std::atomic<uint64_t>* flag, uint64_t value, const std::function<bool()>& giveUp = {});
-
 class HostStream final : public Stream {
  public:
   HostStream();
