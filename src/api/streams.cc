@@ -42,8 +42,8 @@ coll::Stream* hostStream(cclStream_t stream) {
   if (!stream) return nullptr;
   coll::Stream* s = find(stream);
   CCL_CHECK(s, cclInvalidUsage,
-            "a CUDA stream was given, but this communicator moves host memory only: pass NULL or a host stream "
-            "(cclHostStreamCreate)");
+            "a CUDA stream was given for host buffers: pass NULL or a host stream (cclHostStreamCreate); CUDA "
+            "streams order calls on device buffers");
   return s;
 }
 

@@ -10,7 +10,7 @@
 namespace ccl::api {
 
 // The host stream behind `stream`; nullptr for NULL. Throws cclInvalidUsage for a pointer
-// that is not a live host stream (a CUDA stream: this build moves host memory only).
+// that is not a live host stream (a CUDA stream given for host buffers).
 coll::Stream* hostStream(cclStream_t stream);
 
 // True when `stream` is a live host stream (cclHostStreamCreate).

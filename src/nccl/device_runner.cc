@@ -70,7 +70,12 @@ struct DeviceState {
   coll::CudaStream comm;  // the waves' stream, on the communicator's device
   coll::CudaKernels kernels;
   std::map<cudaStream_t, std::unique_ptr<coll::CudaStream>> callers;
-  std::map<PlanKey, std::pair<std::shared_ptr<const coll::Plan>, std::shared_ptr<const coll::Schedule>>> plans;
+  struct Planned {
+    std::shared_ptr<const coll::Plan> plan;
+    std::shared_ptr<const coll::Schedule> schedule;
+    bool declined = false;  // its streams at the bound are not smaller than the data
+  };
+  std::map<PlanKey, Planned> plans;
   void* scratch = nullptr;
   size_t scratchBytes = 0;
   std::map<std::pair<const void*, size_t>, float*> residuals;
@@ -116,28 +121,28 @@ bool runCompressed(const CollCall& call, const Policy& policy) {
   std::lock_guard<std::mutex> lock(st.mutex);
   const PlanKey key{static_cast<int>(call.kind), a.count, a.dtype, a.op, a.root, a.inPlace, a.codec.codec, a.feedback};
   auto& entry = st.plans[key];
-  if (!entry.first) {
-    entry.first = std::make_shared<const coll::Plan>(coll::planCollective(call.kind, a));
-    entry.second = std::make_shared<const coll::Schedule>(coll::scheduleWaves(
+  if (!entry.plan) {
+    entry.plan = std::make_shared<const coll::Plan>(coll::planCollective(call.kind, a));
+    entry.schedule = std::make_shared<const coll::Schedule>(coll::scheduleWaves(
         [&](int r) {
           coll::CollArgs other = a;
           other.rank = r;
           return coll::planCollective(call.kind, other);
         },
         c.nranks, c.rank));
+    // NCCL posts every encoded stream at its bound: where that is not below the data's own
+    // size (quantizers, whose bound lets every block be raw), compression would put more on
+    // the wire than NVIDIA's uncompressed call. Decided (and said) once per plan.
+    const coll::PostedBytes moved = coll::postedBytes(*entry.plan, *entry.schedule);
+    entry.declined = moved.posted >= moved.raw;
+    if (entry.declined)
+      CCL_INFO(
+          "device %s of %zu elements: %s streams at their bound (%zu bytes) are not smaller than the data (%zu); "
+          "sent uncompressed",
+          info.name, call.count, cclCodecName(a.codec.codec), moved.posted, moved.raw);
   }
-  const coll::Plan& plan = *entry.first;
-  // NCCL posts every encoded stream at its bound: where that is not below the data's own
-  // size (quantizers, whose bound lets every block be raw), compression would put more on
-  // the wire than NVIDIA's uncompressed call.
-  const coll::PostedBytes moved = coll::postedBytes(plan, *entry.second);
-  if (moved.posted >= moved.raw) {
-    CCL_INFO(
-        "device %s of %zu elements: %s streams at their bound (%zu bytes) are not smaller than the data (%zu); "
-        "sent uncompressed",
-        info.name, call.count, cclCodecName(a.codec.codec), moved.posted, moved.raw);
-    return false;
-  }
+  if (entry.declined) return false;
+  const coll::Plan& plan = *entry.plan;
 
   auto& caller = st.callers[call.stream];
   if (!caller) caller = std::make_unique<coll::CudaStream>(coll::CudaStream::Wrap{}, call.stream);
@@ -162,8 +167,9 @@ bool runCompressed(const CollCall& call, const Policy& policy) {
     }
     residual = r;
   }
-  coll::StreamJob job{
-      entry.first, entry.second, coll::Buffers{call.send, call.recv, st.scratch, residual}, 0, ++st.calls, nullptr, {}};
+  coll::StreamJob job{entry.plan, entry.schedule, coll::Buffers{call.send, call.recv, st.scratch, residual},
+                      0,          ++st.calls,     nullptr,
+                      {}};
   // A failure found once the call has run is the communicator's asynchronous error.
   job.finished = [owner = &c](cclResult_t r, const std::string&) {
     int none = 0;

@@ -172,12 +172,19 @@ class EngineStream final : public Stream {
   Engine::Queue* q_;
 };
 
-// A stream the test made, as the device path sees a caller's CUDA stream: not owned.
+// An engine stream as another Stream, not owned: a caller's CUDA stream as the device path
+// sees it, or (asDevice) the same stream with every step launched as device work, as CUDA's
+// kernels are.
 class Borrowed final : public Stream {
  public:
-  explicit Borrowed(EngineStream& s) : s_(s) {}
+  Borrowed(EngineStream& s, bool asDevice = false) : s_(s), asDevice_(asDevice) {}
   EngineStream& engineStream() { return s_; }
-  void enqueue(Step step) override { s_.enqueue(std::move(step)); }
+  void enqueue(Step step) override {
+    if (asDevice_)
+      s_.launch(std::move(step));
+    else
+      s_.enqueue(std::move(step));
+  }
   Event record() override { return s_.record(); }
   void wait(const Event& e) override { s_.wait(e); }
   void block(const Event& e) override { s_.block(e); }
@@ -189,6 +196,7 @@ class Borrowed final : public Stream {
 
  private:
   EngineStream& s_;
+  bool asDevice_;
 };
 
 EngineStream& engineStreamOf(Stream& s) {
@@ -202,20 +210,7 @@ EngineStream& engineStreamOf(Stream& s) {
 class SimKernels final : public ccl::coll::StreamKernels {
  public:
   void enqueue(const std::shared_ptr<ccl::coll::StreamRun>& run, ccl::coll::StepId step, Stream& stream) override {
-    EngineStream& s = engineStreamOf(stream);
-    class AsDevice final : public Stream {
-     public:
-      explicit AsDevice(EngineStream& s) : s_(s) {}
-      void enqueue(Step step) override { s_.launch(std::move(step)); }
-      Event record() override { return s_.record(); }
-      void wait(const Event& e) override { s_.wait(e); }
-      void block(const Event& e) override { s_.block(e); }
-      bool reached(const Event& e) override { return s_.reached(e); }
-      cclResult_t takeError(std::string* m) override { return s_.takeError(m); }
-
-     private:
-      EngineStream& s_;
-    } device(s);
+    Borrowed device(engineStreamOf(stream), /*asDevice=*/true);
     host_.enqueue(run, step, device);
   }
 
