@@ -112,13 +112,16 @@ DeviceComm::Planned planWith(const DeviceCall& c, const coll::CollArgs& args, in
   return p;
 }
 
-// On a link that sends every stream at its bound (NCCL), a codec whose bound is not smaller
-// than the data would move more bytes than none: the call then goes uncompressed. Every rank
-// decides alike, from the same plans.
+// A link that sends every stream at its bound (NCCL) gets fixed-length quantizer streams,
+// whose bound is their quantized size. A codec whose bound is still not smaller than the
+// data (fp16 scales, a high keep ratio) would move more bytes than none: the call then goes
+// uncompressed. Every rank decides alike, from the same plans.
 const DeviceComm::Planned& planned(DeviceComm& d, const DeviceCall& c, int rank, int nranks) {
   if (auto it = d.plans.find(c.key); it != d.plans.end()) return it->second;
   if (d.plans.size() >= kMaxCachedPlans) d.plans.clear();  // calls in flight keep theirs
-  DeviceComm::Planned p = planWith(c, c.args, rank, nranks);
+  coll::CollArgs args = c.args;
+  if (d.link->sendsAtBound()) args.codec = codec::fixLength(args.codec);
+  DeviceComm::Planned p = planWith(c, args, rank, nranks);
   if (p.compressed && d.link->sendsAtBound()) {
     const coll::PostedBytes moved = coll::postedBytes(*p.plan, *p.schedule);
     if (moved.posted >= moved.raw) {
@@ -126,7 +129,7 @@ const DeviceComm::Planned& planned(DeviceComm& d, const DeviceCall& c, int rank,
           "%s of %zu elements: %s streams at their bound (%zu bytes) are not smaller than the data (%zu); sent "
           "uncompressed",
           c.fn, c.args.count, cclCodecName(c.args.codec.codec), moved.posted, moved.raw);
-      coll::CollArgs none = c.args;
+      coll::CollArgs none = args;
       none.codec = codec::Params{};
       none.feedback = false;
       p = planWith(c, none, rank, nranks);

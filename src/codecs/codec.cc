@@ -29,6 +29,8 @@ void checkParams(const Params& p) {
     if (p.blockSize == 0 || p.blockSize % 8 != 0 || p.blockSize > kMaxBlockSize)
       badParam("blockSize must be a multiple of 8 in [8, 65536], got " + std::to_string(p.blockSize));
   }
+  if (p.fixedLength && (!isQuantizer(p.codec) || p.fp16Scales))
+    badParam("fixed-length streams are written by quantizers with fp32 or e8m0 scales only");
   const Selection sel = codecInfo(p.codec).selection;
   if ((sel == Selection::kLargest || sel == Selection::kRandom) && !(p.keepRatio > 0.0 && p.keepRatio <= 1.0))
     badParam("keepRatio must be in (0, 1]");
@@ -57,6 +59,11 @@ Params defaultParams(cclCodec_t codec) {
   p.codec = codec;
   p.blockSize = codecInfo(codec).defaultBlock;
   p.rank = codecInfo(codec).defaultRank;
+  return p;
+}
+
+Params fixLength(Params p) {
+  p.fixedLength = p.fixedLength || (isQuantizer(p.codec) && !p.fp16Scales);
   return p;
 }
 

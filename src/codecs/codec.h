@@ -8,7 +8,10 @@
 // the kept elements exactly (or fp16-rounded) and drop the rest. A quantizer block holding
 // NaN/Inf, or whose scale falls outside the scale format (absmax below about 1e-38 for fp32
 // scales, outside [6.1e-5, 65504]*qmax for fp16 scales), travels raw: y == x exactly
-// (bf16/fp16 outputs round once).
+// (bf16/fp16 outputs round once). Fixed-length quantizer streams (Params::fixedLength, for
+// links that post every stream at its bound) have no raw section instead: a block holding
+// NaN/Inf decodes as NaN in every element, and a finite block whose fp32 scale would fall
+// below 2^-126 is quantized with 2^-126 (its error bound gains that absolute unit).
 #pragma once
 
 #include <cstddef>
@@ -29,10 +32,23 @@ struct Params {
   double keepRatio = 0.01;    // topk, randk
   float threshold = 0.0f;     // threshold
   bool stochastic = false;    // quantizers
+  bool fixedLength = false;   // quantizers with fp32 or e8m0 scales: see fixLength
   uint64_t seed = 0;          // stochastic rounding, randk, low-rank's first Q
   uint32_t rank = 0;          // low-rank
   size_t rows = 0, cols = 0;  // low-rank: the matrix shape (both 0: near-square, see lowRankShape)
 };
+
+// The wire flags (wire.h) of a quantizer's streams with these parameters.
+constexpr uint8_t quantizerFlags(const Params& p) {
+  return static_cast<uint8_t>((p.fp16Scales ? kFlagFp16Scales : 0) | (p.stochastic ? kFlagStochastic : 0) |
+                              (p.fixedLength ? kFlagFixedLength : 0));
+}
+
+// The parameters a link that posts every stream at its bound (it sees no lengths) encodes
+// with: p with fixedLength set where the codec can write fixed-length streams (a quantizer
+// with fp32 or e8m0 scales), so the bound is the quantized size rather than the size with
+// every block raw; p unchanged otherwise.
+Params fixLength(Params p);
 
 // The matrix a low-rank codec sees in n elements: the given shape (rows * cols must be n),
 // or cols = ceil(sqrt(n)), rows = ceil(n / cols), zero-padded; and the rank it uses,

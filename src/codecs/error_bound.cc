@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "codecs/codec.h"
+#include "codecs/math/quant_int.h"
 
 namespace ccl::codec {
 
@@ -14,7 +15,9 @@ double scaleUnit(const Params& p, double absMax) {
   if (c.scale == ScaleFormat::kLinear) {
     const double s = absMax / c.scaleDivisor;
     // fp16 scales are rounded up to the next fp16 value: at most one part in 2^10 more.
-    return p.fp16Scales ? s * (1.0 + 0x1p-10) : s;
+    if (p.fp16Scales) return s * (1.0 + 0x1p-10);
+    // A fixed-length stream quantizes a block whose scale would underflow with the smallest.
+    return p.fixedLength ? std::max(s, double{math::kMinScale}) : s;
   }
   if (c.scale == ScaleFormat::kE8m0) {
     constexpr double kSmallest = 0x1p-127;  // e8m0's smallest scale

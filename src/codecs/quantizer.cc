@@ -156,7 +156,7 @@ template <class K, class T>
 CCL_ALWAYS_INLINE ScaledBlock scaleBlock(EncodeState<K, T>& st, size_t off, uint32_t len, uint32_t slot) {
   const float* v = st.stageBlock(off, len, slot);
   const uint32_t m = blockAbsMaxBits(v, len);
-  return {v, m >= 0x7f800000u ? BlockScale{true, 0, 0, 0} : K::chooseScale(fp::bitsFloat(m), st.p.fp16Scales)};
+  return {v, blockScale<K>(fp::bitsFloat(m), m >= 0x7f800000u, st.p.fp16Scales, st.p.fixedLength)};
 }
 
 // The prefix of a block that quantizer_x86.h quantized into dst (none when it does not apply).
@@ -182,7 +182,7 @@ CCL_ALWAYS_INLINE void encodeBlock(EncodeState<K, T>& st, uint64_t b, uint32_t b
   if (s.raw) {
     storeScale(scales, b, st.g.scaleBytes, st.rawMarker());
     std::memset(dst, 0, codeBytes);
-    st.writeRaw(b, v, len);
+    if (!st.p.fixedLength) st.writeRaw(b, v, len);
     if (st.residual) std::fill_n(st.residual + off, len, 0.0f);
     return;
   }
@@ -265,7 +265,7 @@ size_t encodeQuantized(const Params& p, const typename T::Storage* x, size_t n, 
   st.h.codec = static_cast<uint8_t>(p.codec);
   st.h.blockSize = p.blockSize;
   st.h.count = n;
-  st.h.flags = static_cast<uint8_t>((p.fp16Scales ? kFlagFp16Scales : 0) | (p.stochastic ? kFlagStochastic : 0));
+  st.h.flags = quantizerFlags(p);
   st.g = geometry(st.h);
   st.rawOut = out + st.g.layout.raw;
   st.x86 = x86::kCovers<K> && x86::available();
@@ -289,7 +289,8 @@ size_t encodeQuantized(const Params& p, const typename T::Storage* x, size_t n, 
 }
 
 // Checks every scale and raw entry before anything is written: raw entries name distinct
-// blocks in increasing order, exactly the blocks whose scale is the raw marker.
+// blocks in increasing order, exactly the blocks whose scale is the raw marker (a
+// fixed-length stream has none: its marked blocks are non-finite).
 template <class K>
 void validateBlocks(const Header& h, const uint8_t* in, const Geometry& g) {
   const bool fp16 = h.flags & kFlagFp16Scales;
@@ -301,7 +302,8 @@ void validateBlocks(const Header& h, const uint8_t* in, const Geometry& g) {
     if (r == ScaleRead::kInvalid) throw Error(cclInvalidUsage, "compressed stream: invalid block scale");
     marked += r == ScaleRead::kRaw ? 1 : 0;
   }
-  if (marked != h.aux) throw Error(cclInvalidUsage, "compressed stream: raw block count does not match the scales");
+  if (!(h.flags & kFlagFixedLength) && marked != h.aux)
+    throw Error(cclInvalidUsage, "compressed stream: raw block count does not match the scales");
   int64_t prev = -1;
   for (uint64_t r = 0; r < h.aux; ++r) {
     uint32_t entry[2];
@@ -369,7 +371,8 @@ CCL_X86_TARGET void decodeBlocksX86(const Header& h, const uint8_t* in, const Ge
 }
 
 // Runs op over every block of a validated stream: dequantize for the quantized blocks,
-// op(offset, values, len) for the raw ones.
+// op(offset, values, len) for the raw ones, and NaNs for the marked blocks of a fixed-length
+// stream.
 template <class K, class Op>
 void forEachBlock(const Header& h, const uint8_t* in, Op op) {
   const Geometry g = geometry(h);
@@ -394,6 +397,14 @@ void forEachBlock(const Header& h, const uint8_t* in, Op op) {
     std::memcpy(raw.data(), entry + 8, size_t{len} * 4);
     op(off, raw.data(), len);
   }
+  if (!(h.flags & kFlagFixedLength)) return;
+  raw.assign(h.blockSize, std::numeric_limits<float>::quiet_NaN());
+  for (uint64_t b = 0; b < g.blocks; ++b) {
+    float s;
+    if (K::readScale(loadScale(in + kHeaderBytes, b, g.scaleBytes), false, s) != ScaleRead::kRaw) continue;
+    const size_t off = b * h.blockSize;
+    op(off, raw.data(), static_cast<uint32_t>(std::min<uint64_t>(h.blockSize, h.count - off)));
+  }
 }
 
 }  // namespace
@@ -403,8 +414,8 @@ size_t quantizerMaxBytes(const Params& p, size_t n) {
   h.codec = static_cast<uint8_t>(p.codec);
   h.blockSize = p.blockSize;
   h.count = n;
-  h.flags = p.fp16Scales ? kFlagFp16Scales : 0;
-  h.aux = blocksOf(n, p.blockSize);  // every block raw
+  h.flags = quantizerFlags(p);
+  h.aux = p.fixedLength ? 0 : blocksOf(n, p.blockSize);  // every block raw
   return layoutOf(h).total;
 }
 

@@ -159,6 +159,20 @@ struct MxKind {
   CCL_HD static float dequant(uint32_t code, float s) { return math::fp8DecodeFinite<fp::E4M3>(code) * s; }
 };
 
+// The scale a block is encoded with, for the CPU loops and the kernels alike. absmax is its
+// largest |x|, unused when nonFinite (the block holds a NaN or an infinity). A raw scale
+// sends the block raw or, in a fixed-length stream, marks it non-finite. A fixed-length
+// stream has no room for a finite block whose fp32 scale would fall below kMinScale: that
+// block is quantized with kMinScale (|x| / kMinScale stays within the code range). fp16
+// scales are never fixed-length, and e8m0 scales are never raw for a finite block.
+template <class K>
+CCL_HD BlockScale blockScale(float absmax, bool nonFinite, bool fp16, bool fixedLength) {
+  if (nonFinite) return BlockScale{true, 0.0f, 0.0f, rawMarkerOf(K::kCodec, fp16)};
+  const BlockScale s = K::chooseScale(absmax, fp16);
+  if (!s.raw || !fixedLength) return s;
+  return BlockScale{false, 1.0f / math::kMinScale, math::kMinScale, fp::floatBits(math::kMinScale)};
+}
+
 // Calls fn(Kind{}) for a quantizer codec (on the host: the CPU loops and the kernel
 // launches both dispatch here); throws for any other.
 template <class Fn>

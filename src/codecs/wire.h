@@ -12,6 +12,10 @@
 //
 // A scale equal to the raw marker (fp32/fp16 NaN, e8m0 0xff) means the block's elements
 // are in the raw section instead, exactly as given (non-finite input, or a scale out of range).
+// A fixed-length quantizer stream (kFlagFixedLength) has no raw section, so its length is a
+// function of its codec, count and block size alone: what a link that cannot tell its peer a
+// length (NCCL) needs to post a stream smaller than the data. There the marker means the
+// block held a NaN or an infinity, and every element of it decodes as NaN.
 //
 // Everything here is written once for the CPU codecs and the CUDA kernels: the layout, the
 // header's byte order and its checks (headerProblem). The host's readHeader (wire.cc) turns
@@ -41,10 +45,11 @@ constexpr uint64_t kMaxGapBytes = 5;
 constexpr uint32_t kMaxLowRank = 4096;
 
 enum WireFlags : uint8_t {
-  kFlagFp16Scales = 1,  // int codecs: fp16 scales
-  kFlagFp16Values = 2,  // sparsifiers: fp16 values
-  kFlagBitmap = 4,      // sparsifiers: bitmap indices instead of LEB128 gaps
-  kFlagStochastic = 8,  // informational: stochastic rounding was used
+  kFlagFp16Scales = 1,    // int codecs: fp16 scales
+  kFlagFp16Values = 2,    // sparsifiers: fp16 values
+  kFlagBitmap = 4,        // sparsifiers: bitmap indices instead of LEB128 gaps
+  kFlagStochastic = 8,    // informational: stochastic rounding was used
+  kFlagFixedLength = 16,  // quantizers: no raw section (aux 0, fp32 or e8m0 scales)
 };
 
 struct Header {
@@ -85,7 +90,7 @@ CCL_HD constexpr uint64_t scaleBytes(int codec, uint8_t flags) {
 // Flags a stream of `codec` may carry.
 CCL_HD constexpr uint8_t allowedFlags(int codec) {
   const CodecInfo c = codecInfo(codec);
-  if (c.family == Family::kQuantizer) return kFlagStochastic | (c.fp16Scales ? kFlagFp16Scales : 0);
+  if (c.family == Family::kQuantizer) return kFlagStochastic | kFlagFixedLength | (c.fp16Scales ? kFlagFp16Scales : 0);
   if (c.family == Family::kSparsifier) return kFlagFp16Values | (c.selection != Selection::kRandom ? kFlagBitmap : 0);
   return 0;
 }
@@ -128,6 +133,8 @@ CCL_HD constexpr const char* headerProblem(const Header& h, uint64_t inBytes) {
   if (c.family == Family::kQuantizer) {
     if (h.blockSize == 0 || h.blockSize % 8 != 0 || h.blockSize > kMaxBlockSize) return "bad block size";
     if (h.aux > blocksOf(h.count, h.blockSize)) return "more raw blocks than blocks";
+    if ((h.flags & kFlagFixedLength) && h.aux != 0) return "raw blocks in a fixed-length stream";
+    if ((h.flags & kFlagFixedLength) && (h.flags & kFlagFp16Scales)) return "fp16 scales in a fixed-length stream";
     if (h.indexBytes != 0) return "index bytes set for a quantizer";
   } else if (c.family == Family::kSparsifier) {
     if (h.blockSize != 0) return "block size set for a sparsifier";

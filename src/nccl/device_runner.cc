@@ -113,7 +113,8 @@ bool runCompressed(const CollCall& call, const Policy& policy) {
   a.root = info.rooted ? call.root : 0;
   const size_t esize = elementSize(call.dtype);
   a.inPlace = coll::isInPlace(call.kind, call.send, call.recv, call.count * esize, c.rank, isRoot);
-  a.codec = codec::defaultParams(policy.codec);
+  // NCCL posts every stream at its bound: quantizers write fixed-length streams.
+  a.codec = codec::fixLength(codec::defaultParams(policy.codec));
   a.feedback = policy.feedback == cclFeedbackResidual && info.feedback;
   if (!coll::compressible(a) || codec::isLowRank(policy.codec)) return false;
 
@@ -131,8 +132,8 @@ bool runCompressed(const CollCall& call, const Policy& policy) {
         },
         c.nranks, c.rank));
     // NCCL posts every encoded stream at its bound: where that is not below the data's own
-    // size (quantizers, whose bound lets every block be raw), compression would put more on
-    // the wire than NVIDIA's uncompressed call. Decided (and said) once per plan.
+    // size (a sparsifier at a high keep ratio), compression would put more on the wire than
+    // NVIDIA's uncompressed call. Decided (and said) once per plan.
     const coll::PostedBytes moved = coll::postedBytes(*entry.plan, *entry.schedule);
     entry.declined = moved.posted >= moved.raw;
     if (entry.declined)

@@ -100,7 +100,7 @@ namespace {
 // Whether a finite block of absmax m travels raw: its scale is outside the scale format.
 bool travelsRaw(const Params& p, double m) {
   const CodecInfo c = codecInfo(p.codec);
-  if (c.scale != ScaleFormat::kLinear || m == 0) return false;
+  if (c.scale != ScaleFormat::kLinear || m == 0 || p.fixedLength) return false;
   const double s = m / c.scaleDivisor;
   return p.fp16Scales ? (s < 0x1p-14 || s > 65504.0) : s < FLT_MIN;
 }
@@ -125,7 +125,8 @@ std::vector<double> quantizerBound(const Params& p, const std::vector<float>& x)
       m = std::max(m, static_cast<double>(std::fabs(x[off + i])));
     }
     if (!finite) {
-      std::fill_n(bound.begin() + off, len, 0.0);
+      // Exact, or (fixed-length streams) NaN throughout: the caller checks that.
+      std::fill_n(bound.begin() + off, len, p.fixedLength ? HUGE_VAL : 0.0);
     } else {
       blockBound(p, m, x.data() + off, len, bound.data() + off);
     }
@@ -138,6 +139,8 @@ long firstViolation(const std::vector<float>& x, const std::vector<float>& y, co
     if (bound[i] == 0.0) {
       const bool same = std::isnan(x[i]) ? std::isnan(y[i]) : fp::floatBits(x[i]) == fp::floatBits(y[i]);
       if (!same) return static_cast<long>(i);
+    } else if (bound[i] == HUGE_VAL) {
+      if (!std::isnan(y[i])) return static_cast<long>(i);
     } else if (!(std::fabs(static_cast<double>(x[i]) - y[i]) <= bound[i])) {
       return static_cast<long>(i);
     }

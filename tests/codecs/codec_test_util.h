@@ -26,7 +26,8 @@ const std::vector<Pattern>& allPatterns();
 std::vector<float> makeInput(Pattern p, size_t n, uint32_t seed);
 
 // The documented per-element bound of a quantizer for x[i] in its block (see codec.h);
-// 0 means the element must arrive exactly.
+// 0 means the element must arrive exactly, HUGE_VAL that it arrives as NaN (a block with a
+// non-finite element in a fixed-length stream).
 std::vector<double> quantizerBound(const Params& p, const std::vector<float>& x);
 
 // Index of the first element with |x - y| > bound (exact equality of bits, or both NaN,

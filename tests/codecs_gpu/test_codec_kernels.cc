@@ -23,6 +23,7 @@ struct Variant {
   bool fp16Values = false;
   double keepRatio = 0.0;  // 0: default
   float threshold = 0.0f;
+  bool fixedLength = false;
 };
 
 // gtest prints parameters in failure messages and test listings: the name is enough.
@@ -37,6 +38,7 @@ Params paramsOf(const Variant& v) {
   if (v.keepRatio > 0.0) p.keepRatio = v.keepRatio;
   p.threshold = v.threshold;
   p.seed = 0x1234abcdull;
+  p.fixedLength = v.fixedLength;
   return p;
 }
 
@@ -50,6 +52,12 @@ std::vector<Variant> variants() {
     v.push_back({n + "_stochastic", c, 0, true});
     v.push_back({n + "_block32", c, 32});
     v.push_back({n + "_block4096", c, 4096});  // more groups than threads
+    Variant fixed{n + "_fixed", c};
+    fixed.fixedLength = true;  // non-finite blocks marked, tiny ones at the smallest scale
+    v.push_back(fixed);
+    fixed.name += "_stochastic";
+    fixed.stochastic = true;
+    v.push_back(fixed);
     if (codecInfo(c).fp16Scales) {
       v.push_back({n + "_fp16scales", c, 0, false, true});
       v.push_back({n + "_fp16scales_stochastic", c, 0, true, true});

@@ -35,11 +35,13 @@ struct Case {
   cclRedOp_t op = cclSum;
   bool feedback = false;
   size_t count = 1000;
+  bool fixedLength = false;  // codec::fixLength: what a link that sees no lengths encodes with
 };
 
 std::string name(const Case& c) {
   return std::string(collInfo(c.coll).name) + "/" + codec::kCodecTable.rows[c.codec].name + "/" + algoName(c.algo) +
-         "/n" + std::to_string(c.nranks) + "/dtype" + std::to_string(c.dtype) + (c.feedback ? "/feedback" : "");
+         "/n" + std::to_string(c.nranks) + "/dtype" + std::to_string(c.dtype) + (c.feedback ? "/feedback" : "") +
+         (c.fixedLength ? "/fixed" : "");
 }
 
 CollArgs argsOf(const Case& c, int r) {
@@ -54,6 +56,7 @@ CollArgs argsOf(const Case& c, int r) {
   a.algo = c.algo;
   a.codec = codec::defaultParams(c.codec);
   a.codec.seed = 7;
+  if (c.fixedLength) a.codec = codec::fixLength(a.codec);
   a.feedback = c.feedback;
   return a;
 }
@@ -184,6 +187,8 @@ std::vector<Case> matrix() {
         if (codec::isLowRank(codec)) continue;
         cases.push_back({coll, codec, Algo::kAuto, n});
         if (info.feedback) cases.push_back({coll, codec, Algo::kAuto, n, cclFloat32, cclSum, true});
+        if (codec::isQuantizer(codec) && (n == 2 || n == 4))
+          cases.push_back({coll, codec, Algo::kAuto, n, cclFloat32, cclSum, info.feedback, 1000, true});
         if (coll == Coll::kAllReduce)
           for (Algo a : {Algo::kRing, Algo::kTwoShot, Algo::kSparse}) cases.push_back({coll, codec, a, n});
       }
@@ -256,12 +261,15 @@ TEST(StreamExecutor, SendAndReceiveWithEveryCodec) {
   }
 }
 
-// Byte counts: exact lengths count what the host executor counts; at the bound, more; staged
-// through host memory, the true lengths again (read from the staged streams' headers).
+// Byte counts: exact lengths count what the host executor counts; at the bound, more (the
+// same for fixed-length streams with no non-finite block); staged through host memory, the
+// true lengths again (read from the staged streams' headers).
 TEST(StreamExecutor, WireBytesAreTheEncodedLengthsOrTheBound) {
-  for (cclCodec_t codec : {cclCodecTopK, cclCodecInt4}) {
-    SCOPED_TRACE(cclCodecName(codec));
-    const Case c{Coll::kAllReduce, codec, Algo::kAuto, 4};
+  for (auto [codec, fixed] : {std::pair{cclCodecTopK, false}, std::pair{cclCodecInt4, false},
+                              std::pair{cclCodecInt4, true}, std::pair{cclCodecMxfp8E4m3, true}}) {
+    SCOPED_TRACE(std::string(cclCodecName(codec)) + (fixed ? " fixed-length" : ""));
+    Case c{Coll::kAllReduce, codec, Algo::kAuto, 4};
+    c.fixedLength = fixed;
     std::vector<ExecStats> exact, bound, staged;
     runStreams(c, 0, 1, true, &exact);
     runStreams(c, 0, 1, false, &bound);
@@ -269,7 +277,11 @@ TEST(StreamExecutor, WireBytesAreTheEncodedLengthsOrTheBound) {
     for (int r = 0; r < c.nranks; ++r) {
       EXPECT_GT(exact[r].wireBytes, 0u);
       EXPECT_LT(exact[r].wireBytes, exact[r].rawBytes) << "the codec sends less than it stands for";
-      EXPECT_GT(bound[r].wireBytes, exact[r].wireBytes);
+      if (fixed) {
+        EXPECT_EQ(bound[r].wireBytes, exact[r].wireBytes);
+      } else {
+        EXPECT_GT(bound[r].wireBytes, exact[r].wireBytes);
+      }
       EXPECT_EQ(bound[r].rawBytes, exact[r].rawBytes);
       EXPECT_EQ(staged[r].wireBytes, exact[r].wireBytes);
       EXPECT_EQ(staged[r].rawBytes, exact[r].rawBytes);
@@ -277,19 +289,44 @@ TEST(StreamExecutor, WireBytesAreTheEncodedLengthsOrTheBound) {
   }
 }
 
-// At the bound, quantizers' streams are not smaller than the data (every block may be raw),
-// a sparsifier's at a low keep ratio are; what the NCCL face's runner decides by.
+// At the bound, quantizers' streams are not smaller than the data (every block may be raw);
+// fixed-length ones are, and their bound is exactly what they send; a sparsifier's at a low
+// keep ratio is smaller too. What the device paths over NCCL decide by. Prints one rank's
+// bytes per call (a 4-rank allreduce of 65,536 floats) for perf/README.md.
 TEST(StreamExecutor, PostedBytesAgainstTheData) {
-  for (auto [codec, smaller] : {std::pair{cclCodecInt8, false}, std::pair{cclCodecInt4, false},
-                                std::pair{cclCodecFp8E4m3, false}, std::pair{cclCodecTopK, true}}) {
+  std::vector<cclCodec_t> codecs = {cclCodecTopK};
+  for (int k = 0; k < cclNumCodecs; ++k)
+    if (codec::isQuantizer(k)) codecs.push_back(static_cast<cclCodec_t>(k));
+  std::printf("%-11s %9s %9s %9s %9s\n", "codec", "data", "bound", "fixed", "sent");
+  for (cclCodec_t codec : codecs) {
     SCOPED_TRACE(cclCodecName(codec));
-    const Case c{Coll::kAllReduce, codec, Algo::kAuto, 4};
-    for (int r = 0; r < c.nranks; ++r) {
+    Case c{Coll::kAllReduce, codec, Algo::kAuto, 4};
+    c.count = 65536;
+    auto posted = [&](int r) {
       const Plan plan = planCollective(c.coll, argsOf(c, r));
-      const Schedule sched = scheduleWaves([&](int q) { return planCollective(c.coll, argsOf(c, q)); }, c.nranks, r);
-      const PostedBytes b = postedBytes(plan, sched);
-      EXPECT_GT(b.raw, 0u);
-      EXPECT_EQ(b.posted < b.raw, smaller) << b.posted << " posted, " << b.raw << " raw";
+      return postedBytes(plan, scheduleWaves([&](int q) { return planCollective(c.coll, argsOf(c, q)); }, c.nranks, r));
+    };
+    c.fixedLength = false;
+    std::vector<PostedBytes> variable;
+    for (int r = 0; r < c.nranks; ++r) variable.push_back(posted(r));
+    c.fixedLength = codec::isQuantizer(codec);
+    std::vector<ExecStats> exact;
+    runStreams(c, 0, 1, true, &exact);
+    for (int r = 0; r < c.nranks; ++r) {
+      const PostedBytes fixed = posted(r);
+      EXPECT_GT(variable[r].raw, 0u);
+      EXPECT_EQ(fixed.raw, variable[r].raw);
+      if (codec::isQuantizer(codec)) {
+        EXPECT_GE(variable[r].posted, variable[r].raw) << "every block may be raw";
+        EXPECT_LT(fixed.posted, fixed.raw);
+        EXPECT_EQ(fixed.posted, exact[r].wireBytes) << "a fixed-length stream's bound is its length";
+      } else {
+        EXPECT_LT(variable[r].posted, variable[r].raw);
+      }
+      if (r == 0)
+        std::printf("%-11s %9zu %9zu %9s %9zu\n", cclCodecName(codec), fixed.raw, variable[r].posted,
+                    codec::isQuantizer(codec) ? std::to_string(fixed.posted).c_str() : "-",
+                    static_cast<size_t>(exact[r].wireBytes));
     }
   }
 }

@@ -3,8 +3,9 @@
 // does before writing anything: every scale (a value the encoder can write, or the raw
 // marker) and every raw entry (increasing block numbers naming exactly the marked blocks).
 // Then one thread per group of eight elements dequantizes with the shared element math,
-// and raw entries are copied. Every kernel after the header check does nothing once the
-// status word is non-zero, so y (or acc) is only written for a valid stream.
+// and raw entries are copied (a fixed-length stream's marked blocks decode as NaN). Every
+// kernel after the header check does nothing once the status word is non-zero, so y (or
+// acc) is only written for a valid stream.
 #include "codecs/cuda/cuda_check.h"
 #include "codecs/cuda/device_elements.cuh"
 #include "codecs/cuda/device_wire.cuh"
@@ -23,6 +24,7 @@ struct View {
   int bits;
   int scaleBytes;
   bool fp16;
+  bool fixedLength;
 };
 
 __device__ inline View viewOf(const DecodeState* st) {
@@ -33,6 +35,7 @@ __device__ inline View viewOf(const DecodeState* st) {
   v.bits = codeBits(v.h.codec);
   v.scaleBytes = static_cast<int>(scaleBytes(v.h.codec, v.h.flags));
   v.fp16 = (v.h.flags & kFlagFp16Scales) != 0;
+  v.fixedLength = (v.h.flags & kFlagFixedLength) != 0;
   return v;
 }
 
@@ -70,8 +73,10 @@ __global__ void __launch_bounds__(kThreads) validateBlocks(const uint8_t* in, De
 }
 
 // Entries are distinct, in range and marked; equal counts make them exactly the marked set.
+// (A fixed-length stream has no entries: its marked blocks are non-finite.)
 __global__ void checkRawCount(DecodeState* st) {
-  if (st->status == 0 && st->counter != st->h.aux) st->status |= kStatusBadRawBlocks;
+  if (st->status == 0 && !(st->h.flags & kFlagFixedLength) && st->counter != st->h.aux)
+    st->status |= kStatusBadRawBlocks;
 }
 
 template <class T>
@@ -117,11 +122,16 @@ __global__ void __launch_bounds__(kThreads)
        g += uint64_t{gridDim.x} * blockDim.x) {
     const uint64_t i = g * kGroup;
     float s;
-    if (K::readScale(scaleAt(in, v, i / v.h.blockSize), v.fp16, s) != ScaleRead::kOk) continue;
+    const bool ok = K::readScale(scaleAt(in, v, i / v.h.blockSize), v.fp16, s) == ScaleRead::kOk;
+    if (!ok && !v.fixedLength) continue;  // a raw block: copyRawBlocks writes it
     const uint32_t cnt = v.h.count - i < kGroup ? static_cast<uint32_t>(v.h.count - i) : kGroup;
-    const uint64_t word = loadCodes(in + v.l.codes + i * K::kBits / 8, (cnt * K::kBits + 7) / 8, K::kBits, vecIn);
     float y[kGroup];
-    for (int t = 0; t < kGroup; ++t) y[t] = K::dequant(static_cast<uint32_t>(word >> (t * K::kBits)) & kMask, s);
+    if (ok) {
+      const uint64_t word = loadCodes(in + v.l.codes + i * K::kBits / 8, (cnt * K::kBits + 7) / 8, K::kBits, vecIn);
+      for (int t = 0; t < kGroup; ++t) y[t] = K::dequant(static_cast<uint32_t>(word >> (t * K::kBits)) & kMask, s);
+    } else {
+      for (int t = 0; t < kGroup; ++t) y[t] = fp::bitsFloat(0x7fc00000u);
+    }
     sink.group(i, cnt, y);
   }
 }

@@ -4,6 +4,7 @@
 // every thread quantizes its groups with the shared element math. Raw blocks are placed in
 // block order by an exclusive scan of the per-block raw flags (CUB), and a last small
 // kernel writes the header and the zero padding, exactly as the CPU encoder lays them out.
+// A fixed-length stream writes no raw entries: its marked blocks only reset their residual.
 #include <cub/device/device_scan.cuh>
 
 #include "codecs/cuda/cuda_check.h"
@@ -28,6 +29,7 @@ struct EncodeArgs {
   int codec;
   int scaleBytes;
   bool fp16Scales;
+  bool fixedLength;
   bool stochastic;
   bool vecX, vecRes, vecCodes, out4;
   math::RngKey key;
@@ -120,8 +122,8 @@ __global__ void __launch_bounds__(kMaxThreads) encodeBlocks(EncodeArgs a) {
       }
     }
     blockReduce(m, nonFinite);
-    const BlockScale bs = K::chooseScale(m, a.fp16Scales);
-    const bool raw = nonFinite != 0 || bs.raw;
+    const BlockScale bs = blockScale<K>(m, nonFinite != 0, a.fp16Scales, a.fixedLength);
+    const bool raw = bs.raw;
     if (threadIdx.x == 0) {
       const uint32_t stored = raw ? rawMarkerOf(a.codec, a.fp16Scales) : bs.stored;
       storeLe(a.out + kHeaderBytes + b * a.scaleBytes, stored, a.scaleBytes);
@@ -141,15 +143,20 @@ __global__ void __launch_bounds__(kMaxThreads) encodeBlocks(EncodeArgs a) {
 }
 
 // Raw entries {u32 block, u32 0, fp32 x[blockSize]} at their scanned positions; the residual
-// of a raw block becomes 0 (the block arrives exactly).
+// of a raw block becomes 0 (the block arrives exactly, or as NaN in a fixed-length stream).
 template <class T>
 __global__ void __launch_bounds__(kMaxThreads) encodeRaw(EncodeArgs a) {
   const auto* x = static_cast<const typename T::Storage*>(a.x);
   for (uint64_t b = blockIdx.x; b < a.blocks; b += gridDim.x) {
     if (!a.rawFlag[b]) continue;
-    uint8_t* entry = a.out + a.layout.raw + uint64_t{a.rawPos[b]} * rawEntryBytes(a.blockSize);
     const uint64_t off = b * a.blockSize;
     const uint32_t len = blockLen(a, off);
+    if (a.fixedLength) {
+      if (a.residual)
+        for (uint32_t i = threadIdx.x; i < len; i += blockDim.x) a.residual[off + i] = 0.0f;
+      continue;
+    }
+    uint8_t* entry = a.out + a.layout.raw + uint64_t{a.rawPos[b]} * rawEntryBytes(a.blockSize);
     if (threadIdx.x == 0) {
       storeLe(entry, b, 4);
       storeLe(entry + 4, 0, 4);
@@ -175,7 +182,7 @@ __global__ void __launch_bounds__(kMaxThreads) encodeRaw(EncodeArgs a) {
 // The header (aux = raw blocks), the zero padding after the scales and after the codes,
 // and the stream's length.
 __global__ void __launch_bounds__(kMaxThreads) encodeFinish(EncodeArgs a, uint8_t flags, uint64_t* encodedBytes) {
-  const uint64_t aux = a.rawPos[a.blocks];
+  const uint64_t aux = a.fixedLength ? 0 : a.rawPos[a.blocks];
   if (threadIdx.x == 0) {
     Header h;
     h.codec = static_cast<uint8_t>(a.codec);
@@ -228,9 +235,9 @@ void quantizerEncode(const Params& p, const void* x, cclDataType_t type, size_t 
   if (a.blocks >= (1ull << 31)) throw Error(cclInvalidArgument, "encode: too many blocks for the CUDA quantizer");
   a.codec = p.codec;
   a.fp16Scales = p.fp16Scales;
+  a.fixedLength = p.fixedLength;
   a.stochastic = p.stochastic;
-  const uint8_t flags =
-      static_cast<uint8_t>((p.fp16Scales ? kFlagFp16Scales : 0) | (p.stochastic ? kFlagStochastic : 0));
+  const uint8_t flags = quantizerFlags(p);
   a.scaleBytes = static_cast<int>(scaleBytes(p.codec, flags));
   a.vecX = aligned16(x);
   a.vecRes = residual && aligned16(residual);
