@@ -17,8 +17,11 @@
  * compresses them, with residual error feedback (LoCo's state is kept on the host only).
  * Their bytes are staged through pinned host memory and the communicator's transport, or
  * with CCL_DEVICE_TRANSPORT=nccl (set on every rank) go over a real NCCL communicator made
- * at init; there encoded streams go at their bound, and a call whose bound is not smaller
- * than its data (the quantizers') is carried uncompressed.
+ * at init. NCCL sees no lengths, so there every encoded stream goes at its bound:
+ * quantizers with fp32 or e8m0 scales write fixed-length streams, in which a block holding a
+ * NaN or an infinity arrives as NaN in every element (elsewhere it arrives exactly), and a
+ * call whose bound is still not smaller than its data (fp16 scales, a high keep ratio) is
+ * carried uncompressed.
  *
  * Every function returns a cclResult_t. On failure cclGetLastError() describes the
  * argument or condition at fault. Output parameters are written only on success.

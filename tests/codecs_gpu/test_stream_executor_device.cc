@@ -77,6 +77,7 @@ struct Case {
   cclCodec_t codec;
   int nranks;
   bool feedback;
+  bool fixedLength = false;  // what the NCCL face's runner encodes with (codec::fixLength)
 };
 
 CollArgs argsOf(const Case& c, int r) {
@@ -87,6 +88,7 @@ CollArgs argsOf(const Case& c, int r) {
   a.chunkBytes = 4096;
   a.codec = codec::defaultParams(c.codec);
   a.codec.seed = 9;
+  if (c.fixedLength) a.codec = codec::fixLength(a.codec);
   a.feedback = c.feedback;
   return a;
 }
@@ -175,13 +177,15 @@ std::vector<Case> cases(int nranks) {
       if (codec::isLowRank(static_cast<cclCodec_t>(k))) continue;  // an api-layer composite
       out.push_back({coll, static_cast<cclCodec_t>(k), nranks, false});
       if (info.feedback) out.push_back({coll, static_cast<cclCodec_t>(k), nranks, true});
+      if (codec::isQuantizer(k)) out.push_back({coll, static_cast<cclCodec_t>(k), nranks, info.feedback, true});
     }
   }
   return out;
 }
 
 std::string nameOf(const Case& c) {
-  return std::string(collInfo(c.coll).name) + "/" + std::to_string(c.codec) + (c.feedback ? "/feedback" : "");
+  return std::string(collInfo(c.coll).name) + "/" + std::to_string(c.codec) + (c.feedback ? "/feedback" : "") +
+         (c.fixedLength ? "/fixed" : "");
 }
 
 TEST(DeviceStreamExecutor, OneRankGivesTheHostExecutorsBytes) {
