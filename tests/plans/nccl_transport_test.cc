@@ -43,6 +43,10 @@ std::vector<Call> gLog;
 thread_local int tRank = -1;       // the rank this thread plays
 std::atomic<int> gFailSendOf{-1};  // a send of this many bytes fails
 std::atomic<bool> gFailUniqueId{false};
+// Non-blocking communicators: ncclGroupEnd says ncclInProgress, and ncclCommGetAsyncError
+// keeps saying it for this many more polls, then gAsyncAfter.
+std::atomic<int> gPendingPolls{-1};
+std::atomic<int> gAsyncAfter{0};
 std::atomic<int> gIds{0};
 
 void log(int rank, std::string what, int peer = -1, size_t bytes = 0, const void* stream = nullptr,
@@ -76,8 +80,14 @@ nccl::Functions fake() {
     log(rankOf(c), "abort");
     return 0;
   };
-  f.commGetAsyncError = [](nccl::Comm, int* r) {
-    *r = 0;
+  f.commGetAsyncError = [](nccl::Comm c, int* r) {
+    if (gPendingPolls < 0) {
+      *r = 0;
+      return 0;
+    }
+    log(rankOf(c), "asyncError");
+    *r = gPendingPolls > 0 ? nccl::kInProgress : gAsyncAfter.load();
+    if (gPendingPolls > 0) --gPendingPolls;
     return 0;
   };
   f.groupStart = [] {
@@ -86,7 +96,7 @@ nccl::Functions fake() {
   };
   f.groupEnd = [] {
     log(tRank, "groupEnd");
-    return 0;
+    return gPendingPolls >= 0 ? nccl::kInProgress : 0;
   };
   f.send = [](const void*, size_t n, int type, int peer, nccl::Comm c, nccl::Stream s) {
     EXPECT_EQ(type, nccl::kUint8);
@@ -140,6 +150,8 @@ class NcclTransport : public ::testing::Test {
     gLog.clear();
     gFailSendOf = -1;
     gFailUniqueId = false;
+    gPendingPolls = -1;
+    gAsyncAfter = 0;
   }
 
   // Runs body(rank, transport) on n rank threads joined by a real bootstrap.
@@ -221,6 +233,34 @@ TEST_F(NcclTransport, AFailedPostStillEndsTheGroupAndNamesNcclsError) {
   std::vector<std::string> seq;
   for (const Call& c : calls) seq.push_back(c.what);
   EXPECT_EQ(seq, (std::vector<std::string>{"uniqueId", "init", "groupStart", "send", "recv", "groupEnd", "destroy"}));
+}
+
+// A non-blocking communicator's ncclGroupEnd returns ncclInProgress before the transfers are
+// on the stream: the group returns only once ncclCommGetAsyncError says they are, and an
+// asynchronous error while waiting is the group's failure.
+TEST_F(NcclTransport, ANonBlockingGroupReturnsOnceEnqueued) {
+  gPendingPolls = 3;
+  run(1, [](int, nccl::Transport& t) {
+    char a[8];
+    const nccl::Op ops[] = {{true, 0, a, 8}, {false, 0, a, 8}};
+    t.group(ops, nullptr);
+    EXPECT_EQ(gPendingPolls.load(), 0) << "returned while the communicator was still enqueuing";
+    gPendingPolls = 2;
+    gAsyncAfter = 2;  // ncclSystemError
+    try {
+      t.group(ops, nullptr);
+      ADD_FAILURE() << "an asynchronous error while enqueuing must throw";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), cclSystemError);
+      EXPECT_NE(std::string(e.what()).find("asynchronous"), std::string::npos) << e.what();
+    }
+    gPendingPolls = -1;
+  });
+  std::vector<std::string> seq;
+  for (const Call& c : callsOf(0)) seq.push_back(c.what);
+  EXPECT_EQ(seq, (std::vector<std::string>{"uniqueId", "init", "groupStart", "send", "recv", "groupEnd", "asyncError",
+                                           "asyncError", "asyncError", "asyncError", "groupStart", "send", "recv",
+                                           "groupEnd", "asyncError", "asyncError", "asyncError", "destroy"}));
 }
 
 TEST_F(NcclTransport, NoIdOnRankZeroFailsEveryRankInsteadOfHanging) {

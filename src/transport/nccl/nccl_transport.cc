@@ -3,6 +3,8 @@
 
 #include <dlfcn.h>
 
+#include <thread>
+
 #include "common/error.h"
 #include "common/face_note.h"
 
@@ -102,6 +104,21 @@ void Transport::group(std::span<const Op> ops, Stream stream) {
   const int end = fn_.groupEnd();
   check(failed, what ? what : "ncclSend");
   check(end, "ncclGroupEnd");
+  if (end == kInProgress) awaitEnqueued();
+}
+
+void Transport::awaitEnqueued() const {
+  // A non-blocking communicator returns ncclInProgress before its transfers are on the
+  // stream; what the caller records on the stream next (the wave's end) would come before
+  // them. So wait, as NCCL asks of its callers, until the communicator leaves that state.
+  for (;;) {
+    CCL_CHECK(!aborted_, cclInvalidUsage, "the NCCL transport was aborted");
+    int state = kSuccess;
+    check(fn_.commGetAsyncError(comm_, &state), "ncclCommGetAsyncError");
+    if (state == kSuccess) return;
+    if (state != kInProgress) check(state, "group (asynchronous)");
+    std::this_thread::yield();
+  }
 }
 
 int Transport::asyncError(std::string* message) const {

@@ -80,7 +80,9 @@ class Transport {
 
   // Enqueues one group on `stream`: every op is posted together and completes together.
   // Ops with one peer match that peer's ops in order. Returns once enqueued (NCCL's
-  // semantics); failures found while enqueuing throw, later ones show in asyncError().
+  // semantics; on a non-blocking communicator it waits out ncclInProgress, so the transfers
+  // are on the stream before anything the caller records next); failures found while
+  // enqueuing throw, later ones show in asyncError().
   void group(std::span<const Op> ops, Stream stream);
 
   // NCCL's asynchronous error of the communicator (cclSuccess while none), with its text.
@@ -90,6 +92,9 @@ class Transport {
 
  private:
   void check(int result, const char* what) const;
+  // After ncclGroupEnd said ncclInProgress: polls the communicator until its transfers are
+  // enqueued; throws for an asynchronous error or an abort.
+  void awaitEnqueued() const;
 
   Functions fn_;
   Comm comm_ = nullptr;
