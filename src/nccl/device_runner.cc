@@ -7,11 +7,15 @@
 // feedback, keyed by receive buffer and count as the face keys host feedback) and the plans
 // with their wave schedules.
 //
-// It declines (the call then goes to NVIDIA's NCCL uncompressed) what it does not serve: a
-// call inside ncclGroupStart/End (NCCL launches a group's transfers at the outermost end,
-// after kernels this runner would already have enqueued), mixed host and device buffers,
-// collectives without a compressed plan (reduce, gather, scatter), PreMulSum ops, LoCo
-// feedback, and types the codecs do not take.
+// Inside ncclGroupStart/End a call is planned at once and enqueued at the outermost group
+// end, after the real NCCL group (group::defer): its waves are NCCL groups of their own on
+// the real communicator, which nested in the user's open group would be launched only at its
+// end, after the kernels that wait for them.
+//
+// It declines (the call then goes to NVIDIA's NCCL uncompressed) what it does not serve:
+// mixed host and device buffers, collectives without a compressed plan (reduce, gather,
+// scatter), PreMulSum ops, LoCo feedback, types the codecs do not take, and codecs whose
+// streams at their bound would not be smaller than the data.
 #include <cuda_runtime.h>
 
 #include <map>
@@ -79,7 +83,9 @@ struct DeviceState {
   void* scratch = nullptr;
   size_t scratchBytes = 0;
   std::map<std::pair<const void*, size_t>, float*> residuals;
-  uint64_t calls = 0;  // the codec seed of each call: the same on every rank, new each call
+  uint64_t calls = 0;            // the codec seed of each call: the same on every rank, new each call
+  coll::Stream* last = nullptr;  // the stream of the previous call, and its end
+  coll::Event lastDone;
 };
 
 DeviceState& stateOf(ncclComm& c) {
@@ -92,8 +98,51 @@ bool hasCompressedPlan(Coll k) {
          k == Coll::kAlltoAll;
 }
 
+// Enqueues a planned call on the caller's stream. Holds the state's mutex.
+void enqueue(ncclComm& c, DeviceState& st, const CollCall& call, const coll::CollArgs& a,
+             const DeviceState::Planned& entry) {
+  const coll::Plan& plan = *entry.plan;
+  auto& caller = st.callers[call.stream];
+  if (!caller) caller = std::make_unique<coll::CudaStream>(coll::CudaStream::Wrap{}, call.stream);
+  // A failure an earlier call on this stream left behind is this call's to report.
+  std::string earlier;
+  if (const cclResult_t e = caller->takeError(&earlier); e != cclSuccess) throw Error(e, earlier);
+  // After the previous call of this communicator, whichever stream it was on: the calls
+  // share scratch and residuals (and scratch is freed on this call's stream when it grows).
+  if (st.last && st.last != caller.get()) caller->wait(st.lastDone);
+
+  if (plan.scratchBytes > st.scratchBytes) {
+    if (st.scratch) cudaOk(cudaFreeAsync(st.scratch, call.stream), "cudaFreeAsync (scratch)");
+    st.scratch = nullptr;
+    st.scratchBytes = 0;
+    cudaOk(cudaMallocAsync(&st.scratch, plan.scratchBytes, call.stream), "cudaMallocAsync (scratch)");
+    st.scratchBytes = plan.scratchBytes;
+  }
+  float* residual = nullptr;
+  if (a.feedback) {
+    float*& r = st.residuals[{call.recv, call.count}];
+    if (!r) {
+      const size_t floats = coll::feedbackFloats(a, call.kind == Coll::kReduceScatter);
+      cudaOk(cudaMalloc(&r, floats * sizeof(float)), "cudaMalloc (error-feedback residual)");
+      cudaOk(cudaMemsetAsync(r, 0, floats * sizeof(float), call.stream), "cudaMemsetAsync (residual)");
+    }
+    residual = r;
+  }
+  coll::StreamJob job{entry.plan, entry.schedule, coll::Buffers{call.send, call.recv, st.scratch, residual},
+                      0,          ++st.calls,     nullptr,
+                      {}};
+  // A failure found once the call has run is the communicator's asynchronous error.
+  job.finished = [owner = &c](cclResult_t r, const std::string&) {
+    int none = 0;
+    if (r != cclSuccess) owner->deviceError.compare_exchange_strong(none, static_cast<int>(r));
+  };
+  coll::executeOnStream(job, st.link, st.kernels, *caller, st.comm);
+  st.last = caller.get();
+  st.lastDone = caller->record();
+}
+
 bool runCompressed(const CollCall& call, const Policy& policy) {
-  if (group::active() || !hasCompressedPlan(call.kind)) return false;
+  if (!hasCompressedPlan(call.kind)) return false;
   if (policy.feedback == cclFeedbackLoco) return false;                     // LoCo's state is host-side only
   if (static_cast<int>(call.op) > static_cast<int>(ncclAvg)) return false;  // PreMulSum and other custom ops
   ncclComm& c = usable(call.comm);
@@ -143,40 +192,13 @@ bool runCompressed(const CollCall& call, const Policy& policy) {
           info.name, call.count, cclCodecName(a.codec.codec), moved.posted, moved.raw);
   }
   if (entry.declined) return false;
-  const coll::Plan& plan = *entry.plan;
-
-  auto& caller = st.callers[call.stream];
-  if (!caller) caller = std::make_unique<coll::CudaStream>(coll::CudaStream::Wrap{}, call.stream);
-  // A failure an earlier call on this stream left behind is this call's to report.
-  std::string earlier;
-  if (const cclResult_t e = caller->takeError(&earlier); e != cclSuccess) throw Error(e, earlier);
-
-  if (plan.scratchBytes > st.scratchBytes) {
-    if (st.scratch) cudaOk(cudaFreeAsync(st.scratch, call.stream), "cudaFreeAsync (scratch)");
-    st.scratch = nullptr;
-    st.scratchBytes = 0;
-    cudaOk(cudaMallocAsync(&st.scratch, plan.scratchBytes, call.stream), "cudaMallocAsync (scratch)");
-    st.scratchBytes = plan.scratchBytes;
-  }
-  float* residual = nullptr;
-  if (a.feedback) {
-    float*& r = st.residuals[{call.recv, call.count}];
-    if (!r) {
-      const size_t floats = coll::feedbackFloats(a, call.kind == Coll::kReduceScatter);
-      cudaOk(cudaMalloc(&r, floats * sizeof(float)), "cudaMalloc (error-feedback residual)");
-      cudaOk(cudaMemsetAsync(r, 0, floats * sizeof(float), call.stream), "cudaMemsetAsync (residual)");
-    }
-    residual = r;
-  }
-  coll::StreamJob job{entry.plan, entry.schedule, coll::Buffers{call.send, call.recv, st.scratch, residual},
-                      0,          ++st.calls,     nullptr,
-                      {}};
-  // A failure found once the call has run is the communicator's asynchronous error.
-  job.finished = [owner = &c](cclResult_t r, const std::string&) {
-    int none = 0;
-    if (r != cclSuccess) owner->deviceError.compare_exchange_strong(none, static_cast<int>(r));
-  };
-  coll::executeOnStream(job, st.link, st.kernels, *caller, st.comm);
+  const DeviceState::Planned planned = entry;  // the cache may be cleared before a deferred call runs
+  if (group::defer(call.comm, [&c, &st, call, a, planned] {
+        std::lock_guard<std::mutex> later(st.mutex);
+        enqueue(c, st, call, a, planned);
+      }))
+    return true;
+  enqueue(c, st, call, a, planned);
   return true;
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "nccl/group.h"
 
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "nccl/comm.h"
@@ -16,11 +18,27 @@ struct State {
   int hostOps = 0;
   std::vector<std::shared_ptr<void>> kept;
   std::vector<ncclComm_t> creations;
+  std::vector<std::pair<ncclComm_t, std::function<void()>>> deferred;
 };
 thread_local State tls;
 
-// Ends the group: runs ccl's queued host operations, then the real NCCL's, then waits for
-// communicators created in the group. Returns the first failure.
+// A non-blocking real communicator whose group end said ncclInProgress takes no new call
+// until it has left that state (NCCL's rule for non-blocking communicators).
+void awaitReal(ncclComm_t comm) {
+  for (;;) {
+    ncclResult_t state = ncclSuccess;
+    const ncclResult_t r = CCL_REAL(ncclCommGetAsyncError)(comm->real, &state);
+    CCL_CHECK(r == ncclSuccess, static_cast<cclResult_t>(r), "the real ncclCommGetAsyncError failed");
+    if (state == ncclSuccess) return;
+    CCL_CHECK(state == ncclInProgress, static_cast<cclResult_t>(state),
+              std::string("the real NCCL group failed: ") + CCL_REAL(ncclGetErrorString)(state));
+    std::this_thread::yield();
+  }
+}
+
+// Ends the group: runs ccl's queued host operations, then the real NCCL's, then the
+// compressed device calls kept for the end, then waits for communicators created in the
+// group. Returns the first failure.
 ncclResult_t closeOutermost(const char* fn) {
   State s = std::move(tls);
   tls = State{};
@@ -33,6 +51,15 @@ ncclResult_t closeOutermost(const char* fn) {
                 std::string("the real NCCL group failed: ") + CCL_REAL(ncclGetLastError)(nullptr));
     });
     if (result == ncclSuccess) result = r != ncclSuccess ? r : realResult;
+  }
+  // Each is a collective of its own on every rank, in issue order; one failing does not
+  // stop the others, which the peers run too.
+  for (auto& [comm, enqueue] : s.deferred) {
+    const ncclResult_t r = faceGuard(fn, [&] {
+      if (result == ncclInProgress) awaitReal(comm);
+      enqueue();
+    });
+    if (r != ncclSuccess && (result == ncclSuccess || result == ncclInProgress)) result = r;
   }
   for (ncclComm_t c : s.creations) {
     if (!c->config.blocking && !c->created.load()) {
@@ -66,6 +93,12 @@ void noteHostOp() {
   if (tls.depth > 0) ++tls.hostOps;
 }
 
+bool defer(ncclComm_t comm, std::function<void()> enqueue) {
+  if (tls.depth == 0) return false;
+  tls.deferred.emplace_back(comm, std::move(enqueue));
+  return true;
+}
+
 }  // namespace ccl::nccl::group
 
 using namespace ccl::nccl;
@@ -96,7 +129,7 @@ ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
     CCL_CHECK(simInfo->size >= offsetof(ncclSimInfo_t, estimatedTime) + sizeof(float) && simInfo->magic == 0x74685283,
               cclInvalidArgument, "simInfo was not initialised with NCCL_SIM_INFO_INITIALIZER");
     CCL_CHECK(group::tls.depth > 0, cclInvalidUsage, "ncclGroupSimulateEnd without a matching ncclGroupStart");
-    CCL_CHECK(group::tls.hostOps == 0 && !group::tls.realOpen, cclInvalidUsage,
+    CCL_CHECK(group::tls.hostOps == 0 && !group::tls.realOpen && group::tls.deferred.empty(), cclInvalidUsage,
               "ccl cannot simulate a group that holds operations; the group is still open, end it with ncclGroupEnd");
     CCL_CHECK(pncclGroupEnd() == ncclSuccess, cclInvalidUsage, lastError());
     simInfo->estimatedTime = 0.0f;

@@ -5,6 +5,7 @@
 // and scratch buffers of queued operations live until then.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "nccl/nccl_abi.h"
@@ -24,5 +25,11 @@ void addCreation(ncclComm_t comm);
 
 // Notes a host operation queued in ccl's group (ncclGroupSimulateEnd refuses those).
 void noteHostOp();
+
+// Inside a group: keeps `enqueue` (a compressed device call on `comm`) for the outermost
+// group end, which runs it after the real NCCL group has been ended, having waited for
+// comm's real communicator when that end said ncclInProgress; returns true. Outside a
+// group: false, and nothing is kept.
+bool defer(ncclComm_t comm, std::function<void()> enqueue);
 
 }  // namespace ccl::nccl::group
