@@ -123,7 +123,10 @@ void enqueue(ncclComm& c, DeviceState& st, const CollCall& call, const coll::Col
     float*& r = st.residuals[{call.recv, call.count}];
     if (!r) {
       const size_t floats = coll::feedbackFloats(a, call.kind == Coll::kReduceScatter);
-      cudaOk(cudaMalloc(&r, floats * sizeof(float)), "cudaMalloc (error-feedback residual)");
+      // Stream-ordered, as scratch: a plain cudaMalloc may wait for the device, where kernels
+      // of another communicator can be spinning on their peers.
+      cudaOk(cudaMallocAsync(reinterpret_cast<void**>(&r), floats * sizeof(float), call.stream),
+             "cudaMallocAsync (error-feedback residual)");
       cudaOk(cudaMemsetAsync(r, 0, floats * sizeof(float), call.stream), "cudaMemsetAsync (residual)");
     }
     residual = r;
