@@ -12,6 +12,7 @@
 #include "api/group.h"
 #include "api/streams.h"
 #include "collectives/device.h"
+#include "collectives/device_runner.h"
 #include "collectives/stream_executor.h"
 #include "common/cuda_probe.h"
 #include "common/dtype.h"
@@ -20,56 +21,28 @@
 namespace ccl::api {
 
 struct DeviceComm {
-  explicit DeviceComm(cclComm_t c) {
+  explicit DeviceComm(cclComm_t c) : runner(openDevice(c), [c](coll::Device& d) { return linkFor(c, d); }) {
+    CCL_INFO("comm %p: device calls on %s device %d %s", static_cast<void*>(c), coll::deviceDriver()->name(),
+             c->cudaDevice,
+             c->nccl ? "over NVIDIA's NCCL"
+                     : (std::string("staged through host memory over ") + c->transport->name()).c_str());
+  }
+
+  static std::unique_ptr<coll::Device> openDevice(cclComm_t c) {
     coll::DeviceDriver* driver = coll::deviceDriver();
     CCL_CHECK(driver && c->cudaDevice >= 0, cclInternalError, "a device call on a communicator without a device");
-    device = driver->open(c->cudaDevice);
-    coll::CurrentDevice current(*device);
-    comm = device->newStream();
-    kernels = device->newKernels();
-    if (c->nccl) {
-      link = std::make_unique<coll::NcclLink>(*c->nccl);
-      CCL_INFO("comm %p: device calls on %s device %d over NVIDIA's NCCL", static_cast<void*>(c), driver->name(),
-               c->cudaDevice);
-    } else {
-      link = std::make_unique<coll::TransportLink>(*c->transport, /*exactLengths=*/false, c->timeout, &c->aborted,
-                                                   device->staging());
-      CCL_INFO("comm %p: device calls on %s device %d, staged through host memory over %s", static_cast<void*>(c),
-               driver->name(), c->cudaDevice, c->transport->name());
-    }
+    return driver->open(c->cudaDevice);
+  }
+  // NCCL, or staged through pinned host memory over the communicator's transport.
+  static std::unique_ptr<coll::StreamLink> linkFor(cclComm_t c, coll::Device& d) {
+    if (c->nccl) return std::make_unique<coll::NcclLink>(*c->nccl);
+    return std::make_unique<coll::TransportLink>(*c->transport, /*exactLengths=*/false, c->timeout, &c->aborted,
+                                                 d.staging());
   }
 
-  // Every call has run (the communicator drained them); what remains is to free.
-  ~DeviceComm() {
-    coll::CurrentDevice current(*device);
-    if (scratch) device->free(scratch, *comm);
-    for (auto& [serial, r] : residuals) device->free(r.memory, *comm);
-    comm->synchronize();
-  }
-
-  struct Planned {
-    std::shared_ptr<const coll::Plan> plan;
-    std::shared_ptr<const coll::Schedule> schedule;
-    bool compressed = false;  // false also when the codec was dropped (see planned())
-  };
-  struct Residual {
-    float* memory = nullptr;
-    size_t floats = 0;
-    int op = -1;
-  };
-
-  std::mutex mutex;  // calls from several threads enqueue one at a time
-  std::unique_ptr<coll::Device> device;
-  std::unique_ptr<coll::Stream> comm;  // the waves' stream
-  std::unique_ptr<coll::StreamKernels> kernels;
-  std::unique_ptr<coll::StreamLink> link;                  // staged over the transport, or NCCL
-  std::map<void*, std::unique_ptr<coll::Stream>> callers;  // by the caller's stream handle
-  std::unordered_map<PlanKey, Planned, PlanKeyHash> plans;
-  void* scratch = nullptr;
-  size_t scratchBytes = 0;
-  std::map<uint64_t, Residual> residuals;  // by cclFeedback::serial
-  coll::Stream* last = nullptr;            // the stream of the previous call, and its end
-  coll::Event lastDone;
+  std::mutex mutex;           // calls from several threads enqueue one at a time
+  coll::DeviceRunner runner;  // every call has run when it is destroyed
+  std::unordered_map<PlanKey, coll::DeviceRunner::Planned, PlanKeyHash> plans;
 };
 
 void DeviceCommDeleter::operator()(DeviceComm* d) const { delete d; }
@@ -83,15 +56,16 @@ DeviceComm& deviceState(cclComm_t comm) {
   return *comm->device;
 }
 
-// The plan of this rank with `args` and its wave schedule, which needs every rank's plan: the
-// collective's at each rank, or for send and recv the pair's two ends.
-DeviceComm::Planned planWith(const DeviceCall& c, const coll::CollArgs& args, int rank, int nranks) {
+// The plan of this rank for call `c` with `args` and its wave schedule, which needs every
+// rank's plan: the collective's at each rank, or for send and recv the pair's two ends.
+coll::DeviceRunner::Planned planWith(DeviceComm& d, const DeviceCall& c, const coll::CollArgs& args, int rank,
+                                     int nranks) {
   const bool p2p = c.kind == coll::Coll::kSend || c.kind == coll::Coll::kRecv;
-  const bool compressed = args.codec.codec != cclCodecNone;
   const size_t bytes = args.count * dataTypeSize(args.dtype);
-  auto planOf = [&](int r) -> coll::Plan {
-    coll::CollArgs a = args;
+  auto planOf = [&](const coll::CollArgs& with, int r) -> coll::Plan {
+    coll::CollArgs a = with;
     a.rank = r;
+    const bool compressed = a.codec.codec != cclCodecNone;
     if (!p2p) return coll::planCollective(c.kind, a);
     if (c.selfPair) {  // both ends here; the message pairs within the one plan
       if (r != rank) return coll::Plan{};
@@ -105,60 +79,27 @@ DeviceComm::Planned planWith(const DeviceCall& c, const coll::CollArgs& args, in
     if (compressed) return sends ? coll::planCompressedSend(a, other, 0) : coll::planCompressedRecv(a, other, 0);
     return sends ? coll::planSend(other, 0, bytes) : coll::planRecv(other, 0, bytes);
   };
-  DeviceComm::Planned p;
-  p.plan = std::make_shared<const coll::Plan>(planOf(rank));
-  p.schedule = std::make_shared<const coll::Schedule>(coll::scheduleWaves(planOf, nranks, rank));
-  p.compressed = compressed;
-  return p;
+  return d.runner.plan(args, planOf, rank, nranks);
 }
 
-// A link that sends every stream at its bound (NCCL) gets fixed-length quantizer streams,
-// whose bound is their quantized size. A codec whose bound is still not smaller than the
-// data (fp16 scales, a high keep ratio) would move more bytes than none: the call then goes
-// uncompressed. Every rank decides alike, from the same plans.
-const DeviceComm::Planned& planned(DeviceComm& d, const DeviceCall& c, int rank, int nranks) {
+// The call's plan for this communicator's link (DeviceRunner::plan). One the link declines
+// (its streams at the bound not smaller than the data: fp16 scales, a high keep ratio over
+// NCCL) goes uncompressed. Every rank decides alike, from the same plans.
+const coll::DeviceRunner::Planned& planned(DeviceComm& d, const DeviceCall& c, int rank, int nranks) {
   if (auto it = d.plans.find(c.key); it != d.plans.end()) return it->second;
   if (d.plans.size() >= kMaxCachedPlans) d.plans.clear();  // calls in flight keep theirs
-  coll::CollArgs args = c.args;
-  if (d.link->sendsAtBound()) args.codec = codec::fixLength(args.codec);
-  DeviceComm::Planned p = planWith(c, args, rank, nranks);
-  if (p.compressed && d.link->sendsAtBound()) {
-    const coll::PostedBytes moved = coll::postedBytes(*p.plan, *p.schedule);
-    if (moved.posted >= moved.raw) {
-      CCL_INFO(
-          "%s of %zu elements: %s streams at their bound (%zu bytes) are not smaller than the data (%zu); sent "
-          "uncompressed",
-          c.fn, c.args.count, cclCodecName(c.args.codec.codec), moved.posted, moved.raw);
-      coll::CollArgs none = args;
-      none.codec = codec::Params{};
-      none.feedback = false;
-      p = planWith(c, none, rank, nranks);
-    }
+  coll::DeviceRunner::Planned p = planWith(d, c, c.args, rank, nranks);
+  if (p.declined) {
+    CCL_INFO(
+        "%s of %zu elements: %s streams at their bound (%zu bytes) are not smaller than the data (%zu); sent "
+        "uncompressed",
+        c.fn, c.args.count, cclCodecName(c.args.codec.codec), p.moved.posted, p.moved.raw);
+    coll::CollArgs none = c.args;
+    none.codec = codec::Params{};
+    none.feedback = false;
+    p = planWith(d, c, none, rank, nranks);
   }
   return d.plans.emplace(c.key, std::move(p)).first->second;
-}
-
-coll::Stream& callerStream(DeviceComm& d, cclStream_t stream) {
-  void* handle = static_cast<void*>(stream);
-  auto& s = d.callers[handle];
-  if (!s) s = d.device->wrap(handle);
-  return *s;
-}
-
-// The residual of `fb` for this call, zeroed when it is new or was last used with another
-// operation or size (as the host state is).
-float* residualFor(DeviceComm& d, const DeviceCall& c, coll::Stream& stream) {
-  DeviceComm::Residual& r = d.residuals[c.feedback->serial];
-  if (r.memory && (r.floats != c.feedbackFloats || r.op != c.opKind)) {
-    d.device->free(r.memory, stream);
-    r = {};
-  }
-  if (!r.memory) {
-    r.memory = static_cast<float*>(d.device->allocZeroed(c.feedbackFloats * sizeof(float), stream));
-    r.floats = c.feedbackFloats;
-    r.op = c.opKind;
-  }
-  return r.memory;
 }
 
 }  // namespace
@@ -208,8 +149,9 @@ void runOnDevice(std::span<const DeviceCall> calls) {
   cclComm_t comm = calls.front().comm;
   DeviceComm& d = deviceState(comm);
   std::lock_guard<std::mutex> lock(d.mutex);
-  coll::CurrentDevice current(*d.device);
-  std::vector<DeviceComm::Planned> plans;  // copies: a later call's planning may clear the cache
+  coll::DeviceRunner& runner = d.runner;
+  coll::CurrentDevice current(runner.device());
+  std::vector<coll::DeviceRunner::Planned> plans;  // copies: a later call's planning may clear the cache
   size_t scratchBytes = 0;
   std::vector<size_t> scratchAt;
   for (const DeviceCall& c : calls) {
@@ -219,32 +161,26 @@ void runOnDevice(std::span<const DeviceCall> calls) {
     scratchAt.push_back(scratchBytes);
     scratchBytes += (plans.back().plan->scratchBytes + 255) & ~size_t{255};
   }
-  coll::Stream& caller = callerStream(d, calls.front().stream);
+  coll::Stream& caller = runner.caller(static_cast<void*>(calls.front().stream));
   // Failures an earlier call left on this stream are already the communicator's.
   std::string ignored;
   caller.takeError(&ignored);
 
   beginAsync(comm, &d);  // after the communicator's calls on host streams
   try {
-    // After the previous device call of this communicator, whichever stream it was on: the
-    // calls share the transport, scratch and residuals.
-    if (d.last && d.last != &caller) caller.wait(d.lastDone);
-    if (scratchBytes > d.scratchBytes) {
-      if (d.scratch) d.device->free(d.scratch, caller);
-      d.scratch = nullptr;
-      d.scratchBytes = 0;
-      d.scratch = d.device->allocZeroed(scratchBytes, caller);
-      d.scratchBytes = scratchBytes;
-    }
+    char* scratch = runner.begin(caller, scratchBytes);
     std::vector<coll::StreamJob> jobs(calls.size());
     for (size_t i = 0; i < calls.size(); ++i) {
       const DeviceCall& c = calls[i];
-      float* residual = c.feedback && plans[i].compressed ? residualFor(d, c, caller) : nullptr;
+      // As the host state is: zeroed when the handle is new or last served another operation or size.
+      float* residual = c.feedback && plans[i].compressed
+                            ? runner.residual({c.feedback->serial, 0}, c.feedbackFloats, c.opKind, caller)
+                            : nullptr;
       auto stats = std::make_shared<coll::ExecStats>();
       coll::StreamJob& job = jobs[i];
       job.plan = plans[i].plan;
       job.schedule = plans[i].schedule;
-      job.buffers = coll::Buffers{c.send, c.recv, static_cast<char*>(d.scratch) + scratchAt[i], residual};
+      job.buffers = coll::Buffers{c.send, c.recv, scratch + scratchAt[i], residual};
       job.tagBase = c.tagBase;
       job.callSeed = c.tagBase;  // as on host memory: the same codec seeds, the same bytes
       job.stats = stats.get();
@@ -261,7 +197,7 @@ void runOnDevice(std::span<const DeviceCall> calls) {
         if (last) endAsync(comm);  // last: the communicator may be destroyed from here on
       };
     }
-    coll::executeOnStream(jobs, *d.link, *d.kernels, caller, *d.comm);  // `finished` are its last step
+    runner.run(jobs, caller);  // `finished` are its last step
   } catch (const Error& e) {
     // Part of the calls may be enqueued: the communicator cannot be trusted with more work.
     failAsync(comm, e.code());
@@ -272,8 +208,6 @@ void runOnDevice(std::span<const DeviceCall> calls) {
     endAsync(comm);
     throw;
   }
-  d.last = &caller;
-  d.lastDone = caller.record();
 }
 
 namespace {

@@ -3,9 +3,9 @@
 // a device-buffer collective that the policy compresses runs on ccl's stream executor, on the
 // caller's CUDA stream, with the CUDA codec kernels and the real NCCL communicator behind the
 // face as transport (grouped ncclSend/ncclRecv of encoded bytes). Per communicator it keeps
-// a communication stream, the kernels' workspace, device scratch, residuals (plain error
-// feedback, keyed by receive buffer and count as the face keys host feedback) and the plans
-// with their wave schedules.
+// a coll::DeviceRunner, as the api's device path does (the device's streams, scratch, the
+// order of calls across streams, residuals of plain error feedback, keyed here by receive
+// buffer and count as the face keys host feedback), and the plans with their wave schedules.
 //
 // Inside ncclGroupStart/End a call is planned at once and enqueued at the outermost group
 // end, after the real NCCL group (group::defer): its waves are NCCL groups of their own on
@@ -16,8 +16,6 @@
 // mixed host and device buffers, collectives without a compressed plan (reduce, gather,
 // scatter), PreMulSum ops, LoCo feedback, types the codecs do not take, and codecs whose
 // streams at their bound would not be smaller than the data.
-#include <cuda_runtime.h>
-
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,8 +23,8 @@
 
 #include "codecs/codec.h"
 #include "collectives/algorithms.h"
-#include "collectives/cuda/cuda_stream.h"
-#include "collectives/cuda/device_kernels.h"
+#include "collectives/cuda/cuda_device.h"
+#include "collectives/device_runner.h"
 #include "collectives/stream_executor.h"
 #include "common/cuda_probe.h"
 #include "common/error.h"
@@ -39,10 +37,6 @@
 
 namespace ccl::nccl {
 namespace {
-
-void cudaOk(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw Error(cclUnhandledCudaError, std::string(what) + " failed: " + cudaGetErrorString(e));
-}
 
 // The real library's functions, for the transport that borrows the face's communicator.
 transport::nccl::Functions realFunctions() {
@@ -62,34 +56,21 @@ using PlanKey = std::tuple<int, size_t, int, int, int, bool, int, bool>;  // col
                                                                           // codec, feedback
 
 struct DeviceState {
-  DeviceState(ncclComm& c) : transport(realFunctions(), c.real, c.rank, c.nranks), link(transport), comm(nullptr) {}
-  ~DeviceState() {
-    for (auto& [key, p] : residuals) cudaFree(p);
-    if (scratch) cudaFree(scratch);
-  }
+  DeviceState(ncclComm& c, int ordinal)
+      : transport(realFunctions(), c.real, c.rank, c.nranks),
+        runner(coll::cudaDriver()->open(ordinal),
+               [this](coll::Device&) { return std::make_unique<coll::NcclLink>(transport); }) {}
 
   std::mutex mutex;  // one call at a time per communicator, as NCCL requires of its callers
   transport::nccl::Transport transport;
-  coll::NcclLink link;
-  coll::CudaStream comm;  // the waves' stream, on the communicator's device
-  coll::CudaKernels kernels;
-  std::map<cudaStream_t, std::unique_ptr<coll::CudaStream>> callers;
-  struct Planned {
-    std::shared_ptr<const coll::Plan> plan;
-    std::shared_ptr<const coll::Schedule> schedule;
-    bool declined = false;  // its streams at the bound are not smaller than the data
-  };
-  std::map<PlanKey, Planned> plans;
-  void* scratch = nullptr;
-  size_t scratchBytes = 0;
-  std::map<std::pair<const void*, size_t>, float*> residuals;
-  uint64_t calls = 0;            // the codec seed of each call: the same on every rank, new each call
-  coll::Stream* last = nullptr;  // the stream of the previous call, and its end
-  coll::Event lastDone;
+  coll::DeviceRunner runner;  // destroyed first: its link uses the transport
+  std::map<PlanKey, coll::DeviceRunner::Planned> plans;
+  uint64_t calls = 0;  // the codec seed of each call: the same on every rank, new each call
 };
 
-DeviceState& stateOf(ncclComm& c) {
-  if (!c.device) c.device = std::make_shared<DeviceState>(c);
+// The state of `c`, made at its first compressed call on the device of `memory`.
+DeviceState& stateOf(ncclComm& c, const void* memory) {
+  if (!c.device) c.device = std::make_shared<DeviceState>(c, coll::cudaDriver()->deviceOf(memory));
   return *static_cast<DeviceState*>(c.device.get());
 }
 
@@ -100,48 +81,32 @@ bool hasCompressedPlan(Coll k) {
 
 // Enqueues a planned call on the caller's stream. Holds the state's mutex.
 void enqueue(ncclComm& c, DeviceState& st, const CollCall& call, const coll::CollArgs& a,
-             const DeviceState::Planned& entry) {
-  const coll::Plan& plan = *entry.plan;
-  auto& caller = st.callers[call.stream];
-  if (!caller) caller = std::make_unique<coll::CudaStream>(coll::CudaStream::Wrap{}, call.stream);
+             const coll::DeviceRunner::Planned& planned) {
+  coll::DeviceRunner& runner = st.runner;
+  coll::CurrentDevice current(runner.device());
+  coll::Stream& caller = runner.caller(call.stream);
   // A failure an earlier call on this stream left behind is this call's to report.
   std::string earlier;
-  if (const cclResult_t e = caller->takeError(&earlier); e != cclSuccess) throw Error(e, earlier);
-  // After the previous call of this communicator, whichever stream it was on: the calls
-  // share scratch and residuals (and scratch is freed on this call's stream when it grows).
-  if (st.last && st.last != caller.get()) caller->wait(st.lastDone);
-
-  if (plan.scratchBytes > st.scratchBytes) {
-    if (st.scratch) cudaOk(cudaFreeAsync(st.scratch, call.stream), "cudaFreeAsync (scratch)");
-    st.scratch = nullptr;
-    st.scratchBytes = 0;
-    cudaOk(cudaMallocAsync(&st.scratch, plan.scratchBytes, call.stream), "cudaMallocAsync (scratch)");
-    st.scratchBytes = plan.scratchBytes;
-  }
+  if (const cclResult_t e = caller.takeError(&earlier); e != cclSuccess) throw Error(e, earlier);
+  char* scratch = runner.begin(caller, planned.plan->scratchBytes);
   float* residual = nullptr;
-  if (a.feedback) {
-    float*& r = st.residuals[{call.recv, call.count}];
-    if (!r) {
-      const size_t floats = coll::feedbackFloats(a, call.kind == Coll::kReduceScatter);
-      // Stream-ordered, as scratch: a plain cudaMalloc may wait for the device, where kernels
-      // of another communicator can be spinning on their peers.
-      cudaOk(cudaMallocAsync(reinterpret_cast<void**>(&r), floats * sizeof(float), call.stream),
-             "cudaMallocAsync (error-feedback residual)");
-      cudaOk(cudaMemsetAsync(r, 0, floats * sizeof(float), call.stream), "cudaMemsetAsync (residual)");
-    }
-    residual = r;
-  }
-  coll::StreamJob job{entry.plan, entry.schedule, coll::Buffers{call.send, call.recv, st.scratch, residual},
-                      0,          ++st.calls,     nullptr,
+  if (a.feedback)
+    residual = runner.residual({reinterpret_cast<uintptr_t>(call.recv), call.count},
+                               coll::feedbackFloats(a, call.kind == Coll::kReduceScatter), static_cast<int>(call.kind),
+                               caller);
+  coll::StreamJob job{planned.plan,
+                      planned.schedule,
+                      coll::Buffers{call.send, call.recv, scratch, residual},
+                      0,
+                      ++st.calls,
+                      nullptr,
                       {}};
   // A failure found once the call has run is the communicator's asynchronous error.
   job.finished = [owner = &c](cclResult_t r, const std::string&) {
     int none = 0;
     if (r != cclSuccess) owner->deviceError.compare_exchange_strong(none, static_cast<int>(r));
   };
-  coll::executeOnStream(job, st.link, st.kernels, *caller, st.comm);
-  st.last = caller.get();
-  st.lastDone = caller->record();
+  runner.run(std::span<const coll::StreamJob>(&job, 1), caller);
 }
 
 bool runCompressed(const CollCall& call, const Policy& policy) {
@@ -165,37 +130,32 @@ bool runCompressed(const CollCall& call, const Policy& policy) {
   a.root = info.rooted ? call.root : 0;
   const size_t esize = elementSize(call.dtype);
   a.inPlace = coll::isInPlace(call.kind, call.send, call.recv, call.count * esize, c.rank, isRoot);
-  // NCCL posts every stream at its bound: quantizers write fixed-length streams.
-  a.codec = codec::fixLength(codec::defaultParams(policy.codec));
+  a.codec = codec::defaultParams(policy.codec);  // fixed-length over NCCL: DeviceRunner::plan
   a.feedback = policy.feedback == cclFeedbackResidual && info.feedback;
   if (!coll::compressible(a) || codec::isLowRank(policy.codec)) return false;
 
-  DeviceState& st = stateOf(c);
+  DeviceState& st = stateOf(c, counts.send ? call.send : call.recv);
   std::lock_guard<std::mutex> lock(st.mutex);
   const PlanKey key{static_cast<int>(call.kind), a.count, a.dtype, a.op, a.root, a.inPlace, a.codec.codec, a.feedback};
   auto& entry = st.plans[key];
   if (!entry.plan) {
-    entry.plan = std::make_shared<const coll::Plan>(coll::planCollective(call.kind, a));
-    entry.schedule = std::make_shared<const coll::Schedule>(coll::scheduleWaves(
-        [&](int r) {
-          coll::CollArgs other = a;
+    entry = st.runner.plan(
+        a,
+        [&](const coll::CollArgs& with, int r) {
+          coll::CollArgs other = with;
           other.rank = r;
           return coll::planCollective(call.kind, other);
         },
-        c.nranks, c.rank));
-    // NCCL posts every encoded stream at its bound: where that is not below the data's own
-    // size (a sparsifier at a high keep ratio), compression would put more on the wire than
-    // NVIDIA's uncompressed call. Decided (and said) once per plan.
-    const coll::PostedBytes moved = coll::postedBytes(*entry.plan, *entry.schedule);
-    entry.declined = moved.posted >= moved.raw;
+        c.rank, c.nranks);
+    // Declined: NVIDIA's uncompressed call moves fewer bytes. Decided (and said) once per plan.
     if (entry.declined)
       CCL_INFO(
           "device %s of %zu elements: %s streams at their bound (%zu bytes) are not smaller than the data (%zu); "
           "sent uncompressed",
-          info.name, call.count, cclCodecName(a.codec.codec), moved.posted, moved.raw);
+          info.name, call.count, cclCodecName(a.codec.codec), entry.moved.posted, entry.moved.raw);
   }
   if (entry.declined) return false;
-  const DeviceState::Planned planned = entry;  // the cache may be cleared before a deferred call runs
+  const coll::DeviceRunner::Planned planned = entry;  // the cache may be cleared before a deferred call runs
   if (group::defer(call.comm, [&c, &st, call, a, planned] {
         std::lock_guard<std::mutex> later(st.mutex);
         enqueue(c, st, call, a, planned);

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "collectives/device_runner.h"
+
+#include "codecs/codec.h"
+
+namespace ccl::coll {
+
+DeviceRunner::DeviceRunner(std::unique_ptr<Device> device, const MakeLink& makeLink) : device_(std::move(device)) {
+  CurrentDevice current(*device_);
+  comm_ = device_->newStream();
+  kernels_ = device_->newKernels();
+  link_ = makeLink(*device_);
+}
+
+DeviceRunner::~DeviceRunner() {
+  CurrentDevice current(*device_);
+  if (scratch_) device_->free(scratch_, *comm_);
+  for (auto& [key, r] : residuals_) device_->free(r.memory, *comm_);
+  comm_->synchronize();
+}
+
+DeviceRunner::Planned DeviceRunner::plan(const CollArgs& args, const PlanOf& planOf, int rank, int nranks) const {
+  const bool atBound = link_->sendsAtBound();
+  CollArgs a = args;
+  if (atBound) a.codec = codec::fixLength(a.codec);
+  Planned p;
+  p.compressed = a.codec.codec != cclCodecNone;
+  p.plan = std::make_shared<const Plan>(planOf(a, rank));
+  p.schedule = std::make_shared<const Schedule>(scheduleWaves([&](int r) { return planOf(a, r); }, nranks, rank));
+  if (p.compressed && atBound) {
+    p.moved = postedBytes(*p.plan, *p.schedule);
+    p.declined = p.moved.posted >= p.moved.raw;
+  }
+  return p;
+}
+
+Stream& DeviceRunner::caller(void* handle) {
+  auto& s = callers_[handle];
+  if (!s) s = device_->wrap(handle);
+  return *s;
+}
+
+char* DeviceRunner::begin(Stream& caller, size_t scratchBytes) {
+  if (last_ && last_ != &caller) caller.wait(lastDone_);
+  if (scratchBytes > scratchBytes_) {
+    if (scratch_) device_->free(scratch_, caller);
+    scratch_ = nullptr;
+    scratchBytes_ = 0;
+    scratch_ = device_->allocZeroed(scratchBytes, caller);
+    scratchBytes_ = scratchBytes;
+  }
+  return static_cast<char*>(scratch_);
+}
+
+float* DeviceRunner::residual(ResidualKey key, size_t floats, int kind, Stream& caller) {
+  Residual& r = residuals_[key];
+  if (r.memory && (r.floats != floats || r.kind != kind)) {
+    device_->free(r.memory, caller);
+    r = {};
+  }
+  if (!r.memory) {
+    r.memory = static_cast<float*>(device_->allocZeroed(floats * sizeof(float), caller));
+    r.floats = floats;
+    r.kind = kind;
+  }
+  return r.memory;
+}
+
+void DeviceRunner::run(std::span<const StreamJob> jobs, Stream& caller) {
+  executeOnStream(jobs, *link_, *kernels_, caller, *comm_);
+  last_ = &caller;
+  lastDone_ = caller.record();
+}
+
+}  // namespace ccl::coll

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// One communicator's calls on device buffers, as the api's device path and the NCCL face's
+// compressed runner both run them: the device with the communicator's stream, kernels and
+// link; the callers' streams, each wrapped once; plans made for the link; scratch, grown
+// stream-ordered as plans need it; error-feedback residuals by the caller's key; and the
+// order of the calls, which share all of these, across the callers' streams. On the
+// simulated device of the tests it runs exactly what it runs on a GPU.
+//
+// Not thread-safe: the owner holds a lock per communicator around every use.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <utility>
+
+#include "collectives/algorithms.h"
+#include "collectives/device.h"
+#include "collectives/plan.h"
+#include "collectives/stream_executor.h"
+
+namespace ccl::coll {
+
+class DeviceRunner {
+ public:
+  // Makes the communicator's stream and kernels on `device`, and the link that moves the
+  // bytes with makeLink(device) (a staged link takes the device's staging memory).
+  using MakeLink = std::function<std::unique_ptr<StreamLink>(Device&)>;
+  DeviceRunner(std::unique_ptr<Device> device, const MakeLink& makeLink);
+  // Frees scratch and residuals once the communicator's stream has run what it holds; every
+  // call must have been drained (or aborted) before.
+  ~DeviceRunner();
+  DeviceRunner(const DeviceRunner&) = delete;
+  DeviceRunner& operator=(const DeviceRunner&) = delete;
+
+  Device& device() { return *device_; }
+  StreamLink& link() { return *link_; }
+  Stream& commStream() { return *comm_; }
+
+  // A rank's plan for a call and the wave schedule of every rank's. On a link that posts
+  // every stream at its bound, quantizers write fixed-length streams (codec::fixLength), and
+  // a call whose streams at the bound are still not smaller than its data is `declined`:
+  // compression would put more on the wire than the data. Every rank decides alike.
+  struct Planned {
+    std::shared_ptr<const Plan> plan;
+    std::shared_ptr<const Schedule> schedule;
+    bool compressed = false;  // a codec other than none
+    bool declined = false;
+    PostedBytes moved;  // when declined: what the streams would have posted, and the data
+  };
+  // planOf(args, r): rank r's plan of the call with `args` (whose rank field it sets).
+  using PlanOf = std::function<Plan(const CollArgs& args, int rank)>;
+  Planned plan(const CollArgs& args, const PlanOf& planOf, int rank, int nranks) const;
+
+  // The caller's stream handle (cudaStream_t) as a Stream, wrapped at its first use.
+  Stream& caller(void* handle);
+
+  // Before enqueuing calls on `caller`: orders them after this communicator's previous
+  // calls, whatever their stream, and grows scratch to `scratchBytes` (zero-filled when new).
+  // Returns the scratch.
+  char* begin(Stream& caller, size_t scratchBytes);
+  // The residual kept under `key` (the caller's: a feedback handle, a buffer and count):
+  // `floats` fp32 in device memory, zeroed when new or when its size or `kind` (the
+  // operation it serves) changed since the last call.
+  using ResidualKey = std::pair<uint64_t, uint64_t>;
+  float* residual(ResidualKey key, size_t floats, int kind, Stream& caller);
+  // Enqueues `jobs` (their buffers in this runner's scratch and residuals) on `caller` and
+  // notes where they end, for begin()'s ordering.
+  void run(std::span<const StreamJob> jobs, Stream& caller);
+
+ private:
+  struct Residual {
+    float* memory = nullptr;
+    size_t floats = 0;
+    int kind = -1;
+  };
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<Stream> comm_;
+  std::unique_ptr<StreamKernels> kernels_;
+  std::unique_ptr<StreamLink> link_;
+  std::map<void*, std::unique_ptr<Stream>> callers_;
+  void* scratch_ = nullptr;
+  size_t scratchBytes_ = 0;
+  std::map<ResidualKey, Residual> residuals_;
+  Stream* last_ = nullptr;  // the stream of the previous calls, and their end
+  Event lastDone_;
+};
+
+}  // namespace ccl::coll
