@@ -398,7 +398,7 @@ void forEachBlock(const Header& h, const uint8_t* in, Op op) {
     op(off, raw.data(), len);
   }
   if (!(h.flags & kFlagFixedLength)) return;
-  raw.assign(h.blockSize, std::numeric_limits<float>::quiet_NaN());
+  raw.assign(h.blockSize, markedBlockValue());
   for (uint64_t b = 0; b < g.blocks; ++b) {
     float s;
     if (K::readScale(loadScale(in + kHeaderBytes, b, g.scaleBytes), false, s) != ScaleRead::kRaw) continue;

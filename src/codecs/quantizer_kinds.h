@@ -159,6 +159,10 @@ struct MxKind {
   CCL_HD static float dequant(uint32_t code, float s) { return math::fp8DecodeFinite<fp::E4M3>(code) * s; }
 };
 
+// What every element of a fixed-length stream's marked (non-finite) block decodes to, on
+// the CPU and the GPU alike: fp32's quiet NaN.
+CCL_HD float markedBlockValue() { return fp::bitsFloat(0x7fc00000u); }
+
 // The scale a block is encoded with, for the CPU loops and the kernels alike. absmax is its
 // largest |x|, unused when nonFinite (the block holds a NaN or an infinity). A raw scale
 // sends the block raw or, in a fixed-length stream, marks it non-finite. A fixed-length

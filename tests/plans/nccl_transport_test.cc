@@ -112,6 +112,13 @@ nccl::Functions fake() {
   return f;
 }
 
+// What a rank's calls were, in order.
+std::vector<std::string> whatOf(const std::vector<Call>& calls) {
+  std::vector<std::string> seq;
+  for (const Call& c : calls) seq.push_back(c.what);
+  return seq;
+}
+
 std::vector<Call> callsOf(int rank) {
   std::lock_guard<std::mutex> lock(gMutex);
   std::vector<Call> out;
@@ -230,9 +237,8 @@ TEST_F(NcclTransport, AFailedPostStillEndsTheGroupAndNamesNcclsError) {
     EXPECT_THROW(t.group(bad, nullptr), Error);  // no rank 5
   });
   const auto calls = callsOf(0);
-  std::vector<std::string> seq;
-  for (const Call& c : calls) seq.push_back(c.what);
-  EXPECT_EQ(seq, (std::vector<std::string>{"uniqueId", "init", "groupStart", "send", "recv", "groupEnd", "destroy"}));
+  EXPECT_EQ(whatOf(calls),
+            (std::vector<std::string>{"uniqueId", "init", "groupStart", "send", "recv", "groupEnd", "destroy"}));
 }
 
 // A non-blocking communicator's ncclGroupEnd returns ncclInProgress before the transfers are
@@ -256,11 +262,10 @@ TEST_F(NcclTransport, ANonBlockingGroupReturnsOnceEnqueued) {
     }
     gPendingPolls = -1;
   });
-  std::vector<std::string> seq;
-  for (const Call& c : callsOf(0)) seq.push_back(c.what);
-  EXPECT_EQ(seq, (std::vector<std::string>{"uniqueId", "init", "groupStart", "send", "recv", "groupEnd", "asyncError",
-                                           "asyncError", "asyncError", "asyncError", "groupStart", "send", "recv",
-                                           "groupEnd", "asyncError", "asyncError", "asyncError", "destroy"}));
+  EXPECT_EQ(whatOf(callsOf(0)),
+            (std::vector<std::string>{"uniqueId", "init", "groupStart", "send", "recv", "groupEnd", "asyncError",
+                                      "asyncError", "asyncError", "asyncError", "groupStart", "send", "recv",
+                                      "groupEnd", "asyncError", "asyncError", "asyncError", "destroy"}));
 }
 
 TEST_F(NcclTransport, NoIdOnRankZeroFailsEveryRankInsteadOfHanging) {
@@ -283,9 +288,7 @@ TEST_F(NcclTransport, AbortedCommunicatorIsAbortedNotDestroyed) {
     const nccl::Op ops[] = {{true, 0, a, 4}};
     EXPECT_THROW(t.group(ops, nullptr), Error);
   });
-  std::vector<std::string> seq;
-  for (const Call& c : callsOf(0)) seq.push_back(c.what);
-  EXPECT_EQ(seq, (std::vector<std::string>{"uniqueId", "init", "abort"}));
+  EXPECT_EQ(whatOf(callsOf(0)), (std::vector<std::string>{"uniqueId", "init", "abort"}));
 }
 
 // The stream executor over NCCL: per wave, the communication stream waits for the caller's

@@ -130,7 +130,7 @@ __global__ void __launch_bounds__(kThreads)
       const uint64_t word = loadCodes(in + v.l.codes + i * K::kBits / 8, (cnt * K::kBits + 7) / 8, K::kBits, vecIn);
       for (int t = 0; t < kGroup; ++t) y[t] = K::dequant(static_cast<uint32_t>(word >> (t * K::kBits)) & kMask, s);
     } else {
-      for (int t = 0; t < kGroup; ++t) y[t] = fp::bitsFloat(0x7fc00000u);
+      for (int t = 0; t < kGroup; ++t) y[t] = markedBlockValue();
     }
     sink.group(i, cnt, y);
   }
