@@ -84,7 +84,7 @@ static std::unique_ptr<transport::nccl::Transport> deviceNccl(cclComm& comm) {
   return t;
 }
 
-cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfig_t* config) {
+cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfig_t* config, int device) {
   CCL_CHECK(nranks > 0, cclInvalidArgument, "nranks " + std::to_string(nranks) + " must be positive");
   CCL_CHECK(nranks <= tags::kMaxRanks, cclInvalidArgument,
             "nranks " + std::to_string(nranks) + " exceeds the " + std::to_string(tags::kMaxRanks) +
@@ -105,13 +105,21 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
   comm->treeMaxBytes = static_cast<size_t>(std::max<int64_t>(config::treeMaxBytes(), 0));
   comm->directMaxBytes = static_cast<size_t>(std::max<int64_t>(config::directMaxBytes(), 0));
   comm->yieldWhenIdle = config::progressYield();
-  if (coll::DeviceDriver* driver = coll::deviceDriver()) comm->cudaDevice = driver->current();
+  coll::DeviceDriver* driver = coll::deviceDriver();
+  if (driver) comm->cudaDevice = device == kCurrentDevice ? driver->current() : device;
   comm->sendSeq.assign(nranks, 0);
   comm->recvSeq.assign(nranks, 0);
   log::RankScope scope(rank);
   comm->bootstrap = bootstrap::Bootstrap::connect(id, rank, nranks, comm->timeout);
   comm->transport = transport::createTransport(config::transport(), *comm->bootstrap);
-  comm->nccl = deviceNccl(*comm);
+  if (comm->cudaDevice >= 0 && config::deviceTransport() == "nccl") {
+    // NCCL makes its communicator on the current device: this rank's, not the thread's.
+    std::unique_ptr<coll::Device> d = driver->open(comm->cudaDevice);
+    coll::CurrentDevice current(*d);
+    comm->nccl = deviceNccl(*comm);
+  } else {
+    comm->nccl = deviceNccl(*comm);  // checks the setting's value
+  }
   comm->defaultCodecOff = allPeersOverSharedMemory(*comm->transport) && !codecOnSharedMemory();
   if (comm->policy.codec.codec != cclCodecNone)
     CCL_INFO(
@@ -183,12 +191,12 @@ CCL_API cclResult_t cclCommInitAll(cclComm_t* comms, int ndev, const int* devlis
     std::vector<std::string> errors(ndev);
     std::vector<cclResult_t> codes(ndev, cclSuccess);
     std::vector<std::thread> threads;
+    // Rank r on device devlist[r] (or r), as NCCL places them; none without devices.
+    const bool devices = coll::deviceDriver() && coll::deviceDriver()->current() >= 0;
     for (int r = 0; r < ndev; ++r)
       threads.emplace_back([&, r] {
         try {
-          made[r] = api::createComm(id, ndev, r, nullptr);
-          // Rank r on device devlist[r] (or r), as NCCL places them; -1 without devices.
-          if (made[r]->cudaDevice >= 0) made[r]->cudaDevice = devlist ? devlist[r] : r;
+          made[r] = api::createComm(id, ndev, r, nullptr, devices ? (devlist ? devlist[r] : r) : -1);
         } catch (const Error& e) {
           codes[r] = e.code();
           errors[r] = e.what();
@@ -239,9 +247,9 @@ CCL_API cclResult_t cclCommSplit(cclComm_t comm, int color, int key, cclComm_t* 
     while (mine[newRank].rank != comm->rank) ++newRank;
     cclConfig_t inherited = comm->config;
     inherited.commName = comm->name.empty() ? nullptr : comm->name.c_str();
-    *newcomm =
-        api::createComm(ids[mine.front().rank], static_cast<int>(mine.size()), newRank, config ? config : &inherited);
-    (*newcomm)->cudaDevice = comm->cudaDevice;  // NCCL's split keeps the parent's device
+    // NCCL's split keeps the parent's device, whichever is current on the calling thread.
+    *newcomm = api::createComm(ids[mine.front().rank], static_cast<int>(mine.size()), newRank,
+                               config ? config : &inherited, comm->cudaDevice);
   });
 }
 

@@ -129,8 +129,13 @@ cclResult_t guard(cclComm_t comm, const char* fn, F&& f) noexcept {
 // take new operations.
 void checkUsable(cclComm_t comm);
 
-// Joins `id` as rank `rank` of `nranks` with a resolved copy of `config` (may be NULL).
-cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfig_t* config);
+// Joins `id` as rank `rank` of `nranks` with a resolved copy of `config` (may be NULL). The
+// communicator's device is `device`, or with kCurrentDevice the calling thread's current one
+// (none without a device driver); what is made on the device at init (CCL_DEVICE_TRANSPORT=
+// nccl's communicator) is made with that device current, whatever thread creates it.
+constexpr int kCurrentDevice = -2;
+cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfig_t* config,
+                     int device = kCurrentDevice);
 
 // Frees `comm` (transport first, then bootstrap).
 void destroyComm(cclComm_t comm);

@@ -139,6 +139,12 @@ bool onDevice(cclComm_t comm, std::initializer_list<NamedBuffer> buffers, cclStr
             "calls on the legacy default stream)");
   CCL_CHECK(!isHostStream(stream), cclInvalidUsage,
             "a host stream (cclHostStreamCreate) cannot order a call on device buffers: pass a CUDA stream");
+  // Refused before anything is enqueued, so the caller's capture stays valid. A graph would
+  // replay the host steps, tickets, flags and seeds of one call, which the staged link and
+  // the bookkeeping of a call cannot take twice.
+  CCL_CHECK(!driver->capturing(stream), cclInvalidUsage,
+            "the stream is being captured into a CUDA graph, which ccl's device path does not support: make the "
+            "call outside the capture");
   return true;
 }
 

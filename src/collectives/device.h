@@ -59,6 +59,9 @@ class DeviceDriver {
   virtual int current() = 0;
   // The device whose memory `p` is (device or managed memory); -1 for host memory.
   virtual int deviceOf(const void* p) = 0;
+  // True while `stream` (a cudaStream_t) is being captured into a CUDA graph: what is
+  // enqueued then runs only when the graph is launched, once per launch.
+  virtual bool capturing(void* stream) = 0;
   virtual std::unique_ptr<Device> open(int ordinal) = 0;
 };
 

@@ -14,9 +14,18 @@ DeviceRunner::DeviceRunner(std::unique_ptr<Device> device, const MakeLink& makeL
 
 DeviceRunner::~DeviceRunner() {
   CurrentDevice current(*device_);
+  // The last call's kernels read scratch and residuals on its caller's stream, and it ran
+  // after every earlier call (begin()): the frees wait for it, not only for this stream.
+  if (last_) comm_->wait(lastDone_);
   if (scratch_) device_->free(scratch_, *comm_);
   for (auto& [key, r] : residuals_) device_->free(r.memory, *comm_);
   comm_->synchronize();
+  // The members go while the device is current (CUDA frees events, streams and memory of
+  // the current device's context), in the order they depend on each other.
+  link_.reset();
+  kernels_.reset();
+  callers_.clear();
+  comm_.reset();
 }
 
 DeviceRunner::Planned DeviceRunner::plan(const CollArgs& args, const PlanOf& planOf, int rank, int nranks) const {

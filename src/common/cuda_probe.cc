@@ -3,24 +3,18 @@
 
 #include <dlfcn.h>
 
+#include "common/cuda_abi.h"
 #include "common/error.h"
 #include "common/log.h"
 
 namespace ccl::cuda {
 namespace {
 
-// The CUDA runtime's ABI, as far as used here (cuda_runtime_api.h, CUDA 11 and later): no
-// header is needed to build this, so every layer may ask.
-constexpr int kSuccess = 0;            // cudaSuccess
-constexpr int kMemcpyDefault = 4;      // cudaMemcpyDefault
-constexpr int kMemoryTypeDevice = 2;   // cudaMemoryTypeDevice
-constexpr int kMemoryTypeManaged = 3;  // cudaMemoryTypeManaged
-struct PointerAttributes {             // cudaPointerAttributes
-  int type;
-  int device;
-  void* devicePointer;
-  void* hostPointer;
-};
+using abi::kMemcpyDefault;
+using abi::kMemoryTypeDevice;
+using abi::kMemoryTypeManaged;
+using abi::kSuccess;
+using abi::PointerAttributes;
 
 struct Runtime {
   void* handle = nullptr;
@@ -39,7 +33,7 @@ void bind(void* handle, const char* name, F** out) {
 
 Runtime load() {
   Runtime rt;
-  for (const char* name : {"libcudart.so.13", "libcudart.so.12", "libcudart.so"}) {
+  for (const char* name : abi::kRuntimeNames) {
     rt.handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (rt.handle) break;
   }

@@ -2,7 +2,8 @@
 // Collectives and point-to-point calls of the NCCL face. Host buffers go to ccl, whose
 // communicator compresses what its policy (CCL_CODEC, ...) selects; device buffers go to the
 // compressed runner when one is installed and the policy selects them, else to the real
-// NCCL communicator.
+// NCCL communicator, and where there is none (no NVIDIA library, or it could not make one:
+// ranks sharing a GPU) to ccl's own device path on the caller's stream.
 // A CUDA stream given with host buffers is not used: ccl completes host calls before it
 // returns (or at the end of the group), so there is nothing to order on the stream.
 #include <limits>
@@ -26,8 +27,14 @@ size_t reductionInputCount(const CollCall& call, int nranks) {
   return call.kind == Coll::kReduceScatter ? call.count * static_cast<size_t>(nranks) : call.count;
 }
 
-void runHost(ncclComm& c, const CollCall& call) {
+// Runs `call` on ccl's communicator: host buffers (stream NULL: complete on return), or device
+// buffers where no real NCCL communicator exists (ordered on the caller's `stream` by ccl's
+// own device path).
+void runCcl(ncclComm& c, const CollCall& call, cclStream_t stream) {
   const cclDataType_t t = cclType(call.dtype);
+  if (stream && static_cast<int>(call.op) >= static_cast<int>(ncclNumOps) && coll::collInfo(call.kind).reduction)
+    throw Error(cclInvalidUsage, "a PreMulSum reduction of device buffers needs NVIDIA's NCCL, which this "
+                                 "communicator has not: " + c.realWhy);
   if (coll::collInfo(call.kind).reduction) {
     const size_t esize = elementSize(call.dtype);
     CCL_CHECK(esize == 0 || call.count <= std::numeric_limits<size_t>::max() / esize / static_cast<size_t>(c.nranks),
@@ -37,25 +44,25 @@ void runHost(ncclComm& c, const CollCall& call) {
     group::noteHostOp();
     switch (call.kind) {
       case Coll::kAllReduce:
-        return cclCheck(cclAllReduce(in.send, call.recv, call.count, t, in.op, c.ccl, nullptr), "cclAllReduce");
+        return cclCheck(cclAllReduce(in.send, call.recv, call.count, t, in.op, c.ccl, stream), "cclAllReduce");
       case Coll::kReduce:
-        return cclCheck(cclReduce(in.send, call.recv, call.count, t, in.op, call.root, c.ccl, nullptr), "cclReduce");
+        return cclCheck(cclReduce(in.send, call.recv, call.count, t, in.op, call.root, c.ccl, stream), "cclReduce");
       default:
-        return cclCheck(cclReduceScatter(in.send, call.recv, call.count, t, in.op, c.ccl, nullptr), "cclReduceScatter");
+        return cclCheck(cclReduceScatter(in.send, call.recv, call.count, t, in.op, c.ccl, stream), "cclReduceScatter");
     }
   }
   group::noteHostOp();
   switch (call.kind) {
     case Coll::kBroadcast:
-      return cclCheck(cclBroadcast(call.send, call.recv, call.count, t, call.root, c.ccl, nullptr), "cclBroadcast");
+      return cclCheck(cclBroadcast(call.send, call.recv, call.count, t, call.root, c.ccl, stream), "cclBroadcast");
     case Coll::kAllGather:
-      return cclCheck(cclAllGather(call.send, call.recv, call.count, t, c.ccl, nullptr), "cclAllGather");
+      return cclCheck(cclAllGather(call.send, call.recv, call.count, t, c.ccl, stream), "cclAllGather");
     case Coll::kAlltoAll:
-      return cclCheck(cclAlltoAll(call.send, call.recv, call.count, t, c.ccl, nullptr), "cclAlltoAll");
+      return cclCheck(cclAlltoAll(call.send, call.recv, call.count, t, c.ccl, stream), "cclAlltoAll");
     case Coll::kGather:
-      return cclCheck(cclGather(call.send, call.recv, call.count, t, call.root, c.ccl, nullptr), "cclGather");
+      return cclCheck(cclGather(call.send, call.recv, call.count, t, call.root, c.ccl, stream), "cclGather");
     case Coll::kScatter:
-      return cclCheck(cclScatter(call.send, call.recv, call.count, t, call.root, c.ccl, nullptr), "cclScatter");
+      return cclCheck(cclScatter(call.send, call.recv, call.count, t, call.root, c.ccl, stream), "cclScatter");
     default:
       throw Error(cclInternalError, "unknown collective");
   }
@@ -64,8 +71,7 @@ void runHost(ncclComm& c, const CollCall& call) {
 void checkReal(ncclResult_t r, const char* fn) { real::checkResult(r, std::string("p") + fn); }
 
 ncclComm_t realComm(ncclComm& c) {
-  CCL_CHECK(c.real, cclInvalidUsage,
-            "device buffers need NVIDIA's NCCL, which this communicator has not: " + c.realWhy);
+  CCL_CHECK(c.real, cclInternalError, "no real NCCL communicator: " + c.realWhy);
   group::enterReal();
   return c.real;
 }
@@ -84,6 +90,7 @@ ncclRedOp_t realOp(ncclComm& c, ncclRedOp_t op) {
 }
 
 void runDevice(ncclComm& c, const CollCall& k) {
+  if (!c.real) return runCcl(c, k, reinterpret_cast<cclStream_t>(k.stream));
   ncclComm_t r = realComm(c);
   switch (k.kind) {
     case Coll::kAllReduce:
@@ -117,7 +124,7 @@ ncclResult_t run(const CollCall& call) {
       if (tryCompressed(call, call.count * elementSize(call.dtype))) return;
       return runDevice(c, call);
     }
-    runHost(c, call);  // ccl's communicator applies its compression policy itself
+    runCcl(c, call, nullptr);  // ccl's communicator applies its compression policy itself
   });
 }
 
@@ -126,6 +133,11 @@ ncclResult_t p2p(const char* fn, bool send, void* buff, size_t count, ncclDataTy
   return faceGuard(fn, [&] {
     ncclComm& c = usable(comm);
     checkNotSuspended(c);
+    if (cuda::isDevicePointer(buff) && !c.real) {
+      const auto s = reinterpret_cast<cclStream_t>(stream);
+      if (send) return cclCheck(cclSend(buff, count, cclType(dtype), peer, c.ccl, s), "cclSend");
+      return cclCheck(cclRecv(buff, count, cclType(dtype), peer, c.ccl, s), "cclRecv");
+    }
     if (cuda::isDevicePointer(buff)) {
       ncclComm_t r = realComm(c);
       return checkReal(send ? CCL_REAL(ncclSend)(buff, count, dtype, peer, r, stream)

@@ -21,6 +21,10 @@ struct RealIdMessage {
   ncclUniqueId id;
 };
 
+// Makes the real communicator on `device`. One that cannot be made (two ranks on one GPU,
+// which NVIDIA's NCCL refuses; a library that fails its init) is not fatal: every rank learns
+// whether all ranks made theirs, and if one did not, all go on without, as the face does
+// where NVIDIA's library is absent (device buffers then go to ccl's own device path).
 void makeRealComm(ncclComm& c, int device) {
   RealIdMessage msg{};
   if (c.rank == 0) {
@@ -37,13 +41,32 @@ void makeRealComm(ncclComm& c, int device) {
     return;
   }
   cuda::setDevice(device);
-  ncclResult_t r = CCL_REAL(ncclCommInitRank)(&c.real, c.nranks, msg.id, c.rank);
-  CCL_CHECK(r == ncclSuccess, static_cast<cclResult_t>(r),
-            std::string("the real NCCL communicator failed: ") + CCL_REAL(ncclGetLastError)(nullptr));
+  const ncclResult_t r = CCL_REAL(ncclCommInitRank)(&c.real, c.nranks, msg.id, c.rank);
+  std::string why;
+  if (r != ncclSuccess) {
+    const char* last = CCL_REAL(ncclGetLastError)(nullptr);
+    why = std::string("NVIDIA's ncclCommInitRank failed (") + CCL_REAL(ncclGetErrorString)(r) + ")" +
+          (last && *last ? std::string(": ") + last : std::string());
+    c.real = nullptr;
+  }
+  int made = r == ncclSuccess ? 1 : 0;
+  cclCheck(cclAllReduce(&made, &made, 1, cclInt32, cclMin, c.ccl, nullptr), "agreeing on the real NCCL communicator");
+  if (made) return;
+  if (c.real) {
+    CCL_REAL(ncclCommDestroy)(c.real);
+    c.real = nullptr;
+  }
+  c.realWhy = why.empty() ? "another rank could not make its real NCCL communicator" : why;
+  if (c.rank == 0 || !why.empty())
+    CCL_WARN("NCCL face: rank %d goes on without NVIDIA's NCCL: %s; device buffers go to ccl's device path", c.rank,
+             c.realWhy.c_str());
 }
 
 void create(ncclComm* c, const std::function<cclComm_t()>& make, int device) {
   try {
+    // This thread is new: its current device is 0 until set. ccl's communicator takes the
+    // current one as its own, as NVIDIA's takes the caller's.
+    cuda::setDevice(device);
     c->ccl = make();
     if (c->ccl) {
       cclCheck(cclCommUserRank(c->ccl, &c->rank), "cclCommUserRank");

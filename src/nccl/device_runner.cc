@@ -13,7 +13,7 @@
 // end, after the kernels that wait for them.
 //
 // It declines (the call then goes to NVIDIA's NCCL uncompressed) what it does not serve:
-// mixed host and device buffers, collectives without a compressed plan (reduce, gather,
+// calls under CUDA graph capture, mixed host and device buffers, collectives without a compressed plan (reduce, gather,
 // scatter), PreMulSum ops, LoCo feedback, types the codecs do not take, and codecs whose
 // streams at their bound would not be smaller than the data.
 #include <map>
@@ -115,6 +115,14 @@ bool runCompressed(const CollCall& call, const Policy& policy) {
   if (static_cast<int>(call.op) > static_cast<int>(ncclAvg)) return false;  // PreMulSum and other custom ops
   ncclComm& c = usable(call.comm);
   if (!c.real) return false;
+  // Under stream capture NVIDIA's NCCL serves the call uncompressed: it captures correctly,
+  // while the runner's calls keep per-call state (seeds, residual bookkeeping, ordering
+  // events) that a graph replaying one call would not renew.
+  if (coll::cudaDriver()->capturing(call.stream)) {
+    static std::once_flag said;
+    std::call_once(said, [] { CCL_INFO("NCCL face: calls under CUDA graph capture go to NVIDIA's NCCL uncompressed"); });
+    return false;
+  }
   const coll::CollInfo info = coll::collInfo(call.kind);
   const bool isRoot = call.root == c.rank;
   const coll::BufferCounts counts = coll::bufferCounts(call.kind, call.count, static_cast<size_t>(c.nranks), isRoot);

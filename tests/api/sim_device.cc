@@ -264,6 +264,17 @@ int SimDriver::deviceOf(const void* p) {
   return a < it->first + it->second.bytes ? it->second.device : -1;
 }
 
+bool SimDriver::capturing(void* stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = capturing_.find(stream);
+  return it != capturing_.end() && it->second;
+}
+
+void SimDriver::setCapturing(cclStream_t s, bool on) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  capturing_[s] = on;
+}
+
 std::unique_ptr<ccl::coll::Device> SimDriver::open(int ordinal) {
   CCL_CHECK(ordinal >= 0 && ordinal < kDevices, cclInvalidUsage, "no simulated device " + std::to_string(ordinal));
   return std::make_unique<SimDevice>(*this, ordinal);

@@ -30,7 +30,10 @@ class SimDriver final : public ccl::coll::DeviceDriver {
   const char* name() const override { return "simulated"; }
   int current() override { return currentDevice; }
   int deviceOf(const void* p) override;
+  bool capturing(void* stream) override;
   std::unique_ptr<ccl::coll::Device> open(int ordinal) override;
+  // Marks `s` as being captured into a graph (as cudaStreamBeginCapture) or not.
+  void setCapturing(cclStream_t s, bool on);
 
   // Memory of `device`, zero-filled; release() frees it.
   void* alloc(size_t bytes, int device);
@@ -56,6 +59,7 @@ class SimDriver final : public ccl::coll::DeviceDriver {
   std::mutex mutex_;
   std::map<uintptr_t, Block> memory_;
   std::map<const void*, StreamEntry> streams_;
+  std::map<const void*, bool> capturing_;
   std::vector<std::unique_ptr<ccl::coll::Stream>> retired_;
 };
 

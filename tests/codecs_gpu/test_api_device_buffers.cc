@@ -92,4 +92,39 @@ TEST(ApiDeviceBuffers, BadInputIsRefusedWithAMessage) {
   cudaStreamDestroy(s);
 }
 
+// A call under CUDA graph capture is refused before anything is enqueued: the capture ends
+// cleanly with an empty graph, and the stream and the communicator go on working.
+TEST(ApiDeviceBuffers, CaptureIsRefusedAndEverythingGoesOn) {
+  CCL_SKIP_WITHOUT_CUDA_DEVICE();
+  cudaOk(cudaSetDevice(0), "cudaSetDevice");
+  cclComm_t comm = nullptr;
+  int dev = 0;
+  ASSERT_EQ(cclCommInitAll(&comm, 1, &dev), cclSuccess) << cclGetLastError(nullptr);
+  ccl::codec::gputest::DeviceBuffer d(4096 * sizeof(float));
+  cudaStream_t s = nullptr;
+  cudaOk(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+  auto stream = reinterpret_cast<cclStream_t>(s);
+  for (cudaStreamCaptureMode mode : {cudaStreamCaptureModeThreadLocal, cudaStreamCaptureModeGlobal}) {
+    cudaOk(cudaStreamBeginCapture(s, mode), "cudaStreamBeginCapture");
+    EXPECT_EQ(cclAllReduce(d.get(), d.get(), 4096, cclFloat32, cclSum, comm, stream), cclInvalidUsage);
+    EXPECT_NE(std::string(cclGetLastError(comm)).find("captured"), std::string::npos) << cclGetLastError(comm);
+    cudaGraph_t graph = nullptr;
+    EXPECT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess) << "the capture was invalidated";
+    size_t nodes = 99;
+    if (graph) {
+      cudaOk(cudaGraphGetNodes(graph, nullptr, &nodes), "cudaGraphGetNodes");
+      cudaGraphDestroy(graph);
+    }
+    EXPECT_EQ(nodes, 0u) << "nothing was captured";
+  }
+  EXPECT_EQ(cclAllReduce(d.get(), d.get(), 4096, cclFloat32, cclSum, comm, stream), cclSuccess)
+      << cclGetLastError(comm);
+  cudaOk(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  cclResult_t async = cclInternalError;
+  EXPECT_EQ(cclCommGetAsyncError(comm, &async), cclSuccess);
+  EXPECT_EQ(async, cclSuccess);
+  EXPECT_EQ(cclCommDestroy(comm), cclSuccess);
+  cudaStreamDestroy(s);
+}
+
 }  // namespace

@@ -108,6 +108,18 @@ class CudaDriver final : public DeviceDriver {
     return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ? a.device : -1;
   }
 
+  bool capturing(void* stream) override {
+    if (deviceCount() == 0) return false;
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &status) != cudaSuccess) {
+      // The legacy stream asked while another stream captures in global mode: that capture
+      // is what the call would join, so it counts as capturing.
+      cudaGetLastError();
+      return true;
+    }
+    return status != cudaStreamCaptureStatusNone;
+  }
+
   std::unique_ptr<Device> open(int ordinal) override { return std::make_unique<CudaDevice>(ordinal); }
 };
 

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Builds the device kit: a self-contained folder that runs every GPU check of ccl with one
+# command on a machine with a GPU (CUDA 13 driver; PyTorch, NVIDIA's NCCL wheel; no UCX, no
+# GoogleTest, no network needed there). CUDA code for sm_90 only (H100, H200), no MPI, no UCX
+# (ranks as threads), test binaries with GoogleTest linked in, stripped.
+#   scripts/gpu_kit.sh            build into gpu-kit/ and pack gpu-kit.tar.gz (at most 60 MiB)
+#   scripts/gpu_kit.sh --check    the same, then run the kit here with an empty environment and
+#                                 only the kit's libraries: every step must load and, without a
+#                                 device, say so (what CI runs)
+# On the device machine: tar xzf gpu-kit.tar.gz && gpu-kit/run.sh (tests/gpu_kit/run.sh).
+# BUILD_DIR (default build-kit) and KIT_DIR (default gpu-kit) are inside the checkout and ignored.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+check=0
+[ "${1:-}" = --check ] && check=1
+build=${BUILD_DIR:-$root/build-kit}
+kit=${KIT_DIR:-$root/gpu-kit}
+max_packed=$((60 * 1024 * 1024))
+
+"$root/scripts/setup.sh" >/dev/null
+if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "gpu_kit: no CUDA compiler on this machine: the kit cannot be built (skipped)"
+  exit 0
+fi
+
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DCCL_ENABLE_CUDA=ON -DCCL_ENABLE_NCCL=ON -DCCL_ENABLE_UCX=OFF -DCCL_BUILD_EXAMPLES=OFF \
+  -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON >/dev/null
+targets=(ccl ccl_nccl ccl_nccl_dropin codecs_gpu_test stream_executor_gpu_test api_gpu_test face_device_check
+  all_reduce_perf codecs_gpu_bench)
+cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
+
+rm -rf "$kit"
+mkdir -p "$kit/bin" "$kit/lib" "$kit/dropin"
+for f in tests/codecs_gpu/codecs_gpu_test tests/codecs_gpu/stream_executor_gpu_test tests/codecs_gpu/api_gpu_test \
+  tests/gpu_kit/face_device_check perf/collectives/all_reduce_perf perf/codecs/codecs_gpu_bench; do
+  strip --strip-unneeded -o "$kit/bin/$(basename "$f")" "$build/$f"
+done
+# Libraries under their SONAMEs, the names the binaries and LD_PRELOAD ask for.
+strip --strip-unneeded -o "$kit/lib/libccl.so.0" "$build/src/api/libccl.so.0"
+strip --strip-unneeded -o "$kit/lib/libccl_nccl.so.0" "$build/src/nccl/libccl_nccl.so.0"
+strip --strip-unneeded -o "$kit/dropin/libnccl.so.2" "$build/src/nccl/dropin/libnccl.so.2"
+cp "$root/tests/gpu_kit/run.sh" "$root/tests/gpu_kit/torch_face_check.py" "$kit/"
+git -C "$root" rev-parse --short HEAD >"$kit/COMMIT" 2>/dev/null || echo unknown >"$kit/COMMIT"
+
+# Every library a binary needs is the kit's, NVIDIA's NCCL (found where run.sh runs) or the
+# C/C++ runtime any Linux with PyTorch has.
+for f in "$kit"/bin/* "$kit"/lib/* "$kit"/dropin/*; do
+  for need in $(readelf -d "$f" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'); do
+    case $need in
+      libccl.so.0 | libnccl.so.2 | libc.so.6 | libm.so.6 | libstdc++.so.6 | libgcc_s.so.1 | libdl.so.2 | \
+        libpthread.so.0 | librt.so.1 | ld-linux-x86-64.so.2) ;;
+      *)
+        echo "gpu_kit: $(basename "$f") needs $need, which the kit does not carry" >&2
+        exit 1
+        ;;
+    esac
+  done
+done
+
+tar czf "$root/gpu-kit.tar.gz" -C "$(dirname "$kit")" "$(basename "$kit")"
+packed=$(stat -c %s "$root/gpu-kit.tar.gz")
+echo "gpu_kit: $kit, $(du -sm "$kit" | cut -f1) MiB; packed $root/gpu-kit.tar.gz, $((packed / 1024 / 1024)) MiB"
+if [ "$packed" -gt "$max_packed" ]; then
+  echo "gpu_kit: the packed kit is larger than 60 MiB" >&2
+  exit 1
+fi
+
+if [ $check -eq 1 ]; then
+  # No variable of this shell, no library outside the kit but the system's and NVIDIA's.
+  env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="${HOME:-/root}" KIT_BUDGET=600 OUT="$build/kit-check" \
+    bash "$kit/run.sh"
+fi

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The device kit's one command: every GPU check of ccl, each under its own time limit, then
+# one table. Built by scripts/gpu_kit.sh into a folder holding bin/, lib/ (libccl and the
+# NCCL face), dropin/ (the face as libnccl.so.2) and this script.
+#   run.sh [--quick]     --quick: the checks only, no numbers
+# Logs go to $OUT (or <kit>/logs). KIT_BUDGET (seconds, default 420) bounds the whole run:
+# a step gets at most what is left. Exit 0 when every step passed (or, on a machine without
+# a device, every step loaded and said so); 1 otherwise.
+set -u
+kit=$(cd "$(dirname "$0")" && pwd)
+out=${OUT:-$kit/logs}
+mkdir -p "$out"
+quick=0
+[ "${1:-}" = --quick ] && quick=1
+budget=${KIT_BUDGET:-420}
+started=$(date +%s)
+
+# NVIDIA's NCCL and the CUDA runtime where this machine has them: PyTorch's wheels, the
+# toolkit, the system. The face finds NVIDIA's library through CCL_NCCL_LIBRARY (drop-in) or
+# as the next libnccl.so.2 (interposer); ccl's CUDA probe loads libcudart.so.13.
+find_lib() {  # find_lib NAME: the folder of the first NAME found
+  local py
+  py=$(python3 - "$1" 2>/dev/null <<'EOF'
+import glob, os, site, sys
+roots = [p for p in site.getsitepackages() + [site.getusersitepackages()] if os.path.isdir(p)]
+for r in roots:
+    for hit in sorted(glob.glob(os.path.join(r, "nvidia", "*", "lib", sys.argv[1]))):
+        print(os.path.dirname(hit)); sys.exit(0)
+EOF
+  )
+  if [ -n "$py" ]; then echo "$py"; return; fi
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/lib/x86_64-linux-gnu /usr/lib64; do
+    [ -e "$d/$1" ] && { echo "$d"; return; }
+  done
+}
+nccl_dir=$(find_lib libnccl.so.2)
+cudart_dir=$(find_lib libcudart.so.13)
+export LD_LIBRARY_PATH="$kit/lib${nccl_dir:+:$nccl_dir}${cudart_dir:+:$cudart_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+[ -n "$nccl_dir" ] && export CCL_NCCL_LIBRARY="$nccl_dir/libnccl.so.2"
+export CCL_TIMEOUT=${CCL_TIMEOUT:-60000}  # a peer that hangs fails the call within a minute
+
+device=1
+probe=$("$kit/bin/face_device_check" probe 2>&1)
+rc=$?
+[ $rc -ne 0 ] && device=0
+{
+  echo "kit: $kit"
+  echo "probe (rc $rc): $probe"
+  command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+  echo "NVIDIA NCCL: ${nccl_dir:-not found}; libcudart.so.13: ${cudart_dir:-not found}"
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1
+} | tee "$out/00_device.log"
+
+rows=()
+failed=0
+left() { echo $((budget - ($(date +%s) - started))); }
+
+# step NAME LIMIT CMD...: runs CMD with its log in $out/NAME.log and adds a row. Without a
+# device a step passes when it loaded and reported that it skipped (gtest's SKIPPED, or 77).
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local remaining
+  remaining=$(left)
+  if [ "$remaining" -lt 5 ]; then
+    rows+=("$name|not run: KIT_BUDGET spent|0|")
+    failed=1
+    return
+  fi
+  [ "$limit" -gt "$remaining" ] && limit=$remaining
+  local t0 rc log="$out/$name.log" status note=""
+  t0=$(date +%s.%N)
+  timeout -k 5 "$limit" "$@" >"$log" 2>&1
+  rc=$?
+  local secs
+  secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  local skipped
+  skipped=$(grep -c '^\[  SKIPPED \] [A-Za-z]' "$log")
+  if grep -q 'error while loading shared libraries\|cannot open shared object' "$log"; then
+    status="FAILED: a library is missing"
+  elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    status="FAILED: no end within ${limit} s"
+  elif [ $device -eq 0 ]; then
+    if [ $rc -eq 0 ] || [ $rc -eq 77 ]; then status="skipped: no device"; else status="FAILED (exit $rc)"; fi
+  elif [ $rc -eq 77 ]; then
+    status="FAILED: skipped on a device"
+  elif [ $rc -ne 0 ]; then
+    status="FAILED (exit $rc)"
+  elif [ "$skipped" -gt 0 ]; then
+    status="FAILED: $skipped tests skipped on a device"
+  else
+    status="passed"
+  fi
+  case $status in FAILED*) failed=1 ;; esac
+  note=$(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]+|tests? ran|^PASSED|^FAILED' "$log" | tail -2 | tr '\n' ' ')
+  rows+=("$name|$status|$secs|$note")
+  printf '%-34s %-40s %7s s  %s\n' "$name" "$status" "$secs" "$note"
+}
+
+gt="--gtest_brief=1 --gtest_color=no"
+
+# 1-3. Kernels against the CPU codecs; the stream executor on CUDA streams (ranks on two
+# devices need a second GPU: left out, not skipped); the api on device buffers, twice.
+step 01_codecs_gpu_test 120 "$kit/bin/codecs_gpu_test" $gt
+step 02_stream_executor_gpu_test 120 "$kit/bin/stream_executor_gpu_test" $gt \
+  --gtest_filter=-DeviceStreamExecutor.RanksOnDevicesOverNccl*
+step 03_api_gpu_test_run1 120 "$kit/bin/api_gpu_test" $gt
+step 04_api_gpu_test_run2 120 "$kit/bin/api_gpu_test" $gt
+
+# 5. The face: one rank under LD_PRELOAD and as the drop-in; two thread ranks on one GPU
+# (NVIDIA's NCCL refuses them: the face goes on without it); PyTorch's nccl backend.
+preload="$kit/lib/libccl_nccl.so.0"
+step 05_face_preload_one_rank 60 env LD_PRELOAD="$preload" "$kit/bin/face_device_check" one
+step 06_face_dropin_one_rank 60 env LD_LIBRARY_PATH="$kit/dropin:$LD_LIBRARY_PATH" "$kit/bin/face_device_check" one
+step 07_face_preload_2_threads 60 env LD_PRELOAD="$preload" "$kit/bin/face_device_check" threads 2
+step 08_face_2_threads_int8 60 env LD_PRELOAD="$preload" CCL_CODEC=int8 "$kit/bin/face_device_check" threads 2
+step 09_torch_nccl_backend 120 env LD_PRELOAD="$preload" python3 "$kit/torch_face_check.py"
+
+# 6. CUDA graph capture: through NVIDIA's NCCL under the face (one rank), refused with an error
+# on ccl's own device path (two ranks sharing the GPU), and ccl's API.
+step 10_face_capture_one_rank 60 env LD_PRELOAD="$preload" CCL_CODEC=int8 "$kit/bin/face_device_check" capture 1
+step 11_face_capture_2_threads 60 env LD_PRELOAD="$preload" CCL_CODEC=int8 "$kit/bin/face_device_check" capture 2
+
+# 7. Numbers.
+if [ $quick -eq 0 ]; then
+  step 12_codecs_gpu_bench_1GiB 150 "$kit/bin/codecs_gpu_bench" --mib 1024 --iters 5
+  for z in none int8 int4 fp8_e4m3; do
+    step "13_all_reduce_perf_t2_$z" 90 "$kit/bin/all_reduce_perf" -M device -t 2 -b 1M -e 256M -f 4 -n 10 -w 2 -c 1 \
+      $([ $z = none ] || echo "-Z $z")
+  done
+fi
+
+{
+  echo
+  echo "| step | result | seconds | summary |"
+  echo "|---|---|---:|---|"
+  for r in "${rows[@]}"; do echo "| ${r//|/ | } |"; done
+  echo
+  echo "total $(($(date +%s) - started)) s; device: $([ $device = 1 ] && echo present || echo none)"
+} | tee "$out/summary.md"
+exit $failed
