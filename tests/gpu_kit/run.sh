@@ -125,10 +125,15 @@ step 11_face_capture_2_threads 60 env LD_PRELOAD="$preload" CCL_CODEC=int8 "$kit
 # 7. Numbers.
 if [ $quick -eq 0 ]; then
   step 12_codecs_gpu_bench_1GiB 150 "$kit/bin/codecs_gpu_bench" --mib 1024 --iters 5
-  for z in none int8 int4 fp8_e4m3; do
-    step "13_all_reduce_perf_t2_$z" 90 "$kit/bin/all_reduce_perf" -M device -t 2 -b 1M -e 256M -f 4 -n 10 -w 2 -c 1 \
-      $([ $z = none ] || echo "-Z $z")
-  done
+  perf=("$kit/bin/all_reduce_perf" -M device -t 2 -b 1M -e 256M -f 4 -n 10 -w 2 -c 1)
+  # Two ranks on one GPU, compressed, in a fresh process: a kernel loaded at its first launch
+  # while the other rank's flag kernel waits stalls the GPU (kernel_preload.h). Once with
+  # CUDA's default lazy loading (the preloading is what makes it run), once with eager
+  # loading as the control.
+  step 13_all_reduce_perf_t2_int8 60 env CCL_DEBUG=INFO "${perf[@]}" -Z int8
+  step 14_all_reduce_perf_t2_int8_eager 60 env CUDA_MODULE_LOADING=EAGER "${perf[@]}" -Z int8
+  step 15_all_reduce_perf_t2_none 60 "${perf[@]}"
+  for z in int4 fp8_e4m3; do step "16_all_reduce_perf_t2_$z" 60 "${perf[@]}" -Z $z; done
 fi
 
 {

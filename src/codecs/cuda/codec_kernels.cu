@@ -4,6 +4,7 @@
 // prologue/epilogue, codec "none", and dispatch to the quantizer and sparsifier kernels.
 #include <string>
 
+#include "codecs/cuda/kernel_preload.h"
 #include "codecs/cuda/codec_kernels.h"
 #include "codecs/cuda/cuda_check.h"
 #include "codecs/cuda/device_elements.cuh"
@@ -49,6 +50,10 @@ __global__ void readHeaderKernel(const uint8_t* in, uint64_t inBytes, uint64_t c
 }
 
 __global__ void copyStatus(const DecodeState* st, uint32_t* status) { *status = st->status; }
+
+// Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
+[[maybe_unused]] const bool kPreloadRegistered =
+    (::ccl::codec::cuda::registerKernelLibrary(reinterpret_cast<const void*>(&copyStatus)), true);
 
 constexpr unsigned kThreads = 256;
 

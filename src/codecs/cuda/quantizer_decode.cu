@@ -6,6 +6,7 @@
 // and raw entries are copied (a fixed-length stream's marked blocks decode as NaN). Every
 // kernel after the header check does nothing once the status word is non-zero, so y (or
 // acc) is only written for a valid stream.
+#include "codecs/cuda/kernel_preload.h"
 #include "codecs/cuda/cuda_check.h"
 #include "codecs/cuda/device_elements.cuh"
 #include "codecs/cuda/device_wire.cuh"
@@ -78,6 +79,10 @@ __global__ void checkRawCount(DecodeState* st) {
   if (st->status == 0 && !(st->h.flags & kFlagFixedLength) && st->counter != st->h.aux)
     st->status |= kStatusBadRawBlocks;
 }
+
+// Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
+[[maybe_unused]] const bool kPreloadRegistered =
+    (::ccl::codec::cuda::registerKernelLibrary(reinterpret_cast<const void*>(&checkRawCount)), true);
 
 template <class T>
 struct StoreSink {

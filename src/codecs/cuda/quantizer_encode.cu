@@ -7,6 +7,7 @@
 // A fixed-length stream writes no raw entries: its marked blocks only reset their residual.
 #include <cub/device/device_scan.cuh>
 
+#include "codecs/cuda/kernel_preload.h"
 #include "codecs/cuda/cuda_check.h"
 #include "codecs/cuda/device_elements.cuh"
 #include "codecs/cuda/device_wire.cuh"
@@ -199,6 +200,10 @@ __global__ void __launch_bounds__(kMaxThreads) encodeFinish(EncodeArgs a, uint8_
   const uint64_t codesEnd = a.layout.codes + (a.n * bits + 7) / 8;
   for (uint64_t k = codesEnd + threadIdx.x; k < a.layout.raw; k += blockDim.x) a.out[k] = 0;
 }
+
+// Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
+[[maybe_unused]] const bool kPreloadRegistered =
+    (::ccl::codec::cuda::registerKernelLibrary(reinterpret_cast<const void*>(&encodeFinish)), true);
 
 template <class K, class T>
 void launchEncode(const EncodeArgs& a, uint8_t flags, uint64_t* encodedBytes, void* scanTemp, size_t scanBytes,

@@ -8,6 +8,7 @@
 // the stream is valid, to scatter the values.
 #include <cub/block/block_scan.cuh>
 
+#include "codecs/cuda/kernel_preload.h"
 #include "codecs/cuda/cuda_check.h"
 #include "codecs/cuda/device_elements.cuh"
 #include "codecs/cuda/device_wire.cuh"
@@ -140,6 +141,10 @@ __global__ void __launch_bounds__(kThreads) walkIndexSection(const uint8_t* in, 
 __global__ void checkRandK(DecodeState* st) {
   if (st->status == 0 && st->h.count > 0 && st->h.aux == 0) st->status = kStatusBadIndices;
 }
+
+// Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
+[[maybe_unused]] const bool kPreloadRegistered =
+    (::ccl::codec::cuda::registerKernelLibrary(reinterpret_cast<const void*>(&checkRandK)), true);
 
 template <class Sink>
 __global__ void __launch_bounds__(kThreads) scatterRandK(const uint8_t* in, const DecodeState* st, Sink sink) {

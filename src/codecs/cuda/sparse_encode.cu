@@ -13,6 +13,7 @@
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
 
+#include "codecs/cuda/kernel_preload.h"
 #include "codecs/cuda/cuda_check.h"
 #include "codecs/cuda/device_elements.cuh"
 #include "codecs/cuda/device_wire.cuh"
@@ -136,6 +137,10 @@ __global__ void randomKIndices(math::RngKey key, uint64_t n, uint64_t k, uint32_
 }
 
 __global__ void setKept(SparseState* st, uint64_t k) { st->kept = k; }
+
+// Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
+[[maybe_unused]] const bool kPreloadRegistered =
+    (::ccl::codec::cuda::registerKernelLibrary(reinterpret_cast<const void*>(&setKept)), true);
 
 __device__ inline uint32_t varintBytes(uint32_t v) {
   return v < (1u << 7) ? 1 : v < (1u << 14) ? 2 : v < (1u << 21) ? 3 : v < (1u << 28) ? 4 : 5;

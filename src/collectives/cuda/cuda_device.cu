@@ -2,12 +2,15 @@
 #include <cuda_runtime.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 
+#include "codecs/cuda/kernel_preload.h"
 #include "collectives/cuda/cuda_device.h"
 #include "collectives/cuda/cuda_stream.h"
 #include "collectives/cuda/device_kernels.h"
 #include "common/error.h"
+#include "common/log.h"
 
 namespace ccl::coll {
 namespace {
@@ -28,6 +31,19 @@ class CudaDevice final : public Device {
     cudaOk(cudaGetDeviceCount(&n), "cudaGetDeviceCount");
     CCL_CHECK(ordinal >= 0 && ordinal < n, cclInvalidUsage,
               "device " + std::to_string(ordinal) + " does not exist (" + std::to_string(n) + " devices)");
+    // Before any of this device's streams can hold a flag-waiting kernel (kernel_preload.h).
+    const int previous = makeCurrent();
+    const codec::cuda::Preloaded p = codec::cuda::preloadKernels();
+    restore(previous);
+    static std::once_flag said;
+    std::call_once(said, [&] {
+      if (p.failure.empty())
+        CCL_INFO("device %d: %d kernels of %d libraries loaded", ordinal, p.kernels, p.libraries);
+      else
+        CCL_WARN("device %d: %d kernels of %d libraries loaded, not all (%s); two ranks on one GPU may stall under "
+                 "lazy loading: set CUDA_MODULE_LOADING=EAGER",
+                 ordinal, p.kernels, p.libraries, p.failure.c_str());
+    });
   }
 
   int ordinal() const override { return ordinal_; }

@@ -3,6 +3,7 @@
 #include <thread>
 #include <utility>
 
+#include "codecs/cuda/kernel_preload.h"
 #include "collectives/cuda/cuda_stream.h"
 #include "common/error.h"
 
@@ -19,6 +20,10 @@ void cudaOk(cudaError_t e, const char* what) {
 __global__ void waitFlagKernel(const volatile unsigned long long* flag, unsigned long long value) {
   while (*flag < value) __nanosleep(2000);
 }
+
+// Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
+[[maybe_unused]] const bool kPreloadRegistered =
+    (::ccl::codec::cuda::registerKernelLibrary(reinterpret_cast<const void*>(&waitFlagKernel)), true);
 
 // Stores a flag the host polls, after everything before it on the stream.
 __global__ void setFlagKernel(volatile unsigned long long* flag, unsigned long long value) {

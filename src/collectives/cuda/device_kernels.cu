@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <string>
 
+#include "codecs/cuda/kernel_preload.h"
 #include "collectives/compute_steps.h"
 #include "collectives/cuda/device_kernels.h"
 #include "collectives/element_ops.h"
@@ -58,6 +59,10 @@ __global__ void __launch_bounds__(kThreads) divideFloatKernel(float* d, uint64_t
   const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
   for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) d[i] /= divisor;
 }
+
+// Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
+[[maybe_unused]] const bool kPreloadRegistered =
+    (::ccl::codec::cuda::registerKernelLibrary(reinterpret_cast<const void*>(&divideFloatKernel)), true);
 
 void launched(const char* kernel) { cudaOk(cudaGetLastError(), kernel); }
 
