@@ -4,8 +4,8 @@
 # nvcc is present; GPU tests skip without a device), the Python package with the PyTorch
 # backend and DDP hook (in the torch environment of scripts/torch_venv.sh, made once), a
 # build without UCX (in-process transport only), the same suite under ASan+UBSan and under
-# TSan, and the decoder fuzzers for a bounded time. CCL_TEST_QUICK=1 runs only the main
-# build's suite and the Python tests.
+# TSan, the device kit built and checked (scripts/gpu_kit.sh --check), and the decoder fuzzers
+# for a bounded time. CCL_TEST_QUICK=1 runs only the main build's suite and the Python tests.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -48,6 +48,10 @@ if [ "${CCL_TEST_QUICK:-0}" != 1 ]; then
       ctest --test-dir "$root/build-$san" --output-on-failure -j "$jobs" --timeout 900 -LE no_sanitizer \
       -E '^local[.]collectives[.]' || status=1
   done
+  # The device kit: built (CUDA for sm_90, no UCX, no MPI), packed within its size limit, and
+  # run here with an empty environment: every step must load and say it skipped (no device).
+  step "device kit (scripts/gpu_kit.sh --check)"
+  "$root/scripts/gpu_kit.sh" --check || status=1
   if [ -x "$root/fuzz/run.sh" ]; then
     step "decoder fuzzers"
     "$root/fuzz/run.sh" "${CCL_FUZZ_SECONDS:-10}" || status=1

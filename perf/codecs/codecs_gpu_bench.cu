@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // GPU codec throughput: encode, decode and decode-accumulate of every codec the GPU has
-// kernels for, on fp32 input in device memory, in GB/s of fp32 elements, each against the
-// device's copy bandwidth (cudaMemcpy device to device of the same buffer) measured in the
-// same run. Times are CUDA events around `--iters` back-to-back calls after one warm-up.
-// Prints one table and, with --json, one JSON line per row. Exits 0, saying why, without a
-// device. These are the inputs of perf/gpu/project.py.
-//   codecs_gpu_bench [--mib 64] [--iters 20] [--json]
+// kernels for, on fp32 input in device memory. Two figures per operation: GB/s of fp32
+// elements (what perf/gpu/project.py takes), and the memory traffic (bytes read plus bytes
+// written: encode reads 4n and writes the stream, decode the reverse, decode-accumulate also
+// reads the accumulator) over the device-to-device copy's traffic (2 x 4n) in the same run.
+// The default 1 GiB buffer is many times the L2 (50-60 MB on an H100/H200), so no operation
+// is served from cache; a buffer under 8 L2s is flagged. Times are CUDA events around
+// `--iters` back-to-back calls after one warm-up, so launch costs are spread over calls of
+// hundreds of microseconds. Prints one table and, with --json, one JSON line per row. Exits
+// 0, saying why, without a device.
+//   codecs_gpu_bench [--mib 1024] [--iters 20] [--json]
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -52,7 +56,7 @@ double timed(cudaStream_t stream, int iters, Body&& body) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  size_t mib = 64;
+  size_t mib = 1024;
   int iters = 20;
   bool json = false;
   for (int i = 1; i < argc; ++i) {
@@ -95,11 +99,14 @@ int main(int argc, char** argv) {
   const double copyMs = timed(stream, iters, [&] {
     ok(cudaMemcpyAsync(y, x, n * sizeof(float), cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
   });
-  const double copyGbs = gb / (copyMs * 1e-3);
-  std::printf("# %s, %zu MiB of fp32, %d calls per row; copy (device to device) %.1f GB/s\n", prop.name, mib, iters,
-              copyGbs);
-  std::printf("# %-12s %10s %8s %10s %8s %10s %8s %9s\n", "codec", "encode", "x copy", "decode", "x copy", "dec+acc",
-              "x copy", "bits/elem");
+  const double copyTraffic = 2 * gb / (copyMs * 1e-3);  // bytes read plus written
+  std::printf(
+      "# %s, %zu MiB of fp32%s, %d calls per row; copy (device to device) %.1f GB/s read+written\n", prop.name, mib,
+      mib * (size_t{1} << 20) < 8 * static_cast<size_t>(prop.l2CacheSize) ? " (UNDER 8 L2s: partly cached)" : "", iters,
+      copyTraffic);
+  std::printf("# GB/s of fp32 elements; traffic = (read + written) / time over the copy's\n");
+  std::printf("# %-12s %10s %8s %10s %8s %10s %8s %9s\n", "codec", "encode", "traffic", "decode", "traffic", "dec+acc",
+              "traffic", "bits/elem");
   for (int c = 0; c < cclNumCodecs; ++c) {
     if (codec::isLowRank(c)) continue;  // no GPU kernels
     const codec::Params p = codec::defaultParams(static_cast<cclCodec_t>(c));
@@ -109,31 +116,32 @@ int main(int argc, char** argv) {
     uint64_t* len = nullptr;
     ok(cudaMallocManaged(&len, sizeof(uint64_t)), "cudaMallocManaged");
     try {
-      const double enc = timed(stream, iters, [&] {
-        codec::cuda::encode(p, x, cclFloat32, n, stream_buf, cap, nullptr, len, ws, stream);
-      });
+      const double enc = timed(
+          stream, iters, [&] { codec::cuda::encode(p, x, cclFloat32, n, stream_buf, cap, nullptr, len, ws, stream); });
       ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
       const size_t bytes = static_cast<size_t>(*len);
       codec::Expect e;
       e.count = n;
       e.codec = p.codec;
-      const double dec = timed(stream, iters, [&] {
-        codec::cuda::decode(stream_buf, bytes, e, y, cclFloat32, status, ws, stream);
-      });
-      const double acc = timed(stream, iters, [&] {
-        codec::cuda::decodeAccumulate(stream_buf, bytes, e, y, status, ws, stream);
-      });
+      const double dec =
+          timed(stream, iters, [&] { codec::cuda::decode(stream_buf, bytes, e, y, cclFloat32, status, ws, stream); });
+      const double acc =
+          timed(stream, iters, [&] { codec::cuda::decodeAccumulate(stream_buf, bytes, e, y, status, ws, stream); });
       uint32_t st = 0;
       ok(cudaMemcpy(&st, status, sizeof(st), cudaMemcpyDeviceToHost), "cudaMemcpy");
       codec::cuda::throwIfInvalid(st);
       const double bits = 8.0 * static_cast<double>(bytes) / static_cast<double>(n);
       const double e1 = gb / (enc * 1e-3), d1 = gb / (dec * 1e-3), a1 = gb / (acc * 1e-3);
+      const double sgb = static_cast<double>(bytes) / 1e9;  // the stream
+      const double et = (gb + sgb) / (enc * 1e-3), dt = (sgb + gb) / (dec * 1e-3), at = (sgb + 2 * gb) / (acc * 1e-3);
       std::printf("  %-12s %10.1f %8.2f %10.1f %8.2f %10.1f %8.2f %9.2f\n", codec::codecInfo(c).name, e1,
-                  e1 / copyGbs, d1, d1 / copyGbs, a1, a1 / copyGbs, bits);
+                  et / copyTraffic, d1, dt / copyTraffic, a1, at / copyTraffic, bits);
       if (json)
-        std::printf("{\"device\": \"%s\", \"codec\": \"%s\", \"mib\": %zu, \"encode_gbs\": %.2f, \"decode_gbs\": %.2f, "
-                    "\"decode_acc_gbs\": %.2f, \"copy_gbs\": %.2f, \"bits_per_elem\": %.3f}\n",
-                    prop.name, codec::codecInfo(c).name, mib, e1, d1, a1, copyGbs, bits);
+        std::printf(
+            "{\"device\": \"%s\", \"codec\": \"%s\", \"mib\": %zu, \"encode_gbs\": %.2f, \"decode_gbs\": %.2f, "
+            "\"decode_acc_gbs\": %.2f, \"encode_traffic_gbs\": %.2f, \"decode_traffic_gbs\": %.2f, "
+            "\"decode_acc_traffic_gbs\": %.2f, \"copy_traffic_gbs\": %.2f, \"bits_per_elem\": %.3f}\n",
+            prop.name, codec::codecInfo(c).name, mib, e1, d1, a1, et, dt, at, copyTraffic, bits);
     } catch (const Error& err) {
       std::printf("  %-12s failed: %s\n", codec::codecInfo(c).name, err.what());
     }

@@ -169,3 +169,18 @@ def test_struct_layouts_match_the_header(tmp_path):
     subprocess.run([cc, "-std=c99", "-I", ccl.get_include(), str(src), "-o", str(exe)], check=True, timeout=60)
     got = [int(v) for v in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()]
     assert got == want
+
+
+def test_preload_prints_the_packaged_face():
+    """`python -m ccl.preload` names the NCCL face inside the package: a library that exports
+    NCCL's functions and reports the NCCL version the face implements."""
+    import ctypes
+
+    out = subprocess.run([sys.executable, "-m", "ccl.preload"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    path = out.stdout.strip()
+    assert os.path.isfile(path) and os.path.dirname(path) == os.path.join(os.path.dirname(ccl.__file__), "lib")
+    face = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
+    version = ctypes.c_int(0)
+    assert face.ncclGetVersion(ctypes.byref(version)) == 0
+    assert version.value >= 22800

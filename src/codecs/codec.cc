@@ -12,6 +12,7 @@
 
 #include "codecs/elements.h"
 #include "codecs/lowrank.h"
+#include "codecs/math/feedback_add.h"
 #include "codecs/quantizer.h"
 #include "codecs/sparsifier.h"
 #include "common/error.h"
@@ -153,8 +154,7 @@ size_t encode(const Params& p, const void* x, cclDataType_t type, size_t n, void
     const auto* src = static_cast<const typename T::Storage*>(x);
     float* dst = reinterpret_cast<float*>(o + kHeaderBytes);
     for (size_t i = 0; i < n; ++i) {
-      // Adding a zero residual would turn -0 into +0: add only when there is one.
-      const float v = residual ? T::load(src, i) + residual[i] : T::load(src, i);
+      const float v = math::withResidual(T::load(src, i), residual, i);
       std::memcpy(dst + i, &v, 4);
       if (residual) residual[i] = 0.0f;
     }

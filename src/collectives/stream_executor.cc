@@ -10,6 +10,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <thread>
 #include <tuple>
 
 #include "collectives/compute_steps.h"
@@ -172,33 +173,61 @@ TransportLink::TransportLink(transport::Transport& t, bool exactLengths, std::ch
     : t_(t), exact_(exactLengths), timeout_(timeout), aborted_(aborted), staging_(std::move(staging)) {
   if (!staging_) return;
   // The flags on cache lines of their own: each is written by one side, polled by the other.
-  auto* flags = static_cast<char*>(staging_->alloc(192));
+  auto* flags = static_cast<char*>(staging_->alloc(256));
   CCL_CHECK(flags, cclSystemError, "no staging memory for the link's flags");
   staged_ = new (flags) std::atomic<uint64_t>(0);
   received_ = new (flags + 64) std::atomic<uint64_t>(0);
   done_ = new (flags + 128) std::atomic<uint64_t>(0);
+  released_ = new (flags + 192) std::atomic<uint64_t>(0);
+  blocks_.resize(kStagingBlocks);
   proxy_ = std::make_unique<HostStream>();
 }
 
 TransportLink::~TransportLink() {
   if (proxy_) proxy_->synchronize();
-  for (auto& b : blocks_) staging_->free(b->memory);
+  for (Block& b : blocks_)
+    if (b.memory) staging_->free(b.memory);
   if (staged_) staging_->free(staged_);
 }
 
-TransportLink::Block& TransportLink::acquire(size_t bytes) {
-  for (auto& b : blocks_)
-    if (b->bytes >= bytes && !b->busy.load(std::memory_order_acquire)) {
-      b->busy.store(true, std::memory_order_relaxed);
-      return *b;
+void TransportLink::awaitReleased(uint64_t ticket) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  for (unsigned spins = 0; released_->load(std::memory_order_acquire) < ticket; ++spins) {
+    if (aborted_ && aborted_->load(std::memory_order_relaxed))
+      throw Error(cclInvalidUsage, "the communicator was aborted during the operation");
+    if (Clock::now() - start > timeout_)
+      throw Error(cclSystemError, "the staging of an earlier wave was not released within " +
+                                      std::to_string(timeout_.count()) + " ms (CCL_TIMEOUT)");
+    if (spins < 1000)
+      sched_yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+TransportLink::Block& TransportLink::acquire(size_t bytes, uint64_t ticket) {
+  if (bytes > largest_) {
+    // A wave larger than any before: once the stream has passed every wave in flight, the
+    // whole ring is made again at this size, so until a larger wave comes nothing is
+    // allocated, and nothing is ever allocated while this link's waves are on the stream.
+    awaitReleased(ticket - 1);
+    largest_ = std::max(bytes, size_t{64});
+    for (Block& b : blocks_) {
+      if (b.memory) staging_->free(b.memory);
+      b.memory = nullptr;
+      b.bytes = 0;
     }
-  auto b = std::make_unique<Block>();
-  b->bytes = std::max<size_t>(bytes, 64);
-  b->memory = staging_->alloc(b->bytes);
-  CCL_CHECK(b->memory, cclSystemError, "no staging memory for " + std::to_string(b->bytes) + " bytes");
-  b->busy.store(true, std::memory_order_relaxed);
-  blocks_.push_back(std::move(b));
-  return *blocks_.back();
+    for (Block& b : blocks_) {
+      b.memory = staging_->alloc(largest_);
+      CCL_CHECK(b.memory, cclSystemError, "no staging memory for " + std::to_string(largest_) + " bytes");
+      b.bytes = largest_;
+    }
+  }
+  Block& b = blocks_[(ticket - 1) % kStagingBlocks];  // tickets start at 1
+  awaitReleased(b.wave);
+  b.wave = ticket;
+  return b;
 }
 
 void TransportLink::group(std::span<const Transfer> transfers, Stream& stream) {
@@ -209,7 +238,7 @@ void TransportLink::group(std::span<const Transfer> transfers, Stream& stream) {
   }
   size_t total = 0;
   for (const Transfer& x : xs) total += (x.bytes + 63) & ~size_t{63};
-  Block& block = acquire(total);
+  Block& block = acquire(total, tickets_ + 1);
   auto wave = std::make_shared<StagedWave>();
   wave->staged = xs;
   size_t at = 0;
@@ -261,8 +290,7 @@ void TransportLink::group(std::span<const Transfer> transfers, Stream& stream) {
     std::string m;
     if (const cclResult_t c = failure_.take(&m); c != cclSuccess) throw Error(c, m);
   });
-  Block* b = &block;
-  stream.enqueue([b] { b->busy.store(false, std::memory_order_release); });
+  stream.setFlag(released_, wave->done);  // the receives are copied out: the block is free
 }
 
 size_t TransportLink::sendLength(const Transfer& x) const {

@@ -134,8 +134,13 @@ struct StagingMemory {
 // behaves as a device link does (sends at the posted size), so host tests run what the GPU
 // path runs. With `staging` it is the staged transport of device memory: each wave copies
 // its sends into host staging memory on the stream, exchanges them there, and copies the
-// receives back (device -> pinned host -> UCX -> pinned host -> device); staging blocks are
-// reused once the stream has run the wave that held them. A staged encoded stream goes over
+// receives back (device -> pinned host -> UCX -> pinned host -> device). Staging is a ring of
+// kStagingBlocks blocks, one per wave in flight: a wave takes the block after the last one
+// taken, once the stream has raised the release flag past the wave that held it before (the
+// host waits for it, within the time-out: back-pressure, so the host never enqueues more than
+// kStagingBlocks waves ahead of the GPU). The ring is allocated at the first wave and made
+// again only when a wave is larger than any before, once the stream has passed every wave in
+// flight: the steady path allocates nothing. A staged encoded stream goes over
 // the transport at its true length, read from its header in staging memory: the copies move
 // its bound, the network only what the codec wrote.
 //
@@ -150,6 +155,8 @@ struct StagingMemory {
 // needs, would wait behind the first rank's: a deadlock.
 class TransportLink final : public StreamLink {
  public:
+  // Waves of a staged link in flight at most (eight, as NCCL's steps).
+  static constexpr size_t kStagingBlocks = 8;
   TransportLink(transport::Transport& t, bool exactLengths, std::chrono::milliseconds timeout,
                 const std::atomic<bool>* aborted = nullptr, std::optional<StagingMemory> staging = std::nullopt);
   ~TransportLink() override;  // frees the staging blocks: the streams must have run the waves
@@ -163,7 +170,7 @@ class TransportLink final : public StreamLink {
   struct Block {
     void* memory = nullptr;
     size_t bytes = 0;
-    std::atomic<bool> busy{false};
+    uint64_t wave = 0;  // the ticket of the wave that last held it; free once released_ reaches it
   };
   // Posts every transfer and progresses the transport until all completed. Sends are
   // posted once sendable(i) (when given); received(i) is called as receive i completes.
@@ -172,14 +179,19 @@ class TransportLink final : public StreamLink {
   // What a send puts on the transport: an encoded stream's length when known (exact lengths,
   // or the header of a staged stream), else the posted size; noted in x.sent.
   size_t sendLength(const Transfer& x) const;
-  Block& acquire(size_t bytes);
+  // The next block of the ring, at least `bytes`, for wave `ticket`: waits (within the
+  // time-out, or until an abort) for the stream to release the wave that held it before.
+  Block& acquire(size_t bytes, uint64_t ticket);
+  // Waits until the stream has released the staging of waves up to `ticket`.
+  void awaitReleased(uint64_t ticket);
 
   transport::Transport& t_;
   bool exact_;
   std::chrono::milliseconds timeout_;
   const std::atomic<bool>* aborted_;
   std::optional<StagingMemory> staging_;
-  std::vector<std::unique_ptr<Block>> blocks_;
+  std::vector<Block> blocks_;
+  size_t largest_ = 0;  // every block's size: the largest wave's staging so far
   // Staged links: the waves' exchanges, and the flag (in staging memory) each sets to its
   // wave's ticket when it has run, whether it succeeded or not.
   // One wave of a staged link, shared by the stream's enqueuing and the proxy's exchange.
@@ -194,6 +206,7 @@ class TransportLink final : public StreamLink {
   std::atomic<uint64_t>* staged_ = nullptr;    // the stream: sends staged, up to this ticket
   std::atomic<uint64_t>* received_ = nullptr;  // the proxy: receives arrived, up to this ticket
   std::atomic<uint64_t>* done_ = nullptr;      // the proxy: waves exchanged, up to this ticket
+  std::atomic<uint64_t>* released_ = nullptr;  // the stream: staging of waves up to this ticket free
   uint64_t sendTickets_ = 0, recvTickets_ = 0, tickets_ = 0;
 };
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The part of the CUDA runtime's ABI that ccl declares by hand instead of including
 // cuda_runtime_api.h, so that every layer may probe for CUDA without building against it
-// (cuda_probe.cc loads the runtime at run time). tests/abi checks every value, size and offset
+// (cuda_probe.cc and the perf harness load the runtime at run time). tests/abi checks every value, size and offset
 // here against the real headers where they exist.
 //
 // Sized for the largest runtime ccl accepts (libcudart.so.13): a struct the runtime fills is
@@ -12,10 +12,11 @@
 
 namespace ccl::cuda::abi {
 
-constexpr int kSuccess = 0;            // cudaSuccess
-constexpr int kMemcpyDefault = 4;      // cudaMemcpyDefault
-constexpr int kMemoryTypeDevice = 2;   // cudaMemoryTypeDevice
-constexpr int kMemoryTypeManaged = 3;  // cudaMemoryTypeManaged
+constexpr int kSuccess = 0;                 // cudaSuccess
+constexpr int kMemcpyDefault = 4;           // cudaMemcpyDefault
+constexpr int kMemoryTypeDevice = 2;        // cudaMemoryTypeDevice
+constexpr int kMemoryTypeManaged = 3;       // cudaMemoryTypeManaged
+constexpr unsigned kStreamNonBlocking = 1;  // cudaStreamNonBlocking
 
 // cudaPointerAttributes. CUDA 11 and 12 write the first four members (24 bytes); CUDA 13
 // appended `long reserved[8]` (88 bytes) and writes all of it.

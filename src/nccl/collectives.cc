@@ -33,8 +33,10 @@ size_t reductionInputCount(const CollCall& call, int nranks) {
 void runCcl(ncclComm& c, const CollCall& call, cclStream_t stream) {
   const cclDataType_t t = cclType(call.dtype);
   if (stream && static_cast<int>(call.op) >= static_cast<int>(ncclNumOps) && coll::collInfo(call.kind).reduction)
-    throw Error(cclInvalidUsage, "a PreMulSum reduction of device buffers needs NVIDIA's NCCL, which this "
-                                 "communicator has not: " + c.realWhy);
+    throw Error(cclInvalidUsage,
+                "a PreMulSum reduction of device buffers needs NVIDIA's NCCL, which this "
+                "communicator has not: " +
+                    c.realWhy);
   if (coll::collInfo(call.kind).reduction) {
     const size_t esize = elementSize(call.dtype);
     CCL_CHECK(esize == 0 || call.count <= std::numeric_limits<size_t>::max() / esize / static_cast<size_t>(c.nranks),

@@ -120,7 +120,8 @@ bool runCompressed(const CollCall& call, const Policy& policy) {
   // events) that a graph replaying one call would not renew.
   if (coll::cudaDriver()->capturing(call.stream)) {
     static std::once_flag said;
-    std::call_once(said, [] { CCL_INFO("NCCL face: calls under CUDA graph capture go to NVIDIA's NCCL uncompressed"); });
+    std::call_once(said,
+                   [] { CCL_INFO("NCCL face: calls under CUDA graph capture go to NVIDIA's NCCL uncompressed"); });
     return false;
   }
   const coll::CollInfo info = coll::collInfo(call.kind);

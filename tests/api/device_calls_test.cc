@@ -8,15 +8,19 @@
 // the same communicator runs after its device calls; cclCommCuDevice reports the device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "ccl/ccl.h"
+#include "collectives/stream_executor.h"
 #include "device_match.h"
 #include "rank_threads.h"
 #include "sim_device.h"
@@ -357,6 +361,127 @@ TEST(DeviceCalls, TheCommunicatorsDevice) {
                   "device memory on a communicator without a device");
   }
   destroy(none);
+}
+
+// The steady path allocates nothing: once a call of the largest size has run, twenty more
+// calls enqueued while the stream is held (the host running far ahead of the device, as in a
+// training or perf loop) take no device or staging memory, and the staged link never holds
+// more than its ring of blocks however far ahead the host is (it waits for the stream instead).
+TEST(DeviceCalls, TheSteadyPathAllocatesNothingAndStagingIsBounded) {
+  constexpr int n = 2;
+  constexpr size_t count = 40000;  // several waves of CCL_CHUNK_BYTES=8192
+  auto comms = makeComms(n);
+  const cclCompression_t codec = codecOf(cclCodecInt8);
+  std::vector<SimDriver::Counts> warm(n), after(n);
+  std::atomic<int> warmed{0};
+  expectNoneThrew(runRanks(n, [&](int r) {
+    SimBuffer a(count * 4, 0), b(count * 4, 0);
+    for (size_t i = 0; i < count; ++i) a.as<float>()[i] = float(r + 1);
+    SimStream stream(0);
+    for (int k = 0; k < 2; ++k)
+      CCL_OK(cclAllReduceEx(a.p, b.p, count, cclFloat32, cclSum, comms[r], stream.s, &codec, nullptr));
+    stream.synchronize();
+    // Both ranks warm before either counts: their allocations share the driver's counters.
+    warmed.fetch_add(1);
+    while (warmed.load() < n) std::this_thread::yield();
+    if (r == 0) simDriver().resetStagingPeak();
+    warm[r] = simDriver().counts();
+    std::atomic<bool> open{false};
+    simDriver().streamOf(stream.s).enqueue([&] {
+      while (!open.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    std::thread opener([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      open.store(true);
+    });
+    for (int k = 0; k < 20; ++k)
+      CCL_OK(cclAllReduceEx(a.p, b.p, count, cclFloat32, cclSum, comms[r], stream.s, &codec, nullptr));
+    opener.join();
+    stream.synchronize();
+    expectNoAsyncError(comms[r]);
+    for (size_t i = 0; i < count; i += 991)
+      if (std::fabs(b.as<float>()[i] - 3.f) > 0.05f) throw std::runtime_error("wrong result");
+    after[r] = simDriver().counts();
+  }));
+  const SimDriver::Counts end = simDriver().counts();
+  EXPECT_EQ(end.deviceAllocs, std::max(warm[0].deviceAllocs, warm[1].deviceAllocs)) << "device memory was allocated";
+  EXPECT_EQ(end.stagingAllocs, std::max(warm[0].stagingAllocs, warm[1].stagingAllocs))
+      << "staging memory was allocated";
+  // Per rank: the link's flags and its ring of blocks.
+  EXPECT_LE(end.stagingPeak, n * (1 + static_cast<long>(ccl::coll::TransportLink::kStagingBlocks)));
+  destroy(comms);
+}
+
+// A call on a stream being captured into a graph is refused before anything is enqueued, with
+// a message; the communicator takes calls again once the capture has ended.
+TEST(DeviceCalls, CallsUnderGraphCaptureAreRefused) {
+  auto comms = makeComms(1);
+  SimBuffer a(4096, 0), b(4096, 0);
+  SimStream stream(0);
+  simDriver().setCapturing(stream.s, true);
+  expectRefused(cclAllReduce(a.p, b.p, 1024, cclFloat32, cclSum, comms[0], stream.s), cclInvalidUsage, "captured",
+                "a call under stream capture");
+  simDriver().setCapturing(stream.s, false);
+  for (size_t i = 0; i < 1024; ++i) a.as<float>()[i] = float(i);
+  ASSERT_EQ(cclAllReduce(a.p, b.p, 1024, cclFloat32, cclSum, comms[0], stream.s), cclSuccess)
+      << cclGetLastError(nullptr);
+  stream.synchronize();
+  EXPECT_EQ(b.as<float>()[1000], 1000.f);
+  expectNoAsyncError(comms[0]);
+  destroy(comms);
+}
+
+// Where the stand-in NCCL (fake_nccl.c) saw each rank make its communicator.
+std::mutex gNotedMutex;
+std::vector<int> gNotedDevice;
+
+}  // namespace
+}  // namespace ccltest
+
+extern "C" __attribute__((visibility("default"))) void ccltest_note_nccl_init(int rank, int nranks) {
+  std::lock_guard<std::mutex> lock(ccltest::gNotedMutex);
+  ccltest::gNotedDevice.resize(static_cast<size_t>(nranks), -9);
+  ccltest::gNotedDevice[static_cast<size_t>(rank)] = ccltest::SimDriver::currentDevice;
+}
+
+namespace ccltest {
+namespace {
+
+// CCL_DEVICE_TRANSPORT=nccl makes NVIDIA's communicator of each rank on the rank's device, as
+// NCCL takes the current one: cclCommInitAll's ranks on their devlist entries (not on the
+// worker thread's device 0), and a split's on the parent's device whatever is current on the
+// thread that splits.
+TEST(DeviceCalls, NcclCommunicatorsAreMadeOnTheRanksDevices) {
+  setenv("CCL_DEVICE_TRANSPORT", "nccl", 1);
+  setenv("CCL_NCCL_LIBRARY", CCL_TEST_FAKE_NCCL, 1);
+  SimDriver::currentDevice = 0;
+  std::vector<cclComm_t> comms(2, nullptr);
+  const int devlist[2] = {1, 0};
+  ASSERT_EQ(cclCommInitAll(comms.data(), 2, devlist), cclSuccess) << cclGetLastError(nullptr);
+  {
+    std::lock_guard<std::mutex> lock(gNotedMutex);
+    EXPECT_EQ(gNotedDevice, (std::vector<int>{1, 0})) << "NCCL's communicators were made on other devices";
+    gNotedDevice.clear();
+  }
+  for (int r = 0; r < 2; ++r) {
+    int device = -7;
+    ASSERT_EQ(cclCommCuDevice(comms[r], &device), cclSuccess);
+    EXPECT_EQ(device, devlist[r]);
+  }
+  std::vector<cclComm_t> children(2, nullptr);
+  expectNoneThrew(runRanks(2, [&](int r) {
+    SimDriver::currentDevice = 0;  // not rank 0's device
+    CCL_OK(cclCommSplit(comms[r], 0, r, &children[r], nullptr));
+  }));
+  {
+    std::lock_guard<std::mutex> lock(gNotedMutex);
+    EXPECT_EQ(gNotedDevice, (std::vector<int>{1, 0})) << "a split's NCCL communicators were made on other devices";
+    gNotedDevice.clear();
+  }
+  destroy(children);
+  destroy(comms);
+  unsetenv("CCL_DEVICE_TRANSPORT");
+  unsetenv("CCL_NCCL_LIBRARY");
 }
 
 // CCL_DEVICE_TRANSPORT: an unknown value fails the communicator's creation; nccl with a

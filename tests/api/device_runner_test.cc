@@ -10,10 +10,13 @@
 // process would wait for each other there, so it is planned with here, not run.)
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "collectives/algorithms.h"
@@ -170,6 +173,42 @@ TEST(DeviceRunner, AResidualRestartsWhenItsSizeOrOperationChanges) {
   s.synchronize();
   EXPECT_EQ(bigger[0], 0.0f) << "another size";
   runner->commStream().synchronize();
+}
+
+// NCCL lets a communicator be destroyed with calls in flight: the runner, destroyed while its
+// last call waits on the caller's stream, frees that call's residual only after it has run.
+TEST(DeviceRunner, DestroyedWithACallInFlightFreesOnlyAfterItRan) {
+  const auto fabric = transport::makeFabric(1);
+  const auto t = transport::createLocalTransport(fabric, 0);
+  auto runner = runnerOver(*t, true);
+  SimStream s(0);
+  constexpr size_t count = 3000;
+  SimBuffer send(count * 4, 0), recv(count * 4, 0);
+  const coll::CollArgs args = allreduceArgs(cclCodecInt4, 1, count);
+  const coll::DeviceRunner::Planned p = runner->plan(args, planAllReduce, 0, 1);
+  std::atomic<bool> open{false}, ran{false}, freedEarly{false};
+  coll::Stream& caller = runner->caller(s.s);
+  caller.enqueue([&] {
+    while (!open.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  char* scratch = runner->begin(caller, p.plan->scratchBytes);
+  float* residual = runner->residual({9, 0}, coll::feedbackFloats(args, false), 1, caller);
+  coll::StreamJob job{p.plan, p.schedule, coll::Buffers{send.p, recv.p, scratch, residual}, 0, 1, nullptr, {}};
+  job.finished = [&](cclResult_t, const std::string&) { ran.store(true); };
+  runner->run(std::span<const coll::StreamJob>(&job, 1), caller);
+  simDriver().releaseHook = [&](void* q) {
+    if ((q == residual || (scratch && q == scratch)) && !ran.load()) freedEarly.store(true);
+  };
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    open.store(true);
+  });
+  runner.reset();  // waits for the call
+  opener.join();
+  s.synchronize();
+  simDriver().releaseHook = nullptr;
+  EXPECT_TRUE(ran.load());
+  EXPECT_FALSE(freedEarly.load()) << "scratch or a residual was freed before the call that reads it ran";
 }
 
 }  // namespace

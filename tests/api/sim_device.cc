@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "sim_device.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -233,8 +234,8 @@ class SimDevice final : public ccl::coll::Device {
   std::unique_ptr<ccl::coll::StreamKernels> newKernels() override { return std::make_unique<SimKernels>(); }
   ccl::coll::StagingMemory staging() override {
     ccl::coll::StagingMemory m;
-    m.alloc = [](size_t bytes) { return std::malloc(bytes); };
-    m.free = [](void* p) { std::free(p); };
+    m.alloc = [this](size_t bytes) { return driver_.allocStaging(bytes); };
+    m.free = [this](void* p) { driver_.freeStaging(p); };
     return m;
   }
   void* allocZeroed(size_t bytes, Stream&) override { return driver_.alloc(bytes, ordinal_); }
@@ -280,16 +281,42 @@ std::unique_ptr<ccl::coll::Device> SimDriver::open(int ordinal) {
   return std::make_unique<SimDevice>(*this, ordinal);
 }
 
+SimDriver::Counts SimDriver::counts() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return counts_;
+}
+
+void SimDriver::resetStagingPeak() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  counts_.stagingPeak = counts_.stagingLive;
+}
+
+void* SimDriver::allocStaging(size_t bytes) {
+  void* p = std::malloc(bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++counts_.stagingAllocs;
+  counts_.stagingPeak = std::max(counts_.stagingPeak, ++counts_.stagingLive);
+  return p;
+}
+
+void SimDriver::freeStaging(void* p) {
+  std::free(p);
+  std::lock_guard<std::mutex> lock(mutex_);
+  --counts_.stagingLive;
+}
+
 void* SimDriver::alloc(size_t bytes, int device) {
   void* p = std::calloc(bytes ? bytes : 1, 1);
   if (!p) throw std::bad_alloc();
   std::lock_guard<std::mutex> lock(mutex_);
+  ++counts_.deviceAllocs;
   memory_[reinterpret_cast<uintptr_t>(p)] = Block{bytes ? bytes : 1, device};
   return p;
 }
 
 void SimDriver::release(void* p) {
   if (!p) return;
+  if (releaseHook) releaseHook(p);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     memory_.erase(reinterpret_cast<uintptr_t>(p));

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -47,6 +48,22 @@ class SimDriver final : public ccl::coll::DeviceDriver {
   // The calling thread's current device (CUDA's cudaSetDevice).
   static thread_local int currentDevice;
 
+  // Allocations made so far, of device memory (alloc) and of staging memory (what the staged
+  // link takes from Device::staging(): pinned host memory on CUDA), and the staging memory's
+  // most blocks alive at once: what the steady path must not grow.
+  struct Counts {
+    long deviceAllocs = 0;
+    long stagingAllocs = 0;
+    long stagingLive = 0;
+    long stagingPeak = 0;
+  };
+  Counts counts();
+  void resetStagingPeak();
+  void* allocStaging(size_t bytes);
+  void freeStaging(void* p);
+  // Called with each pointer release() frees, before it is freed (set it while no stream runs).
+  std::function<void(void*)> releaseHook;
+
  private:
   struct Block {
     size_t bytes;
@@ -60,6 +77,7 @@ class SimDriver final : public ccl::coll::DeviceDriver {
   std::map<uintptr_t, Block> memory_;
   std::map<const void*, StreamEntry> streams_;
   std::map<const void*, bool> capturing_;
+  Counts counts_;
   std::vector<std::unique_ptr<ccl::coll::Stream>> retired_;
 };
 

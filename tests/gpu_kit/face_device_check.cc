@@ -44,7 +44,8 @@ float valueOf(int rank, size_t i) { return static_cast<float>((rank + 1) * stati
 template <class Expect>
 bool check(const char* what, int rank, const float* device, Expect expect) {
   std::vector<float> got(kCount);
-  if (!cudaOk(cudaMemcpy(got.data(), device, kCount * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy")) return false;
+  if (!cudaOk(cudaMemcpy(got.data(), device, kCount * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy"))
+    return false;
   const bool lossy = std::getenv("CCL_CODEC") && std::strcmp(std::getenv("CCL_CODEC"), "none") != 0;
   double largest = 0, worst = 0;
   size_t at = 0;
@@ -96,10 +97,10 @@ double sumOf(int nranks, size_t i) {
 // Three all-reduces (plans, scratch and residuals reused) and a broadcast from the last rank.
 void collectives(Rank& r) {
   for (int k = 0; k < 3 && r.ok; ++k) {
-    r.ok = ncclOk(ncclAllReduce(r.send, r.recv, kCount, ncclFloat, ncclSum, r.comm, r.stream), "ncclAllReduce",
-                  r.comm) &&
-           cudaOk(cudaStreamSynchronize(r.stream), "cudaStreamSynchronize") &&
-           check("ncclAllReduce", r.rank, r.recv, [&](size_t i) { return sumOf(r.nranks, i); });
+    r.ok =
+        ncclOk(ncclAllReduce(r.send, r.recv, kCount, ncclFloat, ncclSum, r.comm, r.stream), "ncclAllReduce", r.comm) &&
+        cudaOk(cudaStreamSynchronize(r.stream), "cudaStreamSynchronize") &&
+        check("ncclAllReduce", r.rank, r.recv, [&](size_t i) { return sumOf(r.nranks, i); });
   }
   const int root = r.nranks - 1;
   r.ok = r.ok &&

@@ -38,7 +38,7 @@ nccl_dir=$(find_lib libnccl.so.2)
 cudart_dir=$(find_lib libcudart.so.13)
 export LD_LIBRARY_PATH="$kit/lib${nccl_dir:+:$nccl_dir}${cudart_dir:+:$cudart_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 [ -n "$nccl_dir" ] && export CCL_NCCL_LIBRARY="$nccl_dir/libnccl.so.2"
-export CCL_TIMEOUT=${CCL_TIMEOUT:-60000}  # a peer that hangs fails the call within a minute
+export CCL_TIMEOUT=${CCL_TIMEOUT:-20}  # seconds, under every step's limit: a stall inside ccl names itself
 
 device=1
 probe=$("$kit/bin/face_device_check" probe 2>&1)

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/cuda_abi.h"
+
 namespace cclperf {
 namespace {
 
@@ -32,15 +34,16 @@ class HostMemory final : public Memory {
   void synchronize(cclStream_t) override {}
 };
 
-// The CUDA runtime's ABI as far as used here (cuda_runtime_api.h, CUDA 11 and later).
-constexpr int kSuccess = 0;
-constexpr int kMemcpyDefault = 4;
-constexpr unsigned kStreamNonBlocking = 1;
+// The CUDA runtime's ABI as far as used here: ccl's one table of it (checked against the
+// real headers by tests/abi).
+using ccl::cuda::abi::kMemcpyDefault;
+using ccl::cuda::abi::kStreamNonBlocking;
+using ccl::cuda::abi::kSuccess;
 
 class CudaMemory final : public Memory {
  public:
   CudaMemory() {
-    for (const char* name : {"libcudart.so.13", "libcudart.so.12", "libcudart.so"}) {
+    for (const char* name : ccl::cuda::abi::kRuntimeNames) {
       handle_ = dlopen(name, RTLD_NOW | RTLD_LOCAL);
       if (handle_) break;
     }

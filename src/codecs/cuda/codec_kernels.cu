@@ -4,12 +4,13 @@
 // prologue/epilogue, codec "none", and dispatch to the quantizer and sparsifier kernels.
 #include <string>
 
-#include "codecs/cuda/kernel_preload.h"
 #include "codecs/cuda/codec_kernels.h"
 #include "codecs/cuda/cuda_check.h"
 #include "codecs/cuda/device_elements.cuh"
 #include "codecs/cuda/device_wire.cuh"
+#include "codecs/cuda/kernel_preload.h"
 #include "codecs/cuda/kernels_internal.h"
+#include "codecs/math/feedback_add.h"
 
 namespace ccl::codec::cuda {
 
@@ -57,13 +58,14 @@ __global__ void copyStatus(const DecodeState* st, uint32_t* status) { *status = 
 
 constexpr unsigned kThreads = 256;
 
-// Codec none: the elements as fp32, v = x + (residual or 0.0f), as codec::encode writes them.
+// Codec none: the elements as fp32 with their residual (math::withResidual), as codec::encode
+// writes them.
 template <class T>
 __global__ void __launch_bounds__(kThreads)
     encodeNone(const typename T::Storage* x, uint64_t n, uint8_t* out, float* residual, uint64_t* encodedBytes) {
   const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
   for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const float v = T::load(x, i) + (residual ? residual[i] : 0.0f);
+    const float v = math::withResidual(T::load(x, i), residual, i);
     storeLe(out + kHeaderBytes + 4 * i, fp::floatBits(v), 4);
     if (residual) residual[i] = 0.0f;
   }

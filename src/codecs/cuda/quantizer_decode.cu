@@ -6,10 +6,10 @@
 // and raw entries are copied (a fixed-length stream's marked blocks decode as NaN). Every
 // kernel after the header check does nothing once the status word is non-zero, so y (or
 // acc) is only written for a valid stream.
-#include "codecs/cuda/kernel_preload.h"
 #include "codecs/cuda/cuda_check.h"
 #include "codecs/cuda/device_elements.cuh"
 #include "codecs/cuda/device_wire.cuh"
+#include "codecs/cuda/kernel_preload.h"
 #include "codecs/cuda/kernels_internal.h"
 #include "codecs/quantizer_kinds.h"
 

@@ -7,10 +7,10 @@
 // A fixed-length stream writes no raw entries: its marked blocks only reset their residual.
 #include <cub/device/device_scan.cuh>
 
-#include "codecs/cuda/kernel_preload.h"
 #include "codecs/cuda/cuda_check.h"
 #include "codecs/cuda/device_elements.cuh"
 #include "codecs/cuda/device_wire.cuh"
+#include "codecs/cuda/kernel_preload.h"
 #include "codecs/cuda/kernels_internal.h"
 #include "codecs/math/rng.h"
 #include "codecs/quantizer_kinds.h"

@@ -8,10 +8,10 @@
 // the stream is valid, to scatter the values.
 #include <cub/block/block_scan.cuh>
 
-#include "codecs/cuda/kernel_preload.h"
 #include "codecs/cuda/cuda_check.h"
 #include "codecs/cuda/device_elements.cuh"
 #include "codecs/cuda/device_wire.cuh"
+#include "codecs/cuda/kernel_preload.h"
 #include "codecs/cuda/kernels_internal.h"
 #include "codecs/cuda/sparse_common.cuh"
 

@@ -40,9 +40,10 @@ class CudaDevice final : public Device {
       if (p.failure.empty())
         CCL_INFO("device %d: %d kernels of %d libraries loaded", ordinal, p.kernels, p.libraries);
       else
-        CCL_WARN("device %d: %d kernels of %d libraries loaded, not all (%s); two ranks on one GPU may stall under "
-                 "lazy loading: set CUDA_MODULE_LOADING=EAGER",
-                 ordinal, p.kernels, p.libraries, p.failure.c_str());
+        CCL_WARN(
+            "device %d: %d kernels of %d libraries loaded, not all (%s); two ranks on one GPU may stall under "
+            "lazy loading: set CUDA_MODULE_LOADING=EAGER",
+            ordinal, p.kernels, p.libraries, p.failure.c_str());
     });
   }
 
