@@ -65,22 +65,9 @@ codec::Params codecFor(cclComm_t comm, Coll c, bool ex, const cclCompression_t* 
   return bytes < comm->policy.minBytes ? none : p;
 }
 
-uint64_t fnv1a(std::initializer_list<uint64_t> values, uint64_t h = 0xcbf29ce484222325ull) {
-  for (uint64_t v : values) h = (h ^ v) * 0x100000001b3ull;
-  return h;
-}
-
-// What the ranks must agree on about a call's codec (error feedback is each rank's own).
-uint64_t codecDigest(const codec::Params& p) {
-  if (p.codec == cclCodecNone) return 0;
-  return fnv1a({uint64_t(p.codec), uint64_t(p.blockSize), uint64_t(p.fp16Scales), uint64_t(p.fp16Values),
-                uint64_t(p.keepRatio * 1e9), uint64_t(double(p.threshold) * 1e9), uint64_t(p.stochastic), p.seed});
-}
-
-uint64_t codecKey(const coll::CollArgs& a) {
-  if (a.codec.codec == cclCodecNone) return 0;
-  return fnv1a({codecDigest(a.codec), uint64_t(a.feedback)}) | 1;
-}
+using coll::codecDigest;
+using coll::codecKey;
+using coll::fnv1a;
 
 // The error-feedback state of a compressed call: the caller's handle, else the state kept
 // per buffer when CCL_FEEDBACK asks for it.
@@ -180,17 +167,10 @@ Where checkCall(const Call& c) {
       c.comm, {{"sendbuff", counts.send ? c.send : nullptr}, {"recvbuff", counts.recv ? c.recv : nullptr}}, c.stream);
 }
 
-constexpr size_t kMaxCachedPlans = 256;
-
 // The cached plan for `key`, built by `build` on first use.
 template <class Build>
 std::shared_ptr<const coll::Plan> cachedPlan(cclComm_t comm, const PlanKey& key, Build&& build) {
-  auto it = comm->plans.find(key);
-  if (it != comm->plans.end()) return it->second;
-  if (comm->plans.size() >= kMaxCachedPlans) comm->plans.clear();
-  auto plan = std::make_shared<const coll::Plan>(build());
-  comm->plans.emplace(key, plan);
-  return plan;
+  return comm->plans.get(key, [&] { return std::make_shared<const coll::Plan>(build()); });
 }
 
 // Marks the open group failed when a call inside it fails, as NCCL does.

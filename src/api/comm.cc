@@ -4,6 +4,7 @@
 
 #include "api/device_calls.h"
 #include "collectives/device.h"
+#include "collectives/links/factory.h"
 
 #include <sched.h>
 
@@ -62,9 +63,9 @@ bool codecOnSharedMemory() {
 // fail instead of leaving them waiting in NCCL's init.
 static std::unique_ptr<transport::nccl::Transport> deviceNccl(cclComm& comm) {
   const std::string mode = config::deviceTransport();
-  CCL_CHECK(mode == "staged" || mode == "nccl", cclInvalidArgument,
-            "CCL_DEVICE_TRANSPORT is '" + mode + "'; it takes staged or nccl");
-  if (mode != "nccl" || comm.cudaDevice < 0) return nullptr;
+  CCL_CHECK(coll::isLinkName(mode), cclInvalidArgument,
+            "CCL_DEVICE_TRANSPORT is '" + mode + "'; it takes " + coll::linkNames());
+  if (!coll::linkNeedsNccl(mode) || comm.cudaDevice < 0) return nullptr;
   transport::nccl::Functions fn;
   std::string why;
   try {
@@ -112,7 +113,8 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
   log::RankScope scope(rank);
   comm->bootstrap = bootstrap::Bootstrap::connect(id, rank, nranks, comm->timeout);
   comm->transport = transport::createTransport(config::transport(), *comm->bootstrap);
-  if (comm->cudaDevice >= 0 && config::deviceTransport() == "nccl") {
+  comm->deviceLink = config::deviceTransport();
+  if (comm->cudaDevice >= 0 && coll::linkNeedsNccl(comm->deviceLink)) {
     // NCCL makes its communicator on the current device: this rank's, not the thread's.
     std::unique_ptr<coll::Device> d = driver->open(comm->cudaDevice);
     coll::CurrentDevice current(*d);

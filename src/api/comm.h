@@ -15,6 +15,7 @@
 #include "api/compression.h"
 #include "ccl/ccl.h"
 #include "collectives/algorithms.h"
+#include "collectives/call_key.h"
 #include "collectives/scratch_pool.h"
 #include "collectives/stream.h"
 #include "common/error.h"
@@ -31,25 +32,7 @@ struct DeviceCommDeleter {
 
 // What a plan depends on besides the communicator's settings. Calls repeat (a training
 // loop issues the same collectives every step), so plans are built once and reused.
-struct PlanKey {
-  int kind;
-  size_t count;
-  int dtype;
-  int op;
-  int root;  // or the peer of a send/recv
-  bool inPlace;
-  uint64_t codec;  // hash of the codec parameters and feedback use; 0 uncompressed
-  bool operator==(const PlanKey&) const = default;
-};
-struct PlanKeyHash {
-  size_t operator()(const PlanKey& k) const {
-    size_t h = k.count * 0x9e3779b97f4a7c15ull;
-    h ^= k.codec * 0xff51afd7ed558ccdull;
-    for (int v : {k.kind, k.dtype, k.op, k.root, static_cast<int>(k.inPlace)})
-      h = (h ^ static_cast<size_t>(v)) * 0x100000001b3ull;
-    return h;
-  }
-};
+using PlanKey = ccl::coll::CallKey;
 
 }  // namespace ccl::api
 
@@ -70,7 +53,7 @@ struct cclComm {
   std::unique_ptr<ccl::bootstrap::Bootstrap> bootstrap;
   std::unique_ptr<ccl::transport::Transport> transport;
   ccl::coll::ScratchPool scratch;
-  std::unordered_map<ccl::api::PlanKey, std::shared_ptr<const ccl::coll::Plan>, ccl::api::PlanKeyHash> plans;
+  ccl::coll::PlanCache<std::shared_ptr<const ccl::coll::Plan>> plans;
 
   ccl::api::Policy policy;       // default compression
   bool defaultCodecOff = false;  // every peer over shared memory and CCL_CODEC_SHM=auto
@@ -96,6 +79,7 @@ struct cclComm {
   // The device of the communicator (cclCommCuDevice): the calling thread's current device at
   // init; -1 without one. Its calls' state is made at the first device call.
   int cudaDevice = -1;
+  std::string deviceLink;  // the link of its device calls (collectives/links: CCL_DEVICE_TRANSPORT)
   // CCL_DEVICE_TRANSPORT=nccl: the real NCCL communicator device calls move bytes over,
   // made at init (collectively); NULL: device calls are staged through host memory.
   std::unique_ptr<ccl::transport::nccl::Transport> nccl;

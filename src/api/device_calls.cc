@@ -13,6 +13,7 @@
 #include "api/streams.h"
 #include "collectives/device.h"
 #include "collectives/device_runner.h"
+#include "collectives/links/factory.h"
 #include "collectives/stream_executor.h"
 #include "common/cuda_probe.h"
 #include "common/dtype.h"
@@ -33,23 +34,20 @@ struct DeviceComm {
     CCL_CHECK(driver && c->cudaDevice >= 0, cclInternalError, "a device call on a communicator without a device");
     return driver->open(c->cudaDevice);
   }
-  // NCCL, or staged through pinned host memory over the communicator's transport.
+  // The communicator's link (CCL_DEVICE_TRANSPORT): NCCL, or staged through pinned host memory
+  // over the communicator's transport.
   static std::unique_ptr<coll::StreamLink> linkFor(cclComm_t c, coll::Device& d) {
-    if (c->nccl) return std::make_unique<coll::NcclLink>(*c->nccl);
-    return std::make_unique<coll::TransportLink>(*c->transport, /*exactLengths=*/false, c->timeout, &c->aborted,
-                                                 d.staging());
+    return coll::makeLink(c->deviceLink, coll::LinkParts{c->transport.get(), c->nccl.get(), c->timeout, &c->aborted},
+                          d);
   }
 
   std::mutex mutex;           // calls from several threads enqueue one at a time
-  coll::DeviceRunner runner;  // every call has run when it is destroyed
-  std::unordered_map<PlanKey, coll::DeviceRunner::Planned, PlanKeyHash> plans;
+  coll::DeviceRunner runner;  // every call has run when it is destroyed; holds the plan cache
 };
 
 void DeviceCommDeleter::operator()(DeviceComm* d) const { delete d; }
 
 namespace {
-
-constexpr size_t kMaxCachedPlans = 256;
 
 DeviceComm& deviceState(cclComm_t comm) {
   if (!comm->device) comm->device.reset(new DeviceComm(comm));
@@ -86,20 +84,20 @@ coll::DeviceRunner::Planned planWith(DeviceComm& d, const DeviceCall& c, const c
 // (its streams at the bound not smaller than the data: fp16 scales, a high keep ratio over
 // NCCL) goes uncompressed. Every rank decides alike, from the same plans.
 const coll::DeviceRunner::Planned& planned(DeviceComm& d, const DeviceCall& c, int rank, int nranks) {
-  if (auto it = d.plans.find(c.key); it != d.plans.end()) return it->second;
-  if (d.plans.size() >= kMaxCachedPlans) d.plans.clear();  // calls in flight keep theirs
-  coll::DeviceRunner::Planned p = planWith(d, c, c.args, rank, nranks);
-  if (p.declined) {
-    CCL_INFO(
-        "%s of %zu elements: %s streams at their bound (%zu bytes) are not smaller than the data (%zu); sent "
-        "uncompressed",
-        c.fn, c.args.count, cclCodecName(c.args.codec.codec), p.moved.posted, p.moved.raw);
-    coll::CollArgs none = c.args;
-    none.codec = codec::Params{};
-    none.feedback = false;
-    p = planWith(d, c, none, rank, nranks);
-  }
-  return d.plans.emplace(c.key, std::move(p)).first->second;
+  return d.runner.planned(c.key, [&] {
+    coll::DeviceRunner::Planned p = planWith(d, c, c.args, rank, nranks);
+    if (p.declined) {
+      CCL_INFO(
+          "%s of %zu elements: %s streams at their bound (%zu bytes) are not smaller than the data (%zu); sent "
+          "uncompressed",
+          c.fn, c.args.count, cclCodecName(c.args.codec.codec), p.moved.posted, p.moved.raw);
+      coll::CollArgs none = c.args;
+      none.codec = codec::Params{};
+      none.feedback = false;
+      p = planWith(d, c, none, rank, nranks);
+    }
+    return p;
+  });
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <memory>
 
+#include "collectives/links/transport_link.h"
 #include "collectives/stream.h"
 #include "collectives/stream_executor.h"
 

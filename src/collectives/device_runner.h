@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "collectives/algorithms.h"
+#include "collectives/call_key.h"
 #include "collectives/device.h"
 #include "collectives/plan.h"
 #include "collectives/stream_executor.h"
@@ -54,6 +55,10 @@ class DeviceRunner {
   // planOf(args, r): rank r's plan of the call with `args` (whose rank field it sets).
   using PlanOf = std::function<Plan(const CollArgs& args, int rank)>;
   Planned plan(const CollArgs& args, const PlanOf& planOf, int rank, int nranks) const;
+  // The plan of the call shaped `key`, made by `make` (which plans, and may decline to a plan
+  // without compression) at its first call: the one plan cache of a communicator's device
+  // calls, bounded (PlanCache). A call keeps a copy: a later call may empty the cache.
+  const Planned& planned(const CallKey& key, const std::function<Planned()>& make) { return plans_.get(key, make); }
 
   // The caller's stream handle (cudaStream_t) as a Stream, wrapped at its first use.
   Stream& caller(void* handle);
@@ -85,6 +90,7 @@ class DeviceRunner {
   void* scratch_ = nullptr;
   size_t scratchBytes_ = 0;
   std::map<ResidualKey, Residual> residuals_;
+  PlanCache<Planned> plans_;
   Stream* last_ = nullptr;  // the stream of the previous calls, and their end
   Event lastDone_;
 };

@@ -16,15 +16,14 @@
 // calls under CUDA graph capture, mixed host and device buffers, collectives without a compressed plan (reduce, gather,
 // scatter), PreMulSum ops, LoCo feedback, types the codecs do not take, and codecs whose
 // streams at their bound would not be smaller than the data.
-#include <map>
 #include <memory>
 #include <mutex>
-#include <tuple>
 
 #include "codecs/codec.h"
 #include "collectives/algorithms.h"
 #include "collectives/cuda/cuda_device.h"
 #include "collectives/device_runner.h"
+#include "collectives/links/factory.h"
 #include "collectives/stream_executor.h"
 #include "common/cuda_probe.h"
 #include "common/error.h"
@@ -52,20 +51,17 @@ transport::nccl::Functions realFunctions() {
   return f;
 }
 
-using PlanKey = std::tuple<int, size_t, int, int, int, bool, int, bool>;  // coll, count, type, op, root, in place,
-                                                                          // codec, feedback
-
 struct DeviceState {
   DeviceState(ncclComm& c, int ordinal)
       : transport(realFunctions(), c.real, c.rank, c.nranks),
-        runner(coll::cudaDriver()->open(ordinal),
-               [this](coll::Device&) { return std::make_unique<coll::NcclLink>(transport); }) {}
+        runner(coll::cudaDriver()->open(ordinal), [this](coll::Device& d) {
+          return coll::makeLink("nccl", coll::LinkParts{nullptr, &transport}, d);
+        }) {}
 
   std::mutex mutex;  // one call at a time per communicator, as NCCL requires of its callers
   transport::nccl::Transport transport;
-  coll::DeviceRunner runner;  // destroyed first: its link uses the transport
-  std::map<PlanKey, coll::DeviceRunner::Planned> plans;
-  uint64_t calls = 0;  // the codec seed of each call: the same on every rank, new each call
+  coll::DeviceRunner runner;  // destroyed first: its link uses the transport; holds the plan cache
+  uint64_t calls = 0;         // the codec seed of each call: the same on every rank, new each call
 };
 
 // The state of `c`, made at its first compressed call on the device of `memory`.
@@ -145,10 +141,9 @@ bool runCompressed(const CollCall& call, const Policy& policy) {
 
   DeviceState& st = stateOf(c, counts.send ? call.send : call.recv);
   std::lock_guard<std::mutex> lock(st.mutex);
-  const PlanKey key{static_cast<int>(call.kind), a.count, a.dtype, a.op, a.root, a.inPlace, a.codec.codec, a.feedback};
-  auto& entry = st.plans[key];
-  if (!entry.plan) {
-    entry = st.runner.plan(
+  const coll::CallKey key{static_cast<int>(call.kind), a.count, a.dtype, a.op, a.root, a.inPlace, coll::codecKey(a)};
+  const coll::DeviceRunner::Planned& entry = st.runner.planned(key, [&] {
+    coll::DeviceRunner::Planned p = st.runner.plan(
         a,
         [&](const coll::CollArgs& with, int r) {
           coll::CollArgs other = with;
@@ -157,12 +152,13 @@ bool runCompressed(const CollCall& call, const Policy& policy) {
         },
         c.rank, c.nranks);
     // Declined: NVIDIA's uncompressed call moves fewer bytes. Decided (and said) once per plan.
-    if (entry.declined)
+    if (p.declined)
       CCL_INFO(
           "device %s of %zu elements: %s streams at their bound (%zu bytes) are not smaller than the data (%zu); "
           "sent uncompressed",
-          info.name, call.count, cclCodecName(a.codec.codec), entry.moved.posted, entry.moved.raw);
-  }
+          info.name, call.count, cclCodecName(a.codec.codec), p.moved.posted, p.moved.raw);
+    return p;
+  });
   if (entry.declined) return false;
   const coll::DeviceRunner::Planned planned = entry;  // the cache may be cleared before a deferred call runs
   if (group::defer(call.comm, [&c, &st, call, a, planned] {

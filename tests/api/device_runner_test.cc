@@ -21,6 +21,7 @@
 
 #include "collectives/algorithms.h"
 #include "collectives/device_runner.h"
+#include "collectives/links/transport_link.h"
 #include "plan_runner.h"
 #include "rank_threads.h"
 #include "sim_device.h"

@@ -18,6 +18,7 @@
 #include "collectives/cuda/cuda_stream.h"
 #include "collectives/cuda/device_kernels.h"
 #include "collectives/executor.h"
+#include "collectives/links/nccl_link.h"
 #include "collectives/stream_executor.h"
 #include "gpu_test_util.h"
 #include "rank_threads.h"

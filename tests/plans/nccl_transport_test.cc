@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "collectives/algorithms.h"
+#include "collectives/links/nccl_link.h"
 #include "collectives/stream_executor.h"
 #include "common/error.h"
 #include "rank_threads.h"

@@ -18,6 +18,7 @@
 
 #include "codecs/codec_table.h"
 #include "collectives/algorithms.h"
+#include "collectives/links/transport_link.h"
 #include "collectives/stream_executor.h"
 #include "plan_runner.h"
 

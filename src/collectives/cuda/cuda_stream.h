@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/links/transport_link.h"
 #include "collectives/stream.h"
 #include "collectives/stream_executor.h"
 

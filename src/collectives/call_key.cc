@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "collectives/call_key.h"
+
+namespace ccl::coll {
+
+uint64_t fnv1a(std::initializer_list<uint64_t> values, uint64_t h) {
+  for (uint64_t v : values) h = (h ^ v) * 0x100000001b3ull;
+  return h;
+}
+
+uint64_t codecDigest(const codec::Params& p) {
+  if (p.codec == cclCodecNone) return 0;
+  return fnv1a({uint64_t(p.codec), uint64_t(p.blockSize), uint64_t(p.fp16Scales), uint64_t(p.fp16Values),
+                uint64_t(p.keepRatio * 1e9), uint64_t(double(p.threshold) * 1e9), uint64_t(p.stochastic), p.seed});
+}
+
+uint64_t codecKey(const CollArgs& a) {
+  if (a.codec.codec == cclCodecNone) return 0;
+  return fnv1a({codecDigest(a.codec), uint64_t(a.feedback)}) | 1;
+}
+
+size_t CallKeyHash::operator()(const CallKey& k) const {
+  size_t h = k.count * 0x9e3779b97f4a7c15ull;
+  h ^= k.codec * 0xff51afd7ed558ccdull;
+  for (int v : {k.kind, k.dtype, k.op, k.root, static_cast<int>(k.inPlace)})
+    h = (h ^ static_cast<size_t>(v)) * 0x100000001b3ull;
+  return h;
+}
+
+}  // namespace ccl::coll
