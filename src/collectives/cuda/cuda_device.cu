@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <cuda_runtime.h>
 
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -44,6 +45,14 @@ class CudaDevice final : public Device {
             "device %d: %d kernels of %d libraries loaded, not all (%s); two ranks on one GPU may stall under "
             "lazy loading: set CUDA_MODULE_LOADING=EAGER",
             ordinal, p.kernels, p.libraries, p.failure.c_str());
+      // One hardware queue (Megatron sets it) runs every stream's work in issue order: a
+      // kernel waiting for another rank of this process on the same GPU holds that rank's
+      // work behind it. One rank per process and GPU is unaffected.
+      const char* connections = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+      if (connections && std::atoi(connections) == 1)
+        CCL_WARN(
+            "CUDA_DEVICE_MAX_CONNECTIONS=1: several ranks of one process on one GPU would wait for each other's "
+            "work behind flag kernels in the one queue; run one rank per process and GPU");
     });
   }
 
@@ -56,6 +65,21 @@ class CudaDevice final : public Device {
     CCL_CHECK(device == ordinal_, cclInvalidUsage,
               "the stream belongs to device " + std::to_string(device) + ", but the communicator's device is " +
                   std::to_string(ordinal_) + " (cclCommCuDevice)");
+    // A blocking stream (cudaStreamCreate's default) synchronises with the legacy stream:
+    // another thread's cudaMemcpy then waits for this stream's flag kernels, which may wait
+    // for that thread's rank. Said once; the call runs.
+    unsigned flags = 0;
+    if (cudaStreamGetFlags(s, &flags) != cudaSuccess) {
+      cudaGetLastError();  // the flags only inform a warning
+    } else if (!(flags & cudaStreamNonBlocking)) {
+      static std::once_flag said;
+      std::call_once(said, [] {
+        CCL_WARN(
+            "a call's stream is a blocking stream: with several ranks of one process on one GPU, a legacy-stream call "
+            "(cudaMemcpy, cudaMemset) of one rank can wait for another's collective; create streams with "
+            "cudaStreamNonBlocking");
+      });
+    }
     return std::make_unique<CudaStream>(CudaStream::Wrap{}, s);
   }
 
