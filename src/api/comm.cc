@@ -62,10 +62,13 @@ bool codecOnSharedMemory() {
 // every rank loaded the library is shared first, so a rank that could not makes every rank
 // fail instead of leaving them waiting in NCCL's init.
 static std::unique_ptr<transport::nccl::Transport> deviceNccl(cclComm& comm) {
-  const std::string mode = config::deviceTransport();
+  const std::string& mode = comm.deviceLink;
   CCL_CHECK(coll::isLinkName(mode), cclInvalidArgument,
             "CCL_DEVICE_TRANSPORT is '" + mode + "'; it takes " + coll::linkNames());
   if (!coll::linkNeedsNccl(mode) || comm.cudaDevice < 0) return nullptr;
+  // NCCL makes its communicator on the current device: this rank's, not the thread's.
+  std::unique_ptr<coll::Device> device = coll::deviceDriver()->open(comm.cudaDevice);
+  coll::CurrentDevice current(*device);
   transport::nccl::Functions fn;
   std::string why;
   try {
@@ -106,22 +109,15 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
   comm->treeMaxBytes = static_cast<size_t>(std::max<int64_t>(config::treeMaxBytes(), 0));
   comm->directMaxBytes = static_cast<size_t>(std::max<int64_t>(config::directMaxBytes(), 0));
   comm->yieldWhenIdle = config::progressYield();
-  coll::DeviceDriver* driver = coll::deviceDriver();
-  if (driver) comm->cudaDevice = device == kCurrentDevice ? driver->current() : device;
+  if (coll::DeviceDriver* driver = coll::deviceDriver())
+    comm->cudaDevice = device == kCurrentDevice ? driver->current() : device;
   comm->sendSeq.assign(nranks, 0);
   comm->recvSeq.assign(nranks, 0);
   log::RankScope scope(rank);
   comm->bootstrap = bootstrap::Bootstrap::connect(id, rank, nranks, comm->timeout);
   comm->transport = transport::createTransport(config::transport(), *comm->bootstrap);
   comm->deviceLink = config::deviceTransport();
-  if (comm->cudaDevice >= 0 && coll::linkNeedsNccl(comm->deviceLink)) {
-    // NCCL makes its communicator on the current device: this rank's, not the thread's.
-    std::unique_ptr<coll::Device> d = driver->open(comm->cudaDevice);
-    coll::CurrentDevice current(*d);
-    comm->nccl = deviceNccl(*comm);
-  } else {
-    comm->nccl = deviceNccl(*comm);  // checks the setting's value
-  }
+  comm->nccl = deviceNccl(*comm);
   comm->defaultCodecOff = allPeersOverSharedMemory(*comm->transport) && !codecOnSharedMemory();
   if (comm->policy.codec.codec != cclCodecNone)
     CCL_INFO(

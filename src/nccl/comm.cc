@@ -57,9 +57,14 @@ void makeRealComm(ncclComm& c, int device) {
     c.real = nullptr;
   }
   c.realWhy = why.empty() ? "another rank could not make its real NCCL communicator" : why;
-  if (c.rank == 0 || !why.empty())
-    CCL_WARN("NCCL face: rank %d goes on without NVIDIA's NCCL: %s; device buffers go to ccl's device path", c.rank,
-             c.realWhy.c_str());
+  // One WARN per communicator (rank 0's), each rank's own reason at INFO.
+  if (c.rank == 0)
+    CCL_WARN(
+        "NCCL face: the communicator goes on without NVIDIA's NCCL (rank 0: %s); device buffers go to ccl's "
+        "device path",
+        c.realWhy.c_str());
+  else
+    CCL_INFO("NCCL face: rank %d goes on without NVIDIA's NCCL: %s", c.rank, c.realWhy.c_str());
 }
 
 void create(ncclComm* c, const std::function<cclComm_t()>& make, int device) {

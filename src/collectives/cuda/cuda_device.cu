@@ -152,13 +152,12 @@ class CudaDriver final : public DeviceDriver {
   bool capturing(void* stream) override {
     if (deviceCount() == 0) return false;
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &status) != cudaSuccess) {
-      // The legacy stream asked while another stream captures in global mode: that capture
-      // is what the call would join, so it counts as capturing.
-      cudaGetLastError();
-      return true;
-    }
-    return status != cudaStreamCaptureStatusNone;
+    const cudaError_t e = cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &status);
+    if (e == cudaSuccess) return status != cudaStreamCaptureStatusNone;
+    cudaGetLastError();
+    // The legacy stream asked while another stream captures in global mode: that capture is
+    // what the call would join. Any other error is the stream's, reported where it is used.
+    return e == cudaErrorStreamCaptureImplicit;
   }
 
   std::unique_ptr<Device> open(int ordinal) override { return std::make_unique<CudaDevice>(ordinal); }
