@@ -53,8 +53,7 @@ __global__ void readHeaderKernel(const uint8_t* in, uint64_t inBytes, uint64_t c
 __global__ void copyStatus(const DecodeState* st, uint32_t* status) { *status = st->status; }
 
 // Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
-[[maybe_unused]] const bool kPreloadRegistered =
-    (::ccl::codec::cuda::registerKernelLibrary(reinterpret_cast<const void*>(&copyStatus)), true);
+const ::ccl::codec::cuda::KernelLibrary kKernels(&copyStatus);
 
 constexpr unsigned kThreads = 256;
 

@@ -16,6 +16,15 @@ namespace ccl::codec::cuda {
 // No CUDA call is made here.
 void registerKernelLibrary(const void* kernel);
 
+// The registration as one line of a file of kernels, at namespace scope:
+//   const KernelLibrary kKernels(&someKernelOfThisFile);
+struct KernelLibrary {
+  template <class Kernel>
+  explicit KernelLibrary(Kernel* kernel) {
+    registerKernelLibrary(reinterpret_cast<const void*>(kernel));
+  }
+};
+
 // What preloadKernels did on a device.
 struct Preloaded {
   int libraries = 0;

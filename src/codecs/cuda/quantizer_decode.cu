@@ -81,8 +81,7 @@ __global__ void checkRawCount(DecodeState* st) {
 }
 
 // Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
-[[maybe_unused]] const bool kPreloadRegistered =
-    (::ccl::codec::cuda::registerKernelLibrary(reinterpret_cast<const void*>(&checkRawCount)), true);
+const ::ccl::codec::cuda::KernelLibrary kKernels(&checkRawCount);
 
 template <class T>
 struct StoreSink {

@@ -202,8 +202,7 @@ __global__ void __launch_bounds__(kMaxThreads) encodeFinish(EncodeArgs a, uint8_
 }
 
 // Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
-[[maybe_unused]] const bool kPreloadRegistered =
-    (::ccl::codec::cuda::registerKernelLibrary(reinterpret_cast<const void*>(&encodeFinish)), true);
+const ::ccl::codec::cuda::KernelLibrary kKernels(&encodeFinish);
 
 template <class K, class T>
 void launchEncode(const EncodeArgs& a, uint8_t flags, uint64_t* encodedBytes, void* scanTemp, size_t scanBytes,

@@ -143,8 +143,7 @@ __global__ void checkRandK(DecodeState* st) {
 }
 
 // Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
-[[maybe_unused]] const bool kPreloadRegistered =
-    (::ccl::codec::cuda::registerKernelLibrary(reinterpret_cast<const void*>(&checkRandK)), true);
+const ::ccl::codec::cuda::KernelLibrary kKernels(&checkRandK);
 
 template <class Sink>
 __global__ void __launch_bounds__(kThreads) scatterRandK(const uint8_t* in, const DecodeState* st, Sink sink) {

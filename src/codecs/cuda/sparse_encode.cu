@@ -139,8 +139,7 @@ __global__ void randomKIndices(math::RngKey key, uint64_t n, uint64_t k, uint32_
 __global__ void setKept(SparseState* st, uint64_t k) { st->kept = k; }
 
 // Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
-[[maybe_unused]] const bool kPreloadRegistered =
-    (::ccl::codec::cuda::registerKernelLibrary(reinterpret_cast<const void*>(&setKept)), true);
+const ::ccl::codec::cuda::KernelLibrary kKernels(&setKept);
 
 __device__ inline uint32_t varintBytes(uint32_t v) {
   return v < (1u << 7) ? 1 : v < (1u << 14) ? 2 : v < (1u << 21) ? 3 : v < (1u << 28) ? 4 : 5;

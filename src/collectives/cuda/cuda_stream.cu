@@ -22,8 +22,7 @@ __global__ void waitFlagKernel(const volatile unsigned long long* flag, unsigned
 }
 
 // Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
-[[maybe_unused]] const bool kPreloadRegistered =
-    (::ccl::codec::cuda::registerKernelLibrary(reinterpret_cast<const void*>(&waitFlagKernel)), true);
+const ::ccl::codec::cuda::KernelLibrary kKernels(&waitFlagKernel);
 
 // Stores a flag the host polls, after everything before it on the stream.
 __global__ void setFlagKernel(volatile unsigned long long* flag, unsigned long long value) {

@@ -61,8 +61,7 @@ __global__ void __launch_bounds__(kThreads) divideFloatKernel(float* d, uint64_t
 }
 
 // Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
-[[maybe_unused]] const bool kPreloadRegistered =
-    (::ccl::codec::cuda::registerKernelLibrary(reinterpret_cast<const void*>(&divideFloatKernel)), true);
+const ::ccl::codec::cuda::KernelLibrary kKernels(&divideFloatKernel);
 
 void launched(const char* kernel) { cudaOk(cudaGetLastError(), kernel); }
 

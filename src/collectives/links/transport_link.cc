@@ -60,10 +60,7 @@ TransportLink::Block& TransportLink::acquire(size_t bytes, uint64_t ticket) {
     largest_ = std::max(bytes, size_t{64});
     for (Block& b : blocks_) {
       if (b.memory) staging_->free(b.memory);
-      b.memory = nullptr;
       b.bytes = 0;
-    }
-    for (Block& b : blocks_) {
       b.memory = staging_->alloc(largest_);
       CCL_CHECK(b.memory, cclSystemError, "no staging memory for " + std::to_string(largest_) + " bytes");
       b.bytes = largest_;
