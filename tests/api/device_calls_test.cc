@@ -412,6 +412,41 @@ TEST(DeviceCalls, TheSteadyPathAllocatesNothingAndStagingIsBounded) {
   destroy(comms);
 }
 
+// Calls whose staging outgrows the ring remake it with stream-ordered memory calls only: a
+// synchronous pinned allocation or free waits for the whole GPU on CUDA, where the other
+// rank's flag kernel may be waiting for this rank's next wave (the stall two ranks on one H200
+// hit at the first 64 MiB compressed all-reduce). After the first call, which makes the
+// link's flags, no synchronous staging call happens until the communicators go.
+TEST(DeviceCalls, StagingGrowsWithStreamOrderedMemoryOnly) {
+  constexpr int n = 2;
+  auto comms = makeComms(n);
+  std::vector<long> syncAfterFirst(n);
+  std::atomic<int> first{0};
+  expectNoneThrew(runRanks(n, [&](int r) {
+    SimStream stream(0);
+    for (const bool compressed : {false, true}) {
+      const cclCompression_t codec = codecOf(compressed ? cclCodecInt8 : cclCodecNone);
+      for (size_t count = 256; count <= (size_t{1} << 17); count *= 4) {
+        SimBuffer a(count * 4, 0), b(count * 4, 0);
+        for (size_t i = 0; i < count; ++i) a.as<float>()[i] = float(r + 1);
+        CCL_OK(cclAllReduceEx(a.p, b.p, count, cclFloat32, cclSum, comms[r], stream.s, &codec, nullptr));
+        stream.synchronize();
+        if (count == 256 && !compressed) {
+          first.fetch_add(1);
+          while (first.load() < n) std::this_thread::yield();
+          syncAfterFirst[r] = simDriver().counts().stagingSyncCalls;
+        }
+        for (size_t i = 0; i < count; i += 97)
+          if (std::fabs(b.as<float>()[i] - 3.f) > 0.05f) throw std::runtime_error("wrong result");
+      }
+    }
+    expectNoAsyncError(comms[r]);
+  }));
+  const long grown = simDriver().counts().stagingSyncCalls - std::max(syncAfterFirst[0], syncAfterFirst[1]);
+  EXPECT_EQ(grown, 0) << "synchronous staging allocations or frees while the ranks' calls ran";
+  destroy(comms);
+}
+
 // A call on a stream being captured into a graph is refused before anything is enqueued, with
 // a message; the communicator takes calls again once the capture has ended.
 TEST(DeviceCalls, CallsUnderGraphCaptureAreRefused) {

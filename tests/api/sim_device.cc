@@ -236,6 +236,13 @@ class SimDevice final : public ccl::coll::Device {
     ccl::coll::StagingMemory m;
     m.alloc = [this](size_t bytes) { return driver_.allocStaging(bytes); };
     m.free = [this](void* p) { driver_.freeStaging(p); };
+    m.allocOn = [this](size_t bytes, Stream&) { return driver_.allocStaging(bytes, /*ordered=*/true); };
+    m.freeOn = [this](void* p, Stream* s) {
+      if (s)
+        engineStreamOf(*s).launch([this, p] { driver_.freeStaging(p, /*ordered=*/true); });
+      else
+        driver_.freeStaging(p, /*ordered=*/true);
+    };
     return m;
   }
   void* allocZeroed(size_t bytes, Stream&) override { return driver_.alloc(bytes, ordinal_); }
@@ -291,17 +298,19 @@ void SimDriver::resetStagingPeak() {
   counts_.stagingPeak = counts_.stagingLive;
 }
 
-void* SimDriver::allocStaging(size_t bytes) {
+void* SimDriver::allocStaging(size_t bytes, bool ordered) {
   void* p = std::malloc(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   ++counts_.stagingAllocs;
+  if (!ordered) ++counts_.stagingSyncCalls;
   counts_.stagingPeak = std::max(counts_.stagingPeak, ++counts_.stagingLive);
   return p;
 }
 
-void SimDriver::freeStaging(void* p) {
+void SimDriver::freeStaging(void* p, bool ordered) {
   std::free(p);
   std::lock_guard<std::mutex> lock(mutex_);
+  if (!ordered) ++counts_.stagingSyncCalls;
   --counts_.stagingLive;
 }
 

@@ -56,11 +56,15 @@ class SimDriver final : public ccl::coll::DeviceDriver {
     long stagingAllocs = 0;
     long stagingLive = 0;
     long stagingPeak = 0;
+    // Synchronous staging allocations and frees: on CUDA they wait for the whole device
+    // (cudaHostAlloc, cudaFreeHost), where another rank's work may wait for this rank.
+    long stagingSyncCalls = 0;
   };
   Counts counts();
   void resetStagingPeak();
-  void* allocStaging(size_t bytes);
-  void freeStaging(void* p);
+  // Staging memory, synchronous (the link's flags) or stream-ordered (its blocks).
+  void* allocStaging(size_t bytes, bool ordered = false);
+  void freeStaging(void* p, bool ordered = false);
   // Called with each pointer release() frees, before it is freed (set it while no stream runs).
   std::function<void(void*)> releaseHook;
 

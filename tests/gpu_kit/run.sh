@@ -3,7 +3,8 @@
 # The device kit's one command: every GPU check of ccl, each under its own time limit, then
 # one table. Built by scripts/gpu_kit.sh into a folder holding bin/, lib/ (libccl and the
 # NCCL face), dropin/ (the face as libnccl.so.2) and this script.
-#   run.sh [--quick]     --quick: the checks only, no numbers
+#   run.sh [--quick] [--steps REGEX]   --quick: the checks only, no numbers; --steps: only the
+#                                      steps whose names match REGEX (grep -E)
 # Logs go to $OUT (or <kit>/logs). KIT_BUDGET (seconds, default 420) bounds the whole run:
 # a step gets at most what is left. Exit 0 when every step passed (or, on a machine without
 # a device, every step loaded and said so); 1 otherwise.
@@ -12,7 +13,15 @@ kit=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$kit/logs}
 mkdir -p "$out"
 quick=0
-[ "${1:-}" = --quick ] && quick=1
+only=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quick) quick=1 ;;
+    --steps) only=$2; shift ;;
+    *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
 budget=${KIT_BUDGET:-420}
 started=$(date +%s)
 
@@ -61,6 +70,7 @@ left() { echo $((budget - ($(date +%s) - started))); }
 step() {
   local name=$1 limit=$2
   shift 2
+  if [ -n "$only" ] && ! grep -qE "$only" <<<"$name"; then return; fi
   local remaining
   remaining=$(left)
   if [ "$remaining" -lt 5 ]; then

@@ -117,7 +117,14 @@ World runHost(const Case& c, size_t fb, uint64_t callSeed) {
 // Runs the case with the stream executor on host streams; returns each rank's wire bytes.
 // Host memory standing in for pinned staging memory.
 StagingMemory hostStaging() {
-  return StagingMemory{[](size_t n) { return std::malloc(n); }, [](void* p) { std::free(p); }};
+  return StagingMemory{[](size_t n) { return std::malloc(n); }, [](void* p) { std::free(p); },
+                       [](size_t n, Stream&) { return std::malloc(n); },
+                       [](void* p, Stream* s) {
+                         if (s)
+                           s->enqueue([p] { std::free(p); });
+                         else
+                           std::free(p);
+                       }};
 }
 
 World runStreams(const Case& c, size_t fb, uint64_t callSeed, bool exact, std::vector<ExecStats>* stats = nullptr,

@@ -85,7 +85,7 @@ class CudaDevice final : public Device {
 
   std::unique_ptr<Stream> newStream() override { return std::make_unique<CudaStream>(); }
   std::unique_ptr<StreamKernels> newKernels() override { return std::make_unique<CudaKernels>(); }
-  StagingMemory staging() override { return pinnedStaging(); }
+  StagingMemory staging() override { return pinnedStaging(ordinal_); }
 
   void* allocZeroed(size_t bytes, Stream& stream) override {
     void* p = nullptr;

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "codecs/cuda/kernel_preload.h"
 #include "collectives/cuda/cuda_stream.h"
 #include "common/error.h"
+#include "common/log.h"
 
 namespace ccl::coll {
 namespace {
@@ -106,13 +109,35 @@ void CudaStream::setFlag(std::atomic<uint64_t>* flag, uint64_t value) {
   cudaOk(cudaGetLastError(), "launching the flag store");
 }
 
-StagingMemory pinnedStaging() {
+namespace {
+
+// Pinned blocks outgrown, freed when the link's StagingMemory goes: freeing one earlier would
+// be cudaFreeHost, which waits for the whole device.
+struct Retired {
+  std::mutex mutex;
+  std::vector<void*> blocks;
+  ~Retired() {
+    for (void* p : blocks) cudaFreeHost(p);
+  }
+};
+
+}  // namespace
+
+StagingMemory pinnedStaging(int device) {
   StagingMemory m;
   m.alloc = [](size_t bytes) -> void* {
     void* p = nullptr;
     return cudaHostAlloc(&p, bytes, cudaHostAllocPortable | cudaHostAllocMapped) == cudaSuccess ? p : nullptr;
   };
   m.free = [](void* p) { cudaFreeHost(p); };
+  // Blocks: cudaHostAlloc'd as they are needed (a new largest wave), freed only with the link.
+  auto retired = std::make_shared<Retired>();
+  m.allocOn = [alloc = m.alloc](size_t bytes, Stream&) { return alloc(bytes); };
+  m.freeOn = [retired](void* p, Stream*) {
+    std::lock_guard<std::mutex> lock(retired->mutex);
+    retired->blocks.push_back(p);
+  };
+  CCL_INFO("device %d: staging blocks from cudaHostAlloc, outgrown ones kept until the link ends", device);
   return m;
 }
 

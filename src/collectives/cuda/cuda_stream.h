@@ -65,8 +65,10 @@ class CudaStream final : public Stream {
   std::atomic<int> pending_{0};  // host steps enqueued that have not finished
 };
 
-// Pinned host memory (cudaHostAlloc / cudaFreeHost) for a TransportLink that stages device
-// buffers through a host transport; mapped, so its flags are polled and set by kernels.
-StagingMemory pinnedStaging();
+// Pinned host memory (cudaHostAlloc, mapped: kernels poll and set the flags in it) for a
+// TransportLink of device `device` that stages device buffers through a host transport.
+// Blocks outgrown are kept until the link ends, never cudaFreeHost'd while calls run
+// (StagingMemory says why).
+StagingMemory pinnedStaging(int device);
 
 }  // namespace ccl::coll

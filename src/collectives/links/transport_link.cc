@@ -10,6 +10,7 @@
 
 #include "codecs/codec.h"
 #include "common/error.h"
+#include "common/log.h"
 
 namespace ccl::coll {
 
@@ -31,7 +32,7 @@ TransportLink::TransportLink(transport::Transport& t, bool exactLengths, std::ch
 TransportLink::~TransportLink() {
   if (proxy_) proxy_->synchronize();
   for (Block& b : blocks_)
-    if (b.memory) staging_->free(b.memory);
+    if (b.memory) staging_->freeOn(b.memory, nullptr);
   if (staged_) staging_->free(staged_);
 }
 
@@ -51,17 +52,19 @@ void TransportLink::awaitReleased(uint64_t ticket) {
   }
 }
 
-TransportLink::Block& TransportLink::acquire(size_t bytes, uint64_t ticket) {
+TransportLink::Block& TransportLink::acquire(size_t bytes, uint64_t ticket, Stream& stream) {
   if (bytes > largest_) {
-    // A wave larger than any before: once the stream has passed every wave in flight, the
-    // whole ring is made again at this size, so until a larger wave comes nothing is
-    // allocated, and nothing is ever allocated while this link's waves are on the stream.
+    // A wave larger than any before: once the streams have passed every wave of this link in
+    // flight, the whole ring is made again at this size, so until a larger wave comes nothing
+    // is allocated. Other ranks' waves may be on the device meanwhile: allocOn and freeOn never
+    // wait for them (StagingMemory).
     awaitReleased(ticket - 1);
     largest_ = std::max(bytes, size_t{64});
+    CCL_INFO("staging ring: %zu blocks of %zu bytes", kStagingBlocks, largest_);
     for (Block& b : blocks_) {
-      if (b.memory) staging_->free(b.memory);
+      if (b.memory) staging_->freeOn(b.memory, &stream);
       b.bytes = 0;
-      b.memory = staging_->alloc(largest_);
+      b.memory = staging_->allocOn(largest_, stream);
       CCL_CHECK(b.memory, cclSystemError, "no staging memory for " + std::to_string(largest_) + " bytes");
       b.bytes = largest_;
     }
@@ -80,7 +83,7 @@ void TransportLink::group(std::span<const Transfer> transfers, Stream& stream) {
   }
   size_t total = 0;
   for (const Transfer& x : xs) total += (x.bytes + 63) & ~size_t{63};
-  Block& block = acquire(total, tickets_ + 1);
+  Block& block = acquire(total, tickets_ + 1, stream);
   auto wave = std::make_shared<StagedWave>();
   wave->staged = xs;
   size_t at = 0;

@@ -22,10 +22,21 @@
 namespace ccl::coll {
 
 // Host memory to stage device buffers through a host transport: pinned memory for CUDA
-// streams (cudaHostAlloc), plain memory in the host tests.
+// streams, plain memory in the host tests. Two kinds of calls:
+// - alloc/free: the link's flags, made with the link and freed with it; they may wait for the
+//   whole device;
+// - allocOn/freeOn: the staging blocks, made again while other ranks' calls run on the device,
+//   so they must not wait for other streams' work. allocOn's memory is usable by work enqueued
+//   on the stream after the call; freeOn frees once the work enqueued on it so far has run (a
+//   null stream: once the link has gone). With several ranks of one process on one GPU, a
+//   free that waits for the whole device (cudaFreeHost) waits for another rank's flag kernel,
+//   which waits for this rank's next wave: a deadlock, seen on an H200. CUDA's blocks are
+//   cudaHostAlloc'd and kept until the link goes (cuda_stream.h).
 struct StagingMemory {
   std::function<void*(size_t)> alloc;
   std::function<void(void*)> free;
+  std::function<void*(size_t, Stream&)> allocOn;
+  std::function<void(void*, Stream*)> freeOn;
 };
 
 // A stream link over a ccl transport: a wave is one step on the stream that posts every
@@ -39,9 +50,9 @@ struct StagingMemory {
 // host waits for it, within the time-out: back-pressure, so the host never enqueues more than
 // kStagingBlocks waves ahead of the GPU). The ring is allocated at the first wave and made
 // again only when a wave is larger than any before, once the stream has passed every wave in
-// flight: the steady path allocates nothing. A staged encoded stream goes over
-// the transport at its true length, read from its header in staging memory: the copies move
-// its bound, the network only what the codec wrote.
+// flight, by StagingMemory's allocOn/freeOn: the steady path allocates nothing. A staged encoded stream
+// goes over the transport at its true length, read from its header in staging memory: the copies move its bound, the
+// network only what the codec wrote.
 //
 // Staged exchanges run on a proxy thread of the link's own (a host stream), not on the
 // stream, pipelined within a wave: the stream raises a flag in staging memory as each send
@@ -80,7 +91,7 @@ class TransportLink final : public StreamLink {
   size_t sendLength(const Transfer& x) const;
   // The next block of the ring, at least `bytes`, for wave `ticket`: waits (within the
   // time-out, or until an abort) for the stream to release the wave that held it before.
-  Block& acquire(size_t bytes, uint64_t ticket);
+  Block& acquire(size_t bytes, uint64_t ticket, Stream& stream);
   // Waits until the stream has released the staging of waves up to `ticket`.
   void awaitReleased(uint64_t ticket);
 
