@@ -10,6 +10,7 @@
 #include "codecs/codec.h"
 #include "collectives/collective_info.h"
 #include "collectives/plan.h"
+#include "collectives/topology.h"
 
 namespace ccl::coll {
 
@@ -35,6 +36,8 @@ struct CollArgs {
   // a residual buffer of feedbackFloats(args) fp32 values (Buf::kFeedback).
   codec::Params codec;
   bool feedback = false;
+  // The communicator's nodes (not owned); nullptr: one node. Hierarchical plans need it.
+  const Topology* topo = nullptr;
 };
 
 // Whether a call with these arguments is carried compressed (float dtype, sum/avg, a codec).
