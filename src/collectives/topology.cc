@@ -49,7 +49,10 @@ std::string Topology::describe() const {
   const bool equal = std::all_of(members.begin(), members.end(),
                                  [&](const auto& m) { return m.size() == members[0].size(); });
   if (equal && nodes() > 1) return s + std::to_string(members[0].size()) + " ranks each";
-  for (int n = 0; n < nodes(); ++n) s += (n ? "+" : "") + std::to_string(nodeSize(n));
+  for (int n = 0; n < nodes(); ++n) {
+    if (n) s += '+';
+    s += std::to_string(nodeSize(n));
+  }
   return s + " ranks";
 }
 
