@@ -8,7 +8,10 @@ ratios against the best Open MPI and the best Gloo variant at the same link rate
 "wire MB" is what ccl reports it sent per rank and call; "tc MB" is what the tbf qdiscs of
 the bridge passed per rank and call (all calls of the runs, warm-up, barriers and setup
 included, divided by the number of warm-up + timed calls); "codec ms" is ccl's encode +
-decode time per call on its busiest rank. A run that failed marks its row FAILED.
+decode time per call on its busiest rank. In run.sh's two-level layout (NODES) "lo MB" is
+what went through the nodes' loopback interfaces, per rank and call in the same way: traffic
+between the ranks of a node that took TCP instead of shared memory. A run that failed marks
+its row FAILED.
 """
 import statistics
 import sys
@@ -43,6 +46,7 @@ def summarize(key, repeats, calls):
         "busbw": 2.0 * (n - 1) / n * size / seconds / 1e9,
         "wire_mb": wire / 1e6 if wire >= 0 else None,
         "tc_mb": sum(int(r["tc_down"]) for r in rank0) / n / (calls * len(rank0)) / 1e6,
+        "lo_mb": sum(int(r["lo"]) for r in rank0) / n / (calls * len(rank0)) / 1e6 if "lo" in rank0[0] else None,
         "codec_ms": codec * 1e3 if codec >= 0 else None,
         "relerr": max(float(r["relerr"]) for r in rank0),
     }
@@ -64,8 +68,10 @@ def optional(value, fmt):
 def main():
     path, calls = sys.argv[1], int(sys.argv[2])
     stats = [summarize(k, repeats, calls) for k, repeats in parse(path).items()]
+    loopback = any(not s["failed"] and s["lo_mb"] is not None for s in stats)
+    lo_header = f" {'lo MB':>8}" if loopback else ""
     header = (f"{'link':>7} {'impl':>5} {'variant':>12} {'time ms':>9} {'busbw GB/s':>10} {'Gbit/s':>7}"
-              f" {'wire MB':>8} {'tc MB':>8} {'codec ms':>8} {'rel.err':>9} {'vs MPI':>7} {'vs Gloo':>7}")
+              f" {'wire MB':>8} {'tc MB':>8}{lo_header} {'codec ms':>8} {'rel.err':>9} {'vs MPI':>7} {'vs Gloo':>7}")
     print(header)
     print("-" * len(header))
     for s in stats:
@@ -73,8 +79,9 @@ def main():
         if s["failed"]:
             print(f"{rate:>7} {impl:>5} {variant:>12}   FAILED")
             continue
+        lo = f" {optional(s['lo_mb'], '8.2f')}" if loopback else ""
         print(f"{rate:>7} {impl:>5} {variant:>12} {s['seconds'] * 1e3:9.1f} {s['busbw']:10.3f} {s['busbw'] * 8:7.2f}"
-              f" {optional(s['wire_mb'], '8.2f')} {s['tc_mb']:8.2f} {optional(s['codec_ms'], '8.1f')}"
+              f" {optional(s['wire_mb'], '8.2f')} {s['tc_mb']:8.2f}{lo} {optional(s['codec_ms'], '8.1f')}"
               f" {s['relerr']:9.2e} {ratio(s['busbw'], best(stats, rate, 'mpi'))}"
               f" {ratio(s['busbw'], best(stats, rate, 'gloo'))}")
 

@@ -7,28 +7,38 @@
 # pair, limits both ends of every veth with tbf to RATE, checks the rate with a raw TCP
 # stream, runs every implementation with the same sizes and prints one table of busbw and
 # ratios. Everything it creates is deleted on exit, also when interrupted.
+# With NODES set, two levels instead (links.sh): NODES namespaces ("nodes") of LOCAL ranks
+# each, one limited veth per node, shared memory between the ranks of a node (ccl: UCX's
+# posix/sysv/cma; Open MPI: vader; Gloo has none and uses TCP over the node's loopback).
 #
 # Usage (root): perf/slowlink/run.sh [build-dir]      (default: build)
 # Environment (defaults in brackets):
-#   RANKS [4]  RATES ["1gbit 10gbit"]  BYTES [64M]  ITERS [3]  WARMUP [1]
+#   RANKS [4]  or  NODES and LOCAL [2] (NODES × LOCAL ranks)
+#   RATES ["1gbit 10gbit"]  BYTES [64M]  ITERS [3]  WARMUP [1]
 #   CODECS ["none fp8_e4m3 int8 int4 topk"]  GLOO_ALGOS ["ring_chunked ring"]
-#   MPI_ALGOS ["default ring"]  (ring: coll_tuned_allreduce_algorithm 4)
+#   MPI_ALGOS ["default ring", with NODES "default ring han"]  (ring: coll_tuned_allreduce_algorithm
+#     4; han: Open MPI's hierarchical coll/han)
 #   REPEATS [1] runs of every implementation per rate (interleaved; the table shows the median)
 #   RETRIES [1] extra attempts of a run that failed (each failure is reported)
 #   RUN_TIMEOUT [180] seconds per run   STREAM_SECONDS [3]   BURST_<rate> e.g. BURST_1gbit [256kb]
-# CCL_*, UCX_* and OMPI_MCA_* variables in the environment reach the ranks unchanged.
+# CCL_*, UCX_* and OMPI_MCA_* variables in the environment reach the ranks unchanged, except
+# that one level forces UCX_TLS=tcp,self; two levels default it to tcp,sm,self. Every rank gets
+# CCL_HOST_ID=node<n>, n its node (one level: its own namespace).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=$(cd "${1:-build}" && pwd)
 ranks=${RANKS:-4}
+nodes=${NODES:-}
+node_ranks=1
+[[ -z $nodes ]] || { node_ranks=${LOCAL:-2}; ranks=$((nodes * node_ranks)); }
 rates=${RATES:-1gbit 10gbit}
 bytes=${BYTES:-64M}
 iters=${ITERS:-3}
 warmup=${WARMUP:-1}
 codecs=${CODECS-none fp8_e4m3 int8 int4 topk}
 gloo_algos=${GLOO_ALGOS-ring_chunked ring}
-mpi_algos=${MPI_ALGOS-default ring}
+mpi_algos=${MPI_ALGOS-default ring${nodes:+ han}}
 run_timeout=${RUN_TIMEOUT:-180}
 repeats=${REPEATS:-1}
 retries=${RETRIES:-1}
@@ -44,23 +54,30 @@ die() {
 }
 [[ $(id -u) == 0 ]] || die "needs root (network namespaces, tc)"
 [[ -x $ccl_bin ]] || die "missing $ccl_bin (cmake --build $build --target slowlink_ccl_allreduce)"
-[[ $ranks -ge 2 && $ranks -le 200 ]] || die "RANKS must be in 2..200"
+[[ $ranks -ge 2 && $ranks -le 200 ]] || die "RANKS (NODES × LOCAL) must be in 2..200"
+[[ -z $nodes || $nodes -ge 2 ]] || die "NODES must be at least 2"
 [[ -x $gloo_bin ]] || { echo "# Gloo bench not built: Gloo rows skipped" >&2; gloo_algos=""; }
 [[ -x $mpi_bin ]] || { echo "# MPI bench not built: MPI rows skipped" >&2; mpi_algos=""; }
 
 # shellcheck source=links.sh
 source "$here/links.sh"
 links_setup || die "cannot set up the links"
+if [[ -n $nodes ]]; then
+  ucx_tls=${UCX_TLS:-tcp,sm,self} mpi_btl=tcp,vader,self layout="$nodes nodes × $node_ranks ranks"
+else
+  ucx_tls=tcp,self mpi_btl=tcp,self layout="$ranks ranks"
+fi
 
+# From the first namespace (rank 0's) to the second (rank 1's, or node 1's in two levels).
 measure_stream() {
   local rate=$1 out
   out=$work/stream-$rate.txt
-  ip netns exec "$(rank_ns 1)" timeout 60 python3 "$here/tcp_stream.py" recv "$(rank_addr 1)" 5201 >"$out" &
+  ip netns exec "$(node_ns 1)" timeout 60 python3 "$here/tcp_stream.py" recv "$(node_addr 1)" 5201 >"$out" &
   children+=($!)
   sleep 0.5
-  ip netns exec "$(rank_ns 0)" timeout 60 python3 "$here/tcp_stream.py" send "$(rank_addr 1)" 5201 "$stream_seconds"
+  ip netns exec "$(node_ns 0)" timeout 60 python3 "$here/tcp_stream.py" send "$(node_addr 1)" 5201 "$stream_seconds"
   wait "${children[-1]}"
-  echo "# raw TCP stream rank 0 -> rank 1 at $rate: $(cat "$out")"
+  echo "# raw TCP stream $(node_ns 0) -> $(node_ns 1) at $rate: $(cat "$out")"
 }
 
 # Waits for the given pids (one per rank, in rank order); fails if any failed (timeout: 124).
@@ -81,7 +98,7 @@ run_ccl() {
     none) max_err=1e-5 ;; int8) max_err=0.02 ;; fp8_e4m3) max_err=0.1 ;; int4) max_err=0.3 ;; *) max_err=1 ;;
   esac
   for ((i = 0; i < ranks; i++)); do
-    ip netns exec "$(rank_ns "$i")" env CCL_SOCKET_IFNAME=$ifname UCX_TLS=tcp,self UCX_NET_DEVICES=$ifname \
+    rank_exec "$i" env CCL_SOCKET_IFNAME=$ifname UCX_TLS="$ucx_tls" UCX_NET_DEVICES=$ifname \
       timeout "$run_timeout" "$ccl_bin" -r "$i" -n "$ranks" -b "$bytes" -i "$iters" -w "$warmup" \
       -f "$dir/id" -v "$codec" -e "$max_err" >"$dir/out.$i" 2>"$dir/err.$i" &
     pids+=($!)
@@ -94,7 +111,7 @@ run_gloo() {
   local algo=$1 dir=$2 pids=()
   mkdir -p "$dir/store"
   for ((i = 0; i < ranks; i++)); do
-    ip netns exec "$(rank_ns "$i")" timeout "$run_timeout" "$gloo_bin" -r "$i" -n "$ranks" -b "$bytes" \
+    rank_exec "$i" timeout "$run_timeout" "$gloo_bin" -r "$i" -n "$ranks" -b "$bytes" \
       -i "$iters" -w "$warmup" -f "$dir/store" -a "$(rank_addr "$i")" -v "$algo" >"$dir/out.$i" 2>"$dir/err.$i" &
     pids+=($!)
     children+=($!)
@@ -102,29 +119,35 @@ run_gloo() {
   wait_all "${pids[@]}"
 }
 
-# mpirun runs inside rank 0's namespace; the hostfile names the namespaces and the launch
-# agent turns "ssh <namespace> orted ..." into "ip netns exec <namespace> sh -c 'orted ...'".
+# mpirun runs inside rank 0's namespace; the hostfile names the namespaces (one slot per rank
+# of each) and the launch agent turns "ssh <namespace> orted ..." into "ip netns exec
+# <namespace> sh -c 'orted ...'" (two levels: also in the node's IPC and UTS namespaces).
 run_mpi() {
   local algo=$1 dir=$2 extra=()
-  for ((i = 0; i < ranks; i++)); do echo "$(rank_ns "$i") slots=1"; done >"$dir/hosts"
-  [[ $algo == ring ]] && extra=(--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4)
+  for ((n = 0; n < $(link_count); n++)); do echo "$(node_ns "$n") slots=$node_ranks"; done >"$dir/hosts"
+  case $algo in
+    ring) extra=(--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4) ;;
+    han) extra=(--mca coll_han_priority 100) ;;
+  esac
   ip netns exec "$(rank_ns 0)" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     timeout "$run_timeout" mpirun --allow-run-as-root -np "$ranks" --hostfile "$dir/hosts" --bind-to none \
     --mca plm_rsh_agent "$here/mpi_netns_agent.sh" --mca plm_rsh_no_tree_spawn 1 \
-    --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$ifname" --mca oob_tcp_if_include "$ifname" \
+    --mca pml ob1 --mca btl "$mpi_btl" --mca btl_tcp_if_include "$ifname" --mca oob_tcp_if_include "$ifname" \
     "${extra[@]}" "$mpi_bin" -b "$bytes" -i "$iters" -w "$warmup" -v "$algo" >"$dir/out.0" 2>"$dir/err.0" &
   children+=($!)
   wait_all "$!"
 }
 
-# Runs one implementation, records its RESULT lines and the qdisc bytes it moved. A failed
-# run is retried up to RETRIES times in a fresh directory; the log says so.
+# Runs one implementation, records its RESULT lines, the qdisc bytes it moved and (two levels)
+# the bytes on the nodes' loopbacks. A failed run is retried up to RETRIES times in a fresh
+# directory; the log says so.
 measure() {
-  local rate=$1 impl=$2 variant=$3 repeat=$4 attempt=0 dir before after ok=0
+  local rate=$1 impl=$2 variant=$3 repeat=$4 attempt=0 dir before after ok=0 lo_before lo_after lo="" lo_note=""
   while :; do
     dir=$work/$rate-$impl-$variant-$repeat-$attempt
     mkdir -p "$dir"
     before=$(qdisc_bytes)
+    lo_before=$(lo_bytes)
     if "run_$impl" "$variant" "$dir"; then ok=1; break; fi
     echo "# FAILED: $rate $impl $variant (attempt $((attempt + 1)), stderr follows)" >&2
     tail -n 5 "$dir"/err.* >&2 || true
@@ -133,19 +156,21 @@ measure() {
   done
   if [[ $ok == 1 ]]; then
     after=$(qdisc_bytes)
+    lo_after=$(lo_bytes)
     read -r b_up b_down b_dup b_ddown <<<"$before"
     read -r a_up a_down a_dup a_ddown <<<"$after"
-    cat "$dir"/out.* | grep '^RESULT' | sed "s/\$/ rate=$rate repeat=$repeat tc_up=$((a_up - b_up)) tc_down=$((a_down - b_down))/" \
+    [[ -z $nodes ]] || lo=" lo=$((lo_after - lo_before))" lo_note="; $((lo_after - lo_before)) bytes on the nodes' loopbacks"
+    cat "$dir"/out.* | grep '^RESULT' | sed "s/\$/ rate=$rate repeat=$repeat tc_up=$((a_up - b_up)) tc_down=$((a_down - b_down))$lo/" \
       >>"$work/results.txt"
     echo "# tc $rate $impl $variant: $((a_up - b_up)) bytes into the bridge, $((a_down - b_down)) bytes out of it;" \
-      "packets dropped: $((a_dup - b_dup)) into, $((a_ddown - b_ddown)) out of it"
+      "packets dropped: $((a_dup - b_dup)) into, $((a_ddown - b_ddown)) out of it$lo_note"
   else
     echo "RESULT impl=$impl variant=$variant rank=0 failed=1 rate=$rate repeat=$repeat" >>"$work/results.txt"
   fi
 }
 
 echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# $ranks ranks, $bytes fp32 sum allreduce, $warmup warm-up + $iters timed calls per run, $repeats run(s) each"
+echo "# $layout, $bytes fp32 sum allreduce, $warmup warm-up + $iters timed calls per run, $repeats run(s) each"
 build_links
 touch "$work/results.txt"
 for rate in $rates; do
