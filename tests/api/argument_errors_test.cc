@@ -262,8 +262,9 @@ TEST(ArgumentErrors, InitRankWithBadRankOrSize) {
     int nranks, rank;
     const char* argument;
   };
-  // 4096 ranks: more than message tags can number (common/tags.h), refused before any connection.
-  for (Bad b : {Bad{0, 0, "nranks"}, Bad{-3, 0, "nranks"}, Bad{4096, 0, "nranks"}, Bad{2, 2, "rank"},
+  // 100,000 ranks: more than message tags can number (87,381: common/tags.h), refused before any
+  // connection.
+  for (Bad b : {Bad{0, 0, "nranks"}, Bad{-3, 0, "nranks"}, Bad{100000, 0, "nranks"}, Bad{2, 2, "rank"},
                 Bad{2, -1, "rank"}, Bad{1, 5, "rank"}}) {
     cclComm_t comm = untouched;
     runWithDeadline(

@@ -95,8 +95,8 @@ TEST(CollectiveTable, CompressedPlansExactlyForTheCompressibleCollectives) {
 
 TEST(Tags, StepTagsStayBelowTheSignatureAndRefuseWhatDoesNotFit) {
   const int n = tags::kMaxRanks;
-  EXPECT_LT(tags::stepTag(1, n, n - 1, tags::kChunkLimit - 1), tags::kSignatureTag);
-  EXPECT_THROW(tags::stepTag(1, n + 1, n, 0), Error) << "more ranks than the step field numbers";
+  EXPECT_LT(tags::stepTag(tags::kMaxPhases - 1, n, n - 1, tags::kChunkLimit - 1), tags::kSignatureTag);
+  EXPECT_THROW(tags::stepTag(tags::kMaxPhases - 1, n + 1, n, 0), Error) << "more ranks than the step field numbers";
   EXPECT_THROW(tags::stepTag(0, 4, 0, tags::kChunkLimit), Error);
   EXPECT_THROW(tags::stepTag(tags::kMaxPhases, 4, 0, 0), Error);
   // Distinct (phase, step, chunk) give distinct tags.
