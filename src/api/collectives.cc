@@ -211,7 +211,7 @@ void runCollective(const Call& c) {
     if (a.codec.codec != cclCodecNone) {
       d.feedback = deviceFeedback(feedbackFor(c, opKind, a.codec));
       d.args.feedback = d.feedback != nullptr;
-      d.feedbackFloats = coll::feedbackFloats(d.args, c.kind == Coll::kReduceScatter);
+      d.feedbackFloats = coll::feedbackFloats(c.kind, d.args);
     }
     d.key = PlanKey{opKind, c.count, c.dtype, c.op, c.root, a.inPlace, codecKey(d.args)};
     d.tagBase = tags::collectiveBase(comm->collSeq++);
@@ -225,7 +225,7 @@ void runCollective(const Call& c) {
   if (op.compressed) {
     op.feedback = feedbackFor(c, opKind, a.codec);
     a.feedback = op.feedback != nullptr;
-    op.feedbackFloats = coll::feedbackFloats(a, c.kind == Coll::kReduceScatter);
+    op.feedbackFloats = coll::feedbackFloats(c.kind, a);
   }
   if (codec::isLowRank(a.codec.codec)) {  // allreduce: send and recv go through pointToPoint
     drainAsync(comm, nullptr);            // it reads the counters, and runs now
@@ -298,7 +298,7 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
       op.feedback = feedbackFor(c, op.opKind, a.codec);
       if (where.device) op.feedback = deviceFeedback(op.feedback);
       a.feedback = op.feedback != nullptr;
-      op.feedbackFloats = coll::feedbackFloats(a, false);
+      op.feedbackFloats = coll::feedbackFloats(Coll::kSend, a);
     }
     PlanKey key{op.opKind, bytes, dtype, 0, peer, false, codecKey(a)};
     if (where.device) {

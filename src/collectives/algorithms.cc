@@ -9,32 +9,41 @@
 
 namespace ccl::coll {
 
+namespace {
+
+// Every algorithm's name, in one place: CCL_ALGO, log lines and test names all read it.
+struct AlgoName {
+  Algo algo;
+  const char* name;
+  const char* aliases[2];  // other spellings CCL_ALGO accepts
+};
+constexpr AlgoName kAlgoNames[] = {
+    {Algo::kAuto, "auto", {}},
+    {Algo::kRing, "ring", {}},
+    {Algo::kTree, "tree", {"rd", "recursive_doubling"}},
+    {Algo::kDirect, "direct", {}},
+    {Algo::kTwoShot, "twoshot", {"two_shot"}},
+    {Algo::kSparse, "sparse", {}},
+    {Algo::kHier, "hier", {"hierarchical"}},
+};
+
+}  // namespace
+
 Algo parseAlgo(const std::string& name) {
-  if (name == "auto" || name.empty()) return Algo::kAuto;
-  if (name == "ring") return Algo::kRing;
-  if (name == "tree" || name == "rd" || name == "recursive_doubling") return Algo::kTree;
-  if (name == "direct") return Algo::kDirect;
-  if (name == "twoshot" || name == "two_shot") return Algo::kTwoShot;
-  if (name == "sparse") return Algo::kSparse;
-  throw Error(cclInvalidArgument,
-              "unknown algorithm '" + name + "' (CCL_ALGO: auto, ring, tree, direct, twoshot, sparse)");
+  if (name.empty()) return Algo::kAuto;
+  std::string names;
+  for (const AlgoName& a : kAlgoNames) {
+    if (name == a.name) return a.algo;
+    for (const char* alias : a.aliases)
+      if (alias && name == alias) return a.algo;
+    names += std::string(names.empty() ? "" : ", ") + a.name;
+  }
+  throw Error(cclInvalidArgument, "unknown algorithm '" + name + "' (CCL_ALGO: " + names + ")");
 }
 
 const char* algoName(Algo a) {
-  switch (a) {
-    case Algo::kAuto:
-      return "auto";
-    case Algo::kRing:
-      return "ring";
-    case Algo::kTree:
-      return "tree";
-    case Algo::kDirect:
-      return "direct";
-    case Algo::kTwoShot:
-      return "twoshot";
-    case Algo::kSparse:
-      return "sparse";
-  }
+  for (const AlgoName& n : kAlgoNames)
+    if (n.algo == a) return n.name;
   return "?";
 }
 
@@ -44,6 +53,7 @@ bool compressible(const CollArgs& a) {
 }
 
 Algo chooseAllReduce(const CollArgs& a) {
+  if (hierarchicalApplies(a)) return Algo::kHier;
   if (a.algo == Algo::kRing || a.algo == Algo::kTree || a.algo == Algo::kDirect) return a.algo;
   const size_t bytes = a.count * dataTypeSize(a.dtype);
   if (bytes <= a.directMaxBytes) return Algo::kDirect;

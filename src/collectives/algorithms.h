@@ -14,7 +14,7 @@
 
 namespace ccl::coll {
 
-enum class Algo { kAuto, kRing, kTree, kDirect, kTwoShot, kSparse };
+enum class Algo { kAuto, kRing, kTree, kDirect, kTwoShot, kSparse, kHier };
 
 // Parses CCL_ALGO values ("auto", "ring", "tree", "direct"); throws cclInvalidArgument.
 Algo parseAlgo(const std::string& name);
@@ -55,6 +55,13 @@ Plan planAlltoAll(const CollArgs& a);  // count per peer
 Plan planGather(const CollArgs& a);    // count per rank
 Plan planScatter(const CollArgs& a);   // count per rank
 
+// Hierarchical allreduce (hierarchical.cc): inside each node, across nodes (compressed when
+// a.codec is a codec), inside each node again. It applies when a.topo has more than one node
+// and more than one rank in some node, and a.algo is kHier or kAuto.
+bool hierarchicalApplies(const CollArgs& a);
+Plan planHierarchicalAllReduce(const CollArgs& a);
+size_t hierarchicalFeedbackFloats(const CollArgs& a);
+
 // Compressed plans (compressible(a) must hold; see compressed.cc for the algorithms).
 Algo chooseCompressedAllReduce(const CollArgs& a);
 Plan planCompressedAllReduce(const CollArgs& a);
@@ -64,9 +71,9 @@ Plan planCompressedBroadcast(const CollArgs& a);
 Plan planCompressedAlltoAll(const CollArgs& a);
 Plan planCompressedSend(const CollArgs& a, int peer, uint32_t tag);
 Plan planCompressedRecv(const CollArgs& a, int peer, uint32_t tag);
-// fp32 values of error-feedback state the plan of `a` (an allreduce, reduce-scatter or
-// allgather of this rank) reads and updates.
-size_t feedbackFloats(const CollArgs& a, bool reduceScatter);
+// fp32 values of error-feedback state the plan of collective c with `a` (an allreduce,
+// reduce-scatter, allgather or send of this rank) reads and updates.
+size_t feedbackFloats(Coll c, const CollArgs& a);
 
 // The plan of collective c (not point to point) for this rank: the compressed plan when
 // a.codec is a codec and the collective has one, else the uncompressed one.

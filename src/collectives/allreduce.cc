@@ -82,6 +82,7 @@ Plan planAllToAllReduce(const CollArgs& a) {
 
 Plan planAllReduce(const CollArgs& a) {
   if (a.count == 0) return detail::emptyPlan(a);
+  if (hierarchicalApplies(a)) return planHierarchicalAllReduce(a);
   if (a.nranks == 1) {
     Plan p = detail::emptyPlan(a);
     if (!a.inPlace) p.copy({Buf::kRecv, 0}, {Buf::kSend, 0}, a.count * dataTypeSize(a.dtype));

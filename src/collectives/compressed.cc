@@ -325,6 +325,7 @@ Plan randkRingAllReduce(const CollArgs& a) {
 }  // namespace
 
 Algo chooseCompressedAllReduce(const CollArgs& a) {
+  if (hierarchicalApplies(a)) return Algo::kHier;
   if (a.algo == Algo::kRing || a.algo == Algo::kTwoShot || a.algo == Algo::kSparse) return a.algo;
   if (codec::isQuantizer(a.codec.codec)) return Algo::kTwoShot;
   // Random-k's values ring when they are many; few go to everyone in one round.
@@ -332,14 +333,16 @@ Algo chooseCompressedAllReduce(const CollArgs& a) {
   return Algo::kSparse;
 }
 
-size_t feedbackFloats(const CollArgs& a, bool reduceScatter) {
+size_t feedbackFloats(Coll c, const CollArgs& a) {
   if (codec::isLowRank(a.codec.codec)) return codec::residualFloats(a.codec, a.count);
+  if (c == Coll::kAllReduce && hierarchicalApplies(a)) return hierarchicalFeedbackFloats(a);
   const size_t n = static_cast<size_t>(a.nranks);
-  return reduceScatter ? a.count * n : a.count + (a.count + n - 1) / n;
+  return c == Coll::kReduceScatter ? a.count * n : a.count + (a.count + n - 1) / n;
 }
 
 Plan planCompressedAllReduce(const CollArgs& a) {
   if (a.count == 0) return codecPlan(a);
+  if (hierarchicalApplies(a)) return planHierarchicalAllReduce(a);
   if (a.nranks == 1) {
     // Nothing crosses a wire, but the result still goes through the codec once, as it would
     // with more ranks, so that behaviour does not change with the rank count.

@@ -46,8 +46,8 @@ uint64_t Topology::digest() const {
 
 std::string Topology::describe() const {
   std::string s = std::to_string(nodes()) + (nodes() == 1 ? " node of " : " nodes of ");
-  const bool equal = std::all_of(members.begin(), members.end(),
-                                 [&](const auto& m) { return m.size() == members[0].size(); });
+  const bool equal =
+      std::all_of(members.begin(), members.end(), [&](const auto& m) { return m.size() == members[0].size(); });
   if (equal && nodes() > 1) return s + std::to_string(members[0].size()) + " ranks each";
   for (int n = 0; n < nodes(); ++n) {
     if (n) s += '+';

@@ -88,7 +88,7 @@ void enqueue(ncclComm& c, DeviceState& st, const CollCall& call, const coll::Col
   float* residual = nullptr;
   if (a.feedback)
     residual = runner.residual({reinterpret_cast<uintptr_t>(call.recv), call.count},
-                               coll::feedbackFloats(a, call.kind == Coll::kReduceScatter), static_cast<int>(call.kind),
+                               coll::feedbackFloats(call.kind, a), static_cast<int>(call.kind),
                                caller);
   coll::StreamJob job{planned.plan,
                       planned.schedule,

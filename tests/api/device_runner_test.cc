@@ -92,7 +92,7 @@ TEST(DeviceRunner, FeedbackCallsOnTwoStreamsLeaveTheHostExecutorsBytes) {
   const coll::CollArgs args = allreduceArgs(cclCodecInt4, n, count);
   coll::CollArgs fixed = args;
   fixed.codec = codec::fixLength(fixed.codec);
-  const size_t floats = coll::feedbackFloats(fixed, false);
+  const size_t floats = coll::feedbackFloats(coll::Coll::kAllReduce, fixed);
   std::vector<std::vector<std::vector<float>>> input(calls, std::vector<std::vector<float>>(n));
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -193,7 +193,7 @@ TEST(DeviceRunner, DestroyedWithACallInFlightFreesOnlyAfterItRan) {
     while (!open.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   });
   char* scratch = runner->begin(caller, p.plan->scratchBytes);
-  float* residual = runner->residual({9, 0}, coll::feedbackFloats(args, false), 1, caller);
+  float* residual = runner->residual({9, 0}, coll::feedbackFloats(coll::Coll::kAllReduce, args), 1, caller);
   coll::StreamJob job{p.plan, p.schedule, coll::Buffers{send.p, recv.p, scratch, residual}, 0, 1, nullptr, {}};
   job.finished = [&](cclResult_t, const std::string&) { ran.store(true); };
   runner->run(std::span<const coll::StreamJob>(&job, 1), caller);

@@ -111,7 +111,7 @@ RankData inputs(const Case& c, int r) {
     std::memcpy(&d.send[i * 4], &v, 4);
   }
   if (c.feedback) {
-    d.feedback.resize(feedbackFloats(argsOf(c, r), c.coll == Coll::kReduceScatter));
+    d.feedback.resize(feedbackFloats(c.coll, argsOf(c, r)));
     for (float& f : d.feedback) f = 1e-3f * normal(rng);
   }
   return d;

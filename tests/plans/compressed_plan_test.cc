@@ -262,7 +262,7 @@ TEST(CompressedFeedback, Int4MeanConvergesToExactSum) {
   Vec want = exactSum(in);
   CollArgs proto = args(n, 0, count, cclCodecInt4, Algo::kTwoShot);
   proto.feedback = true;
-  std::vector<Vec> residual(n, Vec(feedbackFloats(proto, false), 0.0f));
+  std::vector<Vec> residual(n, Vec(feedbackFloats(Coll::kAllReduce, proto), 0.0f));
   Vec mean(count, 0.0f);
   double firstErr = 0;
   const int T = 64;

@@ -7,6 +7,9 @@
 // ends, a call returns before it has run, and failures reach the caller's stream.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <numeric>
+
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -36,13 +39,23 @@ struct Case {
   cclRedOp_t op = cclSum;
   bool feedback = false;
   size_t count = 1000;
-  bool fixedLength = false;  // codec::fixLength: what a link that sees no lengths encodes with
+  bool fixedLength = false;     // codec::fixLength: what a link that sees no lengths encodes with
+  std::vector<int> nodes = {};  // node sizes (consecutive ranks); empty: no topology
 };
+
+// The topology of `nodes`, kept for the process's life (CollArgs points to it).
+const Topology* topologyOf(const std::vector<int>& nodes) {
+  if (nodes.empty()) return nullptr;
+  static std::map<std::vector<int>, Topology> made;
+  auto it = made.find(nodes);
+  if (it == made.end()) it = made.emplace(nodes, Topology::blocks(nodes)).first;
+  return &it->second;
+}
 
 std::string name(const Case& c) {
   return std::string(collInfo(c.coll).name) + "/" + codec::kCodecTable.rows[c.codec].name + "/" + algoName(c.algo) +
          "/n" + std::to_string(c.nranks) + "/dtype" + std::to_string(c.dtype) + (c.feedback ? "/feedback" : "") +
-         (c.fixedLength ? "/fixed" : "");
+         (c.fixedLength ? "/fixed" : "") + (c.nodes.empty() ? "" : "/nodes" + Topology::blocks(c.nodes).describe());
 }
 
 CollArgs argsOf(const Case& c, int r) {
@@ -59,6 +72,7 @@ CollArgs argsOf(const Case& c, int r) {
   a.codec.seed = 7;
   if (c.fixedLength) a.codec = codec::fixLength(a.codec);
   a.feedback = c.feedback;
+  a.topo = topologyOf(c.nodes);
   return a;
 }
 
@@ -162,9 +176,7 @@ bool plans(const Case& c) {
   }
 }
 
-size_t feedbackFor(const Case& c) {
-  return c.feedback ? feedbackFloats(argsOf(c, 0), c.coll == Coll::kReduceScatter) : 0;
-}
+size_t feedbackFor(const Case& c) { return c.feedback ? feedbackFloats(c.coll, argsOf(c, 0)) : 0; }
 
 void expectSame(const World& a, const World& b, const Case& c, const char* what) {
   for (int r = 0; r < c.nranks; ++r) {
@@ -200,6 +212,28 @@ std::vector<Case> matrix() {
         if (coll == Coll::kAllReduce)
           for (Algo a : {Algo::kRing, Algo::kTwoShot, Algo::kSparse}) cases.push_back({coll, codec, a, n});
       }
+    }
+  }
+  // Hierarchical allreduce over nodes of equal and unequal sizes, uncompressed and with every
+  // codec across nodes.
+  for (const std::vector<int>& nodes : std::vector<std::vector<int>>{{2, 2}, {3, 1}, {1, 2, 2}, {2, 3}, {4, 4}}) {
+    const int n = std::accumulate(nodes.begin(), nodes.end(), 0);
+    Case c{Coll::kAllReduce, cclCodecNone, Algo::kHier, n};
+    c.nodes = nodes;
+    cases.push_back(c);
+    c.dtype = cclBfloat16;
+    cases.push_back(c);
+    c.dtype = cclFloat32;
+    c.op = cclAvg;
+    cases.push_back(c);
+    c.op = cclSum;
+    for (int k = 1; k < cclNumCodecs; ++k) {
+      if (codec::isLowRank(k)) continue;
+      c.codec = static_cast<cclCodec_t>(k);
+      c.feedback = false;
+      cases.push_back(c);
+      c.feedback = true;
+      cases.push_back(c);
     }
   }
   return cases;

@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Hierarchical allreduce over a communicator's nodes (collectives/topology.h), in three
+// stages run as one plan:
+//
+//   0  inside each node, a reduce-scatter: the data is cut into S shards (S the size of the
+//      smallest node); local rank s of every node owns shard s and receives every local
+//      rank's chunks of it, which it adds in local-rank order. Uncompressed: the links inside
+//      a node are fast, and a codec there costs more than it saves (perf/README.md).
+//   1  across nodes, for each shard s, an allreduce among the owners of shard s (one rank per
+//      node): a flat plan of the communicator's codec (two-shot, ring, sparse; error feedback
+//      on the owner's shard), spliced in with its peers mapped to the owners' ranks.
+//   2  inside each node, an allgather: every owner sends its shard to the node's other ranks.
+//
+// Only stage 1 crosses nodes, so a node's link carries what a flat allreduce of one rank per
+// node would, however many ranks the node has. With nodes of unequal size, local ranks S and
+// above of the larger nodes own no shard: they hand their data to the owners and receive the
+// result. Every rank ends with the same bits: each shard is summed by one owner per node, the
+// flat plan of stage 1 gives its ranks the same bits, and stage 2 copies them.
+#include <algorithm>
+#include <vector>
+
+#include "collectives/algorithms.h"
+#include "common/dtype.h"
+#include "common/error.h"
+#include "common/tags.h"
+
+namespace ccl::coll {
+
+namespace {
+
+// Where a spliced plan's buffers lie in the plan it joins.
+struct Embedding {
+  std::vector<int> ranks;  // the sub-plan's rank i is ranks[i]
+  Ref send{Buf::kSend, 0}, recv{Buf::kRecv, 0};
+  size_t feedback = 0;     // byte offset of its residual in Buf::kFeedback
+  uint32_t tagOffset = 0;  // tags::stageOffset of its stage
+};
+
+// Appends `sub`'s steps to `p`, mapped by `e`; steps of `sub` that wait for nothing wait for
+// `after`. Returns the steps of `sub` no other step of it waits for: once they have run, all
+// of it has.
+Deps splice(Plan& p, const Plan& sub, const Embedding& e, const Deps& after) {
+  CCL_CHECK(sub.dtype == p.dtype && sub.op == p.op, cclInternalError, "splice: a plan of another type or op");
+  if (sub.codec.codec != cclCodecNone) {
+    CCL_CHECK(p.codec.codec == cclCodecNone || p.codec.codec == sub.codec.codec, cclInternalError,
+              "splice: two codecs in one plan");
+    p.codec = sub.codec;
+  }
+  const Ref scratch = p.scratch(sub.scratchBytes);
+  auto map = [&](Ref r) -> Ref {
+    switch (r.buf) {
+      case Buf::kSend:
+        return e.send + r.offset;
+      case Buf::kRecv:
+        return e.recv + r.offset;
+      case Buf::kScratch:
+        return scratch + r.offset;
+      case Buf::kFeedback:
+        return {Buf::kFeedback, e.feedback + r.offset};
+    }
+    return r;
+  };
+  const auto base = static_cast<StepId>(p.steps.size());
+  const auto slots = p.lengthSlots;
+  std::vector<char> waitedFor(sub.steps.size(), 0);
+  for (StepId d : sub.deps) waitedFor[d] = 1;
+  Deps ends;
+  for (size_t i = 0; i < sub.steps.size(); ++i) {
+    Step s = sub.steps[i];
+    s.dst = map(s.dst);
+    s.src = map(s.src);
+    s.src2 = map(s.src2);
+    if (s.peer >= 0) s.peer = e.ranks.at(static_cast<size_t>(s.peer));
+    if (s.kind == StepKind::kSend || s.kind == StepKind::kRecv) s.tag += e.tagOffset;
+    if (s.slot != kNoSlot) s.slot = static_cast<uint16_t>(s.slot + slots);
+    Deps deps;
+    for (uint32_t d = 0; d < s.numDeps; ++d) deps.push_back(base + sub.deps[s.firstDep + d]);
+    if (deps.empty()) deps = after;
+    const StepId id = p.add(s, deps);
+    if (!waitedFor[i]) ends.push_back(id);
+  }
+  p.lengthSlots = static_cast<uint16_t>(slots + sub.lengthSlots);
+  return ends;
+}
+
+// The shape of one rank's hierarchical allreduce.
+struct Layout {
+  const Topology& topo;
+  int node, local, nodeSize;
+  size_t shards;  // S: the smallest node's size
+  Split split;    // the data cut into S shards
+  bool owner() const { return static_cast<size_t>(local) < shards; }
+};
+
+Layout layoutOf(const CollArgs& a) {
+  const Topology& t = *a.topo;
+  CCL_CHECK(t.nranks() == a.nranks, cclInternalError, "a topology of another communicator");
+  int smallest = t.nodeSize(0);
+  for (int n = 1; n < t.nodes(); ++n) smallest = std::min(smallest, t.nodeSize(n));
+  const int node = t.nodeOf[static_cast<size_t>(a.rank)];
+  return Layout{t,
+                node,
+                t.localRank[static_cast<size_t>(a.rank)],
+                t.nodeSize(node),
+                static_cast<size_t>(smallest),
+                Split{a.count, static_cast<size_t>(smallest)}};
+}
+
+// The arguments of stage 1 for the owner of shard `shard`: a flat allreduce, in place, among
+// one rank per node, summing (an average divides once, at the end).
+CollArgs acrossNodes(const CollArgs& a, const Layout& l) {
+  CollArgs s = a;
+  s.rank = l.node;
+  s.nranks = l.topo.nodes();
+  s.count = l.split.size(static_cast<size_t>(l.local));
+  s.inPlace = true;
+  s.op = a.op == cclAvg ? cclSum : a.op;
+  s.topo = nullptr;
+  if (s.algo == Algo::kHier) s.algo = Algo::kAuto;
+  return s;
+}
+
+}  // namespace
+
+bool hierarchicalApplies(const CollArgs& a) {
+  if (!a.topo || !a.topo->layered()) return false;
+  return a.algo == Algo::kHier || a.algo == Algo::kAuto;
+}
+
+size_t hierarchicalFeedbackFloats(const CollArgs& a) {
+  const Layout l = layoutOf(a);
+  return l.owner() ? feedbackFloats(Coll::kAllReduce, acrossNodes(a, l)) : 0;
+}
+
+Plan planHierarchicalAllReduce(const CollArgs& a) {
+  Plan p = detail::emptyPlan(a);
+  if (a.count == 0) return p;
+  const Layout l = layoutOf(a);
+  const size_t es = dataTypeSize(a.dtype);
+  const int n = a.nranks;
+  const Ref in = a.inPlace ? Ref{Buf::kRecv, 0} : Ref{Buf::kSend, 0}, out{Buf::kRecv, 0};
+  auto localRank = [&](int local) { return l.topo.rankOf(l.node, local); };
+  const uint32_t intraTags = tags::stageOffset(0, n), gatherTags = tags::stageOffset(2, n);
+
+  // Stage 0: each shard's chunks to its owner; the owner adds them in local-rank order.
+  Deps shardDone;                                   // the owner's shard is the node's sum
+  std::vector<std::vector<StepId>> sent(l.shards);  // a shard's chunks read for its owner
+  for (size_t s = 0; s < l.shards; ++s) {
+    const size_t off = l.split.offset(s), cnt = l.split.size(s);
+    const Split ch = detail::chunks(cnt, es, a.chunkBytes);
+    const int owner = localRank(static_cast<int>(s));
+    if (owner != a.rank) {
+      for (size_t j = 0; j < ch.parts; ++j)
+        sent[s].push_back(
+            p.send(owner, intraTags + detail::tag(0, n, 0, j), in + (off + ch.offset(j)) * es, ch.size(j) * es));
+      continue;
+    }
+    Deps have;
+    if (!a.inPlace && cnt) have = {p.copy(out + off * es, in + off * es, cnt * es)};
+    for (size_t j = 0; j < ch.parts; ++j) {
+      const Ref chunk = out + (off + ch.offset(j)) * es;
+      Deps last = have;
+      for (int k = 0; k < l.nodeSize; ++k) {
+        if (k == l.local) continue;
+        const Ref tmp = p.scratch(ch.size(j) * es);
+        const StepId got = p.recv(localRank(k), intraTags + detail::tag(0, n, 0, j), tmp, ch.size(j) * es);
+        Deps after = last;
+        after.push_back(got);
+        last = {p.reduce(chunk, chunk, tmp, ch.size(j), after)};
+      }
+      shardDone.insert(shardDone.end(), last.begin(), last.end());
+    }
+  }
+
+  // Stage 1: the owners of each shard, one per node, allreduce it.
+  Deps reduced = shardDone;
+  if (l.owner()) {
+    const CollArgs across = acrossNodes(a, l);
+    Embedding e;
+    for (int node = 0; node < l.topo.nodes(); ++node) e.ranks.push_back(l.topo.rankOf(node, l.local));
+    const size_t off = l.split.offset(static_cast<size_t>(l.local));
+    e.send = e.recv = out + off * es;
+    e.tagOffset = tags::stageOffset(1, n);
+    reduced = splice(p, planCollective(Coll::kAllReduce, across), e, shardDone);
+    reduced.insert(reduced.end(), shardDone.begin(), shardDone.end());
+    if (a.op == cclAvg && across.count) reduced = {p.divide(out + off * es, across.count, reduced)};
+  }
+
+  // Stage 2: each owner's shard to the node's other ranks.
+  for (size_t s = 0; s < l.shards; ++s) {
+    const size_t off = l.split.offset(s), cnt = l.split.size(s);
+    const Split ch = detail::chunks(cnt, es, a.chunkBytes);
+    const int owner = localRank(static_cast<int>(s));
+    for (size_t j = 0; j < ch.parts; ++j) {
+      const Ref chunk = out + (off + ch.offset(j)) * es;
+      const uint32_t t = gatherTags + detail::tag(0, n, 0, j);
+      if (owner != a.rank) {
+        // In place, the chunk is where stage 0 read this rank's contribution from.
+        p.recv(owner, t, chunk, ch.size(j) * es, {sent[s][j]});
+        continue;
+      }
+      for (int k = 0; k < l.nodeSize; ++k)
+        if (k != l.local) p.send(localRank(k), t, chunk, ch.size(j) * es, reduced);
+    }
+  }
+  return p;
+}
+
+}  // namespace ccl::coll

@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The hierarchical allreduce: exact against a serial reference for every split of 2-8 ranks
+// into nodes, within the codec's bound composed over its levels when compressed, and the
+// plans of every algorithm at 65,536 ranks tagged so that every message pairs with exactly
+// one receive.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <iterator>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "codecs/codec.h"
+#include "collectives/algorithms.h"
+#include "collectives/topology.h"
+#include "common/tags.h"
+#include "plan_runner.h"
+
+namespace ccl::coll {
+namespace {
+
+using Vec = std::vector<float>;
+using Ints = std::vector<int32_t>;
+
+// Every way to cut n ranks into consecutive nodes (compositions of n), n <= 8.
+std::vector<std::vector<int>> splits(int n) {
+  std::vector<std::vector<int>> out;
+  for (unsigned mask = 0; mask < (1u << (n - 1)); ++mask) {
+    std::vector<int> sizes{1};
+    for (int i = 1; i < n; ++i) {
+      if (mask & (1u << (i - 1)))
+        sizes.push_back(1);
+      else
+        ++sizes.back();
+    }
+    out.push_back(sizes);
+  }
+  return out;
+}
+
+TEST(Topology, NodesFromHostIdsInOrderOfTheirFirstRank) {
+  const uint64_t ids[] = {7, 9, 7, 3, 9, 7};
+  const Topology t = Topology::fromHostIds(ids);
+  EXPECT_EQ(t.nodes(), 3);
+  EXPECT_EQ(t.nodeOf, (std::vector<int>{0, 1, 0, 2, 1, 0}));
+  EXPECT_EQ(t.localRank, (std::vector<int>{0, 0, 1, 0, 1, 2}));
+  EXPECT_EQ(t.members[0], (std::vector<int>{0, 2, 5}));
+  EXPECT_EQ(t.describe(), "3 nodes of 3+2+1 ranks");
+  EXPECT_TRUE(t.layered());
+  const int equal[] = {2, 2};
+  EXPECT_EQ(Topology::blocks(equal).describe(), "2 nodes of 2 ranks each");
+  const int oneNode[] = {4}, singles[] = {1, 1, 1};
+  EXPECT_FALSE(Topology::blocks(oneNode).layered());
+  EXPECT_FALSE(Topology::blocks(singles).layered());
+  EXPECT_NE(Topology::blocks(equal).digest(), Topology::blocks(oneNode).digest());
+}
+
+CollArgs hierArgs(const Topology& t, int r, size_t count, cclDataType_t dtype, cclRedOp_t op, size_t chunkBytes,
+                  bool inPlace) {
+  CollArgs a;
+  a.rank = r;
+  a.nranks = t.nranks();
+  a.count = count;
+  a.dtype = dtype;
+  a.op = op;
+  a.inPlace = inPlace;
+  a.chunkBytes = chunkBytes;
+  a.algo = Algo::kHier;
+  a.topo = &t;
+  return a;
+}
+
+int32_t value(int rank, size_t i) { return static_cast<int32_t>((i * 7 + rank * 13) % 23) - 11; }
+
+// Uncompressed: the exact sum and max on every rank, for every split of 2-8 ranks.
+TEST(HierarchicalAllReduce, ExactForEverySplitIntoNodes) {
+  int ran = 0;
+  for (int n = 2; n <= 8; ++n) {
+    for (const std::vector<int>& sizes : splits(n)) {
+      const Topology t = Topology::blocks(sizes);
+      for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1001}}) {
+        for (cclRedOp_t op : {cclSum, cclMax}) {
+          for (bool inPlace : {false, true}) {
+            if (count == 7 && op == cclMax) continue;
+            const size_t chunk = count == 1001 ? 64 : 1 << 18;  // deep pipelines on the long case
+            std::vector<Ints> send(n, Ints(count)), recv(n, Ints(count, -99));
+            Ints want(count, op == cclSum ? 0 : INT32_MIN);
+            for (int r = 0; r < n; ++r)
+              for (size_t i = 0; i < count; ++i) {
+                send[r][i] = value(r, i);
+                recv[r][i] = inPlace ? send[r][i] : -99;
+                want[i] = op == cclSum ? want[i] + send[r][i] : std::max(want[i], send[r][i]);
+              }
+            testing::runPlans(
+                n,
+                [&](int r) {
+                  const CollArgs a = hierArgs(t, r, count, cclInt32, op, chunk, inPlace);
+                  EXPECT_EQ(chooseAllReduce(a) == Algo::kHier, t.layered());
+                  return planAllReduce(a);
+                },
+                [&](int r) {
+                  return testing::RankBuffers{inPlace ? static_cast<const void*>(recv[r].data()) : send[r].data(),
+                                              recv[r].data()};
+                });
+            for (int r = 0; r < n; ++r)
+              ASSERT_EQ(recv[r], want) << t.describe() << " count " << count << " rank " << r << " op " << op
+                                       << (inPlace ? " in place" : "");
+            ++ran;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(ran, 1500);
+}
+
+// An average divides the sum once, by every rank of the communicator.
+TEST(HierarchicalAllReduce, AverageDividesByEveryRank) {
+  const int sizes[] = {3, 2};
+  const Topology t = Topology::blocks(sizes);
+  const size_t count = 513;
+  std::vector<Vec> send(5, Vec(count)), recv(5, Vec(count));
+  for (int r = 0; r < 5; ++r)
+    for (size_t i = 0; i < count; ++i) send[r][i] = static_cast<float>(value(r, i));
+  testing::runPlans(
+      5, [&](int r) { return planAllReduce(hierArgs(t, r, count, cclFloat32, cclAvg, 1 << 18, false)); },
+      [&](int r) {
+        return testing::RankBuffers{send[r].data(), recv[r].data()};
+      });
+  for (size_t i = 0; i < count; ++i) {
+    double sum = 0;
+    for (int r = 0; r < 5; ++r) sum += send[r][i];
+    ASSERT_NEAR(recv[0][i], sum / 5, 1e-5) << i;
+    for (int r = 1; r < 5; ++r) ASSERT_EQ(recv[r][i], recv[0][i]);
+  }
+}
+
+std::vector<Vec> gaussian(int n, size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<Vec> v(n, Vec(count));
+  for (auto& x : v)
+    for (auto& e : x) e = dist(rng);
+  return v;
+}
+
+std::vector<Vec> runCompressed(const std::vector<Vec>& in, const std::function<CollArgs(int)>& argsOf,
+                               std::vector<Vec>* feedback = nullptr, uint64_t seed = 0) {
+  const int n = static_cast<int>(in.size());
+  std::vector<Vec> out(n, Vec(in[0].size(), -7.0f));
+  testing::runPlans(
+      n, [&](int r) { return planCollective(Coll::kAllReduce, argsOf(r)); },
+      [&](int r) {
+        return testing::RankBuffers{in[r].data(), out[r].data(), feedback ? (*feedback)[r].data() : nullptr};
+      },
+      seed);
+  return out;
+}
+
+// Compressed across nodes: every rank gets the same bits, within the bound of the plan's one
+// lossy level. Inside a node the sums are exact (fp32), so the bound is the flat two-shot's
+// over the node sums: each node sum quantized once in its block, the total once.
+TEST(HierarchicalAllReduce, CompressedAcrossNodesWithinTheComposedBound) {
+  for (cclCodec_t c : {cclCodecInt8, cclCodecInt4, cclCodecFp8E4m3, cclCodecInt2}) {
+    for (const std::vector<int>& sizes : std::vector<std::vector<int>>{{2, 2}, {2, 3}, {3, 2}, {4, 4}, {1, 3}}) {
+      const Topology t = Topology::blocks(sizes);
+      const int n = t.nranks();
+      const size_t count = 4099;
+      const auto in = gaussian(n, count, 99 + n);
+      const auto out = runCompressed(in, [&](int r) {
+        CollArgs a = hierArgs(t, r, count, cclFloat32, cclSum, 4096, false);
+        a.codec = codec::defaultParams(c);
+        return a;
+      });
+      for (int r = 1; r < n; ++r)
+        ASSERT_EQ(0, std::memcmp(out[0].data(), out[r].data(), count * sizeof(float))) << "rank " << r;
+      const codec::Params p = codec::defaultParams(c);
+      std::vector<Vec> nodeSum(t.nodes(), Vec(count, 0.0f));
+      for (int r = 0; r < n; ++r)
+        for (size_t i = 0; i < count; ++i) nodeSum[t.nodeOf[r]][i] += in[r][i];
+      double m = 0, maxSumAbs = 0, maxFirst = 0;
+      for (const Vec& x : nodeSum)
+        for (float e : x) m = std::max(m, double(std::fabs(e)));
+      std::vector<double> sumAbs(count, 0), first(count, 0);
+      for (const Vec& x : nodeSum)
+        for (size_t i = 0; i < count; ++i) {
+          sumAbs[i] += std::fabs(x[i]);
+          first[i] += codec::errorBound(p, std::fabs(x[i]), m, 1);
+        }
+      for (size_t i = 0; i < count; ++i) {
+        maxSumAbs = std::max(maxSumAbs, sumAbs[i]);
+        maxFirst = std::max(maxFirst, first[i]);
+      }
+      for (size_t i = 0; i < count; ++i) {
+        double want = 0;
+        for (int r = 0; r < n; ++r) want += in[r][i];
+        const double bound = first[i] + codec::errorBound(p, sumAbs[i] + first[i], maxSumAbs + maxFirst, 1) + 1e-4;
+        ASSERT_LE(std::fabs(out[0][i] - want), bound) << cclCodecName(c) << " " << t.describe() << " element " << i;
+      }
+    }
+  }
+}
+
+// Error feedback on the compressed level: a constant input allreduced T times with int4, the
+// mean of the outputs converges to the exact sum; ranks that own no shard keep no residual.
+TEST(HierarchicalAllReduce, FeedbackOnTheCompressedLevelConverges) {
+  const int sizes[] = {3, 2};
+  const Topology t = Topology::blocks(sizes);
+  const int n = t.nranks();
+  const size_t count = 4099;
+  const auto in = gaussian(n, count, 2024);
+  auto argsOf = [&](int r) {
+    CollArgs a = hierArgs(t, r, count, cclFloat32, cclSum, 1 << 18, false);
+    a.codec = codec::defaultParams(cclCodecInt4);
+    a.feedback = true;
+    return a;
+  };
+  std::vector<Vec> residual(n);
+  for (int r = 0; r < n; ++r) residual[r].assign(feedbackFloats(Coll::kAllReduce, argsOf(r)), 0.0f);
+  EXPECT_EQ(residual[2].size(), 0u) << "local rank 2 of the 3-rank node owns no shard";
+  EXPECT_GT(residual[0].size(), 0u);
+  Vec want(count, 0.0f), mean(count, 0.0f);
+  for (const Vec& x : in)
+    for (size_t i = 0; i < count; ++i) want[i] += x[i];
+  auto relRms = [&](const Vec& got) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < count; ++i) {
+      num += (got[i] - want[i]) * double(got[i] - want[i]);
+      den += want[i] * double(want[i]);
+    }
+    return std::sqrt(num / den);
+  };
+  const int T = 64;
+  double firstErr = 0;
+  for (int k = 0; k < T; ++k) {
+    const auto out = runCompressed(in, argsOf, &residual, static_cast<uint64_t>(k));
+    if (k == 0) firstErr = relRms(out[0]);
+    for (size_t i = 0; i < count; ++i) mean[i] += out[0][i] / T;
+  }
+  EXPECT_LT(relRms(mean), firstErr / 10) << "first " << firstErr;
+}
+
+// ---- 65,536 ranks: every algorithm's plans tagged so every message pairs with one receive ----
+
+// (from, to, tag) of a transfer step.
+using Message = std::tuple<int, int, uint32_t>;
+
+// Builds the plans of a few ranks of an `n`-rank communicator and of peers they talk to, and
+// checks, for every pair of those ranks, that each message from one has exactly one receive
+// of the same tag at the other, and that no tag reaches the signature's. (A flat algorithm's
+// plan has O(n) steps: all 65,536 plans would be 2^32 steps; the pairs checked cover every
+// kind of step of every stage.)
+void checkPairs(const std::function<Plan(int)>& planOf, const std::set<int>& seeds, size_t* steps) {
+  std::set<int> ranks = seeds;
+  for (int r : seeds) {
+    int budget = 8;  // an all-to-all talks to everyone
+    for (const Step& s : planOf(r).steps)
+      if (s.peer >= 0 && !ranks.count(s.peer) && budget-- > 0) ranks.insert(s.peer);
+  }
+  std::vector<Message> sends, recvs;
+  for (int r : ranks) {
+    const Plan p = planOf(r);
+    *steps += p.steps.size();
+    for (const Step& s : p.steps) {
+      if (s.kind != StepKind::kSend && s.kind != StepKind::kRecv) continue;
+      ASSERT_LT(s.tag >> tags::kStepShift, tags::kSignatureTag >> tags::kStepShift) << "a tag reaches the signature's";
+      if (!ranks.count(s.peer)) continue;
+      (s.kind == StepKind::kSend ? sends : recvs)
+          .push_back(s.kind == StepKind::kSend ? Message{r, s.peer, s.tag} : Message{s.peer, r, s.tag});
+    }
+  }
+  std::sort(sends.begin(), sends.end());
+  std::sort(recvs.begin(), recvs.end());
+  ASSERT_TRUE(std::adjacent_find(sends.begin(), sends.end()) == sends.end()) << "a tag used twice between one pair";
+  ASSERT_TRUE(std::adjacent_find(recvs.begin(), recvs.end()) == recvs.end()) << "a tag received twice from one peer";
+  std::vector<Message> unmatched;
+  std::set_symmetric_difference(sends.begin(), sends.end(), recvs.begin(), recvs.end(), std::back_inserter(unmatched));
+  if (!unmatched.empty()) {
+    const auto [from, to, tag] = unmatched[0];
+    FAIL() << unmatched.size() << " messages without their other end, e.g. rank " << from << " -> " << to << " tag "
+           << tag;
+  }
+  EXPECT_FALSE(sends.empty());
+}
+
+TEST(Tags, PlansOfEveryAlgorithmAt65536RanksPairEveryMessage) {
+  constexpr int n = 65536;
+  const std::vector<int> sizes(n / 8, 8);  // 8,192 nodes of 8 ranks
+  const Topology t = Topology::blocks(sizes);
+  const std::set<int> seeds{0, 1, 7, 8, 12345, n / 2 + 3, n - 1};
+  const auto start = std::chrono::steady_clock::now();
+  size_t steps = 0;
+  int cases = 0;
+  for (int c = 0; c < kNumColls; ++c) {
+    const Coll coll = static_cast<Coll>(c);
+    const CollInfo& info = collInfo(coll);
+    if (info.pointToPoint) continue;
+    std::vector<std::pair<Algo, cclCodec_t>> algos{{Algo::kAuto, cclCodecNone}};
+    if (coll == Coll::kAllReduce)
+      algos = {{Algo::kRing, cclCodecNone},   {Algo::kTree, cclCodecNone},    {Algo::kDirect, cclCodecNone},
+               {Algo::kHier, cclCodecNone},   {Algo::kTwoShot, cclCodecInt8}, {Algo::kRing, cclCodecInt8},
+               {Algo::kSparse, cclCodecTopK}, {Algo::kHier, cclCodecInt8}};
+    else if (info.compressible)
+      algos.push_back({Algo::kAuto, cclCodecInt8});
+    for (auto [algo, codec] : algos) {
+      SCOPED_TRACE(std::string(info.name) + " " + algoName(algo) + " " + cclCodecName(codec));
+      // One element per rank (more for the rooted and per-rank collectives would only repeat
+      // the same steps): the step fields reach their largest values.
+      auto planOf = [&](int r) {
+        CollArgs a;
+        a.rank = r;
+        a.nranks = n;
+        a.count = algo == Algo::kDirect ? 1 : n;
+        a.root = n - 2;
+        a.algo = algo;
+        a.codec = codec::defaultParams(codec);
+        a.topo = &t;
+        return planCollective(coll, a);
+      };
+      checkPairs(planOf, seeds, &steps);
+      ++cases;
+    }
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("%d plans of 65,536 ranks: %zu steps built and paired in %.1f s\n", cases, steps, secs);
+}
+
+}  // namespace
+}  // namespace ccl::coll
