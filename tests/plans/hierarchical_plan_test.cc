@@ -19,6 +19,7 @@
 
 #include "codecs/codec.h"
 #include "collectives/algorithms.h"
+#include "collectives/stream_executor.h"
 #include "collectives/topology.h"
 #include "common/tags.h"
 #include "plan_runner.h"
@@ -332,5 +333,34 @@ TEST(Tags, PlansOfEveryAlgorithmAt65536RanksPairEveryMessage) {
   std::printf("%d plans of 65,536 ranks: %zu steps built and paired in %.1f s\n", cases, steps, secs);
 }
 
+}  // namespace
+}  // namespace ccl::coll
+
+namespace ccl::coll {
+namespace {
+// A measurement, not a check (run with --gtest_also_run_disabled_tests): the stream
+// executor's wave schedule builds every rank's plan, so its time grows with the steps of all
+// ranks together (perf/README.md, "Topology").
+TEST(Tags, DISABLED_WaveScheduleTime) {
+  for (int n : {256, 512, 1024, 2048}) {
+    const std::vector<int> sizes(n / 8, 8);
+    const Topology t = Topology::blocks(sizes);
+    for (Algo algo : {Algo::kRing, Algo::kHier}) {
+      auto planOf = [&](int r) {
+        CollArgs a;
+        a.rank = r;
+        a.nranks = n;
+        a.count = n;
+        a.algo = algo;
+        a.topo = &t;
+        return planCollective(Coll::kAllReduce, a);
+      };
+      const auto start = std::chrono::steady_clock::now();
+      const Schedule s = scheduleWaves(planOf, n, 0);
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::printf("n %d %s: %zu waves, %.2f s\n", n, algoName(algo), s.waves.size(), secs);
+    }
+  }
+}
 }  // namespace
 }  // namespace ccl::coll
