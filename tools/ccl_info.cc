@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// ccl-info: version, build options, transports, codecs and every CCL_* variable with its help.
+// ccl-info: version, build options, transports, codecs, this host's identity (which ranks
+// form a node) and every CCL_* variable with its help.
 #include <cstdio>
 #include <cstdlib>
 
 #include "ccl/ccl.h"
 #include "codecs/codec_table.h"
 #include "common/config.h"
+#include "common/error.h"
+#include "common/host_id.h"
 #include "transport/factory.h"
 
 int main() {
@@ -18,6 +21,14 @@ int main() {
               ccl::transport::availableTransports().c_str());
   std::printf("codecs (CCL_CODEC, cclCodecFromName):");
   for (int c = 0; c < cclNumCodecs; ++c) std::printf(" %s", ccl::codec::codecInfo(c).name);
+  // Ranks printing the same identity form one node of their communicators (cclCommTopology).
+  try {
+    const ccl::host::Identity id = ccl::host::resolve(nullptr);
+    std::printf("\nhost identity (ranks with equal ones form a node): %016llx from %s",
+                static_cast<unsigned long long>(id.id), id.source.c_str());
+  } catch (const ccl::Error& e) {
+    std::printf("\nhost identity: refused: %s", e.what());
+  }
   std::printf("\n\nenvironment variables (current value, default):\n");
   for (const auto& v : ccl::config::all()) {
     const char* cur = std::getenv(v.name);

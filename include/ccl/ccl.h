@@ -126,7 +126,23 @@ typedef enum CCL_ENUM_TYPE {
  * Communicator configuration. Always start from CCL_CONFIG_INITIALIZER. The library reads
  * only `size` bytes, so a caller built against an older, shorter layout keeps working;
  * fields it did not pass take their defaults. Fields left at CCL_CONFIG_UNDEF_* take the
- * value of the matching CCL_* environment variable, or the built-in default.
+ * value of the matching CCL_* environment variable, or the built-in default. New fields are
+ * only ever added at the end.
+ *
+ * hostId: this rank's host identity. Ranks whose identities are equal form one node of the
+ * communicator (cclCommTopology); hierarchical algorithms keep their intra-node steps inside
+ * it. NULL: CCL_HOST_ID, else a hash of the host name and boot id (as NCCL's host hash). The
+ * text is hashed, not kept; it must be 1 to 255 characters without control characters, else
+ * init fails with cclInvalidArgument. Giving ranks of one machine different identities makes
+ * them separate nodes (tests, one network namespace per node); giving ranks of different
+ * machines one identity makes a single node of them, which only changes how algorithms are
+ * laid out. In cclCommSplit's config it must be NULL or name the parent's identity: a child
+ * keeps each rank's identity, so its topology is the parent's restricted to its ranks.
+ *
+ * intraCompression: the codec of the steps inside a node of hierarchical algorithms (steps
+ * that cross nodes use `compression`). Copied at init. NULL: CCL_CODEC_INTRA with the
+ * CCL_CODEC_* parameters, default none (intra-node steps uncompressed). Invalid parameters
+ * fail init with cclInvalidArgument.
  */
 typedef struct cclConfig_v1 {
   size_t size;          /* sizeof(cclConfig_t) as the caller saw it */
@@ -137,12 +153,15 @@ typedef struct cclConfig_v1 {
   int timeoutMs;        /* deadline of every blocking wait; default CCL_TIMEOUT */
   /* default codec of the communicator (copied); NULL: from CCL_CODEC and CCL_CODEC_* */
   const struct cclCompression_v1* compression;
+  const char* hostId; /* host identity (above); NULL: CCL_HOST_ID, else the host's hash */
+  /* codec of steps inside a node (above, copied); NULL: from CCL_CODEC_INTRA and CCL_CODEC_* */
+  const struct cclCompression_v1* intraCompression;
 } cclConfig_t;
 
 #define CCL_CONFIG_INITIALIZER                                                                           \
   {                                                                                                      \
     sizeof(cclConfig_t), CCL_CONFIG_MAGIC, CCL_VERSION_CODE, CCL_CONFIG_UNDEF_INT, CCL_CONFIG_UNDEF_PTR, \
-        CCL_CONFIG_UNDEF_INT, CCL_CONFIG_UNDEF_PTR                                                       \
+        CCL_CONFIG_UNDEF_INT, CCL_CONFIG_UNDEF_PTR, CCL_CONFIG_UNDEF_PTR, CCL_CONFIG_UNDEF_PTR           \
   }
 
 /* ---- Compression ----
@@ -279,7 +298,8 @@ CCL_API cclResult_t cclCommInitAll(cclComm_t* comms, int ndev, const int* devlis
 /*
  * Collective over `comm`: ranks passing the same `color` form a new communicator, ordered
  * by `key` then by their rank in `comm`. A rank passing CCL_SPLIT_NOCOLOR gets
- * *newcomm = NULL. `config` NULL inherits the parent's configuration.
+ * *newcomm = NULL. `config` NULL inherits the parent's configuration. Every rank keeps its
+ * host identity, so the new communicator's nodes are the parent's restricted to its ranks.
  */
 CCL_API cclResult_t cclCommSplit(cclComm_t comm, int color, int key, cclComm_t* newcomm, cclConfig_t* config);
 
@@ -308,6 +328,16 @@ CCL_API cclResult_t cclCommCuDevice(const cclComm_t comm, int* device);
 
 /* This process's rank in `comm`. */
 CCL_API cclResult_t cclCommUserRank(const cclComm_t comm, int* rank);
+
+/*
+ * Where this rank of `comm` sits among its nodes (ranks with equal host identities, see
+ * cclConfig_t.hostId): *node is its node, numbered 0..*nnodes-1 in the order of each node's
+ * lowest rank; *localRank is its index among its node's ranks (in rank order), of
+ * *localRanks. Nodes may differ in size. The topology is fixed at init (and kept through
+ * cclCommSplit), equal on every rank, and readable after cclCommFinalize. Any output pointer
+ * may be NULL: that value is not returned. cclInvalidArgument if `comm` is NULL or invalid.
+ */
+CCL_API cclResult_t cclCommTopology(const cclComm_t comm, int* node, int* nnodes, int* localRank, int* localRanks);
 
 /* ---- Collectives ----
  * Buffers hold `count` elements of `datatype` unless stated otherwise. sendbuff may equal

@@ -14,6 +14,7 @@
 
 #include "api/group.h"
 #include "common/config.h"
+#include "common/host_id.h"
 #include "common/log.h"
 #include "common/tags.h"
 #include "transport/factory.h"
@@ -55,6 +56,36 @@ bool codecOnSharedMemory() {
   return mode == "on";
 }
 
+// This rank's host identity. A split's child keeps its parent's, so that its nodes are the
+// parent's restricted to its ranks; a config that names another is a contradiction.
+host::Identity hostIdentity(const char* configured, const uint64_t* parentHostId) {
+  if (!parentHostId) return host::resolve(configured);
+  if (configured) {
+    host::checkIdText(configured, "config->hostId");
+    CCL_CHECK(host::hashText(configured) == *parentHostId, cclInvalidArgument,
+              std::string("config->hostId '") + configured +
+                  "' differs from this rank's identity in the parent communicator; a split keeps each rank's "
+                  "host identity (leave hostId NULL)");
+  }
+  return {*parentHostId, "the parent communicator"};
+}
+
+// Every rank's host identity over the bootstrap, and the nodes they make. Every rank gets
+// the same identities, in rank order, and so derives the same topology.
+std::shared_ptr<const coll::Topology> exchangeTopology(cclComm& comm, const host::Identity& me) {
+  std::vector<uint64_t> ids(static_cast<size_t>(comm.nranks), 0);
+  ids[static_cast<size_t>(comm.rank)] = me.id;
+  comm.bootstrap->allGather(ids.data(), sizeof(uint64_t));
+  auto topo = std::make_shared<const coll::Topology>(coll::Topology::fromHostIds(ids));
+  const void* self = &comm;
+  if (comm.rank == 0) CCL_INFO("comm %p: %s", self, topo->describe().c_str());
+  const int node = topo->nodeOf[static_cast<size_t>(comm.rank)];
+  CCL_INFO("comm %p: rank %d is node %d of %d, local rank %d of %d (host identity %016llx from %s)", self, comm.rank,
+           node, topo->nodes(), topo->localRank[static_cast<size_t>(comm.rank)], topo->nodeSize(node),
+           static_cast<unsigned long long>(me.id), me.source.c_str());
+  return topo;
+}
+
 }  // namespace
 
 // CCL_DEVICE_TRANSPORT=nccl on a communicator with a device: NVIDIA's NCCL, loaded from
@@ -88,7 +119,8 @@ static std::unique_ptr<transport::nccl::Transport> deviceNccl(cclComm& comm) {
   return t;
 }
 
-cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfig_t* config, int device) {
+cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfig_t* config, int device,
+                     const uint64_t* parentHostId) {
   CCL_CHECK(nranks > 0, cclInvalidArgument, "nranks " + std::to_string(nranks) + " must be positive");
   CCL_CHECK(nranks <= tags::kMaxRanks, cclInvalidArgument,
             "nranks " + std::to_string(nranks) + " exceeds the " + std::to_string(tags::kMaxRanks) +
@@ -103,6 +135,11 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
   comm->config.commName = nullptr;  // the copy above is ours; do not keep the caller's pointer
   comm->policy = policyFromEnv(comm->config.compression);
   comm->config.compression = nullptr;
+  comm->intraCodec = intraCodecFromEnv(comm->config.intraCompression);
+  comm->config.intraCompression = nullptr;
+  const host::Identity me = hostIdentity(comm->config.hostId, parentHostId);
+  comm->hostId = me.id;
+  comm->config.hostId = nullptr;  // hashed above; the caller's text is not kept
   comm->timeout = std::chrono::milliseconds(comm->config.timeoutMs);
   comm->algo = coll::parseAlgo(config::algo());
   comm->chunkBytes = static_cast<size_t>(std::max<int64_t>(config::chunkBytes(), 64));
@@ -115,6 +152,7 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
   comm->recvSeq.assign(nranks, 0);
   log::RankScope scope(rank);
   comm->bootstrap = bootstrap::Bootstrap::connect(id, rank, nranks, comm->timeout);
+  comm->topology = exchangeTopology(*comm, me);
   comm->transport = transport::createTransport(config::transport(), *comm->bootstrap);
   comm->deviceLink = config::deviceTransport();
   comm->nccl = deviceNccl(*comm);
@@ -247,7 +285,7 @@ CCL_API cclResult_t cclCommSplit(cclComm_t comm, int color, int key, cclComm_t* 
     inherited.commName = comm->name.empty() ? nullptr : comm->name.c_str();
     // NCCL's split keeps the parent's device, whichever is current on the calling thread.
     *newcomm = api::createComm(ids[mine.front().rank], static_cast<int>(mine.size()), newRank,
-                               config ? config : &inherited, comm->cudaDevice);
+                               config ? config : &inherited, comm->cudaDevice, &comm->hostId);
   });
 }
 
@@ -342,6 +380,18 @@ CCL_API cclResult_t cclCommUserRank(const cclComm_t comm, int* rank) {
     api::checkHandle(comm);
     CCL_CHECK(rank, cclInvalidArgument, "rank is NULL");
     *rank = comm->rank;
+  });
+}
+
+CCL_API cclResult_t cclCommTopology(const cclComm_t comm, int* node, int* nnodes, int* localRank, int* localRanks) {
+  return guard(comm, "cclCommTopology", [&] {
+    api::checkHandle(comm);
+    const coll::Topology& t = *comm->topology;
+    const int mine = t.nodeOf[static_cast<size_t>(comm->rank)];
+    if (node) *node = mine;
+    if (nnodes) *nnodes = t.nodes();
+    if (localRank) *localRank = t.localRank[static_cast<size_t>(comm->rank)];
+    if (localRanks) *localRanks = t.nodeSize(mine);
   });
 }
 

@@ -18,6 +18,7 @@
 #include "collectives/call_key.h"
 #include "collectives/scratch_pool.h"
 #include "collectives/stream.h"
+#include "collectives/topology.h"
 #include "common/error.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/nccl/nccl_transport.h"
@@ -55,7 +56,16 @@ struct cclComm {
   ccl::coll::ScratchPool scratch;
   ccl::coll::PlanCache<std::shared_ptr<const ccl::coll::Plan>> plans;
 
-  ccl::api::Policy policy;       // default compression
+  // Which ranks share a host: one host identity per rank, exchanged at init (cclCommTopology).
+  // Shared with what plans are built from; never changes after init.
+  std::shared_ptr<const ccl::coll::Topology> topology;
+  uint64_t hostId = 0;  // this rank's identity, which a cclCommSplit child keeps
+
+  ccl::api::Policy policy;  // default compression
+  // The codec of steps inside a node of hierarchical plans (config->intraCompression or
+  // CCL_CODEC_INTRA); none: those steps go uncompressed. Steps across nodes use policy.codec,
+  // and the rest of `policy` (sizes, collectives, feedback) applies to both.
+  ccl::codec::Params intraCodec;
   bool defaultCodecOff = false;  // every peer over shared memory and CCL_CODEC_SHM=auto
   ccl::api::AutoFeedback autoFeedback;
   std::mutex statsMutex;  // stats are added to on a host stream's thread, read on the caller's
@@ -117,9 +127,11 @@ void checkUsable(cclComm_t comm);
 // communicator's device is `device`, or with kCurrentDevice the calling thread's current one
 // (none without a device driver); what is made on the device at init (CCL_DEVICE_TRANSPORT=
 // nccl's communicator) is made with that device current, whatever thread creates it.
+// `parentHostId` (a split's parent's identity; NULL for a new communicator) is this rank's
+// host identity, which config->hostId may repeat but not change.
 constexpr int kCurrentDevice = -2;
 cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfig_t* config,
-                     int device = kCurrentDevice);
+                     int device = kCurrentDevice, const uint64_t* parentHostId = nullptr);
 
 // Frees `comm` (transport first, then bootstrap).
 void destroyComm(cclComm_t comm);

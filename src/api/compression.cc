@@ -22,12 +22,12 @@ uint64_t cclFeedback::nextSerial() {
 namespace ccl::api {
 namespace {
 
-// The codec named by CCL_CODEC with the CCL_CODEC_* parameters, as a caller's struct would give it.
-cclCompression_t compressionFromEnv() {
+// The codec `name` (read from the variable `var`) with the CCL_CODEC_* parameters, as a
+// caller's struct would give it.
+cclCompression_t compressionFromEnv(const std::string& name, const char* var) {
   cclCompression_t c = CCL_COMPRESSION_INITIALIZER;
-  std::string name = config::codec();
   CCL_CHECK(cclCodecFromName(name.c_str(), &c.codec) == cclSuccess, cclInvalidArgument,
-            "CCL_CODEC='" + name + "' is not a codec name");
+            std::string(var) + "='" + name + "' is not a codec name");
   c.blockSize = static_cast<int>(config::codecBlock());
   if (codec::codecInfo(c.codec).fp16Scales) c.scaleBits = static_cast<int>(config::codecScaleBits());
   if (codec::isSparsifier(c.codec)) c.bits = static_cast<int>(config::codecValueBits());
@@ -76,7 +76,7 @@ Policy policyFromEnv(const cclCompression_t* codec) {
   if (codec) {
     p.codec = codec::resolveParams(codec);
   } else {
-    cclCompression_t c = compressionFromEnv();
+    cclCompression_t c = compressionFromEnv(config::codec(), "CCL_CODEC");
     p.codec = codec::resolveParams(&c);
   }
   p.minBytes = static_cast<size_t>(std::max<int64_t>(0, config::codecMinBytes()));
@@ -85,6 +85,12 @@ Policy policyFromEnv(const cclCompression_t* codec) {
   p.locoBeta = static_cast<float>(config::locoBeta());
   p.locoReset = static_cast<int>(config::locoReset());
   return p;
+}
+
+codec::Params intraCodecFromEnv(const cclCompression_t* codec) {
+  if (codec) return codec::resolveParams(codec);
+  cclCompression_t c = compressionFromEnv(config::codecIntra(), "CCL_CODEC_INTRA");
+  return codec::resolveParams(&c);
 }
 
 cclFeedback* AutoFeedback::get(const void* buffer, size_t count, int op, const Policy& policy) {

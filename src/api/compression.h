@@ -47,6 +47,11 @@ cclFeedbackKind_t parseFeedbackKind(const std::string& value);
 // with `codec` (may be NULL) in place of CCL_CODEC and its parameters.
 Policy policyFromEnv(const cclCompression_t* codec);
 
+// The codec of the steps inside a node (hierarchical algorithms): `codec` (may be NULL) or
+// else CCL_CODEC_INTRA with the CCL_CODEC_* parameters. The rest of the policy (sizes,
+// collectives, feedback) is the communicator's, as for its default codec.
+codec::Params intraCodecFromEnv(const cclCompression_t* codec);
+
 // Feedback kept per (buffer, count, operation) for calls that pass no handle.
 class AutoFeedback {
  public:

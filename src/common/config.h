@@ -19,6 +19,7 @@ namespace ccl::config {
   X(timeout, Int, "CCL_TIMEOUT", "300", "Seconds any blocking wait may last before it fails with cclSystemError.") \
   X(socketIfname, String, "CCL_SOCKET_IFNAME", "", "Network interface for the bootstrap (default: first up non-loopback, else lo).") \
   X(socketFamily, String, "CCL_SOCKET_FAMILY", "AF_INET", "Address family for the bootstrap: AF_INET or AF_INET6.") \
+  X(hostId, String, "CCL_HOST_ID", "", "This rank's host identity (printable text of at most 255 characters, hashed): ranks with equal identities form one node of their communicators. Unset: a hash of the host name and boot id, as NCCL's host hash. Lets ranks on one machine form several nodes (e.g. one per network namespace); cclConfig_t.hostId overrides it.") \
   X(transport, String, "CCL_TRANSPORT", "auto", "Transport between ranks on host memory: auto (ucx when built, else local), ucx, or local (every rank a thread of one process).") \
   X(ucxErrMode, String, "CCL_UCX_ERR_MODE", "auto", "UCX peer-failure handling: auto (peer on other hosts, none on this host so shared memory is used; ccl watches local peers itself), peer, none.") \
   X(algo, String, "CCL_ALGO", "auto", "Force an algorithm: auto, ring, tree (recursive doubling), direct (one round to every rank), twoshot, sparse.") \
@@ -29,6 +30,7 @@ namespace ccl::config {
   X(ncclLibrary, String, "CCL_NCCL_LIBRARY", "/usr/local/cuda/lib64/libnccl.so.2", "Real NCCL library the NCCL face forwards device-memory calls to in drop-in mode, and the api's device path uses with CCL_DEVICE_TRANSPORT=nccl (loaded with RTLD_LOCAL).") \
   X(deviceTransport, String, "CCL_DEVICE_TRANSPORT", "staged", "How the api's calls on device buffers move bytes: staged (through pinned host memory over the communicator's transport; encoded streams at their true length) or nccl (a real NCCL communicator made at init on every rank, which must all set it; streams at their bound: quantizers write fixed-length streams, and calls whose bound is not smaller than the data go uncompressed).") \
   X(codec, String, "CCL_CODEC", "none", "Default codec of communicators, as cclCodecName spells it (ccl-info lists them), applied to the collectives CCL_COMPRESS enables.") \
+  X(codecIntra, String, "CCL_CODEC_INTRA", "none", "Codec of the steps inside a node of hierarchical algorithms, as cclCodecName spells it, with the CCL_CODEC_* parameters; none keeps them uncompressed. cclConfig_t.intraCompression overrides it.") \
   X(codecMinBytes, Int, "CCL_CODEC_MIN_BYTES", "64K", "Messages smaller than this many bytes are never compressed.") \
   X(compress, String, "CCL_COMPRESS", "allreduce,reducescatter,allgather", "Comma-separated collectives a communicator's default codec applies to: the compressible ones by name (allreduce, reducescatter, allgather, broadcast, alltoall, send, recv), sendrecv, all or none; any case.") \
   X(codecShm, String, "CCL_CODEC_SHM", "auto", "auto: a communicator whose peers are all reached through shared memory does not apply its default codec (compression costs more there than it saves; codecs passed to *Ex calls still apply). on: apply it anyway.") \

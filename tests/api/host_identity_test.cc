@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// What a communicator is given at init besides its peers, seen from inside the library: the
+// host identity (the host's hash, CCL_HOST_ID, config->hostId; checked text) and the codec of
+// the steps inside a node (config->intraCompression, CCL_CODEC_INTRA).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "api/comm.h"
+#include "api/compression.h"
+#include "common/error.h"
+#include "common/host_id.h"
+#include "scoped_env.h"
+
+namespace ccl {
+namespace {
+
+using ccltest::ScopedEnv;
+
+// Unsets an environment variable for the lifetime of the object.
+class ScopedUnset {
+ public:
+  explicit ScopedUnset(const char* name) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    unsetenv(name);
+  }
+  ~ScopedUnset() {
+    if (!old_.empty()) setenv(name_, old_.c_str(), 1);
+  }
+  ScopedUnset(const ScopedUnset&) = delete;
+  ScopedUnset& operator=(const ScopedUnset&) = delete;
+
+ private:
+  const char* name_;
+  std::string old_;
+};
+
+// The message of the Error that fn throws ("" if it throws none, or another exception).
+template <class F>
+std::string errorOf(F&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), cclInvalidArgument) << e.what();
+    return e.what();
+  }
+  return "";
+}
+
+TEST(HostIdentity, TextIsHashedWithFnv1a) {
+  EXPECT_EQ(host::hashText(""), 0xcbf29ce484222325ull);
+  EXPECT_EQ(host::hashText("a"), 0xaf63dc4c8601ec8cull);
+  EXPECT_NE(host::hashText("node-1"), host::hashText("node-2"));
+}
+
+TEST(HostIdentity, TheHostsOwnIsStableAndDefault) {
+  ScopedUnset unset("CCL_HOST_ID");
+  EXPECT_EQ(host::hostHash(), host::hostHash());
+  const host::Identity id = host::resolve(nullptr);
+  EXPECT_EQ(id.id, host::hostHash());
+  EXPECT_EQ(id.source, "host name and boot id");
+}
+
+TEST(HostIdentity, ConfigThenEnvironment) {
+  ScopedEnv env("CCL_HOST_ID", "netns-2");
+  EXPECT_EQ(host::resolve(nullptr).id, host::hashText("netns-2"));
+  EXPECT_EQ(host::resolve(nullptr).source, "CCL_HOST_ID");
+  EXPECT_EQ(host::resolve("rack-7").id, host::hashText("rack-7"));
+  EXPECT_EQ(host::resolve("rack-7").source, "config->hostId");
+}
+
+TEST(HostIdentity, OnlyPrintableTextOfAtMost255Characters) {
+  EXPECT_EQ(errorOf([] { host::checkIdText(std::string(host::kMaxIdChars, 'x'), "id"); }), "");
+  EXPECT_EQ(errorOf([] { host::checkIdText("h\xc3\xa9te", "id"); }), "") << "UTF-8 host names are text";
+  EXPECT_NE(errorOf([] { host::checkIdText("", "id"); }).find("id is empty"), std::string::npos);
+  EXPECT_NE(errorOf([] { host::checkIdText(std::string(host::kMaxIdChars + 1, 'x'), "id"); }).find("256 characters"),
+            std::string::npos);
+  for (const char* bad : {"a\nb", "a\rb", "\tab", "ab\x1b", "ab\x7f"})
+    EXPECT_NE(errorOf([&] { host::checkIdText(bad, "id"); }).find("control character"), std::string::npos) << bad;
+  ScopedEnv env("CCL_HOST_ID", "a b\x01");
+  EXPECT_NE(
+      errorOf([] { host::resolve(nullptr); }).find("CCL_HOST_ID holds a control character (code 1) at position 3"),
+      std::string::npos);
+}
+
+TEST(IntraCodec, FromTheEnvironmentOrTheConfig) {
+  {
+    ScopedUnset unset("CCL_CODEC_INTRA");
+    EXPECT_EQ(api::intraCodecFromEnv(nullptr).codec, cclCodecNone) << "lossy compression is opt-in";
+  }
+  ScopedEnv env("CCL_CODEC_INTRA", "INT8");
+  ScopedEnv block("CCL_CODEC_BLOCK", "64");
+  const codec::Params p = api::intraCodecFromEnv(nullptr);
+  EXPECT_EQ(p.codec, cclCodecInt8);
+  EXPECT_EQ(p.blockSize, 64u) << "the CCL_CODEC_* parameters apply to it too";
+  cclCompression_t given = CCL_COMPRESSION_INITIALIZER;
+  given.codec = cclCodecFp8E4m3;
+  EXPECT_EQ(api::intraCodecFromEnv(&given).codec, cclCodecFp8E4m3);
+  given.blockSize = 7;
+  EXPECT_NE(errorOf([&] { api::intraCodecFromEnv(&given); }), "");
+  ScopedEnv bad("CCL_CODEC_INTRA", "zip");
+  EXPECT_NE(errorOf([] { api::intraCodecFromEnv(nullptr); }).find("CCL_CODEC_INTRA='zip'"), std::string::npos);
+}
+
+// A one-rank communicator keeps what its config gave, and none of the caller's pointers.
+TEST(IntraCodec, KeptOnTheCommunicatorWithItsHostIdentity) {
+  cclUniqueId id{};
+  ASSERT_EQ(cclGetUniqueId(&id), cclSuccess);
+  cclCompression_t intra = CCL_COMPRESSION_INITIALIZER;
+  intra.codec = cclCodecInt4;
+  cclConfig_t config = CCL_CONFIG_INITIALIZER;
+  config.hostId = "box-3";
+  config.intraCompression = &intra;
+  cclComm_t comm = nullptr;
+  ASSERT_EQ(cclCommInitRankConfig(&comm, 1, id, 0, &config), cclSuccess) << cclGetLastError(nullptr);
+  EXPECT_EQ(comm->intraCodec.codec, cclCodecInt4);
+  EXPECT_EQ(comm->policy.codec.codec, cclCodecNone) << "the default codec is another setting";
+  EXPECT_EQ(comm->hostId, host::hashText("box-3"));
+  EXPECT_EQ(comm->config.hostId, nullptr);
+  EXPECT_EQ(comm->config.intraCompression, nullptr);
+  ASSERT_NE(comm->topology, nullptr);
+  EXPECT_EQ(comm->topology->nodes(), 1);
+  EXPECT_EQ(cclCommDestroy(comm), cclSuccess);
+
+  ScopedEnv bad("CCL_CODEC_INTRA", "zip");
+  ASSERT_EQ(cclGetUniqueId(&id), cclSuccess);
+  EXPECT_EQ(cclCommInitRank(&comm, 1, id, 0), cclInvalidArgument);
+  EXPECT_NE(std::string(cclGetLastError(nullptr)).find("CCL_CODEC_INTRA"), std::string::npos)
+      << cclGetLastError(nullptr);
+}
+
+}  // namespace
+}  // namespace ccl
