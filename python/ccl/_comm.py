@@ -89,12 +89,19 @@ class Config:
         timeout_ms: deadline of every blocking wait, in milliseconds (default CCL_TIMEOUT).
         blocking: True (default): calls block until done.
         compression: the communicator's default codec (else CCL_CODEC decides).
+        host_id: this rank's host identity (hostId): ranks with equal ones form a node (see
+            :attr:`Comm.node`). Printable text of 1 to 255 characters; None: CCL_HOST_ID, else
+            a hash of the host name and boot id. Lets ranks of one machine form several nodes.
+        intra_compression: the codec of the steps inside a node of hierarchical algorithms
+            (intraCompression; else CCL_CODEC_INTRA decides, default none).
     """
 
     name: Optional[str] = None
     timeout_ms: Optional[int] = None
     blocking: Optional[bool] = None
     compression: CompressionLike = None
+    host_id: Optional[str] = None
+    intra_compression: CompressionLike = None
 
     def _struct(self) -> Tuple[ConfigStruct, list]:
         """The C struct, and the Python objects its pointers point into (keep them alive)."""
@@ -113,6 +120,19 @@ class Config:
         if comp is not None:
             keep.append(comp)
             s.compression = ctypes.pointer(comp.struct)
+        if self.host_id is not None:
+            if not isinstance(self.host_id, str):
+                raise TypeError("host_id must be a str or None; got %s" % type(self.host_id).__name__)
+            host_id = self.host_id.encode()
+            if b"\0" in host_id:
+                # C would see only the text before it; the library refuses control characters.
+                raise ValueError("host_id holds a NUL character")
+            keep.append(host_id)
+            s.hostId = host_id
+        intra = to_compression(self.intra_compression)
+        if intra is not None:
+            keep.append(intra)
+            s.intraCompression = ctypes.pointer(intra.struct)
         return s, keep
 
 
@@ -252,6 +272,12 @@ class Comm:
         check(lib.cclCommCount(handle, ctypes.byref(n)), "cclCommCount")
         check(lib.cclCommUserRank(handle, ctypes.byref(r)), "cclCommUserRank")
         self._size, self._rank = n.value, r.value
+        # Fixed at init: read once.
+        node, nnodes, local, local_size = ctypes.c_int(), ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+        check(lib.cclCommTopology(handle, ctypes.byref(node), ctypes.byref(nnodes), ctypes.byref(local),
+                                  ctypes.byref(local_size)), "cclCommTopology")
+        self._node, self._nnodes = node.value, nnodes.value
+        self._local_rank, self._local_size = local.value, local_size.value
 
     @classmethod
     def init_all(cls, nranks: int) -> List["Comm"]:
@@ -274,6 +300,27 @@ class Comm:
     def size(self) -> int:
         """The number of ranks."""
         return self._size
+
+    @property
+    def node(self) -> int:
+        """This rank's node (cclCommTopology): ranks with equal host identities form a node,
+        numbered 0..nnodes-1 in the order of each node's lowest rank."""
+        return self._node
+
+    @property
+    def nnodes(self) -> int:
+        """The number of nodes (distinct host identities) among the ranks."""
+        return self._nnodes
+
+    @property
+    def local_rank(self) -> int:
+        """This rank's index among its node's ranks, in rank order."""
+        return self._local_rank
+
+    @property
+    def local_size(self) -> int:
+        """The number of ranks of this rank's node (nodes may differ in size)."""
+        return self._local_size
 
     @property
     def closed(self) -> bool:
@@ -320,7 +367,9 @@ class Comm:
               config: Union[Config, Mapping[str, Any], None] = None) -> Optional["Comm"]:
         """cclCommSplit (collective): ranks passing the same `color` form a new communicator,
         ordered by `key` (default: this rank) then by rank. `color` None or SPLIT_NOCOLOR
-        returns None. `config` None inherits this communicator's configuration."""
+        returns None. `config` None inherits this communicator's configuration. Every rank
+        keeps its host identity, so the new communicator's nodes are this one's restricted to
+        its ranks (a config's host_id must be None or the same)."""
         color = SPLIT_NOCOLOR if color is None else color
         if not isinstance(color, int) or (color < 0 and color != SPLIT_NOCOLOR):
             raise ValueError("color must be an int >= 0, None or ccl.SPLIT_NOCOLOR; got %r" % (color,))

@@ -80,8 +80,10 @@ def init_from_env(config: Union[Config, Mapping[str, Any], None] = None, *, stor
                   timeout: float = 300.0, env: Optional[Mapping[str, str]] = None) -> Comm:
     """A communicator over the job's ranks, from torchrun-style environment variables.
 
-    Reads RANK and WORLD_SIZE (and LOCAL_RANK, kept as ``comm.local_rank``). Rank 0 creates the
-    unique id and passes it to the others through, in this order of preference:
+    Reads RANK and WORLD_SIZE. ``comm.local_rank`` is ccl's own (cclCommTopology, from the
+    ranks' host identities), which equals torchrun's LOCAL_RANK when ranks are placed as
+    torchrun places them. Rank 0 creates the unique id and passes it to the others through,
+    in this order of preference:
 
     * `store`: any torch.distributed Store (e.g. the one of an existing process group);
     * the file named by CCL_UNIQUE_ID_FILE (on a file system every rank sees). It must not
@@ -116,5 +118,4 @@ def init_from_env(config: Union[Config, Mapping[str, Any], None] = None, *, stor
             os.remove(path)
         except OSError:
             pass
-    comm.local_rank = int(env.get("LOCAL_RANK", rank))  # type: ignore[attr-defined]
     return comm

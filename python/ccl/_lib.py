@@ -63,6 +63,8 @@ class ConfigStruct(Structure):
         ("commName", c_char_p),
         ("timeoutMs", c_int),
         ("compression", POINTER(CompressionStruct)),
+        ("hostId", c_char_p),
+        ("intraCompression", POINTER(CompressionStruct)),
     ]
 
 
@@ -162,6 +164,7 @@ _declare("cclCommGetAsyncError", c_result, c_comm_p, POINTER(c_int))
 _declare("cclCommCount", c_result, c_comm_p, POINTER(c_int))
 _declare("cclCommUserRank", c_result, c_comm_p, POINTER(c_int))
 _declare("cclCommCuDevice", c_result, c_comm_p, POINTER(c_int))
+_declare("cclCommTopology", c_result, c_comm_p, POINTER(c_int), POINTER(c_int), POINTER(c_int), POINTER(c_int))
 _declare("cclHostStreamCreate", c_result, POINTER(c_void_p))
 _declare("cclHostStreamDestroy", c_result, c_void_p)
 _declare("cclHostStreamSynchronize", c_result, c_void_p)
