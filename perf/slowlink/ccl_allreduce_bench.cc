@@ -2,7 +2,9 @@
 // One rank of a ccl fp32 sum allreduce, started on its own (e.g. with `ip netns exec`).
 // Rank 0 creates the unique id and writes it to the -f file; the other ranks wait for it.
 // -v names the codec (none, fp8_e4m3, int8, int4, topk, ...), passed per call to
-// cclAllReduceEx; top-k keeps the library's default ratio (1 %).
+// cclAllReduceEx, with "+fb" (residual error feedback) or "+loco" (LoCo, beta 0.9) after it
+// for feedback state kept across the calls; top-k keeps the library's default ratio (1 %).
+// The algorithm is the library's choice (CCL_ALGO); "@name" after the variant labels it.
 #include <ccl/ccl.h>
 
 #include <cstdio>
@@ -52,7 +54,17 @@ cclOpStats_t allReduceStats(cclComm_t comm) {
 void run(const slowlink::Options& o) {
   if (o.rendezvous.empty()) throw std::runtime_error("-f <id file> is required");
   cclCompression_t compression = CCL_COMPRESSION_INITIALIZER;
-  check(cclCodecFromName(o.variant.c_str(), &compression.codec), "cclCodecFromName");
+  const std::size_t plus = o.variant.find('+');
+  const std::string codecName = o.variant.substr(0, plus),
+                    feedbackName = plus == std::string::npos ? "" : o.variant.substr(plus + 1);
+  check(cclCodecFromName(codecName.c_str(), &compression.codec), "cclCodecFromName");
+  cclFeedback_t feedback = nullptr;
+  if (feedbackName == "fb")
+    check(cclFeedbackCreate(&feedback, cclFeedbackResidual, 0.0f, 0), "cclFeedbackCreate");
+  else if (feedbackName == "loco")
+    check(cclFeedbackCreate(&feedback, cclFeedbackLoco, 0.9f, 0), "cclFeedbackCreate");
+  else if (!feedbackName.empty())
+    throw std::runtime_error("-v " + o.variant + ": the feedback after '+' is fb or loco");
   const std::size_t count = slowlink::elementCount(o);
   std::vector<float> send(count), recv(count);
   slowlink::fillInput(o.rank, send.data(), count);
@@ -61,9 +73,9 @@ void run(const slowlink::Options& o) {
   float token = 1, tokenOut = 0;
   auto barrier = [&] { check(cclAllReduce(&token, &tokenOut, 1, cclFloat32, cclSum, comm.get(), nullptr), "barrier"); };
   auto call = [&] {
-    check(
-        cclAllReduceEx(send.data(), recv.data(), count, cclFloat32, cclSum, comm.get(), nullptr, &compression, nullptr),
-        "cclAllReduceEx", comm.get());
+    check(cclAllReduceEx(send.data(), recv.data(), count, cclFloat32, cclSum, comm.get(), nullptr, &compression,
+                         feedback),
+          "cclAllReduceEx", comm.get());
   };
   for (int i = 0; i < o.warmup; ++i) call();
   double seconds = 0, codecSeconds = 0;
@@ -78,6 +90,7 @@ void run(const slowlink::Options& o) {
     codecSeconds += after.codecSeconds - before.codecSeconds;
   }
   slowlink::reportResult(o, "ccl", seconds / o.iters, double(wire) / o.iters, codecSeconds / o.iters, recv.data());
+  cclFeedbackDestroy(feedback);
 }
 
 }  // namespace

@@ -70,17 +70,17 @@ def main():
     stats = [summarize(k, repeats, calls) for k, repeats in parse(path).items()]
     loopback = any(not s["failed"] and s["lo_mb"] is not None for s in stats)
     lo_header = f" {'lo MB':>8}" if loopback else ""
-    header = (f"{'link':>7} {'impl':>5} {'variant':>12} {'time ms':>9} {'busbw GB/s':>10} {'Gbit/s':>7}"
+    header = (f"{'link':>7} {'impl':>5} {'variant':>16} {'time ms':>9} {'busbw GB/s':>10} {'Gbit/s':>7}"
               f" {'wire MB':>8} {'tc MB':>8}{lo_header} {'codec ms':>8} {'rel.err':>9} {'vs MPI':>7} {'vs Gloo':>7}")
     print(header)
     print("-" * len(header))
     for s in stats:
         rate, impl, variant = s["key"]
         if s["failed"]:
-            print(f"{rate:>7} {impl:>5} {variant:>12}   FAILED")
+            print(f"{rate:>7} {impl:>5} {variant:>16}   FAILED")
             continue
         lo = f" {optional(s['lo_mb'], '8.2f')}" if loopback else ""
-        print(f"{rate:>7} {impl:>5} {variant:>12} {s['seconds'] * 1e3:9.1f} {s['busbw']:10.3f} {s['busbw'] * 8:7.2f}"
+        print(f"{rate:>7} {impl:>5} {variant:>16} {s['seconds'] * 1e3:9.1f} {s['busbw']:10.3f} {s['busbw'] * 8:7.2f}"
               f" {optional(s['wire_mb'], '8.2f')} {s['tc_mb']:8.2f}{lo} {optional(s['codec_ms'], '8.1f')}"
               f" {s['relerr']:9.2e} {ratio(s['busbw'], best(stats, rate, 'mpi'))}"
               f" {ratio(s['busbw'], best(stats, rate, 'gloo'))}")

@@ -92,15 +92,20 @@ wait_all() {
   return $rc
 }
 
+# A ccl variant is codec[+fb|+loco][@algorithm]: the codec and feedback go to the bench (-v),
+# the algorithm to CCL_ALGO (default: the caller's CCL_ALGO, else the library's choice).
 run_ccl() {
-  local codec=$1 dir=$2 max_err pids=()
-  case $codec in
+  local variant=$1 dir=$2 max_err pids=() codec algo
+  codec=${variant%%@*}
+  algo=${CCL_ALGO:-auto}
+  [[ $variant == *@* ]] && algo=${variant#*@}
+  case ${codec%%+*} in
     none) max_err=1e-5 ;; int8) max_err=0.02 ;; fp8_e4m3) max_err=0.1 ;; int4) max_err=0.3 ;; *) max_err=1 ;;
   esac
   for ((i = 0; i < ranks; i++)); do
-    rank_exec "$i" env CCL_SOCKET_IFNAME=$ifname UCX_TLS="$ucx_tls" UCX_NET_DEVICES=$ifname \
+    rank_exec "$i" env CCL_SOCKET_IFNAME=$ifname UCX_TLS="$ucx_tls" UCX_NET_DEVICES=$ifname CCL_ALGO="$algo" \
       timeout "$run_timeout" "$ccl_bin" -r "$i" -n "$ranks" -b "$bytes" -i "$iters" -w "$warmup" \
-      -f "$dir/id" -v "$codec" -e "$max_err" >"$dir/out.$i" 2>"$dir/err.$i" &
+      -f "$dir/id" -v "$variant" -e "$max_err" >"$dir/out.$i" 2>"$dir/err.$i" &
     pids+=($!)
     children+=($!)
   done
