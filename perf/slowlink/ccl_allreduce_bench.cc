@@ -54,9 +54,11 @@ cclOpStats_t allReduceStats(cclComm_t comm) {
 void run(const slowlink::Options& o) {
   if (o.rendezvous.empty()) throw std::runtime_error("-f <id file> is required");
   cclCompression_t compression = CCL_COMPRESSION_INITIALIZER;
-  const std::size_t plus = o.variant.find('+');
-  const std::string codecName = o.variant.substr(0, plus),
-                    feedbackName = plus == std::string::npos ? "" : o.variant.substr(plus + 1);
+  // "@algorithm" after it only labels the row (the script sets CCL_ALGO).
+  const std::string spec = o.variant.substr(0, o.variant.find('@'));
+  const std::size_t plus = spec.find('+');
+  const std::string codecName = spec.substr(0, plus),
+                    feedbackName = plus == std::string::npos ? "" : spec.substr(plus + 1);
   check(cclCodecFromName(codecName.c_str(), &compression.codec), "cclCodecFromName");
   cclFeedback_t feedback = nullptr;
   if (feedbackName == "fb")

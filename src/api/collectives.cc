@@ -198,6 +198,8 @@ void runCollective(const Call& c) {
   a.algo = comm->algo;
   a.treeMaxBytes = comm->treeMaxBytes;
   a.directMaxBytes = comm->directMaxBytes;
+  a.topo = comm->topology.get();
+  a.intraCodec = comm->intraCodec;
   const int opKind = collInfo(c.kind).op;
   a.codec =
       codecFor(comm, c.kind, c.ex, c.compression, c.count * dataTypeSize(c.dtype), stream != nullptr, where.device);
@@ -238,6 +240,9 @@ void runCollective(const Call& c) {
       CCL_INFO("%s count %zu %s: codec %s, algorithm %s", c.fn, c.count, dataTypeName(c.dtype),
                cclCodecName(a.codec.codec),
                c.kind == Coll::kAllReduce ? coll::algoName(coll::chooseCompressedAllReduce(a)) : "default");
+    else if (c.kind == Coll::kAllReduce)
+      CCL_INFO("%s count %zu %s: algorithm %s", c.fn, c.count, dataTypeName(c.dtype),
+               coll::algoName(coll::chooseAllReduce(a)));
     return coll::planCollective(c.kind, a);
   });
   op.send = c.send;
@@ -249,7 +254,8 @@ void runCollective(const Call& c) {
   // count to all of them.
   if (op.compressed || c.count * dataTypeSize(c.dtype) > comm->directMaxBytes)
     op.signature = fnv1a({uint64_t(opKind), c.count, uint64_t(c.dtype), info.reduction ? uint64_t(c.op) : 0,
-                          info.rooted ? uint64_t(c.root) : 0, codecDigest(a.codec)}) |
+                          info.rooted ? uint64_t(c.root) : 0, codecDigest(a.codec), codecDigest(a.intraCodec),
+                          comm->topology->digest()}) |
                    1;
   CCL_TRACE("%s count %zu %s %s root %d inplace %d steps %zu", c.fn, c.count, dataTypeName(c.dtype), redOpName(c.op),
             c.root, a.inPlace, op.plan->steps.size());

@@ -38,6 +38,9 @@ struct CollArgs {
   bool feedback = false;
   // The communicator's nodes (not owned); nullptr: one node. Hierarchical plans need it.
   const Topology* topo = nullptr;
+  // The codec of a hierarchical plan's steps inside a node (none: uncompressed); a.codec is
+  // the codec of the steps across nodes. Applied to float sums and averages only.
+  codec::Params intraCodec;
 };
 
 // Whether a call with these arguments is carried compressed (float dtype, sum/avg, a codec).

@@ -17,13 +17,13 @@ namespace {
 codec::Expect expect(const Plan& plan, const Step& s) {
   codec::Expect e;
   e.count = s.count;
-  e.codec = plan.codec.codec;
+  e.codec = plan.codecOf(s).codec;
   return e;
 }
 
 void runCodec(const Plan& plan, const Step& s, const Buffers& b, const ComputeContext& ctx) {
   if (s.kind == StepKind::kEncode) {
-    codec::Params p = plan.codec;
+    codec::Params p = plan.codecOf(s);
     p.seed = encodeSeed(plan, s, ctx.callSeed);
     ctx.lengths[s.slot] = codec::encode(p, bufferAt(b, s.src), s.type, s.count, bufferAt(b, s.dst), s.bytes,
                                         s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr);
@@ -57,7 +57,7 @@ char* bufferAt(const Buffers& b, Ref r) {
 }
 
 uint64_t encodeSeed(const Plan& plan, const Step& s, uint64_t callSeed) {
-  return plan.codec.seed + callSeed * 0x9e3779b97f4a7c15ull + s.seedSalt;
+  return plan.codecOf(s).seed + callSeed * 0x9e3779b97f4a7c15ull + s.seedSalt;
 }
 
 size_t sendRawBytes(const Plan& plan, const Step& s, size_t sent) {

@@ -4,12 +4,14 @@
 //
 //   0  inside each node, a reduce-scatter: the data is cut into S shards (S the size of the
 //      smallest node); local rank s of every node owns shard s and receives every local
-//      rank's chunks of it, which it adds in local-rank order. Uncompressed: the links inside
-//      a node are fast, and a codec there costs more than it saves (perf/README.md).
+//      rank's chunks of it, which it adds in local-rank order. Uncompressed unless
+//      a.intraCodec says otherwise: the links inside a node are fast, and a codec there
+//      costs more than it saves (perf/README.md, "Compression on shared memory").
 //   1  across nodes, for each shard s, an allreduce among the owners of shard s (one rank per
 //      node): a flat plan of the communicator's codec (two-shot, ring, sparse; error feedback
 //      on the owner's shard), spliced in with its peers mapped to the owners' ranks.
-//   2  inside each node, an allgather: every owner sends its shard to the node's other ranks.
+//   2  inside each node, an allgather: every owner sends its shard to the node's other ranks
+//      (with a.intraCodec: encoded once, decoded by every rank of the node, the owner too).
 //
 // Only stage 1 crosses nodes, so a node's link carries what a flat allreduce of one rank per
 // node would, however many ranks the node has. With nodes of unequal size, local ranks S and
@@ -17,8 +19,10 @@
 // result. Every rank ends with the same bits: each shard is summed by one owner per node, the
 // flat plan of stage 1 gives its ranks the same bits, and stage 2 copies them.
 #include <algorithm>
+#include <tuple>
 #include <vector>
 
+#include "codecs/codec.h"
 #include "collectives/algorithms.h"
 #include "common/dtype.h"
 #include "common/error.h"
@@ -120,6 +124,13 @@ CollArgs acrossNodes(const CollArgs& a, const Layout& l) {
   return s;
 }
 
+// Whether the steps inside a node go compressed: a codec for them, on a float sum.
+bool intraCompressed(const CollArgs& a) {
+  CollArgs inside = a;
+  inside.codec = a.intraCodec;
+  return compressible(inside);
+}
+
 }  // namespace
 
 bool hierarchicalApplies(const CollArgs& a) {
@@ -143,6 +154,28 @@ Plan planHierarchicalAllReduce(const CollArgs& a) {
   const uint32_t intraTags = tags::stageOffset(0, n), gatherTags = tags::stageOffset(2, n);
 
   // Stage 0: each shard's chunks to its owner; the owner adds them in local-rank order.
+  // Compressed inside the node (a.intraCodec): each contribution goes as a stream the owner
+  // adds into an fp32 sum (its own contribution exact, as in a two-shot allreduce).
+  const bool squeeze = intraCompressed(a);
+  if (squeeze) p.intraCodec = a.intraCodec;
+  const size_t fs = sizeof(float);
+  auto intraStream = [&](size_t count) {
+    const size_t cap = codec::maxEncodedBytes(a.intraCodec, count);
+    return std::make_tuple(p.scratch(cap), cap, p.newSlot());
+  };
+  // `salt` separates the stochastic-rounding draws of different streams.
+  auto encodeIntra = [&](Ref src, size_t count, uint32_t salt, const Deps& after) {
+    auto [buf, cap, slot] = intraStream(count);
+    const StepId e = p.encode(buf, cap, slot, src, a.dtype, count, nullptr, after);
+    p.steps[e].intra = true;
+    p.steps[e].seedSalt = salt;
+    return std::make_tuple(buf, slot, e);
+  };
+  auto sendStream = [&](int peer, uint32_t t, Ref buf, uint16_t slot, size_t count, const Deps& after) {
+    const StepId id = p.sendStream(peer, t, buf, slot, after);
+    p.steps[id].count = count;  // for the raw-bytes statistics
+    return id;
+  };
   Deps shardDone;                                   // the owner's shard is the node's sum
   std::vector<std::vector<StepId>> sent(l.shards);  // a shard's chunks read for its owner
   for (size_t s = 0; s < l.shards; ++s) {
@@ -150,24 +183,51 @@ Plan planHierarchicalAllReduce(const CollArgs& a) {
     const Split ch = detail::chunks(cnt, es, a.chunkBytes);
     const int owner = localRank(static_cast<int>(s));
     if (owner != a.rank) {
-      for (size_t j = 0; j < ch.parts; ++j)
-        sent[s].push_back(
-            p.send(owner, intraTags + detail::tag(0, n, 0, j), in + (off + ch.offset(j)) * es, ch.size(j) * es));
+      for (size_t j = 0; j < ch.parts; ++j) {
+        const Ref src = in + (off + ch.offset(j)) * es;
+        const uint32_t t = intraTags + detail::tag(0, n, 0, j);
+        if (!squeeze) {
+          sent[s].push_back(p.send(owner, t, src, ch.size(j) * es));
+          continue;
+        }
+        // Draws of this rank's own, for each of its contributions.
+        auto [buf, slot, e] =
+            encodeIntra(src, ch.size(j), static_cast<uint32_t>(a.rank + 1) * 0x10000u + sent[s].size(), {});
+        sent[s].push_back(e);
+        sendStream(owner, t, buf, slot, ch.size(j), {e});
+      }
       continue;
     }
+    // The owner's sum: in place in the output, or in fp32 scratch for a compressed bf16/fp16
+    // sum (narrowed into the output at the end).
+    const bool widened = squeeze && a.dtype != cclFloat32;
+    const Ref acc = widened ? p.scratch(cnt * fs) : out + off * es;
+    const size_t accSize = widened ? fs : es;
     Deps have;
-    if (!a.inPlace && cnt) have = {p.copy(out + off * es, in + off * es, cnt * es)};
+    if (widened && cnt)
+      have = {p.widen(acc, in + off * es, cnt)};
+    else if (!a.inPlace && cnt)
+      have = {p.copy(out + off * es, in + off * es, cnt * es)};
     for (size_t j = 0; j < ch.parts; ++j) {
-      const Ref chunk = out + (off + ch.offset(j)) * es;
+      const Ref chunk = acc + ch.offset(j) * accSize;
       Deps last = have;
       for (int k = 0; k < l.nodeSize; ++k) {
         if (k == l.local) continue;
-        const Ref tmp = p.scratch(ch.size(j) * es);
-        const StepId got = p.recv(localRank(k), intraTags + detail::tag(0, n, 0, j), tmp, ch.size(j) * es);
+        const uint32_t t = intraTags + detail::tag(0, n, 0, j);
         Deps after = last;
-        after.push_back(got);
+        if (squeeze) {
+          auto [buf, cap, slot] = intraStream(ch.size(j));
+          after.push_back(p.recvStream(localRank(k), t, buf, cap, slot));
+          const StepId d = p.decodeAdd(chunk, buf, slot, ch.size(j), after);
+          p.steps[d].intra = true;
+          last = {d};
+          continue;
+        }
+        const Ref tmp = p.scratch(ch.size(j) * es);
+        after.push_back(p.recv(localRank(k), t, tmp, ch.size(j) * es));
         last = {p.reduce(chunk, chunk, tmp, ch.size(j), after)};
       }
+      if (widened && ch.size(j)) last = {p.narrow(out + (off + ch.offset(j)) * es, chunk, ch.size(j), false, last)};
       shardDone.insert(shardDone.end(), last.begin(), last.end());
     }
   }
@@ -186,21 +246,41 @@ Plan planHierarchicalAllReduce(const CollArgs& a) {
     if (a.op == cclAvg && across.count) reduced = {p.divide(out + off * es, across.count, reduced)};
   }
 
-  // Stage 2: each owner's shard to the node's other ranks.
+  // Stage 2: each owner's shard to the node's other ranks. Compressed inside the node, the
+  // owner encodes each chunk once and takes the decoded values too, so every rank has the
+  // same bits.
   for (size_t s = 0; s < l.shards; ++s) {
     const size_t off = l.split.offset(s), cnt = l.split.size(s);
     const Split ch = detail::chunks(cnt, es, a.chunkBytes);
     const int owner = localRank(static_cast<int>(s));
     for (size_t j = 0; j < ch.parts; ++j) {
       const Ref chunk = out + (off + ch.offset(j)) * es;
+      const size_t size = ch.size(j);
       const uint32_t t = gatherTags + detail::tag(0, n, 0, j);
       if (owner != a.rank) {
         // In place, the chunk is where stage 0 read this rank's contribution from.
-        p.recv(owner, t, chunk, ch.size(j) * es, {sent[s][j]});
+        if (!squeeze) {
+          p.recv(owner, t, chunk, size * es, {sent[s][j]});
+          continue;
+        }
+        auto [buf, cap, slot] = intraStream(size);
+        const StepId got = p.recvStream(owner, t, buf, cap, slot);
+        const StepId d = p.decode(chunk, a.dtype, buf, slot, size, {got, sent[s][j]});
+        p.steps[d].intra = true;
         continue;
       }
+      if (!squeeze) {
+        for (int k = 0; k < l.nodeSize; ++k)
+          if (k != l.local) p.send(localRank(k), t, chunk, size * es, reduced);
+        continue;
+      }
+      // The same draws at every node's owner of this shard: they encode the same sum, and so
+      // send every rank of every node the same bits.
+      auto [buf, slot, e] = encodeIntra(chunk, size, 0x80000000u + static_cast<uint32_t>(s * ch.parts + j), reduced);
       for (int k = 0; k < l.nodeSize; ++k)
-        if (k != l.local) p.send(localRank(k), t, chunk, ch.size(j) * es, reduced);
+        if (k != l.local) sendStream(localRank(k), t, buf, slot, size, {e});
+      const StepId d = p.decode(chunk, a.dtype, buf, slot, size, {e});
+      p.steps[d].intra = true;
     }
   }
   return p;

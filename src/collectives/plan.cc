@@ -78,7 +78,8 @@ StepId Plan::divideFloat(Ref dst, size_t count, const Deps& after) {
 }
 
 Plan mergePlans(const Plan& a, const Plan& b) {
-  CCL_CHECK(a.dtype == b.dtype && a.op == b.op && a.nranks == b.nranks && a.codec.codec == b.codec.codec,
+  CCL_CHECK(a.dtype == b.dtype && a.op == b.op && a.nranks == b.nranks && a.codec.codec == b.codec.codec &&
+                a.intraCodec.codec == b.intraCodec.codec,
             cclInternalError, "mergePlans: plans of different calls");
   Plan m = a;
   const size_t scratch = (a.scratchBytes + 63) & ~size_t{63};

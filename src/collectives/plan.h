@@ -57,6 +57,7 @@ struct Step {
   bool divide = false;              // narrow: divide by nranks (cclAvg)
   uint32_t seedSalt = 0;            // encode: added to the call's seed (0 on every rank for randk)
   size_t rawBytes = 0;              // send: uncompressed bytes it stands for (statistics), 0: its own size
+  bool intra = false;               // codec steps: of plan.intraCodec instead of plan.codec
   uint32_t firstDep = 0;
   uint32_t numDeps = 0;
 };
@@ -71,10 +72,12 @@ struct Plan {
   size_t scratchBytes = 0;
   uint16_t lengthSlots = 0;  // encoded-stream lengths a job keeps
   codec::Params codec;       // of the codec steps
+  codec::Params intraCodec;  // of the codec steps marked intra (a hierarchical plan's inside a node)
   std::vector<Step> steps;
   std::vector<StepId> deps;  // steps[i] waits for deps[firstDep .. firstDep+numDeps)
 
   StepId add(const Step& s, const Deps& after = {});
+  const codec::Params& codecOf(const Step& s) const { return s.intra ? intraCodec : codec; }
 
   // Step helpers; each returns the new step's id.
   StepId send(int peer, uint32_t tag, Ref src, size_t bytes, const Deps& after = {});

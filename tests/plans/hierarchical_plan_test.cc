@@ -209,6 +209,80 @@ TEST(HierarchicalAllReduce, CompressedAcrossNodesWithinTheComposedBound) {
   }
 }
 
+// Compressed inside nodes too (CCL_CODEC_INTRA): every rank gets the same bits, within the
+// bound of a two-shot over all the inputs (each contribution quantized once on its way to the
+// owner, the total once more on its way back; a lossless level between them adds nothing).
+TEST(HierarchicalAllReduce, CompressedInsideNodesWithinTheComposedBound) {
+  for (auto [dtype, stochastic] : {std::pair{cclFloat32, 0}, std::pair{cclBfloat16, 0}, std::pair{cclFloat32, 1}}) {
+    for (const std::vector<int>& sizes : std::vector<std::vector<int>>{{2, 2}, {3, 2}, {1, 3}}) {
+      const Topology t = Topology::blocks(sizes);
+      const int n = t.nranks();
+      const size_t count = 3001;
+      const auto in = gaussian(n, count, 7 + n);
+      // bf16 inputs: the values the caller's bf16 buffer holds.
+      std::vector<std::vector<uint16_t>> half(n, std::vector<uint16_t>(count));
+      std::vector<Vec> held = in;
+      for (int r = 0; r < n; ++r)
+        for (size_t i = 0; i < count; ++i) {
+          uint32_t bits;
+          std::memcpy(&bits, &in[r][i], 4);
+          half[r][i] = static_cast<uint16_t>(bits >> 16);
+          bits = uint32_t{half[r][i]} << 16;
+          std::memcpy(&held[r][i], &bits, 4);
+        }
+      std::vector<std::vector<uint16_t>> halfOut(n, std::vector<uint16_t>(count));
+      std::vector<Vec> out(n, Vec(count));
+      testing::runPlans(
+          n,
+          [&](int r) {
+            CollArgs a = hierArgs(t, r, count, dtype, cclSum, 2048, false);
+            a.intraCodec = codec::defaultParams(cclCodecInt8);
+            a.intraCodec.stochastic = stochastic != 0;
+            Plan plan = planCollective(Coll::kAllReduce, a);
+            // Every rank encodes inside its node: a contribution, or an owner's shard (a lone
+            // owner too, so that its rank gets the bits every other node's ranks get).
+            EXPECT_TRUE(std::any_of(plan.steps.begin(), plan.steps.end(),
+                                    [](const Step& s) { return s.intra && s.kind == StepKind::kEncode; }))
+                << "rank " << r;
+            return plan;
+          },
+          [&](int r) {
+            if (dtype == cclBfloat16) return testing::RankBuffers{half[r].data(), halfOut[r].data()};
+            return testing::RankBuffers{in[r].data(), out[r].data()};
+          });
+      if (dtype == cclBfloat16)
+        for (int r = 0; r < n; ++r)
+          for (size_t i = 0; i < count; ++i) {
+            const uint32_t bits = uint32_t{halfOut[r][i]} << 16;
+            std::memcpy(&out[r][i], &bits, 4);
+          }
+      for (int r = 1; r < n; ++r)
+        ASSERT_EQ(0, std::memcmp(out[0].data(), out[r].data(), count * sizeof(float))) << "rank " << r;
+      const codec::Params p = codec::defaultParams(cclCodecInt8);
+      double m = 0, maxSumAbs = 0, maxFirst = 0;
+      for (const Vec& x : held)
+        for (float e : x) m = std::max(m, double(std::fabs(e)));
+      std::vector<double> sumAbs(count, 0), first(count, 0);
+      for (const Vec& x : held)
+        for (size_t i = 0; i < count; ++i) {
+          sumAbs[i] += std::fabs(x[i]);
+          first[i] += codec::errorBound(p, std::fabs(x[i]), m, 1);
+        }
+      for (size_t i = 0; i < count; ++i) {
+        maxSumAbs = std::max(maxSumAbs, sumAbs[i]);
+        maxFirst = std::max(maxFirst, first[i]);
+      }
+      for (size_t i = 0; i < count; ++i) {
+        double want = 0;
+        for (int r = 0; r < n; ++r) want += held[r][i];
+        double bound = first[i] + codec::errorBound(p, sumAbs[i] + first[i], maxSumAbs + maxFirst, 1) + 1e-4;
+        if (dtype == cclBfloat16) bound += std::fabs(want) / 128 + 1e-3;  // the result rounded to bf16
+        ASSERT_LE(std::fabs(out[0][i] - want), bound) << t.describe() << " dtype " << dtype << " element " << i;
+      }
+    }
+  }
+}
+
 // Error feedback on the compressed level: a constant input allreduced T times with int4, the
 // mean of the outputs converges to the exact sum; ranks that own no shard keep no residual.
 TEST(HierarchicalAllReduce, FeedbackOnTheCompressedLevelConverges) {

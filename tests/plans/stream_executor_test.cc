@@ -41,6 +41,7 @@ struct Case {
   size_t count = 1000;
   bool fixedLength = false;     // codec::fixLength: what a link that sees no lengths encodes with
   std::vector<int> nodes = {};  // node sizes (consecutive ranks); empty: no topology
+  cclCodec_t intraCodec = cclCodecNone;
 };
 
 // The topology of `nodes`, kept for the process's life (CollArgs points to it).
@@ -55,7 +56,8 @@ const Topology* topologyOf(const std::vector<int>& nodes) {
 std::string name(const Case& c) {
   return std::string(collInfo(c.coll).name) + "/" + codec::kCodecTable.rows[c.codec].name + "/" + algoName(c.algo) +
          "/n" + std::to_string(c.nranks) + "/dtype" + std::to_string(c.dtype) + (c.feedback ? "/feedback" : "") +
-         (c.fixedLength ? "/fixed" : "") + (c.nodes.empty() ? "" : "/nodes" + Topology::blocks(c.nodes).describe());
+         (c.fixedLength ? "/fixed" : "") + (c.nodes.empty() ? "" : "/nodes" + Topology::blocks(c.nodes).describe()) +
+         (c.intraCodec == cclCodecNone ? "" : std::string("/intra ") + cclCodecName(c.intraCodec));
 }
 
 CollArgs argsOf(const Case& c, int r) {
@@ -73,6 +75,8 @@ CollArgs argsOf(const Case& c, int r) {
   if (c.fixedLength) a.codec = codec::fixLength(a.codec);
   a.feedback = c.feedback;
   a.topo = topologyOf(c.nodes);
+  a.intraCodec = codec::defaultParams(c.intraCodec);
+  a.intraCodec.seed = 11;
   return a;
 }
 
@@ -235,6 +239,14 @@ std::vector<Case> matrix() {
       c.feedback = true;
       cases.push_back(c);
     }
+    // Compressed inside the nodes too, with and without a codec across them.
+    for (cclCodec_t across : {cclCodecNone, cclCodecInt4}) {
+      c.codec = across;
+      c.feedback = false;
+      c.intraCodec = cclCodecInt8;
+      cases.push_back(c);
+    }
+    c.intraCodec = cclCodecNone;
   }
   return cases;
 }

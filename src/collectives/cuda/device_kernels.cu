@@ -144,7 +144,7 @@ void CudaKernels::enqueue(const std::shared_ptr<StreamRun>& run, StepId id, Stre
                                                            static_cast<float>(plan.nranks));
       return launched("divide kernel");
     case StepKind::kEncode: {
-      codec::Params p = plan.codec;
+      codec::Params p = plan.codecOf(s);
       p.seed = encodeSeed(plan, s, run->callSeed);
       codec::cuda::encode(p, bufferAt(b, s.src), s.type, n, bufferAt(b, s.dst), s.bytes,
                           s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr, nullptr, workspace_,
@@ -155,7 +155,7 @@ void CudaKernels::enqueue(const std::shared_ptr<StreamRun>& run, StepId id, Stre
     case StepKind::kDecodeAdd: {
       codec::Expect e;
       e.count = n;
-      e.codec = plan.codec.codec;
+      e.codec = plan.codecOf(s).codec;
       uint32_t* status = nextStatus();
       const size_t inBytes = run->slotBytes[s.slot];
       if (s.kind == StepKind::kDecode)
