@@ -9,7 +9,8 @@
 //      costs more than it saves (perf/README.md, "Compression on shared memory").
 //   1  across nodes, for each shard s, an allreduce among the owners of shard s (one rank per
 //      node): a flat plan of the communicator's codec (two-shot, ring, sparse; error feedback
-//      on the owner's shard), spliced in with its peers mapped to the owners' ranks.
+//      on the owner's shard), spliced in with its peers mapped to the owners' ranks. Each of
+//      its steps waits for the chunks of stage 0 it touches, so the stages overlap.
 //   2  inside each node, an allgather: every owner sends its shard to the node's other ranks
 //      (with a.intraCodec: encoded once, decoded by every rank of the node, the owner too).
 //
@@ -19,6 +20,7 @@
 // result. Every rank ends with the same bits: each shard is summed by one owner per node, the
 // flat plan of stage 1 gives its ranks the same bits, and stage 2 copies them.
 #include <algorithm>
+#include <functional>
 #include <tuple>
 #include <vector>
 
@@ -40,10 +42,41 @@ struct Embedding {
   uint32_t tagOffset = 0;  // tags::stageOffset of its stage
 };
 
-// Appends `sub`'s steps to `p`, mapped by `e`; steps of `sub` that wait for nothing wait for
-// `after`. Returns the steps of `sub` no other step of it waits for: once they have run, all
-// of it has.
-Deps splice(Plan& p, const Plan& sub, const Embedding& e, const Deps& after) {
+// The bytes of the sub-plan's send and receive buffers step `s` reads or writes, as
+// (ref, bytes) pairs; compute steps are counted at four bytes an element at least (an fp32
+// view), which can only add waits.
+std::vector<std::pair<Ref, size_t>> touched(const Step& s, size_t es) {
+  const size_t elems = s.count * std::max<size_t>(es, sizeof(float));
+  switch (s.kind) {
+    case StepKind::kSend:
+      return {{s.src, s.bytes}};
+    case StepKind::kRecv:
+      return {{s.dst, s.bytes}};
+    case StepKind::kCopy:
+      return {{s.dst, s.bytes}, {s.src, s.bytes}};
+    case StepKind::kReduce:
+      return {{s.dst, elems}, {s.src, elems}, {s.src2, elems}};
+    case StepKind::kEncode:
+      return {{s.src, elems}};
+    case StepKind::kDecode:
+    case StepKind::kDecodeAdd:
+    case StepKind::kDivide:
+    case StepKind::kDivideFloat:
+      return {{s.dst, elems}};
+    case StepKind::kWiden:
+    case StepKind::kNarrow:
+      return {{s.dst, elems}, {s.src, elems}};
+  }
+  return {};
+}
+
+// Appends `sub`'s steps to `p`, mapped by `e`. A step that touches bytes [offset, offset +
+// bytes) of the sub-plan's send or receive buffer also waits for ready(offset, bytes): the
+// steps of `p` that make those bytes (so a stage starts on the chunks the one before has
+// finished, not after all of them). Returns the steps of `sub` no other step of it waits
+// for: once they have run, all of it has.
+using Ready = std::function<Deps(size_t offset, size_t bytes)>;
+Deps splice(Plan& p, const Plan& sub, const Embedding& e, const Ready& ready) {
   CCL_CHECK(sub.dtype == p.dtype && sub.op == p.op, cclInternalError, "splice: a plan of another type or op");
   if (sub.codec.codec != cclCodecNone) {
     CCL_CHECK(p.codec.codec == cclCodecNone || p.codec.codec == sub.codec.codec, cclInternalError,
@@ -71,15 +104,19 @@ Deps splice(Plan& p, const Plan& sub, const Embedding& e, const Deps& after) {
   Deps ends;
   for (size_t i = 0; i < sub.steps.size(); ++i) {
     Step s = sub.steps[i];
+    Deps deps;
+    for (uint32_t d = 0; d < s.numDeps; ++d) deps.push_back(base + sub.deps[s.firstDep + d]);
+    for (const auto& [ref, bytes] : touched(s, dataTypeSize(sub.dtype)))
+      if (ref.buf == Buf::kSend || ref.buf == Buf::kRecv) {
+        const Deps more = ready(ref.offset, bytes);
+        deps.insert(deps.end(), more.begin(), more.end());
+      }
     s.dst = map(s.dst);
     s.src = map(s.src);
     s.src2 = map(s.src2);
     if (s.peer >= 0) s.peer = e.ranks.at(static_cast<size_t>(s.peer));
     if (s.kind == StepKind::kSend || s.kind == StepKind::kRecv) s.tag += e.tagOffset;
     if (s.slot != kNoSlot) s.slot = static_cast<uint16_t>(s.slot + slots);
-    Deps deps;
-    for (uint32_t d = 0; d < s.numDeps; ++d) deps.push_back(base + sub.deps[s.firstDep + d]);
-    if (deps.empty()) deps = after;
     const StepId id = p.add(s, deps);
     if (!waitedFor[i]) ends.push_back(id);
   }
@@ -178,6 +215,11 @@ Plan planHierarchicalAllReduce(const CollArgs& a) {
   };
   Deps shardDone;                                   // the owner's shard is the node's sum
   std::vector<std::vector<StepId>> sent(l.shards);  // a shard's chunks read for its owner
+  struct Made {                                     // a chunk of the owner's sum: its bytes
+    size_t begin, end;                              // in the shard, and the steps that made it
+    Deps by;
+  };
+  std::vector<Made> made;
   for (size_t s = 0; s < l.shards; ++s) {
     const size_t off = l.split.offset(s), cnt = l.split.size(s);
     const Split ch = detail::chunks(cnt, es, a.chunkBytes);
@@ -229,6 +271,7 @@ Plan planHierarchicalAllReduce(const CollArgs& a) {
       }
       if (widened && ch.size(j)) last = {p.narrow(out + (off + ch.offset(j)) * es, chunk, ch.size(j), false, last)};
       shardDone.insert(shardDone.end(), last.begin(), last.end());
+      made.push_back({ch.offset(j) * es, (ch.offset(j) + ch.size(j)) * es, last});
     }
   }
 
@@ -241,7 +284,15 @@ Plan planHierarchicalAllReduce(const CollArgs& a) {
     const size_t off = l.split.offset(static_cast<size_t>(l.local));
     e.send = e.recv = out + off * es;
     e.tagOffset = tags::stageOffset(1, n);
-    reduced = splice(p, planCollective(Coll::kAllReduce, across), e, shardDone);
+    // Each step of the allreduce across nodes waits for the chunks of the node's sum it touches.
+    auto ready = [&](size_t offset, size_t bytes) {
+      Deps d;
+      for (const Made& m : made)
+        if (m.begin < offset + std::max<size_t>(bytes, 1) && offset < std::max(m.end, m.begin + 1))
+          d.insert(d.end(), m.by.begin(), m.by.end());
+      return d.empty() ? shardDone : d;
+    };
+    reduced = splice(p, planCollective(Coll::kAllReduce, across), e, ready);
     reduced.insert(reduced.end(), shardDone.begin(), shardDone.end());
     if (a.op == cclAvg && across.count) reduced = {p.divide(out + off * es, across.count, reduced)};
   }

@@ -22,7 +22,7 @@ namespace ccl::config {
   X(hostId, String, "CCL_HOST_ID", "", "This rank's host identity (printable text of at most 255 characters, hashed): ranks with equal identities form one node of their communicators. Unset: a hash of the host name and boot id, as NCCL's host hash. Lets ranks on one machine form several nodes (e.g. one per network namespace); cclConfig_t.hostId overrides it.") \
   X(transport, String, "CCL_TRANSPORT", "auto", "Transport between ranks on host memory: auto (ucx when built, else local), ucx, or local (every rank a thread of one process).") \
   X(ucxErrMode, String, "CCL_UCX_ERR_MODE", "auto", "UCX peer-failure handling: auto (peer on other hosts, none on this host so shared memory is used; ccl watches local peers itself), peer, none.") \
-  X(algo, String, "CCL_ALGO", "auto", "Force an algorithm: auto, ring, tree (recursive doubling), direct (one round to every rank), twoshot, sparse.") \
+  X(algo, String, "CCL_ALGO", "auto", "Force an algorithm of allreduce: auto, ring, tree (recursive doubling), direct (one round to every rank), twoshot, sparse, hier (inside nodes, across them, inside again: collectives/hierarchical.cc). auto takes hier on a communicator of several nodes with more than one rank in some, else chooses by size.") \
   X(chunkBytes, Int, "CCL_CHUNK_BYTES", "1M", "Pipeline chunk size of ring, chain and compressed algorithms.") \
   X(treeMaxBytes, Int, "CCL_TREE_MAX_BYTES", "64K", "Allreduce messages up to this size use recursive doubling (auto mode).") \
   X(directMaxBytes, Int, "CCL_DIRECT_MAX_BYTES", "1K", "Allreduce messages up to this size go from every rank to every rank in one round (auto mode).") \
