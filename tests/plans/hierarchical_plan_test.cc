@@ -333,11 +333,17 @@ using Message = std::tuple<int, int, uint32_t>;
 // plan has O(n) steps: all 65,536 plans would be 2^32 steps; the pairs checked cover every
 // kind of step of every stage.)
 void checkPairs(const std::function<Plan(int)>& planOf, const std::set<int>& seeds, size_t* steps) {
+  // With each seed rank: its first two peers and six more spread over the rest, in the order
+  // its steps name them (an all-to-all talks to everyone; a hierarchical plan's peers inside
+  // the node come first, then those across nodes).
   std::set<int> ranks = seeds;
   for (int r : seeds) {
-    int budget = 8;  // an all-to-all talks to everyone
+    std::vector<int> peers;
+    std::set<int> seen;
     for (const Step& s : planOf(r).steps)
-      if (s.peer >= 0 && !ranks.count(s.peer) && budget-- > 0) ranks.insert(s.peer);
+      if (s.peer >= 0 && seen.insert(s.peer).second) peers.push_back(s.peer);
+    for (size_t i = 0; i < peers.size() && i < 2; ++i) ranks.insert(peers[i]);
+    for (size_t k = 1; k <= 6 && peers.size() > 2; ++k) ranks.insert(peers[2 + (peers.size() - 3) * k / 6]);
   }
   std::vector<Message> sends, recvs;
   for (int r : ranks) {
@@ -369,7 +375,7 @@ TEST(Tags, PlansOfEveryAlgorithmAt65536RanksPairEveryMessage) {
   constexpr int n = 65536;
   const std::vector<int> sizes(n / 8, 8);  // 8,192 nodes of 8 ranks
   const Topology t = Topology::blocks(sizes);
-  const std::set<int> seeds{0, 1, 7, 8, 12345, n / 2 + 3, n - 1};
+  const std::set<int> seeds{0, 12345, n - 1};
   const auto start = std::chrono::steady_clock::now();
   size_t steps = 0;
   int cases = 0;
