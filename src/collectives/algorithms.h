@@ -58,11 +58,14 @@ Plan planAlltoAll(const CollArgs& a);  // count per peer
 Plan planGather(const CollArgs& a);    // count per rank
 Plan planScatter(const CollArgs& a);   // count per rank
 
-// Hierarchical allreduce (hierarchical.cc): inside each node, across nodes (compressed when
-// a.codec is a codec), inside each node again. It applies when a.topo has more than one node
-// and more than one rank in some node, and a.algo is kHier or kAuto.
+// Hierarchical plans (hierarchical.cc): allreduce inside each node, across nodes (compressed
+// when a.codec is a codec), inside each node again; broadcast and reduce across and inside.
+// They apply when a.topo has more than one node and more than one rank in some node, and
+// a.algo is kHier or kAuto.
 bool hierarchicalApplies(const CollArgs& a);
 Plan planHierarchicalAllReduce(const CollArgs& a);
+Plan planHierarchicalBroadcast(const CollArgs& a);  // across nodes, then inside each
+Plan planHierarchicalReduce(const CollArgs& a);     // inside each node, then across
 size_t hierarchicalFeedbackFloats(const CollArgs& a);
 
 // Compressed plans (compressible(a) must hold; see compressed.cc for the algorithms).

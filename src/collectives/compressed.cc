@@ -394,6 +394,7 @@ Plan planCompressedAllGather(const CollArgs& a) {
 }
 
 Plan planCompressedBroadcast(const CollArgs& a) {
+  if (hierarchicalApplies(a)) return planHierarchicalBroadcast(a);
   const int n = a.nranks, r = a.rank;
   if (a.count == 0) return codecPlan(a);
   Builder b(a);

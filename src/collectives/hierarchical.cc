@@ -40,6 +40,7 @@ struct Embedding {
   Ref send{Buf::kSend, 0}, recv{Buf::kRecv, 0};
   size_t feedback = 0;     // byte offset of its residual in Buf::kFeedback
   uint32_t tagOffset = 0;  // tags::stageOffset of its stage
+  bool intra = false;      // its codec is the plan's intra-node codec (Step::intra)
 };
 
 // The bytes of the sub-plan's send and receive buffers step `s` reads or writes, as
@@ -79,9 +80,10 @@ using Ready = std::function<Deps(size_t offset, size_t bytes)>;
 Deps splice(Plan& p, const Plan& sub, const Embedding& e, const Ready& ready) {
   CCL_CHECK(sub.dtype == p.dtype && sub.op == p.op, cclInternalError, "splice: a plan of another type or op");
   if (sub.codec.codec != cclCodecNone) {
-    CCL_CHECK(p.codec.codec == cclCodecNone || p.codec.codec == sub.codec.codec, cclInternalError,
-              "splice: two codecs in one plan");
-    p.codec = sub.codec;
+    codec::Params& level = e.intra ? p.intraCodec : p.codec;
+    CCL_CHECK(level.codec == cclCodecNone || level.codec == sub.codec.codec, cclInternalError,
+              "splice: two codecs on one level of a plan");
+    level = sub.codec;
   }
   const Ref scratch = p.scratch(sub.scratchBytes);
   auto map = [&](Ref r) -> Ref {
@@ -117,6 +119,7 @@ Deps splice(Plan& p, const Plan& sub, const Embedding& e, const Ready& ready) {
     if (s.peer >= 0) s.peer = e.ranks.at(static_cast<size_t>(s.peer));
     if (s.kind == StepKind::kSend || s.kind == StepKind::kRecv) s.tag += e.tagOffset;
     if (s.slot != kNoSlot) s.slot = static_cast<uint16_t>(s.slot + slots);
+    s.intra = e.intra;
     const StepId id = p.add(s, deps);
     if (!waitedFor[i]) ends.push_back(id);
   }
@@ -334,6 +337,126 @@ Plan planHierarchicalAllReduce(const CollArgs& a) {
       p.steps[d].intra = true;
     }
   }
+  return p;
+}
+
+}  // namespace ccl::coll
+
+// ---- Rooted collectives: across nodes among one leader per node, then inside each node ----
+//
+// A node's leader is the root in the root's node and its first rank elsewhere. Broadcast: the
+// root's data goes to the leaders (a flat broadcast of the call's codec), then each leader
+// broadcasts it inside its node (uncompressed, or a.intraCodec). Reduce: each node's sum goes
+// to its leader inside the node, then the leaders' sums to the root. Both stages are flat
+// plans spliced in; the second waits for the first.
+
+namespace ccl::coll {
+namespace {
+
+struct Rooted {
+  const Topology& topo;
+  int node, rootNode;
+  std::vector<int> leaders;  // per node
+  int leader() const { return leaders[static_cast<size_t>(node)]; }
+};
+
+Rooted rootedOf(const CollArgs& a) {
+  const Topology& t = *a.topo;
+  CCL_CHECK(t.nranks() == a.nranks, cclInternalError, "a topology of another communicator");
+  Rooted r{t, t.nodeOf[static_cast<size_t>(a.rank)], t.nodeOf[static_cast<size_t>(a.root)], {}};
+  for (int n = 0; n < t.nodes(); ++n) r.leaders.push_back(n == r.rootNode ? a.root : t.rankOf(n, 0));
+  return r;
+}
+
+// A flat call among `ranks` (this rank's index `index`, the root's `root`).
+CollArgs among(const CollArgs& a, int index, int size, int root, bool inPlace, const codec::Params& codec) {
+  CollArgs s = a;
+  s.rank = index;
+  s.nranks = size;
+  s.root = root;
+  s.inPlace = inPlace;
+  s.op = a.op == cclAvg ? cclSum : a.op;
+  s.topo = nullptr;
+  s.codec = codec;
+  s.feedback = false;
+  if (s.algo == Algo::kHier) s.algo = Algo::kAuto;
+  return s;
+}
+
+const codec::Params& intraCodecOf(const CollArgs& a) {
+  static const codec::Params none;
+  return intraCompressed(a) ? a.intraCodec : none;
+}
+
+}  // namespace
+
+Plan planHierarchicalBroadcast(const CollArgs& a) {
+  Plan p = detail::emptyPlan(a);
+  if (a.count == 0) return p;
+  const Rooted g = rootedOf(a);
+  const int n = a.nranks;
+  const Ref out{Buf::kRecv, 0};
+  const std::vector<int>& members = g.topo.members[static_cast<size_t>(g.node)];
+  Deps across;
+  if (a.rank == g.leader()) {
+    Embedding e;
+    e.ranks = g.leaders;
+    e.recv = out;
+    e.tagOffset = tags::stageOffset(1, n);
+    const CollArgs s = among(a, g.node, g.topo.nodes(), g.rootNode, a.rank == a.root && a.inPlace, a.codec);
+    across = splice(p, planCollective(Coll::kBroadcast, s), e, [](size_t, size_t) { return Deps{}; });
+  }
+  // With a codec inside nodes, a node of one rank takes its data through it too: every rank
+  // then holds the same bits.
+  if (members.size() > 1 || intraCodecOf(a).codec != cclCodecNone) {
+    Embedding e;
+    e.ranks = members;
+    e.send = e.recv = out;
+    e.tagOffset = tags::stageOffset(2, n);
+    const int local = g.topo.localRank[static_cast<size_t>(a.rank)];
+    const CollArgs s = among(a, local, static_cast<int>(members.size()),
+                             g.topo.localRank[static_cast<size_t>(g.leader())], true, intraCodecOf(a));
+    e.intra = true;
+    splice(p, planCollective(Coll::kBroadcast, s), e, [&](size_t, size_t) { return across; });
+  }
+  return p;
+}
+
+Plan planHierarchicalReduce(const CollArgs& a) {
+  Plan p = detail::emptyPlan(a);
+  if (a.count == 0) return p;
+  const Rooted g = rootedOf(a);
+  const int n = a.nranks;
+  const size_t bytes = a.count * dataTypeSize(a.dtype);
+  const Ref out{Buf::kRecv, 0};
+  const std::vector<int>& members = g.topo.members[static_cast<size_t>(g.node)];
+  const bool leader = a.rank == g.leader(), root = a.rank == a.root;
+  // Where this rank's node sum lands: the root's output, a leader's scratch.
+  const Ref nodeSum = root ? out : leader ? p.scratch(bytes) : out;
+  Deps inside;
+  if (members.size() > 1) {
+    Embedding e;
+    e.ranks = members;
+    e.recv = nodeSum;
+    e.tagOffset = tags::stageOffset(0, n);
+    const CollArgs s = among(a, g.topo.localRank[static_cast<size_t>(a.rank)], static_cast<int>(members.size()),
+                             g.topo.localRank[static_cast<size_t>(g.leader())], root && a.inPlace, codec::Params{});
+    inside = splice(p, planCollective(Coll::kReduce, s), e, [](size_t, size_t) { return Deps{}; });
+  }
+  Deps done = inside;
+  if (leader && g.topo.nodes() > 1) {
+    Embedding e;
+    e.ranks = g.leaders;
+    const bool summed = members.size() > 1;  // the node's sum is in nodeSum, else the input
+    e.send = summed ? nodeSum : Ref{Buf::kSend, 0};
+    e.recv = root ? out : nodeSum;
+    e.tagOffset = tags::stageOffset(1, n);
+    const bool inPlace = root ? (summed || a.inPlace) : summed;
+    const CollArgs s = among(a, g.node, g.topo.nodes(), g.rootNode, inPlace, codec::Params{});
+    done = splice(p, planCollective(Coll::kReduce, s), e, [&](size_t, size_t) { return inside; });
+    done.insert(done.end(), inside.begin(), inside.end());
+  }
+  if (root && a.op == cclAvg) p.divide(out, a.count, done);
   return p;
 }
 

@@ -322,6 +322,87 @@ TEST(HierarchicalAllReduce, FeedbackOnTheCompressedLevelConverges) {
   EXPECT_LT(relRms(mean), firstErr / 10) << "first " << firstErr;
 }
 
+// Broadcast and reduce across nodes and inside them: exact for every split of 2-8 ranks into
+// nodes and every root, in and out of place.
+TEST(HierarchicalRooted, BroadcastAndReduceExactForEverySplitAndRoot) {
+  int ran = 0;
+  for (int n = 2; n <= 8; ++n) {
+    for (const std::vector<int>& sizes : splits(n)) {
+      const Topology t = Topology::blocks(sizes);
+      for (int root = 0; root < n; ++root) {
+        for (size_t count : {size_t{0}, size_t{1}, size_t{1001}}) {
+          for (bool inPlace : {false, true}) {
+            for (Coll coll : {Coll::kBroadcast, Coll::kReduce}) {
+              std::vector<Ints> send(n, Ints(count)), recv(n, Ints(count, -99));
+              Ints want(count, 0);
+              for (int r = 0; r < n; ++r)
+                for (size_t i = 0; i < count; ++i) {
+                  send[r][i] = value(r, i);
+                  if (inPlace && r == root) recv[r][i] = send[r][i];
+                  want[i] = coll == Coll::kBroadcast ? value(root, i) : want[i] + send[r][i];
+                }
+              testing::runPlans(
+                  n,
+                  [&](int r) {
+                    CollArgs a = hierArgs(t, r, count, cclInt32, cclSum, 64, inPlace && r == root);
+                    a.root = root;
+                    return planCollective(coll, a);
+                  },
+                  [&](int r) {
+                    const bool same = inPlace && r == root;
+                    return testing::RankBuffers{same ? static_cast<const void*>(recv[r].data()) : send[r].data(),
+                                                recv[r].data()};
+                  });
+              for (int r = 0; r < n; ++r) {
+                if (coll == Coll::kReduce && r != root) continue;
+                ASSERT_EQ(recv[r], want) << collInfo(coll).name << " " << t.describe() << " root " << root << " count "
+                                         << count << " rank " << r << (inPlace ? " in place" : "");
+              }
+              ++ran;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(ran, 5000);
+}
+
+// A compressed broadcast: the root's data quantized once across nodes (and once more inside
+// them with an intra-node codec), the same bits on every rank.
+TEST(HierarchicalRooted, CompressedBroadcastAgreesWithinTheBound) {
+  for (bool intra : {false, true}) {
+    const int sizes[] = {2, 3, 1};
+    const Topology t = Topology::blocks(sizes);
+    const int n = t.nranks(), root = 3;
+    const size_t count = 2500;
+    const auto in = gaussian(n, count, 5);
+    std::vector<Vec> out(n, Vec(count, -1.0f));
+    testing::runPlans(
+        n,
+        [&](int r) {
+          CollArgs a = hierArgs(t, r, count, cclFloat32, cclSum, 2048, false);
+          a.root = root;
+          a.codec = codec::defaultParams(cclCodecInt8);
+          if (intra) a.intraCodec = codec::defaultParams(cclCodecInt4);
+          return planCollective(Coll::kBroadcast, a);
+        },
+        [&](int r) {
+          return testing::RankBuffers{in[r].data(), out[r].data()};
+        });
+    for (int r = 0; r < n; ++r)
+      ASSERT_EQ(0, std::memcmp(out[0].data(), out[r].data(), count * sizeof(float))) << "rank " << r;
+    double m = 0;
+    for (float e : in[root]) m = std::max(m, double(std::fabs(e)));
+    const codec::Params p8 = codec::defaultParams(cclCodecInt8), p4 = codec::defaultParams(cclCodecInt4);
+    for (size_t i = 0; i < count; ++i) {
+      const double x = std::fabs(in[root][i]), first = codec::errorBound(p8, x, m, 1);
+      const double bound = first + (intra ? codec::errorBound(p4, x + first, m + first, 1) : 0) + 1e-6;
+      ASSERT_LE(std::fabs(out[0][i] - in[root][i]), bound) << (intra ? "int8 + int4 " : "int8 ") << i;
+    }
+  }
+}
+
 // ---- 65,536 ranks: every algorithm's plans tagged so every message pairs with one receive ----
 
 // (from, to, tag) of a transfer step.
@@ -390,6 +471,8 @@ TEST(Tags, PlansOfEveryAlgorithmAt65536RanksPairEveryMessage) {
                {Algo::kSparse, cclCodecTopK}, {Algo::kHier, cclCodecInt8}};
     else if (info.compressible)
       algos.push_back({Algo::kAuto, cclCodecInt8});
+    if (coll == Coll::kBroadcast) algos.push_back({Algo::kHier, cclCodecInt8});
+    if (coll == Coll::kReduce) algos.push_back({Algo::kHier, cclCodecNone});
     for (auto [algo, codec] : algos) {
       SCOPED_TRACE(std::string(info.name) + " " + algoName(algo) + " " + cclCodecName(codec));
       // One element per rank (more for the rooted and per-rank collectives would only repeat
@@ -402,7 +485,7 @@ TEST(Tags, PlansOfEveryAlgorithmAt65536RanksPairEveryMessage) {
         a.root = n - 2;
         a.algo = algo;
         a.codec = codec::defaultParams(codec);
-        a.topo = &t;
+        a.topo = algo == Algo::kHier ? &t : nullptr;  // the others flat: auto would take hier
         return planCollective(coll, a);
       };
       checkPairs(planOf, seeds, &steps);

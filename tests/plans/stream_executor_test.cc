@@ -247,6 +247,17 @@ std::vector<Case> matrix() {
       cases.push_back(c);
     }
     c.intraCodec = cclCodecNone;
+    // Broadcast and reduce across nodes and inside them.
+    for (Coll rooted : {Coll::kBroadcast, Coll::kReduce}) {
+      Case r{rooted, cclCodecNone, Algo::kHier, n};
+      r.nodes = nodes;
+      cases.push_back(r);
+      if (rooted != Coll::kBroadcast) continue;
+      r.codec = cclCodecInt8;
+      cases.push_back(r);
+      r.intraCodec = cclCodecInt4;
+      cases.push_back(r);
+    }
   }
   return cases;
 }
