@@ -18,24 +18,6 @@ namespace {
 
 using ccltest::ScopedEnv;
 
-// Unsets an environment variable for the lifetime of the object.
-class ScopedUnset {
- public:
-  explicit ScopedUnset(const char* name) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    unsetenv(name);
-  }
-  ~ScopedUnset() {
-    if (!old_.empty()) setenv(name_, old_.c_str(), 1);
-  }
-  ScopedUnset(const ScopedUnset&) = delete;
-  ScopedUnset& operator=(const ScopedUnset&) = delete;
-
- private:
-  const char* name_;
-  std::string old_;
-};
-
 // The message of the Error that fn throws ("" if it throws none, or another exception).
 template <class F>
 std::string errorOf(F&& fn) {
@@ -55,7 +37,7 @@ TEST(HostIdentity, TextIsHashedWithFnv1a) {
 }
 
 TEST(HostIdentity, TheHostsOwnIsStableAndDefault) {
-  ScopedUnset unset("CCL_HOST_ID");
+  ScopedEnv unset("CCL_HOST_ID", nullptr);
   EXPECT_EQ(host::hostHash(), host::hostHash());
   const host::Identity id = host::resolve(nullptr);
   EXPECT_EQ(id.id, host::hostHash());
@@ -86,7 +68,7 @@ TEST(HostIdentity, OnlyPrintableTextOfAtMost255Characters) {
 
 TEST(IntraCodec, FromTheEnvironmentOrTheConfig) {
   {
-    ScopedUnset unset("CCL_CODEC_INTRA");
+    ScopedEnv unset("CCL_CODEC_INTRA", nullptr);
     EXPECT_EQ(api::intraCodecFromEnv(nullptr).codec, cclCodecNone) << "lossy compression is opt-in";
   }
   ScopedEnv env("CCL_CODEC_INTRA", "INT8");

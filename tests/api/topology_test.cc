@@ -4,6 +4,8 @@
 // cclCommSplit; identities that are not printable text of 1..255 characters are refused.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -53,24 +55,6 @@ std::vector<Place> expectedPlaces(const std::vector<std::string>& ids) {
     out.push_back({nodeOf[r], static_cast<int>(nodes.size()), local[r], sizes[static_cast<size_t>(nodeOf[r])]});
   return out;
 }
-
-// Unsets an environment variable for the lifetime of the object.
-class ScopedUnset {
- public:
-  explicit ScopedUnset(const char* name) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    unsetenv(name);
-  }
-  ~ScopedUnset() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-  }
-  ScopedUnset(const ScopedUnset&) = delete;
-  ScopedUnset& operator=(const ScopedUnset&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 // One communicator per entry of `ids`, rank r made with config->hostId = ids[r] (NULL: left
 // undefined), each rank on its own thread; destroyed with the object.
@@ -152,7 +136,7 @@ INSTANTIATE_TEST_SUITE_P(Topology, TopologyLayouts,
                          [](const ::testing::TestParamInfo<Layout>& i) { return std::string(i.param.name); });
 
 TEST(Topology, FromTheHostNameEveryRankIsOneNode) {
-  ScopedUnset unset("CCL_HOST_ID");
+  ScopedEnv unset("CCL_HOST_ID", nullptr);
   Comms comms({nullptr, nullptr, nullptr});
   ASSERT_TRUE(comms.ready());
   const std::vector<Place> got = placesAndSum(comms);
@@ -343,6 +327,62 @@ TEST(Topology, QueryArguments) {
   // Still readable after cclCommFinalize.
   expectNoneThrew(runRanks(2, [&](int r) { EXPECT_CCL_OK(cclCommFinalize(comms[r])); }));
   EXPECT_EQ(placeOf(comms[0]), (Place{0, 2, 0, 1}));
+}
+
+}  // namespace
+}  // namespace ccltest
+
+namespace ccltest {
+namespace {
+
+// The collectives a topology changes, through the api on nodes of unequal sizes: allreduce
+// (hierarchical, exact uncompressed; int8 with feedback across nodes, the same bits on every
+// rank), broadcast and reduce (exact), and an intra-node codec from the config.
+TEST(Topology, HierarchicalCallsOnUnequalNodes) {
+  const std::vector<const char*> ids{"a", "a", "b", "b", "b"};
+  Comms comms(ids);
+  ASSERT_TRUE(comms.ready());
+  const int n = comms.size();
+  const size_t count = 10007;
+  std::vector<std::vector<float>> lossy(n);
+  expectNoneThrew(runRanks(n, [&](int r) {
+    cclComm_t c = comms[r];
+    std::vector<int32_t> in(count), out(count, -1);
+    for (size_t i = 0; i < count; ++i) in[i] = static_cast<int32_t>((i * 7 + r * 13) % 23) - 11;
+    EXPECT_CCL_OK(cclAllReduce(in.data(), out.data(), count, cclInt32, cclSum, c, nullptr));
+    for (size_t i = 0; i < count; i += 97) {
+      int32_t want = 0;
+      for (int q = 0; q < n; ++q) want += static_cast<int32_t>((i * 7 + q * 13) % 23) - 11;
+      ASSERT_EQ(out[i], want) << "allreduce, rank " << r << " element " << i;
+    }
+    std::vector<int32_t> b(count, r == 3 ? 5 : 0);
+    EXPECT_CCL_OK(cclBroadcast(b.data(), b.data(), count, cclInt32, 3, c, nullptr));
+    EXPECT_EQ(b[count - 1], 5) << "broadcast, rank " << r;
+    EXPECT_CCL_OK(cclReduce(in.data(), out.data(), count, cclInt32, cclSum, 1, c, nullptr));
+    if (r == 1)
+      for (size_t i = 0; i < count; i += 97) {
+        int32_t want = 0;
+        for (int q = 0; q < n; ++q) want += static_cast<int32_t>((i * 7 + q * 13) % 23) - 11;
+        ASSERT_EQ(out[i], want) << "reduce, element " << i;
+      }
+    std::vector<float> x(count), y(count);
+    for (size_t i = 0; i < count; ++i) x[i] = std::sin(0.01f * static_cast<float>(i) + static_cast<float>(r));
+    cclCompression_t int8 = CCL_COMPRESSION_INITIALIZER;
+    int8.codec = cclCodecInt8;
+    cclFeedback_t fb = nullptr;
+    EXPECT_CCL_OK(cclFeedbackCreate(&fb, cclFeedbackResidual, 0.0f, 0));
+    EXPECT_CCL_OK(cclAllReduceEx(x.data(), y.data(), count, cclFloat32, cclSum, c, nullptr, &int8, fb));
+    EXPECT_CCL_OK(cclFeedbackDestroy(fb));
+    lossy[static_cast<size_t>(r)] = y;
+  }));
+  for (int r = 1; r < n; ++r) EXPECT_EQ(lossy[static_cast<size_t>(r)], lossy[0]) << "rank " << r;
+  double worst = 0;
+  for (size_t i = 0; i < count; ++i) {
+    double want = 0;
+    for (int q = 0; q < n; ++q) want += std::sin(0.01f * static_cast<float>(i) + static_cast<float>(q));
+    worst = std::max(worst, std::fabs(lossy[0][i] - want));
+  }
+  EXPECT_LT(worst, 0.1) << "int8 across nodes: the sum of 5 values in [-1, 1]";
 }
 
 }  // namespace

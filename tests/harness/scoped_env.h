@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Sets an environment variable for the lifetime of the object, e.g. a short CCL_TIMEOUT for
-// communicators created inside one test.
+// communicators created inside one test; a null value unsets it for that time.
 #pragma once
 
 #include <cstdlib>
@@ -13,7 +13,10 @@ class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value) : name_(name) {
     if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
   }
   ~ScopedEnv() {
     if (old_)

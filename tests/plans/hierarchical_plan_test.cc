@@ -152,6 +152,28 @@ std::vector<Vec> gaussian(int n, size_t count, uint32_t seed) {
   return v;
 }
 
+// Per element, the bound of a two-shot sum of `inputs` (codec::errorBound composed as the
+// flat plans' tests compose it): each input quantized once in its block, the sum once more.
+std::vector<double> twoShotBound(const std::vector<Vec>& inputs, const codec::Params& p) {
+  const size_t count = inputs[0].size();
+  double m = 0, maxSumAbs = 0, maxFirst = 0;
+  for (const Vec& x : inputs)
+    for (float e : x) m = std::max(m, double(std::fabs(e)));
+  std::vector<double> sumAbs(count, 0), first(count, 0), bound(count);
+  for (const Vec& x : inputs)
+    for (size_t i = 0; i < count; ++i) {
+      sumAbs[i] += std::fabs(x[i]);
+      first[i] += codec::errorBound(p, std::fabs(x[i]), m, 1);
+    }
+  for (size_t i = 0; i < count; ++i) {
+    maxSumAbs = std::max(maxSumAbs, sumAbs[i]);
+    maxFirst = std::max(maxFirst, first[i]);
+  }
+  for (size_t i = 0; i < count; ++i)
+    bound[i] = first[i] + codec::errorBound(p, sumAbs[i] + first[i], maxSumAbs + maxFirst, 1);
+  return bound;
+}
+
 std::vector<Vec> runCompressed(const std::vector<Vec>& in, const std::function<CollArgs(int)>& argsOf,
                                std::vector<Vec>* feedback = nullptr, uint64_t seed = 0) {
   const int n = static_cast<int>(in.size());
@@ -182,27 +204,14 @@ TEST(HierarchicalAllReduce, CompressedAcrossNodesWithinTheComposedBound) {
       });
       for (int r = 1; r < n; ++r)
         ASSERT_EQ(0, std::memcmp(out[0].data(), out[r].data(), count * sizeof(float))) << "rank " << r;
-      const codec::Params p = codec::defaultParams(c);
       std::vector<Vec> nodeSum(t.nodes(), Vec(count, 0.0f));
       for (int r = 0; r < n; ++r)
         for (size_t i = 0; i < count; ++i) nodeSum[t.nodeOf[r]][i] += in[r][i];
-      double m = 0, maxSumAbs = 0, maxFirst = 0;
-      for (const Vec& x : nodeSum)
-        for (float e : x) m = std::max(m, double(std::fabs(e)));
-      std::vector<double> sumAbs(count, 0), first(count, 0);
-      for (const Vec& x : nodeSum)
-        for (size_t i = 0; i < count; ++i) {
-          sumAbs[i] += std::fabs(x[i]);
-          first[i] += codec::errorBound(p, std::fabs(x[i]), m, 1);
-        }
-      for (size_t i = 0; i < count; ++i) {
-        maxSumAbs = std::max(maxSumAbs, sumAbs[i]);
-        maxFirst = std::max(maxFirst, first[i]);
-      }
+      const std::vector<double> twoShot = twoShotBound(nodeSum, codec::defaultParams(c));
       for (size_t i = 0; i < count; ++i) {
         double want = 0;
         for (int r = 0; r < n; ++r) want += in[r][i];
-        const double bound = first[i] + codec::errorBound(p, sumAbs[i] + first[i], maxSumAbs + maxFirst, 1) + 1e-4;
+        const double bound = twoShot[i] + 1e-4;
         ASSERT_LE(std::fabs(out[0][i] - want), bound) << cclCodecName(c) << " " << t.describe() << " element " << i;
       }
     }
@@ -258,24 +267,11 @@ TEST(HierarchicalAllReduce, CompressedInsideNodesWithinTheComposedBound) {
           }
       for (int r = 1; r < n; ++r)
         ASSERT_EQ(0, std::memcmp(out[0].data(), out[r].data(), count * sizeof(float))) << "rank " << r;
-      const codec::Params p = codec::defaultParams(cclCodecInt8);
-      double m = 0, maxSumAbs = 0, maxFirst = 0;
-      for (const Vec& x : held)
-        for (float e : x) m = std::max(m, double(std::fabs(e)));
-      std::vector<double> sumAbs(count, 0), first(count, 0);
-      for (const Vec& x : held)
-        for (size_t i = 0; i < count; ++i) {
-          sumAbs[i] += std::fabs(x[i]);
-          first[i] += codec::errorBound(p, std::fabs(x[i]), m, 1);
-        }
-      for (size_t i = 0; i < count; ++i) {
-        maxSumAbs = std::max(maxSumAbs, sumAbs[i]);
-        maxFirst = std::max(maxFirst, first[i]);
-      }
+      const std::vector<double> twoShot = twoShotBound(held, codec::defaultParams(cclCodecInt8));
       for (size_t i = 0; i < count; ++i) {
         double want = 0;
         for (int r = 0; r < n; ++r) want += held[r][i];
-        double bound = first[i] + codec::errorBound(p, sumAbs[i] + first[i], maxSumAbs + maxFirst, 1) + 1e-4;
+        double bound = twoShot[i] + 1e-4;
         if (dtype == cclBfloat16) bound += std::fabs(want) / 128 + 1e-3;  // the result rounded to bf16
         ASSERT_LE(std::fabs(out[0][i] - want), bound) << t.describe() << " dtype " << dtype << " element " << i;
       }
