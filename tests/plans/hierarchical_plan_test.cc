@@ -319,13 +319,15 @@ TEST(HierarchicalAllReduce, FeedbackOnTheCompressedLevelConverges) {
 }
 
 // Broadcast and reduce across nodes and inside them: exact for every split of 2-8 ranks into
-// nodes and every root, in and out of place.
-TEST(HierarchicalRooted, BroadcastAndReduceExactForEverySplitAndRoot) {
+// nodes, roots at both ends and in the middle, in and out of place.
+TEST(HierarchicalRooted, BroadcastAndReduceExactForEverySplit) {
   int ran = 0;
   for (int n = 2; n <= 8; ++n) {
     for (const std::vector<int>& sizes : splits(n)) {
       const Topology t = Topology::blocks(sizes);
-      for (int root = 0; root < n; ++root) {
+      // The first, the middle and the last rank as the root: in the first node, in a middle
+      // one and in the last, leader or not.
+      for (int root : std::set<int>{0, n / 2, n - 1}) {
         for (size_t count : {size_t{0}, size_t{1}, size_t{1001}}) {
           for (bool inPlace : {false, true}) {
             for (Coll coll : {Coll::kBroadcast, Coll::kReduce}) {
@@ -361,7 +363,7 @@ TEST(HierarchicalRooted, BroadcastAndReduceExactForEverySplitAndRoot) {
       }
     }
   }
-  EXPECT_GT(ran, 5000);
+  EXPECT_GT(ran, 2000);
 }
 
 // A compressed broadcast: the root's data quantized once across nodes (and once more inside
@@ -452,7 +454,12 @@ TEST(Tags, PlansOfEveryAlgorithmAt65536RanksPairEveryMessage) {
   constexpr int n = 65536;
   const std::vector<int> sizes(n / 8, 8);  // 8,192 nodes of 8 ranks
   const Topology t = Topology::blocks(sizes);
+  // Under a sanitizer (ten times slower) one seed rank, in the middle of a node.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  const std::set<int> seeds{12345};
+#else
   const std::set<int> seeds{0, 12345, n - 1};
+#endif
   const auto start = std::chrono::steady_clock::now();
   size_t steps = 0;
   int cases = 0;
