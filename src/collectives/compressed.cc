@@ -374,6 +374,7 @@ Plan planCompressedReduceScatter(const CollArgs& a) {
 }
 
 Plan planCompressedAllGather(const CollArgs& a) {
+  if (hierarchicalApplies(a)) return planHierarchicalAllGather(a);
   const int n = a.nranks, r = a.rank;
   if (a.count == 0) return codecPlan(a);
   Builder b(a);

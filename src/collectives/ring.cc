@@ -140,6 +140,7 @@ Plan planReduceScatter(const CollArgs& a) {
 }
 
 Plan planAllGather(const CollArgs& a) {
+  if (hierarchicalApplies(a)) return planHierarchicalAllGather(a);
   Plan p = detail::emptyPlan(a);
   const size_t es = dataTypeSize(a.dtype), bytes = a.count * es;
   if (a.count == 0) return p;

@@ -401,6 +401,76 @@ TEST(HierarchicalRooted, CompressedBroadcastAgreesWithinTheBound) {
   }
 }
 
+// Allgather inside nodes, across their leaders and inside again: exact for every split of 2-8
+// ranks, in and out of place; with a codec every rank holds the same bits, each block within
+// one quantization of its owner's.
+TEST(HierarchicalAllGather, ExactForEverySplitAndOneQuantizationCompressed) {
+  int ran = 0;
+  for (int n = 2; n <= 8; ++n) {
+    for (const std::vector<int>& sizes : splits(n)) {
+      const Topology t = Topology::blocks(sizes);
+      for (size_t count : {size_t{0}, size_t{1}, size_t{333}}) {
+        for (bool inPlace : {false, true}) {
+          std::vector<Ints> send(n, Ints(count)), recv(n, Ints(count * n, -99));
+          Ints want(count * n);
+          for (int r = 0; r < n; ++r)
+            for (size_t i = 0; i < count; ++i) {
+              send[r][i] = value(r, i);
+              want[r * count + i] = send[r][i];
+              if (inPlace) recv[r][r * count + i] = send[r][i];
+            }
+          testing::runPlans(
+              n,
+              [&](int r) {
+                return planCollective(Coll::kAllGather, hierArgs(t, r, count, cclInt32, cclSum, 64, inPlace));
+              },
+              [&](int r) {
+                return testing::RankBuffers{
+                    inPlace ? static_cast<const void*>(recv[r].data() + r * count) : send[r].data(), recv[r].data()};
+              });
+          for (int r = 0; r < n; ++r)
+            ASSERT_EQ(recv[r], want) << t.describe() << " count " << count << " rank " << r
+                                     << (inPlace ? " in place" : "");
+          ++ran;
+        }
+      }
+    }
+  }
+  EXPECT_GT(ran, 700);
+
+  const int sizes[] = {3, 1, 2};
+  const Topology t = Topology::blocks(sizes);
+  const int n = t.nranks();
+  const size_t count = 1500;
+  const auto in = gaussian(n, count, 17);
+  std::vector<Vec> out(n, Vec(count * n, -1.0f)), residual(n);
+  auto argsOf = [&](int r) {
+    CollArgs a = hierArgs(t, r, count, cclFloat32, cclSum, 1 << 18, false);
+    a.codec = codec::defaultParams(cclCodecInt4);
+    a.feedback = true;
+    return a;
+  };
+  for (int r = 0; r < n; ++r) residual[r].assign(feedbackFloats(Coll::kAllGather, argsOf(r)), 0.0f);
+  testing::runPlans(
+      n, [&](int r) { return planCollective(Coll::kAllGather, argsOf(r)); },
+      [&](int r) {
+        return testing::RankBuffers{in[r].data(), out[r].data(), residual[r].data()};
+      });
+  const codec::Params p = codec::defaultParams(cclCodecInt4);
+  for (int r = 1; r < n; ++r)
+    ASSERT_EQ(0, std::memcmp(out[0].data(), out[r].data(), count * n * sizeof(float))) << "rank " << r;
+  for (int d = 0; d < n; ++d) {
+    double m = 0;
+    for (float e : in[d]) m = std::max(m, double(std::fabs(e)));
+    for (size_t i = 0; i < count; ++i) {
+      const double err = std::fabs(out[0][d * count + i] - in[d][i]);
+      ASSERT_LE(err, codec::errorBound(p, std::fabs(in[d][i]), m, 1) + 1e-6) << "block " << d << " element " << i;
+      // The residual is what the quantization lost, kept by the block's owner.
+      ASSERT_NEAR(residual[d][i], in[d][i] - out[0][d * count + i], 1e-5) << "residual of rank " << d;
+    }
+  }
+}
+
 // ---- 65,536 ranks: every algorithm's plans tagged so every message pairs with one receive ----
 
 // (from, to, tag) of a transfer step.
@@ -476,6 +546,10 @@ TEST(Tags, PlansOfEveryAlgorithmAt65536RanksPairEveryMessage) {
       algos.push_back({Algo::kAuto, cclCodecInt8});
     if (coll == Coll::kBroadcast) algos.push_back({Algo::kHier, cclCodecInt8});
     if (coll == Coll::kReduce) algos.push_back({Algo::kHier, cclCodecNone});
+    if (coll == Coll::kAllGather) {
+      algos.push_back({Algo::kHier, cclCodecNone});
+      algos.push_back({Algo::kHier, cclCodecInt8});
+    }
     for (auto [algo, codec] : algos) {
       SCOPED_TRACE(std::string(info.name) + " " + algoName(algo) + " " + cclCodecName(codec));
       // One element per rank (more for the rooted and per-rank collectives would only repeat

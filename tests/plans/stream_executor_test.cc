@@ -247,14 +247,17 @@ std::vector<Case> matrix() {
       cases.push_back(c);
     }
     c.intraCodec = cclCodecNone;
-    // Broadcast and reduce across nodes and inside them.
-    for (Coll rooted : {Coll::kBroadcast, Coll::kReduce}) {
+    // Broadcast, reduce and allgather across nodes and inside them.
+    for (Coll rooted : {Coll::kBroadcast, Coll::kReduce, Coll::kAllGather}) {
       Case r{rooted, cclCodecNone, Algo::kHier, n};
       r.nodes = nodes;
       cases.push_back(r);
-      if (rooted != Coll::kBroadcast) continue;
+      if (rooted == Coll::kReduce) continue;
       r.codec = cclCodecInt8;
       cases.push_back(r);
+      r.feedback = rooted == Coll::kAllGather;
+      cases.push_back(r);
+      r.feedback = false;
       r.intraCodec = cclCodecInt4;
       cases.push_back(r);
     }
