@@ -362,6 +362,7 @@ Plan planCompressedAllReduce(const CollArgs& a) {
 }
 
 Plan planCompressedReduceScatter(const CollArgs& a) {
+  if (hierarchicalApplies(a)) return planHierarchicalReduceScatter(a);
   if (a.count == 0) return codecPlan(a);
   Builder b(a);
   auto offset = [&](int k) { return static_cast<size_t>(k) * a.count; };

@@ -123,6 +123,7 @@ Deps detail::ringAllReduceInPlace(Plan& p, const CollArgs& a, Ref data, const De
 }
 
 Plan planReduceScatter(const CollArgs& a) {
+  if (hierarchicalApplies(a)) return planHierarchicalReduceScatter(a);
   Plan p = detail::emptyPlan(a);
   const size_t es = dataTypeSize(a.dtype), bytes = a.count * es;
   if (a.count == 0) return p;

@@ -337,7 +337,7 @@ namespace {
 
 // The collectives a topology changes, through the api on nodes of unequal sizes: allreduce
 // (hierarchical, exact uncompressed; int8 with feedback across nodes, the same bits on every
-// rank), broadcast and reduce (exact), and an intra-node codec from the config.
+// rank), broadcast, reduce, allgather and reduce-scatter (exact).
 TEST(Topology, HierarchicalCallsOnUnequalNodes) {
   const std::vector<const char*> ids{"a", "a", "b", "b", "b"};
   Comms comms(ids);
@@ -365,6 +365,15 @@ TEST(Topology, HierarchicalCallsOnUnequalNodes) {
         for (int q = 0; q < n; ++q) want += static_cast<int32_t>((i * 7 + q * 13) % 23) - 11;
         ASSERT_EQ(out[i], want) << "reduce, element " << i;
       }
+    std::vector<int32_t> all(count * n), mine(count);
+    EXPECT_CCL_OK(cclAllGather(in.data(), all.data(), count, cclInt32, c, nullptr));
+    for (int q = 0; q < n; ++q)
+      ASSERT_EQ(all[q * count + 5], static_cast<int32_t>((5 * 7 + q * 13) % 23) - 11) << "allgather, rank " << r;
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int32_t>(i % 1000) + r;
+    EXPECT_CCL_OK(cclReduceScatter(all.data(), mine.data(), count, cclInt32, cclSum, c, nullptr));
+    for (size_t i = 0; i < count; i += 101)
+      ASSERT_EQ(mine[i], n * static_cast<int32_t>((r * count + i) % 1000) + n * (n - 1) / 2)
+          << "reduce-scatter, rank " << r << " element " << i;
     std::vector<float> x(count), y(count);
     for (size_t i = 0; i < count; ++i) x[i] = std::sin(0.01f * static_cast<float>(i) + static_cast<float>(r));
     cclCompression_t int8 = CCL_COMPRESSION_INITIALIZER;

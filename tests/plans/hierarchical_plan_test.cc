@@ -471,6 +471,89 @@ TEST(HierarchicalAllGather, ExactForEverySplitAndOneQuantizationCompressed) {
   }
 }
 
+// Reduce-scatter to an owner per block inside each node, then across: exact for every split
+// of 2-8 ranks, in and out of place, sum and average; with a codec, each other node's sum
+// quantized once on its way to the block's rank, the residual kept by its sender.
+TEST(HierarchicalReduceScatter, ExactForEverySplitAndOneQuantizationPerNodeCompressed) {
+  int ran = 0;
+  for (int n = 2; n <= 8; ++n) {
+    for (const std::vector<int>& sizes : splits(n)) {
+      const Topology t = Topology::blocks(sizes);
+      for (size_t count : {size_t{0}, size_t{1}, size_t{333}}) {
+        for (bool inPlace : {false, true}) {
+          std::vector<Ints> send(n, Ints(count * n)), recv(n, Ints(count, -99));
+          Ints want(count * n, 0);
+          for (int r = 0; r < n; ++r)
+            for (size_t i = 0; i < count * n; ++i) {
+              send[r][i] = value(r, i);
+              want[i] += send[r][i];
+            }
+          testing::runPlans(
+              n,
+              [&](int r) {
+                return planCollective(Coll::kReduceScatter, hierArgs(t, r, count, cclInt32, cclSum, 64, inPlace));
+              },
+              [&](int r) {
+                return testing::RankBuffers{send[r].data(), inPlace ? send[r].data() + r * count : recv[r].data()};
+              });
+          for (int r = 0; r < n; ++r) {
+            const int32_t* got = inPlace ? send[r].data() + r * count : recv[r].data();
+            ASSERT_EQ(Ints(got, got + count), Ints(want.begin() + r * count, want.begin() + (r + 1) * count))
+                << t.describe() << " count " << count << " rank " << r << (inPlace ? " in place" : "");
+          }
+          ++ran;
+        }
+      }
+    }
+  }
+  EXPECT_GT(ran, 700);
+
+  for (cclRedOp_t op : {cclSum, cclAvg}) {
+    const int sizes[] = {2, 3};
+    const Topology t = Topology::blocks(sizes);
+    const int n = t.nranks();
+    const size_t count = 1200;
+    const auto in = gaussian(n, count * n, 23);
+    std::vector<Vec> out(n, Vec(count, -1.0f)), residual(n);
+    auto argsOf = [&](int r) {
+      CollArgs a = hierArgs(t, r, count, cclFloat32, op, 1 << 18, false);
+      a.codec = codec::defaultParams(cclCodecInt8);
+      a.feedback = true;
+      return a;
+    };
+    for (int r = 0; r < n; ++r) residual[r].assign(feedbackFloats(Coll::kReduceScatter, argsOf(r)), 0.0f);
+    testing::runPlans(
+        n, [&](int r) { return planCollective(Coll::kReduceScatter, argsOf(r)); },
+        [&](int r) {
+          return testing::RankBuffers{in[r].data(), out[r].data(), residual[r].data()};
+        });
+    const codec::Params p = codec::defaultParams(cclCodecInt8);
+    for (int r = 0; r < n; ++r) {
+      // Per other node: its sum of block r, quantized once in its own blocks.
+      for (size_t i = 0; i < count; ++i) {
+        double want = 0, bound = 1e-4;
+        for (int m = 0; m < t.nodes(); ++m) {
+          double nodeSum = 0, m0 = 0;
+          for (int q : t.members[m]) nodeSum += in[q][r * count + i];
+          want += nodeSum;
+          if (m == t.nodeOf[r]) continue;
+          for (size_t j = 0; j < count; ++j) {
+            double s = 0;
+            for (int q : t.members[m]) s += in[q][r * count + j];
+            m0 = std::max(m0, std::fabs(s));
+          }
+          bound += codec::errorBound(p, std::fabs(nodeSum), m0, 1);
+        }
+        if (op == cclAvg) {
+          want /= n;
+          bound /= n;
+        }
+        ASSERT_LE(std::fabs(out[r][i] - want), bound) << "op " << op << " rank " << r << " element " << i;
+      }
+    }
+  }
+}
+
 // ---- 65,536 ranks: every algorithm's plans tagged so every message pairs with one receive ----
 
 // (from, to, tag) of a transfer step.
@@ -546,7 +629,7 @@ TEST(Tags, PlansOfEveryAlgorithmAt65536RanksPairEveryMessage) {
       algos.push_back({Algo::kAuto, cclCodecInt8});
     if (coll == Coll::kBroadcast) algos.push_back({Algo::kHier, cclCodecInt8});
     if (coll == Coll::kReduce) algos.push_back({Algo::kHier, cclCodecNone});
-    if (coll == Coll::kAllGather) {
+    if (coll == Coll::kAllGather || coll == Coll::kReduceScatter) {
       algos.push_back({Algo::kHier, cclCodecNone});
       algos.push_back({Algo::kHier, cclCodecInt8});
     }

@@ -247,15 +247,15 @@ std::vector<Case> matrix() {
       cases.push_back(c);
     }
     c.intraCodec = cclCodecNone;
-    // Broadcast, reduce and allgather across nodes and inside them.
-    for (Coll rooted : {Coll::kBroadcast, Coll::kReduce, Coll::kAllGather}) {
+    // Broadcast, reduce, allgather and reduce-scatter across nodes and inside them.
+    for (Coll rooted : {Coll::kBroadcast, Coll::kReduce, Coll::kAllGather, Coll::kReduceScatter}) {
       Case r{rooted, cclCodecNone, Algo::kHier, n};
       r.nodes = nodes;
       cases.push_back(r);
       if (rooted == Coll::kReduce) continue;
       r.codec = cclCodecInt8;
       cases.push_back(r);
-      r.feedback = rooted == Coll::kAllGather;
+      r.feedback = rooted == Coll::kAllGather || rooted == Coll::kReduceScatter;
       cases.push_back(r);
       r.feedback = false;
       r.intraCodec = cclCodecInt4;
