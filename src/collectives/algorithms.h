@@ -59,16 +59,17 @@ Plan planGather(const CollArgs& a);    // count per rank
 Plan planScatter(const CollArgs& a);   // count per rank
 
 // Hierarchical plans (hierarchical.cc): allreduce inside each node, across nodes (compressed
-// when a.codec is a codec), inside each node again; broadcast, reduce, allgather and
-// reduce-scatter across and inside.
+// when a.codec is a codec), inside each node again; broadcast, reduce, allgather,
+// reduce-scatter and all-to-all across and inside.
 // They apply when a.topo has more than one node and more than one rank in some node, and
 // a.algo is kHier or kAuto.
 bool hierarchicalApplies(const CollArgs& a);
 Plan planHierarchicalAllReduce(const CollArgs& a);
-Plan planHierarchicalBroadcast(const CollArgs& a);  // across nodes, then inside each
-Plan planHierarchicalReduce(const CollArgs& a);     // inside each node, then across
-Plan planHierarchicalAllGather(const CollArgs& a);  // inside, across among leaders, inside
+Plan planHierarchicalBroadcast(const CollArgs& a);      // across nodes, then inside each
+Plan planHierarchicalReduce(const CollArgs& a);         // inside each node, then across
+Plan planHierarchicalAllGather(const CollArgs& a);      // inside, across among leaders, inside
 Plan planHierarchicalReduceScatter(const CollArgs& a);  // to an owner per block inside, then across
+Plan planHierarchicalAlltoAll(const CollArgs& a);       // one message per pair of nodes crosses
 size_t hierarchicalFeedbackFloats(const CollArgs& a);
 
 // Compressed plans (compressible(a) must hold; see compressed.cc for the algorithms).

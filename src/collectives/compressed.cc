@@ -414,6 +414,7 @@ Plan planCompressedBroadcast(const CollArgs& a) {
 }
 
 Plan planCompressedAlltoAll(const CollArgs& a) {
+  if (hierarchicalApplies(a)) return planHierarchicalAlltoAll(a);
   const int n = a.nranks, r = a.rank;
   if (a.count == 0) return codecPlan(a);
   Builder b(a);

@@ -7,6 +7,7 @@
 namespace ccl::coll {
 
 Plan planAlltoAll(const CollArgs& a) {
+  if (hierarchicalApplies(a)) return planHierarchicalAlltoAll(a);
   Plan p = detail::emptyPlan(a);
   const int n = a.nranks, r = a.rank;
   const size_t bytes = a.count * dataTypeSize(a.dtype);

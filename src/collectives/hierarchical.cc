@@ -663,3 +663,112 @@ Plan planHierarchicalReduceScatter(const CollArgs& a) {
 }
 
 }  // namespace ccl::coll
+
+// ---- All-to-all aggregated per pair of nodes ----
+//
+// Blocks between ranks of one node go directly. For each other node M, node N's blocks for
+// M's ranks gather at one gateway of N (its local rank M mod its size), which sends them to
+// one gateway of M (its local rank N mod M's size) as one message (with a codec: one stream,
+// one quantization), which hands each block to its rank: one message per pair of nodes
+// crosses, as ZeRO++'s qgZ aggregates.
+
+namespace ccl::coll {
+
+Plan planHierarchicalAlltoAll(const CollArgs& a) {
+  Plan p = detail::emptyPlan(a);
+  const bool squeeze = a.codec.codec != cclCodecNone;
+  if (squeeze) p.codec = a.codec;
+  if (a.count == 0) return p;
+  const Topology& t = *a.topo;
+  CCL_CHECK(t.nranks() == a.nranks, cclInternalError, "a topology of another communicator");
+  const int n = a.nranks, r = a.rank, node = t.nodeOf[static_cast<size_t>(r)];
+  const std::vector<int>& members = t.members[static_cast<size_t>(node)];
+  const size_t es = dataTypeSize(a.dtype), bytes = a.count * es;
+  auto gateway = [&](int of, int toward) {
+    const std::vector<int>& ranks = t.members[static_cast<size_t>(of)];
+    return ranks[static_cast<size_t>(toward) % ranks.size()];
+  };
+  auto local = [&](int q) { return static_cast<size_t>(t.localRank[static_cast<size_t>(q)]); };
+  auto tagOf = [&](int stage, int index) { return tags::stageOffset(stage, n) + detail::tag(0, n, index, 0); };
+  const Ref out{Buf::kRecv, 0};
+  // In place, blocks received would overwrite blocks not yet sent: send from a copy.
+  Ref in{Buf::kSend, 0};
+  Deps ready;
+  if (a.inPlace) {
+    in = p.scratch(bytes * n);
+    ready = {p.copy(in, out, bytes * n)};
+  }
+  auto block = [&](Ref base, size_t i) { return base + i * bytes; };
+
+  // Inside the node: directly; and stage 0, this rank's blocks for other nodes to their gateway.
+  for (int d = 0; d < n; ++d) {
+    const int m = t.nodeOf[static_cast<size_t>(d)];
+    const int to = m == node ? d : gateway(node, m);
+    if (d == r)
+      p.copy(block(out, static_cast<size_t>(r)), block(in, static_cast<size_t>(d)), bytes, ready);
+    else if (to != r)
+      p.send(to, tagOf(0, d), block(in, static_cast<size_t>(d)), bytes, ready);
+  }
+  for (int s : members)
+    if (s != r) p.recv(s, tagOf(0, r), block(out, static_cast<size_t>(s)), bytes);
+
+  for (int m = 0; m < t.nodes(); ++m) {
+    if (m == node) continue;
+    const std::vector<int>& theirs = t.members[static_cast<size_t>(m)];
+    const size_t width = theirs.size(), blocks = members.size() * width;
+    // This rank as node's gateway toward m: gather, then one message (stage 1).
+    if (gateway(node, m) == r) {
+      const Ref agg = p.scratch(blocks * bytes);
+      Deps gathered;
+      for (int s : members)
+        for (int d : theirs) {
+          const Ref at = block(agg, local(s) * width + local(d));
+          gathered.push_back(s == r ? p.copy(at, block(in, static_cast<size_t>(d)), bytes, ready)
+                                    : p.recv(s, tagOf(0, d), at, bytes));
+        }
+      const int peer = gateway(m, node);
+      if (!squeeze) {
+        p.send(peer, tagOf(1, 0), agg, blocks * bytes, gathered);
+      } else {
+        const size_t cap = codec::maxEncodedBytes(a.codec, blocks * a.count);
+        const Ref buf = p.scratch(cap);
+        const uint16_t slot = p.newSlot();
+        const StepId e = p.encode(buf, cap, slot, agg, a.dtype, blocks * a.count, nullptr, gathered);
+        p.steps[e].seedSalt = static_cast<uint32_t>(r + 1) * 0x10000u + static_cast<uint32_t>(m);
+        const StepId id = p.sendStream(peer, tagOf(1, 0), buf, slot, {e});
+        p.steps[id].count = blocks * a.count;  // for the raw-bytes statistics
+      }
+    }
+    // This rank as node's gateway from m: one message in, each block to its rank (stage 2).
+    const int from = gateway(m, node);
+    const std::vector<int>& senders = theirs;
+    const size_t inWidth = members.size(), inBlocks = senders.size() * inWidth;
+    if (gateway(node, m) != r) {
+      // Not the gateway from m: receive m's blocks for this rank from it.
+      for (int s : senders) p.recv(gateway(node, m), tagOf(2, s), block(out, static_cast<size_t>(s)), bytes);
+      continue;
+    }
+    const Ref agg = p.scratch(inBlocks * bytes);
+    Deps arrived;
+    if (!squeeze) {
+      arrived = {p.recv(from, tagOf(1, 0), agg, inBlocks * bytes)};
+    } else {
+      const size_t cap = codec::maxEncodedBytes(a.codec, inBlocks * a.count);
+      const Ref buf = p.scratch(cap);
+      const uint16_t slot = p.newSlot();
+      const StepId got = p.recvStream(from, tagOf(1, 0), buf, cap, slot);
+      arrived = {p.decode(agg, a.dtype, buf, slot, inBlocks * a.count, {got})};
+    }
+    for (int s : senders)
+      for (int d : members) {
+        const Ref at = block(agg, local(s) * inWidth + local(d));
+        if (d == r)
+          p.copy(block(out, static_cast<size_t>(s)), at, bytes, arrived);
+        else
+          p.send(d, tagOf(2, s), at, bytes, arrived);
+      }
+  }
+  return p;
+}
+
+}  // namespace ccl::coll

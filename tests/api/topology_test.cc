@@ -337,7 +337,7 @@ namespace {
 
 // The collectives a topology changes, through the api on nodes of unequal sizes: allreduce
 // (hierarchical, exact uncompressed; int8 with feedback across nodes, the same bits on every
-// rank), broadcast, reduce, allgather and reduce-scatter (exact).
+// rank), broadcast, reduce, allgather, reduce-scatter and all-to-all (exact).
 TEST(Topology, HierarchicalCallsOnUnequalNodes) {
   const std::vector<const char*> ids{"a", "a", "b", "b", "b"};
   Comms comms(ids);
@@ -374,6 +374,11 @@ TEST(Topology, HierarchicalCallsOnUnequalNodes) {
     for (size_t i = 0; i < count; i += 101)
       ASSERT_EQ(mine[i], n * static_cast<int32_t>((r * count + i) % 1000) + n * (n - 1) / 2)
           << "reduce-scatter, rank " << r << " element " << i;
+    std::vector<int32_t> swapped(count * n);
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int32_t>(r * 100000 + i);
+    EXPECT_CCL_OK(cclAlltoAll(all.data(), swapped.data(), count, cclInt32, c, nullptr));
+    for (int q = 0; q < n; ++q)
+      ASSERT_EQ(swapped[q * count + 3], static_cast<int32_t>(q * 100000 + r * count + 3)) << "all-to-all, rank " << r;
     std::vector<float> x(count), y(count);
     for (size_t i = 0; i < count; ++i) x[i] = std::sin(0.01f * static_cast<float>(i) + static_cast<float>(r));
     cclCompression_t int8 = CCL_COMPRESSION_INITIALIZER;

@@ -554,6 +554,78 @@ TEST(HierarchicalReduceScatter, ExactForEverySplitAndOneQuantizationPerNodeCompr
   }
 }
 
+// All-to-all aggregated per pair of nodes: exact for every split of 2-8 ranks, in and out of
+// place; with a codec, each block between nodes within one quantization (of the aggregate it
+// crossed in), blocks inside a node exact.
+TEST(HierarchicalAlltoAll, ExactForEverySplitAndOneQuantizationBetweenNodes) {
+  int ran = 0;
+  for (int n = 2; n <= 8; ++n) {
+    for (const std::vector<int>& sizes : splits(n)) {
+      const Topology t = Topology::blocks(sizes);
+      for (size_t count : {size_t{0}, size_t{1}, size_t{77}}) {
+        for (bool inPlace : {false, true}) {
+          std::vector<Ints> send(n, Ints(count * n)), recv(n, Ints(count * n, -99));
+          for (int r = 0; r < n; ++r)
+            for (size_t i = 0; i < count * n; ++i) {
+              send[r][i] = value(r, i);
+              if (inPlace) recv[r][i] = send[r][i];
+            }
+          testing::runPlans(
+              n,
+              [&](int r) {
+                return planCollective(Coll::kAlltoAll, hierArgs(t, r, count, cclInt32, cclSum, 64, inPlace));
+              },
+              [&](int r) {
+                return testing::RankBuffers{inPlace ? static_cast<const void*>(recv[r].data()) : send[r].data(),
+                                            recv[r].data()};
+              });
+          for (int r = 0; r < n; ++r)
+            for (int s = 0; s < n; ++s)
+              for (size_t i = 0; i < count; ++i)
+                ASSERT_EQ(recv[r][s * count + i], value(s, r * count + i))
+                    << t.describe() << " count " << count << " rank " << r << " from " << s
+                    << (inPlace ? " in place" : "");
+          ++ran;
+        }
+      }
+    }
+  }
+  EXPECT_GT(ran, 700);
+
+  const int sizes[] = {2, 1, 3};
+  const Topology t = Topology::blocks(sizes);
+  const int n = t.nranks();
+  const size_t count = 700;
+  const auto in = gaussian(n, count * n, 29);
+  std::vector<Vec> out(n, Vec(count * n, -1.0f));
+  testing::runPlans(
+      n,
+      [&](int r) {
+        CollArgs a = hierArgs(t, r, count, cclFloat32, cclSum, 1 << 18, false);
+        a.codec = codec::defaultParams(cclCodecInt8);
+        return planCollective(Coll::kAlltoAll, a);
+      },
+      [&](int r) {
+        return testing::RankBuffers{in[r].data(), out[r].data()};
+      });
+  const codec::Params p = codec::defaultParams(cclCodecInt8);
+  for (int r = 0; r < n; ++r)
+    for (int s = 0; s < n; ++s) {
+      double m = 0;  // the largest value of the aggregate the block crossed in: every block s's node sends r's node
+      for (int q : t.members[t.nodeOf[s]])
+        for (int d : t.members[t.nodeOf[r]])
+          for (size_t i = 0; i < count; ++i) m = std::max(m, double(std::fabs(in[q][d * count + i])));
+      for (size_t i = 0; i < count; ++i) {
+        const float want = in[s][r * count + i], got = out[r][s * count + i];
+        if (t.nodeOf[s] == t.nodeOf[r])
+          ASSERT_EQ(got, want) << "inside a node, rank " << r << " from " << s;
+        else
+          ASSERT_LE(std::fabs(got - want), codec::errorBound(p, std::fabs(want), m, 1) + 1e-6)
+              << "rank " << r << " from " << s << " element " << i;
+      }
+    }
+}
+
 // ---- 65,536 ranks: every algorithm's plans tagged so every message pairs with one receive ----
 
 // (from, to, tag) of a transfer step.
@@ -629,7 +701,7 @@ TEST(Tags, PlansOfEveryAlgorithmAt65536RanksPairEveryMessage) {
       algos.push_back({Algo::kAuto, cclCodecInt8});
     if (coll == Coll::kBroadcast) algos.push_back({Algo::kHier, cclCodecInt8});
     if (coll == Coll::kReduce) algos.push_back({Algo::kHier, cclCodecNone});
-    if (coll == Coll::kAllGather || coll == Coll::kReduceScatter) {
+    if (coll == Coll::kAllGather || coll == Coll::kReduceScatter || coll == Coll::kAlltoAll) {
       algos.push_back({Algo::kHier, cclCodecNone});
       algos.push_back({Algo::kHier, cclCodecInt8});
     }

@@ -247,8 +247,8 @@ std::vector<Case> matrix() {
       cases.push_back(c);
     }
     c.intraCodec = cclCodecNone;
-    // Broadcast, reduce, allgather and reduce-scatter across nodes and inside them.
-    for (Coll rooted : {Coll::kBroadcast, Coll::kReduce, Coll::kAllGather, Coll::kReduceScatter}) {
+    // Broadcast, reduce, allgather, reduce-scatter and all-to-all across nodes and inside them.
+    for (Coll rooted : {Coll::kBroadcast, Coll::kReduce, Coll::kAllGather, Coll::kReduceScatter, Coll::kAlltoAll}) {
       Case r{rooted, cclCodecNone, Algo::kHier, n};
       r.nodes = nodes;
       cases.push_back(r);
