@@ -3,7 +3,9 @@
  * Ranks as processes: the parent creates one cclUniqueId, forks 4 ranks that each join the
  * communicator and run every collective with odd counts on int32 and float data, checking
  * exact results that every rank can compute on its own. The parent kills ranks that miss
- * the deadline; the exit status is 0 only when every rank passed.
+ * the deadline; the exit status is 0 only when every rank passed. With an argument L, rank r
+ * sets CCL_HOST_ID to "node<r / L>" before it joins: nodes of L ranks, so every collective
+ * that has a hierarchical algorithm runs it (CCL_ALGO=auto), between processes.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -205,10 +207,15 @@ static void sendrecv_ring(cclComm_t comm, int rank, size_t count) {
   free(in);
 }
 
-static int run_rank(cclUniqueId id, int rank) {
+static int run_rank(cclUniqueId id, int rank, int local) {
   cclComm_t comm = NULL;
   size_t c;
   g_rank = rank;
+  if (local > 0) {
+    char host[32];
+    snprintf(host, sizeof host, "node%d", rank / local);
+    setenv("CCL_HOST_ID", host, 1);
+  }
   if (!ok(cclCommInitRank(&comm, NRANKS, id, rank), "cclCommInitRank", 0)) return 1;
   for (c = 0; c < NUM_COUNTS; ++c) {
     allreduce_all_ops(comm, rank, kCounts[c]);
@@ -252,7 +259,8 @@ static int wait_ranks(pid_t* pids, int* passed) {
   return good;
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+  const int local = argc > 1 ? atoi(argv[1]) : 0;
   cclUniqueId id;
   pid_t pids[NRANKS];
   int passed[NRANKS] = {0};
@@ -265,7 +273,7 @@ int main(void) {
   fflush(stderr);
   for (r = 0; r < NRANKS; ++r) {
     pids[r] = fork();
-    if (pids[r] == 0) _exit(run_rank(id, r));
+    if (pids[r] == 0) _exit(run_rank(id, r, local));
     if (pids[r] < 0) perror("fork");
   }
   good = wait_ranks(pids, passed);
