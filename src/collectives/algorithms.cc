@@ -47,6 +47,48 @@ const char* algoName(Algo a) {
   return "?";
 }
 
+namespace {
+
+bool layered(const CollArgs& a) { return a.topo && a.topo->layered(); }
+
+// clang-format off
+constexpr AlgoEntry kAlgoTable[] = {
+    // algo          collective              compressed builder                            applies
+    {Algo::kDirect,  Coll::kAllReduce,       false, detail::directAllReduce,              nullptr},
+    {Algo::kTree,    Coll::kAllReduce,       false, detail::recursiveDoublingAllReduce,   nullptr},
+    {Algo::kRing,    Coll::kAllReduce,       false, planRingAllReduce,                    nullptr},
+    {Algo::kHier,    Coll::kAllReduce,       false, planHierarchicalAllReduce,            layered},
+    {Algo::kTwoShot, Coll::kAllReduce,       true,  detail::twoShotAllReduce,             nullptr},
+    {Algo::kRing,    Coll::kAllReduce,       true,  detail::compressedRingAllReduce,      nullptr},
+    {Algo::kSparse,  Coll::kAllReduce,       true,  detail::sparseAllReduce,              nullptr},
+    {Algo::kHier,    Coll::kAllReduce,       true,  planHierarchicalAllReduce,            layered},
+    {Algo::kHier,    Coll::kReduceScatter,   false, planHierarchicalReduceScatter,        layered},
+    {Algo::kHier,    Coll::kReduceScatter,   true,  planHierarchicalReduceScatter,        layered},
+    {Algo::kHier,    Coll::kAllGather,       false, planHierarchicalAllGather,            layered},
+    {Algo::kHier,    Coll::kAllGather,       true,  planHierarchicalAllGather,            layered},
+    {Algo::kHier,    Coll::kBroadcast,       false, planHierarchicalBroadcast,            layered},
+    {Algo::kHier,    Coll::kBroadcast,       true,  planHierarchicalBroadcast,            layered},
+    {Algo::kHier,    Coll::kReduce,          false, planHierarchicalReduce,               layered},
+    {Algo::kHier,    Coll::kAlltoAll,        false, planHierarchicalAlltoAll,             layered},
+    {Algo::kHier,    Coll::kAlltoAll,        true,  planHierarchicalAlltoAll,             layered},
+};
+// clang-format on
+
+}  // namespace
+
+std::span<const AlgoEntry> algorithmTable() { return kAlgoTable; }
+
+const AlgoEntry& algorithm(Coll c, bool compressed, Algo algo, const CollArgs& a) {
+  for (const AlgoEntry& e : kAlgoTable)
+    if (e.coll == c && e.compressed == compressed && e.algo == algo) {
+      CCL_CHECK(!e.applies || e.applies(a), cclInvalidArgument,
+                std::string("algorithm ") + algoName(algo) + " does not apply to this " + collInfo(c).name + " call");
+      return e;
+    }
+  throw Error(cclInvalidArgument, std::string(collInfo(c).name) + " has no " + (compressed ? "compressed " : "") +
+                                      "algorithm " + algoName(algo));
+}
+
 bool compressible(const CollArgs& a) {
   return a.codec.codec != cclCodecNone && (a.dtype == cclFloat32 || a.dtype == cclBfloat16 || a.dtype == cclFloat16) &&
          (a.op == cclSum || a.op == cclAvg);

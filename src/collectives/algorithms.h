@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string>
 
 #include "ccl/ccl.h"
@@ -43,6 +44,23 @@ struct CollArgs {
   codec::Params intraCodec;
 };
 
+// Every algorithm of every collective that has a choice of them, one row each: CCL_ALGO's
+// names (kAlgoNames), the builder, and when it applies beyond its collective and whether
+// the call is compressed. The choice among the rows that apply is chooseAllReduce's and
+// chooseCompressedAllReduce's; the hierarchical rows take any collective they exist for when
+// hierarchicalApplies. AlgorithmTable.EveryRowBuildsAndIsNamed (api_tables_test) checks every row.
+struct AlgoEntry {
+  Algo algo;
+  Coll coll;
+  bool compressed;  // on a codec's streams (a.codec is a codec)
+  Plan (*build)(const CollArgs&);
+  bool (*applies)(const CollArgs&);  // nullptr: every call of its collective
+};
+std::span<const AlgoEntry> algorithmTable();
+// The row of `algo` for collective c, compressed or not; throws cclInvalidArgument when it
+// has none or it does not apply to `a`.
+const AlgoEntry& algorithm(Coll c, bool compressed, Algo algo, const CollArgs& a);
+
 // Whether a call with these arguments is carried compressed (float dtype, sum/avg, a codec).
 bool compressible(const CollArgs& a);
 
@@ -50,6 +68,7 @@ bool compressible(const CollArgs& a);
 Algo chooseAllReduce(const CollArgs& a);
 
 Plan planAllReduce(const CollArgs& a);
+Plan planRingAllReduce(const CollArgs& a);  // the flat ring (reduce-scatter, then allgather)
 Plan planReduceScatter(const CollArgs& a);  // count = recvcount
 Plan planAllGather(const CollArgs& a);      // count = sendcount
 Plan planBroadcast(const CollArgs& a);
@@ -95,6 +114,12 @@ Plan planRecv(int peer, uint32_t tag, size_t bytes);
 
 // Shared by the builders.
 namespace detail {
+// The rows of the algorithm table for allreduce.
+Plan directAllReduce(const CollArgs& a);
+Plan recursiveDoublingAllReduce(const CollArgs& a);
+Plan twoShotAllReduce(const CollArgs& a);
+Plan compressedRingAllReduce(const CollArgs& a);  // random-k's values ring where they line up
+Plan sparseAllReduce(const CollArgs& a);
 inline int mod(int a, int n) { return ((a % n) + n) % n; }
 Plan emptyPlan(const CollArgs& a);
 // Chunks of a piece of `count` elements: at least one, each at most chunkBytes (rounded

@@ -5,8 +5,6 @@
 
 namespace ccl::coll {
 
-Plan planRingAllReduce(const CollArgs& a);
-
 namespace {
 
 Deps with(Deps d, StepId extra) {
@@ -18,7 +16,7 @@ Deps with(Deps d, StepId extra) {
 // pair up first: even ones hand their data to the odd neighbour, sit out, and get the
 // result back at the end. Partners combine the same two values, so every rank ends with
 // bit-identical results (the ops are commutative).
-Plan planRecursiveDoubling(const CollArgs& a) {
+Plan recursiveDoubling(const CollArgs& a) {
   Plan p = detail::emptyPlan(a);
   const int n = a.nranks, r = a.rank;
   const size_t bytes = a.count * dataTypeSize(a.dtype);
@@ -60,7 +58,7 @@ Plan planRecursiveDoubling(const CollArgs& a) {
 // One round: every rank sends its data to every other and reduces all n vectors itself, in
 // rank order, so every rank computes the same bits. n-1 times the traffic of a ring, but a
 // single message latency: the right trade for a few bytes, where waiting dominates.
-Plan planAllToAllReduce(const CollArgs& a) {
+Plan allToAllReduce(const CollArgs& a) {
   Plan p = detail::emptyPlan(a);
   const int n = a.nranks, r = a.rank;
   const size_t bytes = a.count * dataTypeSize(a.dtype);
@@ -80,22 +78,19 @@ Plan planAllToAllReduce(const CollArgs& a) {
 
 }  // namespace
 
+namespace detail {
+Plan directAllReduce(const CollArgs& a) { return allToAllReduce(a); }
+Plan recursiveDoublingAllReduce(const CollArgs& a) { return recursiveDoubling(a); }
+}  // namespace detail
+
 Plan planAllReduce(const CollArgs& a) {
   if (a.count == 0) return detail::emptyPlan(a);
-  if (hierarchicalApplies(a)) return planHierarchicalAllReduce(a);
   if (a.nranks == 1) {
     Plan p = detail::emptyPlan(a);
     if (!a.inPlace) p.copy({Buf::kRecv, 0}, {Buf::kSend, 0}, a.count * dataTypeSize(a.dtype));
     return p;
   }
-  switch (chooseAllReduce(a)) {
-    case Algo::kDirect:
-      return planAllToAllReduce(a);
-    case Algo::kTree:
-      return planRecursiveDoubling(a);
-    default:
-      return planRingAllReduce(a);
-  }
+  return algorithm(Coll::kAllReduce, false, chooseAllReduce(a), a).build(a);
 }
 
 }  // namespace ccl::coll

@@ -324,6 +324,14 @@ Plan randkRingAllReduce(const CollArgs& a) {
 
 }  // namespace
 
+namespace detail {
+Plan twoShotAllReduce(const CollArgs& a) { return coll::twoShotAllReduce(a); }
+Plan compressedRingAllReduce(const CollArgs& a) {
+  return randkRingApplies(a) ? randkRingAllReduce(a) : ringAllReduce(a);
+}
+Plan sparseAllReduce(const CollArgs& a) { return coll::sparseAllReduce(a); }
+}  // namespace detail
+
 Algo chooseCompressedAllReduce(const CollArgs& a) {
   if (hierarchicalApplies(a)) return Algo::kHier;
   if (a.algo == Algo::kRing || a.algo == Algo::kTwoShot || a.algo == Algo::kSparse) return a.algo;
@@ -342,7 +350,6 @@ size_t feedbackFloats(Coll c, const CollArgs& a) {
 
 Plan planCompressedAllReduce(const CollArgs& a) {
   if (a.count == 0) return codecPlan(a);
-  if (hierarchicalApplies(a)) return planHierarchicalAllReduce(a);
   if (a.nranks == 1) {
     // Nothing crosses a wire, but the result still goes through the codec once, as it would
     // with more ranks, so that behaviour does not change with the rank count.
@@ -351,18 +358,11 @@ Plan planCompressedAllReduce(const CollArgs& a) {
     b.plan().decode(b.recv(0), a.dtype, st.buf, st.slot, a.count, {e});
     return b.take();
   }
-  switch (chooseCompressedAllReduce(a)) {
-    case Algo::kRing:
-      return randkRingApplies(a) ? randkRingAllReduce(a) : ringAllReduce(a);
-    case Algo::kSparse:
-      return sparseAllReduce(a);
-    default:
-      return twoShotAllReduce(a);
-  }
+  return algorithm(Coll::kAllReduce, true, chooseCompressedAllReduce(a), a).build(a);
 }
 
 Plan planCompressedReduceScatter(const CollArgs& a) {
-  if (hierarchicalApplies(a)) return planHierarchicalReduceScatter(a);
+  if (hierarchicalApplies(a)) return algorithm(Coll::kReduceScatter, true, Algo::kHier, a).build(a);
   if (a.count == 0) return codecPlan(a);
   Builder b(a);
   auto offset = [&](int k) { return static_cast<size_t>(k) * a.count; };
@@ -375,7 +375,7 @@ Plan planCompressedReduceScatter(const CollArgs& a) {
 }
 
 Plan planCompressedAllGather(const CollArgs& a) {
-  if (hierarchicalApplies(a)) return planHierarchicalAllGather(a);
+  if (hierarchicalApplies(a)) return algorithm(Coll::kAllGather, true, Algo::kHier, a).build(a);
   const int n = a.nranks, r = a.rank;
   if (a.count == 0) return codecPlan(a);
   Builder b(a);
@@ -396,7 +396,7 @@ Plan planCompressedAllGather(const CollArgs& a) {
 }
 
 Plan planCompressedBroadcast(const CollArgs& a) {
-  if (hierarchicalApplies(a)) return planHierarchicalBroadcast(a);
+  if (hierarchicalApplies(a)) return algorithm(Coll::kBroadcast, true, Algo::kHier, a).build(a);
   const int n = a.nranks, r = a.rank;
   if (a.count == 0) return codecPlan(a);
   Builder b(a);
@@ -414,7 +414,7 @@ Plan planCompressedBroadcast(const CollArgs& a) {
 }
 
 Plan planCompressedAlltoAll(const CollArgs& a) {
-  if (hierarchicalApplies(a)) return planHierarchicalAlltoAll(a);
+  if (hierarchicalApplies(a)) return algorithm(Coll::kAlltoAll, true, Algo::kHier, a).build(a);
   const int n = a.nranks, r = a.rank;
   if (a.count == 0) return codecPlan(a);
   Builder b(a);

@@ -7,7 +7,7 @@
 namespace ccl::coll {
 
 Plan planAlltoAll(const CollArgs& a) {
-  if (hierarchicalApplies(a)) return planHierarchicalAlltoAll(a);
+  if (hierarchicalApplies(a)) return algorithm(Coll::kAlltoAll, false, Algo::kHier, a).build(a);
   Plan p = detail::emptyPlan(a);
   const int n = a.nranks, r = a.rank;
   const size_t bytes = a.count * dataTypeSize(a.dtype);

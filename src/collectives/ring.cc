@@ -123,7 +123,7 @@ Deps detail::ringAllReduceInPlace(Plan& p, const CollArgs& a, Ref data, const De
 }
 
 Plan planReduceScatter(const CollArgs& a) {
-  if (hierarchicalApplies(a)) return planHierarchicalReduceScatter(a);
+  if (hierarchicalApplies(a)) return algorithm(Coll::kReduceScatter, false, Algo::kHier, a).build(a);
   Plan p = detail::emptyPlan(a);
   const size_t es = dataTypeSize(a.dtype), bytes = a.count * es;
   if (a.count == 0) return p;
@@ -141,7 +141,7 @@ Plan planReduceScatter(const CollArgs& a) {
 }
 
 Plan planAllGather(const CollArgs& a) {
-  if (hierarchicalApplies(a)) return planHierarchicalAllGather(a);
+  if (hierarchicalApplies(a)) return algorithm(Coll::kAllGather, false, Algo::kHier, a).build(a);
   Plan p = detail::emptyPlan(a);
   const size_t es = dataTypeSize(a.dtype), bytes = a.count * es;
   if (a.count == 0) return p;

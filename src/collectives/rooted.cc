@@ -17,7 +17,7 @@ bool useChain(const CollArgs& a, size_t bytes) {
 }  // namespace
 
 Plan planBroadcast(const CollArgs& a) {
-  if (hierarchicalApplies(a)) return planHierarchicalBroadcast(a);
+  if (hierarchicalApplies(a)) return algorithm(Coll::kBroadcast, false, Algo::kHier, a).build(a);
   Plan p = detail::emptyPlan(a);
   const int n = a.nranks, r = a.rank;
   const size_t es = dataTypeSize(a.dtype), bytes = a.count * es;
@@ -48,7 +48,7 @@ Plan planBroadcast(const CollArgs& a) {
 }
 
 Plan planReduce(const CollArgs& a) {
-  if (hierarchicalApplies(a)) return planHierarchicalReduce(a);
+  if (hierarchicalApplies(a)) return algorithm(Coll::kReduce, false, Algo::kHier, a).build(a);
   Plan p = detail::emptyPlan(a);
   const int n = a.nranks, r = a.rank;
   const size_t es = dataTypeSize(a.dtype), bytes = a.count * es;

@@ -4,9 +4,12 @@
 // the tag layout.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "api/compression.h"
 #include "collectives/algorithms.h"
 #include "collectives/collective_info.h"
+#include "collectives/topology.h"
 #include "common/error.h"
 #include "common/tags.h"
 
@@ -91,6 +94,37 @@ TEST(CollectiveTable, CompressedPlansExactlyForTheCompressibleCollectives) {
                   s.kind == coll::StepKind::kDecodeAdd;
     EXPECT_EQ(usesCodec, info.compressible) << info.name;
   }
+}
+
+// Every row of the algorithm table: CCL_ALGO spells its name, it builds a plan for a call of
+// its collective (a layered topology for the rows that need one), and a row that does not
+// apply, or does not exist, is refused with a message.
+TEST(AlgorithmTable, EveryRowBuildsAndIsNamed) {
+  const int sizes[] = {2, 2};
+  const coll::Topology nodes = coll::Topology::blocks(sizes);
+  for (const coll::AlgoEntry& e : coll::algorithmTable()) {
+    SCOPED_TRACE(std::string(coll::collInfo(e.coll).name) + " " + coll::algoName(e.algo) +
+                 (e.compressed ? " compressed" : ""));
+    EXPECT_EQ(coll::parseAlgo(coll::algoName(e.algo)), e.algo);
+    coll::CollArgs a;
+    a.rank = 1;
+    a.nranks = 4;
+    a.count = 1000;
+    a.topo = &nodes;
+    a.algo = e.algo;
+    if (e.compressed) a.codec = codec::defaultParams(e.algo == coll::Algo::kSparse ? cclCodecTopK : cclCodecInt8);
+    ASSERT_TRUE(!e.applies || e.applies(a));
+    const coll::Plan p = coll::algorithm(e.coll, e.compressed, e.algo, a).build(a);
+    EXPECT_FALSE(p.steps.empty());
+    if (e.applies) {
+      a.topo = nullptr;
+      EXPECT_FALSE(e.applies(a));
+      EXPECT_THROW(coll::algorithm(e.coll, e.compressed, e.algo, a), Error);
+    }
+  }
+  coll::CollArgs a;
+  EXPECT_THROW(coll::algorithm(coll::Coll::kAllReduce, true, coll::Algo::kTree, a), Error);
+  EXPECT_THROW(coll::parseAlgo("hierarchy"), Error);
 }
 
 TEST(Tags, StepTagsStayBelowTheSignatureAndRefuseWhatDoesNotFit) {
