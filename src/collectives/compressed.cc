@@ -99,9 +99,7 @@ class Builder {
   }
 
   StepId sendTo(int peer, uint32_t t, const Stream& st, const Deps& after) {
-    StepId id = p_.sendStream(peer, t, st.buf, st.slot, after);
-    p_.steps[id].count = st.count;  // for the raw-bytes statistics
-    return id;
+    return p_.sendStream(peer, t, st.buf, st.slot, st.count, after);
   }
   std::pair<Stream, StepId> recvFrom(int peer, uint32_t t, size_t count) {
     Stream st = stream(count);

@@ -171,6 +171,23 @@ bool intraCompressed(const CollArgs& a) {
   return compressible(inside);
 }
 
+// This rank's node, for the allgather, reduce-scatter and all-to-all below; with a codec, `p`
+// takes it (it carries their steps across nodes).
+struct Place {
+  const Topology& topo;
+  int node;
+  const std::vector<int>& members;  // the node's ranks
+  bool squeeze;                     // a codec carries the steps across nodes
+};
+Place placeOf(const CollArgs& a, Plan& p) {
+  const Topology& t = *a.topo;
+  CCL_CHECK(t.nranks() == a.nranks, cclInternalError, "a topology of another communicator");
+  const bool squeeze = a.codec.codec != cclCodecNone;
+  if (squeeze) p.codec = a.codec;
+  const int node = t.nodeOf[static_cast<size_t>(a.rank)];
+  return {t, node, t.members[static_cast<size_t>(node)], squeeze};
+}
+
 }  // namespace
 
 bool hierarchicalApplies(const CollArgs& a) {
@@ -211,11 +228,6 @@ Plan planHierarchicalAllReduce(const CollArgs& a) {
     p.steps[e].seedSalt = salt;
     return std::make_tuple(buf, slot, e);
   };
-  auto sendStream = [&](int peer, uint32_t t, Ref buf, uint16_t slot, size_t count, const Deps& after) {
-    const StepId id = p.sendStream(peer, t, buf, slot, after);
-    p.steps[id].count = count;  // for the raw-bytes statistics
-    return id;
-  };
   Deps shardDone;                                   // the owner's shard is the node's sum
   std::vector<std::vector<StepId>> sent(l.shards);  // a shard's chunks read for its owner
   struct Made {                                     // a chunk of the owner's sum: its bytes
@@ -239,7 +251,7 @@ Plan planHierarchicalAllReduce(const CollArgs& a) {
         auto [buf, slot, e] =
             encodeIntra(src, ch.size(j), static_cast<uint32_t>(a.rank + 1) * 0x10000u + sent[s].size(), {});
         sent[s].push_back(e);
-        sendStream(owner, t, buf, slot, ch.size(j), {e});
+        p.sendStream(owner, t, buf, slot, ch.size(j), {e});
       }
       continue;
     }
@@ -332,7 +344,7 @@ Plan planHierarchicalAllReduce(const CollArgs& a) {
       // send every rank of every node the same bits.
       auto [buf, slot, e] = encodeIntra(chunk, size, 0x80000000u + static_cast<uint32_t>(s * ch.parts + j), reduced);
       for (int k = 0; k < l.nodeSize; ++k)
-        if (k != l.local) sendStream(localRank(k), t, buf, slot, size, {e});
+        if (k != l.local) p.sendStream(localRank(k), t, buf, slot, size, {e});
       const StepId d = p.decode(chunk, a.dtype, buf, slot, size, {e});
       p.steps[d].intra = true;
     }
@@ -475,13 +487,9 @@ namespace ccl::coll {
 
 Plan planHierarchicalAllGather(const CollArgs& a) {
   Plan p = detail::emptyPlan(a);
-  const bool squeeze = a.codec.codec != cclCodecNone;
-  if (squeeze) p.codec = a.codec;
+  const auto [t, node, members, squeeze] = placeOf(a, p);
   if (a.count == 0) return p;
-  const Topology& t = *a.topo;
-  CCL_CHECK(t.nranks() == a.nranks, cclInternalError, "a topology of another communicator");
-  const int n = a.nranks, r = a.rank, node = t.nodeOf[static_cast<size_t>(r)];
-  const std::vector<int>& members = t.members[static_cast<size_t>(node)];
+  const int n = a.nranks, r = a.rank;
   const int leader = members[0];
   const size_t es = dataTypeSize(a.dtype), bytes = a.count * es;
   const size_t cap = squeeze ? codec::maxEncodedBytes(a.codec, a.count) : bytes;
@@ -500,9 +508,7 @@ Plan planHierarchicalAllGather(const CollArgs& a) {
   auto send = [&](int peer, uint32_t tag, const Unit& u) {
     const Deps d = deps(u);
     if (!squeeze) return p.send(peer, tag, u.buf, bytes, d);
-    const StepId id = p.sendStream(peer, tag, u.buf, u.slot, d);
-    p.steps[id].count = a.count;  // for the raw-bytes statistics
-    return id;
+    return p.sendStream(peer, tag, u.buf, u.slot, a.count, d);
   };
   // Receives rank d's unit from `peer`; with a codec, decodes it into d's block.
   auto receive = [&](int d, int peer, uint32_t tag) {
@@ -576,13 +582,9 @@ namespace ccl::coll {
 
 Plan planHierarchicalReduceScatter(const CollArgs& a) {
   Plan p = detail::emptyPlan(a);
-  const bool squeeze = a.codec.codec != cclCodecNone;
-  if (squeeze) p.codec = a.codec;
+  const auto [t, node, members, squeeze] = placeOf(a, p);
   if (a.count == 0) return p;
-  const Topology& t = *a.topo;
-  CCL_CHECK(t.nranks() == a.nranks, cclInternalError, "a topology of another communicator");
-  const int n = a.nranks, r = a.rank, node = t.nodeOf[static_cast<size_t>(r)];
-  const std::vector<int>& members = t.members[static_cast<size_t>(node)];
+  const int n = a.nranks, r = a.rank;
   const size_t es = dataTypeSize(a.dtype), bytes = a.count * es, fs = sizeof(float);
   const Ref out{Buf::kRecv, 0};
   // The caller's block d (in place, block r is the output itself).
@@ -632,8 +634,7 @@ Plan planHierarchicalReduceScatter(const CollArgs& a) {
     const StepId e = p.encode(buf, cap, slot, acc, a.dtype, a.count, a.feedback ? &residual : nullptr,
                               summed[static_cast<size_t>(d)]);
     p.steps[e].seedSalt = static_cast<uint32_t>(r + 1) * 0x10000u + static_cast<uint32_t>(d);
-    const StepId s = p.sendStream(d, across, buf, slot, {e});
-    p.steps[s].count = a.count;  // for the raw-bytes statistics
+    p.sendStream(d, across, buf, slot, a.count, {e});
   }
   // ... and this rank's block gets the other nodes' sums, in node order.
   Deps last = summed[static_cast<size_t>(r)];
@@ -676,13 +677,9 @@ namespace ccl::coll {
 
 Plan planHierarchicalAlltoAll(const CollArgs& a) {
   Plan p = detail::emptyPlan(a);
-  const bool squeeze = a.codec.codec != cclCodecNone;
-  if (squeeze) p.codec = a.codec;
+  const auto [t, node, members, squeeze] = placeOf(a, p);
   if (a.count == 0) return p;
-  const Topology& t = *a.topo;
-  CCL_CHECK(t.nranks() == a.nranks, cclInternalError, "a topology of another communicator");
-  const int n = a.nranks, r = a.rank, node = t.nodeOf[static_cast<size_t>(r)];
-  const std::vector<int>& members = t.members[static_cast<size_t>(node)];
+  const int n = a.nranks, r = a.rank;
   const size_t es = dataTypeSize(a.dtype), bytes = a.count * es;
   auto gateway = [&](int of, int toward) {
     const std::vector<int>& ranks = t.members[static_cast<size_t>(of)];
@@ -735,8 +732,7 @@ Plan planHierarchicalAlltoAll(const CollArgs& a) {
         const uint16_t slot = p.newSlot();
         const StepId e = p.encode(buf, cap, slot, agg, a.dtype, blocks * a.count, nullptr, gathered);
         p.steps[e].seedSalt = static_cast<uint32_t>(r + 1) * 0x10000u + static_cast<uint32_t>(m);
-        const StepId id = p.sendStream(peer, tagOf(1, 0), buf, slot, {e});
-        p.steps[id].count = blocks * a.count;  // for the raw-bytes statistics
+        p.sendStream(peer, tagOf(1, 0), buf, slot, blocks * a.count, {e});
       }
     }
     // This rank as node's gateway from m: one message in, each block to its rank (stage 2).

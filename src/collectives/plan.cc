@@ -49,8 +49,8 @@ StepId Plan::encode(Ref dst, size_t capacity, uint16_t slot, Ref src, cclDataTyp
              after);
 }
 
-StepId Plan::sendStream(int peer, uint32_t tag, Ref src, uint16_t slot, const Deps& after) {
-  return add({.kind = StepKind::kSend, .peer = peer, .tag = tag, .src = src, .slot = slot}, after);
+StepId Plan::sendStream(int peer, uint32_t tag, Ref src, uint16_t slot, size_t count, const Deps& after) {
+  return add({.kind = StepKind::kSend, .peer = peer, .tag = tag, .src = src, .count = count, .slot = slot}, after);
 }
 
 StepId Plan::recvStream(int peer, uint32_t tag, Ref dst, size_t capacity, uint16_t slot, const Deps& after) {

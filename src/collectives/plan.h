@@ -50,7 +50,7 @@ struct Step {
   Ref src{Buf::kSend, 0};
   Ref src2{Buf::kRecv, 0};
   size_t bytes = 0;                 // send, recv, copy
-  size_t count = 0;                 // reduce, divide, codec steps
+  size_t count = 0;                 // reduce, divide, codec steps; a stream's send: its elements
   uint16_t slot = kNoSlot;          // send/recv/codec steps: length slot of an encoded stream
   cclDataType_t type = cclFloat32;  // encode/decode element type
   bool withFeedback = false;        // encode: apply and update the residual at `src2`
@@ -90,7 +90,8 @@ struct Plan {
   uint16_t newSlot() { return lengthSlots++; }
   StepId encode(Ref dst, size_t capacity, uint16_t slot, Ref src, cclDataType_t type, size_t count, const Ref* residual,
                 const Deps& after = {});
-  StepId sendStream(int peer, uint32_t tag, Ref src, uint16_t slot, const Deps& after = {});
+  // `count`: the elements the stream carries (the raw bytes it stands for, in statistics).
+  StepId sendStream(int peer, uint32_t tag, Ref src, uint16_t slot, size_t count, const Deps& after = {});
   StepId recvStream(int peer, uint32_t tag, Ref dst, size_t capacity, uint16_t slot, const Deps& after = {});
   StepId decode(Ref dst, cclDataType_t type, Ref src, uint16_t slot, size_t count, const Deps& after = {});
   StepId decodeAdd(Ref acc, Ref src, uint16_t slot, size_t count, const Deps& after = {});
