@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Hierarchical allreduce over a communicator's nodes (collectives/topology.h), in three
-// stages run as one plan:
+// Hierarchical plans over a communicator's nodes (collectives/topology.h): allreduce first,
+// then the rooted collectives, allgather, reduce-scatter and all-to-all (each section says
+// how). The allreduce runs three stages as one plan:
 //
 //   0  inside each node, a reduce-scatter: the data is cut into S shards (S the size of the
 //      smallest node); local rank s of every node owns shard s and receives every local
@@ -352,8 +353,6 @@ Plan planHierarchicalAllReduce(const CollArgs& a) {
   return p;
 }
 
-}  // namespace ccl::coll
-
 // ---- Rooted collectives: across nodes among one leader per node, then inside each node ----
 //
 // A node's leader is the root in the root's node and its first rank elsewhere. Broadcast: the
@@ -362,7 +361,6 @@ Plan planHierarchicalAllReduce(const CollArgs& a) {
 // to its leader inside the node, then the leaders' sums to the root. Both stages are flat
 // plans spliced in; the second waits for the first.
 
-namespace ccl::coll {
 namespace {
 
 struct Rooted {
@@ -472,8 +470,6 @@ Plan planHierarchicalReduce(const CollArgs& a) {
   return p;
 }
 
-}  // namespace ccl::coll
-
 // ---- Allgather: inside each node, across nodes among the leaders, inside again ----
 //
 // Every rank's block moves as one unit: its bytes, or with a codec the one stream its owner
@@ -482,8 +478,6 @@ Plan planHierarchicalReduce(const CollArgs& a) {
 // other ranks. Stage 1: each node's leader (its first rank) sends its node's units to every
 // other leader. Stage 2: each leader forwards the other nodes' units to its node's ranks. A
 // node's link carries each block of the other nodes in once and its own out once per node.
-
-namespace ccl::coll {
 
 Plan planHierarchicalAllGather(const CollArgs& a) {
   Plan p = detail::emptyPlan(a);
@@ -568,8 +562,6 @@ Plan planHierarchicalAllGather(const CollArgs& a) {
   return p;
 }
 
-}  // namespace ccl::coll
-
 // ---- Reduce-scatter: inside each node to one owner per block, then across to the block's rank ----
 //
 // Stage 0: in each node, block d's owner (rank d itself in d's node, elsewhere local rank
@@ -577,8 +569,6 @@ Plan planHierarchicalAllGather(const CollArgs& a) {
 // block of another node sends that node sum to the block's rank (with a codec: encoded once,
 // error feedback on the owner's residual for that block), which adds the other nodes' sums to
 // its own node's in fp32. A node's link carries one sum of each other node's blocks out.
-
-namespace ccl::coll {
 
 Plan planHierarchicalReduceScatter(const CollArgs& a) {
   Plan p = detail::emptyPlan(a);
@@ -663,8 +653,6 @@ Plan planHierarchicalReduceScatter(const CollArgs& a) {
   return p;
 }
 
-}  // namespace ccl::coll
-
 // ---- All-to-all aggregated per pair of nodes ----
 //
 // Blocks between ranks of one node go directly. For each other node M, node N's blocks for
@@ -672,8 +660,6 @@ Plan planHierarchicalReduceScatter(const CollArgs& a) {
 // one gateway of M (its local rank N mod M's size) as one message (with a codec: one stream,
 // one quantization), which hands each block to its rank: one message per pair of nodes
 // crosses, as ZeRO++'s qgZ aggregates.
-
-namespace ccl::coll {
 
 Plan planHierarchicalAlltoAll(const CollArgs& a) {
   Plan p = detail::emptyPlan(a);
