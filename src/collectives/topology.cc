@@ -20,6 +20,9 @@ Topology Topology::fromHostIds(std::span<const uint64_t> ids) {
     t.localRank.push_back(static_cast<int>(t.members[it->second].size()));
     t.members[it->second].push_back(static_cast<int>(r));
   }
+  t.digest_ = fnv1a({static_cast<uint64_t>(t.nodeOf.size())});
+  for (int n : t.nodeOf) t.digest_ = fnv1a({static_cast<uint64_t>(n)}, t.digest_);
+  for (const auto& m : t.members) t.largest_ = std::max(t.largest_, static_cast<int>(m.size()));
   return t;
 }
 
@@ -30,18 +33,6 @@ Topology Topology::blocks(std::span<const int> nodeSizes) {
     ids.insert(ids.end(), static_cast<size_t>(nodeSizes[n]), n);
   }
   return fromHostIds(ids);
-}
-
-int Topology::largestNode() const {
-  int most = 0;
-  for (const auto& m : members) most = std::max(most, static_cast<int>(m.size()));
-  return most;
-}
-
-uint64_t Topology::digest() const {
-  uint64_t h = fnv1a({static_cast<uint64_t>(nodeOf.size())});
-  for (int n : nodeOf) h = fnv1a({static_cast<uint64_t>(n)}, h);
-  return h;
 }
 
 std::string Topology::describe() const {
