@@ -236,13 +236,8 @@ void runCollective(const Call& c) {
   }
   PlanKey key{opKind, c.count, c.dtype, c.op, c.root, a.inPlace, codecKey(a)};
   op.plan = cachedPlan(comm, key, [&] {
-    if (op.compressed)
-      CCL_INFO("%s count %zu %s: codec %s, algorithm %s", c.fn, c.count, dataTypeName(c.dtype),
-               cclCodecName(a.codec.codec),
-               c.kind == Coll::kAllReduce ? coll::algoName(coll::chooseCompressedAllReduce(a)) : "default");
-    else if (c.kind == Coll::kAllReduce)
-      CCL_INFO("%s count %zu %s: algorithm %s", c.fn, c.count, dataTypeName(c.dtype),
-               coll::algoName(coll::chooseAllReduce(a)));
+    CCL_INFO("%s count %zu %s: codec %s, algorithm %s", c.fn, c.count, dataTypeName(c.dtype),
+             cclCodecName(a.codec.codec), coll::algoName(coll::chooseAlgorithm(c.kind, a).algo));
     return coll::planCollective(c.kind, a);
   });
   op.send = c.send;

@@ -77,7 +77,7 @@ coll::DeviceRunner::Planned planWith(DeviceComm& d, const DeviceCall& c, const c
     if (compressed) return sends ? coll::planCompressedSend(a, other, 0) : coll::planCompressedRecv(a, other, 0);
     return sends ? coll::planSend(other, 0, bytes) : coll::planRecv(other, 0, bytes);
   };
-  return d.runner.plan(args, planOf, rank, nranks);
+  return d.runner.plan(c.kind, args, planOf, rank, nranks);
 }
 
 // The call's plan for this communicator's link (DeviceRunner::plan). One the link declines

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "codecs/codec.h"
 #include "common/dtype.h"
 #include "common/error.h"
 #include "common/tags.h"
@@ -49,30 +50,55 @@ const char* algoName(Algo a) {
 
 namespace {
 
-bool layered(const CollArgs& a) { return a.topo && a.topo->layered(); }
+bool always(const CollArgs&) { return true; }
+bool uniformNodes(const CollArgs& a) { return a.topo && a.topo->uniform(); }
+size_t bytesOf(const CollArgs& a) { return a.count * dataTypeSize(a.dtype); }
+bool fewBytes(const CollArgs& a) { return bytesOf(a) <= a.directMaxBytes; }
+bool latencyBound(const CollArgs& a) { return bytesOf(a) <= a.treeMaxBytes; }
+bool ringSymmetric(const CollArgs& a) { return detail::evenRingChunks(a, a.count, dataTypeSize(a.dtype)); }
+// A chain needs a rank between its ends; auto takes it once the data spans chunks.
+bool chainApplies(const CollArgs& a) { return a.nranks > 2; }
+bool chained(const CollArgs& a) { return bytesOf(a) > a.chunkBytes; }
+bool quantized(const CollArgs& a) { return codec::isQuantizer(a.codec.codec); }
 
 // clang-format off
 constexpr AlgoEntry kAlgoTable[] = {
-    // algo          collective              compressed builder                            applies
-    {Algo::kDirect,  Coll::kAllReduce,       false, detail::directAllReduce,              nullptr},
-    {Algo::kTree,    Coll::kAllReduce,       false, detail::recursiveDoublingAllReduce,   nullptr},
-    {Algo::kRing,    Coll::kAllReduce,       false, planRingAllReduce,                    nullptr},
-    {Algo::kHier,    Coll::kAllReduce,       false, planHierarchicalAllReduce,            layered},
-    {Algo::kTwoShot, Coll::kAllReduce,       true,  detail::twoShotAllReduce,             nullptr},
-    {Algo::kRing,    Coll::kAllReduce,       true,  detail::compressedRingAllReduce,      nullptr},
-    {Algo::kSparse,  Coll::kAllReduce,       true,  detail::sparseAllReduce,              nullptr},
-    {Algo::kHier,    Coll::kAllReduce,       true,  planHierarchicalAllReduce,            layered},
-    {Algo::kHier,    Coll::kReduceScatter,   false, planHierarchicalReduceScatter,        layered},
-    {Algo::kHier,    Coll::kReduceScatter,   true,  planHierarchicalReduceScatter,        layered},
-    {Algo::kHier,    Coll::kAllGather,       false, planHierarchicalAllGather,            layered},
-    {Algo::kHier,    Coll::kAllGather,       true,  planHierarchicalAllGather,            layered},
-    {Algo::kHier,    Coll::kBroadcast,       false, planHierarchicalBroadcast,            layered},
-    {Algo::kHier,    Coll::kBroadcast,       true,  planHierarchicalBroadcast,            layered},
-    {Algo::kHier,    Coll::kReduce,          false, planHierarchicalReduce,               layered},
-    {Algo::kHier,    Coll::kAlltoAll,        false, planHierarchicalAlltoAll,             layered},
-    {Algo::kHier,    Coll::kAlltoAll,        true,  planHierarchicalAlltoAll,             layered},
+    // algo          collective            compr  builder                               applies              preferred                         symmetric
+    {Algo::kHier,    Coll::kAllReduce,     false, planHierarchicalAllReduce,            hierarchicalApplies, nullptr,                          hierarchicalAllReduceSymmetric},
+    {Algo::kDirect,  Coll::kAllReduce,     false, detail::directAllReduce,              nullptr,             fewBytes,                         always},
+    {Algo::kTree,    Coll::kAllReduce,     false, detail::recursiveDoublingAllReduce,   nullptr,             latencyBound,                     nullptr},
+    {Algo::kRing,    Coll::kAllReduce,     false, detail::ringAllReduce,                nullptr,             nullptr,                          ringSymmetric},
+    {Algo::kHier,    Coll::kAllReduce,     true,  planHierarchicalAllReduce,            hierarchicalApplies, nullptr,                          hierarchicalAllReduceSymmetric},
+    {Algo::kTwoShot, Coll::kAllReduce,     true,  detail::twoShotAllReduce,             nullptr,             quantized,                        detail::twoShotSymmetric},
+    {Algo::kRing,    Coll::kAllReduce,     true,  detail::compressedRingAllReduce,      nullptr,             detail::compressedRingPreferred,  detail::compressedRingSymmetric},
+    {Algo::kSparse,  Coll::kAllReduce,     true,  detail::sparseAllReduce,              nullptr,             nullptr,                          always},
+    {Algo::kHier,    Coll::kBroadcast,     false, planHierarchicalBroadcast,            hierarchicalApplies, nullptr,                          nullptr},
+    {Algo::kRing,    Coll::kBroadcast,     false, detail::chainBroadcast,               chainApplies,        chained,                          nullptr},
+    {Algo::kDirect,  Coll::kBroadcast,     false, detail::directBroadcast,              nullptr,             nullptr,                          nullptr},
+    {Algo::kHier,    Coll::kBroadcast,     true,  planHierarchicalBroadcast,            hierarchicalApplies, nullptr,                          nullptr},
+    {Algo::kRing,    Coll::kBroadcast,     true,  detail::compressedChainBroadcast,     nullptr,             nullptr,                          nullptr},
+    {Algo::kHier,    Coll::kReduce,        false, planHierarchicalReduce,               hierarchicalApplies, nullptr,                          nullptr},
+    {Algo::kRing,    Coll::kReduce,        false, detail::chainReduce,                  chainApplies,        chained,                          nullptr},
+    {Algo::kDirect,  Coll::kReduce,        false, detail::directReduce,                 nullptr,             nullptr,                          nullptr},
+    {Algo::kHier,    Coll::kAllGather,     false, planHierarchicalAllGather,            hierarchicalApplies, nullptr,                          uniformNodes},
+    {Algo::kRing,    Coll::kAllGather,     false, detail::ringAllGather,                nullptr,             nullptr,                          always},
+    {Algo::kHier,    Coll::kAllGather,     true,  planHierarchicalAllGather,            hierarchicalApplies, nullptr,                          uniformNodes},
+    {Algo::kDirect,  Coll::kAllGather,     true,  detail::compressedAllGather,          nullptr,             nullptr,                          always},
+    {Algo::kHier,    Coll::kReduceScatter, false, planHierarchicalReduceScatter,        hierarchicalApplies, nullptr,                          uniformNodes},
+    {Algo::kRing,    Coll::kReduceScatter, false, detail::ringReduceScatter,            nullptr,             nullptr,                          always},
+    {Algo::kHier,    Coll::kReduceScatter, true,  planHierarchicalReduceScatter,        hierarchicalApplies, nullptr,                          uniformNodes},
+    {Algo::kDirect,  Coll::kReduceScatter, true,  detail::compressedReduceScatter,      nullptr,             nullptr,                          always},
+    {Algo::kHier,    Coll::kAlltoAll,      false, planHierarchicalAlltoAll,             hierarchicalApplies, nullptr,                          nullptr},
+    {Algo::kDirect,  Coll::kAlltoAll,      false, detail::directAlltoAll,               nullptr,             nullptr,                          always},
+    {Algo::kHier,    Coll::kAlltoAll,      true,  planHierarchicalAlltoAll,             hierarchicalApplies, nullptr,                          nullptr},
+    {Algo::kDirect,  Coll::kAlltoAll,      true,  detail::compressedAlltoAll,           nullptr,             nullptr,                          always},
+    {Algo::kDirect,  Coll::kGather,        false, detail::directGather,                 nullptr,             nullptr,                          nullptr},
+    {Algo::kDirect,  Coll::kScatter,       false, detail::directScatter,                nullptr,             nullptr,                          nullptr},
 };
 // clang-format on
+
+// Whether collective c's call with `a` goes on a codec's streams.
+bool onStreams(Coll c, const CollArgs& a) { return a.codec.codec != cclCodecNone && collInfo(c).compressible; }
 
 }  // namespace
 
@@ -89,17 +115,29 @@ const AlgoEntry& algorithm(Coll c, bool compressed, Algo algo, const CollArgs& a
                                       "algorithm " + algoName(algo));
 }
 
+const AlgoEntry& chooseAlgorithm(Coll c, const CollArgs& a) {
+  CCL_CHECK(!collInfo(c).pointToPoint, cclInternalError, "no plan for a point-to-point op");
+  const bool compressed = onStreams(c, a);
+  auto fits = [&](const AlgoEntry& e) { return e.coll == c && e.compressed == compressed && (!e.applies || e.applies(a)); };
+  if (a.algo != Algo::kAuto)
+    for (const AlgoEntry& e : kAlgoTable)
+      if (e.algo == a.algo && fits(e)) return e;
+  for (const AlgoEntry& e : kAlgoTable)
+    if (fits(e) && (!e.preferred || e.preferred(a))) return e;
+  throw Error(cclInternalError, std::string("no algorithm for this ") + collInfo(c).name + " call");
+}
+
+Plan planCollective(Coll c, const CollArgs& a) { return chooseAlgorithm(c, a).build(a); }
+
+Shifts planShifts(Coll c, const CollArgs& a) {
+  const AlgoEntry& e = chooseAlgorithm(c, a);
+  if (!e.symmetric || !e.symmetric(a)) return Shifts::none(a.nranks);
+  return e.algo == Algo::kHier ? Shifts::nodes(*a.topo) : Shifts::ranks(a.nranks);
+}
+
 bool compressible(const CollArgs& a) {
   return a.codec.codec != cclCodecNone && (a.dtype == cclFloat32 || a.dtype == cclBfloat16 || a.dtype == cclFloat16) &&
          (a.op == cclSum || a.op == cclAvg);
-}
-
-Algo chooseAllReduce(const CollArgs& a) {
-  if (hierarchicalApplies(a)) return Algo::kHier;
-  if (a.algo == Algo::kRing || a.algo == Algo::kTree || a.algo == Algo::kDirect) return a.algo;
-  const size_t bytes = a.count * dataTypeSize(a.dtype);
-  if (bytes <= a.directMaxBytes) return Algo::kDirect;
-  return bytes <= a.treeMaxBytes ? Algo::kTree : Algo::kRing;
 }
 
 namespace detail {
@@ -121,35 +159,13 @@ Split chunks(size_t count, size_t elemSize, size_t chunkBytes) {
 
 uint32_t tag(int phase, int nranks, int step, size_t chunk) { return tags::stepTag(phase, nranks, step, chunk); }
 
-}  // namespace detail
-
-namespace {
-
-// Plan builders per collective, in Coll order: uncompressed, compressed (null: none). A test
-// (Tables.CompressedPlansExactlyForTheCompressibleCollectives) checks them against the table.
-struct Builders {
-  Plan (*plain)(const CollArgs&);
-  Plan (*compressed)(const CollArgs&);
-};
-constexpr Builders kBuilders[] = {
-    {planAllReduce, planCompressedAllReduce},
-    {planBroadcast, planCompressedBroadcast},
-    {planReduce, nullptr},
-    {planAllGather, planCompressedAllGather},
-    {planReduceScatter, planCompressedReduceScatter},
-    {planAlltoAll, planCompressedAlltoAll},
-    {planGather, nullptr},
-    {planScatter, nullptr},
-};
-
-}  // namespace
-
-Plan planCollective(Coll c, const CollArgs& a) {
-  const auto i = static_cast<size_t>(c);
-  if (i >= sizeof(kBuilders) / sizeof(kBuilders[0])) throw Error(cclInternalError, "no plan for a point-to-point op");
-  const Builders& b = kBuilders[i];
-  return a.codec.codec != cclCodecNone && b.compressed ? b.compressed(a) : b.plain(a);
+bool evenRingChunks(const CollArgs& a, size_t count, size_t elemSize) {
+  const Split seg{count, static_cast<size_t>(a.nranks)};
+  return chunks(seg.size(0), elemSize, a.chunkBytes).parts ==
+         chunks(seg.size(static_cast<size_t>(a.nranks) - 1), elemSize, a.chunkBytes).parts;
 }
+
+}  // namespace detail
 
 Plan planSend(int peer, uint32_t tag, size_t bytes) {
   Plan p;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -44,44 +45,52 @@ struct CollArgs {
   codec::Params intraCodec;
 };
 
-// Every algorithm of every collective that has a choice of them, one row each: CCL_ALGO's
-// names (kAlgoNames), the builder, and when it applies beyond its collective and whether
-// the call is compressed. The choice among the rows that apply is chooseAllReduce's and
-// chooseCompressedAllReduce's; the hierarchical rows take any collective they exist for when
-// hierarchicalApplies. AlgorithmTable.EveryRowBuildsAndIsNamed (api_tables_test) checks every row.
+// Every algorithm of every collective, one row each: CCL_ALGO's name (kAlgoNames), the
+// collective, whether it carries a codec's streams, the builder, when it can run a call,
+// when CCL_ALGO=auto prefers it, and when its plans are the same at every rank up to a
+// shift (the wave schedule then reads one block of plans: planShifts). The choice is
+// chooseAlgorithm's: the row CCL_ALGO names when it has one for the collective and it
+// applies, else the first row in table order that applies and is preferred. The last row of
+// every collective applies to every call. AlgorithmTable.* (api_tables_test) checks every row.
 struct AlgoEntry {
   Algo algo;
   Coll coll;
-  bool compressed;  // on a codec's streams (a.codec is a codec)
+  bool compressed;  // on a codec's streams (a.codec is a codec and the collective has them)
   Plan (*build)(const CollArgs&);
-  bool (*applies)(const CollArgs&);  // nullptr: every call of its collective
+  bool (*applies)(const CollArgs&);    // nullptr: every call of its collective
+  bool (*preferred)(const CollArgs&);  // by auto; nullptr: whenever it applies
+  bool (*symmetric)(const CollArgs&);  // nullptr: never (a root, a tree, unequal nodes)
 };
 std::span<const AlgoEntry> algorithmTable();
 // The row of `algo` for collective c, compressed or not; throws cclInvalidArgument when it
 // has none or it does not apply to `a`.
 const AlgoEntry& algorithm(Coll c, bool compressed, Algo algo, const CollArgs& a);
+// The row that plans collective c (not point to point) with `a`.
+const AlgoEntry& chooseAlgorithm(Coll c, const CollArgs& a);
 
 // Whether a call with these arguments is carried compressed (float dtype, sum/avg, a codec).
 bool compressible(const CollArgs& a);
 
-// The algorithm allreduce uses for these arguments (resolving kAuto).
-Algo chooseAllReduce(const CollArgs& a);
+// The plan of collective c (not point to point) for this rank: chooseAlgorithm(c, a)'s.
+Plan planCollective(Coll c, const CollArgs& a);
+// The shifts under which every rank's plan of collective c with `a` is the same (the rows'
+// `symmetric`): the ring's rotations for flat plans, whole nodes for hierarchical ones;
+// Shifts::none when the plans differ.
+Shifts planShifts(Coll c, const CollArgs& a);
 
-Plan planAllReduce(const CollArgs& a);
-Plan planRingAllReduce(const CollArgs& a);  // the flat ring (reduce-scatter, then allgather)
-Plan planReduceScatter(const CollArgs& a);  // count = recvcount
-Plan planAllGather(const CollArgs& a);      // count = sendcount
-Plan planBroadcast(const CollArgs& a);
-Plan planReduce(const CollArgs& a);
-Plan planAlltoAll(const CollArgs& a);  // count per peer
-Plan planGather(const CollArgs& a);    // count per rank
-Plan planScatter(const CollArgs& a);   // count per rank
+inline Plan planAllReduce(const CollArgs& a) { return planCollective(Coll::kAllReduce, a); }
+inline Plan planReduceScatter(const CollArgs& a) { return planCollective(Coll::kReduceScatter, a); }  // count = recvcount
+inline Plan planAllGather(const CollArgs& a) { return planCollective(Coll::kAllGather, a); }  // count = sendcount
+inline Plan planBroadcast(const CollArgs& a) { return planCollective(Coll::kBroadcast, a); }
+inline Plan planReduce(const CollArgs& a) { return planCollective(Coll::kReduce, a); }
+inline Plan planAlltoAll(const CollArgs& a) { return planCollective(Coll::kAlltoAll, a); }  // count per peer
+inline Plan planGather(const CollArgs& a) { return planCollective(Coll::kGather, a); }      // count per rank
+inline Plan planScatter(const CollArgs& a) { return planCollective(Coll::kScatter, a); }    // count per rank
 
 // Hierarchical plans (hierarchical.cc): allreduce inside each node, across nodes (compressed
 // when a.codec is a codec), inside each node again; broadcast, reduce, allgather,
 // reduce-scatter and all-to-all across and inside.
-// They apply when a.topo has more than one node and more than one rank in some node, and
-// a.algo is kHier or kAuto.
+// They apply when a.topo has more than one node and more than one rank in some node.
 bool hierarchicalApplies(const CollArgs& a);
 Plan planHierarchicalAllReduce(const CollArgs& a);
 Plan planHierarchicalBroadcast(const CollArgs& a);      // across nodes, then inside each
@@ -90,23 +99,16 @@ Plan planHierarchicalAllGather(const CollArgs& a);      // inside, across among 
 Plan planHierarchicalReduceScatter(const CollArgs& a);  // to an owner per block inside, then across
 Plan planHierarchicalAlltoAll(const CollArgs& a);       // one message per pair of nodes crosses
 size_t hierarchicalFeedbackFloats(const CollArgs& a);
+// Whether every rank's hierarchical allreduce is the same up to a shift of whole nodes: nodes
+// of one size, and an allreduce across nodes whose plans are the ring's rotations.
+bool hierarchicalAllReduceSymmetric(const CollArgs& a);
 
-// Compressed plans (compressible(a) must hold; see compressed.cc for the algorithms).
-Algo chooseCompressedAllReduce(const CollArgs& a);
-Plan planCompressedAllReduce(const CollArgs& a);
-Plan planCompressedReduceScatter(const CollArgs& a);
-Plan planCompressedAllGather(const CollArgs& a);
-Plan planCompressedBroadcast(const CollArgs& a);
-Plan planCompressedAlltoAll(const CollArgs& a);
+// Compressed point to point (compressed.cc).
 Plan planCompressedSend(const CollArgs& a, int peer, uint32_t tag);
 Plan planCompressedRecv(const CollArgs& a, int peer, uint32_t tag);
 // fp32 values of error-feedback state the plan of collective c with `a` (an allreduce,
 // reduce-scatter, allgather or send of this rank) reads and updates.
 size_t feedbackFloats(Coll c, const CollArgs& a);
-
-// The plan of collective c (not point to point) for this rank: the compressed plan when
-// a.codec is a codec and the collective has one, else the uncompressed one.
-Plan planCollective(Coll c, const CollArgs& a);
 
 // Point to point: one message of `bytes` to or from `peer`, matched by `tag`.
 Plan planSend(int peer, uint32_t tag, size_t bytes);
@@ -114,14 +116,38 @@ Plan planRecv(int peer, uint32_t tag, size_t bytes);
 
 // Shared by the builders.
 namespace detail {
-// The rows of the algorithm table for allreduce.
-Plan directAllReduce(const CollArgs& a);
-Plan recursiveDoublingAllReduce(const CollArgs& a);
+// The rows of the algorithm table (their collectives' trivial calls, no data or one rank,
+// included). Uncompressed:
+Plan directAllReduce(const CollArgs& a);             // every rank to every rank, one round
+Plan recursiveDoublingAllReduce(const CollArgs& a);  // CCL_ALGO=tree
+Plan ringAllReduce(const CollArgs& a);               // reduce-scatter, then allgather
+Plan ringReduceScatter(const CollArgs& a);
+Plan ringAllGather(const CollArgs& a);
+Plan directBroadcast(const CollArgs& a);  // the root to every rank
+Plan chainBroadcast(const CollArgs& a);   // CCL_ALGO=ring: pipelined along root, root+1, ...
+Plan directReduce(const CollArgs& a);     // every rank to the root
+Plan chainReduce(const CollArgs& a);      // CCL_ALGO=ring: root+1, root+2, ..., root
+Plan directAlltoAll(const CollArgs& a);
+Plan directGather(const CollArgs& a);
+Plan directScatter(const CollArgs& a);
+// Compressed (compressed.cc):
 Plan twoShotAllReduce(const CollArgs& a);
 Plan compressedRingAllReduce(const CollArgs& a);  // random-k's values ring where they line up
 Plan sparseAllReduce(const CollArgs& a);
+Plan compressedReduceScatter(const CollArgs& a);  // every rank's stream to each block's owner
+Plan compressedAllGather(const CollArgs& a);      // each rank's stream to every rank
+Plan compressedChainBroadcast(const CollArgs& a);
+Plan compressedAlltoAll(const CollArgs& a);
+// When auto prefers a compressed row, and when its plans are the ring's rotations.
+bool compressedRingPreferred(const CollArgs& a);
+bool twoShotSymmetric(const CollArgs& a);
+bool compressedRingSymmetric(const CollArgs& a);
 inline int mod(int a, int n) { return ((a % n) + n) % n; }
 Plan emptyPlan(const CollArgs& a);
+// The uncompressed allreduce that nothing crosses (no data, or one rank); nullopt otherwise.
+std::optional<Plan> localAllReduce(const CollArgs& a);
+// Whether the ring's n segments of `count` elements, chunked, all have as many chunks.
+bool evenRingChunks(const CollArgs& a, size_t count, size_t elemSize);
 // Chunks of a piece of `count` elements: at least one, each at most chunkBytes (rounded
 // up so no plan needs more chunks per piece than the chunk tag field holds, common/tags.h).
 Split chunks(size_t count, size_t elemSize, size_t chunkBytes);

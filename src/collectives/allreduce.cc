@@ -79,18 +79,24 @@ Plan allToAllReduce(const CollArgs& a) {
 }  // namespace
 
 namespace detail {
-Plan directAllReduce(const CollArgs& a) { return allToAllReduce(a); }
-Plan recursiveDoublingAllReduce(const CollArgs& a) { return recursiveDoubling(a); }
-}  // namespace detail
 
-Plan planAllReduce(const CollArgs& a) {
-  if (a.count == 0) return detail::emptyPlan(a);
-  if (a.nranks == 1) {
-    Plan p = detail::emptyPlan(a);
-    if (!a.inPlace) p.copy({Buf::kRecv, 0}, {Buf::kSend, 0}, a.count * dataTypeSize(a.dtype));
-    return p;
-  }
-  return algorithm(Coll::kAllReduce, false, chooseAllReduce(a), a).build(a);
+std::optional<Plan> localAllReduce(const CollArgs& a) {
+  if (a.count != 0 && a.nranks != 1) return std::nullopt;
+  Plan p = detail::emptyPlan(a);
+  if (a.count && !a.inPlace) p.copy({Buf::kRecv, 0}, {Buf::kSend, 0}, a.count * dataTypeSize(a.dtype));
+  return p;
 }
+
+Plan directAllReduce(const CollArgs& a) {
+  if (auto local = localAllReduce(a)) return std::move(*local);
+  return allToAllReduce(a);
+}
+
+Plan recursiveDoublingAllReduce(const CollArgs& a) {
+  if (auto local = localAllReduce(a)) return std::move(*local);
+  return recursiveDoubling(a);
+}
+
+}  // namespace detail
 
 }  // namespace ccl::coll

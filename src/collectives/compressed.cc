@@ -80,7 +80,7 @@ class Builder {
   struct Stream {
     Ref buf;
     size_t capacity;
-    uint16_t slot;
+    Slot slot;
     size_t count;  // elements it carries
   };
   Stream stream(size_t count) {
@@ -320,47 +320,61 @@ Plan randkRingAllReduce(const CollArgs& a) {
   return b.take();
 }
 
+// The compressed allreduce nothing crosses (no data, or one rank): with one rank the result
+// still goes through the codec once, as it would with more ranks, so that behaviour does not
+// change with the rank count.
+std::optional<Plan> localCompressedAllReduce(const CollArgs& a) {
+  if (a.count == 0) return codecPlan(a);
+  if (a.nranks != 1) return std::nullopt;
+  Builder b(a);
+  auto [st, e] = b.encode(b.send(0), a.dtype, a.count, b.residual(0), {});
+  b.plan().decode(b.recv(0), a.dtype, st.buf, st.slot, a.count, {e});
+  return b.take();
+}
+
+// Whether the n shards of `count` elements all cut into as many pieces.
+bool evenPieces(const CollArgs& a, size_t count) {
+  const Split shard{count, static_cast<size_t>(a.nranks)};
+  return pieces(a, shard.size(0)).parts() == pieces(a, shard.size(static_cast<size_t>(a.nranks) - 1)).parts();
+}
+
 }  // namespace
 
 namespace detail {
-Plan twoShotAllReduce(const CollArgs& a) { return coll::twoShotAllReduce(a); }
+Plan twoShotAllReduce(const CollArgs& a) {
+  if (auto local = localCompressedAllReduce(a)) return std::move(*local);
+  return coll::twoShotAllReduce(a);
+}
 Plan compressedRingAllReduce(const CollArgs& a) {
-  return randkRingApplies(a) ? randkRingAllReduce(a) : ringAllReduce(a);
+  if (auto local = localCompressedAllReduce(a)) return std::move(*local);
+  return randkRingApplies(a) ? randkRingAllReduce(a) : coll::ringAllReduce(a);
 }
-Plan sparseAllReduce(const CollArgs& a) { return coll::sparseAllReduce(a); }
+Plan sparseAllReduce(const CollArgs& a) {
+  if (auto local = localCompressedAllReduce(a)) return std::move(*local);
+  return coll::sparseAllReduce(a);
+}
+// Random-k's values ring when they are many; few go to everyone in one round.
+bool compressedRingPreferred(const CollArgs& a) {
+  return randkRingApplies(a) && codec::keptCount(a.codec, a.count) * sizeof(float) > a.treeMaxBytes;
+}
+bool twoShotSymmetric(const CollArgs& a) { return evenPieces(a, a.count); }
+bool compressedRingSymmetric(const CollArgs& a) {
+  if (!randkRingApplies(a)) return evenPieces(a, a.count);
+  CollArgs values = a;
+  values.count = codec::keptCount(a.codec, a.count);
+  return evenRingChunks(values, values.count, sizeof(float));
+}
 }  // namespace detail
-
-Algo chooseCompressedAllReduce(const CollArgs& a) {
-  if (hierarchicalApplies(a)) return Algo::kHier;
-  if (a.algo == Algo::kRing || a.algo == Algo::kTwoShot || a.algo == Algo::kSparse) return a.algo;
-  if (codec::isQuantizer(a.codec.codec)) return Algo::kTwoShot;
-  // Random-k's values ring when they are many; few go to everyone in one round.
-  if (randkRingApplies(a) && codec::keptCount(a.codec, a.count) * sizeof(float) > a.treeMaxBytes) return Algo::kRing;
-  return Algo::kSparse;
-}
 
 size_t feedbackFloats(Coll c, const CollArgs& a) {
   if (codec::isLowRank(a.codec.codec)) return codec::residualFloats(a.codec, a.count);
-  if (c == Coll::kAllReduce && hierarchicalApplies(a)) return hierarchicalFeedbackFloats(a);
+  if (c == Coll::kAllReduce && chooseAlgorithm(c, a).algo == Algo::kHier) return hierarchicalFeedbackFloats(a);
   const size_t n = static_cast<size_t>(a.nranks);
   return c == Coll::kReduceScatter ? a.count * n : a.count + (a.count + n - 1) / n;
 }
 
-Plan planCompressedAllReduce(const CollArgs& a) {
-  if (a.count == 0) return codecPlan(a);
-  if (a.nranks == 1) {
-    // Nothing crosses a wire, but the result still goes through the codec once, as it would
-    // with more ranks, so that behaviour does not change with the rank count.
-    Builder b(a);
-    auto [st, e] = b.encode(b.send(0), a.dtype, a.count, b.residual(0), {});
-    b.plan().decode(b.recv(0), a.dtype, st.buf, st.slot, a.count, {e});
-    return b.take();
-  }
-  return algorithm(Coll::kAllReduce, true, chooseCompressedAllReduce(a), a).build(a);
-}
 
-Plan planCompressedReduceScatter(const CollArgs& a) {
-  if (hierarchicalApplies(a)) return algorithm(Coll::kReduceScatter, true, Algo::kHier, a).build(a);
+Plan detail::compressedReduceScatter(const CollArgs& a) {
   if (a.count == 0) return codecPlan(a);
   Builder b(a);
   auto offset = [&](int k) { return static_cast<size_t>(k) * a.count; };
@@ -372,8 +386,7 @@ Plan planCompressedReduceScatter(const CollArgs& a) {
   return b.take();
 }
 
-Plan planCompressedAllGather(const CollArgs& a) {
-  if (hierarchicalApplies(a)) return algorithm(Coll::kAllGather, true, Algo::kHier, a).build(a);
+Plan detail::compressedAllGather(const CollArgs& a) {
   const int n = a.nranks, r = a.rank;
   if (a.count == 0) return codecPlan(a);
   Builder b(a);
@@ -393,8 +406,7 @@ Plan planCompressedAllGather(const CollArgs& a) {
   return b.take();
 }
 
-Plan planCompressedBroadcast(const CollArgs& a) {
-  if (hierarchicalApplies(a)) return algorithm(Coll::kBroadcast, true, Algo::kHier, a).build(a);
+Plan detail::compressedChainBroadcast(const CollArgs& a) {
   const int n = a.nranks, r = a.rank;
   if (a.count == 0) return codecPlan(a);
   Builder b(a);
@@ -411,8 +423,7 @@ Plan planCompressedBroadcast(const CollArgs& a) {
   return b.take();
 }
 
-Plan planCompressedAlltoAll(const CollArgs& a) {
-  if (hierarchicalApplies(a)) return algorithm(Coll::kAlltoAll, true, Algo::kHier, a).build(a);
+Plan detail::compressedAlltoAll(const CollArgs& a) {
   const int n = a.nranks, r = a.rank;
   if (a.count == 0) return codecPlan(a);
   Builder b(a);

@@ -28,14 +28,16 @@ DeviceRunner::~DeviceRunner() {
   comm_.reset();
 }
 
-DeviceRunner::Planned DeviceRunner::plan(const CollArgs& args, const PlanOf& planOf, int rank, int nranks) const {
+DeviceRunner::Planned DeviceRunner::plan(Coll coll, const CollArgs& args, const PlanOf& planOf, int rank,
+                                         int nranks) const {
   const bool atBound = link_->sendsAtBound();
   CollArgs a = args;
   if (atBound) a.codec = codec::fixLength(a.codec);
   Planned p;
   p.compressed = a.codec.codec != cclCodecNone;
   p.plan = std::make_shared<const Plan>(planOf(a, rank));
-  p.schedule = std::make_shared<const Schedule>(scheduleWaves([&](int r) { return planOf(a, r); }, nranks, rank));
+  const Shifts shifts = collInfo(coll).pointToPoint ? Shifts::none(nranks) : planShifts(coll, a);
+  p.schedule = std::make_shared<const Schedule>(scheduleWaves([&](int r) { return planOf(a, r); }, shifts, rank));
   if (p.compressed && atBound) {
     p.moved = postedBytes(*p.plan, *p.schedule);
     p.declined = p.moved.posted >= p.moved.raw;

@@ -52,9 +52,11 @@ class DeviceRunner {
     bool declined = false;
     PostedBytes moved;  // when declined: what the streams would have posted, and the data
   };
-  // planOf(args, r): rank r's plan of the call with `args` (whose rank field it sets).
+  // planOf(args, r): rank r's plan of the call with `args` (whose rank field it sets), a call
+  // of collective `coll` (the schedule reads one node's or one rank's plans when the
+  // collective's plans are shifts of each other: planShifts) or of a point-to-point op.
   using PlanOf = std::function<Plan(const CollArgs& args, int rank)>;
-  Planned plan(const CollArgs& args, const PlanOf& planOf, int rank, int nranks) const;
+  Planned plan(Coll coll, const CollArgs& args, const PlanOf& planOf, int rank, int nranks) const;
   // The plan of the call shaped `key`, made by `make` (which plans, and may decline to a plan
   // without compression) at its first call: the one plan cache of a communicator's device
   // calls, bounded (PlanCache). A call keeps a copy: a later call may empty the cache.

@@ -6,8 +6,7 @@
 
 namespace ccl::coll {
 
-Plan planAlltoAll(const CollArgs& a) {
-  if (hierarchicalApplies(a)) return algorithm(Coll::kAlltoAll, false, Algo::kHier, a).build(a);
+Plan detail::directAlltoAll(const CollArgs& a) {
   Plan p = detail::emptyPlan(a);
   const int n = a.nranks, r = a.rank;
   const size_t bytes = a.count * dataTypeSize(a.dtype);
@@ -31,7 +30,7 @@ Plan planAlltoAll(const CollArgs& a) {
   return p;
 }
 
-Plan planGather(const CollArgs& a) {
+Plan detail::directGather(const CollArgs& a) {
   Plan p = detail::emptyPlan(a);
   const int n = a.nranks, r = a.rank;
   const size_t bytes = a.count * dataTypeSize(a.dtype);
@@ -46,7 +45,7 @@ Plan planGather(const CollArgs& a) {
   return p;
 }
 
-Plan planScatter(const CollArgs& a) {
+Plan detail::directScatter(const CollArgs& a) {
   Plan p = detail::emptyPlan(a);
   const int n = a.nranks, r = a.rank;
   const size_t bytes = a.count * dataTypeSize(a.dtype);

@@ -119,12 +119,12 @@ Deps splice(Plan& p, const Plan& sub, const Embedding& e, const Ready& ready) {
     s.src2 = map(s.src2);
     if (s.peer >= 0) s.peer = e.ranks.at(static_cast<size_t>(s.peer));
     if (s.kind == StepKind::kSend || s.kind == StepKind::kRecv) s.tag += e.tagOffset;
-    if (s.slot != kNoSlot) s.slot = static_cast<uint16_t>(s.slot + slots);
+    if (s.slot != kNoSlot) s.slot = s.slot + slots;
     s.intra = e.intra;
     const StepId id = p.add(s, deps);
     if (!waitedFor[i]) ends.push_back(id);
   }
-  p.lengthSlots = static_cast<uint16_t>(slots + sub.lengthSlots);
+  p.lengthSlots = slots + sub.lengthSlots;
   return ends;
 }
 
@@ -191,9 +191,21 @@ Place placeOf(const CollArgs& a, Plan& p) {
 
 }  // namespace
 
-bool hierarchicalApplies(const CollArgs& a) {
-  if (!a.topo || !a.topo->layered()) return false;
-  return a.algo == Algo::kHier || a.algo == Algo::kAuto;
+bool hierarchicalApplies(const CollArgs& a) { return a.topo && a.topo->layered(); }
+
+bool hierarchicalAllReduceSymmetric(const CollArgs& a) {
+  if (!a.topo || !a.topo->uniform()) return false;
+  // Inside a node, ranks of one local index have the same part in every node; across nodes
+  // each shard's owners run a flat allreduce, which must be the same on every node.
+  const Topology& t = *a.topo;
+  for (int local : {0, t.nodeSize(0) - 1}) {
+    CollArgs owner = a;
+    owner.rank = t.rankOf(0, local);
+    const CollArgs across = acrossNodes(owner, layoutOf(owner));
+    const AlgoEntry& e = chooseAlgorithm(Coll::kAllReduce, across);
+    if (!e.symmetric || !e.symmetric(across)) return false;
+  }
+  return true;
 }
 
 size_t hierarchicalFeedbackFloats(const CollArgs& a) {
@@ -493,7 +505,7 @@ Plan planHierarchicalAllGather(const CollArgs& a) {
   // The units this rank holds: where, its length slot (streams), the step after which it is.
   struct Unit {
     Ref buf;
-    uint16_t slot = kNoSlot;
+    Slot slot = kNoSlot;
     StepId ready = 0;
     bool after = false;  // ready names a step (else the unit is there from the start)
   };
@@ -512,7 +524,7 @@ Plan planHierarchicalAllGather(const CollArgs& a) {
       return;
     }
     const Ref buf = p.scratch(cap);
-    const uint16_t slot = p.newSlot();
+    const Slot slot = p.newSlot();
     u = {buf, slot, p.recvStream(peer, tag, buf, cap, slot), true};
     p.decode(block(d), a.dtype, buf, slot, a.count, {u.ready});
   };
@@ -520,7 +532,7 @@ Plan planHierarchicalAllGather(const CollArgs& a) {
   Unit& mine = unit[static_cast<size_t>(r)];
   if (squeeze) {
     const Ref buf = p.scratch(cap);
-    const uint16_t slot = p.newSlot();
+    const Slot slot = p.newSlot();
     const Ref residual{Buf::kFeedback, 0};
     mine = {buf, slot, p.encode(buf, cap, slot, in, a.dtype, a.count, a.feedback ? &residual : nullptr), true};
     p.steps[mine.ready].seedSalt = static_cast<uint32_t>(r + 1) * 0x10000u;
@@ -619,7 +631,7 @@ Plan planHierarchicalReduceScatter(const CollArgs& a) {
       continue;
     }
     const Ref buf = p.scratch(cap);
-    const uint16_t slot = p.newSlot();
+    const Slot slot = p.newSlot();
     const Ref residual{Buf::kFeedback, static_cast<size_t>(d) * a.count * fs};
     const StepId e = p.encode(buf, cap, slot, acc, a.dtype, a.count, a.feedback ? &residual : nullptr,
                               summed[static_cast<size_t>(d)]);
@@ -642,7 +654,7 @@ Plan planHierarchicalReduceScatter(const CollArgs& a) {
       continue;
     }
     const Ref buf = p.scratch(cap);
-    const uint16_t slot = p.newSlot();
+    const Slot slot = p.newSlot();
     after.push_back(p.recvStream(from, across, buf, cap, slot));
     last = {p.decodeAdd(acc, buf, slot, a.count, after)};
   }
@@ -715,7 +727,7 @@ Plan planHierarchicalAlltoAll(const CollArgs& a) {
       } else {
         const size_t cap = codec::maxEncodedBytes(a.codec, blocks * a.count);
         const Ref buf = p.scratch(cap);
-        const uint16_t slot = p.newSlot();
+        const Slot slot = p.newSlot();
         const StepId e = p.encode(buf, cap, slot, agg, a.dtype, blocks * a.count, nullptr, gathered);
         p.steps[e].seedSalt = static_cast<uint32_t>(r + 1) * 0x10000u + static_cast<uint32_t>(m);
         p.sendStream(peer, tagOf(1, 0), buf, slot, blocks * a.count, {e});
@@ -737,7 +749,7 @@ Plan planHierarchicalAlltoAll(const CollArgs& a) {
     } else {
       const size_t cap = codec::maxEncodedBytes(a.codec, inBlocks * a.count);
       const Ref buf = p.scratch(cap);
-      const uint16_t slot = p.newSlot();
+      const Slot slot = p.newSlot();
       const StepId got = p.recvStream(from, tagOf(1, 0), buf, cap, slot);
       arrived = {p.decode(agg, a.dtype, buf, slot, inBlocks * a.count, {got})};
     }

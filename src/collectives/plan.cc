@@ -35,7 +35,7 @@ StepId Plan::divide(Ref dst, size_t count, const Deps& after) {
   return add({.kind = StepKind::kDivide, .dst = dst, .count = count}, after);
 }
 
-StepId Plan::encode(Ref dst, size_t capacity, uint16_t slot, Ref src, cclDataType_t type, size_t count,
+StepId Plan::encode(Ref dst, size_t capacity, Slot slot, Ref src, cclDataType_t type, size_t count,
                     const Ref* residual, const Deps& after) {
   return add({.kind = StepKind::kEncode,
               .dst = dst,
@@ -49,19 +49,19 @@ StepId Plan::encode(Ref dst, size_t capacity, uint16_t slot, Ref src, cclDataTyp
              after);
 }
 
-StepId Plan::sendStream(int peer, uint32_t tag, Ref src, uint16_t slot, size_t count, const Deps& after) {
+StepId Plan::sendStream(int peer, uint32_t tag, Ref src, Slot slot, size_t count, const Deps& after) {
   return add({.kind = StepKind::kSend, .peer = peer, .tag = tag, .src = src, .count = count, .slot = slot}, after);
 }
 
-StepId Plan::recvStream(int peer, uint32_t tag, Ref dst, size_t capacity, uint16_t slot, const Deps& after) {
+StepId Plan::recvStream(int peer, uint32_t tag, Ref dst, size_t capacity, Slot slot, const Deps& after) {
   return add({.kind = StepKind::kRecv, .peer = peer, .tag = tag, .dst = dst, .bytes = capacity, .slot = slot}, after);
 }
 
-StepId Plan::decode(Ref dst, cclDataType_t type, Ref src, uint16_t slot, size_t count, const Deps& after) {
+StepId Plan::decode(Ref dst, cclDataType_t type, Ref src, Slot slot, size_t count, const Deps& after) {
   return add({.kind = StepKind::kDecode, .dst = dst, .src = src, .count = count, .slot = slot, .type = type}, after);
 }
 
-StepId Plan::decodeAdd(Ref acc, Ref src, uint16_t slot, size_t count, const Deps& after) {
+StepId Plan::decodeAdd(Ref acc, Ref src, Slot slot, size_t count, const Deps& after) {
   return add({.kind = StepKind::kDecodeAdd, .dst = acc, .src = src, .count = count, .slot = slot}, after);
 }
 
@@ -90,13 +90,13 @@ Plan mergePlans(const Plan& a, const Plan& b) {
     s.dst = move(s.dst);
     s.src = move(s.src);
     s.src2 = move(s.src2);
-    if (s.slot != kNoSlot) s.slot = static_cast<uint16_t>(s.slot + a.lengthSlots);
+    if (s.slot != kNoSlot) s.slot = s.slot + a.lengthSlots;
     s.firstDep += deps;
     m.steps.push_back(s);
   }
   for (StepId d : b.deps) m.deps.push_back(d + steps);
   m.scratchBytes = scratch + b.scratchBytes;
-  m.lengthSlots = static_cast<uint16_t>(a.lengthSlots + b.lengthSlots);
+  m.lengthSlots = a.lengthSlots + b.lengthSlots;
   return m;
 }
 

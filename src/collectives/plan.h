@@ -40,7 +40,10 @@ enum class StepKind : uint8_t {
   kDivideFloat,  // count fp32 elements at dst /= nranks
 };
 
-constexpr uint16_t kNoSlot = 0xffff;
+// An encoded stream's length slot in a job. 32 bits: a two-shot allreduce of n ranks keeps
+// about 2n streams, more than 16 bits number at 65,536 ranks.
+using Slot = uint32_t;
+constexpr Slot kNoSlot = 0xffffffffu;
 
 struct Step {
   StepKind kind;
@@ -51,7 +54,7 @@ struct Step {
   Ref src2{Buf::kRecv, 0};
   size_t bytes = 0;                 // send, recv, copy
   size_t count = 0;                 // reduce, divide, codec steps; a stream's send: its elements
-  uint16_t slot = kNoSlot;          // send/recv/codec steps: length slot of an encoded stream
+  Slot slot = kNoSlot;              // send/recv/codec steps: length slot of an encoded stream
   cclDataType_t type = cclFloat32;  // encode/decode element type
   bool withFeedback = false;        // encode: apply and update the residual at `src2`
   bool divide = false;              // narrow: divide by nranks (cclAvg)
@@ -70,7 +73,7 @@ struct Plan {
   cclRedOp_t op = cclSum;  // of kReduce steps (cclAvg reduces as cclSum)
   int nranks = 1;          // divisor of kDivide steps
   size_t scratchBytes = 0;
-  uint16_t lengthSlots = 0;  // encoded-stream lengths a job keeps
+  Slot lengthSlots = 0;      // encoded-stream lengths a job keeps
   codec::Params codec;       // of the codec steps
   codec::Params intraCodec;  // of the codec steps marked intra (a hierarchical plan's inside a node)
   std::vector<Step> steps;
@@ -87,14 +90,14 @@ struct Plan {
   StepId divide(Ref dst, size_t count, const Deps& after = {});
 
   // Codec step helpers. encode returns the step; its stream length lands in `slot`.
-  uint16_t newSlot() { return lengthSlots++; }
-  StepId encode(Ref dst, size_t capacity, uint16_t slot, Ref src, cclDataType_t type, size_t count, const Ref* residual,
+  Slot newSlot() { return lengthSlots++; }
+  StepId encode(Ref dst, size_t capacity, Slot slot, Ref src, cclDataType_t type, size_t count, const Ref* residual,
                 const Deps& after = {});
   // `count`: the elements the stream carries (the raw bytes it stands for, in statistics).
-  StepId sendStream(int peer, uint32_t tag, Ref src, uint16_t slot, size_t count, const Deps& after = {});
-  StepId recvStream(int peer, uint32_t tag, Ref dst, size_t capacity, uint16_t slot, const Deps& after = {});
-  StepId decode(Ref dst, cclDataType_t type, Ref src, uint16_t slot, size_t count, const Deps& after = {});
-  StepId decodeAdd(Ref acc, Ref src, uint16_t slot, size_t count, const Deps& after = {});
+  StepId sendStream(int peer, uint32_t tag, Ref src, Slot slot, size_t count, const Deps& after = {});
+  StepId recvStream(int peer, uint32_t tag, Ref dst, size_t capacity, Slot slot, const Deps& after = {});
+  StepId decode(Ref dst, cclDataType_t type, Ref src, Slot slot, size_t count, const Deps& after = {});
+  StepId decodeAdd(Ref acc, Ref src, Slot slot, size_t count, const Deps& after = {});
   StepId widen(Ref dst, Ref src, size_t count, const Deps& after = {});
   StepId narrow(Ref dst, Ref src, size_t count, bool divideByRanks, const Deps& after = {});
   StepId divideFloat(Ref dst, size_t count, const Deps& after = {});

@@ -27,7 +27,7 @@ struct RingState {
 };
 
 // Reduce-scatter: after it, accumulator(rank) holds the reduction of segment `rank`.
-RingState ringReduceScatter(Plan& p, const CollArgs& a, const RingLayout& L) {
+RingState reduceScatterSteps(Plan& p, const CollArgs& a, const RingLayout& L) {
   const int n = a.nranks, r = a.rank, next = mod(r + 1, n), prev = mod(r - 1, n);
   const size_t es = dataTypeSize(a.dtype);
   RingState st;
@@ -64,7 +64,7 @@ RingState ringReduceScatter(Plan& p, const CollArgs& a, const RingLayout& L) {
 
 // Allgather: accumulator(k) on every rank receives segment k. `first` is where this rank's
 // own segment is read for the first hop; ownReady/hazard give the steps a chunk must wait for.
-void ringAllGather(Plan& p, const CollArgs& a, const RingLayout& L, Ref first, const std::vector<StepId>& ownReady,
+void allGatherSteps(Plan& p, const CollArgs& a, const RingLayout& L, Ref first, const std::vector<StepId>& ownReady,
                    const std::vector<std::vector<StepId>>* hazard) {
   const int n = a.nranks, r = a.rank, next = mod(r + 1, n), prev = mod(r - 1, n);
   const size_t es = dataTypeSize(a.dtype);
@@ -93,7 +93,8 @@ void ringAllGather(Plan& p, const CollArgs& a, const RingLayout& L, Ref first, c
 
 }  // namespace
 
-Plan planRingAllReduce(const CollArgs& a) {
+Plan detail::ringAllReduce(const CollArgs& a) {
+  if (auto local = localAllReduce(a)) return std::move(*local);
   Plan p = detail::emptyPlan(a);
   const size_t es = dataTypeSize(a.dtype);
   Split seg{a.count, static_cast<size_t>(a.nranks)};
@@ -101,8 +102,8 @@ Plan planRingAllReduce(const CollArgs& a) {
   for (int k = 0; k < a.nranks; ++k) L.count.push_back(seg.size(k));
   L.contribution = [&](int k) { return Ref{Buf::kSend, seg.offset(k) * es}; };
   L.accumulator = [&](int k) { return Ref{Buf::kRecv, seg.offset(k) * es}; };
-  RingState st = ringReduceScatter(p, a, L);
-  ringAllGather(p, a, L, L.accumulator(a.rank), st.ownReady, &st.sends);
+  RingState st = reduceScatterSteps(p, a, L);
+  allGatherSteps(p, a, L, L.accumulator(a.rank), st.ownReady, &st.sends);
   return p;
 }
 
@@ -114,16 +115,15 @@ Deps detail::ringAllReduceInPlace(Plan& p, const CollArgs& a, Ref data, const De
   L.contribution = L.accumulator = [&](int k) { return data + seg.offset(k) * es; };
   L.after = after;
   const size_t first = p.steps.size();
-  RingState st = ringReduceScatter(p, a, L);
-  ringAllGather(p, a, L, L.accumulator(a.rank), st.ownReady, &st.sends);
+  RingState st = reduceScatterSteps(p, a, L);
+  allGatherSteps(p, a, L, L.accumulator(a.rank), st.ownReady, &st.sends);
   Deps written;
   for (size_t i = first; i < p.steps.size(); ++i)
     if (p.steps[i].kind != StepKind::kSend) written.push_back(static_cast<StepId>(i));
   return written;
 }
 
-Plan planReduceScatter(const CollArgs& a) {
-  if (hierarchicalApplies(a)) return algorithm(Coll::kReduceScatter, false, Algo::kHier, a).build(a);
+Plan detail::ringReduceScatter(const CollArgs& a) {
   Plan p = detail::emptyPlan(a);
   const size_t es = dataTypeSize(a.dtype), bytes = a.count * es;
   if (a.count == 0) return p;
@@ -136,12 +136,11 @@ Plan planReduceScatter(const CollArgs& a) {
   L.count.assign(a.nranks, a.count);
   L.contribution = [&](int k) { return Ref{Buf::kSend, k * bytes}; };
   L.accumulator = [&](int k) { return k == a.rank ? Ref{Buf::kRecv, 0} : partial + k * bytes; };
-  ringReduceScatter(p, a, L);
+  reduceScatterSteps(p, a, L);
   return p;
 }
 
-Plan planAllGather(const CollArgs& a) {
-  if (hierarchicalApplies(a)) return algorithm(Coll::kAllGather, false, Algo::kHier, a).build(a);
+Plan detail::ringAllGather(const CollArgs& a) {
   Plan p = detail::emptyPlan(a);
   const size_t es = dataTypeSize(a.dtype), bytes = a.count * es;
   if (a.count == 0) return p;
@@ -149,7 +148,7 @@ Plan planAllGather(const CollArgs& a) {
   RingLayout L;
   L.count.assign(a.nranks, a.count);
   L.accumulator = [&](int k) { return Ref{Buf::kRecv, k * bytes}; };
-  ringAllGather(p, a, L, a.inPlace ? Ref{Buf::kRecv, a.rank * bytes} : Ref{Buf::kSend, 0}, {}, nullptr);
+  allGatherSteps(p, a, L, a.inPlace ? Ref{Buf::kRecv, a.rank * bytes} : Ref{Buf::kSend, 0}, {}, nullptr);
   return p;
 }
 

@@ -1,39 +1,36 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Broadcast and reduce. Small messages go straight between the root and every rank in one
 // round; large ones are pipelined in chunks along a chain that starts (broadcast) or ends
-// (reduce) at the root, which keeps every link busy with one copy of the data.
+// (reduce) at the root, which keeps every link busy with one copy of the data. Which of the
+// two runs is the algorithm table's choice (algorithms.cc).
 #include "collectives/algorithms.h"
 #include "common/dtype.h"
 
-namespace ccl::coll {
-namespace {
+namespace ccl::coll::detail {
 
-bool useChain(const CollArgs& a, size_t bytes) {
-  if (a.algo == Algo::kDirect) return false;
-  if (a.algo == Algo::kRing) return a.nranks > 2;
-  return a.nranks > 2 && bytes > a.chunkBytes;
+Plan directBroadcast(const CollArgs& a) {
+  Plan p = emptyPlan(a);
+  const int n = a.nranks, r = a.rank;
+  const size_t bytes = a.count * dataTypeSize(a.dtype);
+  if (a.count == 0) return p;
+  if (r != a.root) {
+    p.recv(a.root, 0, {Buf::kRecv, 0}, bytes);
+    return p;
+  }
+  if (!a.inPlace) p.copy({Buf::kRecv, 0}, {Buf::kSend, 0}, bytes);
+  for (int k = 0; k < n; ++k)
+    if (k != r) p.send(k, 0, {Buf::kSend, 0}, bytes);
+  return p;
 }
 
-}  // namespace
-
-Plan planBroadcast(const CollArgs& a) {
-  if (hierarchicalApplies(a)) return algorithm(Coll::kBroadcast, false, Algo::kHier, a).build(a);
-  Plan p = detail::emptyPlan(a);
+Plan chainBroadcast(const CollArgs& a) {
+  Plan p = emptyPlan(a);
   const int n = a.nranks, r = a.rank;
   const size_t es = dataTypeSize(a.dtype), bytes = a.count * es;
   if (a.count == 0) return p;
   if (r == a.root && !a.inPlace) p.copy({Buf::kRecv, 0}, {Buf::kSend, 0}, bytes);
-  if (!useChain(a, bytes)) {
-    if (r == a.root) {
-      for (int k = 0; k < n; ++k)
-        if (k != r) p.send(k, 0, {Buf::kSend, 0}, bytes);
-    } else {
-      p.recv(a.root, 0, {Buf::kRecv, 0}, bytes);
-    }
-    return p;
-  }
-  const int pos = detail::mod(r - a.root, n), next = detail::mod(r + 1, n), prev = detail::mod(r - 1, n);
-  Split c = detail::chunks(a.count, es, a.chunkBytes);
+  const int pos = mod(r - a.root, n), next = mod(r + 1, n), prev = mod(r - 1, n);
+  Split c = chunks(a.count, es, a.chunkBytes);
   for (size_t j = 0; j < c.parts; ++j) {
     const size_t off = c.offset(j) * es, len = c.size(j) * es;
     const uint32_t t = static_cast<uint32_t>(j);
@@ -47,41 +44,46 @@ Plan planBroadcast(const CollArgs& a) {
   return p;
 }
 
-Plan planReduce(const CollArgs& a) {
-  if (hierarchicalApplies(a)) return algorithm(Coll::kReduce, false, Algo::kHier, a).build(a);
-  Plan p = detail::emptyPlan(a);
+Plan directReduce(const CollArgs& a) {
+  Plan p = emptyPlan(a);
   const int n = a.nranks, r = a.rank;
-  const size_t es = dataTypeSize(a.dtype), bytes = a.count * es;
+  const size_t bytes = a.count * dataTypeSize(a.dtype);
   if (a.count == 0) return p;
   const Ref own{Buf::kSend, 0}, out{Buf::kRecv, 0};
   if (n == 1) {
     if (!a.inPlace) p.copy(out, own, bytes);
     return p;
   }
-  if (!useChain(a, bytes)) {
-    if (r != a.root) {
-      p.send(a.root, 0, own, bytes);
-      return p;
-    }
-    // The root folds in the others in rank order, starting from its own data so that an
-    // in-place call never reads what it has already overwritten.
-    Deps last;
-    bool first = true;
-    for (int k = 0; k < n; ++k) {
-      if (k == r) continue;
-      Ref tmp = p.scratch(bytes);
-      StepId rid = p.recv(k, 0, tmp, bytes);
-      Deps deps = last;
-      deps.push_back(rid);
-      last = {p.reduce(out, first ? own : out, tmp, a.count, deps)};
-      first = false;
-    }
-    if (a.op == cclAvg) p.divide(out, a.count, last);
+  if (r != a.root) {
+    p.send(a.root, 0, own, bytes);
     return p;
   }
-  // Chain root+1 -> root+2 -> ... -> root: each rank adds its data to the partial sum.
-  const int pos = detail::mod(r - a.root - 1, n), next = detail::mod(r + 1, n), prev = detail::mod(r - 1, n);
-  Split c = detail::chunks(a.count, es, a.chunkBytes);
+  // The root folds in the others in rank order, starting from its own data so that an
+  // in-place call never reads what it has already overwritten.
+  Deps last;
+  bool first = true;
+  for (int k = 0; k < n; ++k) {
+    if (k == r) continue;
+    Ref tmp = p.scratch(bytes);
+    StepId rid = p.recv(k, 0, tmp, bytes);
+    Deps deps = last;
+    deps.push_back(rid);
+    last = {p.reduce(out, first ? own : out, tmp, a.count, deps)};
+    first = false;
+  }
+  if (a.op == cclAvg) p.divide(out, a.count, last);
+  return p;
+}
+
+// Chain root+1 -> root+2 -> ... -> root: each rank adds its data to the partial sum.
+Plan chainReduce(const CollArgs& a) {
+  Plan p = emptyPlan(a);
+  const int n = a.nranks, r = a.rank;
+  const size_t es = dataTypeSize(a.dtype), bytes = a.count * es;
+  if (a.count == 0) return p;
+  const Ref own{Buf::kSend, 0}, out{Buf::kRecv, 0};
+  const int pos = mod(r - a.root - 1, n), next = mod(r + 1, n), prev = mod(r - 1, n);
+  Split c = chunks(a.count, es, a.chunkBytes);
   Ref tmp = pos == 0 ? Ref{Buf::kScratch, 0} : p.scratch(bytes);
   for (size_t j = 0; j < c.parts; ++j) {
     const size_t off = c.offset(j) * es, len = c.size(j) * es;
@@ -102,4 +104,4 @@ Plan planReduce(const CollArgs& a) {
   return p;
 }
 
-}  // namespace ccl::coll
+}  // namespace ccl::coll::detail

@@ -4,7 +4,6 @@
 #include "codecs/codec.h"
 
 #include <algorithm>
-#include <map>
 #include <string>
 #include <tuple>
 
@@ -28,59 +27,106 @@ std::vector<size_t> slotCapacities(const Plan& p) {
 }  // namespace
 
 Schedule scheduleWaves(const std::function<Plan(int)>& planOf, int nranks, int rank) {
-  CCL_CHECK(nranks > 0 && rank >= 0 && rank < nranks, cclInternalError, "scheduleWaves: bad rank");
+  return scheduleWaves(planOf, Shifts::none(nranks), rank);
+}
+
+Schedule scheduleWaves(const std::function<Plan(int)>& planOf, const Shifts& shifts, int rank) {
+  const int nranks = shifts.nranks();
+  CCL_CHECK(nranks > 0 && rank >= 0 && rank < nranks && shifts.blocks > 0, cclInternalError,
+            "scheduleWaves: bad rank");
+  // The plans of this rank's block: one per offset. Every other rank's plan is one of them
+  // shifted, so a step of (block c, offset o) stands for step of (this block, o).
+  const int home = shifts.blockOf(rank), size = shifts.size, blocks = shifts.blocks;
   std::vector<Plan> plans;
-  std::vector<size_t> first(nranks + 1, 0);  // global id of each rank's step 0
-  plans.reserve(nranks);
-  for (int r = 0; r < nranks; ++r) {
-    plans.push_back(planOf(r));
-    first[r + 1] = first[r] + plans[r].steps.size();
+  std::vector<size_t> first(static_cast<size_t>(size) + 1, 0);  // global id of each plan's step 0
+  plans.reserve(static_cast<size_t>(size));
+  for (int o = 0; o < size; ++o) {
+    plans.push_back(planOf(shifts.rankAt(home, o)));
+    first[o + 1] = first[o] + plans[o].steps.size();
   }
-  const size_t total = first[nranks];
+  const size_t total = first[size];
+  auto planIndexOf = [&](size_t g) {
+    return static_cast<int>(std::upper_bound(first.begin(), first.end(), g) - first.begin()) - 1;
+  };
+  auto stepOf = [&](size_t g) -> const Step& {
+    const int o = planIndexOf(g);
+    return plans[o].steps[g - first[o]];
+  };
 
-  // Pair every send with its receive: same ends and tag, in posting order among equals.
+  // Pair every send with its receive: same ends and tag, in posting order among equals. A
+  // send of plan o to (block c, offset q) is received, shifted into this block, by plan q
+  // from (block 2*home - c, offset o).
+  struct End {
+    int plan, peer;
+    uint32_t tag, order;
+    size_t id;
+    auto key() const { return std::make_tuple(plan, peer, tag, order); }
+  };
+  std::vector<End> sends, recvs;
+  for (int o = 0; o < size; ++o)
+    for (size_t i = 0; i < plans[o].steps.size(); ++i) {
+      const Step& s = plans[o].steps[i];
+      if (s.kind == StepKind::kSend) sends.push_back({o, s.peer, s.tag, 0, first[o] + i});
+      if (s.kind == StepKind::kRecv) recvs.push_back({o, s.peer, s.tag, 0, first[o] + i});
+    }
+  // Posting order among equal (plan, peer, tag): steps are numbered in plan order.
+  auto number = [](std::vector<End>& ends) {
+    std::stable_sort(ends.begin(), ends.end(), [](const End& a, const End& b) {
+      return std::make_tuple(a.plan, a.peer, a.tag) < std::make_tuple(b.plan, b.peer, b.tag);
+    });
+    for (size_t i = 1; i < ends.size(); ++i)
+      if (std::make_tuple(ends[i].plan, ends[i].peer, ends[i].tag) ==
+          std::make_tuple(ends[i - 1].plan, ends[i - 1].peer, ends[i - 1].tag))
+        ends[i].order = ends[i - 1].order + 1;
+  };
+  number(sends);
+  number(recvs);
+  std::vector<uint32_t> order(total, 0);
+  for (const End& e : sends) order[e.id] = e.order;
+  for (const End& e : recvs) order[e.id] = e.order;
+  // Each send as the receive it meets would name it.
+  std::vector<End> met;
+  met.reserve(sends.size());
+  for (const End& e : sends) {
+    const int c = shifts.blockOf(e.peer), q = shifts.offsetOf(e.peer);
+    const int from = shifts.rankAt(((2 * home - c) % blocks + blocks) % blocks, e.plan);
+    met.push_back({q, from, e.tag, e.order, e.id});
+  }
+  auto byKey = [](const End& a, const End& b) { return a.key() < b.key(); };
+  std::sort(met.begin(), met.end(), byKey);
+  std::sort(recvs.begin(), recvs.end(), byKey);
   std::vector<size_t> rep(total), partner(total, SIZE_MAX);
-  std::vector<uint32_t> order(total, 0);  // rank of a message among the pair's equal tags
-  std::map<std::tuple<int, int, uint32_t>, std::vector<size_t>> sends;
-  for (int r = 0; r < nranks; ++r)
-    for (size_t i = 0; i < plans[r].steps.size(); ++i) {
-      const Step& s = plans[r].steps[i];
-      rep[first[r] + i] = first[r] + i;
-      if (s.kind == StepKind::kSend) sends[{r, s.peer, s.tag}].push_back(first[r] + i);
+  for (size_t g = 0; g < total; ++g) rep[g] = g;
+  size_t i = 0, j = 0;
+  while (i < met.size() || j < recvs.size()) {
+    if (j == recvs.size() || (i < met.size() && met[i].key() < recvs[j].key())) {
+      const End& e = met[i];
+      throw Error(cclInternalError, "scheduleWaves: rank " + std::to_string(e.peer) + " sends tag " +
+                                        std::to_string(e.tag) + " to rank " +
+                                        std::to_string(shifts.rankAt(home, e.plan)) + ", which does not receive it");
     }
-  std::map<std::tuple<int, int, uint32_t>, size_t> taken;
-  for (int r = 0; r < nranks; ++r)
-    for (size_t i = 0; i < plans[r].steps.size(); ++i) {
-      const Step& s = plans[r].steps[i];
-      if (s.kind != StepKind::kRecv) continue;
-      const auto key = std::make_tuple(s.peer, r, s.tag);
-      auto it = sends.find(key);
-      size_t& n = taken[key];
-      CCL_CHECK(it != sends.end() && n < it->second.size(), cclInternalError,
-                "scheduleWaves: rank " + std::to_string(r) + " receives tag " + std::to_string(s.tag) + " from rank " +
-                    std::to_string(s.peer) + ", which sends no such message");
-      const size_t g = first[r] + i, sg = it->second[n];
-      order[g] = order[sg] = static_cast<uint32_t>(n++);
-      rep[g] = sg;
-      partner[g] = sg;
-      partner[sg] = g;
+    if (i == met.size() || recvs[j].key() < met[i].key()) {
+      const End& e = recvs[j];
+      throw Error(cclInternalError, "scheduleWaves: rank " + std::to_string(shifts.rankAt(home, e.plan)) +
+                                        " receives tag " + std::to_string(e.tag) + " from rank " +
+                                        std::to_string(e.peer) + ", which sends no such message");
     }
-  for (const auto& [key, ids] : sends)
-    CCL_CHECK(taken[key] == ids.size(), cclInternalError,
-              "scheduleWaves: rank " + std::to_string(std::get<0>(key)) + " sends tag " +
-                  std::to_string(std::get<2>(key)) + " to rank " + std::to_string(std::get<1>(key)) +
-                  ", which does not receive it");
+    rep[recvs[j].id] = met[i].id;
+    partner[recvs[j].id] = met[i].id;
+    partner[met[i].id] = recvs[j].id;
+    ++i, ++j;
+  }
 
-  // Longest chains over the graph of every rank's steps, a message's two ends being one
-  // node: a transfer's wave is one more than the latest wave it follows.
+  // Longest chains over the graph of the steps, a message's two ends being one node: a
+  // transfer's wave is one more than the latest wave it follows.
   std::vector<std::vector<size_t>> succ(total);
   std::vector<uint32_t> indeg(total, 0);
-  for (int r = 0; r < nranks; ++r)
-    for (size_t i = 0; i < plans[r].steps.size(); ++i) {
-      const Step& s = plans[r].steps[i];
-      const size_t to = rep[first[r] + i];
+  for (int o = 0; o < size; ++o)
+    for (size_t k = 0; k < plans[o].steps.size(); ++k) {
+      const Step& s = plans[o].steps[k];
+      const size_t to = rep[first[o] + k];
       for (uint32_t d = 0; d < s.numDeps; ++d) {
-        const size_t from = rep[first[r] + plans[r].deps[s.firstDep + d]];
+        const size_t from = rep[first[o] + plans[o].deps[s.firstDep + d]];
         succ[from].push_back(to);
         ++indeg[to];
       }
@@ -93,15 +139,11 @@ Schedule scheduleWaves(const std::function<Plan(int)>& planOf, int nranks, int r
     ++nodes;
     if (indeg[g] == 0) ready.push_back(g);
   }
-  auto kindOf = [&](size_t g) {
-    const int r = static_cast<int>(std::upper_bound(first.begin(), first.end(), g) - first.begin()) - 1;
-    return plans[r].steps[g - first[r]].kind;
-  };
   while (!ready.empty()) {
     const size_t u = ready.back();
     ready.pop_back();
     ++done;
-    value[u] = isTransfer(kindOf(u)) ? after[u] + 1 : after[u];
+    value[u] = isTransfer(stepOf(u).kind) ? after[u] + 1 : after[u];
     for (size_t v : succ[u]) {
       after[v] = std::max(after[v], value[u]);
       if (--indeg[v] == 0) ready.push_back(v);
@@ -110,36 +152,40 @@ Schedule scheduleWaves(const std::function<Plan(int)>& planOf, int nranks, int r
   CCL_CHECK(done == nodes, cclInternalError, "scheduleWaves: the plans wait on each other in a cycle");
 
   Schedule out;
-  const Plan& mine = plans[rank];
+  const int own = shifts.offsetOf(rank);
+  const Plan& mine = plans[own];
   const size_t n = mine.steps.size();
   out.level.resize(n);
   out.postedBytes.assign(n, 0);
   std::vector<size_t> capacity = slotCapacities(mine);
-  for (size_t i = 0; i < n; ++i) {
-    const size_t g = first[rank] + i;
-    const Step& s = mine.steps[i];
-    out.level[i] = value[rep[g]];
+  for (size_t k = 0; k < n; ++k) {
+    const size_t g = first[own] + k;
+    const Step& s = mine.steps[k];
+    out.level[k] = value[rep[g]];
     if (!isTransfer(s.kind)) continue;
-    const size_t other = partner[g];
-    const int peerRank = s.peer;
-    const Step& o = plans[peerRank].steps[other - first[peerRank]];
-    const Step& recv = s.kind == StepKind::kRecv ? s : o;
-    const Step& send = s.kind == StepKind::kSend ? s : o;
-    out.postedBytes[i] = recv.bytes;
-    CCL_CHECK(send.slot != kNoSlot || send.bytes == recv.bytes, cclInternalError,
-              "scheduleWaves: a send of " + std::to_string(send.bytes) + " bytes meets a receive of " +
-                  std::to_string(recv.bytes));
-    CCL_CHECK(s.kind != StepKind::kSend || s.slot == kNoSlot || capacity[s.slot] >= recv.bytes, cclInternalError,
-              "scheduleWaves: an encoded stream's room is smaller than its receive's bound");
-    const size_t w = static_cast<size_t>(out.level[i]);
+    // Posted: a receive's room; a send's bytes, or its stream's room, which is its receive's
+    // bound (the codec's for the elements it carries). Known from this plan alone; with the
+    // plans of every rank (no shifts) checked against the other end.
+    out.postedBytes[k] = s.kind == StepKind::kSend && s.slot != kNoSlot ? capacity[s.slot] : s.bytes;
+    if (blocks == 1) {  // else the other end read is a shifted rank's: its sizes may differ
+      const Step& o = stepOf(partner[g]);
+      const Step& recv = s.kind == StepKind::kRecv ? s : o;
+      const Step& send = s.kind == StepKind::kSend ? s : o;
+      CCL_CHECK(send.slot != kNoSlot || send.bytes == recv.bytes, cclInternalError,
+                "scheduleWaves: a send of " + std::to_string(send.bytes) + " bytes meets a receive of " +
+                    std::to_string(recv.bytes));
+      CCL_CHECK(send.slot == kNoSlot || capacity[send.slot] == recv.bytes || s.kind == StepKind::kRecv,
+                cclInternalError, "scheduleWaves: an encoded stream's room differs from its receive's bound");
+    }
+    const size_t w = static_cast<size_t>(out.level[k]);
     if (out.waves.size() <= w) out.waves.resize(w + 1);
-    out.waves[w].push_back(static_cast<StepId>(i));
+    out.waves[w].push_back(static_cast<StepId>(k));
   }
   for (auto& wave : out.waves)
     std::sort(wave.begin(), wave.end(), [&](StepId a, StepId b) {
       const Step &x = mine.steps[a], &y = mine.steps[b];
-      return std::make_tuple(x.peer, x.kind, x.tag, order[first[rank] + a]) <
-             std::make_tuple(y.peer, y.kind, y.tag, order[first[rank] + b]);
+      return std::make_tuple(x.peer, x.kind, x.tag, order[first[own] + a]) <
+             std::make_tuple(y.peer, y.kind, y.tag, order[first[own] + b]);
     });
   return out;
 }

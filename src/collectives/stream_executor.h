@@ -30,6 +30,7 @@
 #include "collectives/executor.h"
 #include "collectives/plan.h"
 #include "collectives/stream.h"
+#include "collectives/topology.h"
 #include "transport/transport.h"
 
 namespace ccl::coll {
@@ -50,6 +51,11 @@ struct Schedule {
 // cclInternalError when the plans do not pair up (a send without its receive) or wait on
 // each other in a cycle.
 Schedule scheduleWaves(const std::function<Plan(int)>& planOf, int nranks, int rank);
+// The same schedule from the plans of `rank`'s block only, when the plans are the same under
+// `shifts` (planShifts, algorithms.h): the steps of a rank in another block are those of its
+// shifted rank in this block, so the longest chains over one block's steps are those over
+// every rank's. A ring of 65,536 ranks is scheduled from one plan instead of 65,536.
+Schedule scheduleWaves(const std::function<Plan(int)>& planOf, const Shifts& shifts, int rank);
 
 // What one rank's sends move when every transfer goes at the schedule's posted size (a link
 // that cannot see encoded lengths on the host, as NCCL's), against the uncompressed bytes

@@ -22,7 +22,10 @@ Topology Topology::fromHostIds(std::span<const uint64_t> ids) {
   }
   t.digest_ = fnv1a({static_cast<uint64_t>(t.nodeOf.size())});
   for (int n : t.nodeOf) t.digest_ = fnv1a({static_cast<uint64_t>(n)}, t.digest_);
-  for (const auto& m : t.members) t.largest_ = std::max(t.largest_, static_cast<int>(m.size()));
+  for (const auto& m : t.members) {
+    t.largest_ = std::max(t.largest_, static_cast<int>(m.size()));
+    t.uniform_ = t.uniform_ && m.size() == t.members[0].size();
+  }
   return t;
 }
 
@@ -37,9 +40,7 @@ Topology Topology::blocks(std::span<const int> nodeSizes) {
 
 std::string Topology::describe() const {
   std::string s = std::to_string(nodes()) + (nodes() == 1 ? " node of " : " nodes of ");
-  const bool equal =
-      std::all_of(members.begin(), members.end(), [&](const auto& m) { return m.size() == members[0].size(); });
-  if (equal && nodes() > 1) return s + std::to_string(members[0].size()) + " ranks each";
+  if (uniform() && nodes() > 1) return s + std::to_string(members[0].size()) + " ranks each";
   for (int n = 0; n < nodes(); ++n) {
     if (n) s += '+';
     s += std::to_string(nodeSize(n));

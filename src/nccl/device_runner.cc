@@ -143,7 +143,7 @@ bool runCompressed(const CollCall& call, const Policy& policy) {
   std::lock_guard<std::mutex> lock(st.mutex);
   const coll::CallKey key{static_cast<int>(call.kind), a.count, a.dtype, a.op, a.root, a.inPlace, coll::codecKey(a)};
   const coll::DeviceRunner::Planned& entry = st.runner.planned(key, [&] {
-    coll::DeviceRunner::Planned p = st.runner.plan(
+    coll::DeviceRunner::Planned p = st.runner.plan(call.kind,
         a,
         [&](const coll::CollArgs& with, int r) {
           coll::CollArgs other = with;

@@ -67,22 +67,22 @@ TEST(DeviceRunner, AtTheBoundQuantizersPlanFixedLengthStreamsAndDenseCodecsAreDe
   auto runner = runnerOver(*t, false);
   ASSERT_TRUE(runner->link().sendsAtBound());
   for (cclCodec_t c : {cclCodecInt8, cclCodecInt4, cclCodecFp8E4m3, cclCodecMxfp8E4m3}) {
-    const auto p = runner->plan(allreduceArgs(c, 4, 4096), planAllReduce, 0, 4);
+    const auto p = runner->plan(coll::Coll::kAllReduce, allreduceArgs(c, 4, 4096), planAllReduce, 0, 4);
     EXPECT_TRUE(p.compressed && !p.declined) << cclCodecName(c);
     EXPECT_TRUE(p.plan->codec.fixedLength) << cclCodecName(c);
     EXPECT_LT(p.moved.posted, p.moved.raw) << cclCodecName(c);
   }
   coll::CollArgs half = allreduceArgs(cclCodecInt8, 4, 4096);
   half.codec.fp16Scales = true;  // no fixed-length encoding: every block may be raw
-  const auto p = runner->plan(half, planAllReduce, 0, 4);
+  const auto p = runner->plan(coll::Coll::kAllReduce, half, planAllReduce, 0, 4);
   EXPECT_TRUE(p.declined);
   EXPECT_FALSE(p.plan->codec.fixedLength);
   EXPECT_GE(p.moved.posted, p.moved.raw);
   // Staged, the streams go at their true length: nothing is fixed or declined.
   auto staged = runnerOver(*t, true);
-  const auto q = staged->plan(half, planAllReduce, 0, 4);
+  const auto q = staged->plan(coll::Coll::kAllReduce, half, planAllReduce, 0, 4);
   EXPECT_FALSE(q.declined);
-  EXPECT_FALSE(staged->plan(allreduceArgs(cclCodecInt4, 4, 4096), planAllReduce, 0, 4).plan->codec.fixedLength);
+  EXPECT_FALSE(staged->plan(coll::Coll::kAllReduce, allreduceArgs(cclCodecInt4, 4, 4096), planAllReduce, 0, 4).plan->codec.fixedLength);
 }
 
 TEST(DeviceRunner, FeedbackCallsOnTwoStreamsLeaveTheHostExecutorsBytes) {
@@ -125,7 +125,7 @@ TEST(DeviceRunner, FeedbackCallsOnTwoStreamsLeaveTheHostExecutorsBytes) {
     auto runner = runnerOver(*t, true);
     SimStream a(0), b(0);
     std::vector<std::unique_ptr<SimBuffer>> send, recv;
-    const coll::DeviceRunner::Planned p = runner->plan(fixed, planAllReduce, r, n);
+    const coll::DeviceRunner::Planned p = runner->plan(coll::Coll::kAllReduce, fixed, planAllReduce, r, n);
     ASSERT_FALSE(p.declined);
     float* residual = nullptr;
     for (int k = 0; k < calls; ++k) {
@@ -186,7 +186,7 @@ TEST(DeviceRunner, DestroyedWithACallInFlightFreesOnlyAfterItRan) {
   constexpr size_t count = 3000;
   SimBuffer send(count * 4, 0), recv(count * 4, 0);
   const coll::CollArgs args = allreduceArgs(cclCodecInt4, 1, count);
-  const coll::DeviceRunner::Planned p = runner->plan(args, planAllReduce, 0, 1);
+  const coll::DeviceRunner::Planned p = runner->plan(coll::Coll::kAllReduce, args, planAllReduce, 0, 1);
   std::atomic<bool> open{false}, ran{false}, freedEarly{false};
   coll::Stream& caller = runner->caller(s.s);
   caller.enqueue([&] {

@@ -97,8 +97,8 @@ TEST(CollectiveTable, CompressedPlansExactlyForTheCompressibleCollectives) {
 }
 
 // Every row of the algorithm table: CCL_ALGO spells its name, it builds a plan for a call of
-// its collective (a layered topology for the rows that need one), and a row that does not
-// apply, or does not exist, is refused with a message.
+// its collective (a layered topology for the rows that need one), CCL_ALGO naming it chooses
+// it, and a row that does not apply, or does not exist, is refused with a message.
 TEST(AlgorithmTable, EveryRowBuildsAndIsNamed) {
   const int sizes[] = {2, 2};
   const coll::Topology nodes = coll::Topology::blocks(sizes);
@@ -116,10 +116,30 @@ TEST(AlgorithmTable, EveryRowBuildsAndIsNamed) {
     ASSERT_TRUE(!e.applies || e.applies(a));
     const coll::Plan p = coll::algorithm(e.coll, e.compressed, e.algo, a).build(a);
     EXPECT_FALSE(p.steps.empty());
+    // Chosen when named, or by auto for a call it is preferred for.
+    EXPECT_EQ(&coll::chooseAlgorithm(e.coll, a), &e);
     if (e.applies) {
-      a.topo = nullptr;
+      // What it needs taken away: nodes for a hierarchical row, a middle rank for a chain.
+      if (e.algo == coll::Algo::kHier)
+        a.topo = nullptr;
+      else
+        a.nranks = 2, a.rank = 1;
       EXPECT_FALSE(e.applies(a));
       EXPECT_THROW(coll::algorithm(e.coll, e.compressed, e.algo, a), Error);
+      EXPECT_NE(&coll::chooseAlgorithm(e.coll, a), &e) << "a row that does not apply is not chosen";
+    }
+  }
+  // Every collective's last row takes any call: auto always finds one.
+  for (int c = 0; c < coll::kNumColls; ++c) {
+    const coll::CollInfo& info = coll::collInfo(static_cast<coll::Coll>(c));
+    if (info.pointToPoint) continue;
+    for (bool compressed : {false, true}) {
+      if (compressed && !info.compressible) continue;
+      const coll::AlgoEntry* last = nullptr;
+      for (const coll::AlgoEntry& e : coll::algorithmTable())
+        if (e.coll == static_cast<coll::Coll>(c) && e.compressed == compressed) last = &e;
+      ASSERT_NE(last, nullptr) << info.name;
+      EXPECT_TRUE(!last->applies && !last->preferred) << info.name << ": its last row must take every call";
     }
   }
   coll::CollArgs a;

@@ -48,7 +48,7 @@ std::vector<Vec> allReduce(const std::vector<Vec>& in, const std::function<CollA
   if (!inPlace)
     for (auto& o : out) std::fill(o.begin(), o.end(), -12345.0f);
   testing::runPlans(
-      n, [&](int r) { return planCompressedAllReduce(argsOf(r)); },
+      n, [&](int r) { return planAllReduce(argsOf(r)); },
       [&](int r) {
         return testing::RankBuffers{inPlace ? static_cast<const void*>(out[r].data()) : in[r].data(), out[r].data(),
                                     feedback ? (*feedback)[r].data() : nullptr};
@@ -211,7 +211,7 @@ TEST(CompressedSparse, RandKRingMatchesSparseAllGather) {
           return a;
         };
       };
-      ASSERT_EQ(chooseCompressedAllReduce(argsFor(Algo::kAuto)(0)), Algo::kRing);
+      ASSERT_EQ(chooseAlgorithm(Coll::kAllReduce, argsFor(Algo::kAuto)(0)).algo, Algo::kRing);
       auto ring = allReduce(in, argsFor(Algo::kRing), inPlace, nullptr, 7);
       auto sparse = allReduce(in, argsFor(Algo::kSparse), inPlace, nullptr, 7);
       expectSameOnAllRanks(ring);
@@ -293,7 +293,7 @@ TEST(CompressedOthers, AllGatherBroadcastAlltoAllReduceScatterSendRecv) {
 
   std::vector<Vec> out(n, Vec(count * n));
   testing::runPlans(
-      n, [&](int r) { return planCompressedAllGather(a(r)); },
+      n, [&](int r) { return planAllGather(a(r)); },
       [&](int r) {
         return testing::RankBuffers{in[r].data(), out[r].data()};
       });
@@ -307,7 +307,7 @@ TEST(CompressedOthers, AllGatherBroadcastAlltoAllReduceScatterSendRecv) {
       [&](int r) {
         auto x = a(r);
         x.root = 2;
-        return planCompressedBroadcast(x);
+        return planBroadcast(x);
       },
       [&](int r) {
         return testing::RankBuffers{in[r].data(), out[r].data()};
@@ -316,7 +316,7 @@ TEST(CompressedOthers, AllGatherBroadcastAlltoAllReduceScatterSendRecv) {
     for (size_t i = 0; i < count; ++i) ASSERT_NEAR(out[r][i], in[2][i], tol) << "broadcast";
 
   testing::runPlans(
-      n, [&](int r) { return planCompressedAlltoAll(a(r)); },
+      n, [&](int r) { return planAlltoAll(a(r)); },
       [&](int r) {
         return testing::RankBuffers{in[r].data(), out[r].data()};
       });
@@ -325,7 +325,7 @@ TEST(CompressedOthers, AllGatherBroadcastAlltoAllReduceScatterSendRecv) {
       for (size_t i = 0; i < count; ++i) ASSERT_NEAR(out[r][k * count + i], in[k][r * count + i], tol) << "alltoall";
 
   testing::runPlans(
-      n, [&](int r) { return planCompressedReduceScatter(a(r)); },
+      n, [&](int r) { return planReduceScatter(a(r)); },
       [&](int r) {
         return testing::RankBuffers{in[r].data(), out[r].data()};
       });
@@ -356,7 +356,7 @@ TEST(CompressedMismatch, DifferentCodecsAreInvalidUsage) {
     t.emplace_back([&, r] {
       try {
         CollArgs a = args(2, r, count, r == 0 ? cclCodecInt8 : cclCodecInt4, Algo::kTwoShot);
-        Plan p = planCompressedAllReduce(a);
+        Plan p = planAllReduce(a);
         std::vector<std::byte> scratch(p.scratchBytes);
         auto tr = transport::createLocalTransport(fabric, r);
         Job j;
