@@ -118,7 +118,9 @@ const AlgoEntry& algorithm(Coll c, bool compressed, Algo algo, const CollArgs& a
 const AlgoEntry& chooseAlgorithm(Coll c, const CollArgs& a) {
   CCL_CHECK(!collInfo(c).pointToPoint, cclInternalError, "no plan for a point-to-point op");
   const bool compressed = onStreams(c, a);
-  auto fits = [&](const AlgoEntry& e) { return e.coll == c && e.compressed == compressed && (!e.applies || e.applies(a)); };
+  auto fits = [&](const AlgoEntry& e) {
+    return e.coll == c && e.compressed == compressed && (!e.applies || e.applies(a));
+  };
   if (a.algo != Algo::kAuto)
     for (const AlgoEntry& e : kAlgoTable)
       if (e.algo == a.algo && fits(e)) return e;

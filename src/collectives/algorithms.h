@@ -79,7 +79,9 @@ Plan planCollective(Coll c, const CollArgs& a);
 Shifts planShifts(Coll c, const CollArgs& a);
 
 inline Plan planAllReduce(const CollArgs& a) { return planCollective(Coll::kAllReduce, a); }
-inline Plan planReduceScatter(const CollArgs& a) { return planCollective(Coll::kReduceScatter, a); }  // count = recvcount
+inline Plan planReduceScatter(const CollArgs& a) {
+  return planCollective(Coll::kReduceScatter, a);
+}  // count = recvcount
 inline Plan planAllGather(const CollArgs& a) { return planCollective(Coll::kAllGather, a); }  // count = sendcount
 inline Plan planBroadcast(const CollArgs& a) { return planCollective(Coll::kBroadcast, a); }
 inline Plan planReduce(const CollArgs& a) { return planCollective(Coll::kReduce, a); }

@@ -373,7 +373,6 @@ size_t feedbackFloats(Coll c, const CollArgs& a) {
   return c == Coll::kReduceScatter ? a.count * n : a.count + (a.count + n - 1) / n;
 }
 
-
 Plan detail::compressedReduceScatter(const CollArgs& a) {
   if (a.count == 0) return codecPlan(a);
   Builder b(a);

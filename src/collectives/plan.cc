@@ -35,8 +35,8 @@ StepId Plan::divide(Ref dst, size_t count, const Deps& after) {
   return add({.kind = StepKind::kDivide, .dst = dst, .count = count}, after);
 }
 
-StepId Plan::encode(Ref dst, size_t capacity, Slot slot, Ref src, cclDataType_t type, size_t count,
-                    const Ref* residual, const Deps& after) {
+StepId Plan::encode(Ref dst, size_t capacity, Slot slot, Ref src, cclDataType_t type, size_t count, const Ref* residual,
+                    const Deps& after) {
   return add({.kind = StepKind::kEncode,
               .dst = dst,
               .src = src,

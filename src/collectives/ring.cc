@@ -65,7 +65,7 @@ RingState reduceScatterSteps(Plan& p, const CollArgs& a, const RingLayout& L) {
 // Allgather: accumulator(k) on every rank receives segment k. `first` is where this rank's
 // own segment is read for the first hop; ownReady/hazard give the steps a chunk must wait for.
 void allGatherSteps(Plan& p, const CollArgs& a, const RingLayout& L, Ref first, const std::vector<StepId>& ownReady,
-                   const std::vector<std::vector<StepId>>* hazard) {
+                    const std::vector<std::vector<StepId>>* hazard) {
   const int n = a.nranks, r = a.rank, next = mod(r + 1, n), prev = mod(r - 1, n);
   const size_t es = dataTypeSize(a.dtype);
   std::vector<std::vector<StepId>> received(n);

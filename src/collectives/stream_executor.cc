@@ -32,8 +32,7 @@ Schedule scheduleWaves(const std::function<Plan(int)>& planOf, int nranks, int r
 
 Schedule scheduleWaves(const std::function<Plan(int)>& planOf, const Shifts& shifts, int rank) {
   const int nranks = shifts.nranks();
-  CCL_CHECK(nranks > 0 && rank >= 0 && rank < nranks && shifts.blocks > 0, cclInternalError,
-            "scheduleWaves: bad rank");
+  CCL_CHECK(nranks > 0 && rank >= 0 && rank < nranks && shifts.blocks > 0, cclInternalError, "scheduleWaves: bad rank");
   // The plans of this rank's block: one per offset. Every other rank's plan is one of them
   // shifted, so a step of (block c, offset o) stands for step of (this block, o).
   const int home = shifts.blockOf(rank), size = shifts.size, blocks = shifts.blocks;

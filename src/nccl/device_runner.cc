@@ -87,9 +87,8 @@ void enqueue(ncclComm& c, DeviceState& st, const CollCall& call, const coll::Col
   char* scratch = runner.begin(caller, planned.plan->scratchBytes);
   float* residual = nullptr;
   if (a.feedback)
-    residual = runner.residual({reinterpret_cast<uintptr_t>(call.recv), call.count},
-                               coll::feedbackFloats(call.kind, a), static_cast<int>(call.kind),
-                               caller);
+    residual = runner.residual({reinterpret_cast<uintptr_t>(call.recv), call.count}, coll::feedbackFloats(call.kind, a),
+                               static_cast<int>(call.kind), caller);
   coll::StreamJob job{planned.plan,
                       planned.schedule,
                       coll::Buffers{call.send, call.recv, scratch, residual},
@@ -143,8 +142,8 @@ bool runCompressed(const CollCall& call, const Policy& policy) {
   std::lock_guard<std::mutex> lock(st.mutex);
   const coll::CallKey key{static_cast<int>(call.kind), a.count, a.dtype, a.op, a.root, a.inPlace, coll::codecKey(a)};
   const coll::DeviceRunner::Planned& entry = st.runner.planned(key, [&] {
-    coll::DeviceRunner::Planned p = st.runner.plan(call.kind,
-        a,
+    coll::DeviceRunner::Planned p = st.runner.plan(
+        call.kind, a,
         [&](const coll::CollArgs& with, int r) {
           coll::CollArgs other = with;
           other.rank = r;

@@ -82,7 +82,8 @@ TEST(DeviceRunner, AtTheBoundQuantizersPlanFixedLengthStreamsAndDenseCodecsAreDe
   auto staged = runnerOver(*t, true);
   const auto q = staged->plan(coll::Coll::kAllReduce, half, planAllReduce, 0, 4);
   EXPECT_FALSE(q.declined);
-  EXPECT_FALSE(staged->plan(coll::Coll::kAllReduce, allreduceArgs(cclCodecInt4, 4, 4096), planAllReduce, 0, 4).plan->codec.fixedLength);
+  EXPECT_FALSE(staged->plan(coll::Coll::kAllReduce, allreduceArgs(cclCodecInt4, 4, 4096), planAllReduce, 0, 4)
+                   .plan->codec.fixedLength);
 }
 
 TEST(DeviceRunner, FeedbackCallsOnTwoStreamsLeaveTheHostExecutorsBytes) {
