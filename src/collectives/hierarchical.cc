@@ -668,8 +668,9 @@ Plan planHierarchicalReduceScatter(const CollArgs& a) {
 // ---- All-to-all aggregated per pair of nodes ----
 //
 // Blocks between ranks of one node go directly. For each other node M, node N's blocks for
-// M's ranks gather at one gateway of N (its local rank M mod its size), which sends them to
-// one gateway of M (its local rank N mod M's size) as one message (with a codec: one stream,
+// M's ranks gather at one gateway of N (its local rank M - N mod its size, nodes counted
+// modulo their number), which sends them to one gateway of M (its local rank N - M mod M's
+// size) as one message (with a codec: one stream,
 // one quantization), which hands each block to its rank: one message per pair of nodes
 // crosses, as ZeRO++'s qgZ aggregates.
 
@@ -679,11 +680,22 @@ Plan planHierarchicalAlltoAll(const CollArgs& a) {
   if (a.count == 0) return p;
   const int n = a.nranks, r = a.rank;
   const size_t es = dataTypeSize(a.dtype), bytes = a.count * es;
+  const int nodes = t.nodes();
+  // Gateways and tags name nodes by their distance from a node, not by number, so that on
+  // nodes of one size every node's plans are the same (planShifts): a shift of whole nodes.
   auto gateway = [&](int of, int toward) {
     const std::vector<int>& ranks = t.members[static_cast<size_t>(of)];
-    return ranks[static_cast<size_t>(toward) % ranks.size()];
+    return ranks[static_cast<size_t>(detail::mod(toward - of, nodes)) % ranks.size()];
   };
   auto local = [&](int q) { return static_cast<size_t>(t.localRank[static_cast<size_t>(q)]); };
+  // Rank q's place among all ranks ordered by node from this rank's node on, then local rank.
+  std::vector<int> start(static_cast<size_t>(nodes) + 1, 0);
+  for (int m = 0; m < nodes; ++m) start[static_cast<size_t>(m) + 1] = start[static_cast<size_t>(m)] + t.nodeSize(m);
+  auto place = [&](int q) {
+    const int m = t.nodeOf[static_cast<size_t>(q)];
+    return detail::mod(start[static_cast<size_t>(m)] - start[static_cast<size_t>(node)], n) +
+           static_cast<int>(local(q));
+  };
   auto tagOf = [&](int stage, int index) { return tags::stageOffset(stage, n) + detail::tag(0, n, index, 0); };
   const Ref out{Buf::kRecv, 0};
   // In place, blocks received would overwrite blocks not yet sent: send from a copy.
@@ -702,12 +714,12 @@ Plan planHierarchicalAlltoAll(const CollArgs& a) {
     if (d == r)
       p.copy(block(out, static_cast<size_t>(r)), block(in, static_cast<size_t>(d)), bytes, ready);
     else if (to != r)
-      p.send(to, tagOf(0, d), block(in, static_cast<size_t>(d)), bytes, ready);
+      p.send(to, tagOf(0, place(d)), block(in, static_cast<size_t>(d)), bytes, ready);
   }
   for (int s : members)
-    if (s != r) p.recv(s, tagOf(0, r), block(out, static_cast<size_t>(s)), bytes);
+    if (s != r) p.recv(s, tagOf(0, place(r)), block(out, static_cast<size_t>(s)), bytes);
 
-  for (int m = 0; m < t.nodes(); ++m) {
+  for (int m = 0; m < nodes; ++m) {
     if (m == node) continue;
     const std::vector<int>& theirs = t.members[static_cast<size_t>(m)];
     const size_t width = theirs.size(), blocks = members.size() * width;
@@ -719,7 +731,7 @@ Plan planHierarchicalAlltoAll(const CollArgs& a) {
         for (int d : theirs) {
           const Ref at = block(agg, local(s) * width + local(d));
           gathered.push_back(s == r ? p.copy(at, block(in, static_cast<size_t>(d)), bytes, ready)
-                                    : p.recv(s, tagOf(0, d), at, bytes));
+                                    : p.recv(s, tagOf(0, place(d)), at, bytes));
         }
       const int peer = gateway(m, node);
       if (!squeeze) {
@@ -739,7 +751,7 @@ Plan planHierarchicalAlltoAll(const CollArgs& a) {
     const size_t inWidth = members.size(), inBlocks = senders.size() * inWidth;
     if (gateway(node, m) != r) {
       // Not the gateway from m: receive m's blocks for this rank from it.
-      for (int s : senders) p.recv(gateway(node, m), tagOf(2, s), block(out, static_cast<size_t>(s)), bytes);
+      for (int s : senders) p.recv(gateway(node, m), tagOf(2, place(s)), block(out, static_cast<size_t>(s)), bytes);
       continue;
     }
     const Ref agg = p.scratch(inBlocks * bytes);
@@ -759,7 +771,7 @@ Plan planHierarchicalAlltoAll(const CollArgs& a) {
         if (d == r)
           p.copy(block(out, static_cast<size_t>(s)), at, bytes, arrived);
         else
-          p.send(d, tagOf(2, s), at, bytes, arrived);
+          p.send(d, tagOf(2, place(s)), at, bytes, arrived);
       }
   }
   return p;

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives/algorithms.h"
@@ -90,10 +91,14 @@ TEST(WaveSchedule, SymmetricRowsCoverTheFlatAndHierarchicalAlgorithms) {
   a.nranks = 6;
   a.count = 60000;  // past the latency-bound sizes: the ring across nodes, not a tree
   a.topo = &t;
-  for (Coll c : {Coll::kAllReduce, Coll::kAllGather, Coll::kReduceScatter}) {
+  const std::pair<Coll, Algo> flatOnes[] = {{Coll::kAllReduce, Algo::kRing},
+                                            {Coll::kAllGather, Algo::kRing},
+                                            {Coll::kReduceScatter, Algo::kRing},
+                                            {Coll::kAlltoAll, Algo::kDirect}};
+  for (auto [c, algo] : flatOnes) {
     EXPECT_EQ(planShifts(c, a).blocks, 3) << collInfo(c).name << ": shifts of whole nodes";
     CollArgs flat = a;
-    flat.algo = Algo::kRing;
+    flat.algo = algo;
     EXPECT_EQ(planShifts(c, flat).blocks, 6) << collInfo(c).name << ": the ring's rotations";
   }
   CollArgs rooted = a;
