@@ -195,8 +195,9 @@ typedef enum CCL_ENUM_TYPE {
  * so M ~ P Q^T travels as (rows + cols) * r fp32 values. Q starts from `seed` and, with a
  * residual error-feedback handle, from the previous call's Q (warm start), and the handle
  * keeps M - P Q^T for the next call. Allreduce sums P and then Q over the ranks with two
- * uncompressed allreduces (orthonormalising P between them), so it cannot run inside a
- * cclGroupStart/End; send/recv carry P and Q. Other collectives refuse it. It has no
+ * uncompressed fp32 rings (orthonormalising P between them), on host memory, in groups and
+ * on host streams like any call; send/recv carry P and Q. Other collectives, and device
+ * memory, refuse it. It has no
  * element-wise error bound (cclCodecErrorBound gives +inf): a matrix of rank <= r arrives
  * exactly up to fp32 rounding, others lose what lies outside the r directions found.
  */
@@ -498,8 +499,8 @@ CCL_API cclResult_t cclGroupEnd(void);
  *
  * One communicator's operations run in the order they were issued, whatever their streams:
  * a call on stream NULL, or on another stream, first waits until the communicator's
- * operations queued on a stream have run. Calls of one group use one stream. The powersgd
- * codec's allreduce runs on stream NULL only. cclCommDestroy and cclCommFinalize wait for the
+ * operations queued on a stream have run. Calls of one group use one stream.
+ * cclCommDestroy and cclCommFinalize wait for the
  * communicator's queued operations; cclCommAbort makes them fail promptly.
  */
 CCL_API cclResult_t cclHostStreamCreate(cclStream_t* stream);

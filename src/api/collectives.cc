@@ -7,7 +7,6 @@
 
 #include "api/device_calls.h"
 #include "api/group.h"
-#include "api/lowrank_allreduce.h"
 #include "api/streams.h"
 #include "collectives/algorithms.h"
 #include "common/cuda_probe.h"
@@ -39,10 +38,10 @@ struct Call {
 
 // The codec a call uses: its own (an *Ex call), else the communicator's when the policy
 // enables it for this collective; none below the size threshold. The low-rank codec runs
-// send, recv and (outside groups) allreduce only: asked for explicitly elsewhere it is an
+// send, recv and allreduce on host memory only: asked for explicitly elsewhere it is an
 // error, as the communicator's default it leaves the call uncompressed.
 codec::Params codecFor(cclComm_t comm, Coll c, bool ex, const cclCompression_t* explicitCodec, size_t bytes,
-                       bool onStream, bool onDevice) {
+                       bool onDevice) {
   codec::Params none;
   if (!collInfo(c).compressible) return none;
   const int opKind = collInfo(c).op;
@@ -55,11 +54,9 @@ codec::Params codecFor(cclComm_t comm, Coll c, bool ex, const cclCompression_t* 
     return none;
   }
   if (codec::isLowRank(p.codec)) {
-    const bool runs = c == Coll::kSend || c == Coll::kRecv || (c == Coll::kAllReduce && !groupActive() && !onStream);
+    const bool runs = c == Coll::kSend || c == Coll::kRecv || c == Coll::kAllReduce;
     if (!runs && given)
-      throw Error(cclInvalidArgument, std::string(cclCodecName(p.codec)) + " compresses send, recv and allreduce " +
-                                          "(outside a group and on stream NULL: its allreduce is two allreduces " +
-                                          "with work between)");
+      throw Error(cclInvalidArgument, std::string(cclCodecName(p.codec)) + " compresses send, recv and allreduce");
     if (!runs) return none;
   }
   return bytes < comm->policy.minBytes ? none : p;
@@ -201,8 +198,7 @@ void runCollective(const Call& c) {
   a.topo = comm->topology.get();
   a.intraCodec = comm->intraCodec;
   const int opKind = collInfo(c.kind).op;
-  a.codec =
-      codecFor(comm, c.kind, c.ex, c.compression, c.count * dataTypeSize(c.dtype), stream != nullptr, where.device);
+  a.codec = codecFor(comm, c.kind, c.ex, c.compression, c.count * dataTypeSize(c.dtype), where.device);
   if (!coll::compressible(a)) a.codec = codec::Params{};
   if (where.device) {
     DeviceCall d{c.kind, c.fn, comm, a};
@@ -228,11 +224,6 @@ void runCollective(const Call& c) {
     op.feedback = feedbackFor(c, opKind, a.codec);
     a.feedback = op.feedback != nullptr;
     op.feedbackFloats = coll::feedbackFloats(c.kind, a);
-  }
-  if (codec::isLowRank(a.codec.codec)) {  // allreduce: send and recv go through pointToPoint
-    drainAsync(comm, nullptr);            // it reads the counters, and runs now
-    LowRankCall l{comm, c.send, c.recv, c.count, c.dtype, c.op, a.codec, op.feedback};
-    return lowRankAllReduce(l, a);
   }
   PlanKey key{opKind, c.count, c.dtype, c.op, c.root, a.inPlace, codecKey(a)};
   op.plan = cachedPlan(comm, key, [&] {
@@ -290,7 +281,7 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
     a.count = count;
     a.dtype = dtype;
     a.chunkBytes = comm->chunkBytes;
-    a.codec = codecFor(comm, kind, ex, compression, bytes, queue != nullptr, where.device);
+    a.codec = codecFor(comm, kind, ex, compression, bytes, where.device);
     if (!coll::compressible(a)) a.codec = codec::Params{};
     op.compressed = a.codec.codec != cclCodecNone;
     op.stream = queue;
@@ -327,10 +318,6 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
 }
 
 }  // namespace
-
-void allReduceFloats(cclComm_t comm, float* buf, size_t count) {
-  runCollective(Call{Coll::kAllReduce, "cclAllReduce", buf, buf, count, cclFloat32, cclSum, 0, comm, nullptr});
-}
 
 }  // namespace ccl::api
 

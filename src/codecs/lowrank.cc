@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "codecs/lowrank.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -83,6 +84,59 @@ void expand(const float* p, const float* q, size_t cols, uint32_t r, size_t n, f
     const float y = static_cast<float>(v) * scale;
     out[i] = accumulate ? out[i] + y : y;
   }
+}
+
+size_t workFloats(const LowRankShape& s) { return s.rows * s.cols + s.cols * s.rank + s.rows * s.rank; }
+
+Work workOf(float* area, const LowRankShape& s) {
+  return {area, area + s.rows * s.cols, area + s.rows * s.cols + s.cols * s.rank};
+}
+
+void allReduceStart(const Params& p, const void* x, cclDataType_t type, size_t n, float* feedback, float* area) {
+  const LowRankShape s = lowRankShape(p, n);
+  const Work w = workOf(area, s);
+  const State state = feedback ? stateOf(feedback, n, s) : State{};
+  withElementType(type, [&](auto tag) {
+    using T = decltype(tag);
+    const auto* in = static_cast<const typename T::Storage*>(x);
+    for (size_t i = 0; i < n; ++i) w.m[i] = feedback ? T::load(in, i) + state.residual[i] : T::load(in, i);
+  });
+  std::fill(w.m + n, w.m + s.rows * s.cols, 0.0f);
+  // Every rank starts from the same Q: the seed's, or the sum the previous call agreed on.
+  if (feedback && *state.set == 1.0f)
+    std::memcpy(w.q, state.q, s.cols * s.rank * sizeof(float));
+  else
+    initialQ(p.seed, s.cols, s.rank, w.q);
+  project(w.m, s.rows, s.cols, w.q, s.rank, w.p);
+}
+
+void allReduceMiddle(const Params& p, size_t n, float* feedback, float* area) {
+  const LowRankShape s = lowRankShape(p, n);
+  const Work w = workOf(area, s);
+  orthonormalize(w.p, s.rows, s.rank);
+  projectBack(w.m, s.rows, s.cols, w.p, s.rank, w.q);
+  if (!feedback) return;
+  // This rank's own loss, M_i - P Q_i^T, before Q is summed.
+  const State state = stateOf(feedback, n, s);
+  expand(w.p, w.q, s.cols, s.rank, n, -1.0f, false, state.residual);
+  for (size_t i = 0; i < n; ++i) state.residual[i] += w.m[i];
+}
+
+void allReduceFinish(const Params& p, size_t n, float divisor, float* feedback, const float* area, void* y,
+                     cclDataType_t type) {
+  const LowRankShape s = lowRankShape(p, n);
+  const Work w = workOf(const_cast<float*>(area), s);
+  std::vector<float> out(n);
+  expand(w.p, w.q, s.cols, s.rank, n, 1.0f / divisor, false, out.data());
+  withElementType(type, [&](auto tag) {
+    using T = decltype(tag);
+    auto* o = static_cast<typename T::Storage*>(y);
+    for (size_t i = 0; i < n; ++i) T::store(o, i, out[i]);
+  });
+  if (!feedback) return;
+  const State state = stateOf(feedback, n, s);
+  std::memcpy(state.q, w.q, s.cols * s.rank * sizeof(float));
+  *state.set = 1.0f;
 }
 
 }  // namespace ccl::codec::lowrank

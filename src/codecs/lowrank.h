@@ -37,6 +37,24 @@ void projectBack(const float* m, size_t rows, size_t cols, const float* p, uint3
 void expand(const float* p, const float* q, size_t cols, uint32_t r, size_t n, float scale, bool accumulate,
             float* out);
 
+// The PowerSGD allreduce's three local steps, around the sum of P and of Q over the ranks
+// (collectives/lowrank_allreduce.cc plans them). They work in an fp32 area of workFloats(s):
+// M (rows x cols, the n elements padded with zeros), then Q (cols x r), then P (rows x r).
+struct Work {
+  float* m;
+  float* q;
+  float* p;
+};
+size_t workFloats(const LowRankShape& s);
+Work workOf(float* area, const LowRankShape& s);
+// M = x (+ the residual); Q = the warm start, or drawn from p.seed; P = M Q.
+void allReduceStart(const Params& p, const void* x, cclDataType_t type, size_t n, float* feedback, float* area);
+// With P summed: P orthonormalised; Q = M^T P; the residual = M - P Q^T (this rank's loss).
+void allReduceMiddle(const Params& p, size_t n, float* feedback, float* area);
+// With Q summed: y = P Q^T / divisor, stored as `type`; Q kept as the next warm start.
+void allReduceFinish(const Params& p, size_t n, float divisor, float* feedback, const float* area, void* y,
+                     cclDataType_t type);
+
 }  // namespace ccl::codec::lowrank
 
 namespace ccl::codec::detail {

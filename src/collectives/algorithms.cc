@@ -26,6 +26,7 @@ constexpr AlgoName kAlgoNames[] = {
     {Algo::kTwoShot, "twoshot", {"two_shot"}},
     {Algo::kSparse, "sparse", {}},
     {Algo::kHier, "hier", {"hierarchical"}},
+    {Algo::kLowRank, "lowrank", {"powersgd"}},
 };
 
 }  // namespace
@@ -60,6 +61,11 @@ bool ringSymmetric(const CollArgs& a) { return detail::evenRingChunks(a, a.count
 bool chainApplies(const CollArgs& a) { return a.nranks > 2; }
 bool chained(const CollArgs& a) { return bytesOf(a) > a.chunkBytes; }
 bool quantized(const CollArgs& a) { return codec::isQuantizer(a.codec.codec); }
+// PowerSGD's factors are no per-element codec: its allreduce is its own, and the others
+// (which add decoded streams) take it only when named (CCL_ALGO=sparse).
+bool lowRank(const CollArgs& a) { return codec::isLowRank(a.codec.codec); }
+bool perElement(const CollArgs& a) { return !lowRank(a); }
+bool hierarchicalPerElement(const CollArgs& a) { return hierarchicalApplies(a) && perElement(a); }
 
 // clang-format off
 constexpr AlgoEntry kAlgoTable[] = {
@@ -68,9 +74,10 @@ constexpr AlgoEntry kAlgoTable[] = {
     {Algo::kDirect,  Coll::kAllReduce,     false, detail::directAllReduce,              nullptr,             fewBytes,                         always},
     {Algo::kTree,    Coll::kAllReduce,     false, detail::recursiveDoublingAllReduce,   nullptr,             latencyBound,                     nullptr},
     {Algo::kRing,    Coll::kAllReduce,     false, detail::ringAllReduce,                nullptr,             nullptr,                          ringSymmetric},
-    {Algo::kHier,    Coll::kAllReduce,     true,  planHierarchicalAllReduce,            hierarchicalApplies, nullptr,                          hierarchicalAllReduceSymmetric},
-    {Algo::kTwoShot, Coll::kAllReduce,     true,  detail::twoShotAllReduce,             nullptr,             quantized,                        detail::twoShotSymmetric},
-    {Algo::kRing,    Coll::kAllReduce,     true,  detail::compressedRingAllReduce,      nullptr,             detail::compressedRingPreferred,  detail::compressedRingSymmetric},
+    {Algo::kLowRank, Coll::kAllReduce,     true,  detail::powerSgdAllReduce,            lowRank,             nullptr,                          detail::powerSgdSymmetric},
+    {Algo::kHier,    Coll::kAllReduce,     true,  planHierarchicalAllReduce,            hierarchicalPerElement, nullptr,                       hierarchicalAllReduceSymmetric},
+    {Algo::kTwoShot, Coll::kAllReduce,     true,  detail::twoShotAllReduce,             perElement,          quantized,                        detail::twoShotSymmetric},
+    {Algo::kRing,    Coll::kAllReduce,     true,  detail::compressedRingAllReduce,      perElement,          detail::compressedRingPreferred,  detail::compressedRingSymmetric},
     {Algo::kSparse,  Coll::kAllReduce,     true,  detail::sparseAllReduce,              nullptr,             nullptr,                          always},
     {Algo::kHier,    Coll::kBroadcast,     false, planHierarchicalBroadcast,            hierarchicalApplies, nullptr,                          nullptr},
     {Algo::kRing,    Coll::kBroadcast,     false, detail::chainBroadcast,               chainApplies,        chained,                          nullptr},

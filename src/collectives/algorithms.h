@@ -16,7 +16,7 @@
 
 namespace ccl::coll {
 
-enum class Algo { kAuto, kRing, kTree, kDirect, kTwoShot, kSparse, kHier };
+enum class Algo { kAuto, kRing, kTree, kDirect, kTwoShot, kSparse, kHier, kLowRank };
 
 // Parses CCL_ALGO values ("auto", "ring", "tree", "direct"); throws cclInvalidArgument.
 Algo parseAlgo(const std::string& name);
@@ -140,6 +140,8 @@ Plan compressedReduceScatter(const CollArgs& a);  // every rank's stream to each
 Plan compressedAllGather(const CollArgs& a);      // each rank's stream to every rank
 Plan compressedChainBroadcast(const CollArgs& a);
 Plan compressedAlltoAll(const CollArgs& a);
+Plan powerSgdAllReduce(const CollArgs& a);  // lowrank_allreduce.cc: codec powersgd
+bool powerSgdSymmetric(const CollArgs& a);
 // When auto prefers a compressed row, and when its plans are the ring's rotations.
 bool compressedRingPreferred(const CollArgs& a);
 bool twoShotSymmetric(const CollArgs& a);
@@ -156,9 +158,10 @@ Split chunks(size_t count, size_t elemSize, size_t chunkBytes);
 // A tag unique within one plan for (phase, step, chunk): tags::stepTag.
 uint32_t tag(int phase, int nranks, int step, size_t chunk);
 // Adds an uncompressed ring allreduce of a.count elements of a.dtype held at `data` (the
-// contribution, overwritten with the result), started after `after`. Returns every step
-// that writes `data` or reads it for a reduction: the result is complete after all of them.
-Deps ringAllReduceInPlace(Plan& p, const CollArgs& a, Ref data, const Deps& after);
+// contribution, overwritten with the result), started after `after`, its tags moved by
+// `tagOffset` (a second ring in one plan: tags::stageOffset). Returns every step that writes
+// `data` or reads it for a reduction: the result is complete after all of them.
+Deps ringAllReduceInPlace(Plan& p, const CollArgs& a, Ref data, const Deps& after, uint32_t tagOffset = 0);
 }  // namespace detail
 
 }  // namespace ccl::coll

@@ -15,8 +15,8 @@
 //                       k-sparse and each rank sends 2(n-1)/n * 4k bytes instead of (n-1) streams.
 //   allgather, broadcast, all-to-all, send/recv: encode once, forward bytes, decode at the end
 //                       (a send with error feedback keeps the sender's residual).
-// The low-rank codec (powersgd) has plans for send/recv only (one piece: the whole matrix);
-// its allreduce is api/lowrank_allreduce.cc.
+// The low-rank codec (powersgd) has plans for send/recv here (one piece: the whole matrix);
+// its allreduce is lowrank_allreduce.cc.
 // Every rank, the sender included, takes the decoded values, so all ranks agree exactly.
 // Quantized data moves in chunks aligned to the codec block, so encoding one chunk
 // overlaps the transfer of the previous one.

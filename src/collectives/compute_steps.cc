@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "codecs/codec.h"
+#include "codecs/lowrank.h"
 #include "collectives/reduce_kernels.h"
 #include "common/dtype.h"
 #include "common/error.h"
@@ -21,12 +22,31 @@ codec::Expect expect(const Plan& plan, const Step& s) {
   return e;
 }
 
+void runLowRank(const Plan& plan, const Step& s, const Buffers& b) {
+  float* state = s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr;
+  switch (s.kind) {
+    case StepKind::kLowRankStart:
+      codec::lowrank::allReduceStart(plan.codec, bufferAt(b, s.src), s.type, s.count, state,
+                                     reinterpret_cast<float*>(bufferAt(b, s.dst)));
+      return;
+    case StepKind::kLowRankMiddle:
+      codec::lowrank::allReduceMiddle(plan.codec, s.count, state, reinterpret_cast<float*>(bufferAt(b, s.dst)));
+      return;
+    default:
+      codec::lowrank::allReduceFinish(plan.codec, s.count, s.divide ? static_cast<float>(plan.nranks) : 1.0f, state,
+                                      reinterpret_cast<const float*>(bufferAt(b, s.src)), bufferAt(b, s.dst), s.type);
+  }
+}
+
 void runCodec(const Plan& plan, const Step& s, const Buffers& b, const ComputeContext& ctx) {
   if (s.kind == StepKind::kEncode) {
     codec::Params p = plan.codecOf(s);
     p.seed = encodeSeed(plan, s, ctx.callSeed);
     ctx.lengths[s.slot] = codec::encode(p, bufferAt(b, s.src), s.type, s.count, bufferAt(b, s.dst), s.bytes,
                                         s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr);
+  } else if (s.kind == StepKind::kLowRankStart || s.kind == StepKind::kLowRankMiddle ||
+             s.kind == StepKind::kLowRankFinish) {
+    runLowRank(plan, s, b);
   } else if (s.kind == StepKind::kDecode) {
     codec::decode(bufferAt(b, s.src), ctx.lengths[s.slot], expect(plan, s), bufferAt(b, s.dst), s.type);
   } else {
@@ -82,7 +102,10 @@ void runCompute(const Plan& plan, const Step& s, const Buffers& b, const Compute
       return;
     case StepKind::kEncode:
     case StepKind::kDecode:
-    case StepKind::kDecodeAdd: {
+    case StepKind::kDecodeAdd:
+    case StepKind::kLowRankStart:
+    case StepKind::kLowRankMiddle:
+    case StepKind::kLowRankFinish: {
       using Clock = std::chrono::steady_clock;
       const auto t0 = ctx.stats ? Clock::now() : Clock::time_point{};
       runCodec(plan, s, b, ctx);

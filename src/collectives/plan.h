@@ -38,6 +38,12 @@ enum class StepKind : uint8_t {
   kWiden,        // count elements of plan.dtype at src -> fp32 at dst
   kNarrow,       // count fp32 elements at src -> plan.dtype at dst (divided by nranks first if `divide`)
   kDivideFloat,  // count fp32 elements at dst /= nranks
+  // The PowerSGD allreduce's local steps (plan.codec low-rank; codec::lowrank): count
+  // elements of `type`; the fp32 work area (M, Q, P) at dst, or at src for the last; the
+  // low-rank feedback state at src2 if withFeedback.
+  kLowRankStart,   // the work area from the elements at src (and the residual): P = M Q
+  kLowRankMiddle,  // P summed: orthonormalised, Q = M^T P, the residual updated
+  kLowRankFinish,  // Q summed: dst = P Q^T as `type` (divided by nranks if `divide`)
 };
 
 // An encoded stream's length slot in a job. 32 bits: a two-shot allreduce of n ranks keeps

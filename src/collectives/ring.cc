@@ -107,7 +107,7 @@ Plan detail::ringAllReduce(const CollArgs& a) {
   return p;
 }
 
-Deps detail::ringAllReduceInPlace(Plan& p, const CollArgs& a, Ref data, const Deps& after) {
+Deps detail::ringAllReduceInPlace(Plan& p, const CollArgs& a, Ref data, const Deps& after, uint32_t tagOffset) {
   const size_t es = dataTypeSize(a.dtype);
   Split seg{a.count, static_cast<size_t>(a.nranks)};
   RingLayout L;
@@ -118,8 +118,11 @@ Deps detail::ringAllReduceInPlace(Plan& p, const CollArgs& a, Ref data, const De
   RingState st = reduceScatterSteps(p, a, L);
   allGatherSteps(p, a, L, L.accumulator(a.rank), st.ownReady, &st.sends);
   Deps written;
-  for (size_t i = first; i < p.steps.size(); ++i)
-    if (p.steps[i].kind != StepKind::kSend) written.push_back(static_cast<StepId>(i));
+  for (size_t i = first; i < p.steps.size(); ++i) {
+    Step& s = p.steps[i];
+    if (s.kind == StepKind::kSend || s.kind == StepKind::kRecv) s.tag += tagOffset;
+    if (s.kind != StepKind::kSend) written.push_back(static_cast<StepId>(i));
+  }
   return written;
 }
 

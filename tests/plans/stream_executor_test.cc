@@ -206,9 +206,13 @@ std::vector<Case> matrix() {
       if (!info.compressible) continue;
       for (int k = 1; k < cclNumCodecs; ++k) {
         const auto codec = static_cast<cclCodec_t>(k);
-        // A low-rank codec's collectives are two allreduces with work between them (the api
-        // layer's); of its plans only send and receive are called (below).
-        if (codec::isLowRank(codec)) continue;
+        // A low-rank codec compresses allreduce (PowerSGD's plan) and send and receive (below).
+        if (codec::isLowRank(codec)) {
+          if (coll != Coll::kAllReduce) continue;
+          cases.push_back({coll, codec, Algo::kAuto, n});
+          cases.push_back({coll, codec, Algo::kAuto, n, cclFloat32, cclAvg, true});
+          continue;
+        }
         cases.push_back({coll, codec, Algo::kAuto, n});
         if (info.feedback) cases.push_back({coll, codec, Algo::kAuto, n, cclFloat32, cclSum, true});
         if (codec::isQuantizer(codec) && (n == 2 || n == 4))

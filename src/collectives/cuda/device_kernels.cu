@@ -151,6 +151,11 @@ void CudaKernels::enqueue(const std::shared_ptr<StreamRun>& run, StepId id, Stre
                           cs);
       return;
     }
+    case StepKind::kLowRankStart:
+    case StepKind::kLowRankMiddle:
+    case StepKind::kLowRankFinish:
+      // The api refuses powersgd on device memory before planning.
+      throw Error(cclInvalidUsage, "the PowerSGD allreduce runs on host memory only");
     case StepKind::kDecode:
     case StepKind::kDecodeAdd: {
       codec::Expect e;
