@@ -112,21 +112,31 @@ TEST(AlgorithmTable, EveryRowBuildsAndIsNamed) {
     a.count = 1000;
     a.topo = &nodes;
     a.algo = e.algo;
-    if (e.compressed) a.codec = codec::defaultParams(e.algo == coll::Algo::kSparse ? cclCodecTopK : cclCodecInt8);
+    if (e.compressed)
+      a.codec = codec::defaultParams(e.algo == coll::Algo::kSparse    ? cclCodecTopK
+                                     : e.algo == coll::Algo::kLowRank ? cclCodecPowerSgd
+                                                                      : cclCodecInt8);
     ASSERT_TRUE(!e.applies || e.applies(a));
     const coll::Plan p = coll::algorithm(e.coll, e.compressed, e.algo, a).build(a);
     EXPECT_FALSE(p.steps.empty());
     // Chosen when named, or by auto for a call it is preferred for.
     EXPECT_EQ(&coll::chooseAlgorithm(e.coll, a), &e);
     if (e.applies) {
-      // What it needs taken away: nodes for a hierarchical row, a middle rank for a chain.
-      if (e.algo == coll::Algo::kHier)
-        a.topo = nullptr;
-      else
-        a.nranks = 2, a.rank = 1;
-      EXPECT_FALSE(e.applies(a));
-      EXPECT_THROW(coll::algorithm(e.coll, e.compressed, e.algo, a), Error);
-      EXPECT_NE(&coll::chooseAlgorithm(e.coll, a), &e) << "a row that does not apply is not chosen";
+      // What it needs taken away (nodes, a middle rank, the codec's kind): one of these
+      // calls it does not apply to, and it is then refused and not chosen.
+      std::vector<coll::CollArgs> without(4, a);
+      without[0].topo = nullptr;
+      without[1].nranks = 2;
+      without[2].codec = codec::defaultParams(cclCodecPowerSgd);
+      without[3].codec = codec::defaultParams(cclCodecInt8);
+      bool refused = false;
+      for (const coll::CollArgs& w : without) {
+        if (e.applies(w)) continue;
+        refused = true;
+        EXPECT_THROW(coll::algorithm(e.coll, e.compressed, e.algo, w), Error);
+        EXPECT_NE(&coll::chooseAlgorithm(e.coll, w), &e) << "a row that does not apply is not chosen";
+      }
+      EXPECT_TRUE(refused) << "a row whose condition held for every call tried";
     }
   }
   // Every collective's last row takes any call: auto always finds one.
