@@ -724,8 +724,8 @@ TEST(Tags, PlansOfEveryAlgorithmAt65536RanksPairEveryMessage) {
       ++cases;
       // The wave schedule of a seed rank, as a device call makes it: from one rank's or one
       // node's plans where the plans are shifts of each other (planShifts), else from every
-      // rank's (trees and roots, whose plans are small). Under a sanitizer only the
-      // schedules from one block.
+      // rank's (trees and roots, whose plans are small). Not under a sanitizer (a minute
+      // more there; wave_schedule_test runs the same code at small scale).
       CollArgs seed;
       seed.rank = *seeds.begin();
       seed.nranks = n;
@@ -736,11 +736,8 @@ TEST(Tags, PlansOfEveryAlgorithmAt65536RanksPairEveryMessage) {
       seed.topo = algo == Algo::kHier ? &t : nullptr;
       const Shifts shifts = planShifts(coll, seed);
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-      const bool schedule = shifts.blocks > 1;
-#else
-      const bool schedule = true;
+      continue;
 #endif
-      if (!schedule) continue;
       const auto begun = std::chrono::steady_clock::now();
       const Schedule s = scheduleWaves(planOf, shifts, seed.rank);
       EXPECT_EQ(s.level.size(), planOf(seed.rank).steps.size());
