@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "collectives/compute_steps.h"
+#include "collectives/plan_graph.h"
 #include "common/error.h"
 
 namespace ccl::coll {
@@ -31,143 +32,34 @@ Schedule scheduleWaves(const std::function<Plan(int)>& planOf, int nranks, int r
 }
 
 Schedule scheduleWaves(const std::function<Plan(int)>& planOf, const Shifts& shifts, int rank) {
-  const int nranks = shifts.nranks();
-  CCL_CHECK(nranks > 0 && rank >= 0 && rank < nranks && shifts.blocks > 0, cclInternalError, "scheduleWaves: bad rank");
-  // The plans of this rank's block: one per offset. Every other rank's plan is one of them
-  // shifted, so a step of (block c, offset o) stands for step of (this block, o).
-  const int home = shifts.blockOf(rank), size = shifts.size, blocks = shifts.blocks;
-  std::vector<Plan> plans;
-  std::vector<size_t> first(static_cast<size_t>(size) + 1, 0);  // global id of each plan's step 0
-  plans.reserve(static_cast<size_t>(size));
-  for (int o = 0; o < size; ++o) {
-    plans.push_back(planOf(shifts.rankAt(home, o)));
-    first[o + 1] = first[o] + plans[o].steps.size();
+  const PlanGraph graph = PlanGraph::build(planOf, shifts, rank);
+  // Longest chains: a transfer's wave is one more than the latest wave it follows.
+  std::vector<int> after(graph.total(), -1), value(graph.total(), -1);
+  for (size_t u : graph.topologicalOrder()) {
+    value[u] = isTransfer(graph.step(u).kind) ? after[u] + 1 : after[u];
+    for (size_t v : graph.succ[u]) after[v] = std::max(after[v], value[u]);
   }
-  const size_t total = first[size];
-  auto planIndexOf = [&](size_t g) {
-    return static_cast<int>(std::upper_bound(first.begin(), first.end(), g) - first.begin()) - 1;
-  };
-  auto stepOf = [&](size_t g) -> const Step& {
-    const int o = planIndexOf(g);
-    return plans[o].steps[g - first[o]];
-  };
-
-  // Pair every send with its receive: same ends and tag, in posting order among equals. A
-  // send of plan o to (block c, offset q) is received, shifted into this block, by plan q
-  // from (block 2*home - c, offset o).
-  struct End {
-    int plan, peer;
-    uint32_t tag, order;
-    size_t id;
-    auto key() const { return std::make_tuple(plan, peer, tag, order); }
-  };
-  std::vector<End> sends, recvs;
-  for (int o = 0; o < size; ++o)
-    for (size_t i = 0; i < plans[o].steps.size(); ++i) {
-      const Step& s = plans[o].steps[i];
-      if (s.kind == StepKind::kSend) sends.push_back({o, s.peer, s.tag, 0, first[o] + i});
-      if (s.kind == StepKind::kRecv) recvs.push_back({o, s.peer, s.tag, 0, first[o] + i});
-    }
-  // Posting order among equal (plan, peer, tag): steps are numbered in plan order.
-  auto number = [](std::vector<End>& ends) {
-    std::stable_sort(ends.begin(), ends.end(), [](const End& a, const End& b) {
-      return std::make_tuple(a.plan, a.peer, a.tag) < std::make_tuple(b.plan, b.peer, b.tag);
-    });
-    for (size_t i = 1; i < ends.size(); ++i)
-      if (std::make_tuple(ends[i].plan, ends[i].peer, ends[i].tag) ==
-          std::make_tuple(ends[i - 1].plan, ends[i - 1].peer, ends[i - 1].tag))
-        ends[i].order = ends[i - 1].order + 1;
-  };
-  number(sends);
-  number(recvs);
-  std::vector<uint32_t> order(total, 0);
-  for (const End& e : sends) order[e.id] = e.order;
-  for (const End& e : recvs) order[e.id] = e.order;
-  // Each send as the receive it meets would name it.
-  std::vector<End> met;
-  met.reserve(sends.size());
-  for (const End& e : sends) {
-    const int c = shifts.blockOf(e.peer), q = shifts.offsetOf(e.peer);
-    const int from = shifts.rankAt(((2 * home - c) % blocks + blocks) % blocks, e.plan);
-    met.push_back({q, from, e.tag, e.order, e.id});
-  }
-  auto byKey = [](const End& a, const End& b) { return a.key() < b.key(); };
-  std::sort(met.begin(), met.end(), byKey);
-  std::sort(recvs.begin(), recvs.end(), byKey);
-  std::vector<size_t> rep(total), partner(total, SIZE_MAX);
-  for (size_t g = 0; g < total; ++g) rep[g] = g;
-  size_t i = 0, j = 0;
-  while (i < met.size() || j < recvs.size()) {
-    if (j == recvs.size() || (i < met.size() && met[i].key() < recvs[j].key())) {
-      const End& e = met[i];
-      throw Error(cclInternalError, "scheduleWaves: rank " + std::to_string(e.peer) + " sends tag " +
-                                        std::to_string(e.tag) + " to rank " +
-                                        std::to_string(shifts.rankAt(home, e.plan)) + ", which does not receive it");
-    }
-    if (i == met.size() || recvs[j].key() < met[i].key()) {
-      const End& e = recvs[j];
-      throw Error(cclInternalError, "scheduleWaves: rank " + std::to_string(shifts.rankAt(home, e.plan)) +
-                                        " receives tag " + std::to_string(e.tag) + " from rank " +
-                                        std::to_string(e.peer) + ", which sends no such message");
-    }
-    rep[recvs[j].id] = met[i].id;
-    partner[recvs[j].id] = met[i].id;
-    partner[met[i].id] = recvs[j].id;
-    ++i, ++j;
-  }
-
-  // Longest chains over the graph of the steps, a message's two ends being one node: a
-  // transfer's wave is one more than the latest wave it follows.
-  std::vector<std::vector<size_t>> succ(total);
-  std::vector<uint32_t> indeg(total, 0);
-  for (int o = 0; o < size; ++o)
-    for (size_t k = 0; k < plans[o].steps.size(); ++k) {
-      const Step& s = plans[o].steps[k];
-      const size_t to = rep[first[o] + k];
-      for (uint32_t d = 0; d < s.numDeps; ++d) {
-        const size_t from = rep[first[o] + plans[o].deps[s.firstDep + d]];
-        succ[from].push_back(to);
-        ++indeg[to];
-      }
-    }
-  std::vector<int> after(total, -1), value(total, -1);
-  std::vector<size_t> ready;
-  size_t nodes = 0, done = 0;
-  for (size_t g = 0; g < total; ++g) {
-    if (rep[g] != g) continue;
-    ++nodes;
-    if (indeg[g] == 0) ready.push_back(g);
-  }
-  while (!ready.empty()) {
-    const size_t u = ready.back();
-    ready.pop_back();
-    ++done;
-    value[u] = isTransfer(stepOf(u).kind) ? after[u] + 1 : after[u];
-    for (size_t v : succ[u]) {
-      after[v] = std::max(after[v], value[u]);
-      if (--indeg[v] == 0) ready.push_back(v);
-    }
-  }
-  CCL_CHECK(done == nodes, cclInternalError, "scheduleWaves: the plans wait on each other in a cycle");
+  const std::vector<size_t>& first = graph.first;
+  const std::vector<uint32_t>& order = graph.order;
 
   Schedule out;
   const int own = shifts.offsetOf(rank);
-  const Plan& mine = plans[own];
+  const Plan& mine = graph.plans[static_cast<size_t>(own)];
   const size_t n = mine.steps.size();
   out.level.resize(n);
   out.postedBytes.assign(n, 0);
   std::vector<size_t> capacity = slotCapacities(mine);
   for (size_t k = 0; k < n; ++k) {
-    const size_t g = first[own] + k;
+    const size_t id = first[own] + k;
     const Step& s = mine.steps[k];
-    out.level[k] = value[rep[g]];
+    out.level[k] = value[graph.rep[id]];
     if (!isTransfer(s.kind)) continue;
     // Posted: a receive's room; a send's bytes, or its stream's room, which is its receive's
     // bound (the codec's for the elements it carries). Known from this plan alone; with the
     // plans of every rank (no shifts) checked against the other end.
     out.postedBytes[k] = s.kind == StepKind::kSend && s.slot != kNoSlot ? capacity[s.slot] : s.bytes;
-    if (blocks == 1) {  // else the other end read is a shifted rank's: its sizes may differ
-      const Step& o = stepOf(partner[g]);
+    if (shifts.blocks == 1) {  // else the other end read is a shifted rank's: its sizes may differ
+      const Step& o = graph.step(graph.partner[id]);
       const Step& recv = s.kind == StepKind::kRecv ? s : o;
       const Step& send = s.kind == StepKind::kSend ? s : o;
       CCL_CHECK(send.slot != kNoSlot || send.bytes == recv.bytes, cclInternalError,
