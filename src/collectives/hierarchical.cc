@@ -552,9 +552,11 @@ Plan planHierarchicalAllGather(const CollArgs& a) {
   for (int k : members)
     if (k != r) receive(k, k, t0);
 
+  // Across and then inside, other nodes go in order of distance (node + 1, node + 2, ...):
+  // every leader sends to a different one at a time, none receives from all at once.
   if (r == leader) {
-    for (int m = 0; m < t.nodes(); ++m) {
-      if (m == node) continue;
+    for (int k = 1; k < t.nodes(); ++k) {
+      const int m = (node + k) % t.nodes();
       const std::vector<int>& theirs = t.members[static_cast<size_t>(m)];
       for (int d : members)
         send(theirs[0], tags::stageOffset(1, n) + detail::tag(0, n, t.localRank[static_cast<size_t>(d)], 0),
@@ -564,16 +566,16 @@ Plan planHierarchicalAllGather(const CollArgs& a) {
     }
   }
 
-  for (int d = 0; d < n; ++d) {
-    if (t.nodeOf[static_cast<size_t>(d)] == node) continue;
-    const uint32_t t2 = tags::stageOffset(2, n) + detail::tag(0, n, d, 0);
-    if (r == leader) {
-      for (int k : members)
-        if (k != r) send(k, t2, unit[static_cast<size_t>(d)]);
-    } else {
-      receive(d, leader, t2);
+  for (int k = 1; k < t.nodes(); ++k)
+    for (int d : t.members[static_cast<size_t>((node + k) % t.nodes())]) {
+      const uint32_t t2 = tags::stageOffset(2, n) + detail::tag(0, n, d, 0);
+      if (r == leader) {
+        for (int k : members)
+          if (k != r) send(k, t2, unit[static_cast<size_t>(d)]);
+      } else {
+        receive(d, leader, t2);
+      }
     }
-  }
   return p;
 }
 
@@ -602,7 +604,15 @@ Plan planHierarchicalReduceScatter(const CollArgs& a) {
   // Stage 0.
   std::vector<Ref> sum(static_cast<size_t>(n));  // the node sums this rank owns
   std::vector<Deps> summed(static_cast<size_t>(n));
-  for (int d = 0; d < n; ++d) {
+  // Blocks in order of their node's distance, and within a node from this rank's local rank
+  // on: the node's ranks send to different owners at a time.
+  const int local = t.localRank[static_cast<size_t>(r)];
+  std::vector<int> blocks;
+  for (int k = 0; k < t.nodes(); ++k) {
+    const std::vector<int>& ranks = t.members[static_cast<size_t>((node + k) % t.nodes())];
+    for (size_t j = 0; j < ranks.size(); ++j) blocks.push_back(ranks[(static_cast<size_t>(local) + j) % ranks.size()]);
+  }
+  for (int d : blocks) {
     const int owner = ownerIn(node, d);
     const uint32_t tag = tags::stageOffset(0, n) + detail::tag(0, n, d, 0);
     if (owner != r) {
@@ -626,21 +636,22 @@ Plan planHierarchicalReduceScatter(const CollArgs& a) {
   // Stage 1: the node sums this rank owns for other nodes' ranks go to them.
   const uint32_t across = tags::stageOffset(1, n) + detail::tag(0, n, 0, 0);
   const size_t cap = squeeze ? codec::maxEncodedBytes(a.codec, a.count) : bytes;
-  for (int d = 0; d < n; ++d) {
-    if (t.nodeOf[static_cast<size_t>(d)] == node || ownerIn(node, d) != r) continue;
-    const Ref acc = sum[static_cast<size_t>(d)];
-    if (!squeeze) {
-      p.send(d, across, acc, bytes, summed[static_cast<size_t>(d)]);
-      continue;
+  for (int k = 1; k < t.nodes(); ++k)  // other nodes in order of distance, as the allgather
+    for (int d : t.members[static_cast<size_t>((node + k) % t.nodes())]) {
+      if (ownerIn(node, d) != r) continue;
+      const Ref acc = sum[static_cast<size_t>(d)];
+      if (!squeeze) {
+        p.send(d, across, acc, bytes, summed[static_cast<size_t>(d)]);
+        continue;
+      }
+      const Ref buf = p.scratch(cap);
+      const Slot slot = p.newSlot();
+      const Ref residual{Buf::kFeedback, static_cast<size_t>(d) * a.count * fs};
+      const StepId e = p.encode(buf, cap, slot, acc, a.dtype, a.count, a.feedback ? &residual : nullptr,
+                                summed[static_cast<size_t>(d)]);
+      p.steps[e].seedSalt = static_cast<uint32_t>(r + 1) * 0x10000u + static_cast<uint32_t>(d);
+      p.sendStream(d, across, buf, slot, a.count, {e});
     }
-    const Ref buf = p.scratch(cap);
-    const Slot slot = p.newSlot();
-    const Ref residual{Buf::kFeedback, static_cast<size_t>(d) * a.count * fs};
-    const StepId e = p.encode(buf, cap, slot, acc, a.dtype, a.count, a.feedback ? &residual : nullptr,
-                              summed[static_cast<size_t>(d)]);
-    p.steps[e].seedSalt = static_cast<uint32_t>(r + 1) * 0x10000u + static_cast<uint32_t>(d);
-    p.sendStream(d, across, buf, slot, a.count, {e});
-  }
   // ... and this rank's block gets the other nodes' sums, in node order.
   Deps last = summed[static_cast<size_t>(r)];
   const bool widened = squeeze && a.dtype != cclFloat32;
@@ -722,8 +733,8 @@ Plan planHierarchicalAlltoAll(const CollArgs& a) {
   for (int s : members)
     if (s != r) p.recv(s, tagOf(0, place(r)), block(out, static_cast<size_t>(s)), bytes);
 
-  for (int m = 0; m < nodes; ++m) {
-    if (m == node) continue;
+  for (int k = 1; k < nodes; ++k) {  // other nodes in order of distance, as the allgather
+    const int m = (node + k) % nodes;
     const std::vector<int>& theirs = t.members[static_cast<size_t>(m)];
     const size_t width = theirs.size(), blocks = members.size() * width;
     // This rank as node's gateway toward m: gather, then one message (stage 1).

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "collectives/cost.h"
+
+#include <algorithm>
+#include <queue>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "codecs/codec.h"
+#include "collectives/plan_graph.h"
+#include "common/dtype.h"
+#include "common/error.h"
+
+namespace ccl::coll {
+namespace {
+
+double over(double bytes, double perSecond) { return perSecond > 0 ? bytes / perSecond : 0.0; }
+
+// Bytes a stream of `count` elements puts on a link: a quantizer's fixed length, a
+// sparsifier's bound (its kept elements), or every codec's bound on a link that sends at it.
+double streamBytes(const codec::Params& p, size_t count, bool atBound) {
+  return static_cast<double>(codec::maxEncodedBytes(atBound ? p : codec::fixLength(p), count));
+}
+
+// The codec of the stream in each length slot: its encode's, else the plan's (a stream
+// received and forwarded).
+std::vector<const codec::Params*> slotCodecs(const Plan& p) {
+  std::vector<const codec::Params*> out(p.lengthSlots, &p.codec);
+  for (const Step& s : p.steps)
+    if (s.kind == StepKind::kEncode && s.slot != kNoSlot) out[s.slot] = &p.codecOf(s);
+  return out;
+}
+
+// Shifts under which the plans are the same and the links too: a rotation of the ranks keeps
+// which messages stay inside a node only when the nodes are consecutive blocks of one size
+// and it moves whole blocks (or when there is one level).
+Shifts linkShifts(const Shifts& s, const Topology* topo) {
+  if (!topo || s.blocks == 1 || s.topo || topo->nodes() == 1 || topo->largestNode() == 1) return s;
+  const int n = topo->nranks(), l = topo->nodeSize(0);
+  bool consecutive = topo->uniform() && s.size == 1;
+  for (int r = 0; consecutive && r < n; ++r) consecutive = topo->nodeOf[static_cast<size_t>(r)] == r / l;
+  return consecutive ? Shifts{n / l, l, nullptr} : Shifts::none(n);
+}
+
+}  // namespace
+
+double ComputeCost::seconds(const Plan& plan, const Step& s) const {
+  const double es = static_cast<double>(dataTypeSize(plan.dtype));
+  const double n = static_cast<double>(s.count);
+  const int codec = plan.codecOf(s).codec;
+  switch (s.kind) {
+    case StepKind::kSend:
+    case StepKind::kRecv:
+      return 0;
+    case StepKind::kCopy:
+      return over(static_cast<double>(s.bytes), copy);
+    case StepKind::kWiden:
+    case StepKind::kNarrow:
+      return over(n * es, copy);
+    case StepKind::kReduce:
+    case StepKind::kDivide:
+      return over(n * es, reduce);
+    case StepKind::kDivideFloat:
+      return over(n * sizeof(float), reduce);
+    case StepKind::kEncode:
+      return over(n * sizeof(float), encode[static_cast<size_t>(codec)]);
+    case StepKind::kDecode:
+      return over(n * sizeof(float), decode[static_cast<size_t>(codec)]);
+    case StepKind::kDecodeAdd:
+      return over(n * sizeof(float), decodeAdd[static_cast<size_t>(codec)]);
+    case StepKind::kLowRankStart:
+    case StepKind::kLowRankMiddle:
+    case StepKind::kLowRankFinish:
+      return over(n * sizeof(float), lowRank);
+  }
+  return 0;
+}
+
+Prediction simulate(const std::function<Plan(int)>& planOf, const Shifts& shifts, int rank, const Topology* topo,
+                    const CostModel& m) {
+  const PlanGraph g = PlanGraph::build(planOf, linkShifts(shifts, topo), rank);
+  const size_t total = g.total();
+  std::vector<std::vector<const codec::Params*>> codecs;
+  for (const Plan& p : g.plans) codecs.push_back(slotCodecs(p));
+  // Per plan of the block: its compute lane, and its ports by level (0 inside, 1 across).
+  const size_t ranks = g.plans.size();
+  std::vector<double> lane(ranks, 0), sendPort(2 * ranks, 0), recvPort(2 * ranks, 0), sendBusy(ranks, 0);
+  std::vector<double> readyAt(total, 0), finish(total, 0);
+  std::vector<uint32_t> waiting = g.indeg;
+  // Steps ready at the same time go in plan order, every rank's step i before any rank's
+  // step i + 1, and among ranks by local rank first: so the copies of one step on ranks that
+  // are shifts of each other go one after another, in the order one block of plans stands for.
+  using Event = std::tuple<double, size_t, int, size_t>;  // ready, index in its plan, local rank, node
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> ready;
+  auto push = [&](double at, size_t k) {
+    const size_t o = static_cast<size_t>(g.planIndex(k));
+    const int local = topo ? topo->localRank[static_cast<size_t>(g.rankOf(k))] : 0;
+    ready.push({at, k - g.first[o], local, k});
+  };
+  for (size_t k = 0; k < total; ++k)
+    if (g.rep[k] == k && waiting[k] == 0) push(0.0, k);
+  Prediction out;
+  size_t done = 0;
+  while (!ready.empty()) {
+    const auto [at, index, local, u] = ready.top();
+    ready.pop();
+    ++done;
+    const Step& s = g.step(u);
+    const size_t o = static_cast<size_t>(g.planIndex(u));
+    double end = at;
+    if (s.kind == StepKind::kSend) {
+      const size_t q = static_cast<size_t>(g.planIndex(g.partner[u]));
+      const int from = g.rankOf(u);
+      const size_t level =
+          topo && topo->nodeOf[static_cast<size_t>(from)] == topo->nodeOf[static_cast<size_t>(s.peer)] ? 0 : 1;
+      const LinkCost& link = level == 0 ? m.inside : m.across;
+      const double bytes =
+          s.slot == kNoSlot ? static_cast<double>(s.bytes) : streamBytes(*codecs[o][s.slot], s.count, m.streamsAtBound);
+      const double busy = over(bytes, link.beta);
+      const double start = std::max({at, sendPort[2 * o + level], recvPort[2 * q + level]});
+      sendPort[2 * o + level] = recvPort[2 * q + level] = start + busy;
+      sendBusy[o] += busy;
+      end = start + link.alpha + busy;
+      ++out.messages;
+    } else {
+      const double start = std::max(at, lane[o]);
+      end = start + m.compute.seconds(g.plans[o], s);
+      lane[o] = end;
+    }
+    finish[u] = end;
+    out.seconds = std::max(out.seconds, end);
+    for (size_t v : g.succ[u]) {
+      readyAt[v] = std::max(readyAt[v], end);
+      if (--waiting[v] == 0) push(readyAt[v], v);
+    }
+  }
+  CCL_CHECK(done == g.nodes, cclInternalError, "simulate: the plans wait on each other in a cycle");
+  out.linkSeconds = *std::max_element(sendBusy.begin(), sendBusy.end());
+  return out;
+}
+
+Prediction predict(Coll c, const CollArgs& a, const CostModel& m) {
+  auto planOf = [&](int r) {
+    CollArgs x = a;
+    x.rank = r;
+    return planCollective(c, x);
+  };
+  return simulate(planOf, planShifts(c, a), a.rank, a.topo, m);
+}
+
+}  // namespace ccl::coll

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The cost model: what a call's plans take on a model of its links and its compute. One
+// function (simulate) prices every plan; the algorithm and codec choice, the projection to
+// large clusters and the perf reports all call it, so they agree.
+//
+// The plans run in virtual time over the graph of every rank's steps (plan_graph.h; one
+// block's under shifts): a step starts when the steps it waits for have finished and its
+// resource is free, in order of readiness. A message costs alpha + bytes / beta of the link
+// between its ranks' nodes (inside or across); its bytes hold the sender's port and the
+// receiver's for bytes / beta (one message at a time each way: a rank's bandwidth is shared
+// by its messages), alpha overlapping. A compute step holds its rank's one compute lane for
+// its input bytes over the kernel's throughput. Encoded streams cross at the codec's
+// fixed-length size (quantizers) or its bound (sparsifiers, whose keep ratio sets it), or at
+// the bound for links that send every stream at it (NCCL's).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <functional>
+
+#include "ccl/ccl.h"
+#include "collectives/algorithms.h"
+#include "collectives/plan.h"
+#include "collectives/topology.h"
+
+namespace ccl::coll {
+
+struct LinkCost {
+  double alpha = 0;  // seconds per message
+  double beta = 0;   // bytes per second
+  double seconds(double bytes) const { return alpha + bytes / beta; }
+};
+
+// Kernel throughputs, in bytes per second of the elements they read (fp32 for the codecs'
+// input): copy and widen/narrow, reduce and divide; per codec encode, decode and
+// decode-accumulate; PowerSGD's matrix steps. 0 means free (a model of communication alone).
+struct ComputeCost {
+  double copy = 0;
+  double reduce = 0;
+  std::array<double, cclNumCodecs> encode{}, decode{}, decodeAdd{};
+  double lowRank = 0;
+  double seconds(const Plan& plan, const Step& s) const;
+};
+
+struct CostModel {
+  LinkCost inside;  // between ranks of one node
+  LinkCost across;  // between nodes; every message when there is no topology
+  ComputeCost compute;
+  bool streamsAtBound = false;  // every encoded stream crosses at its bound (NCCL's link)
+};
+
+struct Prediction {
+  double seconds = 0;      // from the first step of any rank to the last one's end
+  double linkSeconds = 0;  // of that, the longest time a rank's sending port was busy
+  size_t messages = 0;     // messages of the ranks simulated (one block's under shifts)
+};
+
+// The call whose plan at rank r is planOf(r), its ranks' nodes `topo` (nullptr: one level),
+// simulated from the plans of `rank`'s block under `shifts` where the links are the same
+// under them too (a ring's rotations by whole nodes of consecutive ranks; else every rank's
+// plans are read). Throws cclInternalError when the plans do not pair up or wait on each
+// other in a cycle.
+Prediction simulate(const std::function<Plan(int)>& planOf, const Shifts& shifts, int rank, const Topology* topo,
+                    const CostModel& m);
+
+// Collective c with `a` (a.rank's block; a.topo its nodes), as planCollective plans it.
+Prediction predict(Coll c, const CollArgs& a, const CostModel& m);
+
+}  // namespace ccl::coll
