@@ -117,11 +117,15 @@ Prediction simulate(const std::function<Plan(int)>& planOf, const Shifts& shifts
       const LinkCost& link = level == 0 ? m.inside : m.across;
       const double bytes =
           s.slot == kNoSlot ? static_cast<double>(s.bytes) : streamBytes(*codecs[o][s.slot], s.count, m.streamsAtBound);
-      const double busy = over(bytes, link.beta);
-      const double start = std::max({at, sendPort[2 * o + level], recvPort[2 * q + level]});
-      sendPort[2 * o + level] = recvPort[2 * q + level] = start + busy;
+      // The sender's port sends its messages one after another; the receiver's port takes
+      // what arrives one after another (an incast queues there, not at its senders).
+      const double busy = link.overhead + over(bytes, link.beta);
+      const double start = std::max(at, sendPort[2 * o + level]);
+      sendPort[2 * o + level] = start + busy;
+      const double taken = std::max(start, recvPort[2 * q + level]) + busy;
+      recvPort[2 * q + level] = taken;
       sendBusy[o] += busy;
-      end = start + link.alpha + busy;
+      end = taken + link.alpha;
       ++out.messages;
     } else {
       const double start = std::max(at, lane[o]);

@@ -6,12 +6,13 @@
 // The plans run in virtual time over the graph of every rank's steps (plan_graph.h; one
 // block's under shifts): a step starts when the steps it waits for have finished and its
 // resource is free, in order of readiness. A message costs alpha + bytes / beta of the link
-// between its ranks' nodes (inside or across); its bytes hold the sender's port and the
-// receiver's for bytes / beta (one message at a time each way: a rank's bandwidth is shared
-// by its messages), alpha overlapping. A compute step holds its rank's one compute lane for
-// its input bytes over the kernel's throughput. Encoded streams cross at the codec's
-// fixed-length size (quantizers) or its bound (sparsifiers, whose keep ratio sets it), or at
-// the bound for links that send every stream at it (NCCL's).
+// between its ranks' nodes (inside or across), and holds the ports for overhead + bytes / beta:
+// its sender's port sends its messages one after another, and its receiver's port takes what
+// arrives one after another (a fan-out queues at the sender, an incast at the receiver);
+// alpha overlaps other messages, the overhead bounds the rate of small ones. A compute step holds its rank's one
+// compute lane for its input bytes over the kernel's throughput. Encoded streams cross at the codec's fixed-length size
+// (quantizers) or its bound (sparsifiers, whose keep ratio sets it), or at the bound for links that send every stream
+// at it (NCCL's).
 #pragma once
 
 #include <array>
@@ -26,9 +27,10 @@
 namespace ccl::coll {
 
 struct LinkCost {
-  double alpha = 0;  // seconds per message
-  double beta = 0;   // bytes per second
-  double seconds(double bytes) const { return alpha + bytes / beta; }
+  double alpha = 0;     // seconds a message takes to arrive, overlapping other messages
+  double beta = 0;      // bytes per second of a rank's port
+  double overhead = 0;  // seconds a message holds its ports besides its bytes (LogGP's o)
+  double seconds(double bytes) const { return alpha + overhead + bytes / beta; }
 };
 
 // Kernel throughputs, in bytes per second of the elements they read (fp32 for the codecs'

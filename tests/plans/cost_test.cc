@@ -43,6 +43,19 @@ TEST(CostModel, ARanksMessagesShareItsPortAndItsComputeLane) {
     return p;
   };
   EXPECT_DOUBLE_EQ(simulate(fanOut, Shifts::none(3), 0, nullptr, linkOnly(1e-6, 1e9)).seconds, 1e-6 + 2e-6);
+  // A message's overhead holds the port like its bytes: small messages go at a bounded rate.
+  CostModel withOverhead = linkOnly(1e-6, 1e9);
+  withOverhead.across.overhead = 0.5e-6;
+  EXPECT_DOUBLE_EQ(simulate(fanOut, Shifts::none(3), 0, nullptr, withOverhead).seconds, 1e-6 + 2 * (0.5e-6 + 1e-6));
+  // Two ranks sending to one at once: the receiver takes them one after the other.
+  auto fanIn = [](int r) {
+    if (r != 0) return planSend(0, 0, 1000);
+    Plan p;
+    p.recv(1, 0, {Buf::kRecv, 0}, 1000);
+    p.recv(2, 0, {Buf::kRecv, 1000}, 1000);
+    return p;
+  };
+  EXPECT_DOUBLE_EQ(simulate(fanIn, Shifts::none(3), 0, nullptr, linkOnly(1e-6, 1e9)).seconds, 1e-6 + 2e-6);
   // Two copies of 1000 bytes at 1e9 B/s on one lane, then a send that waits for the second.
   auto chain = [](int r) {
     if (r == 1) return planRecv(0, 0, 1000);
