@@ -2,6 +2,8 @@
 #include "collectives/cost.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstring>
 #include <queue>
 #include <tuple>
 #include <utility>
@@ -9,6 +11,7 @@
 
 #include "codecs/codec.h"
 #include "collectives/plan_graph.h"
+#include "collectives/reduce_kernels.h"
 #include "common/dtype.h"
 #include "common/error.h"
 
@@ -151,6 +154,71 @@ Prediction predict(Coll c, const CollArgs& a, const CostModel& m) {
     return planCollective(c, x);
   };
   return simulate(planOf, planShifts(c, a), a.rank, a.topo, m);
+}
+
+Choice chooseCheapest(Coll c, const CollArgs& a, std::span<const codec::Params> allowed, const CostModel& m,
+                      double margin) {
+  Choice best, plain;
+  auto consider = [&](const codec::Params& p, Choice& into) {
+    CollArgs x = a;
+    x.codec = p;
+    const bool onStreams = p.codec != cclCodecNone;
+    if (onStreams && !(collInfo(c).compressible && compressible(x))) return;
+    auto price = [&](const AlgoEntry& e) {
+      x.algo = e.algo;  // naming a row that applies runs it
+      const double t = predict(c, x, m).seconds;
+      if (into.seconds == 0 || t < into.seconds) into = Choice{p, e.algo, t, 0};
+    };
+    if (a.algo != Algo::kAuto) {  // the user's algorithm, or what runs in its place
+      x.algo = a.algo;
+      price(chooseAlgorithm(c, x));
+      return;
+    }
+    for (const AlgoEntry& e : algorithmTable())
+      if (e.coll == c && e.compressed == onStreams && (!e.applies || e.applies(x))) price(e);
+  };
+  consider(codec::Params{}, plain);
+  best = plain;
+  for (const codec::Params& p : allowed) {
+    Choice lossy;
+    consider(p, lossy);
+    if (lossy.seconds > 0 && lossy.seconds < (1 - margin) * plain.seconds && lossy.seconds < best.seconds) best = lossy;
+  }
+  best.uncompressed = plain.seconds;
+  return best;
+}
+
+ComputeCost measureComputeCost(std::span<const codec::Params> codecs) {
+  constexpr size_t n = 1 << 20;  // 4 MiB of fp32: past the L2 caches, where large calls run
+  std::vector<float> x(n), y(n), acc(n, 0.0f);
+  for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>((i * 2654435761u) % 1000) / 997.0f - 0.5f;
+  // Best of three: the least disturbed run of each kernel, in bytes of fp32 input per second.
+  auto rate = [&](auto&& run) {
+    double best = 0;
+    for (int k = 0; k < 3; ++k) {
+      const auto t0 = std::chrono::steady_clock::now();
+      run();
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (s > 0) best = std::max(best, n * sizeof(float) / s);
+    }
+    return best;
+  };
+  ComputeCost c;
+  c.copy = rate([&] { std::memcpy(y.data(), x.data(), n * sizeof(float)); });
+  c.reduce = rate([&] { reduce(y.data(), x.data(), y.data(), n, cclFloat32, cclSum); });
+  for (const codec::Params& p : codecs) {
+    if (p.codec == cclCodecNone || codec::isLowRank(p.codec)) continue;
+    std::vector<uint8_t> stream(codec::maxEncodedBytes(p, n));
+    size_t bytes = 0;
+    const size_t k = static_cast<size_t>(p.codec);
+    c.encode[k] = rate([&] { bytes = codec::encode(p, x.data(), cclFloat32, n, stream.data(), stream.size()); });
+    codec::Expect e;
+    e.count = n;
+    e.codec = p.codec;
+    c.decode[k] = rate([&] { codec::decode(stream.data(), bytes, e, y.data(), cclFloat32); });
+    c.decodeAdd[k] = rate([&] { codec::decodeAccumulate(stream.data(), bytes, e, acc.data()); });
+  }
+  return c;
 }
 
 }  // namespace ccl::coll

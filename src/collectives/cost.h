@@ -18,8 +18,10 @@
 #include <array>
 #include <cstddef>
 #include <functional>
+#include <span>
 
 #include "ccl/ccl.h"
+#include "codecs/codec.h"
 #include "collectives/algorithms.h"
 #include "collectives/plan.h"
 #include "collectives/topology.h"
@@ -67,5 +69,25 @@ Prediction simulate(const std::function<Plan(int)>& planOf, const Shifts& shifts
 
 // Collective c with `a` (a.rank's block; a.topo its nodes), as planCollective plans it.
 Prediction predict(Coll c, const CollArgs& a, const CostModel& m);
+
+// The cheapest way to run collective c with `a` on model m: codec none or one of `allowed`
+// (the lossy codecs the user allowed; those the call cannot carry are skipped), each with
+// every algorithm of the table that applies (only a.algo when it names one). A codec is taken
+// only when predicted faster than the best uncompressed way by more than `margin` (0.1: 10 %),
+// so near a tie the call stays exact. Depends on its arguments alone: ranks that pass the
+// same model, arguments and allowed codecs choose alike.
+struct Choice {
+  codec::Params codec;  // codec none: uncompressed
+  Algo algo = Algo::kAuto;
+  double seconds = 0;       // predicted
+  double uncompressed = 0;  // the best uncompressed way's prediction
+};
+Choice chooseCheapest(Coll c, const CollArgs& a, std::span<const codec::Params> allowed, const CostModel& m,
+                      double margin = 0.1);
+
+// This process's kernel throughputs, timed on its CPU over 4 MiB of fp32 (copy, reduce, and
+// encode, decode and decode-accumulate of each codec in `codecs`), best of three runs. Takes
+// a few milliseconds per codec.
+ComputeCost measureComputeCost(std::span<const codec::Params> codecs);
 
 }  // namespace ccl::coll

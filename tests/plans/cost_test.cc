@@ -113,6 +113,87 @@ TEST(CostModel, CompressionPaysOnlyWhereTheLinkIsSlowerThanTheCodec) {
   EXPECT_GT(predict(Coll::kAllReduce, q, fast).seconds, predict(Coll::kAllReduce, a, fast).seconds);
 }
 
+// A model of a 1 Gbit/s link and of a CPU whose codecs run at a few GB/s.
+CostModel slowLink() {
+  CostModel m = linkOnly(30e-6, 125e6);
+  m.compute.copy = 10e9;
+  m.compute.reduce = 5e9;
+  for (int k = 1; k < cclNumCodecs; ++k) m.compute.encode[k] = m.compute.decode[k] = m.compute.decodeAdd[k] = 3e9;
+  return m;
+}
+
+TEST(Choice, CompressesLargeCallsOnASlowLinkAndNothingElse) {
+  const codec::Params allowed[] = {codec::defaultParams(cclCodecInt8), codec::defaultParams(cclCodecInt4)};
+  CollArgs a;
+  a.nranks = 4;
+  a.count = 16 << 20;  // 64 MiB
+  const Choice big = chooseCheapest(Coll::kAllReduce, a, allowed, slowLink());
+  EXPECT_EQ(big.codec.codec, cclCodecInt4) << "the fewest bytes win on a slow link";
+  EXPECT_LT(big.seconds * 4, big.uncompressed);
+  a.count = 2;  // 8 bytes: the message's latency, whatever its codec
+  const Choice tiny = chooseCheapest(Coll::kAllReduce, a, allowed, slowLink());
+  EXPECT_EQ(tiny.codec.codec, cclCodecNone) << "within the margin the call stays exact";
+  EXPECT_EQ(tiny.algo, Algo::kDirect);
+  CostModel fast = slowLink();
+  fast.across = {1e-6, 40e9};  // faster than the codecs
+  a.count = 16 << 20;
+  EXPECT_EQ(chooseCheapest(Coll::kAllReduce, a, allowed, fast).codec.codec, cclCodecNone);
+}
+
+TEST(Choice, NeverALossyCodecTheUserDidNotAllow) {
+  CollArgs a;
+  a.nranks = 4;
+  a.count = 16 << 20;
+  EXPECT_EQ(chooseCheapest(Coll::kAllReduce, a, {}, slowLink()).codec.codec, cclCodecNone);
+  const codec::Params int8[] = {codec::defaultParams(cclCodecInt8)};
+  for (Coll c : {Coll::kAllReduce, Coll::kAllGather, Coll::kReduceScatter, Coll::kBroadcast, Coll::kAlltoAll}) {
+    const cclCodec_t got = chooseCheapest(c, a, int8, slowLink()).codec.codec;
+    EXPECT_TRUE(got == cclCodecNone || got == cclCodecInt8) << collInfo(c).name;
+  }
+  // A collective that is never compressed, or integers, stay exact whatever is allowed.
+  EXPECT_EQ(chooseCheapest(Coll::kReduce, a, int8, slowLink()).codec.codec, cclCodecNone);
+  a.dtype = cclInt32;
+  EXPECT_EQ(chooseCheapest(Coll::kAllReduce, a, int8, slowLink()).codec.codec, cclCodecNone);
+}
+
+// The choice is a function of its arguments: every rank, given the same model, chooses alike
+// (each rank of 8 asks with its own rank), and a named algorithm is kept.
+TEST(Choice, EveryRankChoosesAlikeAndANamedAlgorithmIsKept) {
+  const codec::Params allowed[] = {codec::defaultParams(cclCodecInt8), codec::defaultParams(cclCodecFp8E4m3)};
+  const int sizes[] = {4, 4};
+  const Topology t = Topology::blocks(sizes);
+  for (size_t count : {size_t(1) << 10, size_t(1) << 16, size_t(1) << 22}) {
+    CollArgs a;
+    a.nranks = 8;
+    a.count = count;
+    a.topo = &t;
+    CostModel m = slowLink();
+    m.inside = {1e-6, 10e9};
+    const Choice first = chooseCheapest(Coll::kAllReduce, a, allowed, m);
+    for (int r = 1; r < 8; ++r) {
+      a.rank = r;
+      const Choice c = chooseCheapest(Coll::kAllReduce, a, allowed, m);
+      EXPECT_EQ(c.codec.codec, first.codec.codec) << count << " rank " << r;
+      EXPECT_EQ(c.algo, first.algo) << count << " rank " << r;
+    }
+    a.algo = Algo::kRing;
+    EXPECT_EQ(chooseCheapest(Coll::kAllReduce, a, allowed, m).algo, Algo::kRing);
+  }
+}
+
+TEST(Choice, ThisCpusKernelsAreMeasured) {
+  const codec::Params codecs[] = {codec::defaultParams(cclCodecInt8), codec::defaultParams(cclCodecTopK)};
+  const ComputeCost c = measureComputeCost(codecs);
+  EXPECT_GT(c.copy, 0);
+  EXPECT_GT(c.reduce, 0);
+  EXPECT_GT(c.encode[cclCodecInt8], 0);
+  EXPECT_GT(c.decodeAdd[cclCodecTopK], 0);
+  EXPECT_EQ(c.encode[cclCodecInt4], 0) << "a codec not asked for is not timed";
+  std::printf("copy %.2f GB/s, reduce %.2f, int8 encode %.2f decode %.2f decode-add %.2f\n", c.copy / 1e9,
+              c.reduce / 1e9, c.encode[cclCodecInt8] / 1e9, c.decode[cclCodecInt8] / 1e9,
+              c.decodeAdd[cclCodecInt8] / 1e9);
+}
+
 // One block of plans predicts what every rank's plans do, wherever the table says the plans
 // are shifts of each other (up to an element of a piece that does not divide evenly).
 TEST(CostModel, OneBlockOfPlansPredictsEveryRanks) {
