@@ -396,7 +396,14 @@ CCL_API cclResult_t cclRecv(void* recvbuff, size_t count, cclDataType_t datatype
 /* ---- Compressed collectives ----
  * A communicator compresses by policy: its default codec comes from cclConfig_t's
  * `compression`, else from CCL_CODEC (and CCL_CODEC_* parameters) in the environment, and
- * cclCommSetCompression changes it. The *Ex calls take a per-call codec (NULL: the
+ * cclCommSetCompression changes it. CCL_CODEC=auto:LIST (e.g. auto:int8,int4) chooses per
+ * call shape: uncompressed, or one codec of LIST (lossy codecs only from LIST; "auto" alone
+ * allows none), and the algorithm, whichever the library's cost model predicts fastest on
+ * the links CCL_LINK_MODEL describes (ALPHA_US:GBYTES_PER_S[:OVERHEAD_US], or
+ * across=...,inside=...; required with auto, the same on every rank) with this CPU's kernel
+ * speeds timed at init (the ranks' slowest); a codec is taken only when predicted more than
+ * 10 % faster. A codec passed to a call, or set with cclCommSetCompression, replaces the
+ * choice; device buffers are not chosen for. The *Ex calls take a per-call codec (NULL: the
  * communicator's) and an error-feedback handle (NULL: none, or the state kept per buffer
  * when CCL_FEEDBACK is ef or loco). A call is carried uncompressed when its codec is
  * cclCodecNone, its size is below CCL_CODEC_MIN_BYTES, its type is not fp32/bf16/fp16, its

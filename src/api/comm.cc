@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cstring>
 #include <thread>
+#include <type_traits>
+#include <vector>
 
 #include "api/group.h"
 #include "common/config.h"
@@ -86,6 +88,46 @@ std::shared_ptr<const coll::Topology> exchangeTopology(cclComm& comm, const host
   return topo;
 }
 
+// CCL_CODEC=auto: this rank's model (CCL_LINK_MODEL's links, this CPU's kernels timed), and
+// every rank's exchanged, so that all price calls on the same one: the slowest of each input.
+// A rank whose CCL_LINK_MODEL is missing or wrong still takes part, so that every rank fails.
+std::shared_ptr<const coll::CostModel> agreeCostModel(cclComm& comm) {
+  struct Mine {
+    coll::CostModel model;
+    int ok;
+  };
+  static_assert(std::is_trivially_copyable_v<Mine>);
+  std::vector<Mine> all(static_cast<size_t>(comm.nranks), Mine{{}, 0});
+  Mine& mine = all[static_cast<size_t>(comm.rank)];
+  std::string why;
+  try {
+    const std::string links = config::linkModel();
+    CCL_CHECK(!links.empty(), cclInvalidArgument,
+              "CCL_CODEC=auto prices calls on CCL_LINK_MODEL, which is not set (no probe of the links yet)");
+    coll::parseLinkModel(links, &mine.model);
+    mine.model.compute = coll::measureComputeCost(comm.policy.allowed);
+    mine.ok = 1;
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  comm.bootstrap->allGather(all.data(), sizeof(Mine));
+  CCL_CHECK(why.empty(), cclInvalidArgument, why);
+  std::vector<coll::CostModel> models;
+  for (int r = 0; r < comm.nranks; ++r) {
+    CCL_CHECK(all[static_cast<size_t>(r)].ok, cclInvalidArgument,
+              "CCL_CODEC=auto: rank " + std::to_string(r) + " has no valid CCL_LINK_MODEL");
+    models.push_back(all[static_cast<size_t>(r)].model);
+  }
+  auto m = std::make_shared<const coll::CostModel>(coll::slowestOf(models));
+  if (comm.rank == 0)
+    CCL_INFO(
+        "comm %p: CCL_CODEC=auto prices calls on links across %.3g us + %.3g GB/s, inside %.3g us + %.3g GB/s; "
+        "kernels (the ranks' slowest) copy %.3g GB/s, reduce %.3g GB/s",
+        static_cast<void*>(&comm), m->across.alpha * 1e6, m->across.beta / 1e9, m->inside.alpha * 1e6,
+        m->inside.beta / 1e9, m->compute.copy / 1e9, m->compute.reduce / 1e9);
+  return m;
+}
+
 }  // namespace
 
 // CCL_DEVICE_TRANSPORT=nccl on a communicator with a device: NVIDIA's NCCL, loaded from
@@ -157,6 +199,7 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
   comm->deviceLink = config::deviceTransport();
   comm->nccl = deviceNccl(*comm);
   comm->defaultCodecOff = allPeersOverSharedMemory(*comm->transport) && !codecOnSharedMemory();
+  if (comm->policy.autoChoice) comm->costModel = agreeCostModel(*comm);
   if (comm->policy.codec.codec != cclCodecNone)
     CCL_INFO(
         "comm %p: default codec %s for messages of at least %zu bytes%s", static_cast<void*>(comm.get()),
@@ -329,6 +372,13 @@ CCL_API cclResult_t cclCommSetCompression(cclComm_t comm, const cclCompression_t
   return guard(comm, "cclCommSetCompression", [&] {
     api::checkUsable(comm);
     comm->policy.codec = codec::resolveParams(compression);
+    // A codec set here replaces CCL_CODEC=auto's choice.
+    comm->policy.autoChoice = false;
+    comm->costModel.reset();
+    {
+      std::lock_guard<std::mutex> lock(comm->choicesMutex);
+      comm->choices.clear();
+    }
     comm->plans.clear();
   });
 }

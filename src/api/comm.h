@@ -6,9 +6,11 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "ccl/ccl.h"
 #include "collectives/algorithms.h"
 #include "collectives/call_key.h"
+#include "collectives/cost.h"
 #include "collectives/scratch_pool.h"
 #include "collectives/stream.h"
 #include "collectives/topology.h"
@@ -67,6 +70,12 @@ struct cclComm {
   // and the rest of `policy` (sizes, collectives, feedback) applies to both.
   ccl::codec::Params intraCodec;
   bool defaultCodecOff = false;  // every peer over shared memory and CCL_CODEC_SHM=auto
+  // CCL_CODEC=auto: the model calls are priced on (the ranks' slowest, agreed at init), and
+  // each call shape's choice, made once (a function of the shape and the model, so alike on
+  // every rank).
+  std::shared_ptr<const ccl::coll::CostModel> costModel;
+  std::mutex choicesMutex;
+  std::map<std::tuple<int, size_t, int, int, int, bool>, ccl::coll::Choice> choices;
   ccl::api::AutoFeedback autoFeedback;
   std::mutex statsMutex;  // stats are added to on a host stream's thread, read on the caller's
   cclOpStats_t stats[cclNumOpKinds] = {};

@@ -75,8 +75,19 @@ Policy policyFromEnv(const cclCompression_t* codec) {
   Policy p;
   if (codec) {
     p.codec = codec::resolveParams(codec);
+  } else if (const std::string value = config::codec(); value == "auto" || value.rfind("auto:", 0) == 0) {
+    p.autoChoice = true;
+    for (size_t at = 5; at < value.size();) {
+      const size_t end = std::min(value.find(',', at), value.size());
+      const std::string name = value.substr(at, end - at);
+      cclCompression_t c = compressionFromEnv(name, "CCL_CODEC");
+      p.allowed.push_back(codec::resolveParams(&c));
+      CCL_CHECK(p.allowed.back().codec != cclCodecNone && !codec::isLowRank(p.allowed.back().codec), cclInvalidArgument,
+                "CCL_CODEC=" + value + ": " + name + " is not a codec auto can choose");
+      at = end + 1;
+    }
   } else {
-    cclCompression_t c = compressionFromEnv(config::codec(), "CCL_CODEC");
+    cclCompression_t c = compressionFromEnv(value, "CCL_CODEC");
     p.codec = codec::resolveParams(&c);
   }
   p.minBytes = static_cast<size_t>(std::max<int64_t>(0, config::codecMinBytes()));

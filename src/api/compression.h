@@ -28,6 +28,10 @@ namespace ccl::api {
 
 struct Policy {
   codec::Params codec;  // codec none: compression off
+  // CCL_CODEC=auto[:LIST]: the codecs of LIST (with the CCL_CODEC_* parameters) the cost
+  // model may choose per call, besides none; `codec` is then none.
+  bool autoChoice = false;
+  std::vector<codec::Params> allowed;
   size_t minBytes = 0;
   uint32_t enabled = 0;  // bit per cclOpKind_t
   cclFeedbackKind_t autoFeedback = cclFeedbackNone;

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <queue>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -162,6 +164,9 @@ Choice chooseCheapest(Coll c, const CollArgs& a, std::span<const codec::Params> 
   auto consider = [&](const codec::Params& p, Choice& into) {
     CollArgs x = a;
     x.codec = p;
+    // Priced from rank 0's block on every rank: a rank's own pieces may differ by an element,
+    // and its prediction with them, which near a tie could part the ranks' choices.
+    x.rank = 0;
     const bool onStreams = p.codec != cclCodecNone;
     if (onStreams && !(collInfo(c).compressible && compressible(x))) return;
     auto price = [&](const AlgoEntry& e) {
@@ -186,6 +191,71 @@ Choice chooseCheapest(Coll c, const CollArgs& a, std::span<const codec::Params> 
   }
   best.uncompressed = plain.seconds;
   return best;
+}
+
+void parseLinkModel(const std::string& text, CostModel* m) {
+  auto bad = [&](const std::string& why) {
+    return Error(cclInvalidArgument, "CCL_LINK_MODEL='" + text + "': " + why +
+                                         " (ALPHA_US:GBYTES_PER_S[:OVERHEAD_US], or across=...,inside=...)");
+  };
+  auto link = [&](const std::string& v) {
+    std::vector<double> f;
+    for (size_t at = 0; at <= v.size();) {
+      const size_t end = std::min(v.find(':', at), v.size());
+      const std::string field = v.substr(at, end - at);
+      char* stop = nullptr;
+      const double x = std::strtod(field.c_str(), &stop);
+      if (field.empty() || *stop || !(x >= 0)) throw bad("'" + field + "' is not a number");
+      f.push_back(x);
+      at = end + 1;
+    }
+    if (f.size() < 2 || f.size() > 3) throw bad("'" + v + "' is not alpha:bandwidth[:overhead]");
+    if (!(f[1] > 0)) throw bad("the bandwidth must be positive");
+    return LinkCost{f[0] * 1e-6, f[1] * 1e9, f.size() == 3 ? f[2] * 1e-6 : 0.0};
+  };
+  bool across = false, inside = false;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t end = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, end - at);
+    const size_t eq = item.find('=');
+    const std::string level = eq == std::string::npos ? "" : item.substr(0, eq);
+    const LinkCost l = link(eq == std::string::npos ? item : item.substr(eq + 1));
+    if (level.empty() || level == "across") m->across = l, across = true;
+    if (level.empty() || level == "inside") m->inside = l, inside = true;
+    if (!level.empty() && level != "across" && level != "inside")
+      throw bad("level '" + level + "' is not across or inside");
+    at = end + 1;
+  }
+  if (!across && !inside) throw bad("no link");
+  if (!inside) m->inside = m->across;
+  if (!across) m->across = m->inside;
+}
+
+CostModel slowestOf(std::span<const CostModel> models) {
+  CCL_CHECK(!models.empty(), cclInternalError, "slowestOf: no model");
+  CostModel out = models[0];
+  auto slowestLink = [](LinkCost& a, const LinkCost& b) {
+    a.alpha = std::max(a.alpha, b.alpha);
+    a.overhead = std::max(a.overhead, b.overhead);
+    a.beta = std::min(a.beta, b.beta);
+  };
+  // A throughput of 0 is "free": the slowest of a measured one and a free one is the measured.
+  auto slowest = [](double& a, double b) { a = a == 0 ? b : b == 0 ? a : std::min(a, b); };
+  for (const CostModel& m : models.subspan(1)) {
+    slowestLink(out.inside, m.inside);
+    slowestLink(out.across, m.across);
+    slowest(out.compute.copy, m.compute.copy);
+    slowest(out.compute.reduce, m.compute.reduce);
+    slowest(out.compute.lowRank, m.compute.lowRank);
+    for (size_t k = 0; k < out.compute.encode.size(); ++k) {
+      slowest(out.compute.encode[k], m.compute.encode[k]);
+      slowest(out.compute.decode[k], m.compute.decode[k]);
+      slowest(out.compute.decodeAdd[k], m.compute.decodeAdd[k]);
+    }
+    out.streamsAtBound = out.streamsAtBound || m.streamsAtBound;
+  }
+  return out;
 }
 
 ComputeCost measureComputeCost(std::span<const codec::Params> codecs) {

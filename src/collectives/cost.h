@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <functional>
 #include <span>
+#include <string>
 
 #include "ccl/ccl.h"
 #include "codecs/codec.h"
@@ -74,8 +75,9 @@ Prediction predict(Coll c, const CollArgs& a, const CostModel& m);
 // (the lossy codecs the user allowed; those the call cannot carry are skipped), each with
 // every algorithm of the table that applies (only a.algo when it names one). A codec is taken
 // only when predicted faster than the best uncompressed way by more than `margin` (0.1: 10 %),
-// so near a tie the call stays exact. Depends on its arguments alone: ranks that pass the
-// same model, arguments and allowed codecs choose alike.
+// so near a tie the call stays exact. Depends on its arguments alone, a.rank excepted (the
+// call is priced from rank 0's block): ranks that pass the same model, call and allowed
+// codecs choose alike.
 struct Choice {
   codec::Params codec;  // codec none: uncompressed
   Algo algo = Algo::kAuto;
@@ -84,6 +86,16 @@ struct Choice {
 };
 Choice chooseCheapest(Coll c, const CollArgs& a, std::span<const codec::Params> allowed, const CostModel& m,
                       double margin = 0.1);
+
+// The links of CCL_LINK_MODEL: "ALPHA_US:GBYTES_PER_S[:OVERHEAD_US]" for both levels, or
+// "across=...,inside=..." (a level not given takes the other's). Throws cclInvalidArgument
+// naming what is wrong.
+void parseLinkModel(const std::string& text, CostModel* m);
+
+// One model from every rank's (measured ones differ a little): the slowest of each input
+// (largest latency and overhead, smallest bandwidth and throughput). Any order of the same
+// models gives the same result, so ranks that exchange theirs agree.
+CostModel slowestOf(std::span<const CostModel> models);
 
 // This process's kernel throughputs, timed on its CPU over 4 MiB of fp32 (copy, reduce, and
 // encode, decode and decode-accumulate of each codec in `codecs`), best of three runs. Takes

@@ -162,7 +162,7 @@ TEST(Choice, EveryRankChoosesAlikeAndANamedAlgorithmIsKept) {
   const codec::Params allowed[] = {codec::defaultParams(cclCodecInt8), codec::defaultParams(cclCodecFp8E4m3)};
   const int sizes[] = {4, 4};
   const Topology t = Topology::blocks(sizes);
-  for (size_t count : {size_t(1) << 10, size_t(1) << 16, size_t(1) << 22}) {
+  for (size_t count : {size_t(1) << 10, size_t(1) << 16, size_t(1) << 22, size_t(1000003)}) {
     CollArgs a;
     a.nranks = 8;
     a.count = count;
@@ -175,6 +175,8 @@ TEST(Choice, EveryRankChoosesAlikeAndANamedAlgorithmIsKept) {
       const Choice c = chooseCheapest(Coll::kAllReduce, a, allowed, m);
       EXPECT_EQ(c.codec.codec, first.codec.codec) << count << " rank " << r;
       EXPECT_EQ(c.algo, first.algo) << count << " rank " << r;
+      EXPECT_EQ(c.seconds, first.seconds) << "the same prediction, bit for bit, whatever the rank";
+      EXPECT_EQ(c.uncompressed, first.uncompressed);
     }
     a.algo = Algo::kRing;
     EXPECT_EQ(chooseCheapest(Coll::kAllReduce, a, allowed, m).algo, Algo::kRing);

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// CCL_CODEC=auto through the API: on a link model slower than this CPU's codecs a large
+// allreduce goes compressed with an allowed codec and a small one exact; on a fast model
+// every call stays exact; a bad or missing CCL_LINK_MODEL is refused at init on every rank;
+// a codec passed to an *Ex call still wins.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "ccl/ccl.h"
+#include "rank_threads.h"
+#include "scoped_env.h"
+
+namespace {
+
+using ccltest::expectNoneThrew;
+using ccltest::runRanks;
+using ccltest::ScopedEnv;
+
+// Makes n communicators (one thread each) under the environment of the caller, runs `body`
+// on each, and destroys them. Returns each rank's init result.
+template <class Body>
+std::vector<cclResult_t> withComms(int n, Body body) {
+  cclUniqueId id{};
+  EXPECT_EQ(cclGetUniqueId(&id), cclSuccess);
+  std::vector<cclResult_t> init(static_cast<size_t>(n), cclSuccess);
+  expectNoneThrew(runRanks(n, [&](int r) {
+    cclComm_t comm = nullptr;
+    init[static_cast<size_t>(r)] = cclCommInitRank(&comm, n, id, r);
+    if (init[static_cast<size_t>(r)] != cclSuccess) return;
+    body(r, comm);
+    EXPECT_EQ(cclCommDestroy(comm), cclSuccess);
+  }));
+  return init;
+}
+
+cclOpStats_t allReduceStats(cclComm_t comm, size_t count) {
+  std::vector<float> x(count), y(count);
+  for (size_t i = 0; i < count; ++i) x[i] = std::sin(0.001f * static_cast<float>(i));
+  EXPECT_EQ(cclAllReduce(x.data(), y.data(), count, cclFloat32, cclSum, comm, nullptr), cclSuccess);
+  cclStats_t s = CCL_STATS_INITIALIZER;
+  EXPECT_EQ(cclCommGetStats(comm, &s), cclSuccess);
+  return s.op[cclOpAllReduce];
+}
+
+TEST(AutoCodec, CompressesWhatTheModelSaysPaysWithAnAllowedCodecOnly) {
+  ScopedEnv codec("CCL_CODEC", "auto:int8");
+  ScopedEnv link("CCL_LINK_MODEL", "50:0.125");  // 1 Gbit/s, 50 us
+  ScopedEnv min("CCL_CODEC_MIN_BYTES", "0");
+  withComms(3, [](int, cclComm_t comm) {
+    const cclOpStats_t small = allReduceStats(comm, 4);
+    EXPECT_EQ(small.compressedCalls, 0u) << "16 bytes: latency, whatever the codec";
+    const cclOpStats_t big = allReduceStats(comm, 1 << 20);
+    EXPECT_EQ(big.compressedCalls, 1u) << "4 MiB at 1 Gbit/s: int8 moves a quarter of the bytes";
+    EXPECT_LT(big.wireBytes - small.wireBytes, (big.rawBytes - small.rawBytes) / 3);
+  });
+}
+
+TEST(AutoCodec, AFastLinkKeepsEveryCallExact) {
+  ScopedEnv codec("CCL_CODEC", "auto:int8,int4");
+  ScopedEnv link("CCL_LINK_MODEL", "0.5:1000");  // far faster than any codec on a CPU
+  withComms(2, [](int, cclComm_t comm) { EXPECT_EQ(allReduceStats(comm, 1 << 20).compressedCalls, 0u); });
+}
+
+TEST(AutoCodec, WithoutLossyCodecsOnlyTheAlgorithmIsChosen) {
+  ScopedEnv codec("CCL_CODEC", "auto");
+  ScopedEnv link("CCL_LINK_MODEL", "50:0.125");
+  withComms(3, [](int r, cclComm_t comm) {
+    std::vector<float> x(100000, 1.0f + r), y(100000);
+    ASSERT_EQ(cclAllReduce(x.data(), y.data(), x.size(), cclFloat32, cclSum, comm, nullptr), cclSuccess);
+    for (float v : y) ASSERT_EQ(v, 6.0f);
+    cclStats_t s = CCL_STATS_INITIALIZER;
+    ASSERT_EQ(cclCommGetStats(comm, &s), cclSuccess);
+    EXPECT_EQ(s.op[cclOpAllReduce].compressedCalls, 0u);
+  });
+}
+
+TEST(AutoCodec, ACodecPassedToACallWins) {
+  ScopedEnv codec("CCL_CODEC", "auto:int8");
+  ScopedEnv link("CCL_LINK_MODEL", "0.5:1000");
+  withComms(2, [](int, cclComm_t comm) {
+    std::vector<float> x(1 << 16, 1.0f), y(1 << 16);
+    cclCompression_t z = CCL_COMPRESSION_INITIALIZER;
+    z.codec = cclCodecInt4;
+    ASSERT_EQ(cclAllReduceEx(x.data(), y.data(), x.size(), cclFloat32, cclSum, comm, nullptr, &z, nullptr), cclSuccess);
+    cclStats_t s = CCL_STATS_INITIALIZER;
+    ASSERT_EQ(cclCommGetStats(comm, &s), cclSuccess);
+    EXPECT_EQ(s.op[cclOpAllReduce].compressedCalls, 1u);
+  });
+}
+
+TEST(AutoCodec, AMissingOrBadLinkModelIsRefusedOnEveryRank) {
+  ScopedEnv codec("CCL_CODEC", "auto:int8");
+  for (const char* bad : {static_cast<const char*>(nullptr), "fast", "10", "10:0", "across=1:1,over=2:2"}) {
+    ScopedEnv link("CCL_LINK_MODEL", bad);
+    const std::vector<cclResult_t> got = withComms(2, [](int, cclComm_t) {});
+    for (cclResult_t r : got) EXPECT_EQ(r, cclInvalidArgument) << (bad ? bad : "(unset)");
+  }
+  ScopedEnv lossless("CCL_CODEC", "auto:powersgd");
+  ScopedEnv link("CCL_LINK_MODEL", "1:1");
+  for (cclResult_t r : withComms(2, [](int, cclComm_t) {})) EXPECT_EQ(r, cclInvalidArgument) << "powersgd";
+}
+
+}  // namespace
