@@ -400,9 +400,10 @@ CCL_API cclResult_t cclRecv(void* recvbuff, size_t count, cclDataType_t datatype
  * call shape: uncompressed, or one codec of LIST (lossy codecs only from LIST; "auto" alone
  * allows none), and the algorithm, whichever the library's cost model predicts fastest on
  * the links CCL_LINK_MODEL describes (ALPHA_US:GBYTES_PER_S[:OVERHEAD_US], or
- * across=...,inside=...; required with auto, the same on every rank) with this CPU's kernel
- * speeds timed at init (the ranks' slowest); a codec is taken only when predicted more than
- * 10 % faster. A codec passed to a call, or set with cclCommSetCompression, replaces the
+ * across=...,inside=...; the same on every rank), else on links fitted at init to the
+ * communicator's own allreduces of 8 bytes and 1 MiB (the ranks' slowest; a few of them, so
+ * init cannot then be inside a group), with this CPU's kernel speeds timed at init (the
+ * ranks' slowest); a codec is taken only when predicted more than 10 % faster. A codec passed to a call, or set with cclCommSetCompression, replaces the
  * choice; device buffers are not chosen for. The *Ex calls take a per-call codec (NULL: the
  * communicator's) and an error-feedback handle (NULL: none, or the state kept per buffer
  * when CCL_FEEDBACK is ef or loco). A call is carried uncompressed when its codec is

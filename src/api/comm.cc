@@ -9,6 +9,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <type_traits>
@@ -88,23 +89,70 @@ std::shared_ptr<const coll::Topology> exchangeTopology(cclComm& comm, const host
   return topo;
 }
 
+// CCL_CODEC=auto without CCL_LINK_MODEL: the links fitted to this communicator's own
+// uncompressed allreduces of 8 bytes and 1 MiB (the ranks' slowest median of three, so every
+// rank fits the same), through the model's own prediction of those calls. One level: a
+// hierarchical communicator's two are fitted as one. The calls leave no trace in the stats.
+coll::LinkCost probeLink(cclComm& comm, const coll::ComputeCost& compute) {
+  CCL_CHECK(!groupActive(), cclInvalidUsage,
+            "CCL_CODEC=auto without CCL_LINK_MODEL probes the links at init, which cannot run inside a group");
+  cclOpStats_t saved[cclNumOpKinds];
+  {
+    std::lock_guard<std::mutex> lock(comm.statsMutex);
+    std::copy(std::begin(comm.stats), std::end(comm.stats), saved);
+  }
+  std::vector<float> buf(size_t{1} << 18, 0.0f);
+  auto median = [&](size_t count) {
+    double t[4];
+    for (double& x : t) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const cclResult_t r = cclAllReduce(buf.data(), buf.data(), count, cclFloat32, cclSum, &comm, nullptr);
+      CCL_CHECK(r == cclSuccess, r, "CCL_CODEC=auto: the probe of the links failed");
+      x = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    std::sort(t + 1, t + 4);  // the first is a warm-up
+    return t[2];
+  };
+  double seconds[2] = {median(2), median(buf.size())};
+  const cclResult_t r = cclAllReduce(seconds, seconds, 2, cclFloat64, cclMax, &comm, nullptr);
+  CCL_CHECK(r == cclSuccess, r, "CCL_CODEC=auto: the probe of the links failed");
+  {
+    std::lock_guard<std::mutex> lock(comm.statsMutex);
+    std::copy(saved, saved + cclNumOpKinds, comm.stats);
+  }
+  coll::CollArgs a;  // as runCollective describes those calls
+  a.rank = comm.rank;
+  a.nranks = comm.nranks;
+  a.inPlace = true;
+  a.chunkBytes = comm.chunkBytes;
+  a.algo = comm.algo;
+  a.treeMaxBytes = comm.treeMaxBytes;
+  a.directMaxBytes = comm.directMaxBytes;
+  a.topo = comm.topology.get();
+  coll::CollArgs small = a, large = a;
+  small.count = 2;
+  large.count = buf.size();
+  return coll::fitLink(coll::Coll::kAllReduce, small, seconds[0], large, seconds[1], compute);
+}
+
 // CCL_CODEC=auto: this rank's model (CCL_LINK_MODEL's links, this CPU's kernels timed), and
 // every rank's exchanged, so that all price calls on the same one: the slowest of each input.
-// A rank whose CCL_LINK_MODEL is missing or wrong still takes part, so that every rank fails.
+// Without CCL_LINK_MODEL on every rank the links are probed (probeLink). A rank whose
+// CCL_LINK_MODEL is wrong still takes part, so that every rank fails.
 std::shared_ptr<const coll::CostModel> agreeCostModel(cclComm& comm) {
   struct Mine {
     coll::CostModel model;
     int ok;
+    int given;  // CCL_LINK_MODEL set
   };
   static_assert(std::is_trivially_copyable_v<Mine>);
-  std::vector<Mine> all(static_cast<size_t>(comm.nranks), Mine{{}, 0});
+  std::vector<Mine> all(static_cast<size_t>(comm.nranks), Mine{{}, 0, 0});
   Mine& mine = all[static_cast<size_t>(comm.rank)];
   std::string why;
   try {
     const std::string links = config::linkModel();
-    CCL_CHECK(!links.empty(), cclInvalidArgument,
-              "CCL_CODEC=auto prices calls on CCL_LINK_MODEL, which is not set (no probe of the links yet)");
-    coll::parseLinkModel(links, &mine.model);
+    mine.given = links.empty() ? 0 : 1;
+    if (mine.given) coll::parseLinkModel(links, &mine.model);
     mine.model.compute = coll::measureComputeCost(comm.policy.allowed);
     mine.ok = 1;
   } catch (const Error& e) {
@@ -114,17 +162,22 @@ std::shared_ptr<const coll::CostModel> agreeCostModel(cclComm& comm) {
   CCL_CHECK(why.empty(), cclInvalidArgument, why);
   std::vector<coll::CostModel> models;
   for (int r = 0; r < comm.nranks; ++r) {
-    CCL_CHECK(all[static_cast<size_t>(r)].ok, cclInvalidArgument,
-              "CCL_CODEC=auto: rank " + std::to_string(r) + " has no valid CCL_LINK_MODEL");
-    models.push_back(all[static_cast<size_t>(r)].model);
+    const Mine& m = all[static_cast<size_t>(r)];
+    CCL_CHECK(m.ok, cclInvalidArgument, "CCL_CODEC=auto: rank " + std::to_string(r) + " has no valid CCL_LINK_MODEL");
+    CCL_CHECK(m.given == mine.given, cclInvalidArgument,
+              "CCL_CODEC=auto: CCL_LINK_MODEL is set on some ranks and not on others (rank " + std::to_string(r) + ")");
+    models.push_back(m.model);
   }
-  auto m = std::make_shared<const coll::CostModel>(coll::slowestOf(models));
+  coll::CostModel agreed = coll::slowestOf(models);
+  if (!mine.given) agreed.inside = agreed.across = probeLink(comm, agreed.compute);
+  auto m = std::make_shared<const coll::CostModel>(agreed);
   if (comm.rank == 0)
     CCL_INFO(
-        "comm %p: CCL_CODEC=auto prices calls on links across %.3g us + %.3g GB/s, inside %.3g us + %.3g GB/s; "
-        "kernels (the ranks' slowest) copy %.3g GB/s, reduce %.3g GB/s",
-        static_cast<void*>(&comm), m->across.alpha * 1e6, m->across.beta / 1e9, m->inside.alpha * 1e6,
-        m->inside.beta / 1e9, m->compute.copy / 1e9, m->compute.reduce / 1e9);
+        "comm %p: CCL_CODEC=auto prices calls on links (%s) across %.3g us + %.3g GB/s, inside %.3g us + "
+        "%.3g GB/s; kernels (the ranks' slowest) copy %.3g GB/s, reduce %.3g GB/s",
+        static_cast<void*>(&comm), mine.given ? "CCL_LINK_MODEL" : "probed", m->across.alpha * 1e6,
+        m->across.beta / 1e9, m->inside.alpha * 1e6, m->inside.beta / 1e9, m->compute.copy / 1e9,
+        m->compute.reduce / 1e9);
   return m;
 }
 
