@@ -65,7 +65,8 @@ Schedule scheduleWaves(const std::function<Plan(int)>& planOf, const Shifts& shi
       CCL_CHECK(send.slot != kNoSlot || send.bytes == recv.bytes, cclInternalError,
                 "scheduleWaves: a send of " + std::to_string(send.bytes) + " bytes meets a receive of " +
                     std::to_string(recv.bytes));
-      CCL_CHECK(send.slot == kNoSlot || capacity[send.slot] == recv.bytes || s.kind == StepKind::kRecv,
+      // This rank's sends only: `capacity` is of this rank's slots.
+      CCL_CHECK(s.kind == StepKind::kRecv || send.slot == kNoSlot || capacity[send.slot] == recv.bytes,
                 cclInternalError, "scheduleWaves: an encoded stream's room differs from its receive's bound");
     }
     const size_t w = static_cast<size_t>(out.level[k]);
