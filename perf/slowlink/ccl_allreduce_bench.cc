@@ -2,12 +2,13 @@
 // One rank of a ccl fp32 sum allreduce, started on its own (e.g. with `ip netns exec`).
 // Rank 0 creates the unique id and writes it to the -f file; the other ranks wait for it.
 // -v names the codec (none, fp8_e4m3, int8, int4, topk, ...), passed per call to
-// cclAllReduceEx, with "+fb" (residual error feedback) or "+loco" (LoCo, beta 0.9) after it
-// for feedback state kept across the calls; top-k keeps the library's default ratio (1 %).
-// The algorithm is the library's choice (CCL_ALGO); "@name" after the variant labels it.
+// cclAllReduceEx, or auto[:LIST] (CCL_CODEC=auto: the library chooses per call), with "+fb" (residual error feedback)
+// or "+loco" (LoCo, beta 0.9) after it for feedback state kept across the calls; top-k keeps the library's default
+// ratio (1 %). The algorithm is the library's choice (CCL_ALGO); "@name" after the variant labels it.
 #include <ccl/ccl.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <stdexcept>
@@ -59,7 +60,13 @@ void run(const slowlink::Options& o) {
   const std::size_t plus = spec.find('+');
   const std::string codecName = spec.substr(0, plus),
                     feedbackName = plus == std::string::npos ? "" : spec.substr(plus + 1);
-  check(cclCodecFromName(codecName.c_str(), &compression.codec), "cclCodecFromName");
+  // "auto" or "auto:LIST": the communicator's CCL_CODEC=auto chooses per call (set before
+  // the communicator is made, which times the kernels and probes the links).
+  const bool automatic = codecName.rfind("auto", 0) == 0;
+  if (automatic)
+    setenv("CCL_CODEC", codecName.c_str(), 1);
+  else
+    check(cclCodecFromName(codecName.c_str(), &compression.codec), "cclCodecFromName");
   cclFeedback_t feedback = nullptr;
   if (feedbackName == "fb")
     check(cclFeedbackCreate(&feedback, cclFeedbackResidual, 0.0f, 0), "cclFeedbackCreate");
@@ -75,8 +82,8 @@ void run(const slowlink::Options& o) {
   float token = 1, tokenOut = 0;
   auto barrier = [&] { check(cclAllReduce(&token, &tokenOut, 1, cclFloat32, cclSum, comm.get(), nullptr), "barrier"); };
   auto call = [&] {
-    check(cclAllReduceEx(send.data(), recv.data(), count, cclFloat32, cclSum, comm.get(), nullptr, &compression,
-                         feedback),
+    check(cclAllReduceEx(send.data(), recv.data(), count, cclFloat32, cclSum, comm.get(), nullptr,
+                         automatic ? nullptr : &compression, feedback),
           "cclAllReduceEx", comm.get());
   };
   for (int i = 0; i < o.warmup; ++i) call();
