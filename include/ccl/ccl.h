@@ -403,14 +403,15 @@ CCL_API cclResult_t cclRecv(void* recvbuff, size_t count, cclDataType_t datatype
  * across=...,inside=...; the same on every rank), else on links fitted at init to the
  * communicator's own allreduces of 8 bytes and 1 MiB (the ranks' slowest; a few of them, so
  * init cannot then be inside a group), with this CPU's kernel speeds timed at init (the
- * ranks' slowest); a codec is taken only when predicted more than 10 % faster. A codec passed to a call, or set with cclCommSetCompression, replaces the
- * choice; device buffers are not chosen for. The *Ex calls take a per-call codec (NULL: the
- * communicator's) and an error-feedback handle (NULL: none, or the state kept per buffer
- * when CCL_FEEDBACK is ef or loco). A call is carried uncompressed when its codec is
- * cclCodecNone, its size is below CCL_CODEC_MIN_BYTES, its type is not fp32/bf16/fp16, its
- * op is not sum or avg, or CCL_COMPRESS does not list the collective. Compressed results
- * are identical on every rank and within the codec's documented bound composed over the
- * algorithm (two-shot allreduce: two quantizations; ring: one per hop).
+ * ranks' slowest); a codec is taken only when predicted more than 10 % faster. A codec
+ * passed to a call, or set with cclCommSetCompression, replaces the choice; device buffers
+ * are not chosen for. The *Ex calls take a per-call codec (NULL: the communicator's) and an
+ * error-feedback handle (NULL: none, or the state kept per buffer when CCL_FEEDBACK is ef
+ * or loco). A call is carried uncompressed when its codec is cclCodecNone, its size is
+ * below CCL_CODEC_MIN_BYTES (under auto the model decides instead), its type is not
+ * fp32/bf16/fp16, its op is not sum or avg, or CCL_COMPRESS does not list the collective.
+ * Compressed results are identical on every rank and within the codec's documented bound
+ * composed over the algorithm (two-shot allreduce: two quantizations; ring: one per hop).
  */
 
 /* Error-feedback state of one tensor: what compression lost in one call is added to the
