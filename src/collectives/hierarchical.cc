@@ -192,6 +192,16 @@ Place placeOf(const CollArgs& a, Plan& p) {
   return {t, node, t.members[static_cast<size_t>(node)], squeeze};
 }
 
+// The nodes after `node` in order of distance (node + 1, node + 2, ..., modulo their number),
+// `node` itself first when `self`: the order the allgather, reduce-scatter and all-to-all
+// visit other nodes in, so at each step every node talks to a different one and none is
+// sent to by all at once.
+std::vector<int> byDistance(const Topology& t, int node, bool self = false) {
+  std::vector<int> out;
+  for (int k = self ? 0 : 1; k < t.nodes(); ++k) out.push_back((node + k) % t.nodes());
+  return out;
+}
+
 }  // namespace
 
 bool hierarchicalApplies(const CollArgs& a) { return a.topo && a.topo->layered(); }
@@ -552,11 +562,9 @@ Plan planHierarchicalAllGather(const CollArgs& a) {
   for (int k : members)
     if (k != r) receive(k, k, t0);
 
-  // Across and then inside, other nodes go in order of distance (node + 1, node + 2, ...):
-  // every leader sends to a different one at a time, none receives from all at once.
+  // Across and then inside, other nodes go in order of distance (byDistance).
   if (r == leader) {
-    for (int k = 1; k < t.nodes(); ++k) {
-      const int m = (node + k) % t.nodes();
+    for (int m : byDistance(t, node)) {
       const std::vector<int>& theirs = t.members[static_cast<size_t>(m)];
       for (int d : members)
         send(theirs[0], tags::stageOffset(1, n) + detail::tag(0, n, t.localRank[static_cast<size_t>(d)], 0),
@@ -566,8 +574,8 @@ Plan planHierarchicalAllGather(const CollArgs& a) {
     }
   }
 
-  for (int k = 1; k < t.nodes(); ++k)
-    for (int d : t.members[static_cast<size_t>((node + k) % t.nodes())]) {
+  for (int m : byDistance(t, node))
+    for (int d : t.members[static_cast<size_t>(m)]) {
       const uint32_t t2 = tags::stageOffset(2, n) + detail::tag(0, n, d, 0);
       if (r == leader) {
         for (int k : members)
@@ -608,8 +616,8 @@ Plan planHierarchicalReduceScatter(const CollArgs& a) {
   // on: the node's ranks send to different owners at a time.
   const int local = t.localRank[static_cast<size_t>(r)];
   std::vector<int> blocks;
-  for (int k = 0; k < t.nodes(); ++k) {
-    const std::vector<int>& ranks = t.members[static_cast<size_t>((node + k) % t.nodes())];
+  for (int m : byDistance(t, node, true)) {
+    const std::vector<int>& ranks = t.members[static_cast<size_t>(m)];
     for (size_t j = 0; j < ranks.size(); ++j) blocks.push_back(ranks[(static_cast<size_t>(local) + j) % ranks.size()]);
   }
   for (int d : blocks) {
@@ -636,8 +644,8 @@ Plan planHierarchicalReduceScatter(const CollArgs& a) {
   // Stage 1: the node sums this rank owns for other nodes' ranks go to them.
   const uint32_t across = tags::stageOffset(1, n) + detail::tag(0, n, 0, 0);
   const size_t cap = squeeze ? codec::maxEncodedBytes(a.codec, a.count) : bytes;
-  for (int k = 1; k < t.nodes(); ++k)  // other nodes in order of distance, as the allgather
-    for (int d : t.members[static_cast<size_t>((node + k) % t.nodes())]) {
+  for (int m : byDistance(t, node))
+    for (int d : t.members[static_cast<size_t>(m)]) {
       if (ownerIn(node, d) != r) continue;
       const Ref acc = sum[static_cast<size_t>(d)];
       if (!squeeze) {
@@ -733,8 +741,7 @@ Plan planHierarchicalAlltoAll(const CollArgs& a) {
   for (int s : members)
     if (s != r) p.recv(s, tagOf(0, place(r)), block(out, static_cast<size_t>(s)), bytes);
 
-  for (int k = 1; k < nodes; ++k) {  // other nodes in order of distance, as the allgather
-    const int m = (node + k) % nodes;
+  for (int m : byDistance(t, node)) {
     const std::vector<int>& theirs = t.members[static_cast<size_t>(m)];
     const size_t width = theirs.size(), blocks = members.size() * width;
     // This rank as node's gateway toward m: gather, then one message (stage 1).

@@ -26,6 +26,14 @@ CostModel linkOnly(double alpha, double beta) {
   return m;
 }
 
+// A codec a row of the table runs with: none for the uncompressed ones.
+codec::Params codecOf(const AlgoEntry& e) {
+  if (!e.compressed) return {};
+  return codec::defaultParams(e.algo == Algo::kSparse    ? cclCodecTopK
+                              : e.algo == Algo::kLowRank ? cclCodecPowerSgd
+                                                         : cclCodecInt8);
+}
+
 TEST(CostModel, OneMessageCostsAlphaPlusBytesOverBeta) {
   auto planOf = [](int r) { return r == 0 ? planSend(1, 3, 1000) : planRecv(0, 3, 1000); };
   const Prediction p = simulate(planOf, Shifts::none(2), 0, nullptr, linkOnly(1e-6, 1e9));
@@ -233,10 +241,7 @@ TEST(CostModel, OneBlockOfPlansPredictsEveryRanks) {
       a.algo = e.algo;
       a.topo = &t;
       a.chunkBytes = 64 << 10;
-      if (e.compressed)
-        a.codec = codec::defaultParams(e.algo == Algo::kSparse    ? cclCodecTopK
-                                       : e.algo == Algo::kLowRank ? cclCodecPowerSgd
-                                                                  : cclCodecInt8);
+      a.codec = codecOf(e);
       if (&chooseAlgorithm(e.coll, a) != &e) continue;
       const Shifts shifts = planShifts(e.coll, a);
       if (shifts.blocks == 1) continue;
@@ -280,10 +285,7 @@ TEST(CostModel, EveryAlgorithmAt65536RanksInSeconds) {
     a.algo = e.algo;
     a.root = n - 2;
     a.topo = &t;
-    if (e.compressed)
-      a.codec = codec::defaultParams(e.algo == Algo::kSparse    ? cclCodecTopK
-                                     : e.algo == Algo::kLowRank ? cclCodecPowerSgd
-                                                                : cclCodecInt8);
+    a.codec = codecOf(e);
     if (&chooseAlgorithm(e.coll, a) != &e) continue;
     const auto begun = std::chrono::steady_clock::now();
     const Prediction p = predict(e.coll, a, m);
