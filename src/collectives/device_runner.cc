@@ -2,6 +2,7 @@
 #include "collectives/device_runner.h"
 
 #include "codecs/codec.h"
+#include "common/activity.h"
 
 namespace ccl::coll {
 
@@ -54,6 +55,7 @@ Stream& DeviceRunner::caller(void* handle) {
 char* DeviceRunner::begin(Stream& caller, size_t scratchBytes) {
   if (last_ && last_ != &caller) caller.wait(lastDone_);
   if (scratchBytes > scratchBytes_) {
+    ActivityScope busy("growing the scratch");
     if (scratch_) device_->free(scratch_, caller);
     scratch_ = nullptr;
     scratchBytes_ = 0;
@@ -70,6 +72,7 @@ float* DeviceRunner::residual(ResidualKey key, size_t floats, int kind, Stream& 
     r = {};
   }
   if (!r.memory) {
+    ActivityScope busy("allocating feedback");
     r.memory = static_cast<float*>(device_->allocZeroed(floats * sizeof(float), caller));
     r.floats = floats;
     r.kind = kind;
@@ -78,6 +81,7 @@ float* DeviceRunner::residual(ResidualKey key, size_t floats, int kind, Stream& 
 }
 
 void DeviceRunner::run(std::span<const StreamJob> jobs, Stream& caller) {
+  ActivityScope busy("enqueuing a device call");
   executeOnStream(jobs, *link_, *kernels_, caller, *comm_);
   last_ = &caller;
   lastDone_ = caller.record();

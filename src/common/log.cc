@@ -80,6 +80,8 @@ void write(Level l, const char* fmt, ...) {
                body);
 }
 
+int currentRank() { return tlsRank; }
+
 RankScope::RankScope(int rank) : saved_(tlsRank) { tlsRank = rank; }
 RankScope::~RankScope() { tlsRank = saved_; }
 

@@ -22,6 +22,9 @@ bool layerEnabled(const char* layer);
 
 void write(Level l, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
+// The rank of the calling thread's innermost RankScope (-1: none).
+int currentRank();
+
 // Sets the rank shown in log lines of this thread for its lifetime.
 class RankScope {
  public:

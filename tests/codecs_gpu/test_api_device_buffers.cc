@@ -28,6 +28,9 @@ class CudaOps final : public ccltest::DeviceOps {
   void release(void* p) override { cudaFree(p); }
   void upload(void* d, const void* h, size_t bytes) override {
     cudaOk(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+    // From pageable memory the copy may still be landing when cudaMemcpy returns, ordered
+    // only before the legacy stream's later work; the calls run on non-blocking streams.
+    cudaOk(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize");
   }
   void download(void* h, const void* d, size_t bytes) override {
     cudaOk(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");

@@ -78,6 +78,9 @@ bool setUp(Rank& r, const ncclUniqueId& id) {
   std::vector<float> x(kCount);
   for (size_t i = 0; i < kCount; ++i) x[i] = valueOf(r.rank, i);
   if (!cudaOk(cudaMemcpy(r.send, x.data(), kCount * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy")) return false;
+  // The upload from pageable memory may still be landing (ordered only before the legacy
+  // stream's work); the collective runs on a non-blocking stream.
+  if (!cudaOk(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize")) return false;
   return ncclOk(ncclCommInitRank(&r.comm, r.nranks, id, r.rank), "ncclCommInitRank");
 }
 

@@ -140,10 +140,18 @@ if [ $quick -eq 0 ]; then
   # while the other rank's flag kernel waits stalls the GPU (kernel_preload.h). Once with
   # CUDA's default lazy loading (the preloading is what makes it run), once with eager
   # loading as the control.
-  step 13_all_reduce_perf_t2_int8 60 env CCL_DEBUG=INFO "${perf[@]}" -Z int8
-  step 14_all_reduce_perf_t2_int8_eager 60 env CUDA_MODULE_LOADING=EAGER "${perf[@]}" -Z int8
+  # A stall names itself within 10 s: the staged link's time-out lists its flags and the
+  # threads of the process blocked in calls that can wait (common/activity.h).
+  step 13_all_reduce_perf_t2_int8 60 env CCL_DEBUG=INFO CCL_TIMEOUT=10 "${perf[@]}" -Z int8
+  step 14_all_reduce_perf_t2_int8_eager 60 env CUDA_MODULE_LOADING=EAGER CCL_TIMEOUT=10 "${perf[@]}" -Z int8
   step 15_all_reduce_perf_t2_none 60 "${perf[@]}"
-  for z in int4 fp8_e4m3; do step "16_all_reduce_perf_t2_$z" 60 "${perf[@]}" -Z $z; done
+  for z in int4 fp8_e4m3; do step "16_all_reduce_perf_t2_$z" 60 env CCL_TIMEOUT=10 "${perf[@]}" -Z $z; done
+  # Bisecting the compressed two-rank runs (on an H100, 2026-11-26, they stalled or, at
+  # 64 MiB, returned wrong values; uncompressed ones passed): each call waited for and the
+  # ranks in step (-z 1), and one size alone, without the 256 MiB warm-up before it.
+  step 17_all_reduce_perf_t2_int8_blocking 60 env CCL_TIMEOUT=10 "${perf[@]}" -Z int8 -z 1
+  step 18_all_reduce_perf_t2_int8_64M_only 60 env CCL_TIMEOUT=10 CUDA_MODULE_LOADING=EAGER \
+    "$kit/bin/all_reduce_perf" -M device -t 2 -b 64M -e 64M -n 10 -w 2 -c 1 -Z int8
 fi
 
 {
@@ -154,4 +162,6 @@ fi
   echo
   echo "total $(($(date +%s) - started)) s; device: $([ $device = 1 ] && echo present || echo none)"
 } | tee "$out/summary.md"
+# Every log in one file, to bring back from the device machine.
+tar czf "$out/kit-logs.tar.gz" -C "$out" --exclude kit-logs.tar.gz . 2>/dev/null
 exit $failed

@@ -23,6 +23,7 @@
 #include "collectives/algorithms.h"
 #include "collectives/links/transport_link.h"
 #include "collectives/stream_executor.h"
+#include "common/activity.h"
 #include "plan_runner.h"
 
 namespace ccl::coll {
@@ -513,6 +514,44 @@ TEST(StreamExecutor, APeerThatNeverComesFailsTheCallersStream) {
   EXPECT_EQ(caller.takeError(&message), cclSystemError);
   EXPECT_NE(message.find("CCL_TIMEOUT"), std::string::npos) << message;
   comm.synchronize();
+}
+
+// The time-out of a staged link says how far its stream and proxy got, and names the threads
+// of the process blocked in a call that can wait (common/activity.h): on a GPU, the peer rank
+// of the same process stuck in a CUDA call that waits for the device.
+TEST(StreamExecutor, AStagedTimeOutNamesTheFlagsAndTheBlockedThreads) {
+  const Case c{Coll::kAllReduce, cclCodecInt8, Algo::kRing, 2};
+  World w = makeWorld(c, 0);
+  const auto fabric = transport::makeFabric(2);
+  const auto t0 = transport::createLocalTransport(fabric, 0);
+  const auto t1 = transport::createLocalTransport(fabric, 1);
+  auto plan = std::make_shared<const Plan>(planCollective(c.coll, argsOf(c, 0)));
+  auto sched = std::make_shared<const Schedule>(
+      scheduleWaves([&](int q) { return planCollective(c.coll, argsOf(c, q)); }, 2, 0));
+  std::vector<std::byte> scratch(plan->scratchBytes);
+  std::atomic<bool> release{false};
+  std::thread stuck([&] {  // rank 1: inside a call that never returns until the test is done
+    ActivityScope outer("enqueuing a device call", 1);
+    ActivityScope inner("cudaMallocAsync", 1);
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  });
+  {
+    TransportLink link(*t0, false, std::chrono::milliseconds(1000), nullptr, hostStaging());
+    HostKernels kernels;
+    HostStream caller, comm;
+    executeOnStream(StreamJob{plan, sched, buffersOf(w, 0, scratch.data()), 0, 1, nullptr, {}}, link, kernels, caller,
+                    comm);
+    caller.synchronize();
+    std::string message;
+    EXPECT_EQ(caller.takeError(&message), cclSystemError);
+    EXPECT_NE(message.find("CCL_TIMEOUT"), std::string::npos) << message;
+    EXPECT_NE(message.find("[staging flags: the stream staged sends up to ticket "), std::string::npos) << message;
+    EXPECT_NE(message.find("rank 1: enqueuing a device call > cudaMallocAsync for "), std::string::npos) << message;
+    comm.synchronize();
+  }
+  release = true;
+  stuck.join();
+  EXPECT_EQ(activitiesLongerThan(0), "");
 }
 
 }  // namespace

@@ -70,6 +70,7 @@ class CudaMemory final : public Memory {
     void* p = nullptr;
     check(malloc_(&p, std::max<size_t>(bytes, 1)), "cudaMalloc");
     check(memset_(p, 0, std::max<size_t>(bytes, 1)), "cudaMemset");
+    settle();
     return p;
   }
   void release(void* p) override {
@@ -77,6 +78,7 @@ class CudaMemory final : public Memory {
   }
   void upload(void* dst, const void* src, size_t bytes) override {
     check(memcpy_(dst, src, bytes, kMemcpyDefault), "cudaMemcpy");
+    settle();
   }
   void download(void* dst, const void* src, size_t bytes) override {
     check(memcpy_(dst, src, bytes, kMemcpyDefault), "cudaMemcpy");
@@ -97,6 +99,13 @@ class CudaMemory final : public Memory {
     *out = reinterpret_cast<F*>(dlsym(handle_, name));
     if (!*out) throw NoDevice(std::string("-M device: the CUDA runtime lacks ") + name);
   }
+  // cudaMemset on device memory, and cudaMemcpy from pageable host memory to the device,
+  // may return before the device memory is written (CUDA's "API synchronization behavior"):
+  // they are ordered only before later work of the legacy stream, and the calls run on
+  // non-blocking streams. On an H100 a 64 MiB call read inputs the upload had not written
+  // yet and reported 97 % of its elements out of bounds. Waiting for the legacy stream (0)
+  // waits for them, and not for any rank's non-blocking streams.
+  void settle() { check(streamSynchronize_(nullptr), "cudaStreamSynchronize (legacy stream)"); }
   void check(int e, const char* what) const {
     if (e != kSuccess) throw std::runtime_error(std::string(what) + " failed: " + errorString_(e));
   }

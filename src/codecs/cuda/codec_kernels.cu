@@ -11,6 +11,7 @@
 #include "codecs/cuda/kernel_preload.h"
 #include "codecs/cuda/kernels_internal.h"
 #include "codecs/math/feedback_add.h"
+#include "common/activity.h"
 
 namespace ccl::codec::cuda {
 
@@ -20,6 +21,7 @@ Workspace::~Workspace() {
 
 void* Workspace::get(size_t bytes, cudaStream_t stream) {
   if (bytes <= bytes_ && ptr_) return ptr_;
+  ActivityScope busy("growing the codec workspace (cudaFreeAsync, cudaMallocAsync)");
   if (ptr_) check(cudaFreeAsync(ptr_, stream), "cudaFreeAsync");
   ptr_ = nullptr;
   bytes_ = 0;

@@ -10,6 +10,7 @@
 #include "collectives/cuda/cuda_device.h"
 #include "collectives/cuda/cuda_stream.h"
 #include "collectives/cuda/device_kernels.h"
+#include "common/activity.h"
 #include "common/error.h"
 #include "common/log.h"
 
@@ -33,6 +34,7 @@ class CudaDevice final : public Device {
     CCL_CHECK(ordinal >= 0 && ordinal < n, cclInvalidUsage,
               "device " + std::to_string(ordinal) + " does not exist (" + std::to_string(n) + " devices)");
     // Before any of this device's streams can hold a flag-waiting kernel (kernel_preload.h).
+    ActivityScope busy("loading ccl's kernels");
     const int previous = makeCurrent();
     const codec::cuda::Preloaded p = codec::cuda::preloadKernels();
     restore(previous);
@@ -88,6 +90,7 @@ class CudaDevice final : public Device {
   StagingMemory staging() override { return pinnedStaging(ordinal_); }
 
   void* allocZeroed(size_t bytes, Stream& stream) override {
+    ActivityScope busy("cudaMallocAsync");
     void* p = nullptr;
     const cudaStream_t s = nativeOf(stream);
     const cudaError_t e = cudaMallocAsync(&p, bytes, s);
@@ -99,6 +102,7 @@ class CudaDevice final : public Device {
   }
 
   void free(void* p, Stream& stream) override {
+    ActivityScope busy("cudaFreeAsync");
     if (p) cudaOk(cudaFreeAsync(p, nativeOf(stream)), "cudaFreeAsync");
   }
 

@@ -7,6 +7,7 @@
 
 #include "codecs/cuda/kernel_preload.h"
 #include "collectives/cuda/cuda_stream.h"
+#include "common/activity.h"
 #include "common/error.h"
 #include "common/log.h"
 
@@ -64,6 +65,7 @@ CudaStream::CudaStream(Wrap, cudaStream_t stream) : stream_(stream) {
 }
 
 CudaStream::~CudaStream() {
+  ActivityScope busy("waiting for a stream that goes");
   // Errors cannot leave a destructor: what the stream failed with stays CUDA's sticky error.
   if (owned_) {
     cudaStreamSynchronize(stream_);
@@ -132,7 +134,10 @@ StagingMemory pinnedStaging(int device) {
   m.free = [](void* p) { cudaFreeHost(p); };
   // Blocks: cudaHostAlloc'd as they are needed (a new largest wave), freed only with the link.
   auto retired = std::make_shared<Retired>();
-  m.allocOn = [alloc = m.alloc](size_t bytes, Stream&) { return alloc(bytes); };
+  m.allocOn = [alloc = m.alloc](size_t bytes, Stream&) {
+    ActivityScope busy("cudaHostAlloc (staging blocks)");
+    return alloc(bytes);
+  };
   m.freeOn = [retired](void* p, Stream*) {
     std::lock_guard<std::mutex> lock(retired->mutex);
     retired->blocks.push_back(p);
@@ -164,6 +169,7 @@ void CudaStream::wait(const Event& event) {
 
 void CudaStream::block(const Event& event) {
   if (event.ticket == 0) return;
+  ActivityScope busy("cudaEventSynchronize");
   cudaOk(cudaEventSynchronize(eventOf(event)), "cudaEventSynchronize");
 }
 

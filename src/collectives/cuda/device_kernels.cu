@@ -6,6 +6,7 @@
 #include "collectives/compute_steps.h"
 #include "collectives/cuda/device_kernels.h"
 #include "collectives/element_ops.h"
+#include "common/activity.h"
 #include "common/error.h"
 
 namespace ccl::coll {
@@ -144,6 +145,7 @@ void CudaKernels::enqueue(const std::shared_ptr<StreamRun>& run, StepId id, Stre
                                                            static_cast<float>(plan.nranks));
       return launched("divide kernel");
     case StepKind::kEncode: {
+      ActivityScope busy("enqueuing an encode (kernels, cudaMemsetAsync, CUB scan)");
       codec::Params p = plan.codecOf(s);
       p.seed = encodeSeed(plan, s, run->callSeed);
       codec::cuda::encode(p, bufferAt(b, s.src), s.type, n, bufferAt(b, s.dst), s.bytes,
@@ -158,6 +160,7 @@ void CudaKernels::enqueue(const std::shared_ptr<StreamRun>& run, StepId id, Stre
       throw Error(cclInvalidUsage, "the PowerSGD allreduce runs on host memory only");
     case StepKind::kDecode:
     case StepKind::kDecodeAdd: {
+      ActivityScope busy("enqueuing a decode (kernels, cudaMemsetAsync)");
       codec::Expect e;
       e.count = n;
       e.codec = plan.codecOf(s).codec;

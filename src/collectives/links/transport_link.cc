@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "codecs/codec.h"
+#include "common/activity.h"
 #include "common/error.h"
 #include "common/log.h"
 
@@ -36,15 +37,29 @@ TransportLink::~TransportLink() {
   if (staged_) staging_->free(staged_);
 }
 
+std::string TransportLink::diagnosis() const {
+  std::string d;
+  if (staging_) {
+    d = " [staging flags: the stream staged sends up to ticket " + std::to_string(staged_->load()) +
+        " and released waves up to " + std::to_string(released_->load()) + "; the proxy flagged receives up to " +
+        std::to_string(received_->load()) + " and finished waves up to " + std::to_string(done_->load()) + "]";
+  }
+  // A peer of this process stuck in a call that waits for the device shows here (activity.h).
+  const std::string stuck = activitiesLongerThan(1000);
+  if (!stuck.empty()) d += " [threads of this process waiting: " + stuck + "]";
+  return d;
+}
+
 void TransportLink::awaitReleased(uint64_t ticket) {
+  ActivityScope busy("waiting for the stream to release staging");
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   for (unsigned spins = 0; released_->load(std::memory_order_acquire) < ticket; ++spins) {
     if (aborted_ && aborted_->load(std::memory_order_relaxed))
       throw Error(cclInvalidUsage, "the communicator was aborted during the operation");
     if (Clock::now() - start > timeout_)
-      throw Error(cclSystemError, "the staging of an earlier wave was not released within " +
-                                      std::to_string(timeout_.count()) + " ms (CCL_TIMEOUT)");
+      throw Error(cclSystemError, "the staging of wave " + std::to_string(ticket) + " was not released within " +
+                                      std::to_string(timeout_.count()) + " ms (CCL_TIMEOUT)" + diagnosis());
     if (spins < 1000)
       sched_yield();
     else
@@ -81,6 +96,7 @@ void TransportLink::group(std::span<const Transfer> transfers, Stream& stream) {
     stream.enqueue([this, xs = std::move(xs)] { exchange(xs); });
     return;
   }
+  ActivityScope busy("enqueuing a staged wave (copies, flag kernels)");
   size_t total = 0;
   for (const Transfer& x : xs) total += (x.bytes + 63) & ~size_t{63};
   Block& block = acquire(total, tickets_ + 1, stream);
@@ -207,10 +223,11 @@ void TransportLink::exchange(const std::vector<Transfer>& xs, const std::functio
       if (aborted_ && aborted_->load(std::memory_order_relaxed))
         throw Error(cclInvalidUsage, "the communicator was aborted during the operation");
       if (Clock::now() - lastMove > timeout_)
-        throw Error(cclSystemError, unposted ? "staged sends were not ready within " +
-                                                   std::to_string(timeout_.count()) + " ms (CCL_TIMEOUT)"
-                                             : "no progress for " + std::to_string(timeout_.count()) +
-                                                   " ms (CCL_TIMEOUT): a peer is not taking part in the operation");
+        throw Error(cclSystemError, (unposted ? "staged sends were not ready within " +
+                                                    std::to_string(timeout_.count()) + " ms (CCL_TIMEOUT)"
+                                              : "no progress for " + std::to_string(timeout_.count()) +
+                                                    " ms (CCL_TIMEOUT): a peer is not taking part in the operation") +
+                                        diagnosis());
       sched_yield();
     }
   } catch (...) {

@@ -94,6 +94,9 @@ class TransportLink final : public StreamLink {
   Block& acquire(size_t bytes, uint64_t ticket, Stream& stream);
   // Waits until the stream has released the staging of waves up to `ticket`.
   void awaitReleased(uint64_t ticket);
+  // What a time-out's message adds: the staging flags (how far the stream and the proxy
+  // got) and the threads of this process blocked in calls that can wait (activity.h).
+  std::string diagnosis() const;
 
   transport::Transport& t_;
   bool exact_;
