@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Side-by-side allreduce comparison on this machine: ccl (4 MPI processes, and 4 thread
-# ranks in one process) against Open MPI's MPI_Allreduce, float sum, uncompressed.
+# Side-by-side allreduce comparison on this machine: ccl (NP MPI processes, and NP thread
+# ranks in one process) against Open MPI's MPI_Allreduce, float sum, uncompressed:
+# bandwidth from 1 MiB to MAX_BYTES, latency at 8 B, 64 B, 512 B and 4 KiB.
 # Runs are interleaved (ccl, ccl -t, MPI, ccl, ...) and the median of each is reported.
 #
 # Usage: perf/compare_mpi.sh [build-dir] [repeats]
@@ -36,7 +37,7 @@ else
 fi
 
 bw_flags=(-b 1M -e "$max_bytes" -f 2 -d float -o sum -c 0 -n "$iters" -w "$warmup")
-lat_flags=(-b 8 -e 8 -d float -o sum -c 0 -n "$lat_iters" -w "$lat_warmup")
+lat_flags=(-b 8 -e 4K -f 8 -d float -o sum -c 0 -n "$lat_iters" -w "$lat_warmup")
 
 echo "# ccl bandwidth: $mpirun -np $np $ccl_bin ${bw_flags[*]}"
 echo "# ccl threads:   $ccl_bin -t $np ${bw_flags[*]}"
@@ -74,10 +75,11 @@ for ((r = 0; r < repeats; r++)); do
 done
 
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$out" "$repeats" <<'PY'
+python3 - "$out" "$repeats" "$np" <<'PY'
 import statistics, sys
 
-out, repeats = sys.argv[1], int(sys.argv[2])
+out, repeats, np = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+P, T = "np%d" % np, "-t%d" % np  # the labels of the process and thread runs
 
 def rows(path):
     """size -> (out-of-place time us, out-of-place busbw, in-place time us, in-place busbw)."""
@@ -106,15 +108,17 @@ def ratio(a, b):
 ccl, cclt, mpi = (median(k, "bw", 1) for k in ("ccl", "cclt", "mpi"))
 print()
 print("out-of-place busbw (GB/s), median over the runs that reached the size (count in brackets)")
-print("%12s  %14s  %14s  %14s  %8s  %8s" % ("size (B)", "ccl np4", "ccl -t4", "MPI np4", "np4/MPI", "-t4/MPI"))
+print("%12s  %14s  %14s  %14s  %8s  %8s" % ("size (B)", "ccl " + P, "ccl " + T, "MPI " + P, P + "/MPI", T + "/MPI"))
 for size in sorted(set(mpi) | set(ccl) | set(cclt)):
     a, b, m = ccl.get(size, nan), cclt.get(size, nan), mpi.get(size, nan)
     print("%12d  %10.3f (%d)  %10.3f (%d)  %10.3f (%d)  %8.2f  %8.2f"
           % (size, a[0], a[1], b[0], b[1], m[0], m[1], ratio(a[0], m[0]), ratio(b[0], m[0])))
 
-lat = {k: median(k, "lat", 0).get(8, nan)[0] for k in ("ccl", "cclt", "mpi")}
+lat = {k: median(k, "lat", 0) for k in ("ccl", "cclt", "mpi")}
 print()
-print("8-byte allreduce latency (us, out-of-place), median of the runs")
-print("%10s  %10s  %10s  %9s  %9s" % ("ccl np4", "ccl -t4", "MPI np4", "np4/MPI", "-t4/MPI"))
-print("%10.2f  %10.2f  %10.2f  %9.2f  %9.2f" % (lat["ccl"], lat["cclt"], lat["mpi"], ratio(lat["ccl"], lat["mpi"]), ratio(lat["cclt"], lat["mpi"])))
+print("allreduce latency (us, out-of-place), median of the runs")
+print("%10s  %10s  %10s  %10s  %9s  %9s" % ("size (B)", "ccl " + P, "ccl " + T, "MPI " + P, P + "/MPI", T + "/MPI"))
+for size in sorted(set(lat["mpi"]) | set(lat["ccl"]) | set(lat["cclt"])):
+    a, b, m = (lat[k].get(size, nan)[0] for k in ("ccl", "cclt", "mpi"))
+    print("%10d  %10.2f  %10.2f  %10.2f  %9.2f  %9.2f" % (size, a, b, m, ratio(a, m), ratio(b, m)))
 PY

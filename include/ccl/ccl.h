@@ -479,12 +479,15 @@ typedef struct cclStats_v1 {
   unsigned int magic;   /* CCL_STATS_MAGIC */
   unsigned int version; /* CCL_VERSION_CODE */
   cclOpStats_t op[cclNumOpKinds];
+  /* CCL_CODEC=auto: per kind of operation, calls whose codec and algorithm the cost model
+   * chose, and of those the calls it chose to compress (a lossy codec the user allowed).
+   * Appended to version 1: a caller whose size ends before them gets the fields it has. */
+  unsigned long long autoChosen[cclNumOpKinds];
+  unsigned long long autoCompressed[cclNumOpKinds];
 } cclStats_t;
-#define CCL_STATS_INITIALIZER                                \
-  {                                                          \
-    sizeof(cclStats_t), CCL_STATS_MAGIC, CCL_VERSION_CODE, { \
-      { 0, 0, 0, 0, 0.0 }                                    \
-    }                                                        \
+#define CCL_STATS_INITIALIZER                                                              \
+  {                                                                                        \
+    sizeof(cclStats_t), CCL_STATS_MAGIC, CCL_VERSION_CODE, {{0, 0, 0, 0, 0.0}}, {0}, { 0 } \
   }
 
 /* Copies the communicator's counters into *stats (only stats->size bytes are written). */

@@ -155,6 +155,8 @@ class OpStats:
     raw_bytes: int = 0   # bytes sent, counted uncompressed
     wire_bytes: int = 0  # bytes actually sent
     codec_seconds: float = 0.0
+    auto_chosen: int = 0      # CCL_CODEC=auto: calls whose codec the cost model chose
+    auto_compressed: int = 0  # of which it chose to compress
 
     @property
     def compression_ratio(self) -> float:
@@ -447,7 +449,8 @@ class Comm:
         s.magic = STATS_MAGIC
         s.version = HEADER_VERSION_CODE
         self._call("cclCommGetStats", _COMM, ctypes.byref(s))
-        return Stats({k.name.lower(): OpStats(o.calls, o.compressedCalls, o.rawBytes, o.wireBytes, o.codecSeconds)
+        return Stats({k.name.lower(): OpStats(o.calls, o.compressedCalls, o.rawBytes, o.wireBytes, o.codecSeconds,
+                                              s.autoChosen[k], s.autoCompressed[k])
                       for k, o in zip(OpKind, s.op)})
 
     # ---- collectives ----

@@ -84,6 +84,8 @@ class StatsStruct(Structure):
         ("magic", c_uint),
         ("version", c_uint),
         ("op", OpStatsStruct * NUM_OP_KINDS),
+        ("autoChosen", c_ulonglong * NUM_OP_KINDS),
+        ("autoCompressed", c_ulonglong * NUM_OP_KINDS),
     ]
 
 

@@ -83,6 +83,10 @@ void chooseByCost(cclComm_t comm, const Call& c, coll::CollArgs& a) {
   }
   a.codec = it->second.codec;
   a.algo = it->second.algo;
+  std::lock_guard<std::mutex> stats(comm->statsMutex);
+  const int op = collInfo(c.kind).op;
+  comm->autoChosen[op] += 1;
+  comm->autoCompressed[op] += a.codec.codec != cclCodecNone ? 1 : 0;
 }
 
 // The error-feedback state of a compressed call: the caller's handle, else the state kept

@@ -447,6 +447,8 @@ CCL_API cclResult_t cclCommGetStats(cclComm_t comm, cclStats_t* stats) {
     {
       std::lock_guard<std::mutex> lock(comm->statsMutex);
       std::copy(std::begin(comm->stats), std::end(comm->stats), full.op);
+      std::copy(std::begin(comm->autoChosen), std::end(comm->autoChosen), full.autoChosen);
+      std::copy(std::begin(comm->autoCompressed), std::end(comm->autoCompressed), full.autoCompressed);
     }
     size_t size = std::min(stats->size, sizeof(full));
     full.size = stats->size;

@@ -79,6 +79,8 @@ struct cclComm {
   ccl::api::AutoFeedback autoFeedback;
   std::mutex statsMutex;  // stats are added to on a host stream's thread, read on the caller's
   cclOpStats_t stats[cclNumOpKinds] = {};
+  unsigned long long autoChosen[cclNumOpKinds] = {};  // CCL_CODEC=auto's calls (cclStats_t)
+  unsigned long long autoCompressed[cclNumOpKinds] = {};
 
   uint32_t collSeq = 0;                    // collectives issued, matched by order on every rank
   std::vector<uint32_t> sendSeq, recvSeq;  // point-to-point messages per peer

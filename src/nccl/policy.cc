@@ -28,16 +28,17 @@ Policy loadAndLog() {
 }  // namespace
 
 Policy parsePolicy() {
+  CCL_CHECK(config::codecMinBytes() >= 0, cclInvalidArgument, "CCL_CODEC_MIN_BYTES must be >= 0");
+  // The communicators' own parser: one reading of each variable, CCL_CODEC=auto included.
+  const api::Policy a = api::policyFromEnv(nullptr);
   Policy p;
-  const std::string codec = config::codec();
-  CCL_CHECK(cclCodecFromName(codec.c_str(), &p.codec) == cclSuccess, cclInvalidArgument,
-            "CCL_CODEC='" + codec + "' is not a codec name");
-  const int64_t minBytes = config::codecMinBytes();
-  CCL_CHECK(minBytes >= 0, cclInvalidArgument, "CCL_CODEC_MIN_BYTES must be >= 0");
-  p.minBytes = static_cast<size_t>(minBytes);
-  // The same parsers as the communicators' policy: one spelling of each variable.
-  p.enabled = api::parseCompressList(config::compress());
-  p.feedback = api::parseFeedbackKind(config::feedback());
+  p.codec = a.codec.codec;
+  p.autoChoice = a.autoChoice;
+  for (const codec::Params& c : a.allowed)
+    p.allowed += std::string(p.allowed.empty() ? "" : ",") + cclCodecName(c.codec);
+  p.minBytes = a.minBytes;
+  p.enabled = a.enabled;
+  p.feedback = a.autoFeedback;
   return p;
 }
 
@@ -62,6 +63,11 @@ bool tryCompressed(const CollCall& call, size_t bytes) {
 std::string describePolicy(const Policy& p) {
   const char* device = gRunner.load() ? "device buffers: the same policy, through the compressed runner"
                                       : "device buffers: uncompressed, through NVIDIA's NCCL";
+  if (p.autoChoice)
+    return "host buffers: CCL_CODEC=auto: per call shape, uncompressed or " +
+           (p.allowed.empty() ? std::string("(no lossy codec allowed)") : p.allowed) +
+           ", whichever ccl's cost model prices fastest (ccl's communicator policy); device buffers: uncompressed, "
+           "through NVIDIA's NCCL (the choice is made for host buffers only)";
   if (p.codec == cclCodecNone)
     return "compression off (CCL_CODEC=none): every collective runs uncompressed, as NCCL defines it";
   std::string colls;

@@ -33,7 +33,11 @@ struct CollCall {
 };
 
 struct Policy {
-  cclCodec_t codec = cclCodecNone;
+  cclCodec_t codec = cclCodecNone;  // none under CCL_CODEC=auto
+  // CCL_CODEC=auto[:LIST]: ccl's communicators choose per call for host buffers; device
+  // buffers then go to NVIDIA's NCCL uncompressed. `allowed` names LIST's codecs.
+  bool autoChoice = false;
+  std::string allowed;
   size_t minBytes = 0;
   unsigned enabled = 0;  // bit per cclOpKind_t, as the api layer's policy
   cclFeedbackKind_t feedback = cclFeedbackNone;

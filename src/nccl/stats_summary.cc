@@ -26,8 +26,10 @@ void logStatsSummary(cclComm_t comm, int rank, int nranks) {
     if (s.calls == 0) continue;
     const double ratio = s.rawBytes == 0 ? 1.0 : static_cast<double>(s.wireBytes) / static_cast<double>(s.rawBytes);
     CCL_INFO(
-        "NCCL face: stats %s rank=%d nranks=%d calls=%llu compressed=%llu raw=%llu wire=%llu ratio=%.4f codec_s=%.6f",
-        kOpNames[k], rank, nranks, s.calls, s.compressedCalls, s.rawBytes, s.wireBytes, ratio, s.codecSeconds);
+        "NCCL face: stats %s rank=%d nranks=%d calls=%llu compressed=%llu raw=%llu wire=%llu ratio=%.4f codec_s=%.6f "
+        "auto=%llu auto_compressed=%llu",
+        kOpNames[k], rank, nranks, s.calls, s.compressedCalls, s.rawBytes, s.wireBytes, ratio, s.codecSeconds,
+        stats.autoChosen[k], stats.autoCompressed[k]);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <vector>
 
 #include "ccl/ccl.h"
@@ -56,6 +57,11 @@ TEST(AutoCodec, CompressesWhatTheModelSaysPaysWithAnAllowedCodecOnly) {
     const cclOpStats_t big = allReduceStats(comm, 1 << 20);
     EXPECT_EQ(big.compressedCalls, 1u) << "4 MiB at 1 Mbit/s: int8 moves a quarter of the bytes";
     EXPECT_LT(big.wireBytes - small.wireBytes, (big.rawBytes - small.rawBytes) / 3);
+    cclStats_t s = CCL_STATS_INITIALIZER;
+    ASSERT_EQ(cclCommGetStats(comm, &s), cclSuccess);
+    EXPECT_EQ(s.autoChosen[cclOpAllReduce], 2u) << "both calls were the cost model's choice";
+    EXPECT_EQ(s.autoCompressed[cclOpAllReduce], 1u);
+    EXPECT_EQ(s.autoChosen[cclOpBroadcast], 0u);
   });
 }
 
@@ -89,6 +95,14 @@ TEST(AutoCodec, ACodecPassedToACallWins) {
     cclStats_t s = CCL_STATS_INITIALIZER;
     ASSERT_EQ(cclCommGetStats(comm, &s), cclSuccess);
     EXPECT_EQ(s.op[cclOpAllReduce].compressedCalls, 1u);
+    EXPECT_EQ(s.autoChosen[cclOpAllReduce], 0u) << "the call's codec, not the model's";
+    // A caller built before the choice counters: nothing is written past its size.
+    cclStats_t old = CCL_STATS_INITIALIZER;
+    old.size = offsetof(cclStats_t, autoChosen);
+    old.autoChosen[cclOpAllReduce] = 77;
+    ASSERT_EQ(cclCommGetStats(comm, &old), cclSuccess);
+    EXPECT_EQ(old.op[cclOpAllReduce].calls, 1u);
+    EXPECT_EQ(old.autoChosen[cclOpAllReduce], 77u);
   });
 }
 
@@ -106,6 +120,9 @@ TEST(AutoCodec, WithoutALinkModelTheLinksAreProbed) {
     std::vector<float> x(1 << 16, 0.25f * static_cast<float>(r + 1)), y(x.size());
     ASSERT_EQ(cclAllReduce(x.data(), y.data(), x.size(), cclFloat32, cclSum, comm, nullptr), cclSuccess);
     for (float v : y) ASSERT_NEAR(v, 1.5f, 0.02f);
+    ASSERT_EQ(cclCommGetStats(comm, &s), cclSuccess);
+    EXPECT_EQ(s.autoChosen[cclOpAllReduce], 1u);
+    EXPECT_EQ(s.autoCompressed[cclOpAllReduce], s.op[cclOpAllReduce].compressedCalls);
   });
   for (cclResult_t r : init) EXPECT_EQ(r, cclSuccess);
 }

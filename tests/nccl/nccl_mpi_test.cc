@@ -10,6 +10,9 @@
 //                    sums); integer results stay exact
 //   --dump <prefix>  as --bound none, and every rank writes its results to <prefix>.rank<r>
 //                    so that two runs can be compared with cmp
+//   --any-algorithm  with --bound: a compressed allreduce may be any of the library's, the
+//                    ring's composition (the largest) bounds it (CCL_CODEC=auto chooses the
+//                    algorithm by cost); otherwise it is the two-shot's, the default choice
 //
 // Every rank issues the same calls whatever it finds; a failed NCCL call aborts the job
 // (MPI_Abort), a wrong result is recorded, and at the end every rank exits 1 if any rank
@@ -36,6 +39,7 @@ struct Options {
   Mode mode = Mode::kExact;
   std::string codec = "none";
   std::string dumpPrefix;
+  bool anyAlgorithm = false;
 };
 
 bool parseOptions(int argc, char** argv, Options* o) {
@@ -50,6 +54,9 @@ bool parseOptions(int argc, char** argv, Options* o) {
     } else if (a == "--dump" && i + 1 < argc) {
       o->mode = Mode::kDump;
       o->dumpPrefix = argv[++i];
+    } else if (a == "--any-algorithm") {
+      o->anyAlgorithm = true;
+      continue;
     } else {
       return false;
     }
@@ -120,6 +127,12 @@ class Suite {
   }
   double allReduceTerm(ncclDataType_t t, ncclRedOp_t op, const Reduced& r) const {
     if (!codecType(t) || !codecOp(op)) return 0;
+    if (opt_.anyAlgorithm) {
+      // Ring: the partial sum of k inputs is quantised on its k-th hop, then the sum once.
+      double hops = 0;
+      for (int k = 1; k < n_; ++k) hops += q(k * r.maxIn + hops);
+      return hops + q(r.maxSum + hops);
+    }
     const double peers = (n_ - 1) * q(r.maxIn);  // two-shot: peers' shards once, then the sum once
     return peers + q(r.maxSum + peers);
   }

@@ -114,7 +114,8 @@ def backend_of(group=None):
 
 def stats(group=None) -> dict:
     """ccl's counters for the group's communicator, by collective: calls,
-    compressed_calls, raw_bytes, wire_bytes, codec_seconds."""
+    compressed_calls, raw_bytes, wire_bytes, codec_seconds, auto_chosen and auto_compressed
+    (calls whose codec CCL_CODEC=auto chose, and of those the compressed ones)."""
     return backend_of(group).stats()
 
 

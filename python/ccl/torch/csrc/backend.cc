@@ -619,7 +619,9 @@ std::map<std::string, std::map<std::string, double>> Backend::stats() {
                      {"compressed_calls", double(s.op[k].compressedCalls)},
                      {"raw_bytes", double(s.op[k].rawBytes)},
                      {"wire_bytes", double(s.op[k].wireBytes)},
-                     {"codec_seconds", s.op[k].codecSeconds}};
+                     {"codec_seconds", s.op[k].codecSeconds},
+                     {"auto_chosen", double(s.autoChosen[k])},
+                     {"auto_compressed", double(s.autoCompressed[k])}};
   return out;
 }
 

@@ -43,7 +43,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   py::class_<Backend, c10d::Backend, c10::intrusive_ptr<Backend>>(m, "Backend")
       .def("stats", &Backend::stats, py::call_guard<py::gil_scoped_release>(),
            "Counters of the group's communicator by collective: calls, compressed_calls, raw_bytes, wire_bytes, "
-           "codec_seconds.");
+           "codec_seconds, auto_chosen, auto_compressed.");
   m.def("create", &create, py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
         py::arg("compression") = py::none(), py::arg("compress") = "", py::arg("name") = "",
         "Makes the backend of one process group (rank 0 publishes ccl's unique id in `store`).");
