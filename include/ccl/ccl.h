@@ -405,11 +405,12 @@ CCL_API cclResult_t cclRecv(void* recvbuff, size_t count, cclDataType_t datatype
  * init cannot then be inside a group), with this CPU's kernel speeds timed at init (the
  * ranks' slowest); a codec is taken only when predicted more than 10 % faster. A codec
  * passed to a call, or set with cclCommSetCompression, replaces the choice; device buffers
- * are not chosen for. The *Ex calls take a per-call codec (NULL: the communicator's) and an
- * error-feedback handle (NULL: none, or the state kept per buffer when CCL_FEEDBACK is ef
- * or loco). A call is carried uncompressed when its codec is cclCodecNone, its size is
- * below CCL_CODEC_MIN_BYTES (under auto the model decides instead), its type is not
- * fp32/bf16/fp16, its op is not sum or avg, or CCL_COMPRESS does not list the collective.
+ * are not chosen for; cclStats_t's autoChosen/autoCompressed count the choices. The *Ex
+ * calls take a per-call codec (NULL: the communicator's) and an error-feedback handle
+ * (NULL: none, or the state kept per buffer when CCL_FEEDBACK is ef or loco). A call is
+ * carried uncompressed when its codec is cclCodecNone, its size is below
+ * CCL_CODEC_MIN_BYTES (under auto the model decides instead), its type is not fp32/bf16/
+ * fp16, its op is not sum or avg, or CCL_COMPRESS does not list the collective.
  * Compressed results are identical on every rank and within the codec's documented bound
  * composed over the algorithm (two-shot allreduce: two quantizations; ring: one per hop).
  */

@@ -102,18 +102,23 @@ coll::LinkCost probeLink(cclComm& comm, const coll::ComputeCost& compute) {
     std::copy(std::begin(comm.stats), std::end(comm.stats), saved);
   }
   std::vector<float> buf(size_t{1} << 18, 0.0f);
-  auto median = [&](size_t count) {
-    double t[4];
+  // `samples` timed calls after one warm-up (which also waits for ranks still timing their
+  // kernels); the `pick`-th fastest.
+  auto time = [&](size_t count, int samples, int pick) {
+    std::vector<double> t(static_cast<size_t>(samples) + 1);
     for (double& x : t) {
       const auto t0 = std::chrono::steady_clock::now();
       const cclResult_t r = cclAllReduce(buf.data(), buf.data(), count, cclFloat32, cclSum, &comm, nullptr);
       CCL_CHECK(r == cclSuccess, r, "CCL_CODEC=auto: the probe of the links failed");
       x = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
-    std::sort(t + 1, t + 4);  // the first is a warm-up
-    return t[2];
+    std::sort(t.begin() + 1, t.end());
+    return t[static_cast<size_t>(pick)];
   };
-  double seconds[2] = {median(2), median(buf.size())};
+  // The small call's fastest of 15: a latency is what the link allows, and a median of a few
+  // took in the scheduling of ranks that share cores (4 processes on 2 cores: 80 us against
+  // the 5 us a call takes in a loop). The large call's median of 3: its time is the bytes.
+  double seconds[2] = {time(2, 15, 8), time(buf.size(), 3, 2)};
   const cclResult_t r = cclAllReduce(seconds, seconds, 2, cclFloat64, cclMax, &comm, nullptr);
   CCL_CHECK(r == cclSuccess, r, "CCL_CODEC=auto: the probe of the links failed");
   {
