@@ -115,9 +115,10 @@ coll::LinkCost probeLink(cclComm& comm, const coll::ComputeCost& compute) {
     std::sort(t.begin() + 1, t.end());
     return t[static_cast<size_t>(pick)];
   };
-  // The small call's fastest of 15: a latency is what the link allows, and a median of a few
-  // took in the scheduling of ranks that share cores (4 processes on 2 cores: 80 us against
-  // the 5 us a call takes in a loop). The large call's median of 3: its time is the bytes.
+  // The small call's median of 15: a median of 3 took in the scheduling of ranks still timing
+  // their kernels (4 processes on 2 cores: 80 us against the 5 us a call takes in a loop),
+  // and the fastest of 15 (0.5 us) is a moment no loop sees. The large call's median of 3:
+  // its time is the bytes.
   double seconds[2] = {time(2, 15, 8), time(buf.size(), 3, 2)};
   const cclResult_t r = cclAllReduce(seconds, seconds, 2, cclFloat64, cclMax, &comm, nullptr);
   CCL_CHECK(r == cclSuccess, r, "CCL_CODEC=auto: the probe of the links failed");
