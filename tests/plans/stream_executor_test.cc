@@ -7,7 +7,9 @@
 // ends, a call returns before it has run, and failures reach the caller's stream.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
+#include <memory>
 #include <numeric>
 
 #include <atomic>
@@ -492,35 +494,10 @@ TEST(StreamExecutor, EnqueuesAndReturnsBeforeRunning) {
   }));
 }
 
-// A peer that never takes part: the wave times out, the failure reaches the caller's
-// stream with the time-out's message, and the steps after it do nothing.
-TEST(StreamExecutor, APeerThatNeverComesFailsTheCallersStream) {
-  const Case c{Coll::kAllReduce, cclCodecNone, Algo::kRing, 2};
-  World w = makeWorld(c, 0);
-  const auto fabric = transport::makeFabric(2);
-  const auto t0 = transport::createLocalTransport(fabric, 0);
-  const auto t1 = transport::createLocalTransport(fabric, 1);  // rank 1 exists but calls nothing
-  auto plan = std::make_shared<const Plan>(planCollective(c.coll, argsOf(c, 0)));
-  auto sched = std::make_shared<const Schedule>(
-      scheduleWaves([&](int q) { return planCollective(c.coll, argsOf(c, q)); }, 2, 0));
-  std::vector<std::byte> scratch(plan->scratchBytes);
-  TransportLink link(*t0, true, std::chrono::milliseconds(300));
-  HostKernels kernels;
-  HostStream caller, comm;
-  executeOnStream(StreamJob{plan, sched, buffersOf(w, 0, scratch.data()), 0, 1, nullptr, {}}, link, kernels, caller,
-                  comm);
-  caller.synchronize();
-  std::string message;
-  EXPECT_EQ(caller.takeError(&message), cclSystemError);
-  EXPECT_NE(message.find("CCL_TIMEOUT"), std::string::npos) << message;
-  comm.synchronize();
-}
-
-// The time-out of a staged link says how far its stream and proxy got, and names the threads
-// of the process blocked in a call that can wait (common/activity.h): on a GPU, the peer rank
-// of the same process stuck in a CUDA call that waits for the device.
-TEST(StreamExecutor, AStagedTimeOutNamesTheFlagsAndTheBlockedThreads) {
-  const Case c{Coll::kAllReduce, cclCodecInt8, Algo::kRing, 2};
+// Rank 0 of two-rank case c alone (rank 1 exists but calls nothing) over the link
+// makeLink(rank 0's transport) makes: the failure its caller's stream ends with.
+std::string aloneFails(const Case& c,
+                       const std::function<std::unique_ptr<TransportLink>(transport::Transport&)>& makeLink) {
   World w = makeWorld(c, 0);
   const auto fabric = transport::makeFabric(2);
   const auto t0 = transport::createLocalTransport(fabric, 0);
@@ -529,26 +506,42 @@ TEST(StreamExecutor, AStagedTimeOutNamesTheFlagsAndTheBlockedThreads) {
   auto sched = std::make_shared<const Schedule>(
       scheduleWaves([&](int q) { return planCollective(c.coll, argsOf(c, q)); }, 2, 0));
   std::vector<std::byte> scratch(plan->scratchBytes);
+  const std::unique_ptr<TransportLink> link = makeLink(*t0);
+  HostKernels kernels;
+  HostStream caller, comm;
+  executeOnStream(StreamJob{plan, sched, buffersOf(w, 0, scratch.data()), 0, 1, nullptr, {}}, *link, kernels, caller,
+                  comm);
+  caller.synchronize();
+  std::string message;
+  EXPECT_EQ(caller.takeError(&message), cclSystemError);
+  EXPECT_NE(message.find("CCL_TIMEOUT"), std::string::npos) << message;
+  comm.synchronize();
+  return message;
+}
+
+// A peer that never takes part: the wave times out, the failure reaches the caller's
+// stream with the time-out's message, and the steps after it do nothing.
+TEST(StreamExecutor, APeerThatNeverComesFailsTheCallersStream) {
+  aloneFails({Coll::kAllReduce, cclCodecNone, Algo::kRing, 2}, [](transport::Transport& t) {
+    return std::make_unique<TransportLink>(t, true, std::chrono::milliseconds(300));
+  });
+}
+
+// The time-out of a staged link says how far its stream and proxy got, and names the threads
+// of the process blocked in a call that can wait (common/activity.h): on a GPU, the peer rank
+// of the same process stuck in a CUDA call that waits for the device.
+TEST(StreamExecutor, AStagedTimeOutNamesTheFlagsAndTheBlockedThreads) {
   std::atomic<bool> release{false};
-  std::thread stuck([&] {  // rank 1: inside a call that never returns until the test is done
+  std::thread stuck([&] {  // rank 1: inside a call that does not return until the test is done
     ActivityScope outer("enqueuing a device call", 1);
     ActivityScope inner("cudaMallocAsync", 1);
     while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   });
-  {
-    TransportLink link(*t0, false, std::chrono::milliseconds(1000), nullptr, hostStaging());
-    HostKernels kernels;
-    HostStream caller, comm;
-    executeOnStream(StreamJob{plan, sched, buffersOf(w, 0, scratch.data()), 0, 1, nullptr, {}}, link, kernels, caller,
-                    comm);
-    caller.synchronize();
-    std::string message;
-    EXPECT_EQ(caller.takeError(&message), cclSystemError);
-    EXPECT_NE(message.find("CCL_TIMEOUT"), std::string::npos) << message;
-    EXPECT_NE(message.find("[staging flags: the stream staged sends up to ticket "), std::string::npos) << message;
-    EXPECT_NE(message.find("rank 1: enqueuing a device call > cudaMallocAsync for "), std::string::npos) << message;
-    comm.synchronize();
-  }
+  const std::string message = aloneFails({Coll::kAllReduce, cclCodecInt8, Algo::kRing, 2}, [](transport::Transport& t) {
+    return std::make_unique<TransportLink>(t, false, std::chrono::milliseconds(1000), nullptr, hostStaging());
+  });
+  EXPECT_NE(message.find("[staging flags: the stream staged sends up to ticket "), std::string::npos) << message;
+  EXPECT_NE(message.find("rank 1: enqueuing a device call > cudaMallocAsync for "), std::string::npos) << message;
   release = true;
   stuck.join();
   EXPECT_EQ(activitiesLongerThan(0), "");
