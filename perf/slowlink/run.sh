@@ -102,8 +102,11 @@ run_ccl() {
   case ${codec%%+*} in
     none) max_err=1e-5 ;; int8) max_err=0.02 ;; fp8_e4m3) max_err=0.1 ;; int4) max_err=0.3 ;; *) max_err=1 ;;
   esac
+  # CCL_CODEC=auto says what it chose and the time its model predicted (INFO, api layer).
+  local debug=()
+  [[ $codec == auto* ]] && debug=(CCL_DEBUG=INFO CCL_DEBUG_SUBSYS=api)
   for ((i = 0; i < ranks; i++)); do
-    rank_exec "$i" env CCL_SOCKET_IFNAME=$ifname UCX_TLS="$ucx_tls" UCX_NET_DEVICES=$ifname CCL_ALGO="$algo" \
+    rank_exec "$i" env "${debug[@]}" CCL_SOCKET_IFNAME=$ifname UCX_TLS="$ucx_tls" UCX_NET_DEVICES=$ifname CCL_ALGO="$algo" \
       timeout "$run_timeout" "$ccl_bin" -r "$i" -n "$ranks" -b "$bytes" -i "$iters" -w "$warmup" \
       -f "$dir/id" -v "$variant" -e "$max_err" >"$dir/out.$i" 2>"$dir/err.$i" &
     pids+=($!)
@@ -167,6 +170,8 @@ measure() {
     [[ -z $nodes ]] || lo=" lo=$((lo_after - lo_before))" lo_note="; $((lo_after - lo_before)) bytes on the nodes' loopbacks"
     cat "$dir"/out.* | grep '^RESULT' | sed "s/\$/ rate=$rate repeat=$repeat tc_up=$((a_up - b_up)) tc_down=$((a_down - b_down))$lo/" \
       >>"$work/results.txt"
+    grep -h ':0 \[ccl INFO\].*CCL_CODEC=auto chose' "$dir"/err.* 2>/dev/null | sed "s/^[^]]*\] /# $rate $variant: /" \
+      >>"$work/predictions.txt" || true
     echo "# tc $rate $impl $variant: $((a_up - b_up)) bytes into the bridge, $((a_down - b_down)) bytes out of it;" \
       "packets dropped: $((a_dup - b_dup)) into, $((a_ddown - b_ddown)) out of it$lo_note"
   else
@@ -188,4 +193,5 @@ for rate in $rates; do
   done
 done
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+[[ -s $work/predictions.txt ]] && sort -u "$work/predictions.txt"
 python3 "$here/report.py" "$work/results.txt" "$((warmup + iters))"
