@@ -401,16 +401,17 @@ CCL_API cclResult_t cclRecv(void* recvbuff, size_t count, cclDataType_t datatype
  * allows none), and the algorithm, whichever the library's cost model predicts fastest on
  * the links CCL_LINK_MODEL describes (ALPHA_US:GBYTES_PER_S[:OVERHEAD_US], or
  * across=...,inside=...; the same on every rank), else on links fitted at init to the
- * communicator's own allreduces of 8 bytes and 1 MiB (the ranks' slowest; a few of them, so
- * init cannot then be inside a group), with this CPU's kernel speeds timed at init (the
- * ranks' slowest); a codec is taken only when predicted more than 10 % faster. A codec
- * passed to a call, or set with cclCommSetCompression, replaces the choice; device buffers
- * are not chosen for; cclStats_t's autoChosen/autoCompressed count the choices. The *Ex
- * calls take a per-call codec (NULL: the communicator's) and an error-feedback handle
- * (NULL: none, or the state kept per buffer when CCL_FEEDBACK is ef or loco). A call is
- * carried uncompressed when its codec is cclCodecNone, its size is below
- * CCL_CODEC_MIN_BYTES (under auto the model decides instead), its type is not fp32/bf16/
- * fp16, its op is not sum or avg, or CCL_COMPRESS does not list the collective.
+ * communicator's own allreduces of 8 bytes and of 64 KiB to 1 MiB (grown until a call takes
+ * 2 ms; the ranks' slowest; a few dozen calls, so init cannot then be inside a group),
+ * with this CPU's kernel speeds timed at init (the ranks' slowest); a codec is taken only
+ * when predicted more than 10 % faster. A codec passed to a call, or set with
+ * cclCommSetCompression, replaces the choice; device buffers are not chosen for;
+ * cclStats_t's autoChosen/autoCompressed count the choices. The *Ex calls take a per-call
+ * codec (NULL: the communicator's) and an error-feedback handle (NULL: none, or the state
+ * kept per buffer when CCL_FEEDBACK is ef or loco). A call is carried uncompressed when its
+ * codec is cclCodecNone, its size is below CCL_CODEC_MIN_BYTES (under auto the model
+ * decides instead), its type is not fp32/bf16/fp16, its op is not sum or avg, or
+ * CCL_COMPRESS does not list the collective.
  * Compressed results are identical on every rank and within the codec's documented bound
  * composed over the algorithm (two-shot allreduce: two quantizations; ring: one per hop).
  */

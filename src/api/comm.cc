@@ -115,13 +115,26 @@ coll::LinkCost probeLink(cclComm& comm, const coll::ComputeCost& compute) {
     std::sort(t.begin() + 1, t.end());
     return t[static_cast<size_t>(pick)];
   };
+  // The slowest rank's time, which every rank then holds (so all take the same branches).
+  auto slowest = [&](double t) {
+    const cclResult_t r = cclAllReduce(&t, &t, 1, cclFloat64, cclMax, &comm, nullptr);
+    CCL_CHECK(r == cclSuccess, r, "CCL_CODEC=auto: the probe of the links failed");
+    return t;
+  };
   // The small call's median of 15: a median of 3 took in the scheduling of ranks still timing
   // their kernels (4 processes on 2 cores: 80 us against the 5 us a call takes in a loop),
-  // and the fastest of 15 (0.5 us) is a moment no loop sees. The large call's median of 3:
-  // its time is the bytes.
-  double seconds[2] = {time(2, 15, 8), time(buf.size(), 3, 2)};
-  const cclResult_t r = cclAllReduce(seconds, seconds, 2, cclFloat64, cclMax, &comm, nullptr);
-  CCL_CHECK(r == cclSuccess, r, "CCL_CODEC=auto: the probe of the links failed");
+  // and the fastest of 15 (0.5 us) is a moment no loop sees.
+  const double smallSeconds = slowest(time(2, 15, 8));
+  // The large call's median of 3 (its time is the bytes), from 64 KiB up by 4x until it
+  // takes 2 ms or reaches 1 MiB: enough bytes to weigh more than the latency on a fast link,
+  // and on a slow one a probe of tens of milliseconds (1 MiB at once took half a second of
+  // a 100 Mbit/s link).
+  size_t largeCount = size_t{1} << 14;
+  double largeSeconds = slowest(time(largeCount, 3, 2));
+  while (largeSeconds < 2e-3 && largeCount < buf.size()) {
+    largeCount *= 4;
+    largeSeconds = slowest(time(largeCount, 3, 2));
+  }
   {
     std::lock_guard<std::mutex> lock(comm.statsMutex);
     std::copy(saved, saved + cclNumOpKinds, comm.stats);
@@ -137,8 +150,8 @@ coll::LinkCost probeLink(cclComm& comm, const coll::ComputeCost& compute) {
   a.topo = comm.topology.get();
   coll::CollArgs small = a, large = a;
   small.count = 2;
-  large.count = buf.size();
-  return coll::fitLink(coll::Coll::kAllReduce, small, seconds[0], large, seconds[1], compute);
+  large.count = largeCount;
+  return coll::fitLink(coll::Coll::kAllReduce, small, smallSeconds, large, largeSeconds, compute);
 }
 
 // CCL_CODEC=auto: this rank's model (CCL_LINK_MODEL's links, this CPU's kernels timed), and
