@@ -89,11 +89,66 @@ std::shared_ptr<const coll::Topology> exchangeTopology(cclComm& comm, const host
   return topo;
 }
 
-// CCL_CODEC=auto without CCL_LINK_MODEL: the links fitted to this communicator's own
-// uncompressed allreduces of 8 bytes and 1 MiB (the ranks' slowest median of three, so every
-// rank fits the same), through the model's own prediction of those calls. One level: a
-// hierarchical communicator's two are fitted as one. The calls leave no trace in the stats.
-coll::LinkCost probeLink(cclComm& comm, const coll::ComputeCost& compute) {
+// The links of CCL_CODEC=auto without CCL_LINK_MODEL, one level at a time: every rank with a
+// partner at that level (inside: the next rank of its node, pairs 0-1, 2-3, ...; across: the
+// rank of the same local index on the paired node, nodes 0-1, 2-3, ...) exchanges with it,
+// all pairs at once, as the plans' messages share the links. A message's time is
+// alpha + bytes / beta: alpha from 8 bytes (median of 15: a median of 3 right after init took
+// in the scheduling of ranks still timing their kernels, 80 us for a 5 us exchange), beta
+// from the growth to a larger exchange (median of 3, from 64 KiB up by 4x until it takes 2 ms
+// or reaches 1 MiB: enough bytes to weigh more than the latency on a fast link, tens of
+// milliseconds on a slow one). Every rank decides on the slowest pair's times, so all make
+// the same calls. One allreduce fitted to both levels (before) priced a node's shared memory
+// and its network link alike: on two nodes of two ranks it chose flat plans 1.3-2x slower
+// than the hierarchical one (perf/README). Returns false when no rank has a partner there.
+bool probeLevel(cclComm& comm, bool across, coll::LinkCost* link) {
+  const coll::Topology& t = *comm.topology;
+  const int node = t.nodeOf[static_cast<size_t>(comm.rank)];
+  const int local = t.localRank[static_cast<size_t>(comm.rank)];
+  int partner = -1;
+  if (!across && (local ^ 1) < t.nodeSize(node)) partner = t.rankOf(node, local ^ 1);
+  if (across && (node ^ 1) < t.nodes() && local < t.nodeSize(node ^ 1)) partner = t.rankOf(node ^ 1, local);
+  std::vector<char> out(size_t{1} << 20), in(out.size());
+  auto exchange = [&](size_t bytes) {
+    if (partner < 0) return;
+    auto ok = [](cclResult_t r) { CCL_CHECK(r == cclSuccess, r, "CCL_CODEC=auto: the probe of the links failed"); };
+    ok(cclGroupStart());
+    ok(cclSend(out.data(), bytes, cclUint8, partner, &comm, nullptr));
+    ok(cclRecv(in.data(), bytes, cclUint8, partner, &comm, nullptr));
+    ok(cclGroupEnd());
+  };
+  // `samples` timed exchanges after one warm-up; the `pick`-th fastest, the slowest rank's.
+  auto time = [&](size_t bytes, int samples, int pick) {
+    std::vector<double> ts(static_cast<size_t>(samples) + 1, 0.0);
+    for (double& x : ts) {
+      const auto t0 = std::chrono::steady_clock::now();
+      exchange(bytes);
+      x = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    std::sort(ts.begin() + 1, ts.end());
+    double mine[2] = {ts[static_cast<size_t>(pick)], partner >= 0 ? 1.0 : 0.0};
+    const cclResult_t r = cclAllReduce(mine, mine, 2, cclFloat64, cclMax, &comm, nullptr);
+    CCL_CHECK(r == cclSuccess, r, "CCL_CODEC=auto: the probe of the links failed");
+    return std::pair{mine[0], mine[1] > 0};
+  };
+  const auto [small, any] = time(8, 15, 8);
+  if (!any) return false;
+  size_t bytes = size_t{1} << 16;
+  double large = time(bytes, 3, 2).first;
+  while (large < 2e-3 && bytes < out.size()) {
+    bytes *= 4;
+    large = time(bytes, 3, 2).first;
+  }
+  link->alpha = small;
+  link->overhead = 0;
+  // A larger exchange no slower than the small one (timer noise on a fast link): the
+  // bandwidth its bytes alone allow.
+  link->beta = static_cast<double>(bytes - 8) / std::max(large - small, large * 1e-3);
+  return true;
+}
+
+// Both levels; a level no rank can probe (one node; nodes of one rank) takes the other's.
+void probeLinks(cclComm& comm, coll::CostModel* m) {
   CCL_CHECK(!groupActive(), cclInvalidUsage,
             "CCL_CODEC=auto without CCL_LINK_MODEL probes the links at init, which cannot run inside a group");
   cclOpStats_t saved[cclNumOpKinds];
@@ -101,62 +156,19 @@ coll::LinkCost probeLink(cclComm& comm, const coll::ComputeCost& compute) {
     std::lock_guard<std::mutex> lock(comm.statsMutex);
     std::copy(std::begin(comm.stats), std::end(comm.stats), saved);
   }
-  std::vector<float> buf(size_t{1} << 18, 0.0f);
-  // `samples` timed calls after one warm-up (which also waits for ranks still timing their
-  // kernels); the `pick`-th fastest.
-  auto time = [&](size_t count, int samples, int pick) {
-    std::vector<double> t(static_cast<size_t>(samples) + 1);
-    for (double& x : t) {
-      const auto t0 = std::chrono::steady_clock::now();
-      const cclResult_t r = cclAllReduce(buf.data(), buf.data(), count, cclFloat32, cclSum, &comm, nullptr);
-      CCL_CHECK(r == cclSuccess, r, "CCL_CODEC=auto: the probe of the links failed");
-      x = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
-    std::sort(t.begin() + 1, t.end());
-    return t[static_cast<size_t>(pick)];
-  };
-  // The slowest rank's time, which every rank then holds (so all take the same branches).
-  auto slowest = [&](double t) {
-    const cclResult_t r = cclAllReduce(&t, &t, 1, cclFloat64, cclMax, &comm, nullptr);
-    CCL_CHECK(r == cclSuccess, r, "CCL_CODEC=auto: the probe of the links failed");
-    return t;
-  };
-  // The small call's median of 15: a median of 3 took in the scheduling of ranks still timing
-  // their kernels (4 processes on 2 cores: 80 us against the 5 us a call takes in a loop),
-  // and the fastest of 15 (0.5 us) is a moment no loop sees.
-  const double smallSeconds = slowest(time(2, 15, 8));
-  // The large call's median of 3 (its time is the bytes), from 64 KiB up by 4x until it
-  // takes 2 ms or reaches 1 MiB: enough bytes to weigh more than the latency on a fast link,
-  // and on a slow one a probe of tens of milliseconds (1 MiB at once took half a second of
-  // a 100 Mbit/s link).
-  size_t largeCount = size_t{1} << 14;
-  double largeSeconds = slowest(time(largeCount, 3, 2));
-  while (largeSeconds < 2e-3 && largeCount < buf.size()) {
-    largeCount *= 4;
-    largeSeconds = slowest(time(largeCount, 3, 2));
-  }
+  const bool inside = probeLevel(comm, false, &m->inside);
+  const bool across = probeLevel(comm, true, &m->across);
+  if (!inside) m->inside = m->across;
+  if (!across) m->across = m->inside;
   {
     std::lock_guard<std::mutex> lock(comm.statsMutex);
     std::copy(saved, saved + cclNumOpKinds, comm.stats);
   }
-  coll::CollArgs a;  // as runCollective describes those calls
-  a.rank = comm.rank;
-  a.nranks = comm.nranks;
-  a.inPlace = true;
-  a.chunkBytes = comm.chunkBytes;
-  a.algo = comm.algo;
-  a.treeMaxBytes = comm.treeMaxBytes;
-  a.directMaxBytes = comm.directMaxBytes;
-  a.topo = comm.topology.get();
-  coll::CollArgs small = a, large = a;
-  small.count = 2;
-  large.count = largeCount;
-  return coll::fitLink(coll::Coll::kAllReduce, small, smallSeconds, large, largeSeconds, compute);
 }
 
 // CCL_CODEC=auto: this rank's model (CCL_LINK_MODEL's links, this CPU's kernels timed), and
 // every rank's exchanged, so that all price calls on the same one: the slowest of each input.
-// Without CCL_LINK_MODEL on every rank the links are probed (probeLink). A rank whose
+// Without CCL_LINK_MODEL on every rank the links are probed (probeLinks). A rank whose
 // CCL_LINK_MODEL is wrong still takes part, so that every rank fails.
 std::shared_ptr<const coll::CostModel> agreeCostModel(cclComm& comm) {
   struct Mine {
@@ -188,7 +200,7 @@ std::shared_ptr<const coll::CostModel> agreeCostModel(cclComm& comm) {
     models.push_back(m.model);
   }
   coll::CostModel agreed = coll::slowestOf(models);
-  if (!mine.given) agreed.inside = agreed.across = probeLink(comm, agreed.compute);
+  if (!mine.given && comm.nranks > 1) probeLinks(comm, &agreed);
   auto m = std::make_shared<const coll::CostModel>(agreed);
   if (comm.rank == 0)
     CCL_INFO(

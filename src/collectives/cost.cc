@@ -233,29 +233,6 @@ void parseLinkModel(const std::string& text, CostModel* m) {
   if (!across) m->across = m->inside;
 }
 
-LinkCost fitLink(Coll c, const CollArgs& small, double smallSeconds, const CollArgs& large, double largeSeconds,
-                 const ComputeCost& compute) {
-  auto at = [&](const CollArgs& a, LinkCost l) {
-    CostModel m;
-    m.inside = m.across = l;
-    m.compute = compute;
-    CollArgs x = a;
-    x.rank = 0;
-    return predict(c, x, m).seconds;
-  };
-  constexpr double kFast = 1e13;  // bytes/s: a link whose bandwidth costs nothing
-  const double none = at(small, {0, kFast, 0}), perUs = at(small, {1e-6, kFast, 0}) - none;
-  LinkCost l{perUs > 0 ? std::max(0.0, (smallSeconds - none) / perUs * 1e-6) : 0.0, kFast, 0};
-  double lo = std::log(1e6), hi = std::log(kFast);  // bisection on log(bandwidth)
-  if (at(large, {l.alpha, std::exp(lo), 0}) <= largeSeconds) return {l.alpha, std::exp(lo), 0};
-  for (int k = 0; k < 60; ++k) {
-    const double mid = 0.5 * (lo + hi);
-    (at(large, {l.alpha, std::exp(mid), 0}) > largeSeconds ? lo : hi) = mid;
-  }
-  l.beta = std::exp(hi);
-  return l;
-}
-
 CostModel slowestOf(std::span<const CostModel> models) {
   CCL_CHECK(!models.empty(), cclInternalError, "slowestOf: no model");
   CostModel out = models[0];

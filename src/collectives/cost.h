@@ -92,13 +92,6 @@ Choice chooseCheapest(Coll c, const CollArgs& a, std::span<const codec::Params> 
 // naming what is wrong.
 void parseLinkModel(const std::string& text, CostModel* m);
 
-// The link that makes collective c's predicted times with `small` and `large` (two calls of
-// one collective, a few bytes and about a MiB) closest to the times measured for them,
-// `compute` given: alpha from the small call, then the bandwidth from the large one (by
-// bisection: the prediction falls as it grows). What a probe of a communicator's links fits.
-LinkCost fitLink(Coll c, const CollArgs& small, double smallSeconds, const CollArgs& large, double largeSeconds,
-                 const ComputeCost& compute);
-
 // One model from every rank's (measured ones differ a little): the slowest of each input
 // (largest latency and overhead, smallest bandwidth and throughput). Any order of the same
 // models gives the same result, so ranks that exchange theirs agree.

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // CCL_CODEC=auto through the API: on a link model slower than this CPU's codecs a large
 // allreduce goes compressed with an allowed codec and a small one exact; on a fast model
-// every call stays exact; without CCL_LINK_MODEL the links are probed; a bad one is refused
-// at init on every rank; a codec passed to an *Ex call still wins.
+// every call stays exact; without CCL_LINK_MODEL the links are probed, each level by pairs
+// of its own; a bad one is refused at init on every rank; a codec passed to an *Ex call
+// still wins; the choices are counted.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "ccl/ccl.h"
@@ -125,6 +127,30 @@ TEST(AutoCodec, WithoutALinkModelTheLinksAreProbed) {
     EXPECT_EQ(s.autoCompressed[cclOpAllReduce], s.op[cclOpAllReduce].compressedCalls);
   });
   for (cclResult_t r : init) EXPECT_EQ(r, cclSuccess);
+}
+
+// Two nodes of two ranks: each level is probed by pairs of its own (inside: ranks of a node;
+// across: the same local rank of the two nodes), with sends and receives that, like the
+// probe's allreduces, leave no trace in the counters; the calls after it run.
+TEST(AutoCodec, OnTwoNodesEachLevelIsProbedByItsOwnPairs) {
+  ScopedEnv codec("CCL_CODEC", "auto:int8");
+  ScopedEnv link("CCL_LINK_MODEL", nullptr);
+  cclUniqueId id{};
+  ASSERT_EQ(cclGetUniqueId(&id), cclSuccess);
+  expectNoneThrew(runRanks(4, [&](int r) {
+    cclConfig_t config = CCL_CONFIG_INITIALIZER;
+    const std::string host = "node" + std::to_string(r / 2);
+    config.hostId = host.c_str();
+    cclComm_t comm = nullptr;
+    ASSERT_EQ(cclCommInitRankConfig(&comm, 4, id, r, &config), cclSuccess);
+    cclStats_t s = CCL_STATS_INITIALIZER;
+    ASSERT_EQ(cclCommGetStats(comm, &s), cclSuccess);
+    EXPECT_EQ(s.op[cclOpSend].calls + s.op[cclOpRecv].calls + s.op[cclOpAllReduce].calls, 0u);
+    std::vector<float> x(1 << 16, 0.25f * static_cast<float>(r + 1)), y(x.size());
+    ASSERT_EQ(cclAllReduce(x.data(), y.data(), x.size(), cclFloat32, cclSum, comm, nullptr), cclSuccess);
+    for (float v : y) ASSERT_NEAR(v, 2.5f, 0.03f);
+    EXPECT_EQ(cclCommDestroy(comm), cclSuccess);
+  }));
 }
 
 TEST(AutoCodec, ABadLinkModelIsRefusedOnEveryRank) {

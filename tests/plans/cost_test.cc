@@ -192,22 +192,6 @@ TEST(Choice, EveryRankChoosesAlikeAndANamedAlgorithmIsKept) {
 }
 
 // A probe's fit recovers the link that made the times it is given.
-TEST(Choice, FittingTwoCallsRecoversTheLink) {
-  CostModel truth = slowLink();
-  truth.across = truth.inside = {20e-6, 2e9, 0};
-  for (int n : {2, 4, 8}) {
-    CollArgs small, large;
-    small.nranks = large.nranks = n;
-    small.inPlace = large.inPlace = true;
-    small.count = 2;
-    large.count = 1 << 18;
-    const LinkCost got = fitLink(Coll::kAllReduce, small, predict(Coll::kAllReduce, small, truth).seconds, large,
-                                 predict(Coll::kAllReduce, large, truth).seconds, truth.compute);
-    EXPECT_NEAR(got.alpha, 20e-6, 0.2e-6) << n << " ranks";
-    EXPECT_NEAR(got.beta, 2e9, 0.02e9) << n << " ranks";
-  }
-}
-
 TEST(Choice, ThisCpusKernelsAreMeasured) {
   const codec::Params codecs[] = {codec::defaultParams(cclCodecInt8), codec::defaultParams(cclCodecTopK)};
   const ComputeCost c = measureComputeCost(codecs);
