@@ -400,9 +400,10 @@ CCL_API cclResult_t cclRecv(void* recvbuff, size_t count, cclDataType_t datatype
  * call shape: uncompressed, or one codec of LIST (lossy codecs only from LIST; "auto" alone
  * allows none), and the algorithm, whichever the library's cost model predicts fastest on
  * the links CCL_LINK_MODEL describes (ALPHA_US:GBYTES_PER_S[:OVERHEAD_US], or
- * across=...,inside=...; the same on every rank), else on links fitted at init to the
- * communicator's own allreduces of 8 bytes and of 64 KiB to 1 MiB (grown until a call takes
- * 2 ms; the ranks' slowest; a few dozen calls, so init cannot then be inside a group),
+ * across=...,inside=...; the same on every rank), else on links probed at init, each level
+ * by pairs of its ranks exchanging 8 bytes and 64 KiB to 1 MiB (grown until an exchange
+ * takes 2 ms; the slowest pair's times; a few dozen calls, so init cannot then be inside a
+ * group),
  * with this CPU's kernel speeds timed at init (the ranks' slowest); a codec is taken only
  * when predicted more than 10 % faster. A codec passed to a call, or set with
  * cclCommSetCompression, replaces the choice; device buffers are not chosen for;
