@@ -67,26 +67,20 @@ using coll::codecKey;
 using coll::fnv1a;
 
 // CCL_CODEC=auto: the codec (none or one the user allowed) and algorithm the cost model finds
-// fastest for this call's shape, chosen once per shape. Every rank has the same model and
-// shape, so the same choice; the call digest still checks it.
-void chooseByCost(cclComm_t comm, const Call& c, coll::CollArgs& a) {
-  const auto key = std::make_tuple(collInfo(c.kind).op, c.count, static_cast<int>(c.dtype), static_cast<int>(c.op),
-                                   c.root, a.inPlace);
-  std::lock_guard<std::mutex> lock(comm->choicesMutex);
-  auto it = comm->choices.find(key);
-  if (it == comm->choices.end()) {
-    const coll::Choice choice = coll::chooseCheapest(c.kind, a, comm->policy.allowed, *comm->costModel);
+// fastest for this call's shape, chosen once per shape (in a cache like the plans', keyed by
+// the shape alone). Every rank has the same model and shape, so the same choice; the call
+// digest still checks it.
+void chooseByCost(cclComm_t comm, const Call& c, int opKind, coll::CollArgs& a) {
+  const PlanKey shape{opKind, c.count, c.dtype, c.op, c.root, a.inPlace, 0};
+  const coll::Choice& choice = comm->choices.get(shape, [&] {
+    const coll::Choice made = coll::chooseCheapest(c.kind, a, comm->policy.allowed, *comm->costModel);
     CCL_INFO("%s count %zu %s: CCL_CODEC=auto chose %s with %s, %.3g us predicted (uncompressed: %.3g us)", c.fn,
-             c.count, dataTypeName(c.dtype), cclCodecName(choice.codec.codec), coll::algoName(choice.algo),
-             choice.seconds * 1e6, choice.uncompressed * 1e6);
-    it = comm->choices.emplace(key, choice).first;
-  }
-  a.codec = it->second.codec;
-  a.algo = it->second.algo;
-  std::lock_guard<std::mutex> stats(comm->statsMutex);
-  const int op = collInfo(c.kind).op;
-  comm->autoChosen[op] += 1;
-  comm->autoCompressed[op] += a.codec.codec != cclCodecNone ? 1 : 0;
+             c.count, dataTypeName(c.dtype), cclCodecName(made.codec.codec), coll::algoName(made.algo),
+             made.seconds * 1e6, made.uncompressed * 1e6);
+    return made;
+  });
+  a.codec = choice.codec;
+  a.algo = choice.algo;
 }
 
 // The error-feedback state of a compressed call: the caller's handle, else the state kept
@@ -222,8 +216,9 @@ void runCollective(const Call& c) {
   a.intraCodec = comm->intraCodec;
   const int opKind = collInfo(c.kind).op;
   a.codec = codecFor(comm, c.kind, c.ex, c.compression, c.count * dataTypeSize(c.dtype), where.device);
-  if (comm->costModel && !where.device && !(c.ex && c.compression) && (comm->policy.enabled >> opKind) & 1)
-    chooseByCost(comm, c, a);
+  const bool chosenByCost =
+      comm->costModel && !where.device && !(c.ex && c.compression) && (comm->policy.enabled >> opKind) & 1;
+  if (chosenByCost) chooseByCost(comm, c, opKind, a);
   if (!coll::compressible(a)) a.codec = codec::Params{};
   if (where.device) {
     DeviceCall d{c.kind, c.fn, comm, a};
@@ -245,6 +240,7 @@ void runCollective(const Call& c) {
   op.stream = stream;
   op.opKind = opKind;
   op.compressed = a.codec.codec != cclCodecNone;
+  op.chosenByCost = chosenByCost;
   if (op.compressed) {
     op.feedback = feedbackFor(c, opKind, a.codec);
     a.feedback = op.feedback != nullptr;

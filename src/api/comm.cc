@@ -459,10 +459,7 @@ CCL_API cclResult_t cclCommSetCompression(cclComm_t comm, const cclCompression_t
     // A codec set here replaces CCL_CODEC=auto's choice.
     comm->policy.autoChoice = false;
     comm->costModel.reset();
-    {
-      std::lock_guard<std::mutex> lock(comm->choicesMutex);
-      comm->choices.clear();
-    }
+    comm->choices.clear();
     comm->plans.clear();
   });
 }

@@ -6,11 +6,9 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -74,8 +72,7 @@ struct cclComm {
   // each call shape's choice, made once (a function of the shape and the model, so alike on
   // every rank).
   std::shared_ptr<const ccl::coll::CostModel> costModel;
-  std::mutex choicesMutex;
-  std::map<std::tuple<int, size_t, int, int, int, bool>, ccl::coll::Choice> choices;
+  ccl::coll::PlanCache<ccl::coll::Choice> choices;
   ccl::api::AutoFeedback autoFeedback;
   std::mutex statsMutex;  // stats are added to on a host stream's thread, read on the caller's
   cclOpStats_t stats[cclNumOpKinds] = {};

@@ -193,7 +193,7 @@ void runOnDevice(std::span<const DeviceCall> calls) {
       job.finished = [comm, stats, fn = c.fn, op = c.opKind, compressed, first, last](cclResult_t r,
                                                                                       const std::string& m) {
         if (r == cclSuccess) {
-          addStats(comm, op, compressed, *stats);
+          addStats(comm, op, compressed, false, *stats);
         } else if (first) {  // the group's one failure, reported once
           recordError(comm, fn, r, m);
           failAsync(comm, r);

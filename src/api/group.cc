@@ -49,7 +49,7 @@ coll::Job makeJob(const Op& op, void* scratch, coll::ExecStats* stats) {
 }
 
 void account(const Op& op, const coll::ExecStats& s) {
-  addStats(op.comm, op.opKind, op.compressed, s);
+  addStats(op.comm, op.opKind, op.compressed, op.chosenByCost, s);
   if (op.feedback) op.feedback->finish();
 }
 
@@ -133,8 +133,10 @@ void enqueueAsync(coll::Stream* stream, const std::vector<cclComm_t>& comms, std
 
 }  // namespace
 
-void addStats(cclComm_t comm, int opKind, bool compressed, const coll::ExecStats& s) {
+void addStats(cclComm_t comm, int opKind, bool compressed, bool chosenByCost, const coll::ExecStats& s) {
   std::lock_guard<std::mutex> lock(comm->statsMutex);
+  comm->autoChosen[opKind] += chosenByCost ? 1 : 0;
+  comm->autoCompressed[opKind] += chosenByCost && compressed ? 1 : 0;
   cclOpStats_t& st = comm->stats[opKind];
   st.calls += 1;
   st.compressedCalls += compressed ? 1 : 0;

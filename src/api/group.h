@@ -23,6 +23,7 @@ struct Op {
   uint64_t tagBase = 0;
   int opKind = 0;  // cclOpKind_t, for the statistics
   bool compressed = false;
+  bool chosenByCost = false;        // CCL_CODEC=auto chose its codec and algorithm (the statistics)
   cclFeedback* feedback = nullptr;  // error-feedback state the plan's encodes use
   size_t feedbackFloats = 0;
   uint64_t signature = 0;          // see coll::Job::signature; 0 for point-to-point
@@ -45,7 +46,7 @@ void groupFail(cclResult_t code);
 void submit(Op&& op);
 
 // Adds what one operation moved to `comm`'s statistics (cclCommGetStats).
-void addStats(cclComm_t comm, int opKind, bool compressed, const coll::ExecStats& s);
+void addStats(cclComm_t comm, int opKind, bool compressed, bool chosenByCost, const coll::ExecStats& s);
 
 // Operations that run after their call returned (on a host stream, or on a device's streams)
 // are counted per communicator with what runs them (the runner: a host stream, or the
