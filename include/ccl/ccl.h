@@ -415,6 +415,13 @@ CCL_API cclResult_t cclRecv(void* recvbuff, size_t count, cclDataType_t datatype
  * CCL_COMPRESS does not list the collective.
  * Compressed results are identical on every rank and within the codec's documented bound
  * composed over the algorithm (two-shot allreduce: two quantizations; ring: one per hop).
+ *
+ * Algorithms: CCL_ALGO names one for every call, or is auto. Under auto a communicator with
+ * a cost model (CCL_CODEC=auto, or CCL_LINK_MODEL set, to links or to "probe") runs each call
+ * shape on host memory with the algorithm the model predicts fastest for its codec (codecs
+ * whose kernels it timed at init: none, CCL_CODEC's and auto's list); other calls, and
+ * communicators without a model, follow size rules (CCL_TREE_MAX_BYTES, CCL_DIRECT_MAX_BYTES;
+ * several nodes with more than one rank in some: hierarchical).
  */
 
 /* Error-feedback state of one tensor: what compression lost in one call is added to the
@@ -482,8 +489,9 @@ typedef struct cclStats_v1 {
   unsigned int magic;   /* CCL_STATS_MAGIC */
   unsigned int version; /* CCL_VERSION_CODE */
   cclOpStats_t op[cclNumOpKinds];
-  /* CCL_CODEC=auto: per kind of operation, calls whose codec and algorithm the cost model
-   * chose, and of those the calls it chose to compress (a lossy codec the user allowed).
+  /* Per kind of operation, calls whose algorithm the cost model chose (and under
+   * CCL_CODEC=auto their codec), and of those the calls it chose to compress (a lossy codec
+   * the user allowed; only under CCL_CODEC=auto).
    * Appended to version 1: a caller whose size ends before them gets the fields it has. */
   unsigned long long autoChosen[cclNumOpKinds];
   unsigned long long autoCompressed[cclNumOpKinds];

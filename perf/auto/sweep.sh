@@ -6,9 +6,12 @@
 # the table gives per size the median time of each, auto over the best fixed choice and over
 # uncompressed, and the cost model's prediction for auto's choice (CCL_DEBUG=INFO's
 # "predicted") against auto's measured time: the model's prediction error.
+# With ALGOS (e.g. "ring tree direct") it measures CCL_ALGO=auto by the cost model instead
+# (CCL_LINK_MODEL=probe, uncompressed) against the size rules ("none": no model) and each
+# algorithm of ALGOS named with CCL_ALGO.
 #
 # Usage: perf/auto/sweep.sh [build-dir] [rounds]      (default: build, 3)
-#   env RANKS (4), CODECS ("int8 int4"), MAX_BYTES (128M), ITERS (20), WARMUP (3),
+#   env RANKS (4), CODECS ("int8 int4"), ALGOS (unset), MAX_BYTES (128M), ITERS (20), WARMUP (3),
 #   SMALL_ITERS (2000: sizes up to 64 KiB), MPIRUN (mpirun --allow-run-as-root
 #   --oversubscribe --bind-to none), OUT_DIR (keep the raw outputs)
 set -euo pipefail
@@ -24,8 +27,13 @@ mpirun=${MPIRUN:-mpirun --allow-run-as-root --oversubscribe --bind-to none}
 bin=$build/perf/collectives/all_reduce_perf
 [[ -x $bin ]] || { echo "missing $bin" >&2; exit 1; }
 if [[ -n ${OUT_DIR:-} ]]; then out=$OUT_DIR; mkdir -p "$out"; else out=$(mktemp -d); trap 'rm -rf "$out"' EXIT; fi
+algos=${ALGOS:-}
 allowed=$(echo "$codecs" | tr ' ' ',')
-echo "# $ranks processes, shared memory; sizes 8 B-$max_bytes; codecs: none $codecs auto:$allowed; $rounds rounds"
+if [[ -n $algos ]]; then
+  echo "# $ranks processes, shared memory; sizes 8 B-$max_bytes; algorithms: size rules, $algos, auto by cost; $rounds rounds"
+else
+  echo "# $ranks processes, shared memory; sizes 8 B-$max_bytes; codecs: none $codecs auto:$allowed; $rounds rounds"
+fi
 echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 
 run() {  # run NAME ENV... -- FLAGS...: the small sizes with many iterations, then the rest
@@ -42,16 +50,21 @@ run() {  # run NAME ENV... -- FLAGS...: the small sizes with many iterations, th
 
 for ((r = 0; r < rounds; r++)); do
   run none "$r" CCL_CODEC=none --
-  for z in $codecs; do run "$z" "$r" CCL_CODEC=none -- -Z "$z"; done
-  run auto "$r" "CCL_CODEC=auto:$allowed" CCL_DEBUG=INFO CCL_DEBUG_SUBSYS=api --
+  if [[ -n $algos ]]; then
+    for a in $algos; do run "$a" "$r" CCL_CODEC=none "CCL_ALGO=$a" --; done
+    run auto "$r" CCL_CODEC=none CCL_LINK_MODEL=probe CCL_DEBUG=INFO CCL_DEBUG_SUBSYS=api --
+  else
+    for z in $codecs; do run "$z" "$r" CCL_CODEC=none -- -Z "$z"; done
+    run auto "$r" "CCL_CODEC=auto:$allowed" CCL_DEBUG=INFO CCL_DEBUG_SUBSYS=api --
+  fi
   echo "# round $((r + 1))/$rounds done"
 done
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-python3 - "$out" "$rounds" "$codecs" <<'PY'
+python3 - "$out" "$rounds" "${algos:-$codecs}" <<'PY'
 import glob, re, statistics, sys
-out, rounds, codecs = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
-names = ["none"] + codecs + ["auto"]
+out, rounds, arms = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+names = ["none"] + arms + ["auto"]
 
 def times(name):
     """size -> [out-of-place time in us per round]"""
@@ -72,6 +85,10 @@ def predictions():
                           r"([0-9.e+-]+) us predicted", line)
             if m:
                 p[int(m.group(1)) * 4] = (m.group(2), m.group(3), float(m.group(4)))
+            m = re.search(r":0 \[ccl INFO\] cclAllReduce count (\d+) float32: CCL_ALGO=auto chose (\S+) for codec (\S+), "
+                          r"([0-9.e+-]+) us predicted", line)
+            if m:
+                p[int(m.group(1)) * 4] = (m.group(3), m.group(2), float(m.group(4)))
     return p
 
 t = {n: times(n) for n in names}

@@ -66,13 +66,22 @@ using coll::codecDigest;
 using coll::codecKey;
 using coll::fnv1a;
 
-// CCL_CODEC=auto: the codec (none or one the user allowed) and algorithm the cost model finds
-// fastest for this call's shape, chosen once per shape (in a cache like the plans', keyed by
-// the shape alone). Every rank has the same model and shape, so the same choice; the call
-// digest still checks it.
-void chooseByCost(cclComm_t comm, const Call& c, int opKind, coll::CollArgs& a) {
-  const PlanKey shape{opKind, c.count, c.dtype, c.op, c.root, a.inPlace, 0};
+// The cost model's choice for this call's shape, made once per shape (in a cache like the
+// plans'): under CCL_CODEC=auto (`codecToo`) the codec, none or one the user allowed, and
+// the algorithm; else, when CCL_ALGO=auto, the algorithm for the codec the call has (one
+// whose kernels the model timed: others keep the size rules).
+// Every rank has the same model and shape, so the same choice; the call digest checks it.
+void chooseByCost(cclComm_t comm, const Call& c, int opKind, bool codecToo, coll::CollArgs& a) {
+  // The key's codec field: the call's own codec (0 or odd, codecKey), or 2 for auto's.
+  const PlanKey shape{opKind, c.count, c.dtype, c.op, c.root, a.inPlace, codecToo ? 2 : codecKey(a)};
   const coll::Choice& choice = comm->choices.get(shape, [&] {
+    if (!codecToo) {
+      coll::Choice made = coll::cheapestAlgorithm(c.kind, a, *comm->costModel);
+      if (made.seconds == 0) made = coll::Choice{a.codec, a.algo, 0, 0};  // not carried on streams
+      CCL_INFO("%s count %zu %s: CCL_ALGO=auto chose %s for codec %s, %.3g us predicted", c.fn, c.count,
+               dataTypeName(c.dtype), coll::algoName(made.algo), cclCodecName(a.codec.codec), made.seconds * 1e6);
+      return made;
+    }
     const coll::Choice made = coll::chooseCheapest(c.kind, a, comm->policy.allowed, *comm->costModel);
     CCL_INFO("%s count %zu %s: CCL_CODEC=auto chose %s with %s, %.3g us predicted (uncompressed: %.3g us)", c.fn,
              c.count, dataTypeName(c.dtype), cclCodecName(made.codec.codec), coll::algoName(made.algo),
@@ -216,10 +225,13 @@ void runCollective(const Call& c) {
   a.intraCodec = comm->intraCodec;
   const int opKind = collInfo(c.kind).op;
   a.codec = codecFor(comm, c.kind, c.ex, c.compression, c.count * dataTypeSize(c.dtype), where.device);
-  const bool chosenByCost =
-      comm->costModel && !where.device && !(c.ex && c.compression) && (comm->policy.enabled >> opKind) & 1;
-  if (chosenByCost) chooseByCost(comm, c, opKind, a);
   if (!coll::compressible(a)) a.codec = codec::Params{};
+  // Device calls keep the size rules: the model's kernel speeds are this CPU's.
+  const bool codecByCost = comm->costModel && comm->policy.autoChoice && !where.device && !(c.ex && c.compression) &&
+                           (comm->policy.enabled >> opKind) & 1;
+  const bool chosenByCost = codecByCost || (comm->costModel && !where.device && a.algo == coll::Algo::kAuto &&
+                                            comm->costModel->compute.timed(a.codec));
+  if (chosenByCost) chooseByCost(comm, c, opKind, codecByCost, a);
   if (where.device) {
     DeviceCall d{c.kind, c.fn, comm, a};
     d.send = c.send;

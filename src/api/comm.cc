@@ -182,9 +182,11 @@ std::shared_ptr<const coll::CostModel> agreeCostModel(cclComm& comm) {
   std::string why;
   try {
     const std::string links = config::linkModel();
-    mine.given = links.empty() ? 0 : 1;
+    mine.given = links.empty() || links == "probe" ? 0 : 1;
     if (mine.given) coll::parseLinkModel(links, &mine.model);
-    mine.model.compute = coll::measureComputeCost(comm.policy.allowed);
+    std::vector<codec::Params> timed = comm.policy.allowed;
+    timed.push_back(comm.policy.codec);
+    mine.model.compute = coll::measureComputeCost(timed);
     mine.ok = 1;
   } catch (const Error& e) {
     why = e.what();
@@ -194,9 +196,10 @@ std::shared_ptr<const coll::CostModel> agreeCostModel(cclComm& comm) {
   std::vector<coll::CostModel> models;
   for (int r = 0; r < comm.nranks; ++r) {
     const Mine& m = all[static_cast<size_t>(r)];
-    CCL_CHECK(m.ok, cclInvalidArgument, "CCL_CODEC=auto: rank " + std::to_string(r) + " has no valid CCL_LINK_MODEL");
+    CCL_CHECK(m.ok, cclInvalidArgument, "the cost model: rank " + std::to_string(r) + " has no valid CCL_LINK_MODEL");
     CCL_CHECK(m.given == mine.given, cclInvalidArgument,
-              "CCL_CODEC=auto: CCL_LINK_MODEL is set on some ranks and not on others (rank " + std::to_string(r) + ")");
+              "the cost model: CCL_LINK_MODEL gives links on some ranks and not on others (rank " + std::to_string(r) +
+                  ")");
     models.push_back(m.model);
   }
   coll::CostModel agreed = coll::slowestOf(models);
@@ -204,7 +207,7 @@ std::shared_ptr<const coll::CostModel> agreeCostModel(cclComm& comm) {
   auto m = std::make_shared<const coll::CostModel>(agreed);
   if (comm.rank == 0)
     CCL_INFO(
-        "comm %p: CCL_CODEC=auto prices calls on links (%s) across %.3g us + %.3g GB/s, inside %.3g us + "
+        "comm %p: the cost model prices calls on links (%s) across %.3g us + %.3g GB/s, inside %.3g us + "
         "%.3g GB/s; kernels (the ranks' slowest) copy %.3g GB/s, reduce %.3g GB/s",
         static_cast<void*>(&comm), mine.given ? "CCL_LINK_MODEL" : "probed", m->across.alpha * 1e6,
         m->across.beta / 1e9, m->inside.alpha * 1e6, m->inside.beta / 1e9, m->compute.copy / 1e9,
@@ -283,7 +286,8 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
   comm->deviceLink = config::deviceTransport();
   comm->nccl = deviceNccl(*comm);
   comm->defaultCodecOff = allPeersOverSharedMemory(*comm->transport) && !codecOnSharedMemory();
-  if (comm->policy.autoChoice) comm->costModel = agreeCostModel(*comm);
+  // The cost model chooses under CCL_CODEC=auto, and wherever CCL_LINK_MODEL is set.
+  if (comm->policy.autoChoice || !config::linkModel().empty()) comm->costModel = agreeCostModel(*comm);
   if (comm->policy.codec.codec != cclCodecNone)
     CCL_INFO(
         "comm %p: default codec %s for messages of at least %zu bytes%s", static_cast<void*>(comm.get()),
@@ -456,9 +460,9 @@ CCL_API cclResult_t cclCommSetCompression(cclComm_t comm, const cclCompression_t
   return guard(comm, "cclCommSetCompression", [&] {
     api::checkUsable(comm);
     comm->policy.codec = codec::resolveParams(compression);
-    // A codec set here replaces CCL_CODEC=auto's choice.
+    // A codec set here replaces CCL_CODEC=auto's choice; the model still chooses algorithms
+    // for codecs it timed at init (others keep the size rules).
     comm->policy.autoChoice = false;
-    comm->costModel.reset();
     comm->choices.clear();
     comm->plans.clear();
   });

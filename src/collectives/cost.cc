@@ -50,6 +50,12 @@ Shifts linkShifts(const Shifts& s, const Topology* topo) {
 
 }  // namespace
 
+bool ComputeCost::timed(const codec::Params& p) const {
+  if (p.codec == cclCodecNone) return copy > 0;
+  if (codec::isLowRank(p.codec)) return lowRank > 0;
+  return encode[static_cast<size_t>(p.codec)] > 0;
+}
+
 double ComputeCost::seconds(const Plan& plan, const Step& s) const {
   const double es = static_cast<double>(dataTypeSize(plan.dtype));
   const double n = static_cast<double>(s.count);
@@ -158,35 +164,38 @@ Prediction predict(Coll c, const CollArgs& a, const CostModel& m) {
   return simulate(planOf, planShifts(c, a), a.rank, a.topo, m);
 }
 
+Choice cheapestAlgorithm(Coll c, const CollArgs& a, const CostModel& m) {
+  Choice best;
+  CollArgs x = a;
+  // Priced from rank 0's block on every rank: a rank's own pieces may differ by an element,
+  // and its prediction with them, which near a tie could part the ranks' choices.
+  x.rank = 0;
+  const bool onStreams = a.codec.codec != cclCodecNone;
+  if (onStreams && !(collInfo(c).compressible && compressible(x))) return best;
+  best.codec = a.codec;
+  auto price = [&](const AlgoEntry& e) {
+    x.algo = e.algo;  // naming a row that applies runs it
+    const double t = predict(c, x, m).seconds;
+    if (best.seconds == 0 || t < best.seconds) best.algo = e.algo, best.seconds = t;
+  };
+  if (a.algo != Algo::kAuto) {  // the user's algorithm, or what runs in its place
+    price(chooseAlgorithm(c, x));
+    return best;
+  }
+  for (const AlgoEntry& e : algorithmTable())
+    if (e.coll == c && e.compressed == onStreams && (!e.applies || e.applies(x))) price(e);
+  return best;
+}
+
 Choice chooseCheapest(Coll c, const CollArgs& a, std::span<const codec::Params> allowed, const CostModel& m,
                       double margin) {
-  Choice best, plain;
-  auto consider = [&](const codec::Params& p, Choice& into) {
-    CollArgs x = a;
-    x.codec = p;
-    // Priced from rank 0's block on every rank: a rank's own pieces may differ by an element,
-    // and its prediction with them, which near a tie could part the ranks' choices.
-    x.rank = 0;
-    const bool onStreams = p.codec != cclCodecNone;
-    if (onStreams && !(collInfo(c).compressible && compressible(x))) return;
-    auto price = [&](const AlgoEntry& e) {
-      x.algo = e.algo;  // naming a row that applies runs it
-      const double t = predict(c, x, m).seconds;
-      if (into.seconds == 0 || t < into.seconds) into = Choice{p, e.algo, t, 0};
-    };
-    if (a.algo != Algo::kAuto) {  // the user's algorithm, or what runs in its place
-      x.algo = a.algo;
-      price(chooseAlgorithm(c, x));
-      return;
-    }
-    for (const AlgoEntry& e : algorithmTable())
-      if (e.coll == c && e.compressed == onStreams && (!e.applies || e.applies(x))) price(e);
-  };
-  consider(codec::Params{}, plain);
-  best = plain;
+  CollArgs x = a;
+  x.codec = codec::Params{};
+  const Choice plain = cheapestAlgorithm(c, x, m);
+  Choice best = plain;
   for (const codec::Params& p : allowed) {
-    Choice lossy;
-    consider(p, lossy);
+    x.codec = p;
+    const Choice lossy = cheapestAlgorithm(c, x, m);
     if (lossy.seconds > 0 && lossy.seconds < (1 - margin) * plain.seconds && lossy.seconds < best.seconds) best = lossy;
   }
   best.uncompressed = plain.seconds;

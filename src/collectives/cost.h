@@ -45,6 +45,8 @@ struct ComputeCost {
   std::array<double, cclNumCodecs> encode{}, decode{}, decodeAdd{};
   double lowRank = 0;
   double seconds(const Plan& plan, const Step& s) const;
+  // Whether the kernels of codec p were timed (none's always are); an untimed one prices free.
+  bool timed(const codec::Params& p) const;
 };
 
 struct CostModel {
@@ -71,6 +73,18 @@ Prediction simulate(const std::function<Plan(int)>& planOf, const Shifts& shifts
 // Collective c with `a` (a.rank's block; a.topo its nodes), as planCollective plans it.
 Prediction predict(Coll c, const CollArgs& a, const CostModel& m);
 
+// A way to run a call, and what the model predicts for it.
+struct Choice {
+  codec::Params codec;  // codec none: uncompressed
+  Algo algo = Algo::kAuto;
+  double seconds = 0;       // predicted
+  double uncompressed = 0;  // the best uncompressed way's prediction
+};
+// The cheapest algorithm for collective c with a's codec on model m: every row of the table
+// that applies (only a.algo when it names one), priced from rank 0's block so that ranks
+// choose alike. seconds is 0 when the call cannot be carried on a.codec's streams.
+Choice cheapestAlgorithm(Coll c, const CollArgs& a, const CostModel& m);
+
 // The cheapest way to run collective c with `a` on model m: codec none or one of `allowed`
 // (the lossy codecs the user allowed; those the call cannot carry are skipped), each with
 // every algorithm of the table that applies (only a.algo when it names one). A codec is taken
@@ -78,12 +92,6 @@ Prediction predict(Coll c, const CollArgs& a, const CostModel& m);
 // so near a tie the call stays exact. Depends on its arguments alone, a.rank excepted (the
 // call is priced from rank 0's block): ranks that pass the same model, call and allowed
 // codecs choose alike.
-struct Choice {
-  codec::Params codec;  // codec none: uncompressed
-  Algo algo = Algo::kAuto;
-  double seconds = 0;       // predicted
-  double uncompressed = 0;  // the best uncompressed way's prediction
-};
 Choice chooseCheapest(Coll c, const CollArgs& a, std::span<const codec::Params> allowed, const CostModel& m,
                       double margin = 0.1);
 

@@ -3,7 +3,8 @@
 // allreduce goes compressed with an allowed codec and a small one exact; on a fast model
 // every call stays exact; without CCL_LINK_MODEL the links are probed, each level by pairs
 // of its own; a bad one is refused at init on every rank; a codec passed to an *Ex call
-// still wins; the choices are counted.
+// still wins; the choices are counted. CCL_LINK_MODEL alone (CCL_ALGO=auto, no CCL_CODEC=auto)
+// makes the model choose algorithms only.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -151,6 +152,78 @@ TEST(AutoCodec, OnTwoNodesEachLevelIsProbedByItsOwnPairs) {
     for (float v : y) ASSERT_NEAR(v, 2.5f, 0.03f);
     EXPECT_EQ(cclCommDestroy(comm), cclSuccess);
   }));
+}
+
+// CCL_ALGO=auto under a cost model and no CCL_CODEC=auto: the algorithm by cost, the codec
+// left alone. The bytes a rank sends tell the algorithm at 4 ranks: the ring sends 1.5 times
+// the buffer, recursive doubling 2 times, one round to every rank 3 times.
+size_t allReduceSentBytes(int r, cclComm_t comm, size_t count) {
+  std::vector<float> x(count, 1.0f + static_cast<float>(r)), y(count);
+  cclStats_t before = CCL_STATS_INITIALIZER, after = CCL_STATS_INITIALIZER;
+  EXPECT_EQ(cclCommGetStats(comm, &before), cclSuccess);
+  EXPECT_EQ(cclAllReduce(x.data(), y.data(), count, cclFloat32, cclSum, comm, nullptr), cclSuccess);
+  for (float v : y) EXPECT_EQ(v, 10.0f);
+  EXPECT_EQ(cclCommGetStats(comm, &after), cclSuccess);
+  EXPECT_EQ(after.op[cclOpAllReduce].compressedCalls, before.op[cclOpAllReduce].compressedCalls);
+  return after.op[cclOpAllReduce].wireBytes - before.op[cclOpAllReduce].wireBytes;
+}
+
+TEST(AutoAlgorithm, ALinkModelAloneChoosesTheAlgorithmByCost) {
+  ScopedEnv codec("CCL_CODEC", "none");
+  {
+    // 1 ms a message, 1 TB/s: the fewest rounds win where the size rule takes the ring.
+    ScopedEnv link("CCL_LINK_MODEL", "1000:1000");
+    withComms(4, [](int r, cclComm_t comm) {
+      const size_t count = 64 << 10;  // 256 KiB, past CCL_TREE_MAX_BYTES
+      EXPECT_EQ(allReduceSentBytes(r, comm, count), 3 * count * sizeof(float)) << "one round to every rank";
+      cclStats_t s = CCL_STATS_INITIALIZER;
+      ASSERT_EQ(cclCommGetStats(comm, &s), cclSuccess);
+      EXPECT_EQ(s.autoChosen[cclOpAllReduce], 1u);
+      EXPECT_EQ(s.autoCompressed[cclOpAllReduce], 0u) << "no lossy codec was allowed";
+    });
+  }
+  {
+    // No latency, 1 MB/s: the fewest bytes win where the size rule sends to every rank.
+    ScopedEnv link("CCL_LINK_MODEL", "0:0.001");
+    withComms(4, [](int r, cclComm_t comm) {
+      const size_t count = 128;  // 512 bytes, under CCL_DIRECT_MAX_BYTES
+      EXPECT_EQ(allReduceSentBytes(r, comm, count), 3 * count * sizeof(float) / 2) << "the ring";
+    });
+  }
+  // Without a model: the size rules.
+  ScopedEnv link("CCL_LINK_MODEL", nullptr);
+  withComms(4, [](int r, cclComm_t comm) {
+    EXPECT_EQ(allReduceSentBytes(r, comm, 128), 3 * 128 * sizeof(float)) << "one round to every rank";
+    cclStats_t s = CCL_STATS_INITIALIZER;
+    ASSERT_EQ(cclCommGetStats(comm, &s), cclSuccess);
+    EXPECT_EQ(s.autoChosen[cclOpAllReduce], 0u);
+  });
+}
+
+TEST(AutoAlgorithm, ANamedAlgorithmOrAnUntimedCodecKeepsTheRules) {
+  ScopedEnv link("CCL_LINK_MODEL", "1000:1000");
+  {
+    ScopedEnv algo("CCL_ALGO", "ring");
+    withComms(4, [](int r, cclComm_t comm) {
+      EXPECT_EQ(allReduceSentBytes(r, comm, 64 << 10), 3 * (64u << 10) * sizeof(float) / 2);
+      cclStats_t s = CCL_STATS_INITIALIZER;
+      ASSERT_EQ(cclCommGetStats(comm, &s), cclSuccess);
+      EXPECT_EQ(s.autoChosen[cclOpAllReduce], 0u) << "CCL_ALGO named the ring";
+    });
+  }
+  // A codec passed to one call whose kernels the model did not time at init: its algorithm
+  // by the size rules, not priced as if encoding were free.
+  withComms(2, [](int, cclComm_t comm) {
+    std::vector<float> x(1 << 16, 1.0f), y(1 << 16);
+    cclCompression_t z = CCL_COMPRESSION_INITIALIZER;
+    z.codec = cclCodecInt4;
+    ASSERT_EQ(cclAllReduceEx(x.data(), y.data(), x.size(), cclFloat32, cclSum, comm, nullptr, &z, nullptr), cclSuccess);
+    for (float v : y) ASSERT_NEAR(v, 2.0f, 0.2f);
+    cclStats_t s = CCL_STATS_INITIALIZER;
+    ASSERT_EQ(cclCommGetStats(comm, &s), cclSuccess);
+    EXPECT_EQ(s.op[cclOpAllReduce].compressedCalls, 1u);
+    EXPECT_EQ(s.autoChosen[cclOpAllReduce], 0u);
+  });
 }
 
 TEST(AutoCodec, ABadLinkModelIsRefusedOnEveryRank) {
