@@ -155,7 +155,7 @@ class OpStats:
     raw_bytes: int = 0   # bytes sent, counted uncompressed
     wire_bytes: int = 0  # bytes actually sent
     codec_seconds: float = 0.0
-    auto_chosen: int = 0      # CCL_CODEC=auto: calls whose codec the cost model chose
+    auto_chosen: int = 0      # calls whose algorithm (under CCL_CODEC=auto also codec) the cost model chose
     auto_compressed: int = 0  # of which it chose to compress
 
     @property

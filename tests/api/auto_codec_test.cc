@@ -190,6 +190,16 @@ TEST(AutoAlgorithm, ALinkModelAloneChoosesTheAlgorithmByCost) {
       EXPECT_EQ(allReduceSentBytes(r, comm, count), 3 * count * sizeof(float) / 2) << "the ring";
     });
   }
+  {
+    // Links probed at init: the model chooses, whatever it finds.
+    ScopedEnv link("CCL_LINK_MODEL", "probe");
+    withComms(4, [](int r, cclComm_t comm) {
+      allReduceSentBytes(r, comm, 4096);
+      cclStats_t s = CCL_STATS_INITIALIZER;
+      ASSERT_EQ(cclCommGetStats(comm, &s), cclSuccess);
+      EXPECT_EQ(s.autoChosen[cclOpAllReduce], 1u);
+    });
+  }
   // Without a model: the size rules.
   ScopedEnv link("CCL_LINK_MODEL", nullptr);
   withComms(4, [](int r, cclComm_t comm) {
