@@ -232,6 +232,11 @@ CCL_API const char* cclCodecName(cclCodec_t codec);
  */
 CCL_API cclResult_t cclCodecFromName(const char* name, cclCodec_t* codec);
 
+/* The number of codecs of the library loaded (its cclNumCodecs; a library newer than the
+ * caller's header may have more). Bindings build their codec enum from cclCodecName(0 ..
+ * cclCodecCount() - 1), so a codec added to the library needs no edit in them. */
+CCL_API int cclCodecCount(void);
+
 /*
  * The documented error bound of a codec, for checking results: writes to *bound the largest
  * |y - x| that `quantizations` successive encode/decode round trips of one element may
@@ -482,6 +487,28 @@ typedef enum CCL_ENUM_TYPE {
   cclOpRecv = 9,
   cclNumOpKinds = 10
 } cclOpKind_t;
+
+/* The kind's name, the one spelling of it everywhere (CCL_COMPRESS, statistics, bindings):
+ * "allreduce", "broadcast", "reduce", "allgather", "reducescatter", "alltoall", "gather",
+ * "scatter", "send", "recv"; "invalid" if out of range. Never NULL. */
+CCL_API const char* cclOpKindName(cclOpKind_t kind);
+/* Parses a name as cclOpKindName prints it (any case); cclInvalidArgument if unknown. */
+CCL_API cclResult_t cclOpKindFromName(const char* name, cclOpKind_t* kind);
+/* The number of operation kinds of the library loaded (its cclNumOpKinds). */
+CCL_API int cclOpKindCount(void);
+/* Parses a list of the collectives to compress as CCL_COMPRESS takes it (comma-separated
+ * names as cclOpKindName prints them, any case; "all": every collective that can be
+ * compressed; "sendrecv": send and recv; "none" or empty: nothing) into *mask, bit k set for
+ * cclOpKind_t k. cclInvalidArgument for an unknown name or one that is never compressed
+ * (reduce, gather, scatter); cclGetLastError(NULL) then lists the names. */
+CCL_API cclResult_t cclCompressListParse(const char* list, unsigned int* mask);
+
+/* Algorithms as CCL_ALGO names them, numbered 0 .. cclAlgorithmCount() - 1 (0 is "auto"):
+ * the name of a number ("invalid" if out of range), and the number of a name (any of its
+ * spellings CCL_ALGO takes; cclInvalidArgument if unknown). */
+CCL_API const char* cclAlgorithmName(int algorithm);
+CCL_API cclResult_t cclAlgorithmFromName(const char* name, int* algorithm);
+CCL_API int cclAlgorithmCount(void);
 
 #define CCL_STATS_MAGIC 0xcc15a7a5u
 typedef struct cclStats_v1 {

@@ -169,8 +169,8 @@ class OpStats:
 
 class Stats(Mapping[str, OpStats]):
     """cclCommGetStats: counters per operation since the communicator was created, keyed by
-    "allreduce", "broadcast", "reduce", "allgather", "reduce_scatter", "alltoall", "gather",
-    "scatter", "send", "recv"; :attr:`total` sums them."""
+    ccl.OpKind's names (cclOpKindName: "allreduce", "broadcast", "reduce", "allgather",
+    "reducescatter", "alltoall", "gather", "scatter", "send", "recv"); :attr:`total` sums them."""
 
     def __init__(self, per_op: Mapping[str, OpStats]):
         self._per_op = dict(per_op)

@@ -24,7 +24,6 @@ CONFIG_UNDEF_INT = -(2**31)
 CONFIG_MAGIC = 0xCC1C0F19
 COMPRESSION_MAGIC = 0xCC1C0DEC
 STATS_MAGIC = 0xCC15A7A5
-NUM_OP_KINDS = 10
 
 c_comm_p = c_void_p      # cclComm_t: opaque
 c_feedback_p = c_void_p  # cclFeedback_t: opaque
@@ -75,17 +74,6 @@ class OpStatsStruct(Structure):
         ("rawBytes", c_ulonglong),
         ("wireBytes", c_ulonglong),
         ("codecSeconds", c_double),
-    ]
-
-
-class StatsStruct(Structure):
-    _fields_ = [
-        ("size", c_size_t),
-        ("magic", c_uint),
-        ("version", c_uint),
-        ("op", OpStatsStruct * NUM_OP_KINDS),
-        ("autoChosen", c_ulonglong * NUM_OP_KINDS),
-        ("autoCompressed", c_ulonglong * NUM_OP_KINDS),
     ]
 
 
@@ -140,6 +128,35 @@ def _load() -> tuple[ctypes.CDLL, str]:
 lib, library_path = _load()
 
 
+def _names(name_fn: str, count_fn: str) -> list[str]:
+    """An enum's names as the library spells them, in value order (cclCodecName and
+    cclCodecCount, ...): the one table of them is the library's."""
+    getattr(lib, name_fn).restype = c_char_p
+    getattr(lib, name_fn).argtypes = [c_int]
+    getattr(lib, count_fn).restype = c_int
+    getattr(lib, count_fn).argtypes = []
+    return [getattr(lib, name_fn)(i).decode() for i in range(getattr(lib, count_fn)())]
+
+
+CODEC_NAMES = _names("cclCodecName", "cclCodecCount")
+OP_KIND_NAMES = _names("cclOpKindName", "cclOpKindCount")
+ALGORITHM_NAMES = _names("cclAlgorithmName", "cclAlgorithmCount")
+NUM_OP_KINDS = len(OP_KIND_NAMES)
+
+
+class StatsStruct(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("magic", c_uint),
+        ("version", c_uint),
+        ("op", OpStatsStruct * NUM_OP_KINDS),
+        ("autoChosen", c_ulonglong * NUM_OP_KINDS),
+        ("autoCompressed", c_ulonglong * NUM_OP_KINDS),
+    ]
+
+
+
+
 def _declare(name: str, restype, *argtypes) -> None:
     fn = getattr(lib, name)
     fn.restype = restype
@@ -148,8 +165,10 @@ def _declare(name: str, restype, *argtypes) -> None:
 
 _SEND_RECV = (c_void_p, c_void_p, c_size_t, c_int)  # sendbuff, recvbuff, count, datatype
 
-_declare("cclCodecName", c_char_p, c_int)
 _declare("cclCodecFromName", c_result, c_char_p, POINTER(c_int))
+_declare("cclOpKindFromName", c_result, c_char_p, POINTER(c_int))
+_declare("cclAlgorithmFromName", c_result, c_char_p, POINTER(c_int))
+_declare("cclCompressListParse", c_result, c_char_p, POINTER(c_uint))
 _declare("cclCodecErrorBound", c_result, POINTER(CompressionStruct), c_double, c_double, c_int, POINTER(c_double))
 _declare("cclGetVersion", c_result, POINTER(c_int))
 _declare("cclGetErrorString", c_char_p, c_int)

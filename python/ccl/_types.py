@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from typing import Union
 
+from ._lib import CODEC_NAMES, OP_KIND_NAMES
+
 
 class DataType(enum.IntEnum):
     """cclDataType_t (the same values as ncclDataType_t)."""
@@ -73,19 +75,10 @@ def to_op(op: OpLike) -> Op:
                      (op, ", ".join(repr(o.name.lower()) for o in Op)))
 
 
-class Codec(enum.IntEnum):
-    """cclCodec_t. Names as cclCodecName prints them: Codec.INT8 is "int8"."""
-    NONE = 0
-    FP8_E4M3 = 1
-    FP8_E5M2 = 2
-    MXFP8_E4M3 = 3
-    INT8 = 4
-    INT4 = 5
-    INT2 = 6
-    TOPK = 7
-    RANDK = 8
-    THRESHOLD = 9
-    POWERSGD = 10
+# cclCodec_t, from the library loaded: Codec.INT8 is "int8" (cclCodecName), and a codec the
+# library adds is here with no edit.
+Codec = enum.IntEnum("Codec", [(n.upper(), i) for i, n in enumerate(CODEC_NAMES)], module=__name__)
+Codec.__doc__ = "cclCodec_t. Names as cclCodecName prints them: Codec.INT8 is \"int8\"."
 
 
 class FeedbackKind(enum.IntEnum):
@@ -95,15 +88,9 @@ class FeedbackKind(enum.IntEnum):
     LOCO = 2
 
 
-class OpKind(enum.IntEnum):
-    """cclOpKind_t: the kinds of operation counted by cclCommGetStats."""
-    ALLREDUCE = 0
-    BROADCAST = 1
-    REDUCE = 2
-    ALLGATHER = 3
-    REDUCE_SCATTER = 4
-    ALLTOALL = 5
-    GATHER = 6
-    SCATTER = 7
-    SEND = 8
-    RECV = 9
+# cclOpKind_t, from the library loaded: OpKind.REDUCESCATTER is "reducescatter" (cclOpKindName),
+# the one spelling of it in CCL_COMPRESS, statistics and ccl.torch.
+OpKind = enum.IntEnum("OpKind", [(n.upper(), i) for i, n in enumerate(OP_KIND_NAMES)], module=__name__)
+OpKind.__doc__ = "cclOpKind_t: the kinds of operation counted by cclCommGetStats."
+
+

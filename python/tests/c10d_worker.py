@@ -283,6 +283,13 @@ def case_compressed_group() -> None:
         fail(f"group options: allreduce stats {s}")
     if ccl.torch.stats(z)["broadcast"]["compressed_calls"] != 0:
         fail("broadcast was compressed though only allreduce was listed")
+    # "all" is CCL_COMPRESS's: every collective that can be compressed (the broadcast too).
+    every = dist.new_group(backend="cclz", pg_options=ccl.torch.Options(compression="int8", compress="all"))
+    dist.broadcast(torch.randn(1 << 16), 0, group=every)
+    if ccl.torch.stats(every)["broadcast"]["compressed_calls"] != 1:
+        fail(f"compress='all' left the broadcast exact: {ccl.torch.stats(every)['broadcast']}")
+    if set(ccl.torch.stats(every)) != {k.name.lower() for k in ccl.OpKind}:
+        fail(f"ccl.torch.stats keys {sorted(ccl.torch.stats(every))} are not ccl.OpKind's names")
     if os.environ.get("CCL_CODEC"):
         e = dist.new_group(backend="cclz")
         dist.all_reduce(x.clone(), group=e)

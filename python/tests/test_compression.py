@@ -86,7 +86,7 @@ def _other_collectives(comm, codec):
         else:
             _assert_within(a[j], src, _bound(comp, absmax(src), 1), "%s alltoall from %d" % (codec, j))
     st = comm.stats()
-    for op in ("allgather", "reduce_scatter", "broadcast", "send", "alltoall"):
+    for op in ("allgather", "reducescatter", "broadcast", "send", "alltoall"):
         assert st[op].compressed_calls >= 1, (op, st[op])
         if op != "broadcast" or r == 1:  # a broadcast's leaves send nothing
             assert st[op].wire_bytes < st[op].raw_bytes, (op, st[op])

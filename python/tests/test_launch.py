@@ -143,6 +143,27 @@ def test_dtype_and_op_enums_match_the_header():
     assert np.dtype("float32").name in ccl._types.NUMPY_DTYPES
 
 
+def test_codec_and_op_kind_enums_are_the_librarys():
+    """Built from the library's names at import: a codec it adds needs no edit here."""
+    from ccl import _lib
+    assert len(ccl.Codec) == _lib.lib.cclCodecCount() and len(ccl.OpKind) == _lib.lib.cclOpKindCount()
+    for c in ccl.Codec:
+        assert ccl.codec_name(c) == c.name.lower() and ccl.codec_from_name(c.name.lower()) is c
+    assert ccl.OpKind.REDUCESCATTER == 4 and ccl.OpKind.ALLTOALL.name.lower() == "alltoall"
+    assert _lib.ALGORITHM_NAMES[0] == "auto" and "hier" in _lib.ALGORITHM_NAMES
+
+
+def test_compress_lists_use_the_librarys_grammar():
+    torch = pytest.importorskip("torch")  # noqa: F841
+    import ccl.torch
+    assert ccl.torch.Options(compression="int8", compress="all")._compress_list() == "all"
+    assert ccl.torch.Options(compression="int8", compress=["allreduce", " reducescatter"])._compress_list() == \
+        "allreduce,reducescatter"
+    for bad, why in (("reduce_scatter", "reducescatter"), ("everything", "reducescatter"), ("reduce", "never")):
+        with pytest.raises(ValueError, match=why):
+            ccl.torch.Options(compression="int8", compress=bad)._compress_list()
+
+
 def test_struct_layouts_match_the_header(tmp_path):
     """The ctypes structs against a C compiler's view of the installed ccl.h."""
     import shutil

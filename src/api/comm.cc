@@ -197,9 +197,9 @@ std::shared_ptr<const coll::CostModel> agreeCostModel(cclComm& comm) {
   for (int r = 0; r < comm.nranks; ++r) {
     const Mine& m = all[static_cast<size_t>(r)];
     CCL_CHECK(m.ok, cclInvalidArgument, "the cost model: rank " + std::to_string(r) + " has no valid CCL_LINK_MODEL");
-    CCL_CHECK(m.given == mine.given, cclInvalidArgument,
-              "the cost model: CCL_LINK_MODEL gives links on some ranks and not on others (rank " + std::to_string(r) +
-                  ")");
+    CCL_CHECK(
+        m.given == mine.given, cclInvalidArgument,
+        "the cost model: CCL_LINK_MODEL gives links on some ranks and not on others (rank " + std::to_string(r) + ")");
     models.push_back(m.model);
   }
   coll::CostModel agreed = coll::slowestOf(models);

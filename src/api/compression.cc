@@ -46,6 +46,8 @@ uint32_t parseCompressList(const std::string& list) {
   std::stringstream ss(list);
   std::string item;
   while (std::getline(ss, item, ',')) {
+    const size_t first = item.find_first_not_of(" \t"), last = item.find_last_not_of(" \t");
+    item = first == std::string::npos ? "" : item.substr(first, last - first + 1);
     if (item.empty() || strcasecmp(item.c_str(), "none") == 0) continue;
     if (strcasecmp(item.c_str(), "all") == 0 || strcasecmp(item.c_str(), "sendrecv") == 0) {
       const bool all = strcasecmp(item.c_str(), "all") == 0;
@@ -56,7 +58,13 @@ uint32_t parseCompressList(const std::string& list) {
       continue;
     }
     coll::Coll c;
-    CCL_CHECK(coll::collFromName(item, &c), cclInvalidArgument, "CCL_COMPRESS: unknown collective '" + item + "'");
+    if (!coll::collFromName(item, &c)) {
+      std::string names = "all, sendrecv, none";
+      for (int k = 0; k < coll::kNumColls; ++k)
+        if (coll::collInfo(static_cast<coll::Coll>(k)).compressible)
+          names += std::string(", ") + coll::collInfo(static_cast<coll::Coll>(k)).name;
+      throw Error(cclInvalidArgument, "CCL_COMPRESS: unknown collective '" + item + "' (" + names + ")");
+    }
     CCL_CHECK(coll::collInfo(c).compressible, cclInvalidArgument,
               "CCL_COMPRESS: " + item + " is never carried compressed");
     mask |= 1u << coll::collInfo(c).op;

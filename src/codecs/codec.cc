@@ -224,6 +224,8 @@ CCL_API const char* cclCodecName(cclCodec_t codec) {
   return ccl::codec::validCodec(c) ? ccl::codec::codecInfo(c).name : "invalid";
 }
 
+CCL_API int cclCodecCount(void) { return cclNumCodecs; }
+
 CCL_API cclResult_t cclCodecFromName(const char* name, cclCodec_t* codec) {
   if (!name || !codec) return cclInvalidArgument;
   for (int c = 0; c < cclNumCodecs; ++c) {

@@ -28,6 +28,7 @@ constexpr AlgoName kAlgoNames[] = {
     {Algo::kHier, "hier", {"hierarchical"}},
     {Algo::kLowRank, "lowrank", {"powersgd"}},
 };
+static_assert(std::size(kAlgoNames) == kNumAlgos, "every algorithm has a name, in Algo's order");
 
 }  // namespace
 

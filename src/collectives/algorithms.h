@@ -17,6 +17,7 @@
 namespace ccl::coll {
 
 enum class Algo { kAuto, kRing, kTree, kDirect, kTwoShot, kSparse, kHier, kLowRank };
+inline constexpr int kNumAlgos = static_cast<int>(Algo::kLowRank) + 1;  // cclAlgorithmCount
 
 // Parses CCL_ALGO values ("auto", "ring", "tree", "direct"); throws cclInvalidArgument.
 Algo parseAlgo(const std::string& name);

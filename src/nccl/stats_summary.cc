@@ -4,14 +4,6 @@
 #include "common/log.h"
 
 namespace ccl::nccl {
-namespace {
-
-// The names NCCL_DEBUG users know, in cclOpKind_t order.
-constexpr const char* kOpNames[] = {"allreduce", "broadcast", "reduce",  "allgather", "reducescatter",
-                                    "alltoall",  "gather",    "scatter", "send",      "recv"};
-static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == cclNumOpKinds);
-
-}  // namespace
 
 void logStatsSummary(cclComm_t comm, int rank, int nranks) {
   if (!comm || !log::enabled(log::Level::kInfo)) return;
@@ -28,8 +20,8 @@ void logStatsSummary(cclComm_t comm, int rank, int nranks) {
     CCL_INFO(
         "NCCL face: stats %s rank=%d nranks=%d calls=%llu compressed=%llu raw=%llu wire=%llu ratio=%.4f codec_s=%.6f "
         "auto=%llu auto_compressed=%llu",
-        kOpNames[k], rank, nranks, s.calls, s.compressedCalls, s.rawBytes, s.wireBytes, ratio, s.codecSeconds,
-        stats.autoChosen[k], stats.autoCompressed[k]);
+        cclOpKindName(static_cast<cclOpKind_t>(k)), rank, nranks, s.calls, s.compressedCalls, s.rawBytes, s.wireBytes,
+        ratio, s.codecSeconds, stats.autoChosen[k], stats.autoCompressed[k]);
   }
 }
 

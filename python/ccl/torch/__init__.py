@@ -36,9 +36,10 @@ class Options:
 
     compression: the group's codec, a :class:`ccl.Compression` or a codec name
         ("int8", "int4", "fp8_e4m3", "topk", ...). None: ``CCL_CODEC`` and ``CCL_CODEC_*``.
-    compress: the collectives the codec applies to ("allreduce", "reducescatter",
-        "allgather", "broadcast", "alltoall", "send", "recv"; a list or a comma-separated
-        string). None: ``CCL_COMPRESS`` (default allreduce, reducescatter, allgather).
+    compress: the collectives the codec applies to, as ``CCL_COMPRESS`` takes them and
+        ``ccl.OpKind`` names them ("allreduce", "reducescatter", "allgather", "broadcast",
+        "alltoall", "send", "recv", or "all"; a list or a comma-separated string). None:
+        ``CCL_COMPRESS`` (default allreduce, reducescatter, allgather).
         Naming them needs ``compression``.
     name: the communicator's name in ccl's log lines.
     """
@@ -63,7 +64,12 @@ class Options:
         if self.compression is None:
             raise ValueError("Options.compress names collectives to compress but no compression is given")
         items = self.compress.split(",") if isinstance(self.compress, str) else list(self.compress)
-        return ",".join(i.strip().lower().replace("_", "") for i in items if i.strip())
+        text = ",".join(str(i).strip() for i in items if str(i).strip())
+        # The library's parser (that of CCL_COMPRESS): one grammar, one spelling of the names.
+        mask = ctypes.c_uint()
+        if ccl._lib.lib.cclCompressListParse(text.encode(), ctypes.byref(mask)) != 0:
+            raise ValueError("Options.compress: " + (ccl._lib.lib.cclGetLastError(None) or b"").decode())
+        return text
 
 
 def _create(dist_opts, backend_options):
@@ -115,7 +121,8 @@ def backend_of(group=None):
 def stats(group=None) -> dict:
     """ccl's counters for the group's communicator, by collective: calls,
     compressed_calls, raw_bytes, wire_bytes, codec_seconds, auto_chosen and auto_compressed
-    (calls whose codec CCL_CODEC=auto chose, and of those the compressed ones)."""
+    (calls whose algorithm, and under CCL_CODEC=auto codec, the cost model chose, and of
+    those the compressed ones). Keyed by ccl.OpKind's names ("reducescatter", ...)."""
     return backend_of(group).stats()
 
 

@@ -137,9 +137,7 @@ Backend::Backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int siz
     : c10d::Backend(rank, size), timeout_(timeout), settings_(std::move(settings)) {
   TORCH_CHECK_VALUE(settings_.compress.empty() || settings_.compression,
                     "ccl: naming the collectives to compress needs a codec");
-  std::stringstream list(settings_.compress);
-  for (std::string item; std::getline(list, item, ',');)
-    if (!item.empty()) compressed_.push_back(item);
+  if (!settings_.compress.empty()) check(cclCompressListParse(settings_.compress.c_str(), &compressed_), "compress");
 
   // Rank 0 makes the id; the others wait for it in the group's store (a prefix store of its
   // own per group, so one key serves every group).
@@ -192,10 +190,9 @@ std::chrono::milliseconds Backend::timeoutOf(std::chrono::milliseconds opTimeout
   return opTimeout == c10d::kUnsetTimeout ? timeout_ : opTimeout;
 }
 
-const cclCompression_t* Backend::compressionFor(const char* name) const {
-  if (compressed_.empty()) return nullptr;
-  const bool listed = std::find(compressed_.begin(), compressed_.end(), name) != compressed_.end();
-  return listed ? &*settings_.compression : &none_;
+const cclCompression_t* Backend::compressionFor(cclOpKind_t kind) const {
+  if (settings_.compress.empty()) return nullptr;
+  return (compressed_ >> kind) & 1 ? &*settings_.compression : &none_;
 }
 
 WorkPtr Backend::post(OpType type, const char* what, std::vector<at::Tensor> outputs, std::chrono::milliseconds timeout,
@@ -254,7 +251,7 @@ WorkPtr Backend::endCoalescing() {
 WorkPtr Backend::broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) {
   const at::Tensor t = single(tensors, "broadcast");
   checkRoot(opts.rootRank, size_, "broadcast");
-  const auto* z = compressionFor("broadcast");
+  const auto* z = compressionFor(cclOpBroadcast);
   return post(OpType::BROADCAST, "broadcast", {t}, opts.timeout, [this, t, root = int(opts.rootRank), z] {
     check(cclBroadcastEx(t.data_ptr(), t.data_ptr(), t.numel(), dtypeOf(t), root, comm(), nullptr, z), "cclBroadcast");
   });
@@ -263,7 +260,7 @@ WorkPtr Backend::broadcast(std::vector<at::Tensor>& tensors, const c10d::Broadca
 WorkPtr Backend::allreduce(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) {
   const at::Tensor t = single(tensors, "allreduce");
   const cclRedOp_t op = redOpOf(opts.reduceOp);
-  const auto* z = compressionFor("allreduce");
+  const auto* z = compressionFor(cclOpAllReduce);
   return post(OpType::ALLREDUCE, "allreduce", {t}, opts.timeout, [this, t, op, z] {
     check(cclAllReduceEx(t.data_ptr(), t.data_ptr(), t.numel(), dtypeOf(t), op, comm(), nullptr, z, nullptr),
           "cclAllReduce");
@@ -274,7 +271,7 @@ WorkPtr Backend::allreduce_coalesced(std::vector<at::Tensor>& tensors, const c10
   TORCH_CHECK_VALUE(!tensors.empty(), "ccl: allreduce_coalesced of no tensors");
   for (const auto& t : tensors) checkTensor(t, "allreduce_coalesced");
   const cclRedOp_t op = redOpOf(opts.reduceOp);
-  const auto* z = compressionFor("allreduce");
+  const auto* z = compressionFor(cclOpAllReduce);
   return post(OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors, opts.timeout, [this, tensors, op, z] {
     Group group;
     for (const auto& t : tensors)
@@ -298,7 +295,7 @@ WorkPtr Backend::all_gather_single(at::Tensor& output, at::Tensor& input, const 
   checkSame(input, output, "all_gather_single");
   TORCH_CHECK_VALUE(output.numel() == input.numel() * size_, "ccl: all_gather_single: the output has ", output.numel(),
                     " elements, not ", size_, " x ", input.numel());
-  const auto* z = compressionFor("allgather");
+  const auto* z = compressionFor(cclOpAllGather);
   return post(OpType::_ALLGATHER_BASE, "all_gather_single", {output}, opts.timeout, [this, output, input, z] {
     check(
         cclAllGatherEx(input.data_ptr(), output.data_ptr(), input.numel(), dtypeOf(input), comm(), nullptr, z, nullptr),
@@ -312,7 +309,7 @@ WorkPtr Backend::allgather(std::vector<std::vector<at::Tensor>>& outputs, std::v
   TORCH_CHECK_VALUE(outputs.size() == 1, "ccl: allgather takes one output list, got ", outputs.size());
   const std::vector<at::Tensor> outs = outputs[0];
   checkList(outs, in, size_, "allgather");
-  const auto* z = compressionFor("allgather");
+  const auto* z = compressionFor(cclOpAllGather);
   const at::Tensor flat = at::empty({in.numel() * size_}, in.options());
   return post(
       OpType::ALLGATHER, "allgather", outs, opts.timeout,
@@ -336,7 +333,7 @@ WorkPtr Backend::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outpu
     all.insert(all.end(), outputs[i].begin(), outputs[i].end());
     flats.push_back(at::empty({inputs[i].numel() * size_}, inputs[i].options()));
   }
-  const auto* z = compressionFor("allgather");
+  const auto* z = compressionFor(cclOpAllGather);
   return post(
       OpType::ALLGATHER_COALESCED, "allgather_coalesced", all, opts.timeout,
       [this, inputs, flats, z] {
@@ -366,7 +363,7 @@ WorkPtr Backend::all_gather_single_coalesced(std::vector<at::Tensor>& outputs, s
                       "ccl: allgather_into_tensor_coalesced: an output has ", outputs[i].numel(), " elements, not ",
                       size_, " x ", inputs[i].numel());
   }
-  const auto* z = compressionFor("allgather");
+  const auto* z = compressionFor(cclOpAllGather);
   return post(OpType::ALLGATHER_INTO_TENSOR_COALESCED, "allgather_into_tensor_coalesced", outputs, opts.timeout,
               [this, inputs, outputs, z] {
                 Group group;
@@ -433,7 +430,7 @@ WorkPtr Backend::reduce_scatter_single(at::Tensor& output, at::Tensor& input, co
   TORCH_CHECK_VALUE(input.numel() == output.numel() * size_, "ccl: reduce_scatter_single: the input has ",
                     input.numel(), " elements, not ", size_, " x ", output.numel());
   const cclRedOp_t op = redOpOf(opts.reduceOp);
-  const auto* z = compressionFor("reducescatter");
+  const auto* z = compressionFor(cclOpReduceScatter);
   return post(OpType::_REDUCE_SCATTER_BASE, "reduce_scatter_single", {output}, opts.timeout,
               [this, output, input, op, z] {
                 check(cclReduceScatterEx(input.data_ptr(), output.data_ptr(), output.numel(), dtypeOf(output), op,
@@ -449,7 +446,7 @@ WorkPtr Backend::reduce_scatter(std::vector<at::Tensor>& outputs, std::vector<st
   const std::vector<at::Tensor> ins = inputs[0];
   checkList(ins, out, size_, "reduce_scatter");
   const cclRedOp_t op = redOpOf(opts.reduceOp);
-  const auto* z = compressionFor("reducescatter");
+  const auto* z = compressionFor(cclOpReduceScatter);
   const at::Tensor flat = flatten(ins);
   return post(OpType::REDUCE_SCATTER, "reduce_scatter", {out}, opts.timeout, [this, out, flat, op, z] {
     check(
@@ -471,7 +468,7 @@ WorkPtr Backend::reduce_scatter_single_coalesced(std::vector<at::Tensor>& output
                       size_, " x ", outputs[i].numel());
   }
   const cclRedOp_t op = redOpOf(opts.reduceOp);
-  const auto* z = compressionFor("reducescatter");
+  const auto* z = compressionFor(cclOpReduceScatter);
   return post(OpType::REDUCE_SCATTER_TENSOR_COALESCED, "reduce_scatter_tensor_coalesced", outputs, opts.timeout,
               [this, inputs, outputs, op, z] {
                 Group group;
@@ -522,7 +519,7 @@ WorkPtr Backend::all_to_all_single(at::Tensor& output, at::Tensor& input, std::v
     TORCH_CHECK_VALUE(input.numel() == output.numel() && input.numel() % size_ == 0,
                       "ccl: all_to_all_single: input and output need the same number of elements, a multiple of ",
                       size_, " (", input.numel(), " and ", output.numel(), ")");
-    const auto* z = compressionFor("alltoall");
+    const auto* z = compressionFor(cclOpAlltoAll);
     return post(OpType::ALLTOALL_BASE, "all_to_all_single", {output}, opts.timeout, [this, output, input, z] {
       check(
           cclAlltoAllEx(input.data_ptr(), output.data_ptr(), input.numel() / size_, dtypeOf(input), comm(), nullptr, z),
@@ -584,7 +581,7 @@ WorkPtr Backend::send(std::vector<at::Tensor>& tensors, int dstRank, int /*tag*/
   // Tags are not matched (NCCL does not either): sends to one peer arrive in call order.
   const at::Tensor t = single(tensors, "send");
   checkPeer(dstRank, rank_, size_, "send");
-  const auto* z = compressionFor("send");
+  const auto* z = compressionFor(cclOpSend);
   return post(OpType::SEND, "send", {t}, c10d::kUnsetTimeout, [this, t, dstRank, z] {
     check(cclSendEx(t.data_ptr(), t.numel(), dtypeOf(t), dstRank, comm(), nullptr, z, nullptr), "cclSend");
   });
@@ -593,7 +590,7 @@ WorkPtr Backend::send(std::vector<at::Tensor>& tensors, int dstRank, int /*tag*/
 WorkPtr Backend::recv(std::vector<at::Tensor>& tensors, int srcRank, int /*tag*/) {
   const at::Tensor t = single(tensors, "recv");
   checkPeer(srcRank, rank_, size_, "recv");
-  const auto* z = compressionFor("recv");
+  const auto* z = compressionFor(cclOpRecv);
   return post(OpType::RECV, "recv", {t}, c10d::kUnsetTimeout, [this, t, srcRank, z] {
     check(cclRecvEx(t.data_ptr(), t.numel(), dtypeOf(t), srcRank, comm(), nullptr, z), "cclRecv");
   });
@@ -611,17 +608,15 @@ std::map<std::string, std::map<std::string, double>> Backend::stats() {
   TORCH_CHECK_VALUE(comm(), "ccl: stats of a process group that was shut down or aborted");
   cclStats_t s = CCL_STATS_INITIALIZER;
   check(cclCommGetStats(comm(), &s), "cclCommGetStats");
-  static const char* const names[cclNumOpKinds] = {"allreduce", "broadcast", "reduce",  "allgather", "reducescatter",
-                                                   "alltoall",  "gather",    "scatter", "send",      "recv"};
   std::map<std::string, std::map<std::string, double>> out;
   for (int k = 0; k < cclNumOpKinds; ++k)
-    out[names[k]] = {{"calls", double(s.op[k].calls)},
-                     {"compressed_calls", double(s.op[k].compressedCalls)},
-                     {"raw_bytes", double(s.op[k].rawBytes)},
-                     {"wire_bytes", double(s.op[k].wireBytes)},
-                     {"codec_seconds", s.op[k].codecSeconds},
-                     {"auto_chosen", double(s.autoChosen[k])},
-                     {"auto_compressed", double(s.autoCompressed[k])}};
+    out[cclOpKindName(static_cast<cclOpKind_t>(k))] = {{"calls", double(s.op[k].calls)},
+                                                       {"compressed_calls", double(s.op[k].compressedCalls)},
+                                                       {"raw_bytes", double(s.op[k].rawBytes)},
+                                                       {"wire_bytes", double(s.op[k].wireBytes)},
+                                                       {"codec_seconds", s.op[k].codecSeconds},
+                                                       {"auto_chosen", double(s.autoChosen[k])},
+                                                       {"auto_compressed", double(s.autoCompressed[k])}};
   return out;
 }
 

@@ -133,16 +133,16 @@ class Backend : public c10d::Backend {
                                       std::chrono::milliseconds timeout, Body issue, Body finish = {});
   void check(cclResult_t result, const char* what) const;
   std::chrono::milliseconds timeoutOf(std::chrono::milliseconds opTimeout) const;
-  // The *Ex compression argument for collective `name`: NULL (the communicator's policy)
+  // The *Ex compression argument for operations of `kind`: NULL (the communicator's policy)
   // unless the settings name the collectives, then the codec or explicitly none.
-  const cclCompression_t* compressionFor(const char* name) const;
+  const cclCompression_t* compressionFor(cclOpKind_t kind) const;
 
   std::atomic<cclComm_t> comm_{nullptr};  // abort() may run on another thread than the worker
   std::chrono::milliseconds timeout_;
   Settings settings_;
   cclCompression_t none_ = CCL_COMPRESSION_INITIALIZER;
-  std::vector<std::string> compressed_;  // settings_.compress, parsed
-  bool coalescing_ = false;              // between startCoalescing and endCoalescing (caller's thread)
+  unsigned int compressed_ = 0;  // settings_.compress parsed: a bit per cclOpKind_t
+  bool coalescing_ = false;      // between startCoalescing and endCoalescing (caller's thread)
   std::vector<Pending> coalesced_;
   std::unique_ptr<Worker> worker_;  // reset before comm_ is destroyed
 };
