@@ -23,7 +23,7 @@ fi
 if ! "$py" - "$spec" >/dev/null 2>&1 <<'PYEOF'
 import sys, importlib.metadata as md
 from packaging.requirements import Requirement
-for req in [sys.argv[1], "numpy", "scikit-build-core>=0.10", "ninja", "packaging", "pytest"]:
+for req in [sys.argv[1], "numpy", "scikit-build-core>=0.10", "ninja", "packaging", "pytest", "ml_dtypes"]:
     r = Requirement(req)
     if not r.specifier.contains(md.version(r.name), prereleases=True):
         sys.exit(1)
@@ -31,6 +31,6 @@ PYEOF
 then
   echo "torch_venv: installing $spec and the build tools into $venv (once; several minutes)" >&2
   "$py" -m pip install -q --upgrade pip >&2
-  "$py" -m pip install -q "$spec" numpy "scikit-build-core>=0.10" ninja packaging pytest >&2
+  "$py" -m pip install -q "$spec" numpy "scikit-build-core>=0.10" ninja packaging pytest ml_dtypes >&2
 fi
 echo "$py"

@@ -180,7 +180,9 @@ typedef enum CCL_ENUM_TYPE {
   cclCodecRandK = 8,     /* "randk": k = keepRatio*n positions drawn from `seed`, equal on every rank */
   cclCodecThreshold = 9, /* "threshold": every element with |x| >= threshold */
   cclCodecPowerSgd = 10, /* "powersgd": the buffer as a rows x cols matrix M, sent as a rank-r P Q^T (below) */
-  cclNumCodecs = 11
+  cclCodecMxfp4 = 11,    /* "mxfp4": OCP MX, e2m1 with a power-of-two e8m0 scale per block of 32 */
+  cclCodecNvfp4 = 12,    /* "nvfp4": e2m1 with an e4m3 scale per block of 16 times an fp32 scale per stream */
+  cclNumCodecs = 13
 } cclCodec_t;
 
 #define CCL_COMPRESSION_MAGIC 0xcc1c0decu
@@ -243,7 +245,8 @@ CCL_API int cclCodecCount(void);
  * cause, where
  *   absValue  is |x|, or for a reduction the sum over ranks of |input| at that element;
  *   absMax    bounds absValue over every element of the blocks the element travels in
- *             (for a reduction: the largest such sum in the buffer);
+ *             (for a reduction: the largest such sum in the buffer); for nvfp4, over every
+ *             element of the streams (its per-stream scale comes from their largest);
  *   quantizations  is how many round trips to count: 1 for allgather, broadcast, all-to-all
  *             and send/recv; n - 1 for reduce-scatter over n ranks; n for allreduce over n
  *             ranks (the ring re-encodes n - 1 partial sums and the sum; two-shot, ccl's
@@ -251,8 +254,9 @@ CCL_API int cclCodecCount(void);
  *             sum). Each error-feedback stage adds two.
  * compression NULL (or codec none) gives 0. Sparsifiers give absValue: each contribution
  * arrives exactly (or fp16-rounded) or not at all. Quantizers give, per round trip,
- * rel*|v| + abs*u with the codec's terms and scale unit u (s = absmax/qmax, 448, 57344, or
- * MX's power of two), composed over the partial results; it includes the codecs' own fp32
+ * rel*|v| + abs*u with the codec's terms and scale unit u (s = absmax/qmax, 448, 57344,
+ * MX's power of two, or nvfp4's 17/16 absmax/6 + 25 * 2^-10 absmax/2688), composed over the
+ * partial results (mxfp4 and nvfp4: rel = abs = 1/4, stochastic 1/2); it includes the codecs' own fp32
  * arithmetic, not the algorithm's fp32 sums or a narrower output type's last rounding.
  * cclInvalidArgument unless 0 <= absValue <= absMax < inf and quantizations >= 0, or if the
  * parameters are invalid (as a collective would refuse them).

@@ -19,6 +19,7 @@ enum class ScaleFormat : uint8_t {
   kNone,    // not a quantizer
   kLinear,  // s = absmax / scaleDivisor, stored as fp32 (or fp16 rounded up, where allowed)
   kE8m0,    // OCP MX: X = 2^(floor(log2 absmax) - log2 scaleDivisor), at least 2^-127, stored as its exponent
+  kE4m3Tensor,  // NVFP4: e4m3(absmax / scaleDivisor / t) * t, t the stream's fp32 tensor scale (wire.h)
 };
 
 // How a sparsifier picks the elements it keeps.
@@ -57,6 +58,15 @@ struct CodecInfo {
 //   2^-3 |x| stochastically); subnormals as fp8 e4m3.
 //   The int codecs' stochastic sum v + 128 + u is rounded in fp32 twice (at most 2^-15 of a
 //   step), hence their abs term 1 + 2^-14.
+// - mxfp4 (e2m1 elements 0, 0.5, 1, 1.5, 2, 3, 4, 6): X maps the absmax into [4, 8); from 1
+//   to 6 a value rounds within a quarter of itself (half a step of 0.5, 1 or 2 at 1, 2, 4),
+//   below 1 within 0.25 X, and what lies in (6 X, 8 X) saturates to 6 X, within |x| / 4.
+//   Stochastic rounding misses by less than a step: |x| / 2, or 0.5 X below 1.
+// - nvfp4: as mxfp4 in units of the block scale s = e4m3(absmax / 6 / t) * t, which is
+//   within 2^-4 of absmax / 6 when normal in e4m3, else within 2^-10 t. Rounded down, it
+//   saturates the block's largest values by at most |x| / 15, or 6 * 2^-10 t when subnormal;
+//   so the unit (scaleUnit) is 17/16 absmax / 6 + 25 * 2^-10 t, with t = absmax / 2688 of the
+//   whole stream (its absMax bounds every block's), and the terms are mxfp4's.
 // On top of every term, the fp32 arithmetic of the scale, x * 1/s and q * s adds at most
 // kArithmeticSlack * (|x| + u): see errorBound() in codec.h.
 // - powersgd has no element-wise bound: what it loses is the part of the matrix outside the
@@ -84,6 +94,8 @@ constexpr CodecTable makeCodecTable() {
       {"randk",        F::kSparsifier, 0, S::kNone,   false,   0,      0.0f, L::kRandom,    0, {0, 0},                    {0, 0}},
       {"threshold",    F::kSparsifier, 0, S::kNone,   false,   0,      0.0f, L::kThreshold, 0, {0, 0},                    {0, 0}},
       {"powersgd",     F::kLowRank,    0, S::kNone,   false,   0,      0.0f, L::kNone,      4, {0, 0},                    {0, 0}},
+      {"mxfp4",        F::kQuantizer,  4, S::kE8m0,   false,  32,      4.0f, L::kNone,      0, {0.25, 0.25},              {0.5, 0.5}},
+      {"nvfp4",        F::kQuantizer,  4, S::kE4m3Tensor, false, 16,   6.0f, L::kNone,      0, {0.25, 0.25},              {0.5, 0.5}},
   }};
   // clang-format on
 }
@@ -115,6 +127,10 @@ CCL_HD constexpr bool isSparsifier(int codec) {
 CCL_HD constexpr bool isLowRank(int codec) { return validCodec(codec) && codecInfo(codec).family == Family::kLowRank; }
 // Whether the codec's error is bounded element by element (cclCodecErrorBound is finite).
 CCL_HD constexpr bool boundedPerElement(int codec) { return !isLowRank(codec); }
+// Whether a codec's streams carry a tensor scale (nvfp4; wire.h's tensorScaleOf).
+CCL_HD constexpr bool tensorScaled(int codec) {
+  return validCodec(codec) && codecInfo(codec).scale == ScaleFormat::kE4m3Tensor;
+}
 // Bits per element code of a quantizer; 0 for other codecs.
 CCL_HD constexpr int codeBits(int codec) { return validCodec(codec) ? codecInfo(codec).codeBits : 0; }
 

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "codecs/codec.h"
+#include "codecs/math/quant_fp4.h"
 #include "codecs/math/quant_int.h"
 
 namespace ccl::codec {
@@ -23,6 +24,12 @@ double scaleUnit(const Params& p, double absMax) {
     constexpr double kSmallest = 0x1p-127;  // e8m0's smallest scale
     if (!(absMax > 0.0)) return kSmallest;
     return std::max(std::ldexp(1.0, std::ilogb(absMax) - std::ilogb(double{c.scaleDivisor})), kSmallest);
+  }
+  if (c.scale == ScaleFormat::kE4m3Tensor) {
+    // codec_table.h: 17/16 of the block's ideal scale, plus 25 of e4m3's half-steps of the
+    // tensor scale t (absMax bounds the whole stream's largest |x|, hence t's).
+    const double t = std::max(absMax / (448.0 * c.scaleDivisor), double{math::kNvfp4MinTensorScale});
+    return 17.0 / 16.0 * absMax / c.scaleDivisor + 25.0 * 0x1p-10 * t;
   }
   return 0.0;
 }

@@ -8,6 +8,7 @@
 #include "codecs/quantizer.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -25,11 +26,14 @@ struct Geometry {
   uint64_t blocks;
   Layout layout;
   size_t scaleBytes;
+  float t;  // the stream's tensor scale; 1 where its codec has none
 };
 
 Geometry geometry(const Header& h) {
-  return Geometry{blocksOf(h.count, h.blockSize), layoutOf(h), scaleBytes(h.codec, h.flags)};
+  return Geometry{blocksOf(h.count, h.blockSize), layoutOf(h), scaleBytes(h.codec, h.flags),
+                  tensorScaled(h.codec) ? tensorScaleOf(h) : 1.0f};
 }
+static_assert(std::bit_cast<uint32_t>(math::kNvfp4MinTensorScale) == kMinTensorScaleBits);
 
 // Largest |v| as fp32 bits: NaN and inf compare above every finite value, so one integer
 // max both finds the absmax and flags a non-finite block (result >= 0x7f800000).
@@ -156,7 +160,7 @@ template <class K, class T>
 CCL_ALWAYS_INLINE ScaledBlock scaleBlock(EncodeState<K, T>& st, size_t off, uint32_t len, uint32_t slot) {
   const float* v = st.stageBlock(off, len, slot);
   const uint32_t m = blockAbsMaxBits(v, len);
-  return {v, blockScale<K>(fp::bitsFloat(m), m >= 0x7f800000u, st.p.fp16Scales, st.p.fixedLength)};
+  return {v, blockScale<K>(fp::bitsFloat(m), m >= 0x7f800000u, st.p.fp16Scales, st.p.fixedLength, st.g.t)};
 }
 
 // The prefix of a block that quantizer_x86.h quantized into dst (none when it does not apply).
@@ -230,7 +234,7 @@ inline uint32_t groupBlocks(uint32_t blockSize) {
   return std::clamp<uint32_t>(kGroupBytes / (blockSize * 4), 1, kMaxGroup);
 }
 
-// kBlock != 0 compiles the full blocks for that size (the defaults, 128 and 32): with
+// kBlock != 0 compiles the full blocks for that size (the defaults, 128, 32 and 16): with
 // constant trip counts their loops vectorise without remainder code, which is much of the
 // cost of a small block.
 template <class K, class T, bool kStochastic, uint32_t kBlock>
@@ -255,6 +259,19 @@ CCL_VECTOR_CLONES void encodeStream(EncodeState<K, T>& st) {
   }
 }
 
+// The largest finite |x + residual| of the input: what a tensor scale is chosen from (one
+// pass more over the input, for the codecs that have one).
+template <class T>
+CCL_VECTOR_CLONES float finiteAbsMax(const typename T::Storage* x, const float* residual, size_t n) {
+  uint32_t m = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const float v = residual ? T::load(x, i) + residual[i] : T::load(x, i);
+    const uint32_t b = fp::floatBits(v) & 0x7fffffffu;
+    m = b < 0x7f800000u && b > m ? b : m;
+  }
+  return fp::bitsFloat(m);
+}
+
 template <class K, class T>
 size_t encodeQuantized(const Params& p, const typename T::Storage* x, size_t n, uint8_t* out, float* residual) {
   thread_local std::vector<float> stage;
@@ -266,6 +283,7 @@ size_t encodeQuantized(const Params& p, const typename T::Storage* x, size_t n, 
   st.h.blockSize = p.blockSize;
   st.h.count = n;
   st.h.flags = quantizerFlags(p);
+  if (tensorScaled(p.codec)) setTensorScale(st.h, math::nvfp4TensorScale(finiteAbsMax<T>(x, residual, n)));
   st.g = geometry(st.h);
   st.rawOut = out + st.g.layout.raw;
   st.x86 = x86::kCovers<K> && x86::available();
@@ -275,6 +293,8 @@ size_t encodeQuantized(const Params& p, const typename T::Storage* x, size_t n, 
     encodeStream<K, T, false, 128>(st);
   } else if (p.blockSize == 32) {
     encodeStream<K, T, false, 32>(st);
+  } else if (p.blockSize == 16) {
+    encodeStream<K, T, false, 16>(st);
   } else {
     encodeStream<K, T, false, 0>(st);
   }
@@ -298,7 +318,7 @@ void validateBlocks(const Header& h, const uint8_t* in, const Geometry& g) {
   uint64_t marked = 0;
   for (uint64_t b = 0; b < g.blocks; ++b) {
     float s;
-    const ScaleRead r = K::readScale(loadScale(in + kHeaderBytes, b, sb), fp16, s);
+    const ScaleRead r = K::readScale(loadScale(in + kHeaderBytes, b, sb), fp16, g.t, s);
     if (r == ScaleRead::kInvalid) throw Error(cclInvalidUsage, "compressed stream: invalid block scale");
     marked += r == ScaleRead::kRaw ? 1 : 0;
   }
@@ -310,7 +330,7 @@ void validateBlocks(const Header& h, const uint8_t* in, const Geometry& g) {
     std::memcpy(entry, in + g.layout.raw + r * rawEntryBytes(h.blockSize), sizeof(entry));
     float s;
     if (static_cast<int64_t>(entry[0]) <= prev || entry[0] >= g.blocks || entry[1] != 0 ||
-        K::readScale(loadScale(in + kHeaderBytes, entry[0], sb), fp16, s) != ScaleRead::kRaw)
+        K::readScale(loadScale(in + kHeaderBytes, entry[0], sb), fp16, g.t, s) != ScaleRead::kRaw)
       throw Error(cclInvalidUsage, "compressed stream: bad raw block entry");
     prev = entry[0];
   }
@@ -328,7 +348,8 @@ struct BlockView {
 template <class K>
 CCL_ALWAYS_INLINE bool blockView(const Header& h, const uint8_t* in, const Geometry& g, uint64_t b, BlockView& v) {
   // validateBlocks has refused invalid scales: anything but a usable one is a raw block.
-  if (K::readScale(loadScale(in + kHeaderBytes, b, g.scaleBytes), h.flags & kFlagFp16Scales, v.s) != ScaleRead::kOk)
+  if (K::readScale(loadScale(in + kHeaderBytes, b, g.scaleBytes), h.flags & kFlagFp16Scales, g.t, v.s) !=
+      ScaleRead::kOk)
     return false;
   v.off = b * h.blockSize;
   v.len = static_cast<uint32_t>(std::min<uint64_t>(h.blockSize, h.count - v.off));
@@ -401,7 +422,7 @@ void forEachBlock(const Header& h, const uint8_t* in, Op op) {
   raw.assign(h.blockSize, markedBlockValue());
   for (uint64_t b = 0; b < g.blocks; ++b) {
     float s;
-    if (K::readScale(loadScale(in + kHeaderBytes, b, g.scaleBytes), false, s) != ScaleRead::kRaw) continue;
+    if (K::readScale(loadScale(in + kHeaderBytes, b, g.scaleBytes), false, g.t, s) != ScaleRead::kRaw) continue;
     const size_t off = b * h.blockSize;
     op(off, raw.data(), static_cast<uint32_t>(std::min<uint64_t>(h.blockSize, h.count - off)));
   }

@@ -4,12 +4,16 @@
 // dequantized. The math itself lives in codecs/math/; these structs bind it to the wire
 // layout and to the codec's row of codec_table.h. Adding a quantizer means one kind here
 // and one line in withQuantizerKind.
+//
+// Every kind's chooseScale and readScale take `t`, the stream's tensor scale: NVFP4 scales
+// its blocks by it (tensorScaled), the others ignore it (their streams carry none).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
 #include "codecs/codec_table.h"
+#include "codecs/math/quant_fp4.h"
 #include "codecs/math/quant_fp8.h"
 #include "codecs/math/quant_int.h"
 #include "common/error.h"
@@ -58,8 +62,11 @@ inline uint32_t loadScale(const uint8_t* scales, uint64_t b, size_t bytes) {
 constexpr uint32_t kF32RawMarker = 0x7fc00000u;
 constexpr uint32_t kF16RawMarker = 0x7e00u;
 
+constexpr uint32_t kE4m3RawMarker = 0x7fu;  // e4m3's NaN
+
 CCL_HD uint32_t rawMarkerOf(int codec, bool fp16Scales) {
   if (codecInfo(codec).scale == ScaleFormat::kE8m0) return math::kMxRawMarker;
+  if (codecInfo(codec).scale == ScaleFormat::kE4m3Tensor) return kE4m3RawMarker;
   return fp16Scales ? kF16RawMarker : kF32RawMarker;
 }
 
@@ -90,7 +97,7 @@ struct IntKind {
   static constexpr int kCodec = kBits == 8 ? cclCodecInt8 : kBits == 4 ? cclCodecInt4 : cclCodecInt2;
   static_assert(kCodecTable.rows[kCodec].codeBits == kBits && kCodecTable.rows[kCodec].scaleDivisor == kQmax);
 
-  CCL_HD static BlockScale chooseScale(float absmax, bool fp16) {
+  CCL_HD static BlockScale chooseScale(float absmax, bool fp16, float) {
     if (!fp16) return f32Scale(absmax, static_cast<float>(kQmax));
     const float s = absmax / static_cast<float>(kQmax);
     if (absmax > 0.0f && !(s >= math::kMinHalfScale && s <= math::kMaxHalfScale))
@@ -99,7 +106,9 @@ struct IntKind {
     const float scale = fp::halfToFloat(h);
     return BlockScale{false, scale > 0.0f ? 1.0f / scale : 0.0f, scale, h};
   }
-  CCL_HD static ScaleRead readScale(uint32_t stored, bool fp16, float& s) { return readLinearScale(stored, fp16, s); }
+  CCL_HD static ScaleRead readScale(uint32_t stored, bool fp16, float, float& s) {
+    return readLinearScale(stored, fp16, s);
+  }
 
   CCL_HD static uint32_t quant(float v, float inv) {
     return static_cast<uint32_t>(math::quantIntNearest(v * inv, kQmax)) & kMask;
@@ -126,8 +135,10 @@ struct Fp8Kind {
   static constexpr float kMaxFinite = math::fp8MaxFinite<F>();
   static_assert(kCodecTable.rows[kCodec].codeBits == kBits && kCodecTable.rows[kCodec].scaleDivisor == kMaxFinite);
 
-  CCL_HD static BlockScale chooseScale(float absmax, bool) { return f32Scale(absmax, kMaxFinite); }
-  CCL_HD static ScaleRead readScale(uint32_t stored, bool, float& s) { return readLinearScale(stored, false, s); }
+  CCL_HD static BlockScale chooseScale(float absmax, bool, float) { return f32Scale(absmax, kMaxFinite); }
+  CCL_HD static ScaleRead readScale(uint32_t stored, bool, float, float& s) {
+    return readLinearScale(stored, false, s);
+  }
   CCL_HD static uint32_t quant(float v, float inv) { return math::fp8EncodeFinite<F>(v * inv); }
   CCL_HD static uint32_t quantStochastic(float v, float inv, uint32_t r) {
     return math::fp8EncodeStochastic<F>(v * inv, r);
@@ -135,28 +146,64 @@ struct Fp8Kind {
   CCL_HD static float dequant(uint32_t code, float s) { return math::fp8DecodeFinite<F>(code) * s; }
 };
 
-// OCP MX with e4m3 elements: the scale is 2^(E-127), stored as its e8m0 exponent E.
+// OCP MX: the scale is 2^(E-127), stored as its e8m0 exponent E; elements e4m3 (MXFP8,
+// kBits 8) or e2m1 (MXFP4, kBits 4).
+template <int kBitsT>
 struct MxKind {
-  static constexpr int kBits = 8;
-  static constexpr int kCodec = cclCodecMxfp8E4m3;
-  static constexpr int kEmaxElem = 8;  // floor(log2(448)): the absmax lands in [2^8, 2^9) after scaling
+  static constexpr int kBits = kBitsT;
+  static constexpr int kCodec = kBits == 8 ? cclCodecMxfp8E4m3 : cclCodecMxfp4;
+  // floor(log2(largest element)): the absmax lands in [2^emax, 2^(emax+1)) after scaling.
+  static constexpr int kEmaxElem = kBits == 8 ? 8 : math::kE2m1Emax;
   static_assert(kCodecTable.rows[kCodec].scaleDivisor == float(1 << kEmaxElem) &&
-                kCodecTable.rows[kCodec].scale == ScaleFormat::kE8m0);
+                kCodecTable.rows[kCodec].scale == ScaleFormat::kE8m0 && kCodecTable.rows[kCodec].codeBits == kBits);
 
-  CCL_HD static BlockScale chooseScale(float absmax, bool) {
+  CCL_HD static BlockScale chooseScale(float absmax, bool, float) {
     const uint32_t e = math::mxScaleExponent(absmax, kEmaxElem);
     return BlockScale{false, math::mxEncodeMultiplier(e), math::mxScaleValue(e), e};
   }
-  CCL_HD static ScaleRead readScale(uint32_t stored, bool, float& s) {
+  CCL_HD static ScaleRead readScale(uint32_t stored, bool, float, float& s) {
     if (stored == math::kMxRawMarker) return ScaleRead::kRaw;
     s = math::mxScaleValue(stored);
     return ScaleRead::kOk;
   }
-  CCL_HD static uint32_t quant(float v, float inv) { return math::fp8EncodeFinite<fp::E4M3>(v * inv); }
-  CCL_HD static uint32_t quantStochastic(float v, float inv, uint32_t r) {
-    return math::fp8EncodeStochastic<fp::E4M3>(v * inv, r);
+  CCL_HD static uint32_t quant(float v, float inv) {
+    if constexpr (kBits == 8) return math::fp8EncodeFinite<fp::E4M3>(v * inv);
+    return math::e2m1EncodeFinite(v * inv);
   }
-  CCL_HD static float dequant(uint32_t code, float s) { return math::fp8DecodeFinite<fp::E4M3>(code) * s; }
+  CCL_HD static uint32_t quantStochastic(float v, float inv, uint32_t r) {
+    if constexpr (kBits == 8) return math::fp8EncodeStochastic<fp::E4M3>(v * inv, r);
+    return math::e2m1EncodeStochastic(v * inv, r);
+  }
+  CCL_HD static float dequant(uint32_t code, float s) {
+    if constexpr (kBits == 8) return math::fp8DecodeFinite<fp::E4M3>(code) * s;
+    return math::e2m1Decode(code) * s;
+  }
+};
+
+// NVIDIA NVFP4: e2m1 elements, an e4m3 scale per block (default 16) times the stream's fp32
+// tensor scale t (math/quant_fp4.h).
+struct Nvfp4Kind {
+  static constexpr int kBits = 4;
+  static constexpr int kCodec = cclCodecNvfp4;
+  static_assert(kCodecTable.rows[kCodec].scale == ScaleFormat::kE4m3Tensor &&
+                kCodecTable.rows[kCodec].scaleDivisor == math::kE2m1Max && kCodecTable.rows[kCodec].codeBits == kBits);
+
+  CCL_HD static BlockScale chooseScale(float absmax, bool, float t) {
+    const uint32_t code = math::nvfp4BlockScaleCode(absmax, t);
+    const float scale = math::fp8DecodeFinite<fp::E4M3>(code) * t;  // 0, or at least 2^-9 t: normal (t >= 2^-117)
+    return BlockScale{false, scale > 0.0f ? 1.0f / scale : 0.0f, scale, code};
+  }
+  CCL_HD static ScaleRead readScale(uint32_t stored, bool, float t, float& s) {
+    if (stored == kE4m3RawMarker) return ScaleRead::kRaw;
+    if (stored > fp::E4M3::kMaxFinite) return ScaleRead::kInvalid;  // negative or NaN: no encoder writes it
+    s = math::fp8DecodeFinite<fp::E4M3>(stored) * t;
+    return ScaleRead::kOk;
+  }
+  CCL_HD static uint32_t quant(float v, float inv) { return math::e2m1EncodeFinite(v * inv); }
+  CCL_HD static uint32_t quantStochastic(float v, float inv, uint32_t r) {
+    return math::e2m1EncodeStochastic(v * inv, r);
+  }
+  CCL_HD static float dequant(uint32_t code, float s) { return math::e2m1Decode(code) * s; }
 };
 
 // What every element of a fixed-length stream's marked (non-finite) block decodes to, on
@@ -168,11 +215,12 @@ CCL_HD float markedBlockValue() { return fp::bitsFloat(0x7fc00000u); }
 // sends the block raw or, in a fixed-length stream, marks it non-finite. A fixed-length
 // stream has no room for a finite block whose fp32 scale would fall below kMinScale: that
 // block is quantized with kMinScale (|x| / kMinScale stays within the code range). fp16
-// scales are never fixed-length, and e8m0 scales are never raw for a finite block.
+// scales are never fixed-length, and e8m0 and e4m3 scales are never raw for a finite block.
+// t is the stream's tensor scale (1 for codecs without one).
 template <class K>
-CCL_HD BlockScale blockScale(float absmax, bool nonFinite, bool fp16, bool fixedLength) {
+CCL_HD BlockScale blockScale(float absmax, bool nonFinite, bool fp16, bool fixedLength, float t) {
   if (nonFinite) return BlockScale{true, 0.0f, 0.0f, rawMarkerOf(K::kCodec, fp16)};
-  const BlockScale s = K::chooseScale(absmax, fp16);
+  const BlockScale s = K::chooseScale(absmax, fp16, t);
   if (!s.raw || !fixedLength) return s;
   return BlockScale{false, 1.0f / math::kMinScale, math::kMinScale, fp::floatBits(math::kMinScale)};
 }
@@ -187,7 +235,11 @@ decltype(auto) withQuantizerKind(int codec, Fn&& fn) {
     case cclCodecFp8E5m2:
       return fn(Fp8Kind<fp::E5M2>{});
     case cclCodecMxfp8E4m3:
-      return fn(MxKind{});
+      return fn(MxKind<8>{});
+    case cclCodecMxfp4:
+      return fn(MxKind<4>{});
+    case cclCodecNvfp4:
+      return fn(Nvfp4Kind{});
     case cclCodecInt8:
       return fn(IntKind<8>{});
     case cclCodecInt4:

@@ -24,7 +24,7 @@ namespace ccl::codec::detail::x86 {
 
 template <class K>
 constexpr bool kIsFp8 =
-    std::is_same_v<K, Fp8Kind<fp::E4M3>> || std::is_same_v<K, Fp8Kind<fp::E5M2>> || std::is_same_v<K, MxKind>;
+    std::is_same_v<K, Fp8Kind<fp::E4M3>> || std::is_same_v<K, Fp8Kind<fp::E5M2>> || std::is_same_v<K, MxKind<8>>;
 
 template <class K>
 constexpr bool kIsInt = std::is_same_v<K, IntKind<8>> || std::is_same_v<K, IntKind<4>>;

@@ -27,6 +27,7 @@
 
 #include "ccl/ccl.h"
 #include "codecs/codec_table.h"
+#include "common/floatconv.h"
 
 namespace ccl::codec {
 
@@ -59,7 +60,7 @@ struct Header {
   uint8_t flags = 0;
   uint8_t reserved = 0;
   uint32_t blockSize = 0;   // quantizers; low-rank: the rank r; 0 otherwise
-  uint32_t indexBytes = 0;  // topk/threshold: bytes of the index section
+  uint32_t indexBytes = 0;  // topk/threshold: bytes of the index section; nvfp4: tensorScaleOf
   uint64_t count = 0;       // elements encoded
   uint64_t aux = 0;         // quantizers: raw blocks; sparsifiers: kept elements; low-rank: cols
 };
@@ -84,8 +85,17 @@ CCL_HD constexpr uint64_t blocksOf(uint64_t count, uint32_t blockSize) { return 
 
 // Bytes of one stored block scale of a quantizer.
 CCL_HD constexpr uint64_t scaleBytes(int codec, uint8_t flags) {
-  return codecInfo(codec).scale == ScaleFormat::kE8m0 ? 1 : (flags & kFlagFp16Scales) ? 2 : 4;
+  const ScaleFormat f = codecInfo(codec).scale;
+  return f == ScaleFormat::kE8m0 || f == ScaleFormat::kE4m3Tensor ? 1 : (flags & kFlagFp16Scales) ? 2 : 4;
 }
+
+// A stream of a codec with a tensor scale (nvfp4) keeps it, as fp32 bits, in the header's
+// index-bytes word, which no other quantizer uses: the sections and the stream's length
+// stay a function of codec, count and block size.
+CCL_HD float tensorScaleOf(const Header& h) { return fp::bitsFloat(h.indexBytes); }
+CCL_HD void setTensorScale(Header& h, float t) { h.indexBytes = fp::floatBits(t); }
+// fp32 bits of math::kNvfp4MinTensorScale (2^-117), for headerProblem's constant evaluation.
+constexpr uint32_t kMinTensorScaleBits = 10u << 23;
 
 // Flags a stream of `codec` may carry.
 CCL_HD constexpr uint8_t allowedFlags(int codec) {
@@ -135,7 +145,12 @@ CCL_HD constexpr const char* headerProblem(const Header& h, uint64_t inBytes) {
     if (h.aux > blocksOf(h.count, h.blockSize)) return "more raw blocks than blocks";
     if ((h.flags & kFlagFixedLength) && h.aux != 0) return "raw blocks in a fixed-length stream";
     if ((h.flags & kFlagFixedLength) && (h.flags & kFlagFp16Scales)) return "fp16 scales in a fixed-length stream";
-    if (h.indexBytes != 0) return "index bytes set for a quantizer";
+    if (tensorScaled(h.codec)) {
+      // What nvfp4TensorScale writes: finite, and at least its smallest.
+      if (!(h.indexBytes >= kMinTensorScaleBits && h.indexBytes < 0x7f800000u)) return "bad tensor scale";
+    } else if (h.indexBytes != 0) {
+      return "index bytes set for a quantizer";
+    }
   } else if (c.family == Family::kSparsifier) {
     if (h.blockSize != 0) return "block size set for a sparsifier";
     if (h.count > kMaxSparseCount) return "sparse stream over 2^32 elements";

@@ -116,6 +116,10 @@ void blockBound(const Params& p, double m, const float* x, size_t len, double* o
 
 std::vector<double> quantizerBound(const Params& p, const std::vector<float>& x) {
   std::vector<double> bound(x.size());
+  // A tensor-scaled codec's unit depends on the stream's largest finite |x| as well.
+  double streamMax = 0;
+  for (float v : x)
+    if (std::isfinite(v)) streamMax = std::max(streamMax, static_cast<double>(std::fabs(v)));
   for (size_t off = 0; off < x.size(); off += p.blockSize) {
     const size_t len = std::min<size_t>(p.blockSize, x.size() - off);
     double m = 0;
@@ -128,7 +132,8 @@ std::vector<double> quantizerBound(const Params& p, const std::vector<float>& x)
       // Exact, or (fixed-length streams) NaN throughout: the caller checks that.
       std::fill_n(bound.begin() + off, len, p.fixedLength ? HUGE_VAL : 0.0);
     } else {
-      blockBound(p, m, x.data() + off, len, bound.data() + off);
+      blockBound(p, tensorScaled(p.codec) ? streamMax : m, x.data() + off, len,
+                 bound.data() + off);
     }
   }
   return bound;

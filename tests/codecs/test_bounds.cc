@@ -94,7 +94,8 @@ struct Probe {
   const char* term;
 };
 
-// The absmax sets the scale to 1 (s = m / divisor, or MX's X = 1), so x is in scale units.
+// The absmax sets the scale to 1 (s = m / divisor, or MX's X = 1; nvfp4's block scale is
+// m / 6 = 1), so x is in scale units.
 // Nearest: x just below a rounding midpoint. Stochastic: x just above a code, so that a few
 // of the 4096 samples round down by almost a whole step.
 const Probe kProbes[] = {
@@ -117,6 +118,16 @@ const Probe kProbes[] = {
     {cclCodecMxfp8E4m3, false, false, 300, 0x1p-10 - 0x1p-16, "abs"},
     {cclCodecMxfp8E4m3, true, false, 511, 511, "rel (saturation)"},
     {cclCodecMxfp8E4m3, true, false, 300, 0.96 * 0x1p-9, "abs"},
+    // e2m1 (X = 1 for m in [4, 8); nvfp4's block scale is m / 6 when the block holds the
+    // stream's absmax). Nearest rounding reaches its rel term only by saturating (mxfp4);
+    // stochastic rounding reaches both terms.
+    {cclCodecMxfp4, false, false, 7.99, 7.99, "rel (saturation)"},
+    {cclCodecMxfp4, false, false, 7, 0.2499, "abs"},
+    {cclCodecMxfp4, true, false, 7, 4.1, "rel"},
+    {cclCodecMxfp4, true, false, 7, 0.01, "abs"},
+    {cclCodecNvfp4, false, false, 6, 0.2499, "abs"},
+    {cclCodecNvfp4, true, false, 6, 4.1, "rel"},
+    {cclCodecNvfp4, true, false, 6, 0.01, "abs"},
 };
 
 TEST(CodecBounds, EachTermIsReachedAndNeverExceeded) {

@@ -106,7 +106,9 @@ TEST_P(FixedLengthTest, TinyBlocksUseTheSmallestScaleWithinTheirBound) {
   const auto bound = quantizerBound(p, x);
   for (size_t i = 0; i < x.size(); ++i) {
     ASSERT_LE(std::fabs(double{x[i]} - y[i]), bound[i]) << i;
-    if (i < p.blockSize || i >= 2 * p.blockSize) {
+    // Per-block scales follow a tiny block down; nvfp4's block scales are steps of the
+    // stream's tensor scale, so its tiny blocks keep an error of that size (still bounded).
+    if ((i < p.blockSize || i >= 2 * p.blockSize) && !tensorScaled(p.codec)) {
       ASSERT_LE(bound[i], 0x1p-126) << i;
     }
   }

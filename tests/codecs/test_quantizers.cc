@@ -29,12 +29,15 @@ void expectWithinBound(const Params& p, const std::vector<float>& x, const std::
   ASSERT_EQ(bad, -1) << what << ": x[" << bad << "]=" << x[bad] << " decoded " << y[bad] << " bound " << bound[bad];
 }
 
-// True when element i of x lies above 448 * X after MX scaling of its block of 32.
-bool saturatesInMx(const std::vector<float>& x, size_t i) {
-  const size_t off = i / 32 * 32;
-  float m = 0;
-  for (size_t j = off; j < std::min(off + 32, x.size()); ++j) m = std::max(m, std::fabs(x[j]));
-  return std::fabs(x[i]) > 448.0 * std::ldexp(1.0, std::ilogb(m) - 8);
+// True when element i of x lies above every value its block decodes to with rounding to
+// nearest (y): saturated at the top code, as OCP MX and NVFP4 clamp (biased by design).
+// Linear-scale codecs map the absmax to their largest code and never saturate.
+bool saturates(const Params& p, const std::vector<float>& x, const std::vector<float>& y, size_t i) {
+  if (codecInfo(p.codec).scale == ScaleFormat::kLinear) return false;
+  const size_t off = i / p.blockSize * p.blockSize;
+  float top = 0;
+  for (size_t j = off; j < std::min<size_t>(off + p.blockSize, y.size()); ++j) top = std::max(top, std::fabs(y[j]));
+  return std::fabs(x[i]) > top;
 }
 
 class QuantizerTest : public ::testing::TestWithParam<cclCodec_t> {};
@@ -46,7 +49,7 @@ TEST_P(QuantizerTest, BoundHoldsForEveryLengthUpTo1000) {
     const Pattern pat = patterns[n % patterns.size()];
     p.stochastic = n % 3 == 1;
     p.seed = n;
-    p.fp16Scales = n % 5 == 2 && GetParam() >= cclCodecInt8;
+    p.fp16Scales = n % 5 == 2 && codecInfo(GetParam()).fp16Scales;
     if (n % 7 == 3) p.blockSize = 32;
     expectWithinBound(p, makeInput(pat, n, static_cast<uint32_t>(n)),
                       std::string(cclCodecName(p.codec)) + " n=" + std::to_string(n) + " " + patternName(pat));
@@ -92,9 +95,10 @@ TEST_P(QuantizerTest, StochasticRoundingIsUnbiased) {
   // so its mean over kSeeds draws has a standard deviation of at most g/2/sqrt(kSeeds).
   Params nearest = params(GetParam());
   const auto bound = quantizerBound(nearest, x);
+  const auto yNearest = decodeVec(encodeVec(nearest, x), x.size());
   double total = 0;
   for (size_t i = 0; i < x.size(); ++i) {
-    if (GetParam() == cclCodecMxfp8E4m3 && saturatesInMx(x, i)) continue;  // clamped per OCP MX: biased
+    if (saturates(nearest, x, yNearest, i)) continue;  // clamped: biased by design
     const double g = 2 * bound[i];
     EXPECT_LE(std::fabs(meanErr[i]), 6 * g / 2 / std::sqrt(kSeeds)) << "element " << i;
     total += meanErr[i] / (g > 0 ? g : 1);
@@ -414,10 +418,16 @@ void expectScalesOfChooseScale(cclCodec_t c, bool fp16) {
     const Header h = readHeader(s.data(), s.size());
     const Layout l = layoutOf(h);
     const size_t sb = scaleBytes(c, h.flags);
+    float streamMax = 0.0f;
+    for (float v : x) streamMax = std::max(streamMax, std::fabs(v));
+    const float t = tensorScaled(c) ? math::nvfp4TensorScale(streamMax) : 1.0f;
+    if (tensorScaled(c)) {
+      ASSERT_EQ(fp::floatBits(tensorScaleOf(h)), fp::floatBits(t)) << "the stream's absmax / 2688";
+    }
     for (size_t b = 0; b * bs < x.size(); ++b) {
       float m = 0.0f;
       for (size_t i = b * bs; i < std::min(x.size(), (b + 1) * bs); ++i) m = std::max(m, std::fabs(x[i]));
-      const uint32_t want = K::chooseScale(m, fp16).stored;
+      const uint32_t want = K::chooseScale(m, fp16, t).stored;
       ASSERT_EQ(loadScale(&s[l.scales], b, sb), want)
           << cclCodecName(c) << " block " << bs << " #" << b << " absmax " << m;
     }
@@ -432,7 +442,9 @@ TEST(QuantizerScales, StoredScalesEqualChooseScale) {
   }
   expectScalesOfChooseScale<Fp8Kind<fp::E4M3>>(cclCodecFp8E4m3, false);
   expectScalesOfChooseScale<Fp8Kind<fp::E5M2>>(cclCodecFp8E5m2, false);
-  expectScalesOfChooseScale<MxKind>(cclCodecMxfp8E4m3, false);
+  expectScalesOfChooseScale<MxKind<8>>(cclCodecMxfp8E4m3, false);
+  expectScalesOfChooseScale<MxKind<4>>(cclCodecMxfp4, false);
+  expectScalesOfChooseScale<Nvfp4Kind>(cclCodecNvfp4, false);
 }
 
 double bitsPerElement(const Params& p, size_t n, bool payloadOnly) {

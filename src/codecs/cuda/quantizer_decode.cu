@@ -26,6 +26,7 @@ struct View {
   int scaleBytes;
   bool fp16;
   bool fixedLength;
+  float t;  // the stream's tensor scale; 1 where its codec has none
 };
 
 __device__ inline View viewOf(const DecodeState* st) {
@@ -37,6 +38,7 @@ __device__ inline View viewOf(const DecodeState* st) {
   v.scaleBytes = static_cast<int>(scaleBytes(v.h.codec, v.h.flags));
   v.fp16 = (v.h.flags & kFlagFp16Scales) != 0;
   v.fixedLength = (v.h.flags & kFlagFixedLength) != 0;
+  v.t = tensorScaled(v.h.codec) ? tensorScaleOf(v.h) : 1.0f;
   return v;
 }
 
@@ -56,7 +58,7 @@ __global__ void __launch_bounds__(kThreads) validateBlocks(const uint8_t* in, De
   uint32_t bad = 0;
   for (uint64_t b = first; b < v.blocks; b += stride) {
     float s;
-    const ScaleRead r = K::readScale(scaleAt(in, v, b), v.fp16, s);
+    const ScaleRead r = K::readScale(scaleAt(in, v, b), v.fp16, v.t, s);
     marked += r == ScaleRead::kRaw ? 1 : 0;
     bad |= r == ScaleRead::kInvalid ? kStatusBadScale : 0u;
   }
@@ -66,7 +68,7 @@ __global__ void __launch_bounds__(kThreads) validateBlocks(const uint8_t* in, De
     const int64_t prev = r == 0 ? -1 : static_cast<int64_t>(loadLe(entry - entryBytes(v), 4));
     float s;
     const bool ok = static_cast<int64_t>(block) > prev && block < v.blocks && loadLe(entry + 4, 4) == 0 &&
-                    K::readScale(scaleAt(in, v, block), v.fp16, s) == ScaleRead::kRaw;
+                    K::readScale(scaleAt(in, v, block), v.fp16, v.t, s) == ScaleRead::kRaw;
     bad |= ok ? 0u : kStatusBadRawBlocks;
   }
   if (marked) atomicAdd(&st->counter, marked);
@@ -126,7 +128,7 @@ __global__ void __launch_bounds__(kThreads)
        g += uint64_t{gridDim.x} * blockDim.x) {
     const uint64_t i = g * kGroup;
     float s;
-    const bool ok = K::readScale(scaleAt(in, v, i / v.h.blockSize), v.fp16, s) == ScaleRead::kOk;
+    const bool ok = K::readScale(scaleAt(in, v, i / v.h.blockSize), v.fp16, v.t, s) == ScaleRead::kOk;
     if (!ok && !v.fixedLength) continue;  // a raw block: copyRawBlocks writes it
     const uint32_t cnt = v.h.count - i < kGroup ? static_cast<uint32_t>(v.h.count - i) : kGroup;
     float y[kGroup];

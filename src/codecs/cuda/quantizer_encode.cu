@@ -35,7 +35,8 @@ struct EncodeArgs {
   bool vecX, vecRes, vecCodes, out4;
   math::RngKey key;
   Layout layout;
-  uint32_t* rawFlag;  // blocks + 1 entries; the last stays 0
+  uint32_t* tensorMax;  // codecs with a tensor scale: the input's largest finite |x| (fp32 bits); else null
+  uint32_t* rawFlag;    // blocks + 1 entries; the last stays 0
   uint32_t* rawPos;   // exclusive scan of rawFlag; rawPos[blocks] = raw blocks
 };
 
@@ -52,6 +53,34 @@ __device__ void stageGroup(const EncodeArgs& a, uint64_t i, uint32_t cnt, float 
   float r[kGroup];
   loadGroup<DevF32>(a.residual, i, cnt, a.vecRes, r);
   for (uint32_t t = 0; t < cnt; ++t) v[t] = v[t] + r[t];
+}
+
+// The largest finite |x + residual| of the whole input into *a.tensorMax (zeroed before):
+// what the tensor scale is chosen from, as the CPU's finiteAbsMax. fp32 bits of
+// non-negative values order as the values, so an integer atomicMax combines the warps.
+template <class T>
+__global__ void __launch_bounds__(kMaxThreads) tensorAbsMax(EncodeArgs a) {
+  uint32_t m = 0;
+  const uint64_t groups = (a.n + kGroup - 1) / kGroup;
+  for (uint64_t g = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; g < groups;
+       g += uint64_t{gridDim.x} * blockDim.x) {
+    const uint32_t cnt = a.n - g * kGroup < kGroup ? static_cast<uint32_t>(a.n - g * kGroup) : kGroup;
+    float v[kGroup];
+    stageGroup<T>(a, g * kGroup, cnt, v);
+    for (uint32_t t = 0; t < cnt; ++t) {
+      const uint32_t b = fp::floatBits(v[t]) & 0x7fffffffu;
+      m = b < 0x7f800000u && b > m ? b : m;
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    const uint32_t other = __shfl_xor_sync(0xffffffffu, m, o);
+    m = other > m ? other : m;
+  }
+  if (threadIdx.x % 32 == 0 && m) atomicMax(a.tensorMax, m);
+}
+
+__device__ inline float tensorScale(const EncodeArgs& a) {
+  return a.tensorMax ? math::nvfp4TensorScale(fp::bitsFloat(*a.tensorMax)) : 1.0f;
 }
 
 // Absmax and "any non-finite" over the thread block; every thread gets the result.
@@ -107,6 +136,7 @@ __device__ void encodeGroup(const EncodeArgs& a, const BlockScale& bs, uint64_t 
 
 template <class K, class T>
 __global__ void __launch_bounds__(kMaxThreads) encodeBlocks(EncodeArgs a) {
+  const float t = tensorScale(a);
   for (uint64_t b = blockIdx.x; b < a.blocks; b += gridDim.x) {
     const uint64_t off = b * a.blockSize;
     const uint32_t len = blockLen(a, off);
@@ -123,7 +153,7 @@ __global__ void __launch_bounds__(kMaxThreads) encodeBlocks(EncodeArgs a) {
       }
     }
     blockReduce(m, nonFinite);
-    const BlockScale bs = blockScale<K>(m, nonFinite != 0, a.fp16Scales, a.fixedLength);
+    const BlockScale bs = blockScale<K>(m, nonFinite != 0, a.fp16Scales, a.fixedLength, t);
     const bool raw = bs.raw;
     if (threadIdx.x == 0) {
       const uint32_t stored = raw ? rawMarkerOf(a.codec, a.fp16Scales) : bs.stored;
@@ -191,6 +221,7 @@ __global__ void __launch_bounds__(kMaxThreads) encodeFinish(EncodeArgs a, uint8_
     h.blockSize = a.blockSize;
     h.count = a.n;
     h.aux = aux;
+    if (a.tensorMax) setTensorScale(h, tensorScale(a));
     storeHeader(h, a.out);
     if (encodedBytes) *encodedBytes = a.layout.raw + aux * rawEntryBytes(a.blockSize);
   }
@@ -210,6 +241,11 @@ void launchEncode(const EncodeArgs& a, uint8_t flags, uint64_t* encodedBytes, vo
   const unsigned groups = (a.blockSize + kGroup - 1) / kGroup;
   const unsigned threads = groups >= kMaxThreads ? kMaxThreads : ((groups + 31) / 32) * 32;
   const unsigned grid = static_cast<unsigned>(a.blocks < (1u << 30) ? a.blocks : (1u << 30));
+  if (a.tensorMax && a.n > 0) {
+    const uint64_t want = (a.n + uint64_t{kGroup} * kMaxThreads - 1) / (uint64_t{kGroup} * kMaxThreads);
+    tensorAbsMax<T><<<static_cast<unsigned>(want < 1024 ? want : 1024), kMaxThreads, 0, stream>>>(a);
+    checkLaunch("tensorAbsMax");
+  }
   if (a.blocks > 0) {
     encodeBlocks<K, T><<<grid, threads, 0, stream>>>(a);
     checkLaunch("encodeBlocks");
@@ -260,11 +296,14 @@ void quantizerEncode(const Params& p, const void* x, cclDataType_t type, size_t 
                                       static_cast<uint32_t*>(nullptr), static_cast<int64_t>(a.blocks + 1), stream),
         "cub::DeviceScan::ExclusiveSum (size)");
   Carver c;
-  const size_t flagAt = c.add((a.blocks + 1) * 4), posAt = c.add((a.blocks + 1) * 4), scanAt = c.add(scanBytes);
+  // The last flag (always 0) and the tensor's absmax (0 before tensorAbsMax) are adjacent,
+  // so one memset clears both.
+  const size_t flagAt = c.add((a.blocks + 2) * 4), posAt = c.add((a.blocks + 1) * 4), scanAt = c.add(scanBytes);
   void* base = ws.get(c.bytes(), stream);
   a.rawFlag = at<uint32_t>(base, flagAt);
   a.rawPos = at<uint32_t>(base, posAt);
-  check(cudaMemsetAsync(a.rawFlag + a.blocks, 0, 4, stream), "cudaMemsetAsync");
+  a.tensorMax = tensorScaled(p.codec) ? a.rawFlag + a.blocks + 1 : nullptr;
+  check(cudaMemsetAsync(a.rawFlag + a.blocks, 0, 8, stream), "cudaMemsetAsync");
 
   withQuantizerKind(p.codec, [&](auto kind) {
     withDeviceType(type, [&](auto tag) {
