@@ -167,6 +167,10 @@ typedef struct cclConfig_v1 {
 /* ---- Compression ----
  * A codec turns fp32/bf16/fp16 elements into a self-describing byte stream. Quantizers keep
  * every element with a per-block scale; sparsifiers keep a subset of the elements exactly.
+ * Non-finite values are never lost: a quantizer's block holding a NaN or an infinity travels
+ * raw (or, in a fixed-length stream, arrives as NaN throughout), and a sparsifier's input
+ * holding one arrives as NaN everywhere (a sample or a threshold could not drop it unseen),
+ * so a training step's overflow check still sees it.
  */
 typedef enum CCL_ENUM_TYPE {
   cclCodecNone = 0,      /* "none": the elements as fp32, bit-exact */

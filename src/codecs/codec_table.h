@@ -16,9 +16,9 @@ enum class Family : uint8_t { kNone, kQuantizer, kSparsifier, kLowRank };
 
 // How a quantizer stores a block's scale.
 enum class ScaleFormat : uint8_t {
-  kNone,    // not a quantizer
-  kLinear,  // s = absmax / scaleDivisor, stored as fp32 (or fp16 rounded up, where allowed)
-  kE8m0,    // OCP MX: X = 2^(floor(log2 absmax) - log2 scaleDivisor), at least 2^-127, stored as its exponent
+  kNone,        // not a quantizer
+  kLinear,      // s = absmax / scaleDivisor, stored as fp32 (or fp16 rounded up, where allowed)
+  kE8m0,        // OCP MX: X = 2^(floor(log2 absmax) - log2 scaleDivisor), at least 2^-127, stored as its exponent
   kE4m3Tensor,  // NVFP4: e4m3(absmax / scaleDivisor / t) * t, t the stream's fp32 tensor scale (wire.h)
 };
 

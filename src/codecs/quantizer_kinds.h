@@ -16,6 +16,7 @@
 #include "codecs/math/quant_fp4.h"
 #include "codecs/math/quant_fp8.h"
 #include "codecs/math/quant_int.h"
+#include "codecs/wire.h"
 #include "common/error.h"
 
 namespace ccl::codec {
@@ -205,10 +206,6 @@ struct Nvfp4Kind {
   }
   CCL_HD static float dequant(uint32_t code, float s) { return math::e2m1Decode(code) * s; }
 };
-
-// What every element of a fixed-length stream's marked (non-finite) block decodes to, on
-// the CPU and the GPU alike: fp32's quiet NaN.
-CCL_HD float markedBlockValue() { return fp::bitsFloat(0x7fc00000u); }
 
 // The scale a block is encoded with, for the CPU loops and the kernels alike. absmax is its
 // largest |x|, unused when nonFinite (the block holds a NaN or an infinity). A raw scale

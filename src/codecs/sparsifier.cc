@@ -10,22 +10,34 @@
 
 #include "codecs/elements.h"
 #include "codecs/index_coding.h"
+#include "codecs/math/quant_int.h"
 #include "codecs/topk_select.h"
 
 namespace ccl::codec::detail {
 namespace {
 
 // The input as fp32 (x itself when it is fp32 and no residual is added; else x + residual
-// in the residual buffer or in a per-thread stage).
-const float* stageInput(const void* x, cclDataType_t type, size_t n, float* residual) {
+// in the residual buffer or in a per-thread stage), and whether any of it is not finite. A
+// non-finite sum leaves 0 in the residual (the stream carries it as NaN everywhere: there is
+// nothing left to carry), which is also the value selection sees there.
+const float* stageInput(const void* x, cclDataType_t type, size_t n, float* residual, bool& nonFinite) {
   thread_local std::vector<float> stage;
   return withElementType(type, [&](auto tag) -> const float* {
     using T = decltype(tag);
     const auto* src = static_cast<const typename T::Storage*>(x);
+    uint32_t bad = 0;
     if (residual) {
-      for (size_t i = 0; i < n; ++i) residual[i] += T::load(src, i);
+      for (size_t i = 0; i < n; ++i) {
+        const float v = residual[i] + T::load(src, i);
+        const bool finite = math::isFiniteBits(v);
+        bad |= finite ? 0u : 1u;
+        residual[i] = finite ? v : 0.0f;
+      }
+      nonFinite = bad != 0;
       return residual;
     }
+    for (size_t i = 0; i < n; ++i) bad |= math::isFiniteBits(T::load(src, i)) ? 0u : 1u;
+    nonFinite = bad != 0;
     if constexpr (std::is_same_v<T, F32>) return src;
     stage.resize(n);
     for (size_t i = 0; i < n; ++i) stage[i] = T::load(src, i);
@@ -115,14 +127,15 @@ size_t sparsifierMaxBytes(const Params& p, size_t n) {
 }
 
 size_t sparsifierEncode(const Params& p, const void* x, cclDataType_t type, size_t n, uint8_t* out, float* residual) {
-  const float* v = stageInput(x, type, n, residual);
+  bool nonFinite = false;
+  const float* v = stageInput(x, type, n, residual, nonFinite);
   thread_local std::vector<uint32_t> idx;
   chooseIndices(p, v, n, idx);
   Header h;
   h.codec = static_cast<uint8_t>(p.codec);
   h.count = n;
   h.aux = idx.size();
-  h.flags = p.fp16Values ? kFlagFp16Values : 0;
+  h.flags = static_cast<uint8_t>((p.fp16Values ? kFlagFp16Values : 0) | (nonFinite ? kFlagNonFinite : 0));
   // Gaps take at most 5 bytes each: when that fits in the bitmap they are the smaller, and
   // their size is known once they are written (the index section is last; its size only
   // moves the stream's end).
@@ -151,6 +164,10 @@ void sparsifierDecode(const Header& h, const uint8_t* in, void* y, cclDataType_t
     auto* out = static_cast<typename T::Storage*>(y);
     // Validate before the output is cleared: a bad stream leaves y untouched.
     forEachKept(h, in, [](uint64_t, float) {});
+    if (h.flags & kFlagNonFinite) {
+      for (size_t i = 0; i < h.count; ++i) T::store(out, i, markedBlockValue());
+      return;
+    }
     for (size_t i = 0; i < h.count; ++i) T::store(out, i, 0.0f);
     forEachKept(h, in, [out](uint64_t i, float v) { T::store(out, i, v); });
   });
@@ -158,6 +175,8 @@ void sparsifierDecode(const Header& h, const uint8_t* in, void* y, cclDataType_t
 
 void sparsifierAccumulate(const Header& h, const uint8_t* in, float* acc) {
   forEachKept(h, in, [acc](uint64_t i, float v) { acc[i] += v; });
+  if (h.flags & kFlagNonFinite)
+    for (size_t i = 0; i < h.count; ++i) acc[i] += markedBlockValue();
 }
 
 }  // namespace ccl::codec::detail

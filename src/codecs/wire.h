@@ -15,7 +15,9 @@
 // A fixed-length quantizer stream (kFlagFixedLength) has no raw section, so its length is a
 // function of its codec, count and block size alone: what a link that cannot tell its peer a
 // length (NCCL) needs to post a stream smaller than the data. There the marker means the
-// block held a NaN or an infinity, and every element of it decodes as NaN.
+// block held a NaN or an infinity, and every element of it decodes as NaN. A sparsified
+// stream cannot drop a non-finite value unseen (a sample or a threshold would lose it): an
+// input holding one sets kFlagNonFinite, and the whole stream decodes as NaN, its block.
 //
 // Everything here is written once for the CPU codecs and the CUDA kernels: the layout, the
 // header's byte order and its checks (headerProblem). The host's readHeader (wire.cc) turns
@@ -51,6 +53,7 @@ enum WireFlags : uint8_t {
   kFlagBitmap = 4,        // sparsifiers: bitmap indices instead of LEB128 gaps
   kFlagStochastic = 8,    // informational: stochastic rounding was used
   kFlagFixedLength = 16,  // quantizers: no raw section (aux 0, fp32 or e8m0 scales)
+  kFlagNonFinite = 32,    // sparsifiers: the input held a NaN or an infinity; every element decodes as NaN
 };
 
 struct Header {
@@ -94,6 +97,11 @@ CCL_HD constexpr uint64_t scaleBytes(int codec, uint8_t flags) {
 // stay a function of codec, count and block size.
 CCL_HD float tensorScaleOf(const Header& h) { return fp::bitsFloat(h.indexBytes); }
 CCL_HD void setTensorScale(Header& h, float t) { h.indexBytes = fp::floatBits(t); }
+// What every element of a marked block (a fixed-length quantizer stream's non-finite block,
+// a sparsified stream with kFlagNonFinite) decodes to, on the CPU and the GPU alike: fp32's
+// quiet NaN.
+CCL_HD float markedBlockValue() { return fp::bitsFloat(0x7fc00000u); }
+
 // fp32 bits of math::kNvfp4MinTensorScale (2^-117), for headerProblem's constant evaluation.
 constexpr uint32_t kMinTensorScaleBits = 10u << 23;
 
@@ -101,7 +109,8 @@ constexpr uint32_t kMinTensorScaleBits = 10u << 23;
 CCL_HD constexpr uint8_t allowedFlags(int codec) {
   const CodecInfo c = codecInfo(codec);
   if (c.family == Family::kQuantizer) return kFlagStochastic | kFlagFixedLength | (c.fp16Scales ? kFlagFp16Scales : 0);
-  if (c.family == Family::kSparsifier) return kFlagFp16Values | (c.selection != Selection::kRandom ? kFlagBitmap : 0);
+  if (c.family == Family::kSparsifier)
+    return kFlagFp16Values | kFlagNonFinite | (c.selection != Selection::kRandom ? kFlagBitmap : 0);
   return 0;
 }
 

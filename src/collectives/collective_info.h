@@ -99,6 +99,20 @@ constexpr bool collFromName(std::string_view name, Coll* out) {
   return false;
 }
 
+// How many codec round trips bound the error of a value of collective c compressed among
+// `ranks` ranks: cclCodecErrorBound's `quantizations`, the composition ccl.h documents. An
+// allreduce n (the ring re-encodes n - 1 partial sums and the sum; two-shot and the sparse
+// exchange quantize n contributions and a sum whose errors add up to no more), a
+// reduce-scatter n - 1, the others 1 (each value is encoded once). A hierarchical plan
+// compresses only across nodes: pass the number of nodes. 0 for what is never compressed.
+constexpr int codecRoundTrips(Coll c, int ranks) {
+  const CollInfo i = collInfo(c);
+  if (!i.compressible) return 0;
+  if (i.op == cclOpAllReduce) return ranks;
+  if (i.op == cclOpReduceScatter) return ranks > 1 ? ranks - 1 : 1;
+  return 1;
+}
+
 constexpr size_t elementsOf(Extent e, size_t count, size_t nranks) {
   return e == Extent::kNone ? 0 : e == Extent::kCount ? count : count * nranks;
 }

@@ -132,8 +132,7 @@ std::vector<double> quantizerBound(const Params& p, const std::vector<float>& x)
       // Exact, or (fixed-length streams) NaN throughout: the caller checks that.
       std::fill_n(bound.begin() + off, len, p.fixedLength ? HUGE_VAL : 0.0);
     } else {
-      blockBound(p, tensorScaled(p.codec) ? streamMax : m, x.data() + off, len,
-                 bound.data() + off);
+      blockBound(p, tensorScaled(p.codec) ? streamMax : m, x.data() + off, len, bound.data() + off);
     }
   }
   return bound;

@@ -244,12 +244,17 @@ TEST(RandK, SumOfTwoRanksStaysSparse) {
             keptCount(p, n));
 }
 
-TEST(Threshold, KeepsAtLeastThresholdAndNaN) {
+TEST(Threshold, KeepsAtLeastThresholdAndMarksNonFiniteInputs) {
   for (size_t n = 0; n <= 1000; ++n) {
     Params p = params(cclCodecThreshold);
     p.threshold = 0.5f * (n % 7);
     const auto x = makeInput(n % 2 ? Pattern::kNonFinite : Pattern::kRandom, n, static_cast<uint32_t>(n));
     const auto y = decodeVec(encodeVec(p, x), n);
+    if (std::any_of(x.begin(), x.end(), [](float v) { return !std::isfinite(v); })) {
+      // A NaN or an infinity marks the stream: every element arrives as NaN.
+      for (size_t i = 0; i < n; ++i) ASSERT_TRUE(std::isnan(y[i])) << n << " " << i;
+      continue;
+    }
     for (size_t i = 0; i < n; ++i) {
       const bool keep = std::isnan(x[i]) || std::fabs(x[i]) >= p.threshold;
       if (keep) {
@@ -258,6 +263,34 @@ TEST(Threshold, KeepsAtLeastThresholdAndNaN) {
         ASSERT_EQ(y[i], 0.0f) << n << " " << i;
       }
     }
+  }
+}
+
+// Every sparsifier, with and without a residual: a non-finite input value the selection may
+// not keep (a random sample, a top-k smaller than the non-finite values, a NaN under a
+// threshold) is never lost silently. The stream is marked, decodes and accumulates as NaN,
+// and the residual keeps nothing of it (0), so the next call starts clean.
+TEST(Sparsifiers, ANonFiniteInputMarksTheStreamAndLeavesNoResidual) {
+  for (cclCodec_t c : {cclCodecTopK, cclCodecRandK, cclCodecThreshold}) {
+    Params p = params(c);
+    p.threshold = 1.0f;
+    std::vector<float> x = makeInput(Pattern::kRandom, 5000, 3);
+    x[1234] = NAN;
+    x[77] = INFINITY;
+    x[4000] = -INFINITY;
+    std::vector<float> residual(x.size(), 0.25f);
+    const auto s = encodeVec(p, x, residual.data());
+    EXPECT_TRUE(inspect(s.data(), s.size()).flags & kFlagNonFinite) << cclCodecName(c);
+    const auto y = decodeVec(s, x.size());
+    EXPECT_TRUE(std::all_of(y.begin(), y.end(), [](float v) { return std::isnan(v); })) << cclCodecName(c);
+    std::vector<float> acc(x.size(), 1.0f);
+    decodeAccumulate(s.data(), s.size(), Expect{x.size(), c}, acc.data());
+    EXPECT_TRUE(std::all_of(acc.begin(), acc.end(), [](float v) { return std::isnan(v); })) << cclCodecName(c);
+    for (size_t i : {77u, 1234u, 4000u}) EXPECT_EQ(residual[i], 0.0f) << cclCodecName(c) << " " << i;
+    EXPECT_TRUE(std::all_of(residual.begin(), residual.end(), [](float v) { return std::isfinite(v); }));
+    x[1234] = x[77] = x[4000] = 0.5f;
+    const auto clean = encodeVec(p, x);
+    EXPECT_FALSE(inspect(clean.data(), clean.size()).flags & kFlagNonFinite) << cclCodecName(c);
   }
 }
 

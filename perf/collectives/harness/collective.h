@@ -71,9 +71,7 @@ class PerfCollective {
   CompressionShape compression(int nranks) const {
     if (!info_.compressible) return {};
     const int stages = info_.feedback ? (info_.op == cclOpAllReduce ? 2 : 1) : 0;
-    if (info_.op == cclOpAllReduce) return {true, nranks, stages};
-    if (info_.op == cclOpReduceScatter) return {true, nranks > 1 ? nranks - 1 : 1, stages};
-    return {true, 1, stages};
+    return {true, ccl::coll::codecRoundTrips(static_cast<ccl::coll::Coll>(info_.op), nranks), stages};
   }
 
   // nccl-tests' layout for `count` elements in all: collectives with a per-rank block pass

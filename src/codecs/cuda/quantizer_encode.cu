@@ -37,7 +37,7 @@ struct EncodeArgs {
   Layout layout;
   uint32_t* tensorMax;  // codecs with a tensor scale: the input's largest finite |x| (fp32 bits); else null
   uint32_t* rawFlag;    // blocks + 1 entries; the last stays 0
-  uint32_t* rawPos;   // exclusive scan of rawFlag; rawPos[blocks] = raw blocks
+  uint32_t* rawPos;     // exclusive scan of rawFlag; rawPos[blocks] = raw blocks
 };
 
 __device__ inline uint32_t blockLen(const EncodeArgs& a, uint64_t off) {

@@ -161,6 +161,20 @@ __global__ void __launch_bounds__(kThreads) zeroOutput(const DecodeState* st, ty
     T::store(y, i, 0.0f);
 }
 
+// A stream with kFlagNonFinite decodes as NaN everywhere (added to an accumulator: NaN).
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    markNonFinite(const DecodeState* st, typename T::Storage* y, float* acc, uint64_t n) {
+  if (st->status || !(st->h.flags & kFlagNonFinite)) return;
+  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += uint64_t{gridDim.x} * blockDim.x) {
+    if (acc) {
+      acc[i] += markedBlockValue();
+    } else {
+      T::store(y, i, markedBlockValue());
+    }
+  }
+}
+
 template <class Sink>
 void launchScatter(const uint8_t* in, const Expect& expect, DecodeState* st, Sink sink, cudaStream_t stream) {
   if (expect.codec == cclCodecRandK) {
@@ -186,7 +200,10 @@ void sparsifierDecode(const uint8_t* in, size_t inBytes, const Expect& expect, T
     checkLaunch("walkIndexSection (validate)");
   }
   if (target.accumulate) {
-    launchScatter(in, expect, st, AccumulateSink{static_cast<float*>(target.y)}, stream);
+    auto* acc = static_cast<float*>(target.y);
+    launchScatter(in, expect, st, AccumulateSink{acc}, stream);
+    markNonFinite<DevF32><<<gridFor(expect.count, kThreads), kThreads, 0, stream>>>(st, nullptr, acc, expect.count);
+    checkLaunch("markNonFinite");
   } else {
     withDeviceType(target.type, [&](auto tag) {
       using T = decltype(tag);
@@ -194,6 +211,8 @@ void sparsifierDecode(const uint8_t* in, size_t inBytes, const Expect& expect, T
       zeroOutput<T><<<gridFor(expect.count, kThreads), kThreads, 0, stream>>>(st, y, expect.count);
       checkLaunch("zeroOutput");
       launchScatter(in, expect, st, StoreSink<T>{y}, stream);
+      markNonFinite<T><<<gridFor(expect.count, kThreads), kThreads, 0, stream>>>(st, y, nullptr, expect.count);
+      checkLaunch("markNonFinite");
     });
   }
   finishDecode(st, status, stream);

@@ -19,6 +19,7 @@
 #include "codecs/cuda/kernel_preload.h"
 #include "codecs/cuda/kernels_internal.h"
 #include "codecs/cuda/sparse_common.cuh"
+#include "codecs/math/quant_int.h"
 #include "codecs/math/radix_select.h"
 
 namespace ccl::codec::cuda::detail {
@@ -29,21 +30,26 @@ constexpr unsigned kThreads = 256;
 struct SparseState {
   unsigned long long kept;
   uint32_t bitmap;
-  uint32_t pad;
+  uint32_t nonFinite;  // the input held a NaN or an infinity (kFlagNonFinite)
 };
 
 __device__ inline uint64_t firstThread() { return uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; }
 __device__ inline uint64_t threadStride() { return uint64_t{gridDim.x} * blockDim.x; }
 
 // The fp32 values the codec sees (residual += x, or a converted copy) and, for topk, the
-// sort keys and the identity permutation.
+// sort keys and the identity permutation; whether any is not finite. As on the CPU, a
+// non-finite sum leaves 0 in the residual, the value selection then sees.
 template <class T>
 __global__ void __launch_bounds__(kThreads) stageSparse(const typename T::Storage* x, uint64_t n, float* residual,
-                                                        float* stage, uint32_t* keys, uint32_t* iota) {
+                                                        float* stage, uint32_t* keys, uint32_t* iota, SparseState* st) {
+  uint32_t bad = 0;
   for (uint64_t i = firstThread(); i < n; i += threadStride()) {
     float v = T::load(x, i);
+    if (residual) v = residual[i] + v;
+    const bool finite = math::isFiniteBits(v);
+    bad |= finite ? 0u : 1u;
     if (residual) {
-      v = residual[i] + v;
+      v = finite ? v : 0.0f;
       residual[i] = v;
     } else if (stage) {
       stage[i] = v;
@@ -51,6 +57,7 @@ __global__ void __launch_bounds__(kThreads) stageSparse(const typename T::Storag
     if (keys) keys[i] = devMagnitudeKey(fp::floatBits(v));
     if (iota) iota[i] = static_cast<uint32_t>(i);
   }
+  if (__any_sync(0xffffffffu, bad) && threadIdx.x % 32 == 0) atomicOr(&st->nonFinite, 1u);
 }
 
 struct AtLeast {
@@ -182,7 +189,7 @@ __global__ void __launch_bounds__(kThreads)
   h.codec = static_cast<uint8_t>(codec);
   h.count = n;
   h.aux = kept;
-  h.flags = static_cast<uint8_t>(flags | (bitmap ? kFlagBitmap : 0));
+  h.flags = static_cast<uint8_t>(flags | (bitmap ? kFlagBitmap : 0) | (st->nonFinite ? kFlagNonFinite : 0));
   if (!randk) h.indexBytes = static_cast<uint32_t>(bitmap ? (n + 7) / 8 : gapBytes);
   const Layout l = layoutOf(h);
   if (threadIdx.x == 0) {
@@ -341,7 +348,7 @@ void encodeTyped(const Params& p, const typename T::Storage* x, uint64_t n, uint
   Buffers b = carve(p, n, slots, needStage, ws, stream);
   check(cudaMemsetAsync(b.st, 0, sizeof(SparseState), stream), "cudaMemsetAsync");
   if (n > 0) {
-    stageSparse<T><<<gridFor(n, kThreads), kThreads, 0, stream>>>(x, n, residual, b.stage, b.keys, b.iota);
+    stageSparse<T><<<gridFor(n, kThreads), kThreads, 0, stream>>>(x, n, residual, b.stage, b.keys, b.iota, b.st);
     checkLaunch("stageSparse");
   }
   const float* v = residual ? residual : needStage ? b.stage : reinterpret_cast<const float*>(x);
