@@ -101,6 +101,14 @@ for lay in ("dp4", "dp4zero"):
 add(Run("loco2.dp4.none", "dp4", c("dp.grad=int2")))
 add(Run("loco2.dp4.ef", "dp4", c("dp.grad=int2:feedback=ef")))
 add(Run("loco2.dp4.loco", "dp4", c("dp.grad=int2:feedback=loco:beta=0.8:reset=1024")))
+# 4-bit floats (MXFP4: e2m1 with a power-of-two scale per 32; NVFP4: e2m1 with an e4m3
+# scale per 16 and a per-tensor one) against int4 at about the same bytes (4.25, 4.5 and
+# 4.25 bits an element): gradients plain, with error feedback and LoCo; TP activations.
+for fmt in ("mxfp4", "nvfp4"):
+    add(Run(f"fp4.dp4.{fmt}.none", "dp4", c(f"dp.grad={fmt}")))
+    add(Run(f"fp4.dp4.{fmt}.ef", "dp4", c(f"dp.grad={fmt}:feedback=ef")))
+    add(Run(f"fp4.dp4.{fmt}.loco", "dp4", c(f"dp.grad={fmt}:feedback=loco:beta=0.8:reset=1024")))
+    add(Run(f"fp4.tp.{fmt}", "tp2pp2", c(f"tp.fwd={fmt}")))
 # Optimus-CC: PowerSGD on the pipeline's backward traffic, lazy error propagation,
 # epilogue-only, selective-stage data-parallel compression, fused embedding sync.
 add(Run("optimus.bwd.plain", "pp4", c("pp.bwd=powersgd:rank=4")))
@@ -285,6 +293,17 @@ def build_rows(results, have_links):
     t.row("LoCo", "the same at 2 bits, plain DP: none worse, error feedback better, LoCo ≈ baseline", [none, ef, loco],
           ["dp.grad"], d(none, "dp4") > tol("dp4") and val(results[ef]) < val(results[none]) and
           d(loco, "dp4") <= tol("dp4"), f"Δ none > {tol('dp4'):.3f}, ef below none, Δ LoCo ≤ {tol('dp4'):.3f}")
+    # 4-bit floats against int4 at about the same bytes: a format trains as well as int4 when
+    # its loss is within the tolerance of int4's in the same setting.
+    for fmt in ("mxfp4", "nvfp4"):
+        for k, label in (("none", "plain"), ("ef", "error feedback"), ("loco", "LoCo")):
+            a, b = f"fp4.dp4.{fmt}.{k}", f"loco.dp4.{k}"
+            t.row("4-bit floats", f"{fmt} DP gradients ({label}) ≈ int4 ({label}) at about the same bytes", [a, b],
+                  ["dp.grad"], abs(val(results[a]) - val(results[b])) <= tol("dp4"),
+                  f"|{fmt} − int4| = {abs(val(results[a]) - val(results[b])):.3f} ≤ {tol('dp4'):.3f}")
+        a = f"fp4.tp.{fmt}"
+        t.row("4-bit floats", f"{fmt} TP activations ≈ int4 at about the same bytes", [a, "bian.tp.int4"], ["tp.fwd"],
+              abs(val(results[a]) - l4) <= tol(tp), f"|{fmt} − int4| = {abs(val(results[a]) - l4):.3f} ≤ {tol(tp):.3f}")
     # Optimus-CC
     t.row("Optimus-CC", "PowerSGD on the backward pipeline traffic without lazy error propagation: worse",
           ["optimus.bwd.plain"], ["pp.bwd"], d("optimus.bwd.plain", "pp4") > tol("pp4"), f"Δ > {tol('pp4'):.3f}")
