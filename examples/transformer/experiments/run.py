@@ -254,6 +254,21 @@ class Table:
         self.rows.append((paper, claim, cfg, losses, wires, shown, evidence))
 
 
+def fp4_rows(t, results):
+    """4-bit floats against int4 at about the same bytes: a format trains as well as int4
+    when its loss is within the tolerance of int4's in the same setting."""
+    for fmt in ("mxfp4", "nvfp4"):
+        for k, label in (("none", "plain"), ("ef", "error feedback"), ("loco", "LoCo")):
+            a, b = f"fp4.dp4.{fmt}.{k}", f"loco.dp4.{k}"
+            gap = abs(val(results[a]) - val(results[b]))
+            t.row("4-bit floats", f"{fmt} DP gradients ({label}) ≈ int4 ({label}) at about the same bytes", [a, b],
+                  ["dp.grad"], gap <= t.tol("dp4"), f"|{fmt} − int4| = {gap:.3f} ≤ {t.tol('dp4'):.3f}")
+        a = f"fp4.tp.{fmt}"
+        gap = abs(val(results[a]) - val(results["bian.tp.int4"]))
+        t.row("4-bit floats", f"{fmt} TP activations ≈ int4 at about the same bytes", [a, "bian.tp.int4"], ["tp.fwd"],
+              gap <= t.tol("tp2pp2"), f"|{fmt} − int4| = {gap:.3f} ≤ {t.tol('tp2pp2'):.3f}")
+
+
 def build_rows(results, have_links):
     t = Table(results)
     tol = t.tol
@@ -293,17 +308,7 @@ def build_rows(results, have_links):
     t.row("LoCo", "the same at 2 bits, plain DP: none worse, error feedback better, LoCo ≈ baseline", [none, ef, loco],
           ["dp.grad"], d(none, "dp4") > tol("dp4") and val(results[ef]) < val(results[none]) and
           d(loco, "dp4") <= tol("dp4"), f"Δ none > {tol('dp4'):.3f}, ef below none, Δ LoCo ≤ {tol('dp4'):.3f}")
-    # 4-bit floats against int4 at about the same bytes: a format trains as well as int4 when
-    # its loss is within the tolerance of int4's in the same setting.
-    for fmt in ("mxfp4", "nvfp4"):
-        for k, label in (("none", "plain"), ("ef", "error feedback"), ("loco", "LoCo")):
-            a, b = f"fp4.dp4.{fmt}.{k}", f"loco.dp4.{k}"
-            t.row("4-bit floats", f"{fmt} DP gradients ({label}) ≈ int4 ({label}) at about the same bytes", [a, b],
-                  ["dp.grad"], abs(val(results[a]) - val(results[b])) <= tol("dp4"),
-                  f"|{fmt} − int4| = {abs(val(results[a]) - val(results[b])):.3f} ≤ {tol('dp4'):.3f}")
-        a = f"fp4.tp.{fmt}"
-        t.row("4-bit floats", f"{fmt} TP activations ≈ int4 at about the same bytes", [a, "bian.tp.int4"], ["tp.fwd"],
-              abs(val(results[a]) - l4) <= tol(tp), f"|{fmt} − int4| = {abs(val(results[a]) - l4):.3f} ≤ {tol(tp):.3f}")
+    fp4_rows(t, results)
     # Optimus-CC
     t.row("Optimus-CC", "PowerSGD on the backward pipeline traffic without lazy error propagation: worse",
           ["optimus.bwd.plain"], ["pp.bwd"], d("optimus.bwd.plain", "pp4") > tol("pp4"), f"Δ > {tol('pp4'):.3f}")
