@@ -171,8 +171,9 @@ size_t allReduceSentBytes(int r, cclComm_t comm, size_t count) {
 TEST(AutoAlgorithm, ALinkModelAloneChoosesTheAlgorithmByCost) {
   ScopedEnv codec("CCL_CODEC", "none");
   {
-    // 1 ms a message, 1 TB/s: the fewest rounds win where the size rule takes the ring.
-    ScopedEnv link("CCL_LINK_MODEL", "1000:1000");
+    // 100 ms a message, 1 TB/s: the fewest rounds win where the size rule takes the ring,
+    // however slow this build's kernels (a sanitizer's reduce of 1 MiB takes milliseconds).
+    ScopedEnv link("CCL_LINK_MODEL", "100000:1000");
     withComms(4, [](int r, cclComm_t comm) {
       const size_t count = 64 << 10;  // 256 KiB, past CCL_TREE_MAX_BYTES
       EXPECT_EQ(allReduceSentBytes(r, comm, count), 3 * count * sizeof(float)) << "one round to every rank";
@@ -183,8 +184,8 @@ TEST(AutoAlgorithm, ALinkModelAloneChoosesTheAlgorithmByCost) {
     });
   }
   {
-    // No latency, 1 MB/s: the fewest bytes win where the size rule sends to every rank.
-    ScopedEnv link("CCL_LINK_MODEL", "0:0.001");
+    // No latency, 1 kB/s: the fewest bytes win where the size rule sends to every rank.
+    ScopedEnv link("CCL_LINK_MODEL", "0:0.000001");
     withComms(4, [](int r, cclComm_t comm) {
       const size_t count = 128;  // 512 bytes, under CCL_DIRECT_MAX_BYTES
       EXPECT_EQ(allReduceSentBytes(r, comm, count), 3 * count * sizeof(float) / 2) << "the ring";
