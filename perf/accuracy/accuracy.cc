@@ -8,9 +8,11 @@
 // case exceeds its bound or loses a non-finite value (perf/accuracy/README.md, run.sh).
 //
 // Usage: accuracy [--ranks 2,3,4,8,16] [--data gaussian,heavy,outliers,nonfinite]
-//                 [--count N] [--codecs all|a,b] [--grads FILE]
+//                 [--count N] [--codecs all|a,b] [--grads FILE [--grads-parts K]]
 // --grads: fp32 values (raw, little-endian) of recorded gradients, one more kind of data
-// ("grads"): rank r takes the r-th slice of N.
+// ("grads"); --grads-parts K: the file is K ranks' buffers one after the other, and rank r
+// of a case takes part r mod K, at the same offset on every rank (the same parameters'
+// gradients from different data, as a data-parallel allreduce sums them).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -54,6 +56,7 @@ struct Options {
   std::vector<cclCodec_t> codecs;
   size_t count = 4096;  // elements per rank's block
   std::vector<float> grads;
+  int gradParts = 1;
 };
 
 // Rank r's n values of one kind, the same on every run.
@@ -62,8 +65,10 @@ std::vector<float> makeData(const Options& o, const std::string& kind, int r, si
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> x(n);
   if (kind == "grads") {
-    if (o.grads.empty()) die("--grads FILE is needed for data 'grads'");
-    for (size_t i = 0; i < n; ++i) x[i] = o.grads[(size_t(r) * n + i + salt) % o.grads.size()];
+    const size_t part = o.grads.size() / o.gradParts;
+    if (part < n) die("--grads: each of its parts needs at least " + std::to_string(n) + " values");
+    const size_t off = (size_t(salt) * 7919) % (part - n + 1);  // a different region per codec
+    for (size_t i = 0; i < n; ++i) x[i] = o.grads[size_t(r % o.gradParts) * part + off + i];
     return x;
   }
   for (float& v : x) v = normal(rng);
@@ -261,6 +266,8 @@ int main(int argc, char** argv) {
           o.codecs.push_back(c);
         }
       }
+    } else if (a == "--grads-parts") {
+      o.gradParts = std::max(1, std::atoi(v.c_str()));
     } else if (a == "--grads") {
       std::ifstream f(v, std::ios::binary);
       if (!f) die("cannot read " + v);

@@ -83,6 +83,9 @@ void addFlags(CLI::App& app, Cli& c) {
   app.add_option("--trace", t.tracePath, "Chrome trace (JSON) of every rank's spans of the traced steps");
   app.add_option("--trace-step", t.traceStep, "First traced step (0-based)")->capture_default_str();
   app.add_option("--trace-steps", t.traceSteps, "Traced steps")->capture_default_str();
+  app.add_option("--dump-grads", t.dumpGradsPath,
+                 "Write each rank's gradients of --dump-grads-step, before any reduction, to FILE.<rank> (raw fp32)");
+  app.add_option("--dump-grads-step", t.dumpGradsStep, "The step --dump-grads writes (0-based)")->capture_default_str();
   app.add_option("--rendezvous", c.rendezvous,
                  "One rank per process started with RANK and WORLD_SIZE set: the unique id goes through this file "
                  "(a new path per launch)");

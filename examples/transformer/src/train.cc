@@ -293,6 +293,13 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
       for (int i = 0; i < o.batch; ++i) appendTrainSequence(corpus, dataSeed, step, first + i, o.seq, b);
     }
     const double headLoss = pipe.step(batches, 1.0f / static_cast<float>(o.accum));
+    if (!o.dumpGradsPath.empty() && step == o.dumpGradsStep) {
+      const std::string path = o.dumpGradsPath + "." + std::to_string(comm.rank(Group::kWorld));
+      std::FILE* f = std::fopen(path.c_str(), "wb");
+      const bool ok = f && std::fwrite(model.grads.data(), sizeof(float), model.grads.size(), f) == model.grads.size();
+      if (f) std::fclose(f);
+      if (!ok) throw std::runtime_error("cannot write the gradients to " + path);
+    }
     sumWholeTensorGradients(model, comm, pack);
     tensorParallel.reduceAutoencoderGradients();
     if (localHead) reduceLocalHeadGradients(*localHead, shard, comm);

@@ -55,6 +55,10 @@ struct TrainOptions {
   std::string tracePath;   // Chrome trace of steps [traceStep, traceStep + traceSteps); empty: none
   int traceStep = 1;
   int traceSteps = 1;
+  // Each rank's gradient buffer at step dumpGradsStep, before any reduction, as raw fp32 in
+  // dumpGradsPath + "." + world rank (perf/accuracy's recorded-gradient data); empty: none.
+  std::string dumpGradsPath;
+  int dumpGradsStep = 0;
 };
 
 struct TrainResult {
