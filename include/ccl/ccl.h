@@ -416,7 +416,8 @@ CCL_API cclResult_t cclRecv(void* recvbuff, size_t count, cclDataType_t datatype
  * across=...,inside=...; the same on every rank), else on links probed at init, each level
  * by pairs of its ranks exchanging 8 bytes and 64 KiB to 1 MiB (grown until an exchange
  * takes 2 ms; the slowest pair's times; a few dozen calls, so init cannot then be inside a
- * group),
+ * group; once per process and pair of hosts: a later communicator whose pairs were all
+ * measured takes the slowest of those figures instead),
  * with this CPU's kernel speeds timed at init (the ranks' slowest); a codec is taken only
  * when predicted more than 10 % faster. A codec passed to a call, or set with
  * cclCommSetCompression, replaces the choice; device buffers are not chosen for;

@@ -11,6 +11,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -79,6 +83,7 @@ std::shared_ptr<const coll::Topology> exchangeTopology(cclComm& comm, const host
   std::vector<uint64_t> ids(static_cast<size_t>(comm.nranks), 0);
   ids[static_cast<size_t>(comm.rank)] = me.id;
   comm.bootstrap->allGather(ids.data(), sizeof(uint64_t));
+  comm.hostIds = ids;
   auto topo = std::make_shared<const coll::Topology>(coll::Topology::fromHostIds(ids));
   const void* self = &comm;
   if (comm.rank == 0) CCL_INFO("comm %p: %s", self, topo->describe().c_str());
@@ -101,6 +106,19 @@ std::shared_ptr<const coll::Topology> exchangeTopology(cclComm& comm, const host
 // the same calls. One allreduce fitted to both levels (before) priced a node's shared memory
 // and its network link alike: on two nodes of two ranks it chose flat plans 1.3-2x slower
 // than the hierarchical one (perf/README). Returns false when no rank has a partner there.
+// Links an earlier communicator of this process measured, per transport, level and pair of
+// host identities (inside a node: the host with itself): the slowest pair's figures of the
+// probe that measured them. A communicator whose every probing rank finds its pair here
+// takes the slowest of theirs instead of probing again (tens of milliseconds per level).
+struct LinkKey {
+  std::string transport;
+  bool across;
+  uint64_t lo, hi;
+  auto operator<=>(const LinkKey&) const = default;
+};
+std::mutex linkCacheMutex;
+std::map<LinkKey, coll::LinkCost> linkCache;
+
 bool probeLevel(cclComm& comm, bool across, coll::LinkCost* link) {
   const coll::Topology& t = *comm.topology;
   const int node = t.nodeOf[static_cast<size_t>(comm.rank)];
@@ -108,6 +126,30 @@ bool probeLevel(cclComm& comm, bool across, coll::LinkCost* link) {
   int partner = -1;
   if (!across && (local ^ 1) < t.nodeSize(node)) partner = t.rankOf(node, local ^ 1);
   if (across && (node ^ 1) < t.nodes() && local < t.nodeSize(node ^ 1)) partner = t.rankOf(node ^ 1, local);
+  auto agree = [&](double* v, size_t n) {
+    const cclResult_t r = cclAllReduce(v, v, n, cclFloat64, cclMax, &comm, nullptr);
+    CCL_CHECK(r == cclSuccess, r, "CCL_CODEC=auto: the probe of the links failed");
+  };
+  // Every rank says whether it has a partner and whether its pair's links are known; all
+  // then probe, or all take the slowest known figures (max alpha, min beta).
+  const uint64_t peerHost = partner >= 0 ? comm.hostIds[static_cast<size_t>(partner)] : 0;
+  const LinkKey key{comm.transport->name(), across, std::min(comm.hostId, peerHost), std::max(comm.hostId, peerHost)};
+  double known[4] = {partner >= 0 ? 1.0 : 0.0, 0.0, 0.0, -std::numeric_limits<double>::max()};
+  if (partner >= 0) {
+    std::lock_guard<std::mutex> lock(linkCacheMutex);
+    const auto it = linkCache.find(key);
+    known[1] = it == linkCache.end() ? 1.0 : 0.0;
+    if (it != linkCache.end()) known[2] = it->second.alpha, known[3] = -it->second.beta;
+  }
+  agree(known, 4);
+  if (known[0] == 0) return false;
+  if (known[1] == 0) {
+    *link = coll::LinkCost{known[2], -known[3], 0.0};
+    if (comm.rank == 0)
+      CCL_INFO("comm %p: the links %s nodes known from an earlier communicator of this process",
+               static_cast<void*>(&comm), across ? "between" : "inside");
+    return true;
+  }
   std::vector<char> out(size_t{1} << 20), in(out.size());
   auto exchange = [&](size_t bytes) {
     if (partner < 0) return;
@@ -126,24 +168,26 @@ bool probeLevel(cclComm& comm, bool across, coll::LinkCost* link) {
       x = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     std::sort(ts.begin() + 1, ts.end());
-    double mine[2] = {ts[static_cast<size_t>(pick)], partner >= 0 ? 1.0 : 0.0};
-    const cclResult_t r = cclAllReduce(mine, mine, 2, cclFloat64, cclMax, &comm, nullptr);
-    CCL_CHECK(r == cclSuccess, r, "CCL_CODEC=auto: the probe of the links failed");
-    return std::pair{mine[0], mine[1] > 0};
+    double mine = ts[static_cast<size_t>(pick)];
+    agree(&mine, 1);
+    return mine;
   };
-  const auto [small, any] = time(8, 15, 8);
-  if (!any) return false;
+  const double small = time(8, 15, 8);
   size_t bytes = size_t{1} << 16;
-  double large = time(bytes, 3, 2).first;
+  double large = time(bytes, 3, 2);
   while (large < 2e-3 && bytes < out.size()) {
     bytes *= 4;
-    large = time(bytes, 3, 2).first;
+    large = time(bytes, 3, 2);
   }
   link->alpha = small;
   link->overhead = 0;
   // A larger exchange no slower than the small one (timer noise on a fast link): the
   // bandwidth its bytes alone allow.
   link->beta = static_cast<double>(bytes - 8) / std::max(large - small, large * 1e-3);
+  if (partner >= 0) {
+    std::lock_guard<std::mutex> lock(linkCacheMutex);
+    linkCache[key] = *link;
+  }
   return true;
 }
 

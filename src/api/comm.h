@@ -60,7 +60,8 @@ struct cclComm {
   // Which ranks share a host: one host identity per rank, exchanged at init (cclCommTopology).
   // Shared with what plans are built from; never changes after init.
   std::shared_ptr<const ccl::coll::Topology> topology;
-  uint64_t hostId = 0;  // this rank's identity, which a cclCommSplit child keeps
+  uint64_t hostId = 0;            // this rank's identity, which a cclCommSplit child keeps
+  std::vector<uint64_t> hostIds;  // every rank's, in rank order (exchangeTopology)
 
   ccl::api::Policy policy;  // default compression
   // The codec of steps inside a node of hierarchical plans (config->intraCompression or

@@ -6,11 +6,13 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "api/comm.h"
 #include "api/compression.h"
 #include "common/error.h"
 #include "common/host_id.h"
+#include "rank_threads.h"
 #include "scoped_env.h"
 
 namespace ccl {
@@ -110,6 +112,42 @@ TEST(IntraCodec, KeptOnTheCommunicatorWithItsHostIdentity) {
   EXPECT_EQ(cclCommInitRank(&comm, 1, id, 0), cclInvalidArgument);
   EXPECT_NE(std::string(cclGetLastError(nullptr)).find("CCL_CODEC_INTRA"), std::string::npos)
       << cclGetLastError(nullptr);
+}
+
+// CCL_CODEC=auto probes each level's links once per pair of hosts in a process: a later
+// communicator over the same hosts takes the figures the first one measured (the same bits,
+// which two probes never give), and hosts not seen before are probed.
+TEST(LinkCache, ALaterCommunicatorTakesTheLinksAnEarlierOneMeasured) {
+  ScopedEnv codec("CCL_CODEC", "auto:int8");
+  ScopedEnv link("CCL_LINK_MODEL", nullptr);
+  auto models = [](const char* prefix) {
+    cclUniqueId id{};
+    EXPECT_EQ(cclGetUniqueId(&id), cclSuccess);
+    std::vector<coll::CostModel> got(4);
+    ccltest::expectNoneThrew(ccltest::runRanks(4, [&](int r) {
+      const std::string host = std::string(prefix) + std::to_string(r / 2);
+      cclConfig_t config = CCL_CONFIG_INITIALIZER;
+      config.hostId = host.c_str();
+      cclComm_t comm = nullptr;
+      ASSERT_EQ(cclCommInitRankConfig(&comm, 4, id, r, &config), cclSuccess) << cclGetLastError(nullptr);
+      ASSERT_NE(comm->costModel, nullptr);
+      got[static_cast<size_t>(r)] = *comm->costModel;
+      EXPECT_EQ(cclCommDestroy(comm), cclSuccess);
+    }));
+    return got[0];
+  };
+  const coll::CostModel first = models("linkcache-a-");
+  EXPECT_GT(first.inside.alpha, 0.0);
+  EXPECT_GT(first.across.beta, 0.0);
+  const coll::CostModel again = models("linkcache-a-");
+  EXPECT_EQ(again.inside.alpha, first.inside.alpha);
+  EXPECT_EQ(again.inside.beta, first.inside.beta);
+  EXPECT_EQ(again.across.alpha, first.across.alpha);
+  EXPECT_EQ(again.across.beta, first.across.beta);
+  const coll::CostModel other = models("linkcache-b-");
+  EXPECT_FALSE(other.inside.alpha == first.inside.alpha && other.across.alpha == first.across.alpha &&
+               other.inside.beta == first.inside.beta && other.across.beta == first.across.beta)
+      << "new hosts are probed";
 }
 
 }  // namespace

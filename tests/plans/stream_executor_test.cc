@@ -531,14 +531,19 @@ TEST(StreamExecutor, APeerThatNeverComesFailsTheCallersStream) {
 // of the process blocked in a call that can wait (common/activity.h): on a GPU, the peer rank
 // of the same process stuck in a CUDA call that waits for the device.
 TEST(StreamExecutor, AStagedTimeOutNamesTheFlagsAndTheBlockedThreads) {
-  std::atomic<bool> release{false};
+  std::atomic<bool> release{false}, inside{false};
   std::thread stuck([&] {  // rank 1: inside a call that does not return until the test is done
     ActivityScope outer("enqueuing a device call", 1);
     ActivityScope inner("cudaMallocAsync", 1);
+    inside = true;
     while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   });
+  // The time-out names threads blocked for more than a second: the stuck one must be inside
+  // its call before the link's clock starts (a loaded machine may start it late), and the
+  // time-out is longer than that second by a margin.
+  while (!inside.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   const std::string message = aloneFails({Coll::kAllReduce, cclCodecInt8, Algo::kRing, 2}, [](transport::Transport& t) {
-    return std::make_unique<TransportLink>(t, false, std::chrono::milliseconds(1000), nullptr, hostStaging());
+    return std::make_unique<TransportLink>(t, false, std::chrono::milliseconds(1500), nullptr, hostStaging());
   });
   EXPECT_NE(message.find("[staging flags: the stream staged sends up to ticket "), std::string::npos) << message;
   EXPECT_NE(message.find("rank 1: enqueuing a device call > cudaMallocAsync for "), std::string::npos) << message;
