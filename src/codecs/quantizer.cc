@@ -360,19 +360,38 @@ CCL_ALWAYS_INLINE bool blockView(const Header& h, const uint8_t* in, const Geome
 // Dequantizes every non-raw block of a validated stream straight into op's output:
 // op.dequantize<K>(offset, codes, scale, len) gets each block's codes one per byte (the
 // stream's own bytes for 8-bit codes), so no value goes through a stage.
-template <class K, class Op>
+// kBlock != 0 compiles the full blocks of that size with constant trip counts, as the
+// encoder does: a loop over a runtime count of 16 or 32 elements stays scalar (its vector
+// version needs more elements than one small block has).
+template <class K, class Op, uint32_t kBlock>
 CCL_VECTOR_CLONES void decodeBlocks(const Header& h, const uint8_t* in, const Geometry& g, Op& op) {
   thread_local std::vector<uint8_t> codeStage;
   codeStage.resize(h.blockSize);
+  uint8_t* stage = codeStage.data();
   for (uint64_t b = 0; b < g.blocks; ++b) {
     BlockView v;
     if (!blockView<K>(h, in, g, b, v)) continue;
-    if constexpr (K::kBits != 8) {
-      unpackCodes<K::kBits>(v.codes, v.len, codeStage.data());
-      v.codes = codeStage.data();
+    auto run = [&](uint32_t len) {
+      if constexpr (K::kBits != 8) {
+        unpackCodes<K::kBits>(v.codes, len, stage);
+        v.codes = stage;
+      }
+      op.template dequantize<K>(v.off, v.codes, v.s, len);
+    };
+    if (kBlock != 0 && v.len == kBlock) {
+      run(kBlock);
+    } else {
+      run(v.len);
     }
-    op.template dequantize<K>(v.off, v.codes, v.s, v.len);
   }
+}
+
+template <class K, class Op>
+void decodeBlocks(const Header& h, const uint8_t* in, const Geometry& g, Op& op) {
+  if (h.blockSize == 16) return decodeBlocks<K, Op, 16>(h, in, g, op);
+  if (h.blockSize == 32) return decodeBlocks<K, Op, 32>(h, in, g, op);
+  if (h.blockSize == 128) return decodeBlocks<K, Op, 128>(h, in, g, op);
+  decodeBlocks<K, Op, 0>(h, in, g, op);
 }
 
 // decodeBlocks for fp32 output through the x86 inner loops: one function compiled for
