@@ -1,14 +1,27 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Builds the codec fuzz targets with clang (-fsanitize=fuzzer,address,undefined) in their
-# own build folder and runs each for a bounded time. Exits non-zero if any target crashes.
+# own build folder and runs each for a bounded time, or a number of inputs. Exits non-zero if
+# any target crashes.
 #   fuzz/run.sh [SECONDS_PER_TARGET=20]
+#   fuzz/run.sh --runs N       N inputs per target (the campaign's budget: 1000000)
+#   fuzz/run.sh --keep [...]   then merge what each target found into fuzz/corpus/<target>
+#                              (minimised: the inputs that add coverage), which every run
+#                              starts from
 # Environment: CCL_FUZZ_BUILD (build folder, default build-codecs-fuzz next to fuzz/),
 # CXX (default clang++, else clang++-14).
 set -euo pipefail
 
-seconds="${1:-20}"
-case "$seconds" in '' | *[!0-9]*) echo "usage: $0 SECONDS_PER_TARGET" >&2; exit 2 ;; esac
+keep=0
+if [[ ${1:-} == --keep ]]; then keep=1; shift; fi
+budget=(-max_total_time="${1:-20}")
+what="${1:-20}s"
+if [[ ${1:-} == --runs ]]; then
+  budget=(-runs="${2:-}")
+  what="${2:-} inputs"
+  set -- "${2:-}"
+fi
+case "${1:-20}" in *[!0-9]*) echo "usage: $0 [--keep] [SECONDS_PER_TARGET | --runs N]" >&2; exit 2 ;; esac
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 build="${CCL_FUZZ_BUILD:-$here/../build-codecs-fuzz}"
@@ -29,14 +42,22 @@ for target in "$build"/fuzz_decode_*; do
   corpus="$build/corpus/$name"
   artifacts="$build/artifacts/$name/"
   mkdir -p "$corpus" "$artifacts"
-  echo "== $name: ${seconds}s"
-  if ! "$target" -max_total_time="$seconds" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
-      -artifact_prefix="$artifacts" -print_final_stats=1 "$corpus" >"$build/$name.log" 2>&1; then
+  kept="$here/corpus/$name"
+  seeds=()
+  [[ -d "$kept" ]] && seeds=("$kept")
+  echo "== $name: $what"
+  if ! "$target" "${budget[@]}" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
+      -artifact_prefix="$artifacts" -print_final_stats=1 "$corpus" "${seeds[@]}" >"$build/$name.log" 2>&1; then
     echo "   CRASH: see $build/$name.log and $artifacts" >&2
     tail -n 30 "$build/$name.log" >&2
     failed+=("$name")
   else
     grep -E "the .* decoder|stat::number_of_executed_units|Done [0-9]+ runs" "$build/$name.log" | tail -n 3 | sed 's/^/   /'
+    if ((keep)); then
+      mkdir -p "$kept"
+      "$target" -merge=1 -max_len=8192 "$kept" "$corpus" >"$build/$name.merge.log" 2>&1
+      echo "   fuzz/corpus/$name: $(find "$kept" -type f | wc -l) inputs"
+    fi
   fi
 done
 
@@ -44,4 +65,4 @@ if ((${#failed[@]})); then
   echo "fuzz targets that crashed: ${failed[*]}" >&2
   exit 1
 fi
-echo "all fuzz targets ran ${seconds}s without a crash"
+echo "all fuzz targets ran $what without a crash"
