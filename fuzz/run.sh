@@ -52,7 +52,7 @@ for target in "$build"/fuzz_decode_*; do
     tail -n 30 "$build/$name.log" >&2
     failed+=("$name")
   else
-    grep -E "the .* decoder|stat::number_of_executed_units|Done [0-9]+ runs" "$build/$name.log" | tail -n 3 | sed 's/^/   /'
+    grep -aE "the .* decoder|stat::number_of_executed_units|Done [0-9]+ runs" "$build/$name.log" | tail -n 3 | sed 's/^/   /'
     if ((keep)); then
       mkdir -p "$kept"
       "$target" -merge=1 -max_len=8192 "$kept" "$corpus" >"$build/$name.merge.log" 2>&1
