@@ -23,9 +23,9 @@ namespace ccl::codec::math {
 constexpr float kE2m1Max = 6.0f;
 constexpr int kE2m1Emax = 2;  // floor(log2(6))
 
-// Magnitude of E2M1 code c (0..7), built as fp32 bits with integer operations only (so the
-// loops over a block vectorise): codes 2..7 are (c + 252) << 22 (1, 1.5, 2, 3, 4, 6), the
-// subnormal code 1 is 0.5 = 252 << 22, code 0 is 0.
+// Magnitude of E2M1 code c (0..7), built as fp32 bits with integer operations, no table (a
+// GPU kernel would keep a table in local memory): codes 2..7 are (c + 252) << 22 (1, 1.5,
+// 2, 3, 4, 6), the subnormal code 1 is 0.5 = 252 << 22, code 0 is 0.
 CCL_HD float e2m1Magnitude(uint32_t c) {
   const uint32_t bits = (c + 252u - static_cast<uint32_t>(c == 1u)) << 22;
   return fp::bitsFloat(bits & (0u - static_cast<uint32_t>(c != 0u)));
