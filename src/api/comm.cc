@@ -94,18 +94,6 @@ std::shared_ptr<const coll::Topology> exchangeTopology(cclComm& comm, const host
   return topo;
 }
 
-// The links of CCL_CODEC=auto without CCL_LINK_MODEL, one level at a time: every rank with a
-// partner at that level (inside: the next rank of its node, pairs 0-1, 2-3, ...; across: the
-// rank of the same local index on the paired node, nodes 0-1, 2-3, ...) exchanges with it,
-// all pairs at once, as the plans' messages share the links. A message's time is
-// alpha + bytes / beta: alpha from 8 bytes (median of 15: a median of 3 right after init took
-// in the scheduling of ranks still timing their kernels, 80 us for a 5 us exchange), beta
-// from the growth to a larger exchange (median of 3, from 64 KiB up by 4x until it takes 2 ms
-// or reaches 1 MiB: enough bytes to weigh more than the latency on a fast link, tens of
-// milliseconds on a slow one). Every rank decides on the slowest pair's times, so all make
-// the same calls. One allreduce fitted to both levels (before) priced a node's shared memory
-// and its network link alike: on two nodes of two ranks it chose flat plans 1.3-2x slower
-// than the hierarchical one (perf/README). Returns false when no rank has a partner there.
 // Links an earlier communicator of this process measured, per transport, level and pair of
 // host identities (inside a node: the host with itself): the slowest pair's figures of the
 // probe that measured them. A communicator whose every probing rank finds its pair here
@@ -119,6 +107,19 @@ struct LinkKey {
 std::mutex linkCacheMutex;
 std::map<LinkKey, coll::LinkCost> linkCache;
 
+// The cost model's links when CCL_LINK_MODEL gives none (CCL_CODEC=auto, or
+// CCL_LINK_MODEL=probe), one level at a time, unless linkCache knows them: every rank with a
+// partner at that level (inside: the next rank of its node, pairs 0-1, 2-3, ...; across: the
+// rank of the same local index on the paired node, nodes 0-1, 2-3, ...) exchanges with it,
+// all pairs at once, as the plans' messages share the links. A message's time is
+// alpha + bytes / beta: alpha from 8 bytes (median of 15: a median of 3 right after init took
+// in the scheduling of ranks still timing their kernels, 80 us for a 5 us exchange), beta
+// from the growth to a larger exchange (median of 3, from 64 KiB up by 4x until it takes 2 ms
+// or reaches 1 MiB: enough bytes to weigh more than the latency on a fast link, tens of
+// milliseconds on a slow one). Every rank decides on the slowest pair's times, so all make
+// the same calls. One allreduce fitted to both levels (before) priced a node's shared memory
+// and its network link alike: on two nodes of two ranks it chose flat plans 1.3-2x slower
+// than the hierarchical one (perf/README). Returns false when no rank has a partner there.
 bool probeLevel(cclComm& comm, bool across, coll::LinkCost* link) {
   const coll::Topology& t = *comm.topology;
   const int node = t.nodeOf[static_cast<size_t>(comm.rank)];
@@ -128,7 +129,7 @@ bool probeLevel(cclComm& comm, bool across, coll::LinkCost* link) {
   if (across && (node ^ 1) < t.nodes() && local < t.nodeSize(node ^ 1)) partner = t.rankOf(node ^ 1, local);
   auto agree = [&](double* v, size_t n) {
     const cclResult_t r = cclAllReduce(v, v, n, cclFloat64, cclMax, &comm, nullptr);
-    CCL_CHECK(r == cclSuccess, r, "CCL_CODEC=auto: the probe of the links failed");
+    CCL_CHECK(r == cclSuccess, r, "the cost model's probe of the links failed");
   };
   // Every rank says whether it has a partner and whether its pair's links are known; all
   // then probe, or all take the slowest known figures (max alpha, min beta).
@@ -153,7 +154,7 @@ bool probeLevel(cclComm& comm, bool across, coll::LinkCost* link) {
   std::vector<char> out(size_t{1} << 20), in(out.size());
   auto exchange = [&](size_t bytes) {
     if (partner < 0) return;
-    auto ok = [](cclResult_t r) { CCL_CHECK(r == cclSuccess, r, "CCL_CODEC=auto: the probe of the links failed"); };
+    auto ok = [](cclResult_t r) { CCL_CHECK(r == cclSuccess, r, "the cost model's probe of the links failed"); };
     ok(cclGroupStart());
     ok(cclSend(out.data(), bytes, cclUint8, partner, &comm, nullptr));
     ok(cclRecv(in.data(), bytes, cclUint8, partner, &comm, nullptr));
@@ -194,7 +195,8 @@ bool probeLevel(cclComm& comm, bool across, coll::LinkCost* link) {
 // Both levels; a level no rank can probe (one node; nodes of one rank) takes the other's.
 void probeLinks(cclComm& comm, coll::CostModel* m) {
   CCL_CHECK(!groupActive(), cclInvalidUsage,
-            "CCL_CODEC=auto without CCL_LINK_MODEL probes the links at init, which cannot run inside a group");
+            "the cost model probes the links at init (CCL_CODEC=auto or CCL_LINK_MODEL=probe), which cannot run inside "
+            "a group");
   cclOpStats_t saved[cclNumOpKinds];
   {
     std::lock_guard<std::mutex> lock(comm.statsMutex);
@@ -210,7 +212,7 @@ void probeLinks(cclComm& comm, coll::CostModel* m) {
   }
 }
 
-// CCL_CODEC=auto: this rank's model (CCL_LINK_MODEL's links, this CPU's kernels timed), and
+// The cost model: this rank's (CCL_LINK_MODEL's links, this CPU's kernels timed), and
 // every rank's exchanged, so that all price calls on the same one: the slowest of each input.
 // Without CCL_LINK_MODEL on every rank the links are probed (probeLinks). A rank whose
 // CCL_LINK_MODEL is wrong still takes part, so that every rank fails.
