@@ -417,7 +417,9 @@ CCL_API cclResult_t cclRecv(void* recvbuff, size_t count, cclDataType_t datatype
  * by pairs of its ranks exchanging 8 bytes and 64 KiB to 1 MiB (grown until an exchange
  * takes 2 ms; the slowest pair's times; a few dozen calls, so init cannot then be inside a
  * group; once per process and pair of hosts: a later communicator whose pairs were all
- * measured takes the slowest of those figures instead),
+ * measured takes the slowest of those figures instead, unless 16 calls in a row of an
+ * earlier one took over 3x or under 1/3 of their predicted time: its links are then
+ * measured again),
  * with this CPU's kernel speeds timed at init (the ranks' slowest); a codec is taken only
  * when predicted more than 10 % faster. A codec passed to a call, or set with
  * cclCommSetCompression, replaces the choice; device buffers are not chosen for;

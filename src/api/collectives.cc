@@ -71,7 +71,8 @@ using coll::fnv1a;
 // the algorithm; else, when CCL_ALGO=auto, the algorithm for the codec the call has (one
 // whose kernels the model timed: others keep the size rules).
 // Every rank has the same model and shape, so the same choice; the call digest checks it.
-void chooseByCost(cclComm_t comm, const Call& c, int opKind, bool codecToo, coll::CollArgs& a) {
+// Returns the predicted seconds (0 where the model does not price it).
+double chooseByCost(cclComm_t comm, const Call& c, int opKind, bool codecToo, coll::CollArgs& a) {
   // The key's codec field: the call's own codec (0 or odd, codecKey), or 2 for auto's.
   const PlanKey shape{opKind, c.count, c.dtype, c.op, c.root, a.inPlace, codecToo ? 2 : codecKey(a)};
   const coll::Choice& choice = comm->choices.get(shape, [&] {
@@ -90,6 +91,7 @@ void chooseByCost(cclComm_t comm, const Call& c, int opKind, bool codecToo, coll
   });
   a.codec = choice.codec;
   a.algo = choice.algo;
+  return choice.seconds;
 }
 
 // The error-feedback state of a compressed call: the caller's handle, else the state kept
@@ -231,7 +233,7 @@ void runCollective(const Call& c) {
                            (comm->policy.enabled >> opKind) & 1;
   const bool chosenByCost = codecByCost || (comm->costModel && !where.device && a.algo == coll::Algo::kAuto &&
                                             comm->costModel->compute.timed(a.codec));
-  if (chosenByCost) chooseByCost(comm, c, opKind, codecByCost, a);
+  const double predicted = chosenByCost ? chooseByCost(comm, c, opKind, codecByCost, a) : 0.0;
   if (where.device) {
     DeviceCall d{c.kind, c.fn, comm, a};
     d.send = c.send;
@@ -253,6 +255,7 @@ void runCollective(const Call& c) {
   op.opKind = opKind;
   op.compressed = a.codec.codec != cclCodecNone;
   op.chosenByCost = chosenByCost;
+  op.predicted = predicted;
   if (op.compressed) {
     op.feedback = feedbackFor(c, opKind, a.codec);
     a.feedback = op.feedback != nullptr;

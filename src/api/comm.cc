@@ -94,16 +94,10 @@ std::shared_ptr<const coll::Topology> exchangeTopology(cclComm& comm, const host
   return topo;
 }
 
-// Links an earlier communicator of this process measured, per transport, level and pair of
-// host identities (inside a node: the host with itself): the slowest pair's figures of the
-// probe that measured them. A communicator whose every probing rank finds its pair here
-// takes the slowest of theirs instead of probing again (tens of milliseconds per level).
-struct LinkKey {
-  std::string transport;
-  bool across;
-  uint64_t lo, hi;
-  auto operator<=>(const LinkKey&) const = default;
-};
+// Links an earlier communicator of this process measured (LinkKey): the slowest pair's
+// figures of the probe that measured them. A communicator whose every probing rank finds its
+// pair here takes the slowest of theirs instead of probing again (tens of milliseconds per
+// level); noteCallTime removes links whose calls stray from their predictions.
 std::mutex linkCacheMutex;
 std::map<LinkKey, coll::LinkCost> linkCache;
 
@@ -140,7 +134,10 @@ bool probeLevel(cclComm& comm, bool across, coll::LinkCost* link) {
     std::lock_guard<std::mutex> lock(linkCacheMutex);
     const auto it = linkCache.find(key);
     known[1] = it == linkCache.end() ? 1.0 : 0.0;
-    if (it != linkCache.end()) known[2] = it->second.alpha, known[3] = -it->second.beta;
+    if (it != linkCache.end()) {
+      known[2] = it->second.alpha, known[3] = -it->second.beta;
+      comm.pricedLinks.emplace_back(key, it->second);
+    }
   }
   agree(known, 4);
   if (known[0] == 0) return false;
@@ -188,6 +185,8 @@ bool probeLevel(cclComm& comm, bool across, coll::LinkCost* link) {
   if (partner >= 0) {
     std::lock_guard<std::mutex> lock(linkCacheMutex);
     linkCache[key] = *link;
+    std::erase_if(comm.pricedLinks, [&](const auto& p) { return p.first == key; });
+    comm.pricedLinks.emplace_back(key, *link);
   }
   return true;
 }
@@ -262,6 +261,35 @@ std::shared_ptr<const coll::CostModel> agreeCostModel(cclComm& comm) {
 }
 
 }  // namespace
+
+void noteCallTime(cclComm& comm, double observed, double predicted) {
+  {
+    std::lock_guard<std::mutex> lock(comm.statsMutex);
+    ++comm.timedCalls;
+    const bool off = observed > predicted * kDriftRatio || observed * kDriftRatio < predicted;
+    comm.driftRun = off ? comm.driftRun + 1 : 0;
+    if (comm.driftRun < kDriftCalls || comm.driftMarked) return;
+    comm.driftMarked = true;
+  }
+  int forgotten = 0;
+  {
+    std::lock_guard<std::mutex> lock(linkCacheMutex);
+    for (const auto& [key, figures] : comm.pricedLinks) {
+      const auto it = linkCache.find(key);
+      // Only the figures this communicator took: a later probe's stay.
+      if (it != linkCache.end() && it->second.alpha == figures.alpha && it->second.beta == figures.beta) {
+        linkCache.erase(it);
+        ++forgotten;
+      }
+    }
+  }
+  CCL_INFO(
+      "comm %p: %d calls in a row took more than %gx or less than 1/%gx the cost model's prediction (the last "
+      "%.3g us against %.3g us); %s",
+      static_cast<void*>(&comm), kDriftCalls, kDriftRatio, kDriftRatio, observed * 1e6, predicted * 1e6,
+      forgotten ? "the next communicator of this process measures its links again"
+                : "its links were given (CCL_LINK_MODEL) or measured again already");
+}
 
 // CCL_DEVICE_TRANSPORT=nccl on a communicator with a device: NVIDIA's NCCL, loaded from
 // CCL_NCCL_LIBRARY, and a communicator of it made over ccl's bootstrap. Collective: whether

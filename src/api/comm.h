@@ -36,6 +36,15 @@ struct DeviceCommDeleter {
 // loop issues the same collectives every step), so plans are built once and reused.
 using PlanKey = ccl::coll::CallKey;
 
+// A measured link in the process's cache (api/comm.cc): per transport, level and pair of
+// host identities (inside a node: the host with itself).
+struct LinkKey {
+  std::string transport;
+  bool across;
+  uint64_t lo, hi;
+  auto operator<=>(const LinkKey&) const = default;
+};
+
 }  // namespace ccl::api
 
 struct cclComm {
@@ -74,6 +83,14 @@ struct cclComm {
   // every rank).
   std::shared_ptr<const ccl::coll::CostModel> costModel;
   ccl::coll::PlanCache<ccl::coll::Choice> choices;
+  // The cached links the model was priced on (none when CCL_LINK_MODEL gave them), and how
+  // the chosen calls' times compare with the model's predictions (noteCallTime, under
+  // statsMutex): a run of calls far from them marks those links for the next communicator of
+  // the process to measure again.
+  std::vector<std::pair<ccl::api::LinkKey, ccl::coll::LinkCost>> pricedLinks;
+  unsigned long long timedCalls = 0;
+  int driftRun = 0;
+  bool driftMarked = false;
   ccl::api::AutoFeedback autoFeedback;
   std::mutex statsMutex;  // stats are added to on a host stream's thread, read on the caller's
   cclOpStats_t stats[cclNumOpKinds] = {};
@@ -106,6 +123,16 @@ struct cclComm {
 };
 
 namespace ccl::api {
+
+// A call the cost model chose took `observed` seconds where it predicted `predicted`. After
+// kDriftCalls such calls in a row off by more than kDriftRatio either way, the links this
+// communicator was priced on leave the process's cache, so that the next communicator
+// measures them again (an INFO line says so, once per communicator). The communicator itself
+// keeps its model: re-measuring it would need every rank to stop at the same call, which a
+// rank's own timings cannot decide.
+inline constexpr double kDriftRatio = 3.0;
+inline constexpr int kDriftCalls = 16;
+void noteCallTime(cclComm& comm, double observed, double predicted);
 
 // Records `message` as the last error of this thread (and of `comm` when given), logs it
 // once at WARN, and returns `code`.

@@ -4,6 +4,7 @@
 #include "api/device_calls.h"
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <mutex>
 #include <vector>
@@ -77,7 +78,12 @@ void runOne(const Op& op) {
   coll::ScratchLease scratch(op.comm->scratch, op.plan->scratchBytes);
   coll::ExecStats stats;
   coll::Job job = makeJob(op, scratch.get(), &stats);
+  const auto start = std::chrono::steady_clock::now();
   execute(std::span<const coll::Job>(&job, 1), std::span<const Op>(&op, 1), optionsFor(op.comm));
+  // A call alone is timed against its prediction; in a group, calls share their time.
+  if (op.predicted > 0)
+    noteCallTime(*op.comm, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                 op.predicted);
   account(op, stats);
 }
 

@@ -24,6 +24,7 @@ struct Op {
   int opKind = 0;  // cclOpKind_t, for the statistics
   bool compressed = false;
   bool chosenByCost = false;        // CCL_CODEC=auto chose its codec and algorithm (the statistics)
+  double predicted = 0;             // the cost model's time for it, seconds (0: none; noteCallTime)
   cclFeedback* feedback = nullptr;  // error-feedback state the plan's encodes use
   size_t feedbackFloats = 0;
   uint64_t signature = 0;          // see coll::Job::signature; 0 for point-to-point

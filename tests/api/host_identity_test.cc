@@ -150,5 +150,52 @@ TEST(LinkCache, ALaterCommunicatorTakesTheLinksAnEarlierOneMeasured) {
       << "new hosts are probed";
 }
 
+// Calls far from the model's predictions, kDriftCalls in a row, take the links they were
+// priced on out of the process's cache: the next communicator over those hosts probes again.
+// Fewer, or a run broken by one call near its prediction, leave them there.
+TEST(LinkCache, CallsFarFromTheirPredictionsSendTheLinksToBeMeasuredAgain) {
+  ScopedEnv codec("CCL_CODEC", "auto:int8");
+  ScopedEnv link("CCL_LINK_MODEL", nullptr);
+  // A communicator over hosts linkcache-c-0 and -1; rank 0's calls then take `far` times
+  // 10x their prediction, with one near it after the first `breakAfter` of them.
+  auto models = [](int far, int breakAfter) {
+    cclUniqueId id{};
+    EXPECT_EQ(cclGetUniqueId(&id), cclSuccess);
+    coll::CostModel got;
+    ccltest::expectNoneThrew(ccltest::runRanks(4, [&](int r) {
+      const std::string host = "linkcache-c-" + std::to_string(r / 2);
+      cclConfig_t config = CCL_CONFIG_INITIALIZER;
+      config.hostId = host.c_str();
+      cclComm_t comm = nullptr;
+      ASSERT_EQ(cclCommInitRankConfig(&comm, 4, id, r, &config), cclSuccess) << cclGetLastError(nullptr);
+      std::vector<float> v(1024, 1.0f);
+      for (int i = 0; i < 3; ++i)
+        ASSERT_EQ(cclAllReduce(v.data(), v.data(), v.size(), cclFloat32, cclSum, comm, nullptr), cclSuccess);
+      EXPECT_EQ(comm->timedCalls, 3u) << "every call the model chose is timed against its prediction";
+      if (r == 0) {
+        got = *comm->costModel;
+        api::noteCallTime(*comm, 1e-3, 1e-3);  // the real calls' run, whatever it was, ends
+        for (int i = 0; i < far; ++i) {
+          if (i == breakAfter) api::noteCallTime(*comm, 1e-3, 1e-3);
+          api::noteCallTime(*comm, 1e-2, 1e-3);
+        }
+      }
+      EXPECT_EQ(cclCommDestroy(comm), cclSuccess);
+    }));
+    return got;
+  };
+  auto same = [](const coll::CostModel& a, const coll::CostModel& b) {
+    return a.inside.alpha == b.inside.alpha && a.inside.beta == b.inside.beta && a.across.alpha == b.across.alpha &&
+           a.across.beta == b.across.beta;
+  };
+  const coll::CostModel first = models(api::kDriftCalls - 1, -1);
+  const coll::CostModel second = models(2 * api::kDriftCalls - 2, api::kDriftCalls - 1);
+  EXPECT_TRUE(same(second, first)) << "fewer than kDriftCalls far calls in a row keep the links";
+  const coll::CostModel third = models(api::kDriftCalls, -1);
+  EXPECT_TRUE(same(third, first));
+  const coll::CostModel fourth = models(0, -1);
+  EXPECT_FALSE(same(fourth, first)) << "the links were measured again";
+}
+
 }  // namespace
 }  // namespace ccl
