@@ -85,7 +85,9 @@ def plot_logs(out, specs):
     fig.savefig(os.path.join(out, "val_loss.png"), dpi=120, bbox_inches="tight")
 
     fig, ax = plt.subplots(figsize=(8, 5))
-    sites = sorted({s for _, (_, _, summ) in runs for s in summ.get("sites", {})})
+    # Only the sites that sent bytes in some run: the others would crowd the axis with zeros.
+    sites = sorted({s for _, (_, _, summ) in runs for s, v in summ.get("sites", {}).items()
+                    if v.get("raw_bytes", 0) or v.get("wire_bytes", 0)})
     width = 0.8 / max(1, 2 * len(runs))
     for i, (label, (_, _, summ)) in enumerate(runs):
         raw = [summ.get("sites", {}).get(s, {}).get("raw_bytes", 0) / 1e6 for s in sites]
@@ -93,8 +95,9 @@ def plot_logs(out, specs):
         xs = range(len(sites))
         ax.bar([x + (2 * i) * width for x in xs], raw, width, label=f"{label} raw")
         ax.bar([x + (2 * i + 1) * width for x in xs], wire, width, label=f"{label} wire")
-    ax.set_xticks([x + width * (len(runs) - 0.5) for x in range(len(sites))], sites)
-    ax.set(ylabel="MB sent by rank 0", title="Bytes per communication site")
+    ax.set_xticks([x + width * (len(runs) - 0.5) for x in range(len(sites))], sites, rotation=30, ha="right")
+    # The run summary's site totals are summed over every rank of the grid.
+    ax.set(ylabel="MB sent, all ranks together", title="Bytes per communication site")
     ax.legend()
     fig.savefig(os.path.join(out, "bytes.png"), dpi=120, bbox_inches="tight")
     plt.close("all")

@@ -2,8 +2,9 @@
 // Checkpoints, independent of how the run was laid out over ranks. The file is, in order
 // (little-endian):
 //   header   magic "CCLGPTck", u32 version (1), u32 header bytes, i32 vocab, maxSeq, layers,
-//            channels, heads, u64 step (the next step to run), u64 optimiser updates,
-//            u64 data seed, u64 parameter count P
+//            channels, heads, 4 bytes of padding (zero), then from byte 40: u64 step (the
+//            next step to run), u64 optimiser updates, u64 data seed, u64 parameter count P
+//            (72 bytes in all, the header-bytes field)
 //   params   P fp32 values in parameterLayout order (params.h)
 //   adam m   P fp32 values, the same order
 //   adam v   P fp32 values, the same order
