@@ -20,8 +20,16 @@ namespace {
 // in the residual buffer or in a per-thread stage), and whether any of it is not finite. A
 // non-finite sum leaves 0 in the residual (the stream carries it as NaN everywhere: there is
 // nothing left to carry), which is also the value selection sees there.
+// Per-thread working memory of the encoder, handed back past kKeepScratchBytes.
+thread_local std::vector<float> tlsStage;
+thread_local std::vector<uint32_t> tlsIndices;
+
+template <class T>
+void trim(std::vector<T>& v) {
+  if (v.capacity() * sizeof(T) > kKeepScratchBytes) std::vector<T>().swap(v);
+}
+
 const float* stageInput(const void* x, cclDataType_t type, size_t n, float* residual, bool& nonFinite) {
-  thread_local std::vector<float> stage;
   return withElementType(type, [&](auto tag) -> const float* {
     using T = decltype(tag);
     const auto* src = static_cast<const typename T::Storage*>(x);
@@ -39,9 +47,9 @@ const float* stageInput(const void* x, cclDataType_t type, size_t n, float* resi
     for (size_t i = 0; i < n; ++i) bad |= math::isFiniteBits(T::load(src, i)) ? 0u : 1u;
     nonFinite = bad != 0;
     if constexpr (std::is_same_v<T, F32>) return src;
-    stage.resize(n);
-    for (size_t i = 0; i < n; ++i) stage[i] = T::load(src, i);
-    return stage.data();
+    tlsStage.resize(n);
+    for (size_t i = 0; i < n; ++i) tlsStage[i] = T::load(src, i);
+    return tlsStage.data();
   });
 }
 
@@ -129,7 +137,7 @@ size_t sparsifierMaxBytes(const Params& p, size_t n) {
 size_t sparsifierEncode(const Params& p, const void* x, cclDataType_t type, size_t n, uint8_t* out, float* residual) {
   bool nonFinite = false;
   const float* v = stageInput(x, type, n, residual, nonFinite);
-  thread_local std::vector<uint32_t> idx;
+  std::vector<uint32_t>& idx = tlsIndices;
   chooseIndices(p, v, n, idx);
   Header h;
   h.codec = static_cast<uint8_t>(p.codec);
@@ -155,6 +163,8 @@ size_t sparsifierEncode(const Params& p, const void* x, cclDataType_t type, size
     h.indexBytes = static_cast<uint32_t>(writeGaps(idx, out + l.raw));
   }
   writeHeader(h, out);
+  trim(idx);
+  trim(tlsStage);
   return layoutOf(h).total;
 }
 

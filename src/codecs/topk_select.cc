@@ -32,6 +32,15 @@ struct Scratch {
     }
     return idx.get();
   }
+  // Hands a large block back (kKeepScratchBytes) once the call is done with it.
+  void trim() {
+    if (cap * sizeof(uint32_t) > kKeepScratchBytes) idx.reset(), cap = 0;
+  }
+};
+
+struct TrimOnExit {
+  Scratch& s;
+  ~TrimOnExit() { s.trim(); }
 };
 
 struct KthKey {
@@ -163,6 +172,7 @@ void selectTopK(const float* v, size_t n, size_t k, std::vector<uint32_t>& out) 
 
 void detail::selectTopKAbove(const float* v, size_t n, size_t k, uint32_t guess, std::vector<uint32_t>& out) {
   thread_local Scratch candScratch, keyScratch;
+  const TrimOnExit trimCand{candScratch}, trimKeys{keyScratch};
   uint32_t* cand = candScratch.get(n);
   size_t c = detail::collectAtLeast(v, n, guess, cand);
   if (c < k) c = detail::collectAtLeast(v, n, 0, cand);
@@ -194,6 +204,7 @@ void detail::selectTopKAbove(const float* v, size_t n, size_t k, uint32_t guess,
 
 void selectAtLeast(const float* v, size_t n, float t, std::vector<uint32_t>& out) {
   thread_local Scratch scratch;
+  const TrimOnExit trim{scratch};
   uint32_t* cand = scratch.get(n);
   uint32_t tk;
   std::memcpy(&tk, &t, 4);
