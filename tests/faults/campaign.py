@@ -7,6 +7,7 @@ kind, and one table printed (markdown, as README.md's Reliability section shows 
                            [--soak-minutes M] [--soak-calls N] [--churn-cycles N]
                            [--api-inputs N] [--decoder-inputs N] [--only KIND,...]
                            [--lines FILE] [--table FILE]
+  tests/faults/campaign.py --merge LINES...   # one table from the --lines of several runs
 
 --quick is CI's reduced campaign: a few trials per kind, the load at a small size, the
 decoder fuzzers for a few seconds each. Without it the sizes are the full run's (README).
@@ -73,8 +74,16 @@ def decoder_fuzz(inputs, seconds):
     argv = [script, "--runs", str(inputs)] if inputs else [script, str(seconds)]
     print("== decoders: %s" % " ".join(argv), file=sys.stderr, flush=True)
     p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = parse_decoder_log(p.stdout)
+    if p.returncode != 0 and all(l["ok"] for l in lines):
+        lines.append({"kind": "decoders", "trial": -1, "ok": False, "detail": p.stdout.strip().splitlines()[-1:]})
+    return lines, None
+
+
+def parse_decoder_log(text):
+    """fuzz/run.sh's output: one line per target, with libFuzzer's count of inputs run."""
     lines, name = [], None
-    for row in p.stdout.splitlines():
+    for row in text.splitlines():
         m = re.match(r"== (fuzz_decode_\S+)", row)
         if m:
             name = m.group(1)
@@ -89,9 +98,7 @@ def decoder_fuzz(inputs, seconds):
         if "CRASH" in row and lines:
             lines[-1]["ok"] = False
             lines[-1]["crashes"] = 1
-    if p.returncode != 0 and all(l["ok"] for l in lines):
-        lines.append({"kind": "decoders", "trial": -1, "ok": False, "detail": p.stdout.strip().splitlines()[-1:]})
-    return lines, None
+    return lines
 
 
 def torch_python():
@@ -116,7 +123,7 @@ def summarise(lines):
     for l in lines:
         k = kinds.setdefault(l.get("kind", "?"), {"trials": 0, "ok": 0, "survivors": 0, "errors": 0, "completed": 0,
                                                    "hangs": 0, "wrong": 0, "crashes": 0, "t": [], "inputs": 0,
-                                                   "rss": [], "fds": [], "bad": []})
+                                                   "rss": [], "heap": [], "fds": [], "bad": []})
         k["trials"] += 1
         k["ok"] += 1 if l.get("ok") else 0
         for f in ("survivors", "errors", "completed", "hangs", "wrong", "crashes"):
@@ -125,6 +132,8 @@ def summarise(lines):
         k["inputs"] += int(l.get("inputs", 0) or 0)
         if l.get("rss_before", -1) is not None and l.get("rss_before", -1) >= 0:
             k["rss"].append((l["rss_before"], l["rss_after"]))
+        if l.get("heap_before", -1) is not None and l.get("heap_before", -1) >= 0:
+            k["heap"].append((l["heap_before"], l["heap_after"]))
         if l.get("fds_before", -1) is not None and l.get("fds_before", -1) >= 0:
             k["fds"].append((l["fds_before"], l["fds_after"]))
         if not l.get("ok"):
@@ -134,20 +143,23 @@ def summarise(lines):
 
 def table(kinds, skipped):
     rows = ["| fault kind | trials ok | survivors: error / completed | hangs | wrong results | crashes "
-            "| time to error, median / worst (s) | RSS before → after (MiB) | descriptors before → after | inputs |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+            "| time to error, median / worst (s) | RSS before → after (MiB) | heap in use before → after (KiB) "
+            "| descriptors before → after | inputs |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in sorted(kinds):
         k = kinds[name]
         t = "%.2f / %.2f" % (statistics.median(k["t"]), max(k["t"])) if k["t"] else "–"
         rss = "–"
         if k["rss"]:
             rss = "%.0f → %.0f" % (max(a for a, _ in k["rss"]) / 1024, max(b for _, b in k["rss"]) / 1024)
+        heap = "%d → %d" % (max(a for a, _ in k["heap"]), max(b for _, b in k["heap"])) if k["heap"] else "–"
         fds = "%d → %d" % (max(a for a, _ in k["fds"]), max(b for _, b in k["fds"])) if k["fds"] else "–"
-        rows.append("| %s | %d / %d | %d / %d | %d | %d | %d | %s | %s | %s | %s |" % (
-            name, k["ok"], k["trials"], k["errors"], k["completed"], k["hangs"], k["wrong"], k["crashes"], t, rss, fds,
+        rows.append("| %s | %d / %d | %d / %d | %d | %d | %d | %s | %s | %s | %s | %s |" % (
+            name, k["ok"], k["trials"], k["errors"], k["completed"], k["hangs"], k["wrong"], k["crashes"], t, rss, heap,
+            fds,
             "{:,}".format(k["inputs"]) if k["inputs"] else "–"))
     for name, why in skipped:
-        rows.append("| %s | skipped: %s | | | | | | | | |" % (name, why))
+        rows.append("| %s | skipped: %s | | | | | | | | | |" % (name, why))
     return "\n".join(rows)
 
 
@@ -167,7 +179,21 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated pieces: ranks,hostile,frameworks,load,decoders")
     ap.add_argument("--lines", help="also write every JSON line here")
     ap.add_argument("--table", help="also write the table here")
+    ap.add_argument("--merge", nargs="+", help="print the table of these --lines files instead of running "
+                    "(a file named *.log is read as fuzz/run.sh's output)")
     a = ap.parse_args()
+    if a.merge:
+        lines = []
+        for path in a.merge:
+            with open(path) as fh:
+                text = fh.read()
+            lines += parse_decoder_log(text) if path.endswith(".log") else parse_lines(text)
+        kinds = summarise(lines)
+        print(table(kinds, []))
+        bad = [b for k in kinds.values() for b in k["bad"]]
+        for b_ in bad:
+            print("NOT OK: " + b_)
+        return 1 if bad else 0
     q = a.quick
     trials = a.trials if a.trials is not None else (2 if q else 20)
     soak_minutes = a.soak_minutes if a.soak_minutes is not None else (0 if q else 30)

@@ -21,12 +21,14 @@ Worker::~Worker() {
 }
 
 void Worker::post(std::function<void()> task) {
+  std::vector<std::function<void()>> finished;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(std::move(task));
+    finished.swap(finished_);
   }
   cv_.notify_one();
-}
+}  // `finished` is released here, on the caller's thread
 
 void Worker::loop() {
   for (;;) {
@@ -39,6 +41,8 @@ void Worker::loop() {
       queue_.pop_front();
     }
     task();  // tasks catch their own errors (see Backend::post)
+    std::lock_guard<std::mutex> lock(mutex_);
+    finished_.push_back(std::move(task));
   }
 }
 

@@ -21,6 +21,13 @@ namespace ccl::torch {
 
 // Runs posted tasks one at a time, in order, on a thread of its own. The destructor runs
 // what is queued, then joins: a Work handed out is always completed.
+//
+// A task that has run is not destroyed on the worker thread: it may hold the last reference
+// to a tensor whose Python object must then be freed under the GIL, and a thread that is not
+// Python's and takes the GIL while the interpreter finalizes (a program that exits while a
+// call runs or has just failed) is ended by pthread_exit inside that noexcept destructor,
+// which aborts the process (std::terminate, SIGABRT). Tasks that have run are released by
+// the next post() or by the destructor, on the caller's thread.
 class Worker {
  public:
   explicit Worker(std::string name);
@@ -37,6 +44,7 @@ class Worker {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
+  std::vector<std::function<void()>> finished_;  // tasks that have run, to release off this thread
   bool stop_ = false;
   std::thread thread_;  // last: starts once the members above exist
 };
