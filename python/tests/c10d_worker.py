@@ -226,6 +226,23 @@ def case_hook() -> None:
               f"wire {s.wire_bytes}", flush=True)
 
 
+def case_hook_error() -> None:
+    """A hook call that fails reaches DDP's backward() as ccl's own error, not as a value
+    DDP cannot read ("Unable to cast ... to Tensor")."""
+    _, cz = groups()
+    state = ccl.torch.hooks.CompressionState(cz, compression="int8")
+    state.comm.destroy()  # every hook call now fails
+    try:
+        train(make_model(), cz, 1, hook_state=state)
+    except Exception as e:  # noqa: BLE001 - what DDP raised is the subject
+        text = str(e)
+        if "Unable to cast" in text or "destroyed" not in text.lower():
+            fail(f"backward() raised {type(e).__name__}: {text[:300]}")
+        print(f"rank {RANK}: hook error ok: {type(e).__name__}", flush=True)
+        return
+    fail("backward() succeeded with a failing hook")
+
+
 def case_fsdp() -> None:
     """FSDP2 (fully_shard) on a CPU mesh over the ccl backend matches gloo's."""
     from torch.distributed.device_mesh import init_device_mesh

@@ -73,6 +73,10 @@ def test_compression_by_group_options_and_environment():
     launch("compressed_group", 2, CCL_CODEC="int8", CCL_CODEC_SHM="on")
 
 
+def test_ddp_hook_error_reaches_backward():
+    launch("hook_error", 2)
+
+
 def test_bad_input_raises_clear_errors():
     launch("errors", 2)
 

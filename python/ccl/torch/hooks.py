@@ -108,4 +108,7 @@ def compressed_allreduce_hook(state: CompressionState, bucket):
             future.set_exception(error)
 
     state._worker.submit(run)
-    return future
+    # DDP reads a Future completed by set_exception as a result value ("Unable to cast ... to
+    # Tensor"), losing the error; a callback that raises marks the chained Future failed, so
+    # backward() raises ccl's error itself.
+    return future.then(lambda done: done.value())
