@@ -9,7 +9,8 @@
 #                              (minimised: the inputs that add coverage), which every run
 #                              starts from
 # Environment: CCL_FUZZ_BUILD (build folder, default build-codecs-fuzz next to fuzz/),
-# CXX (default clang++, else clang++-14).
+# CXX (default clang++, else clang++-14), CCL_FUZZ_TARGETS (codec numbers to run, e.g. "8 9";
+# default all).
 set -euo pipefail
 
 keep=0
@@ -39,6 +40,7 @@ failed=()
 for target in "$build"/fuzz_decode_*; do
   [[ -x "$target" ]] || continue
   name="$(basename "$target")"
+  if [[ -n ${CCL_FUZZ_TARGETS:-} && " $CCL_FUZZ_TARGETS " != *" ${name#fuzz_decode_} "* ]]; then continue; fi
   corpus="$build/corpus/$name"
   artifacts="$build/artifacts/$name/"
   mkdir -p "$corpus" "$artifacts"

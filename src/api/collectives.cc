@@ -108,11 +108,13 @@ cclFeedback* feedbackFor(const Call& c, int opKind, const codec::Params& p) {
   return fb;
 }
 
-// A device call runs now, or at the end of the open group.
-void submitDevice(DeviceCall&& d) {
+// A device call runs now, or at the end of the open group (`seq`: the counter its tag's
+// number came from, given back if the group is dropped).
+void submitDevice(DeviceCall&& d, uint32_t* seq) {
   if (!groupActive()) return runOnDevice(d);
   Op op;
   op.comm = d.comm;
+  op.seq = seq;
   op.device = std::make_shared<const DeviceCall>(std::move(d));
   submit(std::move(op));
 }
@@ -247,7 +249,7 @@ void runCollective(const Call& c) {
     }
     d.key = PlanKey{opKind, c.count, c.dtype, c.op, c.root, a.inPlace, codecKey(d.args)};
     d.tagBase = tags::collectiveBase(comm->collSeq++);
-    return submitDevice(std::move(d));
+    return submitDevice(std::move(d), &comm->collSeq);
   }
   Op op;
   op.comm = comm;
@@ -269,6 +271,7 @@ void runCollective(const Call& c) {
   });
   op.send = c.send;
   op.recv = c.recv;
+  op.seq = &comm->collSeq;
   op.tagBase = tags::collectiveBase(comm->collSeq++);
   // The digest costs one extra message per call, a visible share of the smallest calls' time
   // (perf/README.md, 'Call digest'), so the smallest uncompressed calls go without: their
@@ -308,7 +311,9 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
     const size_t bytes = count * dataTypeSize(dtype);
     Op op;
     op.comm = comm;
-    uint32_t seq = isSend ? comm->sendSeq[peer]++ : comm->recvSeq[peer]++;
+    // The pair's counter; a number is taken only once the call is accepted: a call refused
+    // below (its codec parameters, its feedback, its plan) must leave the pair matched.
+    uint32_t& seq = isSend ? comm->sendSeq[peer] : comm->recvSeq[peer];
     const Coll kind = isSend ? Coll::kSend : Coll::kRecv;
     op.opKind = collInfo(kind).op;
     coll::CollArgs a;
@@ -339,8 +344,8 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
       d.feedbackFloats = op.feedbackFloats;
       d.opKind = op.opKind;
       d.key = key;
-      d.tagBase = tags::pointToPointBase(seq);
-      return submitDevice(std::move(d));
+      d.tagBase = tags::pointToPointBase(seq++);
+      return submitDevice(std::move(d), &seq);
     }
     op.plan = cachedPlan(comm, key, [&] {
       if (op.compressed) return isSend ? coll::planCompressedSend(a, peer, 0) : coll::planCompressedRecv(a, peer, 0);
@@ -348,7 +353,8 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
     });
     op.send = send;
     op.recv = recv;
-    op.tagBase = tags::pointToPointBase(seq);
+    op.seq = &seq;
+    op.tagBase = tags::pointToPointBase(seq++);
     submit(std::move(op));
   }));
 }

@@ -223,15 +223,23 @@ CCL_API cclResult_t cclGroupEnd(void) {
     g.queued.clear();
     cclResult_t failed = g.error;
     g.error = cclSuccess;
-    CCL_CHECK(failed == cclSuccess, failed, "an operation of the group was invalid; the whole group was dropped");
+    // A group refused here runs none of its calls: the sequence numbers they took are given
+    // back (latest first), or this rank's later calls would no longer match its peers'.
+    auto refuse = [&](cclResult_t code, const char* why) {
+      for (auto it = ops.rbegin(); it != ops.rend(); ++it)
+        if (it->seq) --*it->seq;
+      throw Error(code, why);
+    };
+    if (failed != cclSuccess) refuse(failed, "an operation of the group was invalid; the whole group was dropped");
     if (ops.empty()) return;
     if (std::any_of(ops.begin(), ops.end(), [](const api::Op& o) { return o.device != nullptr; })) {
       std::vector<api::DeviceCall> calls;
       for (const api::Op& op : ops) {
-        CCL_CHECK(op.device, cclInvalidUsage,
-                  "a group mixes calls on host and on device buffers; issue them in groups of their own");
-        CCL_CHECK(op.device->stream == ops.front().device->stream, cclInvalidUsage,
-                  "the operations of one group must all use one stream");
+        if (!op.device)
+          refuse(cclInvalidUsage,
+                 "a group mixes calls on host and on device buffers; issue them in groups of their own");
+        if (op.device->stream != ops.front().device->stream)
+          refuse(cclInvalidUsage, "the operations of one group must all use one stream");
         calls.push_back(*op.device);
       }
       api::runDeviceGroup(calls);
@@ -239,7 +247,7 @@ CCL_API cclResult_t cclGroupEnd(void) {
     }
     coll::Stream* stream = ops.front().stream;
     for (const api::Op& op : ops)
-      CCL_CHECK(op.stream == stream, cclInvalidUsage, "the operations of one group must all use one stream");
+      if (op.stream != stream) refuse(cclInvalidUsage, "the operations of one group must all use one stream");
     const std::vector<cclComm_t> comms = api::commsOf(ops);
     if (stream) {
       api::enqueueAsync(stream, comms, [ops = std::move(ops)] { api::runGroup(ops); });

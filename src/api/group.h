@@ -21,6 +21,10 @@ struct Op {
   const void* send = nullptr;
   void* recv = nullptr;
   uint64_t tagBase = 0;
+  // The counter its call took tagBase's sequence number from (the communicator's collectives,
+  // or one peer's sends or receives): a group dropped at cclGroupEnd gives the numbers back,
+  // so that the communicator stays matched with its peers.
+  uint32_t* seq = nullptr;
   int opKind = 0;  // cclOpKind_t, for the statistics
   bool compressed = false;
   bool chosenByCost = false;        // CCL_CODEC=auto chose its codec and algorithm (the statistics)

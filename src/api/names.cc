@@ -6,6 +6,7 @@
 
 #include "api/comm.h"
 #include "api/compression.h"
+#include "codecs/codec.h"
 #include "collectives/algorithms.h"
 #include "collectives/collective_info.h"
 
@@ -28,6 +29,14 @@ CCL_API cclResult_t cclOpKindFromName(const char* name, cclOpKind_t* kind) {
 }
 
 CCL_API int cclOpKindCount(void) { return cclNumOpKinds; }
+
+CCL_API cclResult_t cclCodecFromName(const char* name, cclCodec_t* codec) {
+  return ccl::api::guard(nullptr, "cclCodecFromName", [&] {
+    CCL_CHECK(name && codec, cclInvalidArgument, "name or codec is NULL");
+    CCL_CHECK(ccl::codec::codecFromName(name, codec), cclInvalidArgument,
+              std::string("'") + name + "' is not a codec's name");
+  });
+}
 
 CCL_API cclResult_t cclCompressListParse(const char* list, unsigned int* mask) {
   return ccl::api::guard(nullptr, "cclCompressListParse", [&] {

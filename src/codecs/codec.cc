@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Codec parameters, names, and the dispatch from the codec-independent interface to the
-// quantizers and sparsifiers. Also the exported cclCodecName / cclCodecFromName.
+// quantizers and sparsifiers. Also the exported cclCodecName (cclCodecFromName is in
+// api/names.cc, where a failure records its message).
 #include "codecs/codec.h"
 
 #include <strings.h>
@@ -215,6 +216,17 @@ void decodeAccumulate(const void* in, size_t inBytes, const Expect& expect, floa
   }
 }
 
+bool codecFromName(const char* name, cclCodec_t* codec) {
+  if (!name || !codec) return false;
+  for (int c = 0; c < cclNumCodecs; ++c) {
+    if (strcasecmp(name, codecInfo(c).name) == 0) {
+      *codec = static_cast<cclCodec_t>(c);
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace ccl::codec
 
 extern "C" {
@@ -225,16 +237,5 @@ CCL_API const char* cclCodecName(cclCodec_t codec) {
 }
 
 CCL_API int cclCodecCount(void) { return cclNumCodecs; }
-
-CCL_API cclResult_t cclCodecFromName(const char* name, cclCodec_t* codec) {
-  if (!name || !codec) return cclInvalidArgument;
-  for (int c = 0; c < cclNumCodecs; ++c) {
-    if (strcasecmp(name, ccl::codec::codecInfo(c).name) == 0) {
-      *codec = static_cast<cclCodec_t>(c);
-      return cclSuccess;
-    }
-  }
-  return cclInvalidArgument;
-}
 
 }  // extern "C"

@@ -70,6 +70,11 @@ Params defaultParams(cclCodec_t codec);
 // Throws Error(cclInvalidArgument) naming the bad field.
 Params resolveParams(const cclCompression_t* c);
 
+// The codec named `name` (any case, as cclCodecName prints it) into *codec; false, and
+// *codec untouched, if there is none (or either pointer is NULL). The exported
+// cclCodecFromName (api/names.cc) adds the message cclGetLastError reports.
+bool codecFromName(const char* name, cclCodec_t* codec);
+
 // Elements kept by topk/randk for n inputs: round(keepRatio * n), at least 1 when n > 0.
 uint64_t keptCount(const Params& p, uint64_t n);
 

@@ -45,11 +45,15 @@ double errorBound(const Params& p, double absValue, double absMax, int quantizat
   const double abs = t.abs + kArithmeticSlack;
   // Round trip k quantizes a partial result of magnitude at most absValue + e (its exact
   // part is a sum of some of the |inputs|) in a block whose absmax is at most absMax + E.
+  // Once both stop changing (a fixed point, or past overflow to +inf) more round trips add
+  // nothing: any count, up to INT_MAX, returns after at most a few hundred thousand steps.
   double e = 0.0, E = 0.0;
   for (int k = 0; k < quantizations; ++k) {
     const double u = scaleUnit(p, absMax + E);
-    e += rel * (absValue + e) + abs * u;
-    E += rel * (absMax + E) + abs * u;
+    const double e1 = e + rel * (absValue + e) + abs * u;
+    const double E1 = E + rel * (absMax + E) + abs * u;
+    if (e1 == e && E1 == E) break;
+    e = e1, E = E1;
   }
   return e;
 }

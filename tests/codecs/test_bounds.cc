@@ -21,7 +21,7 @@ TEST(CodecTable, EveryCodecHasARowANameAndABound) {
     ASSERT_NE(info.name, nullptr);
     EXPECT_EQ(std::string(cclCodecName(static_cast<cclCodec_t>(c))), info.name);
     cclCodec_t parsed;
-    ASSERT_EQ(cclCodecFromName(info.name, &parsed), cclSuccess);
+    ASSERT_TRUE(codecFromName(info.name, &parsed));
     EXPECT_EQ(parsed, c);
     const Params p = params(static_cast<cclCodec_t>(c));
     const double b = errorBound(p, 0.5, 1.0, 2);

@@ -3,7 +3,14 @@
 // that carries allGather, barrier and broadcast.
 #include "transport/bootstrap/bootstrap.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -50,20 +57,62 @@ std::vector<WireAddr> rendezvous(const IdLayout& id, int rank, int nranks, const
 }
 
 // Accepts connections until the previous rank arrives with the secret; others are dropped.
+// Anyone who can reach the port can connect, so every connection's proof is read side by
+// side (as the root reads hellos): one that sends nothing must not hold up the previous
+// rank's behind it, each for seconds, until the init's deadline.
 Socket acceptPrev(Socket& listener, const IdLayout& id, int prev, int nranks, Deadline deadline) {
-  for (;;) {
-    Socket s = listener.accept(deadline);
+  struct Candidate {
+    Socket sock;
     RingProof proof{};
-    try {
-      s.recvAll(&proof, sizeof(proof), std::min(deadline, deadlineAfter(std::chrono::seconds(10))));
-    } catch (const Error& e) {
-      CCL_WARN("bootstrap: dropped a ring connection that sent no proof: %s", e.what());
-      continue;
+    size_t got = 0;
+    Deadline until;  // dropped if its proof is not complete by then
+  };
+  constexpr size_t kMaxCandidates = 64;  // more wait in the listener's backlog
+  std::vector<Candidate> candidates;
+  std::vector<pollfd> fds;
+  for (;;) {
+    // At most 100 ms per wait, so that silent candidates are dropped at their time.
+    fds.assign(1, pollfd{listener.fd(), POLLIN, 0});
+    for (const Candidate& c : candidates) fds.push_back({c.sock.fd(), POLLIN, 0});
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long long>(left + 1, 0, 100))) < 0 && errno != EINTR)
+      throwSystemError("poll", errno);
+    while (candidates.size() < kMaxCandidates) {
+      const int fd = ::accept4(listener.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) break;
+      const int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      candidates.push_back(Candidate{Socket(fd), {}, 0, std::min(deadline, deadlineAfter(std::chrono::seconds(10)))});
     }
-    if (proof.magic == kRingMagic && sameSecret(proof.secret, id.secret) && proof.rank == prev &&
-        proof.nranks == nranks)
-      return s;
-    CCL_WARN("bootstrap: dropped a ring connection without the right secret or rank (claimed rank %d)", proof.rank);
+    for (size_t i = 0; i < candidates.size();) {
+      Candidate& c = candidates[i];
+      bool drop = false;
+      try {
+        c.got += c.sock.recvSome(reinterpret_cast<char*>(&c.proof) + c.got, sizeof(c.proof) - c.got);
+      } catch (const Error& e) {
+        CCL_WARN("bootstrap: dropped a ring connection that sent no proof: %s", e.what());
+        drop = true;
+      }
+      if (!drop && c.got == sizeof(c.proof)) {
+        const RingProof& p = c.proof;
+        if (p.magic == kRingMagic && sameSecret(p.secret, id.secret) && p.rank == prev && p.nranks == nranks)
+          return std::move(c.sock);
+        CCL_WARN("bootstrap: dropped a ring connection without the right secret or rank (claimed rank %d)", p.rank);
+        drop = true;
+      } else if (!drop && Clock::now() >= c.until) {
+        CCL_WARN("bootstrap: dropped a ring connection that sent no proof in time");
+        drop = true;
+      }
+      if (drop) {
+        candidates.erase(candidates.begin() + static_cast<long>(i));
+      } else {
+        ++i;
+      }
+    }
+    // Full after a reading pass: the longest waiting gives its place to the next in the backlog.
+    if (candidates.size() >= kMaxCandidates) candidates.erase(candidates.begin());
+    // A proof completed by now was taken above: past the deadline, the previous rank never came.
+    if (Clock::now() >= deadline) throw Error(cclSystemError, "timeout waiting for a bootstrap connection");
   }
 }
 

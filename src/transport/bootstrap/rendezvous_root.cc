@@ -57,6 +57,12 @@ class RootService {
   bool complete() const { return expected_ > 0 && joinedCount_ == expected_; }
 
   static constexpr size_t kReserve = 256;
+  // Connections kept while their hello is incomplete. Anyone who reaches the port can open
+  // connections and send nothing; kept without bound until the deadline they would use up
+  // the process's descriptors (its ranks' sockets too). A rank sends its hello as soon as it
+  // connects, so at the bound the complete hellos are read first and then the connection
+  // that has waited longest is dropped.
+  static constexpr size_t kMaxPending = 128;
 
   Socket listener_;
   IdLayout id_;
@@ -68,6 +74,7 @@ class RootService {
   int joinedCount_ = 0;
   cclResult_t errorCode_ = cclSuccess;  // set once ranks disagreed; later joiners get it too
   std::string error_;
+  bool warnedDescriptors_ = false;
 };
 
 void RootService::run() noexcept {
@@ -101,12 +108,31 @@ void RootService::pollOnce() {
 
 void RootService::acceptAll() {
   for (;;) {
+    if (pending_.size() >= kMaxPending) {
+      readPending();
+      if (pending_.size() >= kMaxPending) pending_.erase(pending_.begin());
+    }
     int fd = ::accept4(listener_.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0) {
       pending_.push_back(Pending{Socket(fd)});
       continue;
     }
     if (errno == EINTR || errno == ECONNABORTED) continue;
+    if (errno == EMFILE || errno == ENFILE) {
+      // Out of descriptors: the connection that has waited longest for its hello gives its
+      // own to the newcomer. With none to give, wait a little instead of spinning on a
+      // listener that stays readable (and warn once, not at every turn).
+      if (!warnedDescriptors_)
+        CCL_WARN("bootstrap root %s: accept: %s (%zu connections without a hello)", toString(id_.root).c_str(),
+                 std::strerror(errno), pending_.size());
+      warnedDescriptors_ = true;
+      if (!pending_.empty()) {
+        pending_.erase(pending_.begin());
+        continue;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      return;
+    }
     if (errno != EAGAIN && errno != EWOULDBLOCK) CCL_WARN("bootstrap root: accept: %s", std::strerror(errno));
     return;
   }
