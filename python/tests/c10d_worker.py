@@ -243,6 +243,30 @@ def case_hook_error() -> None:
     fail("backward() succeeded with a failing hook")
 
 
+def case_hook_timeout() -> None:
+    """The hook's communicator waits its state's timeout (2 s here), not CCL_TIMEOUT (60 s
+    in this test's environment): rank 1 never runs backward, so rank 0's hook call fails."""
+    import time
+
+    gloo, _ = groups()
+    state = ccl.torch.hooks.CompressionState(gloo, compression="int8", timeout=2)
+    model = make_model()
+    ddp = nn.parallel.DistributedDataParallel(model, process_group=gloo, bucket_cap_mb=1)
+    ddp.register_comm_hook(state, ccl.torch.hooks.compressed_allreduce_hook)
+    if RANK == 0:
+        start = time.monotonic()
+        try:
+            ddp(torch.randn(4, 64)).sum().backward()
+            fail("backward() succeeded with a peer that never took part")
+        except Exception as e:  # noqa: BLE001 - what DDP raised is the subject
+            took = time.monotonic() - start
+            if not 1.5 <= took < 30:
+                fail(f"the hook's call failed after {took:.1f} s, not near its 2 s timeout: {str(e)[:200]}")
+            print(f"rank 0: hook timeout ok after {took:.1f} s", flush=True)
+    dist.barrier(group=gloo)
+    state.comm.abort()
+
+
 def case_fsdp() -> None:
     """FSDP2 (fully_shard) on a CPU mesh over the ccl backend matches gloo's."""
     from torch.distributed.device_mesh import init_device_mesh

@@ -77,6 +77,10 @@ def test_ddp_hook_error_reaches_backward():
     launch("hook_error", 2)
 
 
+def test_ddp_hook_waits_its_timeout():
+    launch("hook_timeout", 2, timeout=120, CCL_TIMEOUT="60")
+
+
 def test_bad_input_raises_clear_errors():
     launch("errors", 2)
 

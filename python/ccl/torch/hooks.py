@@ -33,6 +33,10 @@ class CompressionState:
         average of the error with weight ``beta``, reset every ``reset_period`` steps) or
         None.
     average: divide the sum by the group size, as DDP's own allreduce does.
+    timeout: how long the hook's communicator waits for a peer (a ``datetime.timedelta`` or
+        seconds) before its call fails; None: ``CCL_TIMEOUT`` (300 s unless set). Pass the
+        process group's timeout, so that a lost peer fails the hook when it would fail the
+        group (the communicator is ccl's own, not the group's).
     """
 
     def __init__(
@@ -43,6 +47,7 @@ class CompressionState:
         beta: float = 0.0,
         reset_period: int = 0,
         average: bool = True,
+        timeout=None,
     ):
         import torch.distributed as dist
 
@@ -52,6 +57,11 @@ class CompressionState:
         self.beta = beta
         self.reset_period = reset_period
         self.average = average
+        if timeout is not None and not isinstance(timeout, (int, float)):
+            timeout = timeout.total_seconds()
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be positive, got {timeout!r}")
+        self.timeout_ms = None if timeout is None else max(1, round(timeout * 1000))
         self.rank = dist.get_rank(self.process_group)
         self.size = dist.get_world_size(self.process_group)
         self.comm = self._join(dist)
@@ -61,7 +71,7 @@ class CompressionState:
     def _join(self, dist) -> "ccl.Comm":
         box = [bytes(ccl.get_unique_id()) if self.rank == 0 else None]
         dist.broadcast_object_list(box, src=dist.get_global_rank(self.process_group, 0), group=self.process_group)
-        return ccl.Comm(self.size, ccl.UniqueId(box[0]), self.rank)
+        return ccl.Comm(self.size, ccl.UniqueId(box[0]), self.rank, ccl.Config(timeout_ms=self.timeout_ms))
 
     def feedback_for(self, bucket_index: int) -> "ccl.Feedback | None":
         """The bucket's error-feedback handle (made on its first use)."""

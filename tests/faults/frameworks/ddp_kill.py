@@ -38,9 +38,9 @@ cclCommAbort, what a watchdog would do); both return within milliseconds on the 
 group. Each survivor also posts one more all_reduce after the exception and calls
 work.wait(), which must raise, not return and not hang. With the hook, the group's own
 communicator has not failed: that call fails on its own (at once after a SIGKILL, after the
-timeout after a SIGSTOP). With the hook, DDP reports the error as "RuntimeError: Unable to
-cast <ccl's error> to Tensor": the hook completes its Future with Future.set_exception,
-which DDP's C++ reducer reads as a value; ccl's text is kept, its exception class is lost.
+timeout after a SIGSTOP). With the hook, backward() raises the hook's own ccl error (its
+Future is chained with then(), which DDP's reducer reads as a failure), and the hook's
+communicator waits the group's timeout (CompressionState's timeout).
 
     <torch venv python> ddp_kill.py --trials N --seed S [--signal kill|stop] [--timeout 10]
 
@@ -99,7 +99,8 @@ def worker(args):
     # Small buckets: several allreduces per step, overlapping backward.
     ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.5)
     if args.hook:
-        state = ccl.torch.hooks.CompressionState(dist.group.WORLD, compression="int8", feedback="residual")
+        state = ccl.torch.hooks.CompressionState(dist.group.WORLD, compression="int8", feedback="residual",
+                                                 timeout=args.timeout)
         ddp.register_comm_hook(state, ccl.torch.hooks.compressed_allreduce_hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
     g = torch.Generator().manual_seed(1000 + rank)
