@@ -10,7 +10,7 @@
 //               form a working communicator with the other survivors. A stopped rank that is
 //               resumed afterwards must fail too, not hang.
 //   abort       the same with ranks as threads of one process: a random rank's communicator
-//               is aborted from another thread in the middle of its calls.
+//               is aborted from another thread while that rank waits inside a random call.
 //   soak        N ranks loop random collectives (kinds, sizes, codecs, error feedback, groups,
 //               host streams) for --calls and --minutes, each result checked; RSS and open
 //               descriptors sampled after a warm-up and at the end.
@@ -710,12 +710,17 @@ Line threadTrial(const Options& o, int trial, std::mt19937_64& g) {
   const uint64_t callSeed = g();
   const int victim = static_cast<int>(g() % static_cast<uint64_t>(n));
   const long atCall = static_cast<long>(g() % 12);
-  const int delayUs = static_cast<int>(g() % 20000);
+  g();  // the process trials' delay: the same draws keep the trials' calls alike
   std::vector<Rank> ranks(static_cast<size_t>(n));
   std::vector<std::atomic<long>> calls(static_cast<size_t>(n));
   std::vector<std::atomic<int>> state(static_cast<size_t>(n));
-  std::vector<double> errorAt(static_cast<size_t>(n), 0);
+  std::vector<double> errorAt(static_cast<size_t>(n), 0), enteredAt(static_cast<size_t>(n), 0);
   std::atomic<cclComm_t> victimComm{nullptr};
+  // The abort must find the victim inside a call: once it returns, the handle is freed and
+  // no thread may pass it again (the API's rule, which TSan holds a test to). So the others
+  // enter call `atCall` 200 ms late, the victim says when it enters, the abort comes 50 ms
+  // after that (the victim then waits for its peers), and the victim stops after that call.
+  std::atomic<bool> victimEntering{false}, abortDone{false};
   const Footprint before = measure();
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
@@ -728,9 +733,19 @@ Line threadTrial(const Options& o, int trial, std::mt19937_64& g) {
         if (r == victim) victimComm = rk.comm;
         for (uint64_t seq = 0; seq < 100000; ++seq) {
           const Call c = randomCall(cg, n, std::min(o.maxBytes, size_t{16} << 20), false);
-          if (!issue(rk, c, seq)) break;
-          check(rk, c, seq);
-          calls[static_cast<size_t>(r)].fetch_add(1);
+          const bool faulted = static_cast<long>(seq) == atCall;
+          if (faulted && r == victim) victimEntering = true;
+          if (faulted && r != victim) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          if (faulted) enteredAt[static_cast<size_t>(r)] = now();
+          const bool issued = issue(rk, c, seq);
+          if (issued) check(rk, c, seq);
+          calls[static_cast<size_t>(r)].fetch_add(issued ? 1 : 0);
+          if (faulted && r == victim) {
+            while (!abortDone.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            if (issued) rk.code = cclInvalidUsage, rk.error = "the call completed before the abort";
+            break;
+          }
+          if (!issued) break;
         }
       }
       errorAt[static_cast<size_t>(r)] = now();
@@ -740,12 +755,13 @@ Line threadTrial(const Options& o, int trial, std::mt19937_64& g) {
     });
   }
   const double startDeadline = now() + 120;
-  while ((victimComm.load() == nullptr || calls[static_cast<size_t>(victim)].load() < atCall) &&
-         state[static_cast<size_t>(victim)].load() == kRunning && now() < startDeadline)
+  while (!victimEntering.load() && state[static_cast<size_t>(victim)].load() == kRunning && now() < startDeadline)
     std::this_thread::sleep_for(std::chrono::microseconds(200));
-  std::this_thread::sleep_for(std::chrono::microseconds(delayUs));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const double faultAt = now();
-  const cclResult_t aborted = victimComm.load() ? cclCommAbort(victimComm.load()) : cclInternalError;
+  const cclResult_t aborted =
+      victimEntering.load() && victimComm.load() ? cclCommAbort(victimComm.load()) : cclInternalError;
+  abortDone = true;
   const double deadline = faultAt + o.timeout + 5;
   for (int r = 0; r < n; ++r)
     while (state[static_cast<size_t>(r)].load() == kRunning && now() < deadline)
@@ -764,7 +780,9 @@ Line threadTrial(const Options& o, int trial, std::mt19937_64& g) {
       ++line.completed;
     else {
       ++line.errors;
-      line.tError.push_back(std::max(0.0, errorAt[static_cast<size_t>(r)] - faultAt));
+      // From the abort, or from the rank's entering the faulted call if that came later.
+      const double from = std::max(faultAt, enteredAt[static_cast<size_t>(r)]);
+      line.tError.push_back(std::max(0.0, errorAt[static_cast<size_t>(r)] - from));
       if (firstError.empty()) firstError = "rank " + std::to_string(r) + ": " + rk.error;
     }
   }
