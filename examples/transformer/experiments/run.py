@@ -12,9 +12,12 @@ With the README written, the plots go to images/experiments/ beside it; else int
   full  the README's table (about an hour on a 2-core machine);
   tiny  seconds per row, for CI: checks that every row runs and produces its numbers, not
         that it reproduces.
-Runs already in OUT (a log with its summary) are reused unless --force. The slow-link rows
+Runs already in OUT are reused unless --force: a log with its summary, made by the same
+configuration (trainer arguments, seed, link, data size: the key in <name>.key), so a run
+interrupted, or whose row changed, runs again and nothing else does. The slow-link rows
 need root (network namespaces, tc); without it they say so and are left out."""
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -184,23 +187,41 @@ def load(log):
     return out
 
 
+def run_key(cmd, log):
+    """What a run's result depends on: its command (the trainer's path and the log's aside),
+    seed and link included, and the data file's size. A log is reused only under the same key."""
+    argv = [a for a in cmd[1:] if a != log]
+    data = os.environ.get("EXPERIMENTS_DATA", "")
+    size = os.path.getsize(data) if data and os.path.exists(data) else 0
+    return hashlib.sha1(json.dumps([os.path.basename(cmd[0]), argv, size]).encode()).hexdigest()
+
+
 def execute(run, scale, train, out, force):
     log = os.path.join(out, run.name + ".jsonl")
-    if not force and load(log)["summary"]:
-        return load(log)
-    if os.path.exists(log):
-        os.remove(log)
-    env = dict(os.environ, OMP_NUM_THREADS="1")
     if run.link:
         cmd = [os.path.join(HERE, "slow_train.sh"), "4", run.link, log] + command(run, scale, train, log)
     else:
         cmd = command(run, scale, train, log) + ["--ranks", str(RANKS.get(run.layout, 4))]
+    # Resuming: a finished run whose configuration is unchanged is not run again (its key in
+    # <name>.key); one whose flags, seed, scale or data changed is.
+    key_file = os.path.join(out, run.name + ".key")
+    key = run_key([a for a in cmd if a != train] if run.link else cmd, log)
+    if not force and load(log)["summary"] and os.path.exists(key_file):
+        with open(key_file) as f:
+            if f.read().strip() == key:
+                return load(log)
+    for stale in (log, key_file):
+        if os.path.exists(stale):
+            os.remove(stale)
+    env = dict(os.environ, OMP_NUM_THREADS="1")
     print(f"run {run.name}: {' '.join(cmd[cmd.index('--seed'):] if not run.link else cmd[:3])}", flush=True)
     proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     with open(os.path.join(out, run.name + ".out"), "w") as f:
         f.write(proc.stdout)
     if proc.returncode != 0:
         sys.exit(f"run.py: {run.name} failed:\n{proc.stdout[-3000:]}")
+    with open(key_file, "w") as f:
+        f.write(key + "\n")
     return load(log)
 
 
