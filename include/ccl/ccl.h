@@ -173,20 +173,23 @@ typedef struct cclConfig_v1 {
  * so a training step's overflow check still sees it.
  */
 typedef enum CCL_ENUM_TYPE {
-  cclCodecNone = 0,      /* "none": the elements as fp32, bit-exact */
-  cclCodecFp8E4m3 = 1,   /* "fp8_e4m3": fp8 e4m3 with an fp32 scale per block (default 128) */
-  cclCodecFp8E5m2 = 2,   /* "fp8_e5m2": fp8 e5m2 with an fp32 scale per block (default 128) */
-  cclCodecMxfp8E4m3 = 3, /* "mxfp8_e4m3": OCP MX, e4m3 with a power-of-two e8m0 scale per block of 32 */
-  cclCodecInt8 = 4,      /* "int8": symmetric absmax per block (default 128), fp32 or fp16 scales */
-  cclCodecInt4 = 5,      /* "int4": as int8 with values -7..7, two per byte */
-  cclCodecInt2 = 6,      /* "int2": as int8 with values -1..1, four per byte */
-  cclCodecTopK = 7,      /* "topk": the k = keepRatio*n largest |x| (ties: lower index first) */
-  cclCodecRandK = 8,     /* "randk": k = keepRatio*n positions drawn from `seed`, equal on every rank */
-  cclCodecThreshold = 9, /* "threshold": every element with |x| >= threshold */
-  cclCodecPowerSgd = 10, /* "powersgd": the buffer as a rows x cols matrix M, sent as a rank-r P Q^T (below) */
-  cclCodecMxfp4 = 11,    /* "mxfp4": OCP MX, e2m1 with a power-of-two e8m0 scale per block of 32 */
-  cclCodecNvfp4 = 12,    /* "nvfp4": e2m1 with an e4m3 scale per block of 16 times an fp32 scale per stream */
-  cclNumCodecs = 13
+  cclCodecNone = 0,         /* "none": the elements as fp32, bit-exact */
+  cclCodecFp8E4m3 = 1,      /* "fp8_e4m3": fp8 e4m3 with an fp32 scale per block (default 128) */
+  cclCodecFp8E5m2 = 2,      /* "fp8_e5m2": fp8 e5m2 with an fp32 scale per block (default 128) */
+  cclCodecMxfp8E4m3 = 3,    /* "mxfp8_e4m3": OCP MX, e4m3 with a power-of-two e8m0 scale per block of 32 */
+  cclCodecInt8 = 4,         /* "int8": symmetric absmax per block (default 128), fp32 or fp16 scales */
+  cclCodecInt4 = 5,         /* "int4": as int8 with values -7..7, two per byte */
+  cclCodecInt2 = 6,         /* "int2": as int8 with values -1..1, four per byte */
+  cclCodecTopK = 7,         /* "topk": the k = keepRatio*n largest |x| (ties: lower index first) */
+  cclCodecRandK = 8,        /* "randk": k = keepRatio*n positions drawn from `seed`, equal on every rank */
+  cclCodecThreshold = 9,    /* "threshold": every element with |x| >= threshold */
+  cclCodecPowerSgd = 10,    /* "powersgd": the buffer as a rows x cols matrix M, sent as a rank-r P Q^T (below) */
+  cclCodecMxfp4 = 11,       /* "mxfp4": OCP MX, e2m1 with a power-of-two e8m0 scale per block of 32 */
+  cclCodecNvfp4 = 12,       /* "nvfp4": e2m1 with an e4m3 scale per block of 16 times an fp32 scale per stream */
+  cclCodecInt2Midrise = 13, /* "int2_midrise": 2 bits, four levels -1.5, -0.5, 0.5, 1.5 times s = absmax/1.5
+                             * per block (default 128), fp32 or fp16 scales; no zero level (a 0 arrives as
+                             * +-s/2, within the bound), a third less error than int2's three levels */
+  cclNumCodecs = 14
 } cclCodec_t;
 
 #define CCL_COMPRESSION_MAGIC 0xcc1c0decu
@@ -198,14 +201,18 @@ typedef enum CCL_ENUM_TYPE {
  * powersgd (Vogels et al. 2019) sends a rank-r approximation of the buffer seen as a
  * rows x cols matrix M (rows * cols = count; 0 and 0: cols = ceil(sqrt(count)), rows =
  * ceil(count / cols), zero-padded): one power iteration P = M Q, P orthonormalised, Q = M^T P,
- * so M ~ P Q^T travels as (rows + cols) * r fp32 values. Q starts from `seed` and, with a
- * residual error-feedback handle, from the previous call's Q (warm start), and the handle
- * keeps M - P Q^T for the next call. Allreduce sums P and then Q over the ranks with two
- * uncompressed fp32 rings (orthonormalising P between them), on host memory, in groups and
- * on host streams like any call; send/recv carry P and Q. Other collectives, and device
- * memory, refuse it. It has no
- * element-wise error bound (cclCodecErrorBound gives +inf): a matrix of rank <= r arrives
- * exactly up to fp32 rounding, others lose what lies outside the r directions found.
+ * so M ~ P Q^T travels as (rows + cols) * r fp32 values. Error feedback and the warm start are
+ * independent, as in PyTorch's PowerSGD hook. The call's feedback handle keeps both:
+ *   error feedback  with a handle of kind cclFeedbackResidual, M = x + the kept residual, and
+ *                   the handle keeps M - P Q^T for the next call; a handle of kind
+ *                   cclFeedbackNone adds and keeps no residual;
+ *   warm start      with a handle of either kind, Q starts from the previous call's Q (the
+ *                   first call: from `seed`), unless warmStart is -1: then from `seed` always.
+ * Without a handle every call starts from `seed` and nothing is kept. Allreduce sums P and then Q over the ranks with
+ * two uncompressed fp32 rings (orthonormalising P between them), on host memory, in groups and on host streams like any
+ * call; send/recv carry P and Q. Other collectives, and device memory, refuse it. It has no element-wise error bound
+ * (cclCodecErrorBound gives +inf): a matrix of rank <= r arrives exactly up to fp32 rounding, others lose what lies
+ * outside the r directions found.
  */
 typedef struct cclCompression_v1 {
   size_t size;             /* sizeof(cclCompression_t) as the caller saw it */
@@ -221,12 +228,13 @@ typedef struct cclCompression_v1 {
   unsigned long long seed; /* stochastic rounding and randk; same seed, same output bits */
   int rank;                /* powersgd: rank r of the approximation (default 4; at most min(rows, cols)) */
   size_t rows, cols;       /* powersgd: the matrix shape, rows * cols == count, or both 0 (near-square) */
+  int warmStart;           /* powersgd: 0 or 1 (default) starts Q from the feedback handle's last Q; -1 never */
 } cclCompression_t;
 
 #define CCL_COMPRESSION_INITIALIZER                                                                                  \
   {                                                                                                                  \
     sizeof(cclCompression_t), CCL_COMPRESSION_MAGIC, CCL_VERSION_CODE, cclCodecNone, 0, 0, 0, 0.0, 0.0f, 0, 0ULL, 0, \
-        0, 0                                                                                                         \
+        0, 0, 0                                                                                                      \
   }
 
 /* The codec's name as listed in cclCodec_t ("int4", "topk", ...); "invalid" if out of range. Never NULL. */
@@ -447,7 +455,8 @@ typedef struct cclFeedback* cclFeedback_t;
 typedef enum CCL_ENUM_TYPE { cclFeedbackNone = 0, cclFeedbackResidual = 1, cclFeedbackLoco = 2 } cclFeedbackKind_t;
 
 /* Creates feedback state. beta in [0, 1) (LoCo only), resetPeriod >= 0. The state sizes
- * itself on first use and is reset if later used with another size or collective. */
+ * itself on first use and is reset if later used with another size or collective. A state
+ * of kind cclFeedbackNone keeps no error; powersgd keeps its warm start in it (above). */
 CCL_API cclResult_t cclFeedbackCreate(cclFeedback_t* feedback, cclFeedbackKind_t kind, float beta, int resetPeriod);
 /* Frees feedback state; NULL is accepted. */
 CCL_API cclResult_t cclFeedbackDestroy(cclFeedback_t feedback);

@@ -52,7 +52,8 @@ class Compression:
 
     Args:
         codec: a :class:`ccl.Codec` or its name: "none", "fp8_e4m3", "fp8_e5m2", "mxfp8_e4m3",
-            "int8", "int4", "int2", "topk", "randk", "threshold", "powersgd".
+            "int8", "int4", "int2", "topk", "randk", "threshold", "powersgd", "mxfp4", "nvfp4",
+            "int2_midrise" (:func:`ccl.codec_names` lists the library's).
         block: quantizers: elements per scale, a multiple of 8 up to 65536 (blockSize).
         bits: int codecs: 0 or the codec's width; sparsifiers: value bits, 32 or 16.
         scale_bits: int codecs: 32 (fp32 scales) or 16 (fp16 scales) (scaleBits).
@@ -62,6 +63,9 @@ class Compression:
         seed: seed of stochastic rounding and randk.
         rank: powersgd: rank r of the approximation (default 4).
         rows, cols: powersgd: the matrix shape (rows * cols == count), or both 0 (near-square).
+        warm_start: powersgd: start each call's Q from the last call's, kept in the call's
+            :class:`ccl.Feedback` (of any kind: ``Feedback("none")`` keeps the warm start without
+            error feedback); False starts every call from ``seed`` (warmStart -1).
 
     Example: ``ccl.Compression("int8", block=32)``.
     """
@@ -77,6 +81,7 @@ class Compression:
     rank: int = 0
     rows: int = 0
     cols: int = 0
+    warm_start: bool = True
 
     def __post_init__(self):
         object.__setattr__(self, "codec", _to_codec(self.codec))
@@ -107,6 +112,9 @@ class Compression:
         s.rank = self.rank
         s.rows = self.rows
         s.cols = self.cols
+        if not isinstance(self.warm_start, bool):
+            raise TypeError("Compression.warm_start must be a bool, got %r" % (self.warm_start,))
+        s.warmStart = 1 if self.warm_start else -1
         object.__setattr__(self, "_struct", s)
 
     @property
@@ -153,7 +161,8 @@ class Feedback:
 
     Args:
         kind: "residual" (the plain error) or "loco" (a moving average of the error with weight
-            `beta`, kept in 8 bits and cleared every `reset_period` calls; 0: never).
+            `beta`, kept in 8 bits and cleared every `reset_period` calls; 0: never); "none"
+            keeps no error, only powersgd's warm start (:class:`Compression`'s warm_start).
         beta: LoCo's weight, in [0, 1).
         reset_period: LoCo: calls between resets, >= 0.
 
@@ -166,7 +175,7 @@ class Feedback:
             names = {"residual": FeedbackKind.RESIDUAL, "ef": FeedbackKind.RESIDUAL, "loco": FeedbackKind.LOCO,
                      "none": FeedbackKind.NONE}
             if kind.lower() not in names:
-                raise ValueError("unknown feedback kind %r: use 'residual' or 'loco'" % kind)
+                raise ValueError("unknown feedback kind %r: use 'residual', 'loco' or 'none'" % kind)
             kind = names[kind.lower()]
         self.kind = FeedbackKind(kind)
         self.beta = float(beta)

@@ -50,6 +50,7 @@ class CompressionStruct(Structure):
         ("rank", c_int),
         ("rows", c_size_t),
         ("cols", c_size_t),
+        ("warmStart", c_int),
     ]
 
 

@@ -95,12 +95,17 @@ double chooseByCost(cclComm_t comm, const Call& c, int opKind, bool codecToo, co
 }
 
 // The error-feedback state of a compressed call: the caller's handle, else the state kept
-// per buffer when CCL_FEEDBACK asks for it.
-cclFeedback* feedbackFor(const Call& c, int opKind, const codec::Params& p) {
+// per buffer when CCL_FEEDBACK asks for it. The low-rank codec keeps its warm start in a
+// handle of kind none too (ccl.h), without a residual: p says which.
+cclFeedback* feedbackFor(const Call& c, int opKind, codec::Params& p) {
   if (!collInfo(c.kind).feedback) return nullptr;
   cclFeedback* fb = c.feedback;
   if (!fb && c.comm->policy.autoFeedback != cclFeedbackNone)
     fb = c.comm->autoFeedback.get(c.send, c.count, opKind, c.comm->policy);
+  if (fb && fb->kind() == cclFeedbackNone && codec::isLowRank(p.codec) && p.warmStart) {
+    p.residualFeedback = false;
+    return fb;
+  }
   if (!fb || fb->kind() == cclFeedbackNone) return nullptr;
   // LoCo keeps its state in 8 bits, which would round the low-rank codec's warm-start Q.
   CCL_CHECK(!(codec::isLowRank(p.codec) && fb->kind() == cclFeedbackLoco), cclInvalidArgument,

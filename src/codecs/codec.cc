@@ -92,6 +92,8 @@ Params resolveParams(const cclCompression_t* c) {
     if (s.rank > 0) p.rank = static_cast<uint32_t>(s.rank);
     p.rows = s.rows;
     p.cols = s.cols;
+    if (s.warmStart < -1 || s.warmStart > 1) badParam("warmStart must be -1, 0 or 1");
+    p.warmStart = s.warmStart != -1;
   }
   p.seed = s.seed;
   checkParams(p);

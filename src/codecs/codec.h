@@ -26,16 +26,18 @@ namespace ccl::codec {
 // Resolved, validated parameters of one codec (defaults filled in).
 struct Params {
   cclCodec_t codec = cclCodecNone;
-  uint32_t blockSize = 0;     // quantizers
-  bool fp16Scales = false;    // int codecs
-  bool fp16Values = false;    // sparsifiers
-  double keepRatio = 0.01;    // topk, randk
-  float threshold = 0.0f;     // threshold
-  bool stochastic = false;    // quantizers
-  bool fixedLength = false;   // quantizers with fp32 or e8m0 scales: see fixLength
-  uint64_t seed = 0;          // stochastic rounding, randk, low-rank's first Q
-  uint32_t rank = 0;          // low-rank
-  size_t rows = 0, cols = 0;  // low-rank: the matrix shape (both 0: near-square, see lowRankShape)
+  uint32_t blockSize = 0;        // quantizers
+  bool fp16Scales = false;       // int codecs
+  bool fp16Values = false;       // sparsifiers
+  double keepRatio = 0.01;       // topk, randk
+  float threshold = 0.0f;        // threshold
+  bool stochastic = false;       // quantizers
+  bool fixedLength = false;      // quantizers with fp32 or e8m0 scales: see fixLength
+  uint64_t seed = 0;             // stochastic rounding, randk, low-rank's first Q
+  uint32_t rank = 0;             // low-rank
+  size_t rows = 0, cols = 0;     // low-rank: the matrix shape (both 0: near-square, see lowRankShape)
+  bool warmStart = true;         // low-rank: Q starts from the feedback state's last Q (cclCompression_t.warmStart)
+  bool residualFeedback = true;  // low-rank: the feedback state adds and keeps the residual (false: Q only)
 };
 
 // The wire flags (wire.h) of a quantizer's streams with these parameters.

@@ -51,6 +51,9 @@ struct CodecInfo {
 // - int: q = round(x/s) in [-qmax, qmax] and |x/s| <= qmax, so |x - q s| <= s/2; a
 //   stochastic floor(x/s + u) misses by less than one step. fp16 scales are rounded up, so
 //   s <= absmax/qmax * (1 + 2^-10); that factor is part of the unit, not of the terms.
+// - int2_midrise: levels (q - 1.5) s, q in 0..3, s = absmax/1.5: x/s + 1.5 lies in [0, 3],
+//   so rounding it to the nearest q misses by at most s/2 (and stochastically by less than
+//   s), as int's terms.
 // - fp8: a normal x/s rounds with relative error 2^-(M+1), a subnormal one with absolute
 //   error 2^-(D+1); stochastic rounding doubles both.
 // - mxfp8: X maps the absmax into [256, 512), above e4m3's 448, so values beyond 448 X
@@ -96,6 +99,7 @@ constexpr CodecTable makeCodecTable() {
       {"powersgd",     F::kLowRank,    0, S::kNone,   false,   0,      0.0f, L::kNone,      4, {0, 0},                    {0, 0}},
       {"mxfp4",        F::kQuantizer,  4, S::kE8m0,   false,  32,      4.0f, L::kNone,      0, {0.25, 0.25},              {0.5, 0.5}},
       {"nvfp4",        F::kQuantizer,  4, S::kE4m3Tensor, false, 16,   6.0f, L::kNone,      0, {0.25, 0.25},              {0.5, 0.5}},
+      {"int2_midrise", F::kQuantizer,  2, S::kLinear, true,  128,      1.5f, L::kNone,      0, {0, 0.5},                  {0, 1 + 0x1p-14}},
   }};
   // clang-format on
 }

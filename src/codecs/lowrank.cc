@@ -99,11 +99,12 @@ void allReduceStart(const Params& p, const void* x, cclDataType_t type, size_t n
   withElementType(type, [&](auto tag) {
     using T = decltype(tag);
     const auto* in = static_cast<const typename T::Storage*>(x);
-    for (size_t i = 0; i < n; ++i) w.m[i] = feedback ? T::load(in, i) + state.residual[i] : T::load(in, i);
+    const bool add = feedback && p.residualFeedback;
+    for (size_t i = 0; i < n; ++i) w.m[i] = add ? T::load(in, i) + state.residual[i] : T::load(in, i);
   });
   std::fill(w.m + n, w.m + s.rows * s.cols, 0.0f);
   // Every rank starts from the same Q: the seed's, or the sum the previous call agreed on.
-  if (feedback && *state.set == 1.0f)
+  if (feedback && p.warmStart && *state.set == 1.0f)
     std::memcpy(w.q, state.q, s.cols * s.rank * sizeof(float));
   else
     initialQ(p.seed, s.cols, s.rank, w.q);
@@ -115,7 +116,7 @@ void allReduceMiddle(const Params& p, size_t n, float* feedback, float* area) {
   const Work w = workOf(area, s);
   orthonormalize(w.p, s.rows, s.rank);
   projectBack(w.m, s.rows, s.cols, w.p, s.rank, w.q);
-  if (!feedback) return;
+  if (!feedback || !p.residualFeedback) return;
   // This rank's own loss, M_i - P Q_i^T, before Q is summed.
   const State state = stateOf(feedback, n, s);
   expand(w.p, w.q, s.cols, s.rank, n, -1.0f, false, state.residual);
@@ -187,10 +188,11 @@ size_t lowRankEncode(const Params& p, const void* x, cclDataType_t type, size_t 
   withElementType(type, [&](auto tag) {
     using T = decltype(tag);
     const auto* src = static_cast<const typename T::Storage*>(x);
-    for (size_t i = 0; i < n; ++i) m[i] = residual ? T::load(src, i) + residual[i] : T::load(src, i);
+    const bool add = residual && p.residualFeedback;
+    for (size_t i = 0; i < n; ++i) m[i] = add ? T::load(src, i) + residual[i] : T::load(src, i);
   });
   const lowrank::State state = residual ? lowrank::stateOf(residual, n, s) : lowrank::State{};
-  if (residual && *state.set == 1.0f)
+  if (residual && p.warmStart && *state.set == 1.0f)
     std::memcpy(q.data(), state.q, q.size() * sizeof(float));
   else
     lowrank::initialQ(p.seed, s.cols, r, q.data());
@@ -203,8 +205,10 @@ size_t lowRankEncode(const Params& p, const void* x, cclDataType_t type, size_t 
   std::memcpy(out + l.raw, q.data(), q.size() * sizeof(float));
   if (residual) {
     // The residual is what this encode lost: M - P Q^T.
-    lowrank::expand(pm.data(), q.data(), s.cols, r, n, -1.0f, false, residual);
-    for (size_t i = 0; i < n; ++i) residual[i] += m[i];
+    if (p.residualFeedback) {
+      lowrank::expand(pm.data(), q.data(), s.cols, r, n, -1.0f, false, residual);
+      for (size_t i = 0; i < n; ++i) residual[i] += m[i];
+    }
     std::memcpy(state.q, q.data(), q.size() * sizeof(float));
     *state.set = 1.0f;
   }

@@ -78,6 +78,18 @@ CCL_HD BlockScale f32Scale(float absmax, float divisor) {
   return BlockScale{false, s > 0.0f ? 1.0f / s : 0.0f, s, fp::floatBits(s)};
 }
 
+// The int codecs' scale s = absmax / divisor: fp32, or fp16 rounded up (so |x| / s never
+// exceeds the divisor); raw where fp16 cannot hold it.
+CCL_HD BlockScale linearScale(float absmax, float divisor, bool fp16, float) {
+  if (!fp16) return f32Scale(absmax, divisor);
+  const float s = absmax / divisor;
+  if (absmax > 0.0f && !(s >= math::kMinHalfScale && s <= math::kMaxHalfScale))
+    return BlockScale{true, 0.0f, 0.0f, kF16RawMarker};
+  const uint16_t h = math::halfScaleRoundUp(s);
+  const float scale = fp::halfToFloat(h);
+  return BlockScale{false, scale > 0.0f ? 1.0f / scale : 0.0f, scale, h};
+}
+
 // Reads a stored fp32/fp16 scale.
 CCL_HD ScaleRead readLinearScale(uint32_t stored, bool fp16, float& s) {
   if (fp16) {
@@ -98,14 +110,8 @@ struct IntKind {
   static constexpr int kCodec = kBits == 8 ? cclCodecInt8 : kBits == 4 ? cclCodecInt4 : cclCodecInt2;
   static_assert(kCodecTable.rows[kCodec].codeBits == kBits && kCodecTable.rows[kCodec].scaleDivisor == kQmax);
 
-  CCL_HD static BlockScale chooseScale(float absmax, bool fp16, float) {
-    if (!fp16) return f32Scale(absmax, static_cast<float>(kQmax));
-    const float s = absmax / static_cast<float>(kQmax);
-    if (absmax > 0.0f && !(s >= math::kMinHalfScale && s <= math::kMaxHalfScale))
-      return BlockScale{true, 0.0f, 0.0f, kF16RawMarker};
-    const uint16_t h = math::halfScaleRoundUp(s);
-    const float scale = fp::halfToFloat(h);
-    return BlockScale{false, scale > 0.0f ? 1.0f / scale : 0.0f, scale, h};
+  CCL_HD static BlockScale chooseScale(float absmax, bool fp16, float t) {
+    return linearScale(absmax, static_cast<float>(kQmax), fp16, t);
   }
   CCL_HD static ScaleRead readScale(uint32_t stored, bool fp16, float, float& s) {
     return readLinearScale(stored, fp16, s);
@@ -127,6 +133,28 @@ struct IntKind {
     }
     return math::dequantInt(q, s);
   }
+};
+
+// int2_midrise: IntKind<2>'s scales (absmax / 1.5 here) and packing, with codes 0..3 for
+// the four levels (q - 1.5) s.
+struct MidriseKind {
+  static constexpr int kBits = 2;
+  static constexpr uint32_t kMask = 3;
+  static constexpr int kCodec = cclCodecInt2Midrise;
+  static_assert(kCodecTable.rows[kCodec].codeBits == kBits &&
+                kCodecTable.rows[kCodec].scaleDivisor == math::kMidriseHalfRange);
+
+  CCL_HD static BlockScale chooseScale(float absmax, bool fp16, float t) {
+    return linearScale(absmax, math::kMidriseHalfRange, fp16, t);
+  }
+  CCL_HD static ScaleRead readScale(uint32_t stored, bool fp16, float, float& s) {
+    return readLinearScale(stored, fp16, s);
+  }
+  CCL_HD static uint32_t quant(float v, float inv) { return math::quantMidriseNearest(v * inv); }
+  CCL_HD static uint32_t quantStochastic(float v, float inv, uint32_t r) {
+    return math::quantMidriseStochastic(v * inv, r);
+  }
+  CCL_HD static float dequant(uint32_t code, float s) { return math::dequantMidrise(code & kMask, s); }
 };
 
 template <class F>
@@ -243,6 +271,8 @@ decltype(auto) withQuantizerKind(int codec, Fn&& fn) {
       return fn(IntKind<4>{});
     case cclCodecInt2:
       return fn(IntKind<2>{});
+    case cclCodecInt2Midrise:
+      return fn(MidriseKind{});
     default:
       throw Error(cclInternalError, "not a quantizer codec");
   }

@@ -11,12 +11,14 @@ uint64_t fnv1a(std::initializer_list<uint64_t> values, uint64_t h) {
 uint64_t codecDigest(const codec::Params& p) {
   if (p.codec == cclCodecNone) return 0;
   return fnv1a({uint64_t(p.codec), uint64_t(p.blockSize), uint64_t(p.fp16Scales), uint64_t(p.fp16Values),
-                uint64_t(p.keepRatio * 1e9), uint64_t(double(p.threshold) * 1e9), uint64_t(p.stochastic), p.seed});
+                uint64_t(p.keepRatio * 1e9), uint64_t(double(p.threshold) * 1e9), uint64_t(p.stochastic), p.seed,
+                uint64_t(p.rank), uint64_t(p.rows), uint64_t(p.cols), uint64_t(p.warmStart)});
 }
 
 uint64_t codecKey(const CollArgs& a) {
   if (a.codec.codec == cclCodecNone) return 0;
-  return fnv1a({codecDigest(a.codec), uint64_t(a.feedback)}) | 1;
+  // Whether the low-rank codec's feedback state keeps a residual is the caller's, per rank.
+  return fnv1a({codecDigest(a.codec), uint64_t(a.feedback), uint64_t(a.codec.residualFeedback)}) | 1;
 }
 
 size_t CallKeyHash::operator()(const CallKey& k) const {

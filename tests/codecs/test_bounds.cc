@@ -106,6 +106,10 @@ const Probe kProbes[] = {
     {cclCodecInt4, true, true, 7, 0.97, "abs, fp16 scales"},
     {cclCodecInt2, false, false, 1, 0.5 - 0x1p-16, "abs"},
     {cclCodecInt2, true, false, 1, 0.97, "abs"},
+    // int2_midrise: levels at +-0.5 and +-1.5 scales, midpoints at 0 and +-1.
+    {cclCodecInt2Midrise, false, false, 1.5, 1 - 0x1p-16, "abs"},
+    {cclCodecInt2Midrise, false, true, 1.5, 1 - 0x1p-16, "abs, fp16 scales"},
+    {cclCodecInt2Midrise, true, false, 1.5, 0.53, "abs"},
     {cclCodecFp8E4m3, false, false, 448, 1.0625 - 0x1p-12, "rel"},
     {cclCodecFp8E4m3, false, false, 448, 0x1p-10 - 0x1p-16, "abs"},
     {cclCodecFp8E4m3, true, false, 448, 1.12, "rel"},

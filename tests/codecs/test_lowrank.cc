@@ -138,6 +138,55 @@ TEST(LowRank, WarmStartsImproveTheApproximation) {
   EXPECT_EQ(roundTrip(p, x), roundTrip(p, x));
 }
 
+// The warm start without error feedback (a state of kind none: residualFeedback off): the
+// state keeps Q only, so encoding one matrix again and again is subspace iteration on that
+// matrix, step for step as the exported steps compute it, and the residual stays zero.
+TEST(LowRank, WarmStartWithoutFeedbackIteratesOnTheInputAlone) {
+  const size_t rows = 40, cols = 30;
+  Params p = lowRank(3, rows, cols);
+  p.residualFeedback = false;
+  const Vec x = ofRank(rows, cols, 9, 4);
+  Vec state(residualFloats(p, x.size()), 0.0f);
+  Vec q(cols * 3), pm(rows * 3);
+  lowrank::initialQ(p.seed, cols, 3, q.data());
+  for (int call = 0; call < 4; ++call) {
+    const Vec y = roundTrip(p, x, state.data());
+    lowrank::project(x.data(), rows, cols, q.data(), 3, pm.data());
+    lowrank::orthonormalize(pm.data(), rows, 3);
+    lowrank::projectBack(x.data(), rows, cols, pm.data(), 3, q.data());
+    Vec want(x.size());
+    lowrank::expand(pm.data(), q.data(), cols, 3, x.size(), 1.0f, false, want.data());
+    EXPECT_EQ(y, want) << "call " << call << ": one more power iteration from the last Q";
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(state[i], 0.0f) << "no residual kept";
+    EXPECT_EQ(state.back(), 1.0f) << "warm start set";
+  }
+}
+
+// Error feedback without the warm start (warmStart -1): every call starts from the seed's Q
+// and encodes x + e: the same bytes as a state-less encode of x + e.
+TEST(LowRank, FeedbackWithoutWarmStartStartsFromTheSeed) {
+  const size_t rows = 40, cols = 30;
+  Params p = lowRank(3, rows, cols);
+  p.warmStart = false;
+  const Vec x = ofRank(rows, cols, 9, 5);
+  Vec state(residualFloats(p, x.size()), 0.0f);
+  for (int call = 0; call < 3; ++call) {
+    Vec withError(x);
+    for (size_t i = 0; i < x.size(); ++i) withError[i] += state[i];
+    const Vec y = roundTrip(p, x, state.data());
+    EXPECT_EQ(y, roundTrip(p, withError)) << "call " << call;
+  }
+  cclCompression_t c = CCL_COMPRESSION_INITIALIZER;
+  c.codec = cclCodecPowerSgd;
+  EXPECT_TRUE(resolveParams(&c).warmStart) << "on by default";
+  c.warmStart = 1;
+  EXPECT_TRUE(resolveParams(&c).warmStart);
+  c.warmStart = -1;
+  EXPECT_FALSE(resolveParams(&c).warmStart);
+  c.warmStart = 2;
+  EXPECT_THROW(resolveParams(&c), Error);
+}
+
 TEST(LowRank, NarrowTypesAndNonFiniteInput) {
   const Vec m = ofRank(16, 16, 1, 2);
   std::vector<uint16_t> half(m.size());

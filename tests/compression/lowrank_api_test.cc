@@ -128,6 +128,50 @@ TEST(LowRank, FeedbackTracksTheSumOverCalls) {
   EXPECT_LT(std::sqrt(missing), 0.5 * std::sqrt(total));
 }
 
+// The warm start is independent of error feedback (ccl.h): a feedback handle of kind none
+// keeps only the warm start, so allreducing one full-rank sum again and again is subspace
+// iteration on it (the error shrinks, every rank agreeing), while warmStart -1 starts every
+// call from the seed (the same bits every call), and no handle does the same.
+TEST(LowRank, WarmStartWithoutErrorFeedback) {
+  const int n = 2, calls = 6;
+  const size_t rows = 30, cols = 24, count = rows * cols;
+  for (int warm : {0, -1}) {
+    cclCompression_t z = powerSgd(2, rows, cols);
+    z.warmStart = warm;
+    std::vector<std::vector<Vec>> outs(n, std::vector<Vec>(calls, Vec(count)));
+    World::get(n).run([&](int r, cclComm_t comm) {
+      cclFeedback_t fb = nullptr;
+      ASSERT_CCL_OK(cclFeedbackCreate(&fb, cclFeedbackNone, 0.0f, 0));
+      Vec x(count);
+      std::mt19937 rng(40 + r);
+      std::normal_distribution<float> d;
+      for (float& v : x) v = d(rng);
+      for (int t = 0; t < calls; ++t)
+        ASSERT_CCL_OK(cclAllReduceEx(x.data(), outs[r][t].data(), count, cclFloat, cclSum, comm, nullptr, &z, fb));
+      cclFeedbackDestroy(fb);
+    });
+    Vec sum(count, 0.0f);
+    for (int r = 0; r < n; ++r) {
+      std::mt19937 rng(40 + r);
+      std::normal_distribution<float> d;
+      for (size_t i = 0; i < count; ++i) sum[i] += d(rng);
+    }
+    auto error = [&](const Vec& y) {
+      double e = 0;
+      for (size_t i = 0; i < count; ++i) e += double(y[i] - sum[i]) * (y[i] - sum[i]);
+      return std::sqrt(e);
+    };
+    for (int t = 0; t < calls; ++t) ASSERT_EQ(outs[1][t], outs[0][t]) << "every rank agrees, call " << t;
+    if (warm == 0) {
+      EXPECT_LT(error(outs[0][calls - 1]), 0.98 * error(outs[0][0])) << "the warm start iterates";
+      for (int t = 1; t < calls; ++t)
+        EXPECT_LE(error(outs[0][t]), error(outs[0][t - 1]) * 1.0001) << "no residual re-sent, call " << t;
+    } else {
+      for (int t = 1; t < calls; ++t) EXPECT_EQ(outs[0][t], outs[0][0]) << "from the seed every call";
+    }
+  }
+}
+
 TEST(LowRank, SendRecvCarriesPAndQWithTheSendersFeedback) {
   const size_t rows = 30, cols = 16, count = rows * cols;
   const cclCompression_t z = powerSgd(2, rows, cols);

@@ -1,25 +1,31 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
 """Reproduces, at small scale, what the research behind ccl found about compressing
-model-parallel and data-parallel traffic: every run trains the same model on the same data
-with the same seed and token budget on 4 ranks, each row compares runs against the
-uncompressed baseline of the same layout and says whether the finding reproduced. Writes
-the JSONL logs and PNG plots into OUT and the table into the trainer's README.
+model-parallel and data-parallel traffic. Every arm (a layout and a compression setting)
+trains the same model on the same data and token budget at several seeds; every row
+compares two arms paired by seed (usually an arm and the uncompressed baseline of its
+layout) and decides by the mean paired difference of the final validation loss and its
+95 % interval. Writes the JSONL logs into OUT, the plots and the table into the trainer's
+README.
 
-Usage: run.py [--scale full|tiny] [--out DIR] [--only PREFIX...] [--force] [--readme PATH]
-              [--no-readme] [--train GPT_TRAIN] [--data TEXT]
-With the README written, the plots go to images/experiments/ beside it; else into OUT.
-  full  the README's table (about an hour on a 2-core machine);
-  tiny  seconds per row, for CI: checks that every row runs and produces its numbers, not
-        that it reproduces.
+Usage: run.py [--scale full|tiny] [--out DIR] [--only PREFIX...] [--seeds N] [--force]
+              [--keep-going] [--no-run] [--list] [--readme PATH] [--no-readme]
+              [--train GPT_TRAIN] [--data TEXT]
+  full  the README's table (several hours on a 2-core machine: run it in the background,
+        over several sittings if need be; every finished run is kept);
+  tiny  seconds per run, two seeds, for CI: checks that every arm runs and that every row
+        is computed, not that it reproduces.
 Runs already in OUT are reused unless --force: a log with its summary, made by the same
-configuration (trainer arguments, seed, link, data size: the key in <name>.key), so a run
-interrupted, or whose row changed, runs again and nothing else does. The slow-link rows
-need root (network namespaces, tc); without it they say so and are left out."""
+configuration (trainer arguments, seed, link, data size: the key in <run>.key), so a run
+interrupted, or whose arm changed, runs again and nothing else does. --no-run builds the
+table and plots from the runs that are complete, marking the rows that lack seeds. The
+slow-link rows need root (network namespaces, tc); without it they say so and are left out."""
 import argparse
 import hashlib
 import json
+import math
 import os
+import statistics
 import subprocess
 import sys
 
@@ -28,41 +34,55 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 README = os.path.join(HERE, "..", "README.md")
 BEGIN, END = "<!-- experiments-table -->", "<!-- /experiments-table -->"
 
-# The model, data and budget of every run. The global batch is 4 micro-batches per step
-# in every layout (accum follows from the data-parallel ranks).
+# The model, data and budget of every run. The global batch is 4 micro-batches of `batch`
+# sequences per step in every layout (accum follows from the data-parallel ranks).
 SCALES = {
     "full": dict(model=["--layers", "4", "--channels", "128", "--heads", "4", "--max-seq", "128"],
-                 seq=128, batch=4, steps=300, val_every=50, val_seqs=64, lr="2e-3", warmup=30),
+                 seq=128, batch=4, steps=300, val_every=50, val_seqs=256, lr="2e-3", warmup=30,
+                 seeds=[1337, 7, 11, 23], need=3, rounds=5),
     "tiny": dict(model=["--layers", "4", "--channels", "32", "--heads", "4", "--max-seq", "16"],
-                 seq=16, batch=2, steps=6, val_every=3, val_seqs=4, lr="3e-3", warmup=1),
+                 seq=16, batch=2, steps=6, val_every=2, val_seqs=4, lr="3e-3", warmup=1,
+                 seeds=[1337, 7], need=2, rounds=2),
 }
+# The statistics. A row's metric is the mean validation loss of a run's last LAST_VALS
+# validations; a comparison is the mean over seeds of the paired difference (arm minus
+# the arm it is compared with, at the same seed) with its 95 % Student-t interval.
+LAST_VALS = 3
+MARGIN = 0.01  # nats per byte: "≈" when the whole interval lies within ±MARGIN
+T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+
+# Layouts: the trainer's grid flags, ranks, and what differs from the scale.
+#   batch_div  micro-batches of batch/batch_div sequences, batch_div times as many per step
+#   steps, layers  a longer run, a deeper model (full scale; tiny scales them down)
 LAYOUTS = {
-    "tp2pp2": ["--tp", "2", "--pp", "2", "--accum", "4"],
-    "pp4": ["--pp", "4", "--accum", "4"],
-    "dp4": ["--dp", "4", "--accum", "1"],
-    "dp4zero": ["--dp", "4", "--accum", "1", "--zero"],
-    "pp2dp2": ["--pp", "2", "--dp", "2", "--accum", "2"],
-    "pp2": ["--pp", "2", "--accum", "4"],  # 2 ranks: TeraPipe with one core per stage
+    "tp2pp2": dict(args=["--tp", "2", "--pp", "2", "--accum", "4"]),
+    "pp4": dict(args=["--pp", "4", "--accum", "4"]),
+    "dp4": dict(args=["--dp", "4", "--accum", "1"]),
+    "dp4zero": dict(args=["--dp", "4", "--accum", "1", "--zero"]),
+    "pp2dp2": dict(args=["--pp", "2", "--dp", "2", "--accum", "2"]),
+    # Optimus-CC's epilogue regime: 16 micro-batches of one sequence (the same tokens).
+    "pp4m16": dict(args=["--pp", "4"], batch_div=4),
+    # Laskin et al.'s long horizon: 8 blocks over 4 stages, 1,000 steps.
+    "pp4long": dict(args=["--pp", "4", "--accum", "4"], steps={"full": 1000, "tiny": 10}, layers=8),
+    # TeraPipe with one core per stage: one sequence per step (tera=True runs only).
+    "pp2": dict(args=["--pp", "2", "--accum", "1"], ranks=2),
 }
-RANKS = {"pp2": 2}  # ranks of a layout (others: 4)
-SEED, SEED2 = 1337, 7
-TERA_SEQ = [0]  # the scale's TeraPipe sequence length, set in main
+
+# TeraPipe's runs: one long sequence per step, a GPipe pipeline; their measure is the step
+# time, so they are rounds (interleaved, one seed), not seeds.
+TERA = {"full": dict(seq=1024, steps=30, granularity=64), "tiny": dict(seq=64, steps=4, granularity=8)}
+
+LOCO = "feedback=loco:beta=0.8:reset=100"  # the reset falls within the run (1 call per step)
+MIDRISE = "int2_midrise"  # 2 bits with four levels, ±0.5 and ±1.5 scales (Bian et al.'s 2-bit)
 
 
-# TeraPipe's rows: long sequences, one per micro-batch, a GPipe pipeline over 4 stages; the
-# same 4 micro-batches per step, fewer steps (their measure is the step time).
-TERA = {"full": dict(seq=512, steps=60, granularity=32), "tiny": dict(seq=64, steps=4, granularity=8)}
-
-
-class Run:
-    def __init__(self, name, layout, flags=(), seed=SEED, link=None, tera=False):
-        self.name, self.layout, self.flags, self.seed, self.link = name, layout, list(flags), seed, link
-        self.tera = tera
-        # The uncompressed run a row compares with: its layout's, or unsliced TeraPipe's.
-        self.baseline = ("tera2.whole" if layout == "pp2" else "tera.whole") if tera else f"base.{layout}"
+class Arm:
+    def __init__(self, name, layout, flags=(), link=None, tera=False, baseline=None):
+        self.name, self.layout, self.flags, self.link, self.tera = name, layout, list(flags), link, tera
+        self.baseline = baseline or (None if name.startswith("base.") or tera or link else f"base.{layout}")
 
     def describe(self):
-        text = " ".join(self.flags) or "uncompressed"
+        text = " ".join(f for f in self.flags if f not in ERRORS) or "uncompressed"
         return f"{self.layout}: {text}" + (f" over {self.link} links" if self.link else "")
 
 
@@ -70,90 +90,132 @@ def c(spec):
     return ["--compress", spec]
 
 
-# Every run of the table, by name; baselines are base.<layout> (and base2.<layout>, another
-# seed, for the noise).
-RUNS = {}
+ARMS = {}
 
 
-def add(run):
-    RUNS[run.name] = run
+def add(arm):
+    assert arm.name not in ARMS, arm.name
+    ARMS[arm.name] = arm
 
 
-for lay in LAYOUTS:
-    add(Run(f"base.{lay}", lay))
-    add(Run(f"base2.{lay}", lay, seed=SEED2))
-# Bian et al.: the row-parallel outputs (tp.fwd) of tp2 x pp2, and pipeline activations.
-for bits in (8, 4, 2):
-    add(Run(f"bian.tp.int{bits}", "tp2pp2", c(f"tp.fwd=int{bits}")))
+for lay in ("tp2pp2", "pp4", "dp4", "dp4zero", "pp2dp2", "pp4m16", "pp4long"):
+    add(Arm(f"base.{lay}", lay))
+# LoCo: 4- and 2-bit data-parallel gradients at scale blocks of 128, 1,024 and 65,536
+# elements (the last about one weight matrix: the gradients travel as one flat buffer),
+# uncompensated, with error feedback and with LoCo; ZeRO-1 at the default block.
+LOCO_BLOCKS = (128, 1024, 65536)
+for bits in (4, 2):
+    for block in LOCO_BLOCKS:
+        for fb, extra in (("none", ""), ("ef", ":feedback=ef"), ("loco", ":" + LOCO)):
+            add(Arm(f"loco.int{bits}.b{block}.{fb}", "dp4", c(f"dp.grad=int{bits}:block={block}{extra}")))
+for fb, extra in (("none", ""), ("ef", ":feedback=ef"), ("loco", ":" + LOCO)):
+    add(Arm(f"loco.zero.{fb}", "dp4zero", c(f"dp.grad=int4{extra}")))
+# Bian et al.: the row-parallel outputs (tp.fwd) of tp2 x pp2 at 8, 4 and 2 bits, scaled
+# in blocks of 128 along a row or per channel (over the tokens, as their code); 2 bits
+# with three levels (int2) and four (int2_midrise); sparsifiers at int2's bytes; the
+# learned autoencoder; the layers compressed; pipeline activations.
+# Their errors on the real tensors are sampled every 50 steps (codec_error records).
+ERRORS = ["--codec-error-every", "50"]
+for codec in ("int8", "int4", "int2", MIDRISE):
+    add(Arm(f"bian.tp.{codec}", "tp2pp2", c(f"tp.fwd={codec}") + ERRORS))
+    add(Arm(f"bian.tp.chan.{codec}", "tp2pp2", c(f"tp.fwd={codec}:scale=channel") + ERRORS))
 # Equal bytes to int2 (2.25 bits per element): top-k keeps values and index gaps (about 5
 # bytes each), random-k values only.
-add(Run("bian.tp.topk", "tp2pp2", c("tp.fwd=topk:keep=0.056")))
-add(Run("bian.tp.randk", "tp2pp2", c("tp.fwd=randk:keep=0.07")))
-add(Run("bian.tp.int2.later", "tp2pp2", c("tp.fwd=int2:layers=2-3")))
+add(Arm("bian.tp.topk", "tp2pp2", c("tp.fwd=topk:keep=0.056") + ERRORS))
+add(Arm("bian.tp.randk", "tp2pp2", c("tp.fwd=randk:keep=0.07") + ERRORS))
+add(Arm("bian.tp.int2.later", "tp2pp2", c("tp.fwd=int2:layers=2-3")))
+add(Arm("bian.tp.int2.earlier", "tp2pp2", c("tp.fwd=int2:layers=0-1")))
 # The learned linear autoencoder: 8 of 128 channels, about int2's bytes.
-add(Run("bian.tp.ae", "tp2pp2", ["--autoencoder", "8"]))
-add(Run("bian.tp.int2.earlier", "tp2pp2", c("tp.fwd=int2:layers=0-1")))
+add(Arm("bian.tp.ae", "tp2pp2", ["--autoencoder", "8"]))
 for bits in (8, 4, 2):
-    add(Run(f"bian.pp.int{bits}", "pp4", c(f"pp.fwd=int{bits}")))
-# LoCo: 4-bit data-parallel gradients, plain and ZeRO-1.
-for lay in ("dp4", "dp4zero"):
-    add(Run(f"loco.{lay}.none", lay, c("dp.grad=int4")))
-    add(Run(f"loco.{lay}.ef", lay, c("dp.grad=int4:feedback=ef")))
-    add(Run(f"loco.{lay}.loco", lay, c("dp.grad=int4:feedback=loco:beta=0.8:reset=1024")))
-# The same at 2 bits, where losing the compression error costs more.
-add(Run("loco2.dp4.none", "dp4", c("dp.grad=int2")))
-add(Run("loco2.dp4.ef", "dp4", c("dp.grad=int2:feedback=ef")))
-add(Run("loco2.dp4.loco", "dp4", c("dp.grad=int2:feedback=loco:beta=0.8:reset=1024")))
+    add(Arm(f"bian.pp.int{bits}", "pp4", c(f"pp.fwd=int{bits}")))
 # 4-bit floats (MXFP4: e2m1 with a power-of-two scale per 32; NVFP4: e2m1 with an e4m3
-# scale per 16 and a per-tensor one) against int4 at about the same bytes (4.25, 4.5 and
-# 4.25 bits an element): gradients plain, with error feedback and LoCo; TP activations.
+# scale per 16 and a per-tensor one) against int4 (blocks of 128) at about the same bytes
+# (4.25, 4.5 and 4.25 bits an element).
 for fmt in ("mxfp4", "nvfp4"):
-    add(Run(f"fp4.dp4.{fmt}.none", "dp4", c(f"dp.grad={fmt}")))
-    add(Run(f"fp4.dp4.{fmt}.ef", "dp4", c(f"dp.grad={fmt}:feedback=ef")))
-    add(Run(f"fp4.dp4.{fmt}.loco", "dp4", c(f"dp.grad={fmt}:feedback=loco:beta=0.8:reset=1024")))
-    add(Run(f"fp4.tp.{fmt}", "tp2pp2", c(f"tp.fwd={fmt}")))
-# Optimus-CC: PowerSGD on the pipeline's backward traffic, lazy error propagation,
-# epilogue-only, selective-stage data-parallel compression, fused embedding sync.
-add(Run("optimus.bwd.plain", "pp4", c("pp.bwd=powersgd:rank=4")))
-add(Run("optimus.bwd.lep", "pp4", c("pp.bwd=powersgd:rank=4:feedback=ef")))
-add(Run("optimus.bwd.epilogue", "pp4", c("pp.bwd=powersgd:rank=4:feedback=ef:phases=cooldown")))
-add(Run("optimus.dp.all", "pp2dp2", c("dp.grad=powersgd:rank=4:feedback=ef")))
-add(Run("optimus.dp.stage0", "pp2dp2", c("dp.grad=powersgd:rank=4:feedback=ef:stages=0")))
-add(Run("optimus.embfused", "pp2dp2", ["--fuse-emb-sync"]))
-# Laskin et al.: local updates (chunked; overlapping) instead of backpropagation across stages.
-add(Run("laskin.chunked", "pp4", ["--schedule", "local"]))
-add(Run("laskin.overlap", "pp4", ["--schedule", "local-overlap"]))
-# TeraPipe: token slices at pp4 with long sequences, none, uniform (8 slices) or planned.
-add(Run("tera.whole", "pp4", ["--slices", "1"], tera=True))
-add(Run("tera.uniform", "pp4", ["--slices", "8"], tera=True))
-add(Run("tera.plan", "pp4", ["--slices", "plan"], tera=True))
-# The same with 2 stages on this machine's 2 cores: pipelining can overlap stages only when
-# each has a core.
-add(Run("tera2.whole", "pp2", ["--slices", "1"], tera=True))
-add(Run("tera2.uniform", "pp2", ["--slices", "8"], tera=True))
-add(Run("tera2.plan", "pp2", ["--slices", "plan"], tera=True))
+    for fb, extra in (("none", ""), ("ef", ":feedback=ef"), ("loco", ":" + LOCO)):
+        add(Arm(f"fp4.{fmt}.{fb}", "dp4", c(f"dp.grad={fmt}{extra}")))
+    add(Arm(f"fp4.tp.{fmt}", "tp2pp2", c(f"tp.fwd={fmt}") + ERRORS))
+# Optimus-CC: PowerSGD on the pipeline's backward traffic at ranks 4-32, without and with
+# lazy error propagation (error feedback); the warm start without error feedback;
+# epilogue-only (the cool-down sends) at 16 micro-batches; selective-stage compression of
+# data-parallel gradients at ranks 16 and 32 after an uncompressed tenth of the steps;
+# the fused embedding synchronisation.
+OPTIMUS_RANKS = (4, 8, 16, 32)
+for r in OPTIMUS_RANKS:
+    add(Arm(f"optimus.bwd.r{r}.plain", "pp4", c(f"pp.bwd=powersgd:rank={r}")))
+    add(Arm(f"optimus.bwd.r{r}.lep", "pp4", c(f"pp.bwd=powersgd:rank={r}:feedback=ef")))
+add(Arm("optimus.bwd.r4.warm", "pp4", c("pp.bwd=powersgd:rank=4:warmstart=on")))
+add(Arm("optimus.epi.lep", "pp4m16", c("pp.bwd=powersgd:rank=4:feedback=ef:phases=cooldown")))
+add(Arm("optimus.epi.plain", "pp4m16", c("pp.bwd=powersgd:rank=4:phases=cooldown")))
+for r in (16, 32):
+    add(Arm(f"optimus.dp.stage0.r{r}", "pp2dp2", c(f"dp.grad=powersgd:rank={r}:feedback=ef:stages=0:warmup=WARMUP")))
+add(Arm("optimus.dp.all.r16", "pp2dp2", c("dp.grad=powersgd:rank=16:feedback=ef:warmup=WARMUP")))
+add(Arm("optimus.embfused", "pp2dp2", ["--fuse-emb-sync"]))
+# Laskin et al.: local updates (chunked; overlapping) instead of backpropagation across
+# stages, over the long horizon.
+add(Arm("laskin.chunked", "pp4long", ["--schedule", "local"]))
+add(Arm("laskin.overlap", "pp4long", ["--schedule", "local-overlap"]))
+# TeraPipe at pp2: no slicing, 8 uniform slices, planned slices.
+add(Arm("tera2.whole", "pp2", ["--slices", "1"], tera=True))
+add(Arm("tera2.uniform", "pp2", ["--slices", "8"], tera=True))
+add(Arm("tera2.plan", "pp2", ["--slices", "plan"], tera=True))
 # Slow links: the uncompressed baseline against compressed gradients, data-parallel.
-SLOW_CANDIDATES = ["dp.grad=int4:feedback=loco:beta=0.8:reset=1024", "dp.grad=powersgd:rank=4:feedback=ef"]
+SLOW_CANDIDATES = ["dp.grad=int4:" + LOCO, "dp.grad=powersgd:rank=4:feedback=ef"]
 for rate in ("100mbit", "1gbit"):
-    add(Run(f"slow.{rate}.base", "dp4", link=rate))
+    add(Arm(f"slow.{rate}.base", "dp4", link=rate))
     for i, spec in enumerate(SLOW_CANDIDATES):
-        add(Run(f"slow.{rate}.c{i}", "dp4", c(spec), link=rate))
+        add(Arm(f"slow.{rate}.c{i}", "dp4", c(spec), link=rate))
+
+# The order arms are run in: a group at a time to the scale's seeds, most-cited first, so
+# a sitting that stops early leaves whole groups decided.
+GROUPS = [
+    ("loco", ["base.dp4", "base.dp4zero", "loco."]),
+    ("bian", ["base.tp2pp2", "base.pp4", "bian."]),
+    ("optimus", ["optimus.bwd", "base.pp4m16", "optimus.epi", "base.pp2dp2", "optimus.dp", "optimus.embfused"]),
+    ("fp4", ["fp4."]),
+    ("tera", ["tera2."]),
+    ("laskin", ["base.pp4long", "laskin."]),
+    ("slow", ["slow."]),
+]
 
 
-def command(run, scale, train, log):
+def group_of(name):
+    for g, prefixes in GROUPS:
+        if any(name.startswith(p) for p in prefixes):
+            return g
+    raise KeyError(name)
+
+
+def layout_value(layout, key, scale, default):
+    v = LAYOUTS[layout].get(key, default)
+    return v[scale] if isinstance(v, dict) else v
+
+
+def command(arm, scale, seed, train, log):
     s = dict(SCALES[scale])
-    layout = list(LAYOUTS[run.layout])
-    if run.tera:
+    lay = LAYOUTS[arm.layout]
+    grid = list(lay["args"])
+    model = list(s["model"])
+    steps = layout_value(arm.layout, "steps", scale, s["steps"])
+    batch, accum = s["batch"], None
+    if "batch_div" in lay:
+        batch, accum = max(1, s["batch"] // lay["batch_div"]), 4 * lay["batch_div"]
+        grid += ["--accum", str(accum)]
+    if "layers" in lay:
+        model[model.index("--layers") + 1] = str(lay["layers"])
+    seq, every = s["seq"], s["val_every"]
+    if arm.tera:
         t = TERA[scale]
-        s.update(seq=t["seq"], batch=1, steps=t["steps"], val_every=t["steps"])
-        s["model"] = s["model"][:-1] + [str(t["seq"])]  # --max-seq
-        layout += ["--schedule", "gpipe", "--slice-granularity", str(t["granularity"])]
-    # Time-to-loss rows validate twice as often, to place the moment a loss is reached.
-    every = max(1, s["val_every"] // 2) if run.link else s["val_every"]
-    return [train, "--data", data_path(), *s["model"], "--seq", str(s["seq"]), "--batch", str(s["batch"]),
-            "--steps", str(s["steps"]), "--val-every", str(every), "--val-seqs", str(s["val_seqs"]),
-            "--lr", s["lr"], "--warmup", str(s["warmup"]), "--seed", str(run.seed), "--no-progress",
-            *layout, *run.flags] + ([] if run.link else ["--log", log])
+        seq, batch, steps, every = t["seq"], 1, t["steps"], t["steps"]
+        model[model.index("--max-seq") + 1] = str(seq)
+        grid += ["--schedule", "gpipe", "--slice-granularity", str(t["granularity"])]
+    if arm.link:
+        every = max(1, every // 2)  # time-to-loss rows validate twice as often
+    flags = [f.replace("WARMUP", str(max(1, steps // 10))) for f in arm.flags]
+    return [train, "--data", data_path(), *model, "--seq", str(seq), "--batch", str(batch), "--steps", str(steps),
+            "--val-every", str(every), "--val-seqs", str(s["val_seqs"]), "--lr", s["lr"], "--warmup",
+            str(s["warmup"]), "--seed", str(seed), "--no-progress", *grid, *flags] + ([] if arm.link else ["--log", log])
 
 
 def data_path():
@@ -170,7 +232,7 @@ def can_shape_links():
 
 
 def load(log):
-    out = {"steps": [], "vals": [], "summary": None}
+    out = {"steps": [], "vals": [], "summary": None, "codec_error": []}
     if not os.path.exists(log):
         return out
     with open(log) as f:
@@ -178,12 +240,15 @@ def load(log):
             if not line.strip():
                 continue
             r = json.loads(line)
-            if r["type"] == "step":
+            kind = r["type"]
+            if kind == "step":
                 out["steps"].append(r)
-            elif r["type"] == "val":
+            elif kind == "val":
                 out["vals"].append(r)
-            elif r["type"] == "summary":
+            elif kind == "summary":
                 out["summary"] = r
+            elif kind == "codec_error":
+                out["codec_error"].append(r)
     return out
 
 
@@ -196,53 +261,178 @@ def run_key(cmd, log):
     return hashlib.sha1(json.dumps([os.path.basename(cmd[0]), argv, size]).encode()).hexdigest()
 
 
-def execute(run, scale, train, out, force):
-    log = os.path.join(out, run.name + ".jsonl")
-    if run.link:
-        cmd = [os.path.join(HERE, "slow_train.sh"), "4", run.link, log] + command(run, scale, train, log)
+def run_name(arm, k, scale):
+    """A run's file name: the arm and its seed, or for TeraPipe's timing rounds its round."""
+    return f"{arm.name}.r{k}" if arm.tera else f"{arm.name}.s{SCALES[scale]['seeds'][k]}"
+
+
+def cached(out, name, key):
+    log, key_file = os.path.join(out, name + ".jsonl"), os.path.join(out, name + ".key")
+    if not load(log)["summary"] or not os.path.exists(key_file):
+        return None
+    with open(key_file) as f:
+        return load(log) if f.read().strip() == key else None
+
+
+def plan_run(arm, k, scale, train, out):
+    name = run_name(arm, k, scale)
+    seed = SCALES[scale]["seeds"][0 if arm.tera else k]
+    log = os.path.join(out, name + ".jsonl")
+    if arm.link:
+        cmd = [os.path.join(HERE, "slow_train.sh"), "4", arm.link, log] + command(arm, scale, seed, train, log)
+        key = run_key([a for a in cmd if a != train], log)
     else:
-        cmd = command(run, scale, train, log) + ["--ranks", str(RANKS.get(run.layout, 4))]
-    # Resuming: a finished run whose configuration is unchanged is not run again (its key in
-    # <name>.key); one whose flags, seed, scale or data changed is.
-    key_file = os.path.join(out, run.name + ".key")
-    key = run_key([a for a in cmd if a != train] if run.link else cmd, log)
-    if not force and load(log)["summary"] and os.path.exists(key_file):
-        with open(key_file) as f:
-            if f.read().strip() == key:
-                return load(log)
+        ranks = LAYOUTS[arm.layout].get("ranks", 4)
+        cmd = command(arm, scale, seed, train, log) + ["--ranks", str(ranks)]
+        key = run_key(cmd, log)
+    return name, log, cmd, key
+
+
+def execute(arm, k, scale, train, out, force):
+    """Runs (or reuses) one run; None if it failed."""
+    name, log, cmd, key = plan_run(arm, k, scale, train, out)
+    if not force:
+        hit = cached(out, name, key)
+        if hit:
+            return hit
+    key_file = os.path.join(out, name + ".key")
     for stale in (log, key_file):
         if os.path.exists(stale):
             os.remove(stale)
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    print(f"run {run.name}: {' '.join(cmd[cmd.index('--seed'):] if not run.link else cmd[:3])}", flush=True)
+    print(f"run {name}: {' '.join(cmd[cmd.index('--seed'):] if not arm.link else cmd[:3])}", flush=True)
     proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    with open(os.path.join(out, run.name + ".out"), "w") as f:
+    with open(os.path.join(out, name + ".out"), "w") as f:
         f.write(proc.stdout)
     if proc.returncode != 0:
-        sys.exit(f"run.py: {run.name} failed:\n{proc.stdout[-3000:]}")
+        print(f"run.py: {name} failed:\n{proc.stdout[-3000:]}", flush=True)
+        return None
     with open(key_file, "w") as f:
         f.write(key + "\n")
     return load(log)
 
 
-# ---- the rows ----
+def schedule(scale, selected):
+    """(arm, k) in the order they run: each group to `need` seeds (TeraPipe: its rounds),
+    then every group's further seeds."""
+    s = SCALES[scale]
+    first, later = [], []
+    for g, _ in GROUPS:
+        arms = [a for a in selected if group_of(a.name) == g]
+        for k in range(s["rounds"] if g == "tera" else len(s["seeds"])):
+            for a in arms:
+                (first if a.tera or k < s["need"] else later).append((a, k))
+    return first + later
 
-def val(r):
-    return r["summary"]["val_loss"]
+
+# ---- statistics ----
+
+def metric(r):
+    vals = r["vals"][-LAST_VALS:]
+    return sum(v["val_loss"] for v in vals) / len(vals)
 
 
-def wire_ratio(r, site):
-    s = r["summary"]["sites"][site]
-    return s["wire_bytes"] / s["raw_bytes"] if s["raw_bytes"] else None
+class Stat:
+    """The mean of paired differences over n seeds and its 95 % interval's half-width."""
+
+    def __init__(self, diffs):
+        self.diffs = diffs
+        self.n = len(diffs)
+        self.mean = statistics.fmean(diffs) if diffs else float("nan")
+        self.half = T95[self.n - 1] * statistics.stdev(diffs) / math.sqrt(self.n) if self.n >= 2 else float("inf")
+
+    @property
+    def lo(self):
+        return self.mean - self.half
+
+    @property
+    def hi(self):
+        return self.mean + self.half
+
+    def text(self, digits=3):
+        if self.n == 0:
+            return "—"
+        if self.n == 1:
+            return f"{self.mean:+.{digits}f} (1 seed)"
+        return f"{self.mean:+.{digits}f} ± {self.half:.{digits}f} ({self.n} seeds)"
 
 
-def sites_text(r, sites):
-    parts = []
-    for s in sites:
-        q = wire_ratio(r, s)
-        if q is not None:
-            parts.append(f"{s} {q:.3f}")
-    return ", ".join(parts)
+def verdict(stat, need, margin=MARGIN):
+    """'≈' when the interval lies within ±margin; else 'worse' or 'better' (a higher or lower
+    loss than what it is compared with) when it excludes 0; else 'unresolved'."""
+    if stat.n < need:
+        return "incomplete"
+    if -margin < stat.lo and stat.hi < margin:
+        return "≈"
+    if stat.lo > 0:
+        return "worse"
+    if stat.hi < 0:
+        return "better"
+    return "unresolved"
+
+
+class Table:
+    def __init__(self, results, scale):
+        self.r = results  # arm -> {seed or round: log}
+        self.scale = scale
+        self.need = SCALES[scale]["need"]
+        self.rows = []
+
+    def seeds(self, arm):
+        return self.r.get(arm, {})
+
+    def paired(self, a, b, f=metric):
+        ra, rb = self.seeds(a), self.seeds(b)
+        return Stat([f(ra[s]) - f(rb[s]) for s in sorted(ra) if s in rb])
+
+    def row(self, paper, claim, a, b, expect, sites, stat=None, verdict_text=None, evidence="", shown=None):
+        """One comparison of arm a with arm b (b None: a reported alone). expect is the
+        verdict the paper's finding predicts ('≈', 'worse', 'better'), or None to report."""
+        stat = stat or (self.paired(a, b) if b else Stat([]))
+        got = verdict_text or (verdict(stat, self.need) if b else "reported")
+        n_min = min(len(self.seeds(a)), len(self.seeds(b)) if b else 99)
+        if shown is not None:
+            pass
+        elif got == "incomplete":
+            shown = f"incomplete ({n_min} of {self.need} seeds)"
+        elif expect is None or got in ("reported", "untestable"):
+            shown = got if got in ("reported", "untestable", "unresolved") else f"reported ({got})"
+        else:
+            shown = "yes" if got == expect else "unresolved" if got == "unresolved" else "no"
+        versus = f"{ARMS[a].describe()}" + (f" vs {ARMS[b].describe() if b in ARMS else b}" if b else "")
+        wires = self.wire_text(a, sites)
+        errs = self.error_text(a)
+        evidence = "; ".join(filter(None, (evidence, errs)))
+        self.rows.append((paper, claim, versus, stat.text() if stat.n else "—", wires, got, shown, evidence))
+
+    def errors(self, arm):
+        """The arm's sampled codec errors (codec_error records: the error of each compressed
+        allreduce's result against the exact one), per block, averaged over seeds:
+        {layer: (relative L2 error, median per-element relative error)}."""
+        by = {}
+        for r in self.seeds(arm).values():
+            for e in r["codec_error"]:
+                by.setdefault(e["layer"], []).append((e["rel_l2"], e["median_rel"]))
+        return {k: tuple(statistics.fmean(x[i] for x in v) for i in (0, 1)) for k, v in sorted(by.items())}
+
+    def error_text(self, arm):
+        e = self.errors(arm)
+        if not e:
+            return ""
+        l2 = statistics.fmean(v[0] for v in e.values())
+        med = statistics.fmean(v[1] for v in e.values())
+        return f"its results' error: {l2:.3f} relative L2, {med:.3f} median per element"
+
+    def wire_text(self, arm, sites):
+        runs = list(self.seeds(arm).values())
+        if not runs or not runs[0]["summary"]:
+            return ""
+        parts = []
+        for s in sites:
+            site = runs[0]["summary"]["sites"].get(s)
+            if site and site["raw_bytes"]:
+                parts.append(f"{s} {site['wire_bytes'] / site['raw_bytes']:.3f}")
+        return ", ".join(parts)
 
 
 def time_to(r, target):
@@ -253,215 +443,301 @@ def time_to(r, target):
     return None
 
 
-class Table:
-    def __init__(self, results):
-        self.r = results
-        self.rows = []
-
-    def noise(self, layout):
-        return abs(val(self.r[f"base.{layout}"]) - val(self.r[f"base2.{layout}"]))
-
-    def tol(self, layout):
-        return max(0.01, 2 * self.noise(layout))
-
-    def delta(self, name, layout=None):
-        return val(self.r[name]) - val(self.r[RUNS[name].baseline])
-
-    def row(self, paper, claim, runs, sites, verdict, evidence):
-        cfg = "; ".join(RUNS[n].describe() for n in runs)
-        losses = ", ".join(f"{val(self.r[n]):.3f} ({self.delta(n):+.3f})" for n in runs)
-        wires = "; ".join(sites_text(self.r[n], sites) for n in runs)
-        shown = "reported" if verdict is None else "yes" if verdict else "no"
-        self.rows.append((paper, claim, cfg, losses, wires, shown, evidence))
-
-
-def fp4_rows(t, results):
-    """4-bit floats against int4 at about the same bytes: a format trains as well as int4
-    when its loss is within the tolerance of int4's in the same setting."""
+def build_rows(results, scale, have_links):
+    t = Table(results, scale)
+    B = "Bian et al."
+    # ---- LoCo ----
+    for bits in (4, 2):
+        for block in LOCO_BLOCKS:
+            p = f"loco.int{bits}.b{block}"
+            where = f"int{bits}, blocks of {block}"
+            t.row("LoCo", f"{where}: without compensation worse than uncompressed", f"{p}.none", "base.dp4", "worse",
+                  ["dp.grad"])
+            t.row("LoCo", f"{where}: error feedback better than none", f"{p}.ef", f"{p}.none", "better", ["dp.grad"])
+            t.row("LoCo", f"{where}: LoCo ≈ uncompressed", f"{p}.loco", "base.dp4", "≈", ["dp.grad"])
+            t.row("LoCo", f"{where}: LoCo better than error feedback", f"{p}.loco", f"{p}.ef", "better", ["dp.grad"])
+    t.row("LoCo", "ZeRO-1, int4: without compensation worse", "loco.zero.none", "base.dp4zero", "worse", ["dp.grad"])
+    t.row("LoCo", "ZeRO-1, int4: error feedback better than none", "loco.zero.ef", "loco.zero.none", "better",
+          ["dp.grad"])
+    t.row("LoCo", "ZeRO-1, int4: LoCo ≈ uncompressed", "loco.zero.loco", "base.dp4zero", "≈", ["dp.grad"])
+    # ---- Bian et al. ----
+    tp = "base.tp2pp2"
+    t.row(B, "TP activations at 8 bits ≈ uncompressed", "bian.tp.int8", tp, "≈", ["tp.fwd"])
+    t.row(B, "4 bits worse than 8", "bian.tp.int4", "bian.tp.int8", "worse", ["tp.fwd"])
+    t.row(B, "2 bits worse than 4", "bian.tp.int2", "bian.tp.int4", "worse", ["tp.fwd"])
+    t.row(B, "2 bits with four levels (theirs) against three", f"bian.tp.{MIDRISE}", "bian.tp.int2", None, ["tp.fwd"])
+    for codec in ("int8", "int4", "int2", MIDRISE):
+        t.row(B, f"{codec}: per-channel scales (over the tokens) against blocks of 128 along a row",
+              f"bian.tp.chan.{codec}", f"bian.tp.{codec}", None, ["tp.fwd"])
+    t.row(B, "top-k worse than quantisation at equal bytes", "bian.tp.topk", "bian.tp.int2", "worse", ["tp.fwd"])
+    t.row(B, "random-k worse than quantisation at equal bytes", "bian.tp.randk", "bian.tp.int2", "worse", ["tp.fwd"])
+    t.row(B, "compressing the later layers hurts less than all", "bian.tp.int2.later", "bian.tp.int2", "better",
+          ["tp.fwd"])
+    t.row(B, "compressing the later layers hurts less than the earlier ones", "bian.tp.int2.later",
+          "bian.tp.int2.earlier", "better", ["tp.fwd"])
+    t.row(B, "the learned autoencoder (8 of 128 channels, about int2's bytes) against int2", "bian.tp.ae",
+          "bian.tp.int2", None, ["tp.fwd"])
+    t.row(B, "pipeline activations at 8 bits ≈ uncompressed", "bian.pp.int8", "base.pp4", "≈", ["pp.fwd"])
+    for bits in (4, 2):
+        t.row(B, f"pipeline activations at {bits} bits", f"bian.pp.int{bits}", "base.pp4", None, ["pp.fwd"])
+    # ---- Optimus-CC ----
+    O = "Optimus-CC"
+    for r in OPTIMUS_RANKS:
+        t.row(O, f"PowerSGD rank {r} on backward pipeline sends, no error feedback: worse than uncompressed",
+              f"optimus.bwd.r{r}.plain", "base.pp4", "worse" if r == 4 else None, ["pp.bwd"])
+        t.row(O, f"rank {r}: lazy error propagation better than none", f"optimus.bwd.r{r}.lep",
+              f"optimus.bwd.r{r}.plain", "better", ["pp.bwd"])
+        t.row(O, f"rank {r}: with lazy error propagation ≈ uncompressed", f"optimus.bwd.r{r}.lep", "base.pp4", "≈",
+              ["pp.bwd"])
+    t.row(O, "rank 4: the warm start alone (no error feedback) against neither", "optimus.bwd.r4.warm",
+          "optimus.bwd.r4.plain", None, ["pp.bwd"])
+    t.row(O, "rank 4: error feedback on top of the warm start (what LEP adds)", "optimus.bwd.r4.lep",
+          "optimus.bwd.r4.warm", "better", ["pp.bwd"])
+    t.row(O, "epilogue-only (cool-down sends, 16 micro-batches) with LEP ≈ uncompressed", "optimus.epi.lep",
+          "base.pp4m16", "≈", ["pp.bwd"])
+    t.row(O, "epilogue-only without LEP", "optimus.epi.plain", "base.pp4m16", None, ["pp.bwd"])
+    for r in (16, 32):
+        t.row(O, f"selective stage: DP gradients of stage 0 only at rank {r}, after an uncompressed tenth ≈ "
+              "uncompressed", f"optimus.dp.stage0.r{r}", "base.pp2dp2", "≈", ["dp.grad"])
+    t.row(O, "every stage's DP gradients at rank 16 (reported)", "optimus.dp.all.r16", "base.pp2dp2", None,
+          ["dp.grad"])
+    emb = t.paired("optimus.embfused", "base.pp2dp2", f=lambda r: r["summary"]["val_loss"])
+    exact = emb.n >= t.need and max(abs(d) for d in emb.diffs) < 1e-4
+    t.row(O, "fused embedding synchronisation: the same training, wte summed in one collective", "optimus.embfused",
+          "base.pp2dp2", None, ["emb.sync"], stat=emb,
+          verdict_text="incomplete" if emb.n < t.need else "same" if exact else "differs",
+          shown=None if emb.n < t.need else "yes" if exact else "no",
+          evidence="every seed's final loss within 1e-4 of the baseline's")
+    # ---- 4-bit floats ----
     for fmt in ("mxfp4", "nvfp4"):
-        for k, label in (("none", "plain"), ("ef", "error feedback"), ("loco", "LoCo")):
-            a, b = f"fp4.dp4.{fmt}.{k}", f"loco.dp4.{k}"
-            gap = abs(val(results[a]) - val(results[b]))
-            t.row("4-bit floats", f"{fmt} DP gradients ({label}) ≈ int4 ({label}) at about the same bytes", [a, b],
-                  ["dp.grad"], gap <= t.tol("dp4"), f"|{fmt} − int4| = {gap:.3f} ≤ {t.tol('dp4'):.3f}")
-        a = f"fp4.tp.{fmt}"
-        gap = abs(val(results[a]) - val(results["bian.tp.int4"]))
-        t.row("4-bit floats", f"{fmt} TP activations ≈ int4 at about the same bytes", [a, "bian.tp.int4"], ["tp.fwd"],
-              gap <= t.tol("tp2pp2"), f"|{fmt} − int4| = {gap:.3f} ≤ {t.tol('tp2pp2'):.3f}")
-
-
-def build_rows(results, have_links):
-    t = Table(results)
-    tol = t.tol
-    d = t.delta
-    tp = "tp2pp2"
-    # Bian et al.
-    t.row("Bian et al.", "TP activations at 8 bits train as well as uncompressed", ["bian.tp.int8"], ["tp.fwd"],
-          d("bian.tp.int8", tp) <= tol(tp), f"Δ ≤ {tol(tp):.3f} (twice the two-seed difference, at least 0.01)")
-    l8, l4, l2 = (val(results[f"bian.tp.int{b}"]) for b in (8, 4, 2))
-    t.row("Bian et al.", "4 and 2 bits progressively worse", ["bian.tp.int4", "bian.tp.int2"], ["tp.fwd"],
-          l2 > l4 > l8 and l2 - l8 > tol(tp), "int2 > int4 > int8 and int2 − int8 beyond the tolerance")
-    t.row("Bian et al.", "top-k and random-k worse than quantisation at equal bytes",
-          ["bian.tp.topk", "bian.tp.randk", "bian.tp.int2"], ["tp.fwd"],
-          min(val(results["bian.tp.topk"]), val(results["bian.tp.randk"])) > l2 + tol(tp),
-          "both sparsifiers above int2 (about the same wire bytes) by more than the tolerance")
-    later, earlier = val(results["bian.tp.int2.later"]), val(results["bian.tp.int2.earlier"])
-    t.row("Bian et al.", "compressing only the later layers hurts less than all or the earlier ones",
-          ["bian.tp.int2.later", "bian.tp.int2.earlier", "bian.tp.int2"], ["tp.fwd"],
-          later < earlier and later < l2, "int2 on blocks 2-3 below int2 on blocks 0-1 and on all")
-    t.row("Bian et al.", "the learned autoencoder (codes of 8 channels; at 128 channels about int2's bytes): its loss "
-          "and bytes",
-          ["bian.tp.ae", "bian.tp.int2"], ["tp.fwd"], None,
-          f"reported beside int2: {val(results['bian.tp.ae']) - l2:+.3f} nats against it")
-    t.row("Bian et al.", "pipeline activations at 8 bits ≈ baseline (4 and 2 bits reported)",
-          ["bian.pp.int8", "bian.pp.int4", "bian.pp.int2"], ["pp.fwd"],
-          d("bian.pp.int8", "pp4") <= tol("pp4"), f"Δ int8 ≤ {tol('pp4'):.3f}")
-    # LoCo
-    for lay, label in (("dp4", "plain DP"), ("dp4zero", "ZeRO-1")):
-        none, ef, loco = (f"loco.{lay}.{k}" for k in ("none", "ef", "loco"))
-        t.row("LoCo", f"4-bit gradients, {label}: without compensation worse", [none], ["dp.grad"],
-              d(none, lay) > tol(lay), f"Δ > {tol(lay):.3f}")
-        t.row("LoCo", f"4-bit gradients, {label}: error feedback better than none", [ef], ["dp.grad"],
-              val(results[ef]) < val(results[none]), "below the uncompensated run")
-        t.row("LoCo", f"4-bit gradients, {label}: LoCo ≈ baseline", [loco], ["dp.grad"],
-              d(loco, lay) <= tol(lay), f"Δ ≤ {tol(lay):.3f}")
-    none, ef, loco = (f"loco2.dp4.{k}" for k in ("none", "ef", "loco"))
-    t.row("LoCo", "the same at 2 bits, plain DP: none worse, error feedback better, LoCo ≈ baseline", [none, ef, loco],
-          ["dp.grad"], d(none, "dp4") > tol("dp4") and val(results[ef]) < val(results[none]) and
-          d(loco, "dp4") <= tol("dp4"), f"Δ none > {tol('dp4'):.3f}, ef below none, Δ LoCo ≤ {tol('dp4'):.3f}")
-    fp4_rows(t, results)
-    # Optimus-CC
-    t.row("Optimus-CC", "PowerSGD on the backward pipeline traffic without lazy error propagation: worse",
-          ["optimus.bwd.plain"], ["pp.bwd"], d("optimus.bwd.plain", "pp4") > tol("pp4"), f"Δ > {tol('pp4'):.3f}")
-    t.row("Optimus-CC", "with lazy error propagation ≈ baseline", ["optimus.bwd.lep"], ["pp.bwd"],
-          d("optimus.bwd.lep", "pp4") <= tol("pp4"), f"Δ ≤ {tol('pp4'):.3f}")
-    t.row("Optimus-CC", "epilogue-only ≈ baseline, compressing only the cool-down sends", ["optimus.bwd.epilogue"],
-          ["pp.bwd"], d("optimus.bwd.epilogue", "pp4") <= tol("pp4"), f"Δ ≤ {tol('pp4'):.3f}")
-    t.row("Optimus-CC", "selective stage compression of DP gradients (stage 0 only) ≈ baseline, all stages reported",
-          ["optimus.dp.stage0", "optimus.dp.all"], ["dp.grad"],
-          d("optimus.dp.stage0", "pp2dp2") <= tol("pp2dp2"), f"Δ stage 0 ≤ {tol('pp2dp2'):.3f}")
-    def raw(name, site):
-        return results[name]["summary"]["sites"][site]["raw_bytes"] / 1e6
-
-    t.row("Optimus-CC", "fused embedding synchronisation: the same training, wte summed in one collective",
-          ["optimus.embfused"], ["emb.sync"], abs(d("optimus.embfused", "pp2dp2")) < 1e-4,
-          f"same loss (within 1e-4); MB sent by dp.grad + emb.sync: {raw('optimus.embfused', 'dp.grad'):.1f} + "
-          f"{raw('optimus.embfused', 'emb.sync'):.1f} fused, {raw('base.pp2dp2', 'dp.grad'):.1f} + "
-          f"{raw('base.pp2dp2', 'emb.sync'):.1f} apart")
-    # Laskin et al.
-    bwd = results["laskin.chunked"]["summary"]["sites"]["pp.bwd"]["calls"]
-    t.row("Laskin et al.", "chunked local updates send no activation gradient between stages", ["laskin.chunked"],
-          ["pp.fwd"], bwd == 0, f"pp.bwd calls: {bwd}")
-    t.row("Laskin et al.", "local updates cost some final loss against full backpropagation (overlapping reported)",
-          ["laskin.chunked", "laskin.overlap"], ["pp.fwd", "pp.bwd"], d("laskin.chunked", "pp4") > tol("pp4"),
-          f"chunked Δ > {tol('pp4'):.3f}")
-    # TeraPipe
-    def step_seconds(name):
-        steps = results[name]["steps"][2:] or results[name]["steps"]
-        tokens = 4 * TERA_SEQ[0]
-        times = sorted(tokens / r["tokens_per_s"] for r in steps)
-        return times[len(times) // 2]
-
-    def loss_gap(a, b):
-        return max(abs(x["loss"] - y["loss"]) for x, y in zip(results[a]["steps"], results[b]["steps"]))
-
-    gap = max(loss_gap("tera.uniform", "tera.whole"), loss_gap("tera.plan", "tera.whole"))
-    t.row("TeraPipe", "token slicing leaves training unchanged", ["tera.uniform", "tera.plan"], ["pp.fwd", "pp.bwd"],
-          gap <= 1e-4, f"largest difference of a step's loss from unsliced training: {gap:.1e} (tolerance 1e-4)")
-    for prefix, stages, note in (("tera", 4, "4 ranks on 2 cores"), ("tera2", 2, "one core per stage")):
-        whole, uniform, plan = (step_seconds(f"{prefix}.{k}") for k in ("whole", "uniform", "plan"))
-        cuts = results[f"{prefix}.plan"]["summary"].get("slices", [])
-        t.row("TeraPipe", f"planned slices beat uniform slices and no slicing in step time (pp{stages}, {note}, "
-              f"sequence {TERA_SEQ[0]})", [f"{prefix}.whole", f"{prefix}.uniform", f"{prefix}.plan"], ["pp.fwd"],
-              plan < uniform and plan < whole,
-              f"median step {plan * 1e3:.0f} ms planned ({len(cuts) - 1} slices: {cuts}), {uniform * 1e3:.0f} ms "
-              f"uniform, {whole * 1e3:.0f} ms unsliced")
-        predicted = results[f"{prefix}.plan"]["summary"].get("predicted_slice_s", 0.0)
-        t.row("TeraPipe", f"the planner's predicted time against the measured one (pp{stages})", [f"{prefix}.plan"],
-              ["pp.fwd"], None,
-              f"predicted {predicted * 1e3:.0f} ms of computation per step (m Σt + (p−1) max t, from slice times "
-              f"measured at the start), measured {plan * 1e3:.0f} ms per step "
-              f"(ratio {plan / predicted if predicted else 0:.2f})")
-    # Slow links
-    if have_links and all(n in results for n in RUNS if n.startswith("slow.")):
-        for rate, need in (("100mbit", 0.5), ("1gbit", None)):
-            base = results[f"slow.{rate}.base"]
-            target = val(base)
-            t_base = time_to(base, target)
-            best, best_t = None, None
-            for i in range(len(SLOW_CANDIDATES)):
-                tt = time_to(results[f"slow.{rate}.c{i}"], target)
-                if tt is not None and (best_t is None or tt < best_t):
-                    best, best_t = f"slow.{rate}.c{i}", tt
-            names = [f"slow.{rate}.c{i}" for i in range(len(SLOW_CANDIDATES))]
-            if best_t is None:
-                ev = f"no compressed run came within 2 % of {target:.3f}; uncompressed took {t_base:.1f} s"
-                ok = False
-            else:
-                ratio = best_t / t_base
-                ev = (f"{best}: {best_t:.1f} s to within 2 % of {target:.3f}, uncompressed {t_base:.1f} s "
-                      f"(ratio {ratio:.2f})")
-                ok = ratio <= need if need else True
-            claim = (f"over {rate} links the best compressed run reaches the baseline's final loss (±2 %)" +
-                     (" in at most half the time" if need else " (time reported)"))
-            t.row("slow links", claim, names, ["dp.grad"], ok, ev)
+        for fb, label in (("none", "plain"), ("ef", "error feedback"), ("loco", "LoCo")):
+            t.row("4-bit floats", f"{fmt} DP gradients ({label}) ≈ int4 ({label}) at about the same bytes",
+                  f"fp4.{fmt}.{fb}", f"loco.int4.b128.{fb}", "≈", ["dp.grad"])
+        t.row("4-bit floats", f"{fmt} TP activations ≈ int4 at about the same bytes", f"fp4.tp.{fmt}", "bian.tp.int4",
+              "≈", ["tp.fwd"])
+    # ---- Laskin et al. ----
+    L = "Laskin et al."
+    runs = t.seeds("laskin.chunked")
+    bwd = [r["summary"]["sites"]["pp.bwd"]["calls"] for r in runs.values()]
+    t.row(L, "chunked local updates send no activation gradient between stages", "laskin.chunked", None, None,
+          ["pp.fwd"], verdict_text="incomplete" if len(bwd) < t.need else "none sent" if not any(bwd) else "sent",
+          shown=None if len(bwd) < t.need else "yes" if not any(bwd) else "no",
+          evidence=f"pp.bwd calls per seed: {bwd}")
+    t.row(L, "local updates (chunked) worse than backpropagation over 1,000 steps, 8 blocks over 4 stages",
+          "laskin.chunked", "base.pp4long", "worse", ["pp.fwd", "pp.bwd"])
+    t.row(L, "overlapping local updates", "laskin.overlap", "base.pp4long", None, ["pp.fwd", "pp.bwd"])
+    # ---- TeraPipe ----
+    tera_rows(t)
+    # ---- slow links ----
+    if have_links:
+        slow_rows(t)
     return t.rows
 
 
+def step_seconds(r, tokens):
+    """A run's median step time, its first two steps (warm-up, planning) left out."""
+    steps = r["steps"][2:] or r["steps"]
+    times = sorted(tokens / s["tokens_per_s"] for s in steps)
+    return times[len(times) // 2]
+
+
+def quartiles(xs):
+    xs = sorted(xs)
+    q = statistics.quantiles(xs, n=4, method="inclusive") if len(xs) >= 2 else [xs[0]] * 3
+    return q[0], q[1], q[2]
+
+
+def tera_rows(t):
+    T = "TeraPipe"
+    seq = TERA[t.scale]["seq"]
+    rounds = SCALES[t.scale]["rounds"]
+    runs = {k: t.seeds(f"tera2.{k}") for k in ("whole", "uniform", "plan")}
+    n = min(len(v) for v in runs.values())
+    gaps = [max(abs(x["loss"] - y["loss"]) for x, y in zip(runs[k][i]["steps"], runs["whole"][i]["steps"]))
+            for k in ("uniform", "plan") for i in runs[k] if i in runs["whole"]]
+    gap = max(gaps) if gaps else float("nan")
+    t.row(T, "token slicing leaves training unchanged", "tera2.plan", "tera2.whole", None, ["pp.fwd"],
+          verdict_text="incomplete" if not gaps else "same" if gap <= 1e-4 else "differs",
+          shown=None if not gaps else "yes" if gap <= 1e-4 else "no",
+          evidence=f"largest difference of a step's loss from unsliced training, any round: {gap:.1e} (1e-4 allowed)")
+    if n < rounds:
+        t.row(T, f"planned slices beat uniform slices and no slicing in step time (pp2, one sequence of {seq} "
+              "tokens per step)", "tera2.plan", None, None, ["pp.fwd"], verdict_text="incomplete",
+              evidence=f"{n} of {rounds} rounds")
+    else:
+        q = {k: quartiles([step_seconds(r, seq) for r in v.values()]) for k, v in runs.items()}
+        beats = all(q["plan"][2] < q[k][0] for k in ("whole", "uniform"))
+        loses = any(q["plan"][0] > q[k][2] for k in ("whole", "uniform"))
+        cuts = next(iter(runs["plan"].values()))["summary"].get("slices", [])
+        ev = "; ".join(f"{k} {q[k][1] * 1e3:.0f} ms [{q[k][0] * 1e3:.0f}, {q[k][2] * 1e3:.0f}]"
+                       for k in ("plan", "uniform", "whole"))
+        t.row(T, f"planned slices beat uniform slices and no slicing in step time (pp2, one sequence of {seq} "
+              f"tokens per step, {rounds} interleaved rounds)", "tera2.plan", None, "better", ["pp.fwd"],
+              verdict_text="better" if beats else "worse" if loses else "unresolved",
+              evidence=f"median step [interquartile range]: {ev}; planned cuts {cuts}; better when the planned "
+              "range lies below both others'")
+    t.rows.append((T, "the same at pp4", "pp4 on this machine", "—", "", "untestable", "untestable",
+                   "4 stages on 2 cores cannot run at once, so slicing cannot overlap them: any difference would "
+                   "measure the scheduler, not the pipeline"))
+
+
+def slow_rows(t):
+    """Time to the uncompressed run's final loss, as the ratio of seconds paired by seed; the
+    interval is that of the geometric mean (a t interval of the log ratios)."""
+    for rate, need in (("100mbit", 0.5), ("1gbit", None)):
+        base = t.seeds(f"slow.{rate}.base")
+        for i, spec in enumerate(SLOW_CANDIDATES):
+            arm = f"slow.{rate}.c{i}"
+            logs = []
+            for s, r in t.seeds(arm).items():
+                if s in base:
+                    tb, tc = time_to(base[s], metric(base[s])), time_to(r, metric(base[s]))
+                    logs.append(math.log(tc / tb) if tb and tc else math.inf)
+            st = Stat([x for x in logs if math.isfinite(x)])
+            missed = len(logs) - st.n
+            if len(logs) < t.need:
+                got = "incomplete"
+            elif missed:
+                got = "never reached"
+            elif need is None:
+                got = "reported"
+            else:
+                got = "≤ half" if st.hi < math.log(need) else "> half" if st.lo > math.log(need) else "unresolved"
+            shown = None if got in ("incomplete", "reported") else {"≤ half": "yes", "unresolved": "unresolved"}.get(
+                got, "no" if need else "reported")
+            ev = [f"time ratio {math.exp(st.mean):.2f} [{math.exp(st.lo):.2f}, {math.exp(st.hi):.2f}]"] if st.n >= 2 else []
+            ev += [f"{missed} seeds never reached it"] if missed else []
+            t.row("slow links", f"over {rate} links, {spec} reaches the uncompressed run's final loss (±2 %)" +
+                  (" in at most half its time" if need else " (time reported)"), arm, f"slow.{rate}.base", None,
+                  ["dp.grad"], stat=Stat([]), verdict_text=got, shown=shown,
+                  evidence="; ".join(ev) + " (seconds paired by seed; 95 % interval of the geometric mean)")
+
+
 def markdown(rows, scale):
-    lines = [f"Scale `{scale}`: " + " ".join(SCALES[scale]["model"]) +
-             f", sequence {SCALES[scale]['seq']}, micro-batches of {SCALES[scale]['batch']}, 4 per step, "
-             f"{SCALES[scale]['steps']} steps, validation loss over {SCALES[scale]['val_seqs']} windows.", "",
-             "| paper | claim | configuration (4 ranks) | validation loss (Δ vs baseline) | wire / raw | "
-             "reproduced | decided by |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    s = SCALES[scale]
+    lines = [f"Scale `{scale}`: " + " ".join(s["model"]) + f", sequence {s['seq']}, micro-batches of {s['batch']}, "
+             f"4 per step, {s['steps']} steps; metric: the mean validation loss (nats per byte, {s['val_seqs']} "
+             f"windows) of the last {LAST_VALS} validations. Each row compares two arms paired by seed "
+             f"({len(s['seeds'])} seeds planned, at least {s['need']} to decide): Δ is the mean difference (first "
+             f"minus second) with its 95 % Student-t interval. Verdict: ≈ when the interval lies within ±{MARGIN}; "
+             "worse or better when it excludes 0; otherwise unresolved. Reproduced: whether the verdict is the "
+             "paper's.", "",
+             "| paper | claim | comparison (4 ranks) | Δ validation loss | wire / raw | verdict | reproduced | notes |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
-        lines.append("| " + " | ".join(r) + " |")
+        lines.append("| " + " | ".join(x.replace("|", "\\|") for x in r) + " |")
     return "\n".join(lines)
 
 
-def plots(results, out):
+# ---- plots ----
+
+CURVES = {
+    "loco": ["base.dp4"] + [f"loco.int{b}.b65536.{k}" for b in (4, 2) for k in ("none", "ef", "loco")],
+    "bian_tp": ["base.tp2pp2", "bian.tp.int8", "bian.tp.int4", "bian.tp.int2", f"bian.tp.{MIDRISE}",
+                f"bian.tp.chan.{MIDRISE}", "bian.tp.topk", "bian.tp.randk", "bian.tp.int2.later",
+                "bian.tp.int2.earlier", "bian.tp.ae"],
+    "optimus": ["base.pp4", "optimus.bwd.r4.plain", "optimus.bwd.r4.warm", "optimus.bwd.r4.lep", "base.pp4m16",
+                "optimus.epi.lep", "optimus.epi.plain", "base.pp2dp2", "optimus.dp.stage0.r16",
+                "optimus.dp.all.r16"],
+    "laskin": ["base.pp4long", "laskin.chunked", "laskin.overlap"],
+    "slow_links": [n for n in ARMS if n.startswith("slow.")],
+}
+
+
+def plots(t, out):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    groups = {
-        "bian_tp": ["base.tp2pp2", "bian.tp.int8", "bian.tp.int4", "bian.tp.int2", "bian.tp.topk", "bian.tp.randk",
-                    "bian.tp.int2.later", "bian.tp.int2.earlier", "bian.tp.ae"],
-        "bian_pp": ["base.pp4", "bian.pp.int8", "bian.pp.int4", "bian.pp.int2"],
-        "loco": ["base.dp4", "loco.dp4.none", "loco.dp4.ef", "loco.dp4.loco", "base.dp4zero", "loco.dp4zero.none",
-                 "loco.dp4zero.ef", "loco.dp4zero.loco", "loco2.dp4.none", "loco2.dp4.ef", "loco2.dp4.loco"],
-        "optimus": ["base.pp4", "optimus.bwd.plain", "optimus.bwd.lep", "optimus.bwd.epilogue", "base.pp2dp2",
-                    "optimus.dp.all", "optimus.dp.stage0", "optimus.embfused"],
-        "laskin": ["base.pp4", "laskin.chunked", "laskin.overlap"],
-        "terapipe": ["tera.whole", "tera.uniform", "tera.plan", "tera2.whole", "tera2.uniform", "tera2.plan"],
-        "slow_links": [n for n in RUNS if n.startswith("slow.")],
-    }
     written = []
-    for group, names in groups.items():
-        names = [n for n in names if n in results and results[n]["vals"]]
+
+    def save(fig, name):
+        path = os.path.join(out, f"{name}.png")
+        fig.savefig(path, dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        written.append(path)
+
+    # Validation curves of the first seed, and each arm's bytes per site.
+    for group, names in CURVES.items():
+        names = [n for n in names if t.seeds(n)]
         if not names:
             continue
         fig, (ax, bx) = plt.subplots(1, 2, figsize=(14, 5))
         timed = group == "slow_links"
         for n in names:
-            xs = [v["elapsed_s"] if timed else v["step"] + 1 for v in results[n]["vals"]]
-            ax.plot(xs, [v["val_loss"] for v in results[n]["vals"]], marker="o", markersize=3, label=n)
+            r = t.seeds(n)[min(t.seeds(n))]
+            xs = [v["elapsed_s"] if timed else v["step"] + 1 for v in r["vals"]]
+            ax.plot(xs, [v["val_loss"] for v in r["vals"]], marker="o", markersize=3, label=n)
         ax.set(xlabel="seconds" if timed else "step", ylabel="validation loss (nats/byte)",
-               title=f"{group}: validation loss")
+               title=f"{group}: validation loss (first seed)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
         sites = ["tp.fwd", "tp.bwd", "pp.fwd", "pp.bwd", "dp.grad", "emb.sync"]
         width = 0.8 / len(names)
         for i, n in enumerate(names):
-            s = results[n]["summary"]["sites"]
+            s = next(iter(t.seeds(n).values()))["summary"]["sites"]
             bx.bar([k + i * width for k in range(len(sites))], [s[x]["wire_bytes"] / 1e6 for x in sites], width,
                    label=n)
         bx.set_xticks([k + 0.4 - width / 2 for k in range(len(sites))], sites)
         bx.set(ylabel="MB on the wire, all ranks", title=f"{group}: bytes per site")
         bx.legend(fontsize=7)
-        path = os.path.join(out, f"{group}.png")
-        fig.savefig(path, dpi=110, bbox_inches="tight")
-        plt.close(fig)
-        written.append(path)
+        save(fig, group)
+
+    # Dose sweeps: Δ against the layout's baseline with its 95 % interval.
+    def dose(ax, xs, arms, base, label):
+        pts = [(x, t.paired(a, base)) for x, a in zip(xs, arms)]
+        pts = [(x, s) for x, s in pts if s.n >= 2]
+        if pts:
+            ax.errorbar([x for x, _ in pts], [s.mean for _, s in pts], yerr=[s.half for _, s in pts], marker="o",
+                        capsize=3, label=label)
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    for ax, bits in zip(axes, (4, 2)):
+        for fb in ("none", "ef", "loco"):
+            dose(ax, LOCO_BLOCKS, [f"loco.int{bits}.b{b}.{fb}" for b in LOCO_BLOCKS], "base.dp4", fb)
+        ax.axhspan(-MARGIN, MARGIN, color="grey", alpha=0.15)
+        ax.set(xscale="log", xlabel="elements per scale", title=f"LoCo dose: int{bits} DP gradients",
+               ylabel="Δ validation loss vs uncompressed")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    save(fig, "dose_loco")
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    codecs = ["int8", "int4", "int2", MIDRISE]
+    for prefix, label in (("bian.tp.", "blocks of 128 along a row"), ("bian.tp.chan.", "per channel")):
+        dose(ax, range(len(codecs)), [prefix + x for x in codecs], "base.tp2pp2", label)
+    ax.axhspan(-MARGIN, MARGIN, color="grey", alpha=0.15)
+    ax.set_xticks(range(len(codecs)), ["int8", "int4", "int2 (3 levels)", "int2 (4 levels)"])
+    ax.set(ylabel="Δ validation loss vs uncompressed", title="Bian et al. dose: tp.fwd codec and scaling")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    save(fig, "dose_bian")
+
+    # The codecs' errors on the real tp.fwd results, per block.
+    arms = [n for n in ARMS if t.errors(n)]
+    if arms:
+        fig, (ax, bx) = plt.subplots(1, 2, figsize=(14, 4.5))
+        width = 0.8 / len(arms)
+        for i, n in enumerate(arms):
+            e = t.errors(n)
+            for axis, k in ((ax, 0), (bx, 1)):
+                axis.bar([layer + i * width for layer in e], [v[k] for v in e.values()], width, label=n[len("bian."):]
+                         if n.startswith("bian.") else n)
+        for axis, what in ((ax, "||y' - y|| / ||y||"), (bx, "median |y'_i - y_i| / |y_i|")):
+            axis.set(xlabel="block", ylabel=what, yscale="log", title=f"tp.fwd results against exact: {what}")
+            axis.grid(alpha=0.3, axis="y")
+        ax.legend(fontsize=6, ncol=2)
+        save(fig, "codec_errors")
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for kind, label in (("plain", "no error feedback"), ("lep", "lazy error propagation")):
+        dose(ax, OPTIMUS_RANKS, [f"optimus.bwd.r{r}.{kind}" for r in OPTIMUS_RANKS], "base.pp4", label)
+    ax.axhspan(-MARGIN, MARGIN, color="grey", alpha=0.15)
+    ax.set(xscale="log", xlabel="PowerSGD rank", ylabel="Δ validation loss vs uncompressed",
+           title="Optimus-CC dose: PowerSGD on pp.bwd")
+    ax.set_xticks(OPTIMUS_RANKS, [str(r) for r in OPTIMUS_RANKS])
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    save(fig, "dose_optimus")
     return written
 
 
@@ -469,17 +745,20 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", choices=sorted(SCALES), default="full")
     ap.add_argument("--out", default=None)
-    ap.add_argument("--only", nargs="*", default=None, help="run names starting with these prefixes")
+    ap.add_argument("--only", nargs="*", default=None, help="arm names starting with these prefixes")
+    ap.add_argument("--seeds", type=int, default=None, help="run at most this many seeds of each arm")
     ap.add_argument("--force", action="store_true")
+    ap.add_argument("--keep-going", action="store_true", help="a failed run is reported, the others go on")
+    ap.add_argument("--no-run", action="store_true", help="only build the table and plots from finished runs")
+    ap.add_argument("--list", action="store_true", help="print the runs still to do, in order, and stop")
     ap.add_argument("--readme", default=README)
     ap.add_argument("--no-readme", action="store_true")
     ap.add_argument("--train", default=os.path.join(ROOT, "build", "examples", "transformer", "gpt_train"))
     ap.add_argument("--data", default=None, help="text file (default: the King James Bible, as scripts/main.sh)")
     a = ap.parse_args()
-    TERA_SEQ[0] = TERA[a.scale]["seq"]
     out = a.out or os.path.join(ROOT, "build", f"experiments-{a.scale}")
     os.makedirs(out, exist_ok=True)
-    if not os.access(a.train, os.X_OK):
+    if not a.no_run and not os.access(a.train, os.X_OK):
         sys.exit(f"run.py: {a.train} is not built")
     data = a.data or os.path.join(out, "kjv.txt")
     if not a.data and not os.path.exists(data):
@@ -489,31 +768,42 @@ def main():
     have_links = can_shape_links()
     if not have_links:
         print("run.py: no root or no network namespaces here: the slow-link rows are left out", flush=True)
+    arms = [x for x in ARMS.values() if have_links or not x.link]
+    selected = [x for x in arms if a.only is None or any(x.name.startswith(p) for p in a.only)]
+    order = [(x, k) for x, k in schedule(a.scale, selected) if a.seeds is None or x.tera or k < a.seeds]
+    if a.list:
+        todo = [run_name(x, k, a.scale) for x, k in order
+                if a.force or not cached(out, *[plan_run(x, k, a.scale, a.train, out)[i] for i in (0, 3)])]
+        print("\n".join(todo) + f"\n{len(todo)} runs to do")
+        return
+    failed = []
+    if not a.no_run:
+        for x, k in order:
+            if execute(x, k, a.scale, a.train, out, a.force) is None:
+                if not a.keep_going:
+                    sys.exit(f"run.py: {run_name(x, k, a.scale)} failed")
+                failed.append(run_name(x, k, a.scale))
+    # The table takes every finished run of the current configuration, run now or before.
     results = {}
-    for name, run in RUNS.items():
-        if run.link and not have_links:
-            continue
-        if a.only is not None and not any(name.startswith(p) for p in a.only):
-            if load(os.path.join(out, name + ".jsonl"))["summary"]:
-                results[name] = load(os.path.join(out, name + ".jsonl"))
-            continue
-        results[name] = execute(run, a.scale, a.train, out, a.force)
-    try:
-        rows = build_rows(results, have_links)
-    except KeyError as e:
-        sys.exit(f"run.py: run {e} has no results in {out} (run without --only first)")
+    for x in arms:
+        for k in range(SCALES[a.scale]["rounds"] if x.tera else len(SCALES[a.scale]["seeds"])):
+            name, _, _, key = plan_run(x, k, a.scale, a.train, out)
+            r = cached(out, name, key)
+            if r:
+                results.setdefault(x.name, {})[k] = r
+    t = Table(results, a.scale)
+    rows = build_rows(results, a.scale, have_links)
     text = markdown(rows, a.scale)
     print(text)
     # The README's plots live beside it; other runs keep theirs with their logs.
     plot_dir = out if a.no_readme else os.path.join(HERE, "..", "images", "experiments")
     os.makedirs(plot_dir, exist_ok=True)
-    written = plots(results, plot_dir)
+    written = plots(t, plot_dir)
     for p in written:
         print(f"plot: {p}")
     if not a.no_readme:
         rel = os.path.relpath(plot_dir, os.path.dirname(os.path.abspath(a.readme)))
         text += "\n\n" + " ".join(f"![{os.path.basename(p)[:-4]}]({rel}/{os.path.basename(p)})" for p in written)
-    if not a.no_readme:
         with open(a.readme) as f:
             readme = f.read()
         if BEGIN not in readme or END not in readme:
@@ -523,6 +813,8 @@ def main():
         with open(a.readme, "w") as f:
             f.write(head + BEGIN + "\n" + text + "\n" + END + tail)
         print(f"run.py: wrote the table into {a.readme}")
+    if failed:
+        sys.exit(f"run.py: {len(failed)} runs failed: {' '.join(failed)}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "comm.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace gpt {
@@ -45,6 +48,7 @@ Sent sentOn(cclComm_t comm) {
 Comm::Comm(const std::array<cclComm_t, static_cast<size_t>(Group::kCount)>& comms, int layers)
     : comms_(comms), layers_(layers) {
   stats_.resize(static_cast<size_t>(Site::kCount) * static_cast<size_t>(layers + 1));
+  errors_.assign(stats_.size() * kErrorFields, 0.0);
   for (size_t g = 0; g < comms_.size(); ++g) {
     ranks_[g] = 0;
     sizes_[g] = 1;
@@ -95,7 +99,8 @@ bool Comm::compresses(Site s) const {
 
 cclFeedback_t Comm::feedbackFor(Site s, int tensor, bool compressed) {
   const SiteCodec& c = codecs_[static_cast<size_t>(s)];
-  if (!compressed || c.feedback == cclFeedbackNone) return nullptr;
+  // warmstart=on without error feedback: a state of kind none keeps powersgd's warm start.
+  if (!compressed || (c.feedback == cclFeedbackNone && !c.warmStartOnly)) return nullptr;
   cclFeedback_t& fb = feedback_[{static_cast<int>(s), tensor}];
   if (!fb) check(cclFeedbackCreate(&fb, c.feedback, c.locoBeta, c.locoReset), "cclFeedbackCreate", comm(s));
   return fb;
@@ -157,15 +162,67 @@ void Comm::run(Site s, const char* what, int layer, Call call, int microbatch, i
   }
 }
 
+namespace {
+
+// out (cols x rows) = in (rows x cols) transposed.
+void transpose(const float* in, size_t rows, size_t cols, float* out) {
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t c = 0; c < cols; ++c) out[c * rows + r] = in[r * cols + c];
+}
+
+}  // namespace
+
 void Comm::allReduce(Site s, int tensor, float* buf, size_t count, cclRedOp_t op, int layer, size_t cols,
                      double rawScale) {
   cclCompression_t z;
   const bool on = codecFor({s, count, cols, layer}, &z);
   cclFeedback_t fb = feedbackFor(s, tensor, on);
+  // scale=channel: the tokens x channels matrix travels transposed, so a block of `rows`
+  // elements is one channel over every token of the call.
+  float* data = buf;
+  const bool channels = on && codecs_[static_cast<size_t>(s)].channelScales;
+  const size_t rows = cols ? count / cols : 0;
+  if (channels) {
+    if (cols == 0 || count % cols != 0 || rows % 8 != 0 || rows > 65536)
+      throw std::runtime_error(std::string(siteName(s)) + " scale=channel: the call is " + std::to_string(count) +
+                               " elements of rows of " + std::to_string(cols) +
+                               "; it needs a matrix of a multiple of 8 rows, at most 65536");
+    transposed_.resize(count);
+    transpose(buf, rows, cols, transposed_.data());
+    z.blockSize = static_cast<int>(rows);
+    data = transposed_.data();
+  }
+  const bool sample = on && sampling_ && !evaluating_;
+  if (sample) {
+    reference_.assign(data, data + count);
+    const cclCompression_t none = CCL_COMPRESSION_INITIALIZER;
+    check(cclAllReduceEx(reference_.data(), reference_.data(), count, cclFloat32, op, comm(s), nullptr, &none, nullptr),
+          std::string(siteName(s)) + " uncompressed reference of a sampled call", comm(s));
+  }
   run(
       s, "cclAllReduceEx", layer,
-      [&](cclComm_t c) { return cclAllReduceEx(buf, buf, count, cclFloat32, op, c, nullptr, on ? &z : nullptr, fb); },
+      [&](cclComm_t c) { return cclAllReduceEx(data, data, count, cclFloat32, op, c, nullptr, on ? &z : nullptr, fb); },
       -1, -1, rawScale);
+  if (sample) noteError(s, layer, data, reference_.data(), count);
+  if (channels) transpose(data, cols, rows, buf);
+}
+
+void Comm::noteError(Site s, int layer, const float* got, const float* exact, size_t count) {
+  double e2 = 0, y2 = 0;
+  std::vector<float> rel(count);
+  for (size_t i = 0; i < count; ++i) {
+    const double e = static_cast<double>(got[i]) - exact[i];
+    e2 += e * e;
+    y2 += static_cast<double>(exact[i]) * exact[i];
+    const float a = std::fabs(exact[i]);
+    rel[i] = a > 0 ? static_cast<float>(std::fabs(e) / a) : e == 0 ? 0.0f : std::numeric_limits<float>::infinity();
+  }
+  if (count == 0) return;
+  std::nth_element(rel.begin(), rel.begin() + static_cast<std::ptrdiff_t>(count / 2), rel.end());
+  const size_t at = static_cast<size_t>(&slot(s, layer) - stats_.data()) * kErrorFields;
+  errors_[at] += 1;
+  errors_[at + 1] += y2 > 0 ? std::sqrt(e2 / y2) : 0.0;
+  errors_[at + 2] += rel[count / 2];
 }
 
 void Comm::allReduceAsync(Site s, int tensor, float* buf, size_t count, cclRedOp_t op, int layer) {

@@ -79,6 +79,14 @@ class Comm {
   bool compresses(Site s) const;
   // While on, every call is counted under Site::kEval (validation), whatever site it names.
   void setEvaluating(bool on) { evaluating_ = on; }
+  // While on, every compressed allReduce also runs uncompressed on a copy of its input, and
+  // what the codec changed is noted per (site, block): see codecErrors().
+  void setErrorSampling(bool on) { sampling_ = on; }
+  // Per (site, layer + 1), kErrorFields sums over the sampled calls: calls, the relative
+  // error ||y' - y|| / ||y|| of each call's result y', and the median over its elements of
+  // |y'_i - y_i| / |y_i| (y the uncompressed result).
+  static constexpr size_t kErrorFields = 3;
+  std::vector<double>& codecErrors() { return errors_; }
 
   // `tensor` names the buffer within the site: error feedback is kept per (site, tensor).
   // `layer` is the block a tensor-parallel call belongs to (-1: none). `cols` is the row
@@ -145,6 +153,10 @@ class Comm {
   Timeline* timeline_ = nullptr;
   std::array<SiteCodec, static_cast<size_t>(Site::kCount)> codecs_{};
   std::vector<SiteStats> stats_;  // (site, layer + 1)
+  bool sampling_ = false;
+  std::vector<double> errors_;                 // (site, layer + 1) x kErrorFields
+  std::vector<float> transposed_, reference_;  // scale=channel's copy; a sampled call's exact result
+  void noteError(Site s, int layer, const float* got, const float* exact, size_t count);
   std::map<std::pair<int, int>, cclFeedback_t> feedback_;
   // Per site: the host stream of its asynchronous calls, how many are queued, and the
   // communicator's counters when the first was enqueued.

@@ -65,6 +65,10 @@ void addFlags(CLI::App& app, Cli& c) {
   app.add_option("--weight-decay", t.adamw.weightDecay, "AdamW weight decay (2-D weights only)")->capture_default_str();
   app.add_option("--clip", t.clip, "Global gradient-norm clipping (0: off)")->capture_default_str();
   app.add_option("--seed", t.seed, "Seed of initialisation and data order")->capture_default_str();
+  app.add_option("--codec-error-every", t.codecErrorEvery,
+                 "Every this many steps, each compressed allreduce also runs uncompressed on a copy; the log's "
+                 "codec_error records give the relative error per site and block (0: never)")
+      ->capture_default_str();
   app.add_option("--val-every", t.valEvery, "Validation every this many steps (0: at the end only)")
       ->capture_default_str();
   app.add_option("--val-seqs", t.valSequences, "Validation windows")->capture_default_str();

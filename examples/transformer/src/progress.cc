@@ -190,6 +190,22 @@ void JsonLog::validation(int step, double loss, double elapsed) {
   std::fflush(f_);
 }
 
+void JsonLog::codecErrors(const std::vector<double>& sums, int layers) {
+  if (!f_) return;
+  const size_t perSite = static_cast<size_t>(layers + 1) * Comm::kErrorFields;
+  for (size_t at = 0; at + Comm::kErrorFields <= sums.size(); at += Comm::kErrorFields) {
+    const double calls = sums[at];
+    if (calls <= 0) continue;
+    const auto site = static_cast<Site>(at / perSite);
+    const int layer = static_cast<int>((at % perSite) / Comm::kErrorFields) - 1;
+    std::fprintf(f_,
+                 "{\"type\":\"codec_error\",\"site\":\"%s\",\"layer\":%d,\"samples\":%.0f,\"rel_l2\":%.6g,"
+                 "\"median_rel\":%.6g}\n",
+                 siteName(site), layer, calls, sums[at + 1] / calls, sums[at + 2] / calls);
+  }
+  std::fflush(f_);
+}
+
 void JsonLog::summary(const TrainResult& r, const std::string& layout, double computeSeconds, double commSeconds,
                       double elapsed, const GridCounters& counters) {
   if (!f_) return;

@@ -2,6 +2,7 @@
 #include "site_codec.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <stdexcept>
 #include <tuple>
@@ -62,6 +63,13 @@ std::pair<int, int> range(const std::string& spec, const std::string& key, const
   const int end = b.empty() ? 1 << 30 : integer(spec, key, b) + 1;
   if (end <= a) fail(spec, key + "=" + v + " is an empty range");
   return {a, end};
+}
+
+// Whether z's codec is a quantiser: the only codecs whose error on a zero element of a
+// nonzero block can be nonzero and is bounded (a sparsifier's bound is |x|, powersgd's none).
+bool quantizer(const cclCompression_t& z) {
+  double b = 0;
+  return z.codec != cclCodecNone && cclCodecErrorBound(&z, 0, 1, 1, &b) == cclSuccess && b > 0 && std::isfinite(b);
 }
 
 void requireScope(const std::string& spec, const SiteInfo& site, Scope scope, const std::string& key) {
@@ -139,11 +147,21 @@ std::pair<Site, SiteCodec> parseSiteCodec(const std::string& spec) {
       }
     } else if (key == "warmup") {
       c.warmupSteps = integer(spec, key, value);
+    } else if (key == "scale") {
+      if (value != "channel" && value != "block") fail(spec, "scale=" + value + " is not channel or block");
+      c.channelScales = value == "channel";
+    } else if (key == "warmstart") {
+      if (value != "on" && value != "off") fail(spec, "warmstart=" + value + " is not on or off");
+      c.warmStartOnly = value == "on";
+      c.compression.warmStart = value == "on" ? 1 : -1;
     } else {
       fail(spec, "unknown key " + key);
     }
   }
   if (c.feedback != cclFeedbackNone && !c.active()) fail(spec, "feedback without a codec");
+  if (c.channelScales && !quantizer(c.compression)) fail(spec, "scale=channel takes a quantiser");
+  if (c.compression.warmStart != 0 && c.compression.codec != cclCodecPowerSgd) fail(spec, "warmstart= takes powersgd");
+  if (c.compression.warmStart == 1 && c.feedback != cclFeedbackNone) c.warmStartOnly = false;  // ef keeps Q anyway
   if (c.feedback == cclFeedbackLoco && c.compression.codec == cclCodecPowerSgd)
     fail(spec, "powersgd keeps its warm start in the feedback state: feedback=ef, not loco");
   // The library's own check of the parameters, as a collective would make it.
@@ -172,6 +190,8 @@ std::string describe(Site s, const SiteCodec& c) {
     if (end == first + 1) return std::to_string(first);
     return std::to_string(first) + "-" + (end >= 1 << 30 ? "" : std::to_string(end - 1));
   };
+  if (c.channelScales) add("scale=channel");
+  if (z.warmStart) add(z.warmStart > 0 ? "warmstart=on" : "warmstart=off");
   if (c.firstLayer != 0 || c.endLayer != 1 << 30) add("layers=" + span(c.firstLayer, c.endLayer));
   if (c.stages != ~0ull) {
     // Runs of set bits, as ranges joined by '+'; a run reaching bit 63 is open-ended.

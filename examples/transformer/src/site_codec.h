@@ -25,6 +25,8 @@ struct SiteCodec {
   uint64_t stages = ~0ull;                 // Scope::kStages: bit s set applies it to what stage s sends
   unsigned phases = ~0u;                   // pipeline sites: bit p set applies it to phase p's transfers
   int warmupSteps = 0;                     // steps [0, warmupSteps) go uncompressed
+  bool channelScales = false;              // quantizers: one scale per channel (column), over the tokens
+  bool warmStartOnly = false;              // powersgd: a feedback state keeps the warm start, no error
 
   bool active() const { return compression.codec != cclCodecNone; }
 };
@@ -44,7 +46,11 @@ bool applies(const SiteCodec& c, const CallPlace& at);
 // Parses "SITE=CODEC[:key=value]...". CODEC is a ccl codec name (ccl-info lists them) or
 // none. Keys: block=N (quantiser block), bits=N, scale-bits=16|32, keep=F (topk, randk),
 // threshold=F, stochastic (quantisers round stochastically), seed=N, rank=N (powersgd; the
-// matrix is the call's: tokens x channels, or the weight's shape), feedback=none|ef|loco,
+// matrix is the call's: tokens x channels, or the weight's shape), scale=channel (quantisers,
+// allreduce of a tokens x channels matrix: one scale per channel over the call's tokens, as
+// Bian et al.; the call travels transposed, in blocks of its row count, which must be a
+// multiple of 8 up to 65536), warmstart=on|off (powersgd: on keeps the warm start even
+// without error feedback; off starts every call from the seed), feedback=none|ef|loco,
 // beta=F and reset=N (LoCo), layers=A-B (blocks, inclusive; tp sites), stages=S (a set of
 // sending stages, ranges joined by '+', e.g. 0+2-3; pp and dp sites, stages below 64),
 // phases=warmup+steady+cooldown (pp sites), warmup=K (steps). A range may be one number or

@@ -292,7 +292,9 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
       const uint64_t first = (static_cast<uint64_t>(at.d) * o.accum + a) * o.batch;
       for (int i = 0; i < o.batch; ++i) appendTrainSequence(corpus, dataSeed, step, first + i, o.seq, b);
     }
+    comm.setErrorSampling(o.codecErrorEvery > 0 && step % o.codecErrorEvery == 0);
     const double headLoss = pipe.step(batches, 1.0f / static_cast<float>(o.accum));
+    comm.setErrorSampling(false);
     if (!o.dumpGradsPath.empty() && step == o.dumpGradsStep) {
       const std::string path = o.dumpGradsPath + "." + std::to_string(comm.rank(Group::kWorld));
       std::FILE* f = std::fopen(path.c_str(), "wb");
@@ -357,6 +359,11 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
     result.opSeconds.emplace_back(opKindName(static_cast<OpKind>(k)), model.opSeconds[k]);
   if (!o.tracePath.empty()) result.bubbles = writeTrace(o.tracePath, timeline, comm, grid, pipe);
   result.counters = gatherCounters(comm, stageOf);
+  if (o.codecErrorEvery > 0) {
+    std::vector<double>& errors = comm.codecErrors();
+    comm.allReduceDoubles(Site::kStat, errors.data(), errors.size(), cclSum);
+    log.codecErrors(errors, comm.layers());
+  }
   if (lead) result.sites = siteTotals(result.counters, nullptr);
   log.summary(result, result.layout, computeTotal, commSeconds, elapsed, result.counters);
   return result;

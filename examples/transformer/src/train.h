@@ -34,6 +34,7 @@ struct TrainOptions {
   float clip = 1.0f;  // global gradient-norm clipping; 0: off
   uint64_t seed = 1337;
   int valEvery = 50;               // validation every this many steps (and at the end); 0: only at the end
+  int codecErrorEvery = 0;         // every this many steps, compressed allreduces are also run exactly (0: never)
   int valSequences = 64;           // validation windows
   bool zero = false;               // ZeRO-1: reduce-scatter gradients, shard AdamW, all-gather parameters
   bool fuseEmbeddingSync = false;  // wte's gradient: one collective over both end stages and all DP ranks

@@ -5,9 +5,15 @@
 // compressed training stays close to uncompressed training.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cmath>
+#include <fstream>
 #include <string>
+#include <vector>
 
+#include "comm.h"
 #include "harness.h"
+#include "launch.h"
 #include "site_codec.h"
 #include "train.h"
 
@@ -22,7 +28,8 @@ TEST(SiteCodecSpec, ParsesAndDescribesItself) {
                            "pp.bwd=fp8_e4m3:stages=1-:phases=cooldown:warmup=5", "tp.bwd=int8:stochastic:seed=7",
                            "pp.fwd=topk:keep=0.050000", "emb.sync=int8:scale-bits=16", "dp.grad=int2:stages=0",
                            "pp.bwd=powersgd:rank=12:feedback=ef", "dp.grad=powersgd:rank=2:feedback=ef:stages=0-1",
-                           "pp.fwd=int8:stages=0+2-3+5-"}) {
+                           "pp.fwd=int8:stages=0+2-3+5-", "tp.fwd=int2_midrise:scale=channel",
+                           "pp.bwd=powersgd:rank=4:warmstart=on", "pp.bwd=powersgd:feedback=ef:warmstart=off"}) {
     const auto [site, codec] = parseSiteCodec(spec);
     EXPECT_EQ(describe(site, codec), spec);
   }
@@ -64,6 +71,11 @@ TEST(SiteCodecSpec, BadSpecsSayWhatIsWrong) {
   EXPECT_NE(why("tp.fwd=topk:keep=2").find("keep"), std::string::npos);
   EXPECT_NE(why("tp.fwd=int8:colour=red").find("unknown key colour"), std::string::npos);
   EXPECT_NE(why("dp.grad=none:feedback=ef").find("feedback without a codec"), std::string::npos);
+  EXPECT_NE(why("tp.fwd=topk:scale=channel").find("scale=channel takes a quantiser"), std::string::npos);
+  EXPECT_NE(why("tp.fwd=int4:scale=row").find("is not channel or block"), std::string::npos);
+  EXPECT_NE(why("tp.fwd=int4:warmstart=on").find("warmstart= takes powersgd"), std::string::npos);
+  EXPECT_TRUE(parseSiteCodec("pp.bwd=powersgd:warmstart=on").second.warmStartOnly) << "a state without error";
+  EXPECT_FALSE(parseSiteCodec("pp.bwd=powersgd:feedback=ef:warmstart=on").second.warmStartOnly);
 }
 
 TrainOptions small() {
@@ -262,6 +274,80 @@ TEST(SiteCompression, Int8EverywhereStaysClose) {
     const SiteStats& st = squeezed.sites[static_cast<size_t>(s)];
     EXPECT_LT(st.wireBytes * 3, st.rawBytes) << siteName(s);
   }
+}
+
+// scale=channel: a tokens x channels allreduce gets one scale per channel over its tokens
+// (Bian et al.): every element lands within the codec's bound for its own channel's
+// magnitude, so channels a thousand times smaller than others survive, which blocks along a
+// row (mixing channels) cannot promise.
+TEST(SiteCompression, ChannelScalesBoundEachChannelByItsOwnMagnitude) {
+  const size_t rows = 64, cols = 96, count = rows * cols;
+  const int n = 2;
+  auto input = [&](int rank, std::vector<float>& x) {
+    for (size_t r = 0; r < rows; ++r)
+      for (size_t c = 0; c < cols; ++c)
+        x[r * cols + c] = std::ldexp(std::sin(0.37f * float(r * cols + c) + float(rank)), int(c % 6) * 2 - 5);
+  };
+  for (const char* spec : {"tp.fwd=int4:scale=channel", "tp.fwd=int4"}) {
+    const SiteCodec codec = parseSiteCodec(spec).second;
+    std::vector<std::vector<float>> out(n, std::vector<float>(count));
+    runRanks(nullptr, nullptr, n, [&](cclComm_t world, int rank) {
+      std::array<cclComm_t, static_cast<size_t>(Group::kCount)> comms{};
+      comms[static_cast<size_t>(Group::kWorld)] = world;
+      ASSERT_EQ(cclCommSplit(world, 0, rank, &comms[static_cast<size_t>(Group::kTp)], nullptr), cclSuccess);
+      Comm comm(comms, 1);
+      comm.setCodec(Site::kTpFwd, codec);
+      input(rank, out[static_cast<size_t>(rank)]);
+      comm.allReduce(Site::kTpFwd, 0, out[static_cast<size_t>(rank)].data(), count, cclSum, 0, cols);
+    });
+    // The bound's terms (ccl.h): |x| summed over the ranks at the element, and its largest
+    // over the block the element travels in: the element's channel, with channel scales.
+    std::vector<float> exact(count, 0.0f), sumAbs(count, 0.0f), a(count), chanMax(cols, 0.0f);
+    for (int r = 0; r < n; ++r) {
+      input(r, a);
+      for (size_t i = 0; i < count; ++i) exact[i] += a[i], sumAbs[i] += std::fabs(a[i]);
+    }
+    for (size_t i = 0; i < count; ++i) chanMax[i % cols] = std::max(chanMax[i % cols], sumAbs[i]);
+    size_t outside = 0;
+    for (size_t i = 0; i < count; ++i) {
+      ASSERT_EQ(out[1][i], out[0][i]) << "every rank the same bits";
+      double bound = 0;
+      ASSERT_EQ(cclCodecErrorBound(&codec.compression, sumAbs[i], chanMax[i % cols], n, &bound), cclSuccess);
+      outside += std::fabs(out[0][i] - exact[i]) > bound;
+    }
+    if (codec.channelScales)
+      EXPECT_EQ(outside, 0u) << "every element within its channel's bound";
+    else
+      EXPECT_GT(outside, count / 6) << "blocks along a row mix channels: the small ones lose more";
+  }
+}
+
+// --codec-error-every: sampled calls also run exactly and the log's codec_error records say
+// what each block's codec changed: nothing without a codec, more at 2 bits than at 8.
+TEST(SiteCompression, SampledCodecErrorsAreLogged) {
+  double err[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    TrainOptions o = small();
+    o.grid = {1, 1, 2};
+    o.codecErrorEvery = 2;
+    o.logPath = harness::tempDir() + "errors" + std::to_string(k) + ".jsonl";
+    set(o, k == 0 ? "tp.fwd=int8:layers=1-" : "tp.fwd=int2:layers=1-");
+    runOn(2, o);
+    std::ifstream in(o.logPath);
+    int records = 0;
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("\"codec_error\"") == std::string::npos) continue;
+      ++records;
+      EXPECT_NE(line.find("\"site\":\"tp.fwd\""), std::string::npos) << line;
+      EXPECT_EQ(line.find("\"layer\":0"), std::string::npos) << "block 0 has no codec: " << line;
+      const double rel = std::stod(line.substr(line.find("\"rel_l2\":") + 9));
+      EXPECT_GT(rel, 0.0) << line;
+      EXPECT_LT(rel, 1.0) << line;
+      err[k] += rel;
+    }
+    EXPECT_EQ(records, 3) << "blocks 1-3";
+  }
+  EXPECT_GT(err[1], 4 * err[0]) << "int2 changes more than int8";
 }
 
 }  // namespace

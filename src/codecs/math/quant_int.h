@@ -56,6 +56,24 @@ CCL_HD int32_t quantIntStochastic(float v, int qmax, uint32_t randomBits) {
 
 CCL_HD float dequantInt(int32_t q, float scale) { return static_cast<float>(q) * scale; }
 
+// The mid-rise 2-bit quantizer (four levels (q - 1.5) s, q in 0..3, s = absmax / 1.5): v =
+// x / s lies in [-1.5, 1.5], so v + 1.5 in [0, 3] rounds to the code. Clamped, since v may
+// pass 1.5 by the rounding of 1/s.
+constexpr float kMidriseHalfRange = 1.5f;
+CCL_HD uint32_t quantMidriseNearest(float v) {
+  const int32_t q = static_cast<int32_t>(fp::floatBits(v + kMidriseHalfRange + 12582912.0f)) - 0x4b400000;
+  return static_cast<uint32_t>(q > 3 ? 3 : (q < 0 ? 0 : q));
+}
+// floor(v + 1.5 + u): unbiased, E[(q - 1.5) s] = x. Truncation is floor for the values
+// >= 0 and gives 0 for those in (-1, 0), which only a v below -1.5 by rounding reaches.
+CCL_HD uint32_t quantMidriseStochastic(float v, uint32_t randomBits) {
+  const int32_t q = static_cast<int32_t>(v + kMidriseHalfRange + rngUniform(randomBits));
+  return static_cast<uint32_t>(q > 3 ? 3 : (q < 0 ? 0 : q));
+}
+CCL_HD float dequantMidrise(uint32_t code, float scale) {
+  return (static_cast<float>(code) - kMidriseHalfRange) * scale;
+}
+
 // Packing: int8 one per byte (two's complement); int4 two per byte, element 2i in the low
 // nibble; int2 four per byte, element 4i in the lowest two bits. Fields are two's complement.
 CCL_HD uint8_t packInt4(int32_t lo, int32_t hi) {
