@@ -460,6 +460,13 @@ typedef enum CCL_ENUM_TYPE { cclFeedbackNone = 0, cclFeedbackResidual = 1, cclFe
 CCL_API cclResult_t cclFeedbackCreate(cclFeedback_t* feedback, cclFeedbackKind_t kind, float beta, int resetPeriod);
 /* Frees feedback state; NULL is accepted. */
 CCL_API cclResult_t cclFeedbackDestroy(cclFeedback_t feedback);
+/* The Euclidean norm, in fp64, of the error `feedback` keeps for its next call: what its last
+ * call lost (LoCo: the moving average of it; 0 right after a reset), or 0 before any call
+ * and for a state of kind none. A diagnostic: with the norm of what was sent it gives
+ * Optimus-CC's ||memory|| / ||G||, and for powersgd (whose result P Q^T and kept error are
+ * orthogonal parts of what it encoded) the energy its approximation captured. A state that
+ * device-memory calls used keeps its error on the device: cclInvalidUsage. */
+CCL_API cclResult_t cclFeedbackErrorNorm(cclFeedback_t feedback, double* norm);
 
 /* Sets the communicator's default codec (NULL: none). Not collective: every rank must set
  * the same codec before the calls that use it, or those calls fail with cclInvalidUsage. */

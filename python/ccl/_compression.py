@@ -205,6 +205,13 @@ class Feedback:
         if h is not None:
             check(lib.cclFeedbackDestroy(h), "cclFeedbackDestroy")
 
+    def error_norm(self) -> float:
+        """cclFeedbackErrorNorm: the norm of the error this state adds to its next call (what
+        its last call lost; 0 before any call and for kind "none")."""
+        out = ctypes.c_double()
+        check(lib.cclFeedbackErrorNorm(self.handle, ctypes.byref(out)), "cclFeedbackErrorNorm")
+        return out.value
+
     def __enter__(self) -> "Feedback":
         return self
 

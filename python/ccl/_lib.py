@@ -203,6 +203,7 @@ _declare("cclSend", c_result, c_void_p, c_size_t, c_int, c_int, c_comm_p, c_void
 _declare("cclRecv", c_result, c_void_p, c_size_t, c_int, c_int, c_comm_p, c_void_p)
 _declare("cclFeedbackCreate", c_result, POINTER(c_feedback_p), c_int, c_float, c_int)
 _declare("cclFeedbackDestroy", c_result, c_feedback_p)
+_declare("cclFeedbackErrorNorm", c_result, c_feedback_p, POINTER(c_double))
 _declare("cclCommSetCompression", c_result, c_comm_p, POINTER(CompressionStruct))
 _EX = (POINTER(CompressionStruct), c_feedback_p)
 _declare("cclAllReduceEx", c_result, *_SEND_RECV, c_int, c_comm_p, c_void_p, *_EX)

@@ -128,6 +128,35 @@ def test_loco_feedback_runs_and_helps(ranks2):
         assert mean < first, (first, mean)
 
 
+def _powersgd_warm_start(comm, warm):
+    """Allreduces one full-rank matrix three times with powersgd and a Feedback("none"): the
+    warm start alone iterates (each result closer to the exact sum), without it every call
+    is the same; the state keeps no error."""
+    rows, cols = 192, 128  # 96 KiB: above CCL_CODEC_MIN_BYTES
+    xs = [_x(i, rows * cols, seed=3) for i in range(comm.size)]
+    want = np.sum(xs, axis=0)
+    comp = ccl.Compression("powersgd", rank=2, rows=rows, cols=cols, warm_start=warm)
+    with ccl.Feedback("none") as fb:
+        ys = [comm.allreduce(xs[comm.rank], compression=comp, feedback=fb) for _ in range(3)]
+        assert fb.error_norm() == 0.0
+    with ccl.Feedback("residual") as ef:
+        assert ef.error_norm() == 0.0
+        comm.allreduce(xs[comm.rank], compression=comp, feedback=ef)
+        assert ef.error_norm() > 0.0
+    return [float(np.linalg.norm(y - want)) for y in ys], [bool(np.array_equal(y, ys[0])) for y in ys]
+
+
+def test_powersgd_warm_start_is_independent_of_feedback(ranks2):
+    assert ccl.Compression("powersgd").struct.warmStart == 1
+    assert ccl.Compression("powersgd", warm_start=False).struct.warmStart == -1
+    with pytest.raises(TypeError):
+        ccl.Compression("powersgd", warm_start=1)
+    for errors, same in ranks2.run(_powersgd_warm_start, True, own_comm=True):
+        assert errors[2] < errors[0] and errors[1] <= errors[0] * 1.0001, errors
+    for errors, same in ranks2.run(_powersgd_warm_start, False, own_comm=True):
+        assert all(same), errors
+
+
 def _default_codec(rank, nranks, uid):
     x = _x(rank)
     cfg = ccl.Config(name="pytest", compression=ccl.Compression("int8"))

@@ -129,6 +129,7 @@ void submitDevice(DeviceCall&& d, uint32_t* seq) {
 cclFeedback* deviceFeedback(cclFeedback* fb) {
   CCL_CHECK(!fb || fb->kind() == cclFeedbackResidual, cclInvalidUsage,
             "LoCo error feedback keeps its state on the host: calls on device buffers take residual feedback");
+  if (fb) fb->onDevice = true;
   return fb;
 }
 
@@ -267,6 +268,7 @@ void runCollective(const Call& c) {
     op.feedback = feedbackFor(c, opKind, a.codec);
     a.feedback = op.feedback != nullptr;
     op.feedbackFloats = coll::feedbackFloats(c.kind, a);
+    op.feedbackErrorFloats = codec::isLowRank(a.codec.codec) ? a.count : op.feedbackFloats;
   }
   PlanKey key{opKind, c.count, c.dtype, c.op, c.root, a.inPlace, codecKey(a)};
   op.plan = cachedPlan(comm, key, [&] {
@@ -337,6 +339,7 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
       if (where.device) op.feedback = deviceFeedback(op.feedback);
       a.feedback = op.feedback != nullptr;
       op.feedbackFloats = coll::feedbackFloats(Coll::kSend, a);
+      op.feedbackErrorFloats = codec::isLowRank(a.codec.codec) ? a.count : op.feedbackFloats;
     }
     PlanKey key{op.opKind, bytes, dtype, 0, peer, false, codecKey(a)};
     if (where.device) {

@@ -133,6 +133,14 @@ CCL_API cclResult_t cclFeedbackCreate(cclFeedback_t* feedback, cclFeedbackKind_t
   });
 }
 
+CCL_API cclResult_t cclFeedbackErrorNorm(cclFeedback_t feedback, double* norm) {
+  return ccl::api::guard(nullptr, "cclFeedbackErrorNorm", [&] {
+    CCL_CHECK(feedback && norm, cclInvalidArgument, "feedback or norm is NULL");
+    CCL_CHECK(!feedback->onDevice, cclInvalidUsage, "this feedback state keeps its error in device memory");
+    *norm = feedback->errorNorm();
+  });
+}
+
 CCL_API cclResult_t cclCodecErrorBound(const cclCompression_t* compression, double absValue, double absMax,
                                        int quantizations, double* bound) {
   return ccl::api::guard(nullptr, "cclCodecErrorBound", [&] {

@@ -2,6 +2,7 @@
 // Compression policy of a communicator, error-feedback handles and per-operation counters.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -19,6 +20,8 @@ struct cclFeedback : ccl::codec::FeedbackState {
   // Tells this handle apart from one made later at the same address: device calls keep
   // their residual in the communicator's device state, keyed by it.
   const uint64_t serial = nextSerial();
+  // Set once a device call used it: its error then lives in device memory.
+  std::atomic<bool> onDevice{false};
 
  private:
   static uint64_t nextSerial();

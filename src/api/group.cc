@@ -38,7 +38,7 @@ class ActiveGuard {
 coll::Job makeJob(const Op& op, void* scratch, coll::ExecStats* stats) {
   coll::Job j;
   j.plan = op.plan.get();
-  float* feedback = op.feedback ? op.feedback->prepare(op.opKind, op.feedbackFloats) : nullptr;
+  float* feedback = op.feedback ? op.feedback->prepare(op.opKind, op.feedbackFloats, op.feedbackErrorFloats) : nullptr;
   j.buffers = {op.send, op.recv, scratch, feedback};
   j.transport = op.comm->transport.get();
   j.tagBase = op.tagBase;

@@ -31,6 +31,7 @@ struct Op {
   double predicted = 0;             // the cost model's time for it, seconds (0: none; noteCallTime)
   cclFeedback* feedback = nullptr;  // error-feedback state the plan's encodes use
   size_t feedbackFloats = 0;
+  size_t feedbackErrorFloats = 0;  // of which the error (the low-rank codec's warm start follows)
   uint64_t signature = 0;          // see coll::Job::signature; 0 for point-to-point
   coll::Stream* stream = nullptr;  // a host stream: runs there, after the call returns
   // A call on device buffers, queued in a group: the group's end enqueues it on its stream

@@ -2,13 +2,15 @@
 #include "codecs/feedback.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "codecs/codec.h"
 #include "common/log.h"
 
 namespace ccl::codec {
 
-float* FeedbackState::prepare(int op, size_t floats) {
+float* FeedbackState::prepare(int op, size_t floats, size_t errorFloats) {
+  errorFloats_ = std::min(errorFloats, floats);
   if (op != op_ || residual_.size() != floats) {
     if (op_ >= 0) CCL_INFO("error feedback state reset: used for another operation or size");
     op_ = op;
@@ -28,6 +30,13 @@ float* FeedbackState::prepare(int op, size_t floats) {
     previous_ = residual_;
   }
   return residual_.data();
+}
+
+double FeedbackState::errorNorm() const {
+  if (kind_ == cclFeedbackNone || (kind_ == cclFeedbackLoco && storedBytes_ == 0)) return 0.0;
+  double s = 0;
+  for (size_t i = 0; i < std::min(errorFloats_, residual_.size()); ++i) s += double(residual_[i]) * residual_[i];
+  return std::sqrt(s);
 }
 
 void FeedbackState::finish() {

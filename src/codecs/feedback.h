@@ -26,11 +26,14 @@ class FeedbackState {
 
   // The fp32 residual (`floats` values) the next call of operation `op` reads and updates.
   // State kept for another operation or size is cleared first. LoCo: the stored average.
-  float* prepare(int op, size_t floats);
+  // The first `errorFloats` of them are the error (the rest, the low-rank codec's warm start).
+  float* prepare(int op, size_t floats, size_t errorFloats);
   // After the call: LoCo folds the call's error into its moving average and stores it.
   void finish();
 
   uint64_t calls() const { return calls_; }
+  // ||the error the next call adds||, in fp64 (cclFeedbackErrorNorm).
+  double errorNorm() const;
   // Bytes the state keeps between calls (LoCo: about one per element).
   size_t storedBytes() const { return kind_ == cclFeedbackLoco ? storedBytes_ : residual_.size() * sizeof(float); }
 
@@ -44,6 +47,7 @@ class FeedbackState {
   size_t storedBytes_ = 0;
   uint64_t calls_ = 0;
   int op_ = -1;
+  size_t errorFloats_ = 0;
 };
 
 }  // namespace ccl::codec

@@ -22,7 +22,7 @@ double maxAbsDiff(const std::vector<double>& a, const std::vector<double>& b) {
 
 // One call as an encode step runs it: prepare, encode x with the residual, finish.
 std::vector<float> step(FeedbackState& fb, const Params& p, const std::vector<float>& x) {
-  float* residual = fb.prepare(kOp, x.size());
+  float* residual = fb.prepare(kOp, x.size(), x.size());
   const auto y = decodeVec(encodeVec(p, x, residual), x.size());
   fb.finish();
   return y;
@@ -43,7 +43,7 @@ TEST(ResidualFeedback, SumOfDecodedTracksSumOfInputs) {
       sumNoEf[i] += y0[i];
     }
     // The sums differ by exactly the residual the state carries into the next call.
-    const float* e = ef.prepare(kOp, n);
+    const float* e = ef.prepare(kOp, n, n);
     for (size_t i = 0; i < n; ++i) ASSERT_NEAR(sumX[i] - sumY[i], e[i], 1e-3) << "call " << k;
   }
   EXPECT_EQ(ef.calls(), 50u);
@@ -55,12 +55,12 @@ TEST(ResidualFeedback, AnotherOperationOrSizeStartsAfresh) {
   const Params p = params(cclCodecInt2);
   FeedbackState ef(cclFeedbackResidual, 0.0f, 0);
   step(ef, p, makeInput(Pattern::kRandom, n, 1));
-  const float* e = ef.prepare(kOp, n);
+  const float* e = ef.prepare(kOp, n, n);
   double carried = 0;
   for (size_t i = 0; i < n; ++i) carried += std::fabs(e[i]);
   ASSERT_GT(carried, 0.0) << "int2 leaves an error to carry";
   for (auto [op, floats] : {std::pair<int, size_t>{cclOpAllGather, n}, std::pair<int, size_t>{kOp, n + 1}}) {
-    const float* fresh = ef.prepare(op, floats);
+    const float* fresh = ef.prepare(op, floats, floats);
     for (size_t i = 0; i < floats; ++i) ASSERT_EQ(fresh[i], 0.0f) << "op " << op << " size " << floats;
     EXPECT_EQ(ef.calls(), 0u);
   }
@@ -73,7 +73,7 @@ TEST(LocoFeedback, MovingAverageIn8BitsWithReset) {
   std::vector<float> prev(n, 0.0f);
   for (int k = 0; k < 7; ++k) {
     const auto x = makeInput(Pattern::kRandom, n, 200 + k);
-    float* e = loco.prepare(kOp, n);
+    float* e = loco.prepare(kOp, n, n);
     // Calls 3 and 6 start from a cleared average.
     const std::vector<float> start(e, e + n);
     if (k % 3 == 0) {

@@ -172,6 +172,90 @@ TEST(LowRank, WarmStartWithoutErrorFeedback) {
   }
 }
 
+// cclFeedbackErrorNorm: the norm of the error a state keeps. For powersgd the result P Q^T
+// and the kept error are orthogonal parts of what was encoded (x plus the previous error):
+// ||y||^2 + ||e_new||^2 = ||x + e_old||^2, the identity Optimus-CC's captured energy rests
+// on. A state of kind none, and one before its first call, keep no error; LoCo's after a
+// reset neither.
+TEST(LowRank, TheErrorNormOfAFeedbackState) {
+  const size_t rows = 24, cols = 20, count = rows * cols;
+  const cclCompression_t z = powerSgd(2, rows, cols);
+  double norms[2] = {-1, -1};
+  std::vector<double> encoded, arrived, kept;
+  World::get(2).run([&](int r, cclComm_t comm) {
+    cclFeedback_t fb = nullptr, none = nullptr;
+    ASSERT_CCL_OK(cclFeedbackCreate(&fb, cclFeedbackResidual, 0.0f, 0));
+    ASSERT_CCL_OK(cclFeedbackCreate(&none, cclFeedbackNone, 0.0f, 0));
+    if (r == 0) ASSERT_CCL_OK(cclFeedbackErrorNorm(fb, &norms[0]));
+    std::mt19937 rng(12);
+    std::normal_distribution<float> d;
+    Vec x(count), got(count);
+    double previous = 0;
+    for (int t = 0; t < 4; ++t) {
+      for (float& v : x) v = d(rng);
+      if (r == 0) {
+        ASSERT_CCL_OK(cclSendEx(x.data(), count, cclFloat, 1, comm, nullptr, &z, fb));
+        ASSERT_CCL_OK(cclSendEx(x.data(), count, cclFloat, 1, comm, nullptr, &z, none));
+        double e = 0;
+        ASSERT_CCL_OK(cclFeedbackErrorNorm(fb, &e));
+        kept.push_back(e);
+        double xx = 0;
+        for (float v : x) xx += double(v) * v;
+        // ||x + e_old||^2 needs <x, e_old>, unknown here: the first call has e_old = 0.
+        encoded.push_back(t == 0 ? std::sqrt(xx) : previous);
+        previous = e;
+      } else {
+        ASSERT_CCL_OK(cclRecvEx(got.data(), count, cclFloat, 0, comm, nullptr, &z));
+        double yy = 0;
+        for (float v : got) yy += double(v) * v;
+        arrived.push_back(std::sqrt(yy));
+        ASSERT_CCL_OK(cclRecvEx(got.data(), count, cclFloat, 0, comm, nullptr, &z));
+      }
+    }
+    if (r == 0) ASSERT_CCL_OK(cclFeedbackErrorNorm(none, &norms[1]));
+    cclFeedbackDestroy(fb);
+    cclFeedbackDestroy(none);
+  });
+  EXPECT_EQ(norms[0], 0.0) << "before the first call";
+  EXPECT_EQ(norms[1], 0.0) << "kind none keeps no error";
+  ASSERT_EQ(kept.size(), 4u);
+  EXPECT_GT(kept[0], 0.1 * encoded[0]) << "a rank-2 approximation of a full-rank matrix loses much";
+  EXPECT_NEAR(arrived[0] * arrived[0] + kept[0] * kept[0], encoded[0] * encoded[0], 1e-4 * encoded[0] * encoded[0])
+      << "P Q^T and the error are orthogonal";
+  for (int t = 1; t < 4; ++t) EXPECT_GT(kept[t], 0.0);
+  // After an int4 allreduce a residual state keeps its error, LoCo's too; LoCo's with a
+  // reset every call keeps nothing. NULL pointers are refused.
+  cclCompression_t int4 = CCL_COMPRESSION_INITIALIZER;
+  int4.codec = cclCodecInt4;
+  double after[2][3];
+  World::get(2).run([&](int r, cclComm_t comm) {
+    Vec x(1024, 0.3f + 0.1f * r), y(1024);
+    x[0] = 1.0f;
+    const struct {
+      cclFeedbackKind_t kind;
+      int reset;
+    } kinds[3] = {{cclFeedbackResidual, 0}, {cclFeedbackLoco, 0}, {cclFeedbackLoco, 1}};
+    for (int k = 0; k < 3; ++k) {
+      cclFeedback_t fb = nullptr;
+      ASSERT_CCL_OK(cclFeedbackCreate(&fb, kinds[k].kind, 0.5f, kinds[k].reset));
+      ASSERT_CCL_OK(cclAllReduceEx(x.data(), y.data(), x.size(), cclFloat, cclSum, comm, nullptr, &int4, fb));
+      ASSERT_CCL_OK(cclFeedbackErrorNorm(fb, &after[r][k]));
+      cclFeedbackDestroy(fb);
+    }
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_GT(after[r][0], 0.0) << "int4's error on 0.3 in blocks scaled by 1";
+    EXPECT_GT(after[r][1], 0.0) << "LoCo's average of it";
+    EXPECT_EQ(after[r][2], 0.0) << "LoCo reset after every call";
+  }
+  double e = -1;
+  EXPECT_EQ(cclFeedbackErrorNorm(nullptr, &e), cclInvalidArgument);
+  cclFeedback_t fb = nullptr;
+  ASSERT_CCL_OK(cclFeedbackCreate(&fb, cclFeedbackResidual, 0.0f, 0));
+  EXPECT_EQ(cclFeedbackErrorNorm(fb, nullptr), cclInvalidArgument);
+  cclFeedbackDestroy(fb);
+}
+
 TEST(LowRank, SendRecvCarriesPAndQWithTheSendersFeedback) {
   const size_t rows = 30, cols = 16, count = rows * cols;
   const cclCompression_t z = powerSgd(2, rows, cols);

@@ -142,11 +142,13 @@ for fmt in ("mxfp4", "nvfp4"):
 # data-parallel gradients at ranks 16 and 32 after an uncompressed tenth of the steps;
 # the fused embedding synchronisation.
 OPTIMUS_RANKS = (4, 8, 16, 32)
+# With error feedback the trainer logs, every 50 steps, the energy PowerSGD captured and
+# ||memory|| / ||G|| per boundary (codec_energy records).
 for r in OPTIMUS_RANKS:
     add(Arm(f"optimus.bwd.r{r}.plain", "pp4", c(f"pp.bwd=powersgd:rank={r}")))
-    add(Arm(f"optimus.bwd.r{r}.lep", "pp4", c(f"pp.bwd=powersgd:rank={r}:feedback=ef")))
+    add(Arm(f"optimus.bwd.r{r}.lep", "pp4", c(f"pp.bwd=powersgd:rank={r}:feedback=ef") + ERRORS))
 add(Arm("optimus.bwd.r4.warm", "pp4", c("pp.bwd=powersgd:rank=4:warmstart=on")))
-add(Arm("optimus.epi.lep", "pp4m16", c("pp.bwd=powersgd:rank=4:feedback=ef:phases=cooldown")))
+add(Arm("optimus.epi.lep", "pp4m16", c("pp.bwd=powersgd:rank=4:feedback=ef:phases=cooldown") + ERRORS))
 add(Arm("optimus.epi.plain", "pp4m16", c("pp.bwd=powersgd:rank=4:phases=cooldown")))
 for r in (16, 32):
     add(Arm(f"optimus.dp.stage0.r{r}", "pp2dp2", c(f"dp.grad=powersgd:rank={r}:feedback=ef:stages=0:warmup=WARMUP")))
@@ -232,7 +234,7 @@ def can_shape_links():
 
 
 def load(log):
-    out = {"steps": [], "vals": [], "summary": None, "codec_error": []}
+    out = {"steps": [], "vals": [], "summary": None, "codec_error": [], "codec_energy": []}
     if not os.path.exists(log):
         return out
     with open(log) as f:
@@ -247,8 +249,8 @@ def load(log):
                 out["vals"].append(r)
             elif kind == "summary":
                 out["summary"] = r
-            elif kind == "codec_error":
-                out["codec_error"].append(r)
+            elif kind in ("codec_error", "codec_energy"):
+                out[kind].append(r)
     return out
 
 
@@ -415,13 +417,27 @@ class Table:
                 by.setdefault(e["layer"], []).append((e["rel_l2"], e["median_rel"]))
         return {k: tuple(statistics.fmean(x[i] for x in v) for i in (0, 1)) for k, v in sorted(by.items())}
 
+    def energy(self, arm):
+        """PowerSGD's sampled captured energy and ||memory|| / ||G|| per sending stage
+        (codec_energy records), averaged over seeds: {stage: (energy, memory ratio)}."""
+        by = {}
+        for r in self.seeds(arm).values():
+            for e in r["codec_energy"]:
+                by.setdefault(e["stage"], []).append((e["captured_energy"], e["memory_over_grad"]))
+        return {k: tuple(statistics.fmean(x[i] for x in v) for i in (0, 1)) for k, v in sorted(by.items())}
+
     def error_text(self, arm):
+        parts = []
         e = self.errors(arm)
-        if not e:
-            return ""
-        l2 = statistics.fmean(v[0] for v in e.values())
-        med = statistics.fmean(v[1] for v in e.values())
-        return f"its results' error: {l2:.3f} relative L2, {med:.3f} median per element"
+        if e:
+            l2 = statistics.fmean(v[0] for v in e.values())
+            med = statistics.fmean(v[1] for v in e.values())
+            parts.append(f"its results' error: {l2:.3f} relative L2, {med:.3f} median per element")
+        g = self.energy(arm)
+        if g:
+            parts.append("per sending stage, captured energy / ‖memory‖÷‖G‖: " +
+                         ", ".join(f"{s} {v[0]:.2f} / {v[1]:.2f}" for s, v in g.items()))
+        return "; ".join(parts)
 
     def wire_text(self, arm, sites):
         runs = list(self.seeds(arm).values())

@@ -220,10 +220,20 @@ void Comm::noteError(Site s, int layer, const float* got, const float* exact, si
   if (count == 0) return;
   std::nth_element(rel.begin(), rel.begin() + static_cast<std::ptrdiff_t>(count / 2), rel.end());
   const size_t at = static_cast<size_t>(&slot(s, layer) - stats_.data()) * kErrorFields;
-  errors_[at] += 1;
-  errors_[at + 1] += y2 > 0 ? std::sqrt(e2 / y2) : 0.0;
-  errors_[at + 2] += rel[count / 2];
+  errors_[at + kCalls] += 1;
+  errors_[at + kRelL2] += y2 > 0 ? std::sqrt(e2 / y2) : 0.0;
+  errors_[at + kMedianRel] += rel[count / 2];
 }
+
+namespace {
+
+double squares(const float* x, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
+  return s;
+}
+
+}  // namespace
 
 void Comm::allReduceAsync(Site s, int tensor, float* buf, size_t count, cclRedOp_t op, int layer) {
   cclCompression_t z;
@@ -300,6 +310,9 @@ void Comm::exchange(const std::vector<PeerTransfer>& transfers) {
     if (t.send) lead = &t;
   for (const PeerTransfer& t : transfers)
     if (siteInfo(t.site).group != Group::kPp) throw std::logic_error("exchange() is for pipeline sites");
+  // Sampled steps: what powersgd with error feedback captured, per boundary (codecErrors).
+  std::vector<cclFeedback_t> kept(transfers.size(), nullptr);
+  std::vector<bool> lowRank(transfers.size(), false);
   run(
       lead->site,
       transfers.size() > 1 ? "cclSend/cclRecv group"
@@ -309,14 +322,17 @@ void Comm::exchange(const std::vector<PeerTransfer>& transfers) {
       [&](cclComm_t c) {
         cclResult_t r = cclGroupStart();
         if (r != cclSuccess) return r;
-        for (const PeerTransfer& t : transfers) {
+        for (size_t k = 0; k < transfers.size(); ++k) {
+          const PeerTransfer& t = transfers[k];
           // Both ends decide by the sending stage (a pipeline rank is its stage) and the phase
           // that produced the data. A sender's feedback is per site and peer: the error of one
           // micro-batch's tensor goes into the next one's (lazy error propagation).
           cclCompression_t z;
           const bool on = codecFor({t.site, t.count, t.cols, -1, t.send ? stage_ : t.peer, t.phase}, &z);
-          r = t.send ? cclSendEx(t.buf, t.count, cclFloat32, t.peer, c, nullptr, on ? &z : nullptr,
-                                 feedbackFor(t.site, t.peer, on))
+          lowRank[k] = on && z.codec == cclCodecPowerSgd;
+          cclFeedback_t fb = t.send ? feedbackFor(t.site, t.peer, on) : nullptr;
+          if (codecs_[static_cast<size_t>(t.site)].feedback == cclFeedbackResidual) kept[k] = fb;
+          r = t.send ? cclSendEx(t.buf, t.count, cclFloat32, t.peer, c, nullptr, on ? &z : nullptr, fb)
                      : cclRecvEx(t.buf, t.count, cclFloat32, t.peer, c, nullptr, on ? &z : nullptr);
           if (r != cclSuccess) {
             cclGroupEnd();
@@ -326,6 +342,22 @@ void Comm::exchange(const std::vector<PeerTransfer>& transfers) {
         return cclGroupEnd();
       },
       lead->microbatch, lead->phase);
+  if (!sampling_ || evaluating_) return;
+  for (size_t k = 0; k < transfers.size(); ++k) {
+    const PeerTransfer& t = transfers[k];
+    if (!lowRank[k] || (t.send && !kept[k])) continue;
+    double* f = &errors_[static_cast<size_t>(&slot(t.site, t.send ? stage_ : t.peer) - stats_.data()) * kErrorFields];
+    if (t.send) {
+      double memory = 0;
+      check(cclFeedbackErrorNorm(kept[k], &memory), "cclFeedbackErrorNorm", comm(t.site));
+      const double grad = std::sqrt(squares(t.buf, t.count));
+      f[kSends] += 1;
+      f[kMemory2] += memory * memory;
+      f[kMemoryOverGrad] += grad > 0 ? memory / grad : 0.0;
+    } else {
+      f[kReceived2] += squares(t.buf, t.count);
+    }
+  }
 }
 
 void Comm::allReduceDoubles(Site s, double* buf, size_t count, cclRedOp_t op) {

@@ -82,10 +82,15 @@ class Comm {
   // While on, every compressed allReduce also runs uncompressed on a copy of its input, and
   // what the codec changed is noted per (site, block): see codecErrors().
   void setErrorSampling(bool on) { sampling_ = on; }
-  // Per (site, layer + 1), kErrorFields sums over the sampled calls: calls, the relative
-  // error ||y' - y|| / ||y|| of each call's result y', and the median over its elements of
-  // |y'_i - y_i| / |y_i| (y the uncompressed result).
-  static constexpr size_t kErrorFields = 3;
+  // Per (site, layer + 1), kErrorFields sums over the sampled calls. Allreduce: calls, the
+  // relative error ||y' - y|| / ||y|| of each call's result y', and the median over its
+  // elements of |y'_i - y_i| / |y_i| (y the uncompressed result). Pipeline sends with
+  // powersgd and error feedback, in the slot of the sending stage: sends, sum ||memory||^2
+  // and sum ||memory|| / ||G|| (the sender's kept error against its gradient), and the
+  // receiver's sum ||G'||^2: G' = P Q^T and the memory are orthogonal parts of what was
+  // encoded, so sum ||G'||^2 / (sum ||G'||^2 + sum ||memory||^2) is the captured energy.
+  static constexpr size_t kErrorFields = 7;
+  enum ErrorField { kCalls, kRelL2, kMedianRel, kSends, kMemory2, kMemoryOverGrad, kReceived2 };
   std::vector<double>& codecErrors() { return errors_; }
 
   // `tensor` names the buffer within the site: error feedback is kept per (site, tensor).

@@ -194,14 +194,22 @@ void JsonLog::codecErrors(const std::vector<double>& sums, int layers) {
   if (!f_) return;
   const size_t perSite = static_cast<size_t>(layers + 1) * Comm::kErrorFields;
   for (size_t at = 0; at + Comm::kErrorFields <= sums.size(); at += Comm::kErrorFields) {
-    const double calls = sums[at];
-    if (calls <= 0) continue;
+    const double* f = &sums[at];
     const auto site = static_cast<Site>(at / perSite);
-    const int layer = static_cast<int>((at % perSite) / Comm::kErrorFields) - 1;
-    std::fprintf(f_,
-                 "{\"type\":\"codec_error\",\"site\":\"%s\",\"layer\":%d,\"samples\":%.0f,\"rel_l2\":%.6g,"
-                 "\"median_rel\":%.6g}\n",
-                 siteName(site), layer, calls, sums[at + 1] / calls, sums[at + 2] / calls);
+    const int slot = static_cast<int>((at % perSite) / Comm::kErrorFields) - 1;
+    if (const double calls = f[Comm::kCalls]; calls > 0)
+      std::fprintf(f_,
+                   "{\"type\":\"codec_error\",\"site\":\"%s\",\"layer\":%d,\"samples\":%.0f,\"rel_l2\":%.6g,"
+                   "\"median_rel\":%.6g}\n",
+                   siteName(site), slot, calls, f[Comm::kRelL2] / calls, f[Comm::kMedianRel] / calls);
+    if (const double sends = f[Comm::kSends]; sends > 0) {
+      const double total = f[Comm::kReceived2] + f[Comm::kMemory2];
+      std::fprintf(f_,
+                   "{\"type\":\"codec_energy\",\"site\":\"%s\",\"stage\":%d,\"samples\":%.0f,"
+                   "\"captured_energy\":%.6g,\"memory_over_grad\":%.6g}\n",
+                   siteName(site), slot, sends, total > 0 ? f[Comm::kReceived2] / total : 0.0,
+                   f[Comm::kMemoryOverGrad] / sends);
+    }
   }
   std::fflush(f_);
 }

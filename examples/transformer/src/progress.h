@@ -53,8 +53,9 @@ class JsonLog {
             double commSeconds, const GridCounters& counters);
   // `elapsed`: seconds since the run started (the time-to-loss of a run, for comparisons).
   void validation(int step, double loss, double elapsed);
-  // One "codec_error" record per (site, block) with sampled calls: Comm::codecErrors summed
-  // over the ranks, as means per call.
+  // One "codec_error" record per (site, block) with sampled allreduces, one "codec_energy"
+  // record per (pipeline site, sending stage) with sampled powersgd sends: Comm::codecErrors
+  // summed over the ranks, as means per call (the captured energy as a ratio of sums).
   void codecErrors(const std::vector<double>& sums, int layers);
   void summary(const TrainResult& r, const std::string& layout, double computeSeconds, double commSeconds,
                double elapsed, const GridCounters& counters);
