@@ -350,5 +350,30 @@ TEST(SiteCompression, SampledCodecErrorsAreLogged) {
   EXPECT_GT(err[1], 4 * err[0]) << "int2 changes more than int8";
 }
 
+// On sampled steps the sender of powersgd with error feedback (lazy error propagation) logs
+// ||memory|| / ||G|| and, with the receiver's ||G'||, the energy P Q^T captured, per boundary.
+TEST(SiteCompression, SampledPowerSgdEnergyIsLogged) {
+  TrainOptions o = small();
+  o.grid = {1, 2, 1};
+  o.accum = 2;
+  o.codecErrorEvery = 1;
+  o.logPath = harness::tempDir() + "energy.jsonl";
+  set(o, "pp.bwd=powersgd:rank=2:feedback=ef");
+  runOn(2, o);
+  std::ifstream in(o.logPath);
+  int records = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("\"codec_energy\"") == std::string::npos) continue;
+    ++records;
+    EXPECT_NE(line.find("\"site\":\"pp.bwd\",\"stage\":1"), std::string::npos) << "stage 1 sends back: " << line;
+    const double energy = std::stod(line.substr(line.find("\"captured_energy\":") + 18));
+    const double memory = std::stod(line.substr(line.find("\"memory_over_grad\":") + 19));
+    EXPECT_GT(energy, 0.0) << line;
+    EXPECT_LT(energy, 1.0) << "rank 2 of a 16 x 32 gradient loses some: " << line;
+    EXPECT_GT(memory, 0.0) << line;
+  }
+  EXPECT_EQ(records, 1);
+}
+
 }  // namespace
 }  // namespace gpt
