@@ -83,6 +83,10 @@ bool Comm::codecFor(const CallCodec& call, cclCompression_t* out) const {
   const CallPlace at{step_, scope == Scope::kLayers ? call.layer : -1,
                      scope == Scope::kStages ? (call.stage >= 0 ? call.stage : stage_) : -1, call.phase};
   if (!applies(c, at)) return false;
+  if (c.channelScales && !call.allReduce)
+    throw std::runtime_error(std::string(siteName(call.site)) +
+                             " scale=channel: only blocking allreduce calls travel transposed (not this layout's "
+                             "reduce-scatter, all-gather, asynchronous or point-to-point calls)");
   *out = c.compression;
   if (out->codec == cclCodecPowerSgd) {
     if (call.cols == 0 || call.count % call.cols != 0) return false;  // not a matrix
@@ -175,7 +179,7 @@ void transpose(const float* in, size_t rows, size_t cols, float* out) {
 void Comm::allReduce(Site s, int tensor, float* buf, size_t count, cclRedOp_t op, int layer, size_t cols,
                      double rawScale) {
   cclCompression_t z;
-  const bool on = codecFor({s, count, cols, layer}, &z);
+  const bool on = codecFor({s, count, cols, layer, -1, -1, true}, &z);
   cclFeedback_t fb = feedbackFor(s, tensor, on);
   // scale=channel: the tokens x channels matrix travels transposed, so a block of `rows`
   // elements is one channel over every token of the call.

@@ -143,6 +143,7 @@ class Comm {
     size_t count;
     size_t cols = 0;
     int layer = -1, stage = -1, phase = -1;
+    bool allReduce = false;  // a blocking allReduce: the only call scale=channel can transpose
   };
   bool codecFor(const CallCodec& call, cclCompression_t* out) const;
   cclFeedback_t feedbackFor(Site s, int tensor, bool compressed);

@@ -298,6 +298,12 @@ TEST(SiteCompression, ChannelScalesBoundEachChannelByItsOwnMagnitude) {
       Comm comm(comms, 1);
       comm.setCodec(Site::kTpFwd, codec);
       input(rank, out[static_cast<size_t>(rank)]);
+      if (codec.channelScales) {
+        // Only a blocking allreduce can travel transposed: the others refuse, before sending.
+        std::vector<float> all(count * n);
+        EXPECT_THROW(comm.allGather(Site::kTpFwd, 0, out[static_cast<size_t>(rank)].data(), all.data(), count, 0),
+                     std::runtime_error);
+      }
       comm.allReduce(Site::kTpFwd, 0, out[static_cast<size_t>(rank)].data(), count, cclSum, 0, cols);
     });
     // The bound's terms (ccl.h): |x| summed over the ranks at the element, and its largest
