@@ -174,7 +174,7 @@ for rate in ("100mbit", "1gbit"):
 GROUPS = [
     ("loco", ["base.dp4", "base.dp4zero", "loco."]),
     ("bian", ["base.tp2pp2", "base.pp4", "bian."]),
-    ("optimus", ["optimus.bwd", "base.pp4m16", "optimus.epi", "base.pp2dp2", "optimus.dp", "optimus.embfused"]),
+    ("optimus", ["optimus.", "base.pp4m16", "base.pp2dp2"]),
     ("fp4", ["fp4."]),
     ("tera", ["tera2."]),
     ("laskin", ["base.pp4long", "laskin."]),
@@ -183,8 +183,9 @@ GROUPS = [
 
 
 def group_of(name):
+    """An arm's group: a prefix ending in '.' takes every arm under it, others one arm."""
     for g, prefixes in GROUPS:
-        if any(name.startswith(p) for p in prefixes):
+        if any(name == p or (p.endswith(".") and name.startswith(p)) for p in prefixes):
             return g
     raise KeyError(name)
 
