@@ -110,6 +110,12 @@ for bits in (4, 2):
             add(Arm(f"loco.int{bits}.b{block}.{fb}", "dp4", c(f"dp.grad=int{bits}:block={block}{extra}")))
 for fb, extra in (("none", ""), ("ef", ":feedback=ef"), ("loco", ":" + LOCO)):
     add(Arm(f"loco.zero.{fb}", "dp4zero", c(f"dp.grad=int4{extra}")))
+# LoCo's ingredients where it loses to error feedback (one scale per 65,536): without the
+# reset, then also without the moving average (beta 0: error feedback whose error is kept
+# at 8 bits), so each step from LoCo to error feedback is one comparison.
+for bits in (4, 2):
+    for name, extra in (("noreset", "beta=0.8:reset=0"), ("beta0", "beta=0:reset=0")):
+        add(Arm(f"loco.int{bits}.b65536.{name}", "dp4", c(f"dp.grad=int{bits}:block=65536:feedback=loco:{extra}")))
 # Bian et al.: the row-parallel outputs (tp.fwd) of tp2 x pp2 at 8, 4 and 2 bits, scaled
 # in blocks of 128 along a row or per channel (over the tokens, as their code); 2 bits
 # with three levels (int2) and four (int2_midrise); sparsifiers at int2's bytes; the
@@ -478,6 +484,15 @@ def build_rows(results, scale, have_links):
     t.row("LoCo", "ZeRO-1, int4: error feedback better than none", "loco.zero.ef", "loco.zero.none", "better",
           ["dp.grad"])
     t.row("LoCo", "ZeRO-1, int4: LoCo ≈ uncompressed", "loco.zero.loco", "base.dp4zero", "≈", ["dp.grad"])
+    for bits in (4, 2):
+        p = f"loco.int{bits}.b65536"
+        where = f"int{bits}, blocks of 65536"
+        t.row("LoCo", f"{where}: LoCo without its reset against with it (every 100 steps)", f"{p}.noreset",
+              f"{p}.loco", None, ["dp.grad"])
+        t.row("LoCo", f"{where}: without the reset, the moving average (β 0.8) against none (β 0)", f"{p}.noreset",
+              f"{p}.beta0", None, ["dp.grad"])
+        t.row("LoCo", f"{where}: β 0 without reset (error feedback, its error kept at 8 bits) ≈ error feedback",
+              f"{p}.beta0", f"{p}.ef", None, ["dp.grad"])
     # ---- Bian et al. ----
     tp = "base.tp2pp2"
     t.row(B, "TP activations at 8 bits ≈ uncompressed", "bian.tp.int8", tp, "≈", ["tp.fwd"])
