@@ -102,5 +102,41 @@ TEST(LocoFeedback, MovingAverageIn8BitsWithReset) {
   EXPECT_EQ(loco.calls(), 7u);
 }
 
+// Why LoCo loses to plain error feedback where a block's scale is coarse: a value that rounds
+// to zero adds only (1 - beta) of its miss to LoCo's average each call (e <- beta e + (1 -
+// beta)(g + e) = e + (1 - beta) g), so it reaches the rounding step 1 / (1 - beta) times later
+// than the residual does. Over many calls both deliver the inputs' sum.
+TEST(LocoFeedback, ASmallValueAccumulatesAtOneMinusBetaOfTheResidualsRate) {
+  const size_t n = 128;  // one int2 block: s = absmax = 1, so a value is sent once it reaches 1/2
+  const Params p = params(cclCodecInt2);
+  ASSERT_FALSE(p.stochastic);
+  constexpr float kSmall = 0.03f;
+  std::vector<float> x(n, kSmall);
+  x[0] = 1.0f;  // the block's largest, sent exactly every call
+  const int calls = 2000;
+  struct Run {
+    FeedbackState state;
+    int firstSent = -1;
+    double sum = 0;  // of element 1's decoded values
+  } ef{FeedbackState(cclFeedbackResidual, 0.0f, 0)}, loco{FeedbackState(cclFeedbackLoco, 0.8f, 0)};
+  for (int k = 1; k <= calls; ++k) {
+    for (Run* r : {&ef, &loco}) {
+      const auto y = step(r->state, p, x);
+      ASSERT_EQ(y[0], 1.0f) << "call " << k;
+      if (y[1] != 0.0f && r->firstSent < 0) r->firstSent = k;
+      r->sum += y[1];
+    }
+  }
+  // Call k sends x + e: with the residual 0.03 k, first at least 1/2 at call 17; with LoCo's
+  // average 0.03 + 0.006 (k - 1), at call 80, about 1 / (1 - beta) = 5 times later.
+  EXPECT_EQ(ef.firstSent, 17);
+  EXPECT_GE(loco.firstSent, 76);
+  EXPECT_LE(loco.firstSent, 84);
+  // Both deliver the inputs' sum but for what they still hold: the residual's e (|e| <= 1/2),
+  // LoCo's e / (1 - beta) (the telescoped sum of its errors; |e| <= 1/2, plus int8's rounding).
+  EXPECT_NEAR(ef.sum, calls * kSmall, 0.5);
+  EXPECT_NEAR(loco.sum, calls * kSmall, 0.51 / 0.2);
+}
+
 }  // namespace
 }  // namespace ccl::codec::test
