@@ -72,7 +72,8 @@ LAYOUTS = {
 # time, so they are rounds (interleaved, one seed), not seeds.
 TERA = {"full": dict(seq=1024, steps=30, granularity=64), "tiny": dict(seq=64, steps=4, granularity=8)}
 
-LOCO = "feedback=loco:beta=0.8:reset=100"  # the reset falls within the run (1 call per step)
+LOCO_BETA, LOCO_RESET = 0.8, 100  # the reset falls within the run (1 call per step)
+LOCO = f"feedback=loco:beta={LOCO_BETA}:reset={LOCO_RESET}"
 MIDRISE = "int2_midrise"  # 2 bits with four levels, ±0.5 and ±1.5 scales (Bian et al.'s 2-bit)
 
 
@@ -114,7 +115,7 @@ for fb, extra in (("none", ""), ("ef", ":feedback=ef"), ("loco", ":" + LOCO)):
 # reset, then also without the moving average (beta 0: error feedback whose error is kept
 # at 8 bits), so each step from LoCo to error feedback is one comparison.
 for bits in (4, 2):
-    for name, extra in (("noreset", "beta=0.8:reset=0"), ("beta0", "beta=0:reset=0")):
+    for name, extra in (("noreset", f"beta={LOCO_BETA}:reset=0"), ("beta0", "beta=0:reset=0")):
         add(Arm(f"loco.int{bits}.b65536.{name}", "dp4", c(f"dp.grad=int{bits}:block=65536:feedback=loco:{extra}")))
 # Bian et al.: the row-parallel outputs (tp.fwd) of tp2 x pp2 at 8, 4 and 2 bits, scaled
 # in blocks of 128 along a row or per channel (over the tokens, as their code); 2 bits
@@ -487,10 +488,10 @@ def build_rows(results, scale, have_links):
     for bits in (4, 2):
         p = f"loco.int{bits}.b65536"
         where = f"int{bits}, blocks of 65536"
-        t.row("LoCo", f"{where}: LoCo without its reset against with it (every 100 steps)", f"{p}.noreset",
+        t.row("LoCo", f"{where}: LoCo without its reset against with it (every {LOCO_RESET} steps)", f"{p}.noreset",
               f"{p}.loco", None, ["dp.grad"])
-        t.row("LoCo", f"{where}: without the reset, the moving average (β 0.8) against none (β 0)", f"{p}.noreset",
-              f"{p}.beta0", None, ["dp.grad"])
+        t.row("LoCo", f"{where}: without the reset, the moving average (β {LOCO_BETA}) against none (β 0)",
+              f"{p}.noreset", f"{p}.beta0", None, ["dp.grad"])
         t.row("LoCo", f"{where}: β 0 without reset (error feedback, its error kept at 8 bits) ≈ error feedback",
               f"{p}.beta0", f"{p}.ef", None, ["dp.grad"])
     # ---- Bian et al. ----
