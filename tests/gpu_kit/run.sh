@@ -135,23 +135,27 @@ step 11_face_capture_2_threads 60 env LD_PRELOAD="$preload" CCL_CODEC=int8 "$kit
 # 7. Numbers.
 if [ $quick -eq 0 ]; then
   step 12_codecs_gpu_bench_1GiB 150 "$kit/bin/codecs_gpu_bench" --mib 1024 --iters 5
-  perf=("$kit/bin/all_reduce_perf" -M device -t 2 -b 1M -e 256M -f 4 -n 10 -w 2 -c 1)
-  # Two ranks on one GPU, compressed, in a fresh process: a kernel loaded at its first launch
-  # while the other rank's flag kernel waits stalls the GPU (kernel_preload.h). Once with
-  # CUDA's default lazy loading (the preloading is what makes it run), once with eager
-  # loading as the control.
-  # A stall names itself within 10 s: the staged link's time-out lists its flags and the
-  # threads of the process blocked in calls that can wait (common/activity.h).
-  step 13_all_reduce_perf_t2_int8 60 env CCL_DEBUG=INFO CCL_TIMEOUT=10 "${perf[@]}" -Z int8
-  step 14_all_reduce_perf_t2_int8_eager 60 env CUDA_MODULE_LOADING=EAGER CCL_TIMEOUT=10 "${perf[@]}" -Z int8
+  # Two ranks as threads on one GPU, compressed: on every device so far these stalled at
+  # 64 MiB ("no progress" at both ranks). First a matrix at one size that bisects the
+  # causes (perf/README, "The first device runs"): how a stream waits for the host's flags
+  # (polling kernels or stream memory operations), how many hardware queues the process's
+  # streams share (CUDA_DEVICE_MAX_CONNECTIONS: 1 puts every stream in one queue, 32 gives
+  # each its own), the chunk size (fewer waves), and every call waited for (-z 1). A stall
+  # prints every thread's stack (--stall_dump) before ccl's time-out names its flags.
+  one=("$kit/bin/all_reduce_perf" -M device -t 2 -n 5 -w 1 -c 1 --stall_dump 5)
+  bisect() { local name=$1; shift; step "13_bisect_$name" 25 env CCL_TIMEOUT=10 "$@"; }
+  bisect memop_64M env CCL_DEVICE_FLAGS=memop "${one[@]}" -b 64M -e 64M -Z int8
+  bisect kernel_64M env CCL_DEVICE_FLAGS=kernel "${one[@]}" -b 64M -e 64M -Z int8
+  bisect kernel_conn32_64M env CCL_DEVICE_FLAGS=kernel CUDA_DEVICE_MAX_CONNECTIONS=32 "${one[@]}" -b 64M -e 64M -Z int8
+  bisect kernel_conn1_1M env CCL_DEVICE_FLAGS=kernel CUDA_DEVICE_MAX_CONNECTIONS=1 "${one[@]}" -b 1M -e 1M -Z int8
+  bisect memop_conn1_1M env CCL_DEVICE_FLAGS=memop CUDA_DEVICE_MAX_CONNECTIONS=1 "${one[@]}" -b 1M -e 1M -Z int8
+  bisect none_kernel_conn1_1M env CCL_DEVICE_FLAGS=kernel CUDA_DEVICE_MAX_CONNECTIONS=1 "${one[@]}" -b 1M -e 1M
+  bisect kernel_chunk8M_64M env CCL_DEVICE_FLAGS=kernel CCL_CHUNK_BYTES=8M "${one[@]}" -b 64M -e 64M -Z int8
+  bisect kernel_blocking_64M env CCL_DEVICE_FLAGS=kernel "${one[@]}" -b 64M -e 64M -Z int8 -z 1
+  # Then the sweeps, with the library's defaults.
+  perf=("$kit/bin/all_reduce_perf" -M device -t 2 -b 1M -e 256M -f 4 -n 10 -w 2 -c 1 --stall_dump 8)
+  for z in int8 int4 fp8_e4m3; do step "14_all_reduce_perf_t2_$z" 60 env CCL_TIMEOUT=15 "${perf[@]}" -Z $z; done
   step 15_all_reduce_perf_t2_none 60 "${perf[@]}"
-  for z in int4 fp8_e4m3; do step "16_all_reduce_perf_t2_$z" 60 env CCL_TIMEOUT=10 "${perf[@]}" -Z $z; done
-  # Bisecting the compressed two-rank runs (on an H100, 2026-11-26, they stalled or, at
-  # 64 MiB, returned wrong values; uncompressed ones passed): each call waited for and the
-  # ranks in step (-z 1), and one size alone, without the 256 MiB warm-up before it.
-  step 17_all_reduce_perf_t2_int8_blocking 60 env CCL_TIMEOUT=10 "${perf[@]}" -Z int8 -z 1
-  step 18_all_reduce_perf_t2_int8_64M_only 60 env CCL_TIMEOUT=10 CUDA_MODULE_LOADING=EAGER \
-    "$kit/bin/all_reduce_perf" -M device -t 2 -b 64M -e 64M -n 10 -w 2 -c 1 -Z int8
 fi
 
 {

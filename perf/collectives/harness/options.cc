@@ -77,6 +77,7 @@ enum CodecFlag : int {
   kFeedback,
   kLocoBeta,
   kLocoReset,
+  kStallDump,
 };
 
 const option kLongOptions[] = {{"nthreads", required_argument, nullptr, 't'},
@@ -111,6 +112,7 @@ const option kLongOptions[] = {{"nthreads", required_argument, nullptr, 't'},
                                {"feedback", required_argument, nullptr, kFeedback},
                                {"loco_beta", required_argument, nullptr, kLocoBeta},
                                {"loco_reset", required_argument, nullptr, kLocoReset},
+                               {"stall_dump", required_argument, nullptr, kStallDump},
                                {"help", no_argument, nullptr, 'h'},
                                {nullptr, 0, nullptr, 0}};
 
@@ -231,6 +233,9 @@ void applyOption(Options& o, int c, const char* arg) {
       o.deviceMemory = m == "device";
       break;
     }
+    case kStallDump:
+      o.stallDumpSeconds = parseNonNegative("--stall_dump", arg);
+      break;
     case 'h':
       o.help = true;
       break;
@@ -321,6 +326,7 @@ std::string usage(const char* program) {
          "\n\t[--feedback <none/ef/loco: error feedback, one handle per rank (allreduce, reduce_scatter, all_gather)>]"
          "\n\t[--loco_beta <LoCo moving-average weight in [0,1), default 0.5>]"
          "\n\t[--loco_reset <LoCo reset period in calls, 0: never>]"
+         "\n\t[--stall_dump <seconds without a call enqueued or finished before every thread's stack is printed; 0: never>]"
          "\n\t[-h,--help]\n";
 }
 

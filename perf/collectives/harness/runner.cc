@@ -8,6 +8,7 @@
 
 #include "harness/memory.h"
 #include "harness/report.h"
+#include "harness/stall_watch.h"
 #include "harness/sweep.h"
 #include "harness/team.h"
 
@@ -59,6 +60,7 @@ int runProgram(const PerfCollective& collective, Backend& backend, ProcessGroup&
   const auto lines = processes.gatherText(deviceLines(processes.rank() * o.nthreads, o.nthreads, memory.name()));
   if (root) printDevices(lines);
 
+  startStallWatch(o.stallDumpSeconds);
   auto comms = backend.connect(processes, o);
   if (root) printTableHeader(o.reportCputime != 0, o.codec.active());
   const SweepTotals totals = runThreads(collective, o, processes, comms);

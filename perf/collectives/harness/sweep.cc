@@ -11,6 +11,7 @@
 #include "harness/codec_bound.h"
 #include "harness/memory.h"
 #include "harness/report.h"
+#include "harness/stall_watch.h"
 
 namespace cclperf {
 namespace {
@@ -113,10 +114,16 @@ class RankSweep {
 
   void launch(const BufferLayout& l, const Case& k, bool inPlace) {
     coll_.run(comm_, callArgs(l, k, inPlace));
+    noteProgress();
     if (opt_.blocking) {
-      mem_.synchronize(stream_);
+      synchronize();
       team_.barrier(thread_);
     }
+  }
+
+  void synchronize() {
+    mem_.synchronize(stream_);
+    noteProgress();
   }
 
   void timeTest(const Case& k) {
@@ -154,7 +161,7 @@ class RankSweep {
       for (int a = 0; a < opt_.aggIters; ++a) launch(l, k, inPlace);
       if (opt_.aggIters > 1) comm_.groupEnd();
     }
-    mem_.synchronize(stream_);  // device calls return once enqueued: the time is the stream's
+    synchronize();  // device calls return once enqueued: the time is the stream's
     const std::chrono::duration<double> elapsed = Clock::now() - start;
     return elapsed.count() / (double(opt_.iters) * opt_.aggIters);
   }
@@ -162,7 +169,7 @@ class RankSweep {
   PlacementResult benchTime(const BufferLayout& l, const Case& k, bool inPlace) {
     if (opt_.check) initData(l, k, inPlace, 0);
     launch(l, k, inPlace);  // the untimed call nccl-tests makes before timing
-    mem_.synchronize(stream_);
+    synchronize();
     team_.barrier(thread_);
     double raw0 = 0, wire0 = 0, raw1 = 0, wire1 = 0;
     const bool counted = opt_.codec.active() && comm_.wireCounters(&raw0, &wire0);
@@ -181,7 +188,7 @@ class RankSweep {
       ++rep_;
       const bool hasExpected = initData(l, k, inPlace, rep_);
       launch(l, k, inPlace);
-      mem_.synchronize(stream_);
+      synchronize();
       const long long mine = hasExpected ? countWrong(l, k, inPlace) : 0;
       wrong = team_.sum(thread_, mine);
       totals_.wrong += wrong;

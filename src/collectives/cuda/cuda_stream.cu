@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
+#include <cuda.h>
+
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -8,6 +11,7 @@
 #include "codecs/cuda/kernel_preload.h"
 #include "collectives/cuda/cuda_stream.h"
 #include "common/activity.h"
+#include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
 
@@ -42,6 +46,64 @@ unsigned long long* deviceFlag(const std::atomic<uint64_t>* flag) {
   cudaOk(cudaHostGetDevicePointer(&device, const_cast<std::atomic<uint64_t>*>(flag), 0),
          "cudaHostGetDevicePointer (a flag outside pinned memory)");
   return static_cast<unsigned long long*>(device);
+}
+
+// Stream memory operations (CUDA's driver API, reached through the runtime so nothing links
+// libcuda): a wait or a write the GPU's front end executes in stream order, holding no SM
+// and loading no kernel. The write's default flag fences the stream's earlier writes
+// (copies included) before the value lands, so a host thread that reads the flag sees the
+// bytes the stream wrote before it (CUDA's documented order for stream memory operations).
+struct MemOps {
+  using WaitFn = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
+  using WriteFn = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
+  WaitFn wait = nullptr;
+  WriteFn write = nullptr;
+};
+
+template <typename Fn>
+Fn driverEntry(const char* symbol) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(symbol, &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess)
+    return nullptr;
+  return reinterpret_cast<Fn>(fn);
+}
+
+// The memory operations of `device`, or none (kernels then poll and store the flags):
+// CCL_DEVICE_FLAGS, and whether the device supports 64-bit memory operations.
+const MemOps* memOpsOf(int device) {
+  static std::mutex mutex;
+  static std::vector<std::optional<MemOps>> byDevice;  // nullopt: not asked yet
+  static std::vector<bool> usable;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (size_t(device) >= byDevice.size()) {
+    byDevice.resize(size_t(device) + 1);
+    usable.resize(size_t(device) + 1, false);
+  }
+  if (!byDevice[size_t(device)]) {
+    const std::string mode = config::deviceFlags();
+    CCL_CHECK(mode == "auto" || mode == "memop" || mode == "kernel", cclInvalidArgument,
+              "CCL_DEVICE_FLAGS=" + mode + ": expected auto, memop or kernel");
+    MemOps ops;
+    bool ok = false;
+    if (mode != "kernel") {
+      using AttrFn = CUresult (*)(int*, CUdevice_attribute, CUdevice);
+      const auto attr = driverEntry<AttrFn>("cuDeviceGetAttribute");
+      int has = 0;
+      if (attr && attr(&has, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, device) != CUDA_SUCCESS) has = 0;
+      ops.wait = driverEntry<MemOps::WaitFn>("cuStreamWaitValue64");
+      ops.write = driverEntry<MemOps::WriteFn>("cuStreamWriteValue64");
+      ok = has && ops.wait && ops.write;
+      CCL_CHECK(ok || mode == "auto", cclInvalidArgument,
+                "CCL_DEVICE_FLAGS=memop: device " + std::to_string(device) +
+                    " has no 64-bit stream memory operations (CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS)");
+    }
+    byDevice[size_t(device)] = ops;
+    usable[size_t(device)] = ok;
+    CCL_INFO("device %d: stream flags by %s", device, ok ? "stream memory operations" : "polling kernels");
+  }
+  return usable[size_t(device)] ? &*byDevice[size_t(device)] : nullptr;
 }
 
 struct HostStep {
@@ -102,11 +164,24 @@ void CudaStream::copy(void* dst, const void* src, size_t bytes) {
 }
 
 void CudaStream::waitFlag(const std::atomic<uint64_t>* flag, uint64_t value) {
+  if (const MemOps* ops = memOpsOf(device_)) {
+    const CUresult r = ops->wait(reinterpret_cast<CUstream>(stream_), reinterpret_cast<CUdeviceptr>(deviceFlag(flag)),
+                                 value, CU_STREAM_WAIT_VALUE_GEQ);
+    CCL_CHECK(r == CUDA_SUCCESS, cclUnhandledCudaError, "cuStreamWaitValue64 failed (CUresult " + std::to_string(r) + ")");
+    return;
+  }
   waitFlagKernel<<<1, 1, 0, stream_>>>(deviceFlag(flag), value);
   cudaOk(cudaGetLastError(), "launching the flag wait");
 }
 
 void CudaStream::setFlag(std::atomic<uint64_t>* flag, uint64_t value) {
+  if (const MemOps* ops = memOpsOf(device_)) {
+    const CUresult r = ops->write(reinterpret_cast<CUstream>(stream_), reinterpret_cast<CUdeviceptr>(deviceFlag(flag)),
+                                  value, CU_STREAM_WRITE_VALUE_DEFAULT);
+    CCL_CHECK(r == CUDA_SUCCESS, cclUnhandledCudaError,
+              "cuStreamWriteValue64 failed (CUresult " + std::to_string(r) + ")");
+    return;
+  }
   setFlagKernel<<<1, 1, 0, stream_>>>(deviceFlag(flag), value);
   cudaOk(cudaGetLastError(), "launching the flag store");
 }
