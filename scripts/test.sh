@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Sets up a fresh machine and runs every test: the main build (CUDA kernels compiled when
 # nvcc is present; GPU tests skip without a device), the Python package with the PyTorch
-# backend and DDP hook (in the torch environment of scripts/torch_venv.sh, made once), a
+# backend and DDP hook (in the torch environment of scripts/torch_venv.sh, made once) and
+# PyTorch's own distributed test suite on the backend (python/tests/torch_suite), a
 # build without UCX (in-process transport only), the same suite under ASan+UBSan and under
 # TSan, the device kit built and checked (scripts/gpu_kit.sh --check), and the decoder fuzzers
 # for a bounded time. CCL_TEST_QUICK=1 runs only the main build's suite and the Python tests.
@@ -24,6 +25,8 @@ step "main test suite"
 ctest --test-dir "$root/build" --output-on-failure -j "$jobs" --timeout 900 || status=1
 step "python package, PyTorch backend and DDP hook"
 "$root/scripts/python_test.sh" || status=1
+step "PyTorch's distributed test suite on cclz, beside gloo"
+"$("$root/scripts/python_install.sh")" -P "$root/python/tests/torch_suite/run.py" || status=1
 
 if [ "${CCL_TEST_QUICK:-0}" != 1 ]; then
   # Without UCX only the in-process transport exists: everything that needs no second

@@ -18,13 +18,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch(case: str, nranks: int, timeout: float = 240, **env) -> list:
+def launch(case: str, nranks: int, timeout: float = 240, worker: str = "c10d_worker.py", **env) -> list:
     port = free_port()
     procs = []
     for rank in range(nranks):
         e = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(nranks), LOCAL_RANK=str(rank),
                  MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1", **env)
-        procs.append(subprocess.Popen([sys.executable, os.path.join(HERE, "c10d_worker.py"), case], env=e,
+        procs.append(subprocess.Popen([sys.executable, os.path.join(HERE, worker), case], env=e,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     outs = []
     try:

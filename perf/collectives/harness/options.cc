@@ -326,7 +326,8 @@ std::string usage(const char* program) {
          "\n\t[--feedback <none/ef/loco: error feedback, one handle per rank (allreduce, reduce_scatter, all_gather)>]"
          "\n\t[--loco_beta <LoCo moving-average weight in [0,1), default 0.5>]"
          "\n\t[--loco_reset <LoCo reset period in calls, 0: never>]"
-         "\n\t[--stall_dump <seconds without a call enqueued or finished before every thread's stack is printed; 0: never>]"
+         "\n\t[--stall_dump <seconds without a call enqueued or finished before every thread's stack is printed; 0: "
+         "never>]"
          "\n\t[-h,--help]\n";
 }
 

@@ -167,7 +167,8 @@ void CudaStream::waitFlag(const std::atomic<uint64_t>* flag, uint64_t value) {
   if (const MemOps* ops = memOpsOf(device_)) {
     const CUresult r = ops->wait(reinterpret_cast<CUstream>(stream_), reinterpret_cast<CUdeviceptr>(deviceFlag(flag)),
                                  value, CU_STREAM_WAIT_VALUE_GEQ);
-    CCL_CHECK(r == CUDA_SUCCESS, cclUnhandledCudaError, "cuStreamWaitValue64 failed (CUresult " + std::to_string(r) + ")");
+    CCL_CHECK(r == CUDA_SUCCESS, cclUnhandledCudaError,
+              "cuStreamWaitValue64 failed (CUresult " + std::to_string(r) + ")");
     return;
   }
   waitFlagKernel<<<1, 1, 0, stream_>>>(deviceFlag(flag), value);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "backend.h"
 
+#include <ATen/ThreadLocalState.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -44,34 +45,62 @@ cclDataType_t dtypeOf(const at::Tensor& t) {
       return cclFloat8e4m3;
     case at::kFloat8_e5m2:
       return cclFloat8e5m2;
+    case at::kBool:  // one byte, 0 or 1 (reductions: redOpOf)
+      return cclUint8;
     default:
       TORCH_CHECK_TYPE(false, "ccl: tensors of type ", t.scalar_type(),
-                       " are not supported (int8, uint8, int32, uint32, int64, uint64, float16, float32, float64, "
-                       "bfloat16, float8_e4m3fn, float8_e5m2 are)");
+                       " are not supported (bool, int8, uint8, int32, uint32, int64, uint64, float16, float32, "
+                       "float64, bfloat16, float8_e4m3fn, float8_e5m2 are)");
   }
 }
 
-void checkTensor(const at::Tensor& t, const char* what) {
+// Where a tensor's memory is used: in place by ccl (contiguous, as NCCL's backend requires),
+// or only read or copied into by this backend (any strides: a contiguous copy is made).
+enum class Layout { kInPlace, kAnyStrides };
+
+void checkTensor(const at::Tensor& t, const char* what, Layout layout = Layout::kInPlace) {
   TORCH_CHECK_VALUE(t.defined(), "ccl: ", what, ": an undefined tensor");
   TORCH_CHECK_VALUE(t.device().is_cpu(), "ccl: ", what, ": a tensor on ", t.device(), ": ", kUnsupportedDevice);
   TORCH_CHECK_VALUE(t.layout() == at::kStrided, "ccl: ", what, ": sparse tensors are not supported");
-  TORCH_CHECK_VALUE(t.is_contiguous(), "ccl: ", what, ": the tensor must be contiguous (call .contiguous() first)");
+  TORCH_CHECK_VALUE(layout == Layout::kAnyStrides || t.is_contiguous(), "ccl: ", what,
+                    ": the tensor must be contiguous (call .contiguous() first)");
   dtypeOf(t);
 }
 
-const at::Tensor& single(const std::vector<at::Tensor>& tensors, const char* what) {
+// A tensor the call only reads, checked and made contiguous (a copy where it is not).
+at::Tensor input(const at::Tensor& t, const char* what) {
+  checkTensor(t, what, Layout::kAnyStrides);
+  return t.contiguous();
+}
+
+const at::Tensor& single(const std::vector<at::Tensor>& tensors, const char* what, Layout layout = Layout::kInPlace) {
   TORCH_CHECK_VALUE(tensors.size() == 1, "ccl: ", what, " takes one tensor per call, got ", tensors.size());
-  checkTensor(tensors[0], what);
+  checkTensor(tensors[0], what, layout);
   return tensors[0];
 }
 
-void checkSame(const at::Tensor& a, const at::Tensor& b, const char* what) {
-  checkTensor(b, what);
+void checkSame(const at::Tensor& a, const at::Tensor& b, const char* what, Layout layout = Layout::kInPlace) {
+  checkTensor(b, what, layout);
   TORCH_CHECK_TYPE(a.scalar_type() == b.scalar_type(), "ccl: ", what, ": tensors of different types (", a.scalar_type(),
                    " and ", b.scalar_type(), ")");
 }
 
-cclRedOp_t redOpOf(const c10d::ReduceOp& op) {
+// `op` on tensors like `t`. Booleans travel as bytes of 0 and 1, so their sum is a logical or
+// (max) and their product a logical and (min), as PyTorch's NCCL backend reduces them.
+cclRedOp_t redOpOf(const c10d::ReduceOp& op, const at::Tensor& t) {
+  if (t.scalar_type() == at::kBool) {
+    switch (op.op_) {
+      case c10d::ReduceOp::SUM:
+      case c10d::ReduceOp::MAX:
+        return cclMax;
+      case c10d::ReduceOp::PRODUCT:
+      case c10d::ReduceOp::MIN:
+        return cclMin;
+      default:
+        TORCH_CHECK_VALUE(false, "ccl: reduce op ", static_cast<int>(op.op_),
+                          " is not defined on bool tensors (SUM, PRODUCT, MIN and MAX are)");
+    }
+  }
   switch (op.op_) {
     case c10d::ReduceOp::SUM:
       return cclSum;
@@ -93,6 +122,12 @@ void checkRoot(int64_t root, int size, const char* what) {
   TORCH_CHECK_VALUE(root >= 0 && root < size, "ccl: ", what, ": root ", root, " is not a rank of a group of ", size);
 }
 
+// One tensor per call: the root's tensor can only be the first.
+void checkRootTensor(int64_t rootTensor, const char* what) {
+  TORCH_CHECK_VALUE(rootTensor == 0, "ccl: ", what, ": rootTensor ", rootTensor,
+                    " does not name a tensor of the list (one tensor per call: rootTensor must be 0)");
+}
+
 void checkPeer(int peer, int rank, int size, const char* what) {
   TORCH_CHECK_VALUE(peer >= 0 && peer < size && peer != rank, "ccl: ", what, ": peer ", peer,
                     " is not another rank of a group of ", size, " (this is rank ", rank, ")");
@@ -106,10 +141,11 @@ at::Tensor flatten(const std::vector<at::Tensor>& parts) {
   return at::cat(flat);
 }
 
+// A list of `n` tensors like `like`, which the backend reads or copies into (any strides).
 void checkList(const std::vector<at::Tensor>& list, const at::Tensor& like, size_t n, const char* what) {
   TORCH_CHECK_VALUE(list.size() == n, "ccl: ", what, ": a list of ", n, " tensors expected, got ", list.size());
   for (const auto& t : list) {
-    checkSame(like, t, what);
+    checkSame(like, t, what, Layout::kAnyStrides);
     TORCH_CHECK_VALUE(t.numel() == like.numel(), "ccl: ", what, ": every tensor of the list must have ", like.numel(),
                       " elements, one has ", t.numel());
   }
@@ -199,11 +235,16 @@ WorkPtr Backend::post(OpType type, const char* what, std::vector<at::Tensor> out
                       Body issue, Body finish) {
   TORCH_CHECK_VALUE(worker_ && comm(), "ccl: ", what, " on a process group that was shut down or aborted");
   auto work = c10::make_intrusive<Work>(rank_, type, what, std::move(outputs), timeoutOf(timeout));
+  if (type != OpType::SEND && type != OpType::RECV && type != OpType::COALESCED) ++collectiveSeq_;
   if (coalescing_) {
     coalesced_.push_back({work, std::move(issue), std::move(finish)});
     return work;
   }
-  worker_->post([work, issue = std::move(issue), finish = std::move(finish)] {
+  // The worker runs the call under the caller's thread-local state (inference mode, grad
+  // mode, ...), as if the caller ran it: outputs made under torch.inference_mode() are
+  // written in that mode.
+  worker_->post([work, issue = std::move(issue), finish = std::move(finish), state = at::ThreadLocalState()] {
+    at::ThreadLocalStateGuard guard(state);
     std::exception_ptr error;
     try {
       issue();
@@ -251,6 +292,7 @@ WorkPtr Backend::endCoalescing() {
 WorkPtr Backend::broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) {
   const at::Tensor t = single(tensors, "broadcast");
   checkRoot(opts.rootRank, size_, "broadcast");
+  checkRootTensor(opts.rootTensor, "broadcast");
   const auto* z = compressionFor(cclOpBroadcast);
   return post(OpType::BROADCAST, "broadcast", {t}, opts.timeout, [this, t, root = int(opts.rootRank), z] {
     check(cclBroadcastEx(t.data_ptr(), t.data_ptr(), t.numel(), dtypeOf(t), root, comm(), nullptr, z), "cclBroadcast");
@@ -259,7 +301,7 @@ WorkPtr Backend::broadcast(std::vector<at::Tensor>& tensors, const c10d::Broadca
 
 WorkPtr Backend::allreduce(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) {
   const at::Tensor t = single(tensors, "allreduce");
-  const cclRedOp_t op = redOpOf(opts.reduceOp);
+  const cclRedOp_t op = redOpOf(opts.reduceOp, t);
   const auto* z = compressionFor(cclOpAllReduce);
   return post(OpType::ALLREDUCE, "allreduce", {t}, opts.timeout, [this, t, op, z] {
     check(cclAllReduceEx(t.data_ptr(), t.data_ptr(), t.numel(), dtypeOf(t), op, comm(), nullptr, z, nullptr),
@@ -269,14 +311,19 @@ WorkPtr Backend::allreduce(std::vector<at::Tensor>& tensors, const c10d::Allredu
 
 WorkPtr Backend::allreduce_coalesced(std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
   TORCH_CHECK_VALUE(!tensors.empty(), "ccl: allreduce_coalesced of no tensors");
-  for (const auto& t : tensors) checkTensor(t, "allreduce_coalesced");
-  const cclRedOp_t op = redOpOf(opts.reduceOp);
+  std::vector<cclRedOp_t> ops;
+  for (const auto& t : tensors) {
+    checkTensor(t, "allreduce_coalesced");
+    ops.push_back(redOpOf(opts.reduceOp, t));
+  }
   const auto* z = compressionFor(cclOpAllReduce);
-  return post(OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors, opts.timeout, [this, tensors, op, z] {
+  return post(OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors, opts.timeout, [this, tensors, ops, z] {
     Group group;
-    for (const auto& t : tensors)
-      check(cclAllReduceEx(t.data_ptr(), t.data_ptr(), t.numel(), dtypeOf(t), op, comm(), nullptr, z, nullptr),
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const at::Tensor& t = tensors[i];
+      check(cclAllReduceEx(t.data_ptr(), t.data_ptr(), t.numel(), dtypeOf(t), ops[i], comm(), nullptr, z, nullptr),
             "cclAllReduce");
+    }
     check(group.end(), "cclGroupEnd (allreduce_coalesced)");
   });
 }
@@ -284,14 +331,15 @@ WorkPtr Backend::allreduce_coalesced(std::vector<at::Tensor>& tensors, const c10
 WorkPtr Backend::reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
   const at::Tensor t = single(tensors, "reduce");
   checkRoot(opts.rootRank, size_, "reduce");
-  const cclRedOp_t op = redOpOf(opts.reduceOp);
+  checkRootTensor(opts.rootTensor, "reduce");
+  const cclRedOp_t op = redOpOf(opts.reduceOp, t);
   return post(OpType::REDUCE, "reduce", {t}, opts.timeout, [this, t, op, root = int(opts.rootRank)] {
     check(cclReduce(t.data_ptr(), t.data_ptr(), t.numel(), dtypeOf(t), op, root, comm(), nullptr), "cclReduce");
   });
 }
 
-WorkPtr Backend::all_gather_single(at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts) {
-  checkTensor(input, "all_gather_single");
+WorkPtr Backend::all_gather_single(at::Tensor& output, at::Tensor& inputTensor, const c10d::AllgatherOptions& opts) {
+  const at::Tensor input = ccl::torch::input(inputTensor, "all_gather_single");
   checkSame(input, output, "all_gather_single");
   TORCH_CHECK_VALUE(output.numel() == input.numel() * size_, "ccl: all_gather_single: the output has ", output.numel(),
                     " elements, not ", size_, " x ", input.numel());
@@ -305,7 +353,7 @@ WorkPtr Backend::all_gather_single(at::Tensor& output, at::Tensor& input, const 
 
 WorkPtr Backend::allgather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
                            const c10d::AllgatherOptions& opts) {
-  const at::Tensor in = single(inputs, "allgather");
+  const at::Tensor in = input(single(inputs, "allgather", Layout::kAnyStrides), "allgather");
   TORCH_CHECK_VALUE(outputs.size() == 1, "ccl: allgather takes one output list, got ", outputs.size());
   const std::vector<at::Tensor> outs = outputs[0];
   checkList(outs, in, size_, "allgather");
@@ -318,21 +366,30 @@ WorkPtr Backend::allgather(std::vector<std::vector<at::Tensor>>& outputs, std::v
               "cclAllGather");
       },
       [this, in, outs, flat] {
-        for (int r = 0; r < size_; ++r) outs[r].view({-1}).copy_(flat.narrow(0, r * in.numel(), in.numel()));
+        for (int r = 0; r < size_; ++r) outs[r].copy_(flat.narrow(0, r * in.numel(), in.numel()).view_as(outs[r]));
       });
 }
 
-WorkPtr Backend::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
-                                     const c10d::AllgatherOptions& opts) {
-  TORCH_CHECK_VALUE(outputs.size() == inputs.size() && !inputs.empty(), "ccl: allgather_coalesced: ", inputs.size(),
-                    " inputs and ", outputs.size(), " output lists");
+WorkPtr Backend::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
+                                     std::vector<at::Tensor>& inputTensors, const c10d::AllgatherOptions& opts) {
+  // c10d's layout: outputs[rank][input] receives rank's inputs[input].
+  TORCH_CHECK_VALUE(!inputTensors.empty(), "ccl: allgather_coalesced of no tensors");
+  TORCH_CHECK_VALUE(outputs.size() == size_t(size_), "ccl: allgather_coalesced: ", outputs.size(),
+                    " output lists for a group of ", size_, " (one list per rank, each with one tensor per input)");
+  std::vector<at::Tensor> inputs;
+  for (const auto& in : inputTensors) inputs.push_back(input(in, "allgather_coalesced"));
   std::vector<at::Tensor> all, flats;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    checkTensor(inputs[i], "allgather_coalesced");
-    checkList(outputs[i], inputs[i], size_, "allgather_coalesced");
-    all.insert(all.end(), outputs[i].begin(), outputs[i].end());
-    flats.push_back(at::empty({inputs[i].numel() * size_}, inputs[i].options()));
+  for (int r = 0; r < size_; ++r) {
+    TORCH_CHECK_VALUE(outputs[r].size() == inputs.size(), "ccl: allgather_coalesced: the output list of rank ", r,
+                      " has ", outputs[r].size(), " tensors for ", inputs.size(), " inputs");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      checkSame(inputs[i], outputs[r][i], "allgather_coalesced", Layout::kAnyStrides);
+      TORCH_CHECK_VALUE(outputs[r][i].numel() == inputs[i].numel(), "ccl: allgather_coalesced: output ", i, " of rank ",
+                        r, " has ", outputs[r][i].numel(), " elements, its input ", inputs[i].numel());
+    }
+    all.insert(all.end(), outputs[r].begin(), outputs[r].end());
   }
+  for (const auto& in : inputs) flats.push_back(at::empty({in.numel() * size_}, in.options()));
   const auto* z = compressionFor(cclOpAllGather);
   return post(
       OpType::ALLGATHER_COALESCED, "allgather_coalesced", all, opts.timeout,
@@ -345,9 +402,9 @@ WorkPtr Backend::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outpu
         check(group.end(), "cclGroupEnd (allgather_coalesced)");
       },
       [this, inputs, outputs, flats] {
-        for (size_t i = 0; i < inputs.size(); ++i)
-          for (int r = 0; r < size_; ++r)
-            outputs[i][r].view({-1}).copy_(flats[i].narrow(0, r * inputs[i].numel(), inputs[i].numel()));
+        for (int r = 0; r < size_; ++r)
+          for (size_t i = 0; i < inputs.size(); ++i)
+            outputs[r][i].copy_(flats[i].narrow(0, r * inputs[i].numel(), inputs[i].numel()).view_as(outputs[r][i]));
       });
 }
 
@@ -377,7 +434,7 @@ WorkPtr Backend::all_gather_single_coalesced(std::vector<at::Tensor>& outputs, s
 
 WorkPtr Backend::gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
                         const c10d::GatherOptions& opts) {
-  const at::Tensor in = single(inputs, "gather");
+  const at::Tensor in = input(single(inputs, "gather", Layout::kAnyStrides), "gather");
   checkRoot(opts.rootRank, size_, "gather");
   const int root = int(opts.rootRank);
   std::vector<at::Tensor> outs;
@@ -398,7 +455,8 @@ WorkPtr Backend::gather(std::vector<std::vector<at::Tensor>>& outputs, std::vect
               "cclGather");
       },
       [in, outs, flat] {
-        for (size_t r = 0; r < outs.size(); ++r) outs[r].view({-1}).copy_(flat.narrow(0, r * in.numel(), in.numel()));
+        for (size_t r = 0; r < outs.size(); ++r)
+          outs[r].copy_(flat.narrow(0, r * in.numel(), in.numel()).view_as(outs[r]));
       });
 }
 
@@ -429,7 +487,7 @@ WorkPtr Backend::reduce_scatter_single(at::Tensor& output, at::Tensor& input, co
   checkSame(input, output, "reduce_scatter_single");
   TORCH_CHECK_VALUE(input.numel() == output.numel() * size_, "ccl: reduce_scatter_single: the input has ",
                     input.numel(), " elements, not ", size_, " x ", output.numel());
-  const cclRedOp_t op = redOpOf(opts.reduceOp);
+  const cclRedOp_t op = redOpOf(opts.reduceOp, output);
   const auto* z = compressionFor(cclOpReduceScatter);
   return post(OpType::_REDUCE_SCATTER_BASE, "reduce_scatter_single", {output}, opts.timeout,
               [this, output, input, op, z] {
@@ -444,8 +502,28 @@ WorkPtr Backend::reduce_scatter(std::vector<at::Tensor>& outputs, std::vector<st
   const at::Tensor out = single(outputs, "reduce_scatter");
   TORCH_CHECK_VALUE(inputs.size() == 1, "ccl: reduce_scatter takes one input list, got ", inputs.size());
   const std::vector<at::Tensor> ins = inputs[0];
-  checkList(ins, out, size_, "reduce_scatter");
-  const cclRedOp_t op = redOpOf(opts.reduceOp);
+  const cclRedOp_t op = redOpOf(opts.reduceOp, out);
+  TORCH_CHECK_VALUE(ins.size() == size_t(size_), "ccl: reduce_scatter: a list of ", size_, " tensors expected, got ",
+                    ins.size());
+  for (const auto& t : ins) checkSame(out, t, "reduce_scatter", Layout::kAnyStrides);
+  const bool even = std::all_of(ins.begin(), ins.end(), [&](const at::Tensor& t) { return t.numel() == out.numel(); });
+  if (!even) {
+    // Sizes that differ per rank (as PyTorch's NCCL backend takes them): a reduce to each
+    // rank of its part, in one group. Every rank passes the same sizes; this rank's part
+    // has the output's size.
+    TORCH_CHECK_VALUE(ins[rank_].numel() == out.numel(), "ccl: reduce_scatter: this rank's input (", rank_, ") has ",
+                      ins[rank_].numel(), " elements, the output ", out.numel());
+    std::vector<at::Tensor> parts;
+    for (const auto& t : ins) parts.push_back(t.contiguous());
+    return post(OpType::REDUCE_SCATTER, "reduce_scatter", {out}, opts.timeout, [this, out, parts, op] {
+      Group group;
+      for (int r = 0; r < size_; ++r)
+        check(cclReduce(parts[r].data_ptr(), r == rank_ ? out.data_ptr() : nullptr, parts[r].numel(), dtypeOf(out), op,
+                        r, comm(), nullptr),
+              "cclReduce (reduce_scatter of uneven parts)");
+      check(group.end(), "cclGroupEnd (reduce_scatter of uneven parts)");
+    });
+  }
   const auto* z = compressionFor(cclOpReduceScatter);
   const at::Tensor flat = flatten(ins);
   return post(OpType::REDUCE_SCATTER, "reduce_scatter", {out}, opts.timeout, [this, out, flat, op, z] {
@@ -467,14 +545,15 @@ WorkPtr Backend::reduce_scatter_single_coalesced(std::vector<at::Tensor>& output
                       "ccl: reduce_scatter_tensor_coalesced: an input has ", inputs[i].numel(), " elements, not ",
                       size_, " x ", outputs[i].numel());
   }
-  const cclRedOp_t op = redOpOf(opts.reduceOp);
+  std::vector<cclRedOp_t> ops;
+  for (const auto& o : outputs) ops.push_back(redOpOf(opts.reduceOp, o));
   const auto* z = compressionFor(cclOpReduceScatter);
   return post(OpType::REDUCE_SCATTER_TENSOR_COALESCED, "reduce_scatter_tensor_coalesced", outputs, opts.timeout,
-              [this, inputs, outputs, op, z] {
+              [this, inputs, outputs, ops, z] {
                 Group group;
                 for (size_t i = 0; i < inputs.size(); ++i)
                   check(cclReduceScatterEx(inputs[i].data_ptr(), outputs[i].data_ptr(), outputs[i].numel(),
-                                           dtypeOf(outputs[i]), op, comm(), nullptr, z, nullptr),
+                                           dtypeOf(outputs[i]), ops[i], comm(), nullptr, z, nullptr),
                         "cclReduceScatter");
                 check(group.end(), "cclGroupEnd (reduce_scatter_tensor_coalesced)");
               });
@@ -579,7 +658,7 @@ WorkPtr Backend::alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tens
 
 WorkPtr Backend::send(std::vector<at::Tensor>& tensors, int dstRank, int /*tag*/) {
   // Tags are not matched (NCCL does not either): sends to one peer arrive in call order.
-  const at::Tensor t = single(tensors, "send");
+  const at::Tensor t = input(single(tensors, "send", Layout::kAnyStrides), "send");
   checkPeer(dstRank, rank_, size_, "send");
   const auto* z = compressionFor(cclOpSend);
   return post(OpType::SEND, "send", {t}, c10d::kUnsetTimeout, [this, t, dstRank, z] {
@@ -594,6 +673,13 @@ WorkPtr Backend::recv(std::vector<at::Tensor>& tensors, int srcRank, int /*tag*/
   return post(OpType::RECV, "recv", {t}, c10d::kUnsetTimeout, [this, t, srcRank, z] {
     check(cclRecvEx(t.data_ptr(), t.numel(), dtypeOf(t), srcRank, comm(), nullptr, z), "cclRecv");
   });
+}
+
+WorkPtr Backend::recvAnysource(std::vector<at::Tensor>& /*tensors*/, int /*tag*/) {
+  // As NVIDIA's NCCL: every receive names its peer (ccl's transports match by peer and tag).
+  C10_THROW_ERROR(DistBackendError,
+                  "ccl: recv without src (receive from any source) is not supported, as with the nccl backend: "
+                  "pass the sender's rank (dist.recv(tensor, src=...))");
 }
 
 WorkPtr Backend::barrier(const c10d::BarrierOptions& opts) {

@@ -101,7 +101,14 @@ class Backend : public c10d::Backend {
                                           const c10d::AllToAllOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank, int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) override;
+  // Refused, as NVIDIA's NCCL refuses it: every receive names its peer.
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+
+  // Sequence numbers (what TORCH_DISTRIBUTED_DEBUG=DETAIL's checks ask for): the collectives
+  // this group has issued, counted alike on every rank, as PyTorch's NCCL backend counts
+  // them; point-to-point calls are not counted.
+  uint64_t getSequenceNumberForGroup() override { return collectiveSeq_; }
 
   // Calls between startCoalescing and endCoalescing run as one ccl group (NCCL's
   // semantics): batch_isend_irecv's sends and receives cannot deadlock on each other.
@@ -143,6 +150,7 @@ class Backend : public c10d::Backend {
   cclCompression_t none_ = CCL_COMPRESSION_INITIALIZER;
   unsigned int compressed_ = 0;  // settings_.compress parsed: a bit per cclOpKind_t
   bool coalescing_ = false;      // between startCoalescing and endCoalescing (caller's thread)
+  uint64_t collectiveSeq_ = 0;   // collectives issued (caller's thread)
   std::vector<Pending> coalesced_;
   std::unique_ptr<Worker> worker_;  // reset before comm_ is destroyed
 };
