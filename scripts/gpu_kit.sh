@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Builds the device kit: a self-contained folder that runs every GPU check of ccl with one
 # command on a machine with a GPU (CUDA 13 driver; PyTorch, NVIDIA's NCCL wheel; no UCX, no
-# GoogleTest, no network needed there). CUDA code for sm_90 only (H100, H200), no MPI, no UCX
-# (ranks as threads), test binaries with GoogleTest linked in, stripped.
+# GoogleTest, no network needed there). CUDA code for sm_90 only (H100, H200), no MPI; UCX's
+# libraries travel in the kit (ranks as processes: all_reduce_perf -np N); test binaries with
+# GoogleTest linked in, stripped.
 #   scripts/gpu_kit.sh            build into gpu-kit/ and pack gpu-kit.tar.gz (at most 60 MiB)
 #   scripts/gpu_kit.sh --check    the same, then run the kit here with an empty environment and
 #                                 only the kit's libraries: every step must load and, without a
@@ -25,7 +26,7 @@ if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
 fi
 
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DCCL_ENABLE_CUDA=ON -DCCL_ENABLE_NCCL=ON -DCCL_ENABLE_UCX=OFF -DCCL_BUILD_EXAMPLES=OFF \
+  -DCCL_ENABLE_CUDA=ON -DCCL_ENABLE_NCCL=ON -DCCL_ENABLE_UCX=ON -DCCL_BUILD_EXAMPLES=OFF \
   -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON >/dev/null
 targets=(ccl ccl_nccl ccl_nccl_dropin codecs_gpu_test stream_executor_gpu_test api_gpu_test face_device_check
   all_reduce_perf codecs_gpu_bench)
@@ -41,16 +42,23 @@ done
 strip --strip-unneeded -o "$kit/lib/libccl.so.0" "$build/src/api/libccl.so.0"
 strip --strip-unneeded -o "$kit/lib/libccl_nccl.so.0" "$build/src/nccl/libccl_nccl.so.0"
 strip --strip-unneeded -o "$kit/dropin/libnccl.so.2" "$build/src/nccl/dropin/libnccl.so.2"
+# UCX (Debian's 1.13: host memory, shared memory and TCP between processes) and what it needs;
+# its transport modules in lib/ucx (run.sh points UCX_MODULE_DIR there).
+multiarch=/usr/lib/x86_64-linux-gnu
+mkdir -p "$kit/lib/ucx"
+for l in libucp.so.0 libucs.so.0 libuct.so.0 libucm.so.0 libnuma.so.1; do cp -L "$multiarch/$l" "$kit/lib/$l"; done
+cp -L "$multiarch/ucx/libuct_cma.so.0" "$kit/lib/ucx/"
 cp "$root/tests/gpu_kit/run.sh" "$root/tests/gpu_kit/torch_face_check.py" "$kit/"
 git -C "$root" rev-parse --short HEAD >"$kit/COMMIT" 2>/dev/null || echo unknown >"$kit/COMMIT"
 
 # Every library a binary needs is the kit's, NVIDIA's NCCL (found where run.sh runs) or the
 # C/C++ runtime any Linux with PyTorch has.
-for f in "$kit"/bin/* "$kit"/lib/* "$kit"/dropin/*; do
+for f in "$kit"/bin/* "$kit"/lib/*.so* "$kit"/lib/ucx/* "$kit"/dropin/*; do
   for need in $(readelf -d "$f" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'); do
     case $need in
       libccl.so.0 | libnccl.so.2 | libc.so.6 | libm.so.6 | libstdc++.so.6 | libgcc_s.so.1 | libdl.so.2 | \
-        libpthread.so.0 | librt.so.1 | ld-linux-x86-64.so.2) ;;
+        libpthread.so.0 | librt.so.1 | ld-linux-x86-64.so.2 | libucp.so.0 | libucs.so.0 | libuct.so.0 | \
+        libucm.so.0 | libnuma.so.1) ;;
       *)
         echo "gpu_kit: $(basename "$f") needs $need, which the kit does not carry" >&2
         exit 1

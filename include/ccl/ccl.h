@@ -367,6 +367,10 @@ CCL_API cclResult_t cclCommTopology(const cclComm_t comm, int* node, int* nnodes
  * refused with cclInvalidArgument. Count 0 is legal and moves nothing. Reductions
  * of 16-bit and fp8 types are computed in fp32 and rounded once per step. With stream NULL
  * the call has completed when it returns; inside cclGroupStart/End it runs at cclGroupEnd.
+ * Buffers may start at any address, as NCCL's may, also inside an element (a float at an odd
+ * address): calls that reduce or compress such a buffer copy it to aligned memory first and
+ * the result back (one extra copy of each, on host and device memory alike), and give the
+ * same bytes as aligned buffers; calls that only move bytes use it in place.
  */
 
 /* recvbuff[i] = op over ranks of sendbuff[i]; every rank gets the result. */

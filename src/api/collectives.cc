@@ -9,6 +9,7 @@
 #include "api/group.h"
 #include "api/streams.h"
 #include "collectives/algorithms.h"
+#include "collectives/misaligned.h"
 #include "common/cuda_probe.h"
 #include "common/dtype.h"
 #include "common/log.h"
@@ -227,6 +228,7 @@ void runCollective(const Call& c) {
   a.root = c.root;
   a.inPlace =
       coll::isInPlace(c.kind, c.send, c.recv, c.count * dataTypeSize(c.dtype), comm->rank, comm->rank == c.root);
+  a.misaligned = coll::misalignment(c.send, c.recv, c.dtype);
   a.chunkBytes = comm->chunkBytes;
   a.algo = comm->algo;
   a.treeMaxBytes = comm->treeMaxBytes;
@@ -253,7 +255,7 @@ void runCollective(const Call& c) {
       d.args.feedback = d.feedback != nullptr;
       d.feedbackFloats = coll::feedbackFloats(c.kind, d.args);
     }
-    d.key = PlanKey{opKind, c.count, c.dtype, c.op, c.root, a.inPlace, codecKey(d.args)};
+    d.key = PlanKey{opKind, c.count, c.dtype, c.op, c.root, a.inPlace, codecKey(d.args), a.misaligned};
     d.tagBase = tags::collectiveBase(comm->collSeq++);
     return submitDevice(std::move(d), &comm->collSeq);
   }
@@ -270,7 +272,7 @@ void runCollective(const Call& c) {
     op.feedbackFloats = coll::feedbackFloats(c.kind, a);
     op.feedbackErrorFloats = codec::isLowRank(a.codec.codec) ? a.count : op.feedbackFloats;
   }
-  PlanKey key{opKind, c.count, c.dtype, c.op, c.root, a.inPlace, codecKey(a)};
+  PlanKey key{opKind, c.count, c.dtype, c.op, c.root, a.inPlace, codecKey(a), a.misaligned};
   op.plan = cachedPlan(comm, key, [&] {
     CCL_INFO("%s count %zu %s: codec %s, algorithm %s", c.fn, c.count, dataTypeName(c.dtype),
              cclCodecName(a.codec.codec), coll::algoName(coll::chooseAlgorithm(c.kind, a).algo));
@@ -331,6 +333,7 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
     a.chunkBytes = comm->chunkBytes;
     a.codec = codecFor(comm, kind, ex, compression, bytes, where.device);
     if (!coll::compressible(a)) a.codec = codec::Params{};
+    a.misaligned = coll::misalignment(isSend ? send : nullptr, isSend ? nullptr : recv, dtype);
     op.compressed = a.codec.codec != cclCodecNone;
     op.stream = queue;
     if (op.compressed && isSend) {
@@ -341,7 +344,7 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
       op.feedbackFloats = coll::feedbackFloats(Coll::kSend, a);
       op.feedbackErrorFloats = codec::isLowRank(a.codec.codec) ? a.count : op.feedbackFloats;
     }
-    PlanKey key{op.opKind, bytes, dtype, 0, peer, false, codecKey(a)};
+    PlanKey key{op.opKind, bytes, dtype, 0, peer, false, codecKey(a), op.compressed ? a.misaligned : uint8_t{0}};
     if (where.device) {
       DeviceCall d{kind, fn, comm, a};
       d.peer = peer;
@@ -356,7 +359,9 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
       return submitDevice(std::move(d), &seq);
     }
     op.plan = cachedPlan(comm, key, [&] {
-      if (op.compressed) return isSend ? coll::planCompressedSend(a, peer, 0) : coll::planCompressedRecv(a, peer, 0);
+      if (op.compressed)
+        return coll::stageMisaligned(
+            isSend ? coll::planCompressedSend(a, peer, 0) : coll::planCompressedRecv(a, peer, 0), kind, a);
       return isSend ? coll::planSend(peer, 0, bytes) : coll::planRecv(peer, 0, bytes);
     });
     op.send = send;

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "codecs/codec.h"
+#include "collectives/misaligned.h"
 #include "common/dtype.h"
 #include "common/error.h"
 #include "common/tags.h"
@@ -137,7 +138,10 @@ const AlgoEntry& chooseAlgorithm(Coll c, const CollArgs& a) {
   throw Error(cclInternalError, std::string("no algorithm for this ") + collInfo(c).name + " call");
 }
 
-Plan planCollective(Coll c, const CollArgs& a) { return chooseAlgorithm(c, a).build(a); }
+Plan planCollective(Coll c, const CollArgs& a) {
+  Plan p = chooseAlgorithm(c, a).build(a);
+  return a.misaligned ? stageMisaligned(p, c, a) : p;
+}
 
 Shifts planShifts(Coll c, const CollArgs& a) {
   const AlgoEntry& e = chooseAlgorithm(c, a);

@@ -44,6 +44,9 @@ struct CollArgs {
   // The codec of a hierarchical plan's steps inside a node (none: uncompressed); a.codec is
   // the codec of the steps across nodes. Applied to float sums and averages only.
   codec::Params intraCodec;
+  // The caller's buffers that are off their element alignment (misaligned.h's bits): the
+  // plan stages them through aligned scratch where its element steps touch them.
+  uint8_t misaligned = 0;
 };
 
 // Every algorithm of every collective, one row each: CCL_ALGO's name (kAlgoNames), the

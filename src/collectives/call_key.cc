@@ -24,7 +24,7 @@ uint64_t codecKey(const CollArgs& a) {
 size_t CallKeyHash::operator()(const CallKey& k) const {
   size_t h = k.count * 0x9e3779b97f4a7c15ull;
   h ^= k.codec * 0xff51afd7ed558ccdull;
-  for (int v : {k.kind, k.dtype, k.op, k.root, static_cast<int>(k.inPlace)})
+  for (int v : {k.kind, k.dtype, k.op, k.root, static_cast<int>(k.inPlace), static_cast<int>(k.misaligned)})
     h = (h ^ static_cast<size_t>(v)) * 0x100000001b3ull;
   return h;
 }

@@ -22,7 +22,8 @@ struct CallKey {
   int op;
   int root;  // or the peer of a send/recv
   bool inPlace;
-  uint64_t codec;  // codecKey(): 0 uncompressed
+  uint64_t codec;          // codecKey(): 0 uncompressed
+  uint8_t misaligned = 0;  // CollArgs::misaligned: buffers staged through aligned scratch
   bool operator==(const CallKey&) const = default;
 };
 

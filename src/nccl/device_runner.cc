@@ -24,6 +24,7 @@
 #include "collectives/cuda/cuda_device.h"
 #include "collectives/device_runner.h"
 #include "collectives/links/factory.h"
+#include "collectives/misaligned.h"
 #include "collectives/stream_executor.h"
 #include "common/cuda_probe.h"
 #include "common/error.h"
@@ -134,13 +135,15 @@ bool runCompressed(const CollCall& call, const Policy& policy) {
   a.root = info.rooted ? call.root : 0;
   const size_t esize = elementSize(call.dtype);
   a.inPlace = coll::isInPlace(call.kind, call.send, call.recv, call.count * esize, c.rank, isRoot);
+  a.misaligned = coll::misalignment(counts.send ? call.send : nullptr, counts.recv ? call.recv : nullptr, a.dtype);
   a.codec = codec::defaultParams(policy.codec);  // fixed-length over NCCL: DeviceRunner::plan
   a.feedback = policy.feedback == cclFeedbackResidual && info.feedback;
   if (!coll::compressible(a) || codec::isLowRank(policy.codec)) return false;
 
   DeviceState& st = stateOf(c, counts.send ? call.send : call.recv);
   std::lock_guard<std::mutex> lock(st.mutex);
-  const coll::CallKey key{static_cast<int>(call.kind), a.count, a.dtype, a.op, a.root, a.inPlace, coll::codecKey(a)};
+  const coll::CallKey key{static_cast<int>(call.kind), a.count,     a.dtype, a.op, a.root, a.inPlace,
+                          coll::codecKey(a),           a.misaligned};
   const coll::DeviceRunner::Planned& entry = st.runner.planned(key, [&] {
     coll::DeviceRunner::Planned p = st.runner.plan(
         call.kind, a,

@@ -13,6 +13,7 @@
 namespace ccl::nccl {
 namespace {
 
+// Elements by memcpy: NCCL takes buffers at any address, a float at an odd one included.
 template <class T>
 T load(const void* p, size_t i) {
   T v;
@@ -20,19 +21,22 @@ T load(const void* p, size_t i) {
   return v;
 }
 
+template <class T>
+void store(void* p, size_t i, T v) {
+  std::memcpy(static_cast<unsigned char*>(p) + i * sizeof(T), &v, sizeof(T));
+}
+
 // Integer products wrap, as NCCL's kernels do; computed unsigned to stay defined.
 template <class T, class U>
 void scaleInt(const void* in, void* out, size_t n, const void* scalar) {
   const U s = static_cast<U>(load<T>(scalar, 0));
-  T* o = static_cast<T*>(out);
-  for (size_t i = 0; i < n; ++i) o[i] = static_cast<T>(static_cast<U>(load<T>(in, i)) * s);
+  for (size_t i = 0; i < n; ++i) store<T>(out, i, static_cast<T>(static_cast<U>(load<T>(in, i)) * s));
 }
 
 template <class T>
 void scaleNative(const void* in, void* out, size_t n, const void* scalar) {
   const T s = load<T>(scalar, 0);
-  T* o = static_cast<T*>(out);
-  for (size_t i = 0; i < n; ++i) o[i] = load<T>(in, i) * s;
+  for (size_t i = 0; i < n; ++i) store<T>(out, i, static_cast<T>(load<T>(in, i) * s));
 }
 
 // Narrow floats: the product of two narrow values is exact in fp32, so one rounding back
@@ -40,8 +44,7 @@ void scaleNative(const void* in, void* out, size_t n, const void* scalar) {
 template <class Bits, float (*kToFloat)(Bits), Bits (*kFromFloat)(float)>
 void scaleNarrow(const void* in, void* out, size_t n, const void* scalar) {
   const float s = kToFloat(load<Bits>(scalar, 0));
-  Bits* o = static_cast<Bits*>(out);
-  for (size_t i = 0; i < n; ++i) o[i] = kFromFloat(kToFloat(load<Bits>(in, i)) * s);
+  for (size_t i = 0; i < n; ++i) store<Bits>(out, i, kFromFloat(kToFloat(load<Bits>(in, i)) * s));
 }
 
 uint8_t toE4m3(float f) { return fp::floatToE4m3(f, true); }

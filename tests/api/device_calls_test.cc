@@ -77,6 +77,17 @@ TEST_P(MatchHost, EveryCollectiveAndCodec) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, MatchHost, ::testing::Values(1, 2, 3, 4));
 
+// Device buffers 1, 2 and 3 bytes past an aligned address (inside every float): the same
+// bytes as the host path's aligned buffers, every collective and codec.
+class MatchHostMisaligned : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(MatchHostMisaligned, EveryCollectiveAndCodec) {
+  SimOps ops;
+  expectDeviceMatchesHost(3, ops, GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Bytes, MatchHostMisaligned, ::testing::Values(1, 2, 3));
+
 // Residual feedback kept in device memory follows the host state call after call, and the
 // statistics count the device calls.
 TEST(DeviceCalls, FeedbackAcrossCallsAndStats) {

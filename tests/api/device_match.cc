@@ -92,7 +92,7 @@ std::vector<float> inputOf(int rank, size_t n, uint32_t salt) {
   return v;
 }
 
-void expectDeviceMatchesHost(int n, DeviceOps& ops) {
+void expectDeviceMatchesHost(int n, DeviceOps& ops, size_t misalign) {
   // Every size compressed, several chunks per call: read when the communicators are made.
   setenv("CCL_CODEC_MIN_BYTES", "0", 1);
   setenv("CCL_CHUNK_BYTES", "8192", 1);
@@ -105,8 +105,10 @@ void expectDeviceMatchesHost(int n, DeviceOps& ops) {
   expectNoneThrew(runRanks(n, [&](int r) {
     ops.bindThread();
     const size_t total = count * static_cast<size_t>(n);
-    void* dsend = ops.alloc(total * 4);
-    void* drecv = ops.alloc(total * 4);
+    void* sendBlock = ops.alloc(total * 4 + misalign);
+    void* recvBlock = ops.alloc(total * 4 + misalign);
+    void* dsend = static_cast<char*>(sendBlock) + misalign;
+    void* drecv = static_cast<char*>(recvBlock) + misalign;
     cclStream_t stream = ops.newStream();
     struct Free {
       DeviceOps& ops;
@@ -117,7 +119,7 @@ void expectDeviceMatchesHost(int n, DeviceOps& ops) {
         ops.release(a);
         ops.release(b);
       }
-    } release{ops, dsend, drecv, stream};
+    } release{ops, sendBlock, recvBlock, stream};
     uint32_t salt = 0;
     std::vector<float> back(total);
     for (Kind k : kinds) {
@@ -130,7 +132,8 @@ void expectDeviceMatchesHost(int n, DeviceOps& ops) {
         ops.upload(dsend, in.data(), total * 4);
         ops.upload(drecv, hrecv.data(), total * 4);
         const int root = n - 1;
-        const std::string what = std::string(nameOf(k)) + " " + cclCodecName(c) + " rank " + std::to_string(r);
+        const std::string what = std::string(nameOf(k)) + " " + cclCodecName(c) + " rank " + std::to_string(r) +
+                                 (misalign ? " at +" + std::to_string(misalign) : "");
         if (issue(k, in.data(), hrecv.data(), count, root, host[r], nullptr, &codec, nullptr) != cclSuccess)
           throw std::runtime_error(what + " on host: " + cclGetLastError(nullptr));
         if (issue(k, dsend, drecv, count, root, dev[r], stream, &codec, nullptr) != cclSuccess)

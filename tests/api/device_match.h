@@ -37,7 +37,8 @@ std::vector<float> inputOf(int rank, size_t n, uint32_t salt);
 // same calls in the same order (so each call has the same sequence number, and the codecs
 // the same seeds, on both): every collective with every codec (reduce, gather and scatter
 // uncompressed), each device result against the host one. Throws (through the rank runner)
-// naming the first difference.
-void expectDeviceMatchesHost(int nranks, DeviceOps& ops);
+// naming the first difference. `misalign`: the device buffers start that many bytes past an
+// aligned address (inside a float), the host ones aligned: the results must still match.
+void expectDeviceMatchesHost(int nranks, DeviceOps& ops, size_t misalign = 0);
 
 }  // namespace ccltest

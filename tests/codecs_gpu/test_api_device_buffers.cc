@@ -55,6 +55,17 @@ TEST(ApiDeviceBuffers, EveryCollectiveAndCodecMatchesTheHostPath) {
   }
 }
 
+// Device buffers inside a float (1 and 3 bytes past an aligned address): a kernel reading a
+// misaligned float faults on a GPU; the library stages such buffers, so the bytes match.
+TEST(ApiDeviceBuffers, MisalignedBuffersMatchTheHostPath) {
+  CCL_SKIP_WITHOUT_CUDA_DEVICE();
+  CudaOps ops;
+  for (size_t at : {size_t{1}, size_t{3}}) {
+    SCOPED_TRACE("buffers at +" + std::to_string(at));
+    ccltest::expectDeviceMatchesHost(2, ops, at);
+  }
+}
+
 TEST(ApiDeviceBuffers, BadInputIsRefusedWithAMessage) {
   CCL_SKIP_WITHOUT_CUDA_DEVICE();
   cudaOk(cudaSetDevice(0), "cudaSetDevice");

@@ -148,18 +148,19 @@ void CaseRunner::rank(int rank, cclComm_t comm) const {
   unsigned char* send = nullptr;
   unsigned char* recv = nullptr;
   const bool inPlace = c_.inPlace || c_.coll == kBcast;
+  const size_t shift = c_.misalign;  // the vectors' data are aligned: the buffers start this far in
   if (!inPlace) {
-    sendBuf.resize(shape_.sendElems * size_);
-    recvBuf.resize(shape_.recvElems * size_);
-    send = sendBuf.data();
-    recv = recvBuf.data();
-    if (!recvBuf.empty()) std::memset(recv, kSentinelByte, recvBuf.size());
+    sendBuf.resize(shape_.sendElems * size_ + shift);
+    recvBuf.resize(shape_.recvElems * size_ + shift);
+    send = sendBuf.data() + shift;
+    recv = recvBuf.data() + shift;
+    if (shape_.recvElems) std::memset(recv, kSentinelByte, shape_.recvElems * size_);
     for (size_t j = 0; j < shape_.sendElems; ++j) storeBits(send, j, size_, input(rank, j));
   } else {
     const size_t elems = std::max(shape_.sendElems, shape_.recvElems);
-    recvBuf.resize(elems * size_);
-    if (!recvBuf.empty()) std::memset(recvBuf.data(), kSentinelByte, recvBuf.size());
-    send = recv = recvBuf.data();
+    recvBuf.resize(elems * size_ + shift);
+    if (elems) std::memset(recvBuf.data() + shift, kSentinelByte, elems * size_);
+    send = recv = recvBuf.data() + shift;
     if (shape_.alias == Shape::Alias::kSendInsideRecv) send = recv + offset * size_;
     if (shape_.alias == Shape::Alias::kRecvInsideSend) recv = send + offset * size_;
     for (size_t j = 0; j < shape_.sendElems; ++j) storeBits(send, j, size_, input(rank, j));
@@ -308,6 +309,7 @@ std::string caseName(const Case& c) {
   s += std::string("_r") + std::to_string(c.nranks) + "_n" + std::to_string(c.count);
   if (isRooted(c.coll)) s += std::string("_root") + std::to_string(rootRank(c));
   if (hasInPlace(c.coll) && hasOutOfPlace(c.coll)) s += c.inPlace ? "_inplace" : "_outofplace";
+  if (c.misalign) s += "_at" + std::to_string(c.misalign);
   return s;
 }
 

@@ -46,6 +46,9 @@ struct Case {
   int nranks;
   bool inPlace;
   RootSel root;  // rooted collectives only
+  // Bytes the buffers start past an aligned address (1-3: inside an element of 2, 4 or 8
+  // bytes, where element loads and stores would be undefined; the library stages them).
+  size_t misalign = 0;
 };
 
 // Every collective of the table but point-to-point, then the other forms.

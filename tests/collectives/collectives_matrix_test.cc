@@ -116,11 +116,34 @@ std::vector<Case> largeCases() {
   };
 }
 
+// Buffers 1, 2 and 3 bytes past an aligned address, so inside an element of every dtype
+// wider than a byte: every collective and dtype (sum for reductions, and max for integers),
+// in place and out of place, exact as aligned.
+std::vector<Case> misalignedCases() {
+  std::vector<Case> cases;
+  for (Coll coll : allColls())
+    for (cclDataType_t t : allDtypes())
+      for (size_t at : {1, 2, 3})
+        for (bool inPlace : {false, true}) {
+          if ((inPlace && !hasInPlace(coll)) || (!inPlace && !hasOutOfPlace(coll))) continue;
+          for (int n : {1, 3}) {
+            Case c{coll, t, cclSum, n == 1 ? size_t{5} : size_t{1000}, n, inPlace, RootSel::kMiddle, at};
+            cases.push_back(c);
+            if (isReduction(coll) && n == 3) {
+              c.op = cclMax;
+              cases.push_back(c);
+            }
+          }
+        }
+  return unique(cases);
+}
+
 INSTANTIATE_TEST_SUITE_P(DtypeOp, CollectiveTest, ::testing::ValuesIn(dtypeOpCases()), paramName);
 INSTANTIATE_TEST_SUITE_P(CountRanks, CollectiveTest, ::testing::ValuesIn(countRanksCases()), paramName);
 INSTANTIATE_TEST_SUITE_P(InPlace, CollectiveTest, ::testing::ValuesIn(inPlaceCases()), paramName);
 INSTANTIATE_TEST_SUITE_P(Roots, CollectiveTest, ::testing::ValuesIn(rootCases()), paramName);
 INSTANTIATE_TEST_SUITE_P(Large, CollectiveTest, ::testing::ValuesIn(largeCases()), paramName);
+INSTANTIATE_TEST_SUITE_P(Misaligned, CollectiveTest, ::testing::ValuesIn(misalignedCases()), paramName);
 
 }  // namespace
 }  // namespace ccltest

@@ -48,6 +48,7 @@ cudart_dir=$(find_lib libcudart.so.13)
 export LD_LIBRARY_PATH="$kit/lib${nccl_dir:+:$nccl_dir}${cudart_dir:+:$cudart_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 [ -n "$nccl_dir" ] && export CCL_NCCL_LIBRARY="$nccl_dir/libnccl.so.2"
 export CCL_TIMEOUT=${CCL_TIMEOUT:-20}  # seconds, under every step's limit: a stall inside ccl names itself
+export UCX_MODULE_DIR="$kit/lib/ucx"  # the kit's UCX transports (shared memory, TCP, cross-memory attach)
 
 device=1
 probe=$("$kit/bin/face_device_check" probe 2>&1)
@@ -143,7 +144,7 @@ if [ $quick -eq 0 ]; then
   # each its own), the chunk size (fewer waves), and every call waited for (-z 1). A stall
   # prints every thread's stack (--stall_dump) before ccl's time-out names its flags.
   one=("$kit/bin/all_reduce_perf" -M device -t 2 -n 5 -w 1 -c 1 --stall_dump 5)
-  bisect() { local name=$1; shift; step "13_bisect_$name" 25 env CCL_TIMEOUT=10 "$@"; }
+  bisect() { local name=$1; shift; step "13_bisect_$name" 25 env CCL_TRANSPORT=local CCL_TIMEOUT=10 "$@"; }
   bisect memop_64M env CCL_DEVICE_FLAGS=memop "${one[@]}" -b 64M -e 64M -Z int8
   bisect kernel_64M env CCL_DEVICE_FLAGS=kernel "${one[@]}" -b 64M -e 64M -Z int8
   bisect kernel_conn32_64M env CCL_DEVICE_FLAGS=kernel CUDA_DEVICE_MAX_CONNECTIONS=32 "${one[@]}" -b 64M -e 64M -Z int8
@@ -152,10 +153,21 @@ if [ $quick -eq 0 ]; then
   bisect none_kernel_conn1_1M env CCL_DEVICE_FLAGS=kernel CUDA_DEVICE_MAX_CONNECTIONS=1 "${one[@]}" -b 1M -e 1M
   bisect kernel_chunk8M_64M env CCL_DEVICE_FLAGS=kernel CCL_CHUNK_BYTES=8M "${one[@]}" -b 64M -e 64M -Z int8
   bisect kernel_blocking_64M env CCL_DEVICE_FLAGS=kernel "${one[@]}" -b 64M -e 64M -Z int8 -z 1
-  # Then the sweeps, with the library's defaults.
+  # Then the sweeps, with the library's defaults (thread ranks over the in-process transport,
+  # as in the earlier runs).
   perf=("$kit/bin/all_reduce_perf" -M device -t 2 -b 1M -e 256M -f 4 -n 10 -w 2 -c 1 --stall_dump 8)
-  for z in int8 int4 fp8_e4m3; do step "14_all_reduce_perf_t2_$z" 60 env CCL_TIMEOUT=15 "${perf[@]}" -Z $z; done
-  step 15_all_reduce_perf_t2_none 60 "${perf[@]}"
+  for z in int8 int4 fp8_e4m3; do
+    step "14_all_reduce_perf_t2_$z" 60 env CCL_TRANSPORT=local CCL_TIMEOUT=15 "${perf[@]}" -Z $z
+  done
+  step 15_all_reduce_perf_t2_none 60 env CCL_TRANSPORT=local "${perf[@]}"
+  # Ranks as processes (each its own CUDA context, as production runs them), over UCX's
+  # shared memory: the staged link between two processes on one GPU. The int4 and
+  # uncompressed rows at 256 MiB are the compression-pays check.
+  procs=("$kit/bin/all_reduce_perf" -M device -b 1M -e 256M -f 4 -n 10 -w 2 -c 1 --stall_dump 8)
+  for z in none int8 int4 fp8_e4m3 mxfp4 nvfp4 topk; do
+    step "16_all_reduce_perf_np2_$z" 60 env CCL_TIMEOUT=15 "${procs[@]}" -np 2 -Z $z
+  done
+  step 17_all_reduce_perf_np4_int8 90 env CCL_TIMEOUT=15 "${procs[@]}" -np 4 -Z int8
 fi
 
 {

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/tags.h"
+#include "transport/bootstrap/wire.h"
 #include "transport_test_util.h"
 
 namespace ccl::test {
@@ -197,6 +199,89 @@ TEST(Bootstrap, InterfaceFromEnvironment) {
   expectAllSucceeded(errors);
   EXPECT_EQ(codeOf(failure, &what), cclSystemError);
   EXPECT_NE(what.find("no-such-interface0"), std::string::npos) << what;
+}
+
+// Sends one hello with the id's secret claiming `nranks` and returns the root's reply.
+bootstrap::Reply helloClaiming(const cclUniqueId& id, int rank, int nranks) {
+  bootstrap::IdLayout layout;
+  std::memcpy(&layout, id.internal, sizeof(layout));
+  const auto deadline = bootstrap::deadlineAfter(std::chrono::seconds(10));
+  bootstrap::Socket s = bootstrap::Socket::connectTo(layout.root, deadline);
+  bootstrap::Hello h{};
+  h.magic = bootstrap::kHelloMagic;
+  std::memcpy(h.secret, layout.secret, bootstrap::kSecretBytes);
+  h.rank = rank;
+  h.nranks = nranks;
+  s.sendAll(&h, sizeof(h), deadline);
+  bootstrap::Reply r{};
+  s.recvAll(&r, sizeof(r), deadline);
+  r.message[sizeof(r.message) - 1] = '\0';
+  return r;
+}
+
+// Hellos that hold the secret (a rank of another job from the same id, or a faulty one) and
+// claim 2^30 ranks arrive before any rank: each is refused with a message, the root keeps
+// no table of that size, and the real ranks then join. Before the root was bounded, the
+// first such hello sized its table by 2^30 and the rendezvous died.
+TEST(Bootstrap, HelloFloodClaimingAHugeCommunicatorIsRefused) {
+  cclUniqueId id = newId();
+  for (int i = 0; i < 64; ++i) {
+    const bootstrap::Reply r = helloClaiming(id, i * 16769023 % (1 << 30), 1 << 30);
+    ASSERT_EQ(r.status, cclInvalidUsage) << "hello " << i;
+    ASSERT_NE(std::string(r.message).find("at most " + std::to_string(tags::kMaxRanks)), std::string::npos)
+        << r.message;
+  }
+  auto errors = runRanks(2, [&](int rank) {
+    auto bs = Bootstrap::connect(id, rank, 2, kJoinTimeout);
+    bs->barrier();
+  });
+  expectAllSucceeded(errors);
+}
+
+// Once the id's creator has joined with its size, a hello claiming any other size (within
+// the bound) is refused alone, with a message naming the creator's size, and the ranks that
+// agree with the creator go on.
+TEST(Bootstrap, HellosDisagreeingWithTheCreatorAreRefusedAlone) {
+  cclUniqueId id = newId();
+  bootstrap::IdLayout layout;
+  std::memcpy(&layout, id.internal, sizeof(layout));
+  bootstrap::noteCreatorRanks(layout.secret, 3);  // what the creator's Bootstrap::connect does first
+  for (int i = 0; i < 32; ++i) {
+    const bootstrap::Reply r = helloClaiming(id, i % 7, 7 + i);
+    ASSERT_EQ(r.status, cclInvalidUsage) << "hello " << i;
+    ASSERT_NE(std::string(r.message).find("has 3 ranks"), std::string::npos) << r.message;
+  }
+  auto errors = runRanks(3, [&](int rank) {
+    auto bs = Bootstrap::connect(id, rank, 3, kJoinTimeout);
+    bs->barrier();
+  });
+  expectAllSucceeded(errors);
+}
+
+// A hello admitted before the creator's init, under a size the creator's init then
+// contradicts, is told so when the creator joins; the creator's ranks complete.
+TEST(Bootstrap, RanksAdmittedBeforeTheCreatorUnderAnotherSizeAreToldSo) {
+  cclUniqueId id = newId();
+  std::thread early([&] {
+    const bootstrap::Reply r = helloClaiming(id, 4, 5);
+    EXPECT_EQ(r.status, cclInvalidUsage);
+    EXPECT_NE(std::string(r.message).find("has 3 ranks"), std::string::npos) << r.message;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // admitted first (if not, refused at once: the same)
+  auto errors = runRanks(3, [&](int rank) {
+    auto bs = Bootstrap::connect(id, rank, 3, kJoinTimeout);
+    bs->barrier();
+  });
+  early.join();
+  expectAllSucceeded(errors);
+}
+
+TEST(Bootstrap, MoreRanksThanTheTagsHoldAreRefusedAtInit) {
+  cclUniqueId id = newId();
+  std::string what;
+  auto errors = runRanks(1, [&](int) { Bootstrap::connect(id, 0, tags::kMaxRanks + 1, kJoinTimeout); });
+  EXPECT_EQ(codeOf(errors[0], &what), cclInvalidArgument);
+  EXPECT_NE(what.find("at most"), std::string::npos) << what;
 }
 
 // A process whose rendezvous is still waiting for ranks exits normally: the service thread

@@ -78,6 +78,7 @@ enum CodecFlag : int {
   kLocoBeta,
   kLocoReset,
   kStallDump,
+  kMisalign,
 };
 
 const option kLongOptions[] = {{"nthreads", required_argument, nullptr, 't'},
@@ -113,6 +114,7 @@ const option kLongOptions[] = {{"nthreads", required_argument, nullptr, 't'},
                                {"loco_beta", required_argument, nullptr, kLocoBeta},
                                {"loco_reset", required_argument, nullptr, kLocoReset},
                                {"stall_dump", required_argument, nullptr, kStallDump},
+                               {"misalign", required_argument, nullptr, kMisalign},
                                {"help", no_argument, nullptr, 'h'},
                                {nullptr, 0, nullptr, 0}};
 
@@ -236,6 +238,10 @@ void applyOption(Options& o, int c, const char* arg) {
     case kStallDump:
       o.stallDumpSeconds = parseNonNegative("--stall_dump", arg);
       break;
+    case kMisalign:
+      o.misalign = static_cast<size_t>(parseNonNegative("--misalign", arg));
+      if (o.misalign > 63) throw UsageError("--misalign: at most 63 bytes");
+      break;
     case 'h':
       o.help = true;
       break;
@@ -293,6 +299,7 @@ Options parseOptions(int argc, char** argv) {
 
 std::string usage(const char* program) {
   return std::string("USAGE: ") + program +
+         "\n\t[-np,--nprocs <ranks as processes this program forks (no MPI needed)>]"
          "\n\t[-t,--nthreads <ranks as threads of this process>]"
          "\n\t[-g,--ngpus <must be 1>]"
          "\n\t[-M,--memory <host/device: buffers in host memory (default) or on CUDA devices, a stream per rank>]"
@@ -326,6 +333,7 @@ std::string usage(const char* program) {
          "\n\t[--feedback <none/ef/loco: error feedback, one handle per rank (allreduce, reduce_scatter, all_gather)>]"
          "\n\t[--loco_beta <LoCo moving-average weight in [0,1), default 0.5>]"
          "\n\t[--loco_reset <LoCo reset period in calls, 0: never>]"
+         "\n\t[--misalign <bytes past an aligned address where the buffers start, 0-63; 1-3: inside an element>]"
          "\n\t[--stall_dump <seconds without a call enqueued or finished before every thread's stack is printed; 0: "
          "never>]"
          "\n\t[-h,--help]\n";

@@ -55,7 +55,9 @@ struct Options {
   int graphLaunches = 0;
   int reportCputime = 0;
   TimeAverage average = TimeAverage::kMean;
-  int stallDumpSeconds = 0;  // --stall_dump: print every thread's stack after this long without progress
+  int stallDumpSeconds = 0;
+  size_t misalign = 0;  // --misalign: buffers start this many bytes past an aligned address  // --stall_dump: print
+                        // every thread's stack after this long without progress
   bool deviceMemory = false;  // -M device: buffers in CUDA device memory, calls on a CUDA stream
   CodecOptions codec;
   bool help = false;

@@ -34,4 +34,9 @@ std::unique_ptr<ProcessGroup> makeProcessGroup(int* argc, char*** argv);
 // A group of one process, for builds without MPI.
 std::unique_ptr<ProcessGroup> makeLocalProcessGroup();
 
+// With `-np N` (or --nprocs N) on the command line, removed from it: forks N ranks as
+// processes, each returning its group; the calling process serves them and exits with their
+// status (process_group_fork.cc). Without the flag: nullptr. Called before anything else.
+std::unique_ptr<ProcessGroup> forkedProcessGroupIfAsked(int* argc, char*** argv);
+
 }  // namespace cclperf

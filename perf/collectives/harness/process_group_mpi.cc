@@ -85,6 +85,7 @@ class MpiProcessGroup final : public ProcessGroup {
 }  // namespace
 
 std::unique_ptr<ProcessGroup> makeProcessGroup(int* argc, char*** argv) {
+  if (auto forked = forkedProcessGroupIfAsked(argc, argv)) return forked;  // -np: no MPI at all
   return std::make_unique<MpiProcessGroup>(argc, argv);
 }
 

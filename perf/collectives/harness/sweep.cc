@@ -62,8 +62,8 @@ class RankSweep {
         mem_(memoryFor(o.deviceMemory)) {
     mem_.bind(deviceOfThread(mem_, (me.rank - thread) / o.nthreads, o.nthreads, thread));
     stream_ = mem_.newStream();
-    send_ = Buffer(mem_, o.maxBytes);
-    recv_ = Buffer(mem_, o.maxBytes);
+    send_ = Buffer(mem_, o.maxBytes + o.misalign);
+    recv_ = Buffer(mem_, o.maxBytes + o.misalign);
     Memory& host = memoryFor(false);
     if (o.check) expected_ = Buffer(host, o.maxBytes);
     if (o.check && mem_.onDevice()) {  // where inputs are written and results read
@@ -104,8 +104,8 @@ class RankSweep {
   // device run writes inputs and reads results.
   CallArgs callArgs(const BufferLayout& l, const Case& k, bool inPlace, bool onHost = false) const {
     const bool mirror = onHost && mem_.onDevice();
-    char* recv = mirror ? recvHost_.get() : recv_.get();
-    char* sendBase = mirror ? sendHost_.get() : send_.get();
+    char* recv = mirror ? recvHost_.get() : recv_.get() + opt_.misalign;
+    char* sendBase = mirror ? sendHost_.get() : send_.get() + opt_.misalign;
     const size_t rank = size_t(me_.rank);
     const char* send = inPlace ? recv + l.sendInPlaceOffset * rank * k.typeSize : sendBase;
     if (inPlace) recv += l.recvInPlaceOffset * rank * k.typeSize;
@@ -202,12 +202,12 @@ class RankSweep {
   bool initData(const BufferLayout& l, const Case& k, bool inPlace, uint64_t seed) {
     const DataModel model(k.type, coll_.usesOp(), k.op, me_.nranks, seed);
     const CallArgs a = callArgs(l, k, inPlace, true);
-    char* recvBase = mem_.onDevice() ? recvHost_.get() : recv_.get();
+    char* recvBase = mem_.onDevice() ? recvHost_.get() : recv_.get() + opt_.misalign;
     poison(TypedBuffer{recvBase, recvExtent(l), k.type});
     coll_.fillInput(model, me_, k.root, TypedBuffer{const_cast<void*>(a.send), l.sendCount, k.type});
     if (mem_.onDevice()) {  // in place, the input is inside the receive buffer's extent
-      mem_.upload(recv_.get(), recvHost_.get(), recvExtent(l) * k.typeSize);
-      if (!inPlace) mem_.upload(send_.get(), sendHost_.get(), l.sendCount * k.typeSize);
+      mem_.upload(recv_.get() + opt_.misalign, recvHost_.get(), recvExtent(l) * k.typeSize);
+      if (!inPlace) mem_.upload(send_.get() + opt_.misalign, sendHost_.get(), l.sendCount * k.typeSize);
     }
     return coll_.fillExpected(model, me_, k.root, TypedBuffer{expected_.get(), l.recvCount, k.type});
   }
@@ -220,7 +220,7 @@ class RankSweep {
 
   // Without a codec every element must be exact; with one, within the codec's bound.
   long long countWrong(const BufferLayout& l, const Case& k, bool inPlace) {
-    if (mem_.onDevice()) mem_.download(recvHost_.get(), recv_.get(), recvExtent(l) * k.typeSize);
+    if (mem_.onDevice()) mem_.download(recvHost_.get(), recv_.get() + opt_.misalign, recvExtent(l) * k.typeSize);
     const CallArgs a = callArgs(l, k, inPlace, true);
     if (opt_.codec.active()) {
       const AccuracyTally t = tallyAgainstBound(TypedBuffer{a.recv, l.recvCount, k.type},

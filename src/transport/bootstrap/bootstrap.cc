@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/tags.h"
 #include "transport/bootstrap/wire.h"
 
 namespace ccl::bootstrap {
@@ -209,7 +210,10 @@ std::unique_ptr<Bootstrap> Bootstrap::connect(const cclUniqueId& id, int rank, i
                                               std::chrono::milliseconds timeout) {
   CCL_CHECK(nranks >= 1 && rank >= 0 && rank < nranks, cclInvalidArgument,
             "invalid rank " + std::to_string(rank) + " of " + std::to_string(nranks));
+  CCL_CHECK(nranks <= tags::kMaxRanks, cclInvalidArgument,
+            std::to_string(nranks) + " ranks: a communicator has at most " + std::to_string(tags::kMaxRanks));
   const IdLayout layout = parseId(id);
+  noteCreatorRanks(layout.secret, nranks);
   const Deadline deadline = deadlineAfter(timeout);
   WireAddr local = pickLocalAddress();
   Socket listener = Socket::listenOn(local);

@@ -5,16 +5,21 @@
 #include <sys/random.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <future>
-#include <optional>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/tags.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/wire.h"
 
@@ -33,10 +38,33 @@ struct Joined {
   Hello hello;
 };
 
+// The size of the communicator an id's creator joins, when that process joins it: what the
+// root's table is bounded by. Registered per id (by its secret) while its service runs.
+struct CreatorRanks {
+  // 0: not known (yet, or ever: a creator need not be a rank); -1: the creator's own ranks
+  // disagree, so the hellos' agreement decides (and fails them all).
+  std::atomic<int> nranks{0};
+};
+using Secret = std::array<uint8_t, kSecretBytes>;
+
+std::mutex& registryMutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<Secret, std::weak_ptr<CreatorRanks>>& registry() {
+  static auto* r = new std::map<Secret, std::weak_ptr<CreatorRanks>>;  // never destroyed: detached threads use it
+  return *r;
+}
+Secret secretOf(const uint8_t* bytes) {
+  Secret s;
+  std::memcpy(s.data(), bytes, kSecretBytes);
+  return s;
+}
+
 class RootService {
  public:
-  RootService(Socket listener, const IdLayout& id, Deadline deadline)
-      : listener_(std::move(listener)), id_(id), deadline_(deadline) {
+  RootService(Socket listener, const IdLayout& id, Deadline deadline, std::shared_ptr<CreatorRanks> creator)
+      : listener_(std::move(listener)), id_(id), deadline_(deadline), creator_(std::move(creator)) {
     // Allocated up front, on the caller's thread: an idle service then makes no allocation,
     // so a process that forks its ranks right after createUniqueId does not copy a lock
     // held by this thread (malloc's, or the mmap hooks UCX's libucm installs) into a child.
@@ -52,6 +80,9 @@ class RootService {
   void acceptAll();
   void readPending();
   void admit(Pending& p);
+  // Once the creator's size is known, ranks admitted under another size are refused.
+  void reconcile();
+  void refuse(Socket& s, const Hello& h, const std::string& why);
   void fail(cclResult_t code, const std::string& message);
   void sendReply(Socket& s, cclResult_t code, const std::string& message, const std::vector<WireAddr>* table);
   bool complete() const { return expected_ > 0 && joinedCount_ == expected_; }
@@ -69,7 +100,9 @@ class RootService {
   std::vector<pollfd> fds_;
   Deadline deadline_;
   std::vector<Pending> pending_;
-  std::vector<std::optional<Joined>> joined_;
+  std::shared_ptr<CreatorRanks> creator_;
+  // By rank: only ranks that joined take memory, whatever size a hello claims.
+  std::map<int, Joined> joined_;
   int expected_ = -1;
   int joinedCount_ = 0;
   cclResult_t errorCode_ = cclSuccess;  // set once ranks disagreed; later joiners get it too
@@ -82,8 +115,8 @@ void RootService::run() noexcept {
     while (!complete() && Clock::now() < deadline_) pollOnce();
     if (complete()) {
       std::vector<WireAddr> table(expected_);
-      for (int r = 0; r < expected_; ++r) table[r] = joined_[r]->hello.listen;
-      for (auto& j : joined_) sendReply(j->sock, cclSuccess, "", &table);
+      for (auto& [r, j] : joined_) table[r] = j.hello.listen;
+      for (auto& [r, j] : joined_) sendReply(j.sock, cclSuccess, "", &table);
       CCL_INFO("bootstrap root %s: %d ranks joined", toString(id_.root).c_str(), expected_);
     } else if (errorCode_ == cclSuccess) {
       CCL_WARN("bootstrap root %s: timeout with %d of %d ranks joined", toString(id_.root).c_str(), joinedCount_,
@@ -95,10 +128,13 @@ void RootService::run() noexcept {
 }
 
 void RootService::pollOnce() {
+  reconcile();
   fds_.clear();
   fds_.push_back({listener_.fd(), POLLIN, 0});
   for (auto& p : pending_) fds_.push_back({p.sock.fd(), POLLIN, 0});
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
+  // While the creator's size may still come (or change to a conflict), look every 50 ms.
+  if (creator_->nranks.load(std::memory_order_acquire) <= 0) left = std::min<long long>(left, 50);
   int rc = poll(fds_.data(), fds_.size(), static_cast<int>(std::clamp<long long>(left + 1, 0, 1 << 30)));
   if (rc < 0 && errno != EINTR) throwSystemError("poll", errno);
   if (rc <= 0) return;
@@ -171,28 +207,58 @@ void RootService::admit(Pending& p) {
     sendReply(p.sock, errorCode_, error_, nullptr);
     return;
   }
+  reconcile();  // the creator's size may have come since the last poll
   if (h.nranks < 1 || h.rank < 0 || h.rank >= h.nranks) {
     sendReply(p.sock, cclInvalidArgument, "invalid rank " + std::to_string(h.rank) + " of " + std::to_string(h.nranks),
               nullptr);
     return;
   }
-  if (expected_ < 0) {
-    expected_ = h.nranks;
-    joined_.resize(expected_);
+  // The table is bounded by the creator's size, or by the most ranks a communicator can
+  // have while that is not known: a hello beyond either is refused alone, and the ranks
+  // that agree go on.
+  if (h.nranks > tags::kMaxRanks) {
+    refuse(p.sock, h, "a communicator has at most " + std::to_string(tags::kMaxRanks) + " ranks");
+    return;
   }
+  const int creator = creator_->nranks.load(std::memory_order_acquire);
+  if (creator > 0 && h.nranks != creator) {
+    refuse(p.sock, h, "the communicator of this id has " + std::to_string(creator) + " ranks (its creator's init)");
+    return;
+  }
+  if (expected_ < 0) expected_ = h.nranks;
   if (h.nranks != expected_) {
-    joined_.push_back(Joined{std::move(p.sock), h});  // so that fail() answers this rank as well
+    // Neither side is known to be right: every rank gets the error, none waits for ever.
+    joined_.emplace(-1 - int(joined_.size()), Joined{std::move(p.sock), h});  // so that fail() answers it too
     fail(cclInvalidUsage, "ranks disagree on the number of ranks (" + std::to_string(expected_) + " vs " +
                               std::to_string(h.nranks) + ")");
     return;
   }
-  if (joined_[h.rank]) {
-    joined_.push_back(Joined{std::move(p.sock), h});
+  if (joined_.count(h.rank)) {
+    joined_.emplace(-1 - int(joined_.size()), Joined{std::move(p.sock), h});
     fail(cclInvalidUsage, "rank " + std::to_string(h.rank) + " joined twice");
     return;
   }
-  joined_[h.rank] = Joined{std::move(p.sock), h};
+  joined_.emplace(h.rank, Joined{std::move(p.sock), h});
   ++joinedCount_;
+}
+
+void RootService::reconcile() {
+  const int creator = creator_->nranks.load(std::memory_order_acquire);
+  if (creator <= 0 || expected_ < 0 || expected_ == creator || errorCode_ != cclSuccess) return;
+  // Ranks joined under a size that the creator's own init now contradicts: each is told so.
+  for (auto& [r, j] : joined_)
+    refuse(j.sock, j.hello,
+           "the communicator of this id has " + std::to_string(creator) + " ranks (its creator's init)");
+  joined_.clear();
+  joinedCount_ = 0;
+  expected_ = creator;
+}
+
+void RootService::refuse(Socket& s, const Hello& h, const std::string& why) {
+  const std::string message =
+      "rank " + std::to_string(h.rank) + " claims " + std::to_string(h.nranks) + " ranks, refused: " + why;
+  CCL_WARN("bootstrap root %s: %s", toString(id_.root).c_str(), message.c_str());
+  sendReply(s, cclInvalidUsage, message, nullptr);
 }
 
 // Every rank that joined, and every rank that joins later, gets the error: no rank waits
@@ -201,8 +267,7 @@ void RootService::fail(cclResult_t code, const std::string& message) {
   CCL_WARN("bootstrap root %s: %s", toString(id_.root).c_str(), message.c_str());
   errorCode_ = code;
   error_ = message;
-  for (auto& j : joined_)
-    if (j) sendReply(j->sock, code, message, nullptr);
+  for (auto& [r, j] : joined_) sendReply(j.sock, code, message, nullptr);
   joined_.clear();
   expected_ = 0;
   joinedCount_ = -1;  // never complete
@@ -242,7 +307,14 @@ void createUniqueId(cclUniqueId* id) {
   fillRandom(layout.secret, kSecretBytes);
   Socket listener = Socket::listenOn(pickLocalAddress());
   layout.root = listener.localAddr();
-  auto service = std::make_unique<RootService>(std::move(listener), layout, defaultDeadline());
+  auto creator = std::make_shared<CreatorRanks>();
+  {
+    std::lock_guard<std::mutex> lock(registryMutex());
+    auto& reg = registry();
+    for (auto it = reg.begin(); it != reg.end();) it = it->second.expired() ? reg.erase(it) : std::next(it);
+    reg[secretOf(layout.secret)] = creator;
+  }
+  auto service = std::make_unique<RootService>(std::move(listener), layout, defaultDeadline(), std::move(creator));
   // Detached: the service owns all it touches, so it can outlive the caller or be cut short
   // by process exit. It ends by itself once all ranks joined or at the timeout. The caller
   // waits until the thread runs: starting a thread takes locks (the allocator's, a
@@ -258,6 +330,17 @@ void createUniqueId(cclUniqueId* id) {
   std::memset(id->internal, 0, sizeof(id->internal));
   std::memcpy(id->internal, &layout, sizeof(layout));
   CCL_INFO("bootstrap root listening on %s", toString(layout.root).c_str());
+}
+
+void noteCreatorRanks(const uint8_t* secret, int nranks) {
+  std::lock_guard<std::mutex> lock(registryMutex());
+  auto it = registry().find(secretOf(secret));
+  if (it == registry().end()) return;  // the id was made in another process
+  if (auto creator = it->second.lock()) {
+    int seen = 0;
+    if (!creator->nranks.compare_exchange_strong(seen, nranks, std::memory_order_acq_rel) && seen != nranks)
+      creator->nranks.store(-1, std::memory_order_release);  // two inits here disagree: neither is the size
+  }
 }
 
 }  // namespace ccl::bootstrap

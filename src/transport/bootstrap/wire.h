@@ -47,6 +47,12 @@ struct RingProof {
   int32_t nranks;
 };
 
+// Tells the rendezvous service of an id made in this process (createUniqueId) the size of
+// the communicator this process joins with it, so the service refuses hellos that claim
+// another size; two calls with different sizes leave it to the hellos' agreement. Does
+// nothing for an id made elsewhere.
+void noteCreatorRanks(const uint8_t* secret, int nranks);
+
 // Compares secrets without an early exit so timing does not reveal a matching prefix.
 inline bool sameSecret(const uint8_t* a, const uint8_t* b) {
   uint8_t diff = 0;

@@ -305,8 +305,8 @@ class Attacker {
           break;
         }
         case Attack::kOtherNranks: {
-          static const int others[] = {1, 5, 17, 1000};
-          const int nr = g.chance(0.5) ? n + 1 : others[g.below(4)];
+          static const int others[] = {1, 5, 17, 1000, 1 << 30};  // 2^30: the root's table must stay bounded
+          const int nr = g.chance(0.5) ? n + 1 : others[g.below(5)];
           const Hello h = hello(t_.layout, static_cast<int>(g.below(static_cast<uint64_t>(nr))), nr, g);
           sendFor(fd, &h, sizeof(h), 200);
           finish(fd, g);
