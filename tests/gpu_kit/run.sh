@@ -168,6 +168,8 @@ if [ $quick -eq 0 ]; then
     step "16_all_reduce_perf_np2_$z" 60 env CCL_TIMEOUT=15 "${procs[@]}" -np 2 -Z $z
   done
   step 17_all_reduce_perf_np4_int8 90 env CCL_TIMEOUT=15 "${procs[@]}" -np 4 -Z int8
+  # Buffers inside a float on the device (a misaligned float load faults on a GPU).
+  step 18_all_reduce_perf_np2_int8_misaligned 60 env CCL_TIMEOUT=15 "${procs[@]}" -np 2 -Z int8 -e 64M --misalign 3
 fi
 
 {
