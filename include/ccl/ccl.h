@@ -565,7 +565,10 @@ CCL_API cclResult_t cclCommGetStats(cclComm_t comm, cclStats_t* stats);
 /* ---- Groups ----
  * Calls between cclGroupStart and the matching cclGroupEnd are validated when called and
  * run together at the outermost cclGroupEnd, which returns the first error of any of them.
- * Groups nest; one thread may drive several communicators inside one group.
+ * Groups nest; one thread may drive several communicators inside one group. Calls on device
+ * buffers use one stream per communicator (a program driving several devices gives each
+ * communicator its own); cclGroupEnd returns once every one of them is enqueued. Calls on
+ * host streams use one stream per group.
  */
 CCL_API cclResult_t cclGroupStart(void);
 CCL_API cclResult_t cclGroupEnd(void);

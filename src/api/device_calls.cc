@@ -2,10 +2,12 @@
 #include "api/device_calls.h"
 
 #include <algorithm>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -252,21 +254,39 @@ std::vector<DeviceCall> selfPairs(const std::vector<DeviceCall>& calls, cclComm_
 }  // namespace
 
 void runDeviceGroup(const std::vector<DeviceCall>& calls) {
-  // Per communicator (enqueuing does not block, so one after another cannot deadlock), its
-  // collectives in issue order, then its sends and receives in issue order, then its sends
-  // to itself paired with their receives: an order every rank gives alike, which a link
-  // that matches by order needs.
+  // Per communicator, its collectives in issue order, then its sends and receives in issue
+  // order, then its sends to itself paired with their receives: an order every rank gives
+  // alike, which a link that matches by order needs.
   std::vector<cclComm_t> comms;
   for (const DeviceCall& c : calls)
     if (std::find(comms.begin(), comms.end(), c.comm) == comms.end()) comms.push_back(c.comm);
+  std::vector<std::vector<DeviceCall>> byComm;
   for (cclComm_t comm : comms) {
     std::vector<DeviceCall> mine;
     for (bool p2p : {false, true})
       for (const DeviceCall& c : calls)
         if (c.comm == comm && isP2p(c) == p2p && !isSelf(c)) mine.push_back(c);
     for (DeviceCall& p : selfPairs(calls, comm)) mine.push_back(std::move(p));
-    runOnDevice(mine);
+    byComm.push_back(std::move(mine));
   }
+  if (byComm.size() == 1) return runOnDevice(byComm.front());
+  // Several communicators (one thread driving several devices): enqueuing one can wait for
+  // its staging to be released, which takes the other ranks' sends, some of them this
+  // thread's other communicators'. So each is enqueued on a thread of its own, side by side,
+  // and the group ends once all are enqueued; the first failure is the group's.
+  std::vector<std::exception_ptr> errors(byComm.size());
+  std::vector<std::thread> launchers;
+  for (size_t i = 0; i < byComm.size(); ++i)
+    launchers.emplace_back([&, i] {
+      try {
+        runOnDevice(byComm[i]);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  for (std::thread& t : launchers) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 }  // namespace ccl::api

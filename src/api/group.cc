@@ -238,8 +238,11 @@ CCL_API cclResult_t cclGroupEnd(void) {
         if (!op.device)
           refuse(cclInvalidUsage,
                  "a group mixes calls on host and on device buffers; issue them in groups of their own");
-        if (op.device->stream != ops.front().device->stream)
-          refuse(cclInvalidUsage, "the operations of one group must all use one stream");
+        // One stream per communicator (NCCL's rule); a program driving several devices from
+        // one thread gives each communicator its device's stream.
+        for (const api::Op& other : ops)
+          if (other.device && other.device->comm == op.device->comm && other.device->stream != op.device->stream)
+            refuse(cclInvalidUsage, "the operations of one communicator in a group must all use one stream");
         calls.push_back(*op.device);
       }
       api::runDeviceGroup(calls);

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -87,6 +88,57 @@ TEST_P(MatchHostMisaligned, EveryCollectiveAndCodec) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Bytes, MatchHostMisaligned, ::testing::Values(1, 2, 3));
+
+// One thread drives the communicators of a clique (cclCommInitAll), as a single-process
+// multi-GPU program does: a group of one ring allreduce per communicator, 8 ranks (on the two
+// simulated devices), 14 waves, more than the staged link holds in flight. Enqueuing one
+// communicator's call waits for its stream to release staging, which takes its peers' sends,
+// some of them the other communicators' of this very thread, not enqueued yet: the group must
+// still complete, with every rank holding the exact sum.
+TEST(DeviceCalls, OneThreadDrivesACliqueThroughAGroupBeyondTheStagingBound) {
+  setenv("CCL_ALGO", "ring", 1);
+  setenv("CCL_TIMEOUT", "20", 1);
+  const int n = 8;
+  const size_t count = 1 << 16;
+  std::vector<cclComm_t> comms(n, nullptr);
+  std::vector<int> devices(n);
+  for (int r = 0; r < n; ++r) devices[r] = r % SimDriver::kDevices;
+  SimDriver::currentDevice = 0;
+  CCL_OK(cclCommInitAll(comms.data(), n, devices.data()));
+  std::vector<std::unique_ptr<SimBuffer>> send, recv;
+  std::vector<std::unique_ptr<SimStream>> streams;
+  std::vector<float> sum(count, 0.f);
+  for (int r = 0; r < n; ++r) {
+    send.push_back(std::make_unique<SimBuffer>(count * 4, devices[r]));
+    recv.push_back(std::make_unique<SimBuffer>(count * 4, devices[r]));
+    streams.push_back(std::make_unique<SimStream>(devices[r]));
+    auto* x = static_cast<float*>(send[r]->p);
+    for (size_t i = 0; i < count; ++i) x[i] = static_cast<float>((i + 3 * r) % 17);
+  }
+  expectNoneThrew(runRanks(1, [&](int) {  // one thread, under the runner's deadline
+    CCL_OK(cclGroupStart());
+    for (int r = 0; r < n; ++r) {
+      SimDriver::currentDevice = devices[r];
+      CCL_OK(cclAllReduce(send[r]->p, recv[r]->p, count, cclFloat32, cclSum, comms[r], streams[r]->s));
+    }
+    CCL_OK(cclGroupEnd());
+    for (int r = 0; r < n; ++r) streams[r]->synchronize();
+  }));
+  for (int r = 0; r < n; ++r) {
+    const auto* got = static_cast<const float*>(recv[r]->p);
+    size_t wrong = 0;
+    for (size_t i = 0; i < count; ++i) {
+      float want = 0;
+      for (int q = 0; q < n; ++q) want += static_cast<float>((i + 3 * q) % 17);
+      wrong += got[i] != want;
+    }
+    EXPECT_EQ(wrong, 0u) << "rank " << r;
+    expectNoAsyncError(comms[r]);
+    CCL_OK(cclCommDestroy(comms[r]));
+  }
+  unsetenv("CCL_ALGO");
+  unsetenv("CCL_TIMEOUT");
+}
 
 // Residual feedback kept in device memory follows the host state call after call, and the
 // statistics count the device calls.
