@@ -12,11 +12,12 @@
 
 namespace ccl::cuda::abi {
 
-constexpr int kSuccess = 0;                 // cudaSuccess
-constexpr int kMemcpyDefault = 4;           // cudaMemcpyDefault
-constexpr int kMemoryTypeDevice = 2;        // cudaMemoryTypeDevice
-constexpr int kMemoryTypeManaged = 3;       // cudaMemoryTypeManaged
-constexpr unsigned kStreamNonBlocking = 1;  // cudaStreamNonBlocking
+constexpr int kSuccess = 0;                   // cudaSuccess
+constexpr int kErrorInsufficientDriver = 35;  // cudaErrorInsufficientDriver
+constexpr int kMemcpyDefault = 4;             // cudaMemcpyDefault
+constexpr int kMemoryTypeDevice = 2;          // cudaMemoryTypeDevice
+constexpr int kMemoryTypeManaged = 3;         // cudaMemoryTypeManaged
+constexpr unsigned kStreamNonBlocking = 1;    // cudaStreamNonBlocking
 
 // cudaPointerAttributes. CUDA 11 and 12 write the first four members (24 bytes); CUDA 13
 // appended `long reserved[8]` (88 bytes) and writes all of it.

@@ -24,6 +24,7 @@ struct Runtime {
   int (*getDevice)(int*) = nullptr;
   int (*setDevice)(int) = nullptr;
   int devices = 0;
+  bool driverTooOld = false;
 };
 
 template <class F>
@@ -47,9 +48,15 @@ Runtime load() {
   bind(rt.handle, "cudaGetDevice", &rt.getDevice);
   bind(rt.handle, "cudaSetDevice", &rt.setDevice);
   int n = 0;
-  if (rt.getDeviceCount && rt.pointerAttributes && rt.memcpy && rt.getDevice && rt.setDevice &&
-      rt.getDeviceCount(&n) == kSuccess)
-    rt.devices = n;
+  const bool complete = rt.getDeviceCount && rt.pointerAttributes && rt.memcpy && rt.getDevice && rt.setDevice;
+  const int counted = complete ? rt.getDeviceCount(&n) : kSuccess;
+  if (complete && counted == kSuccess) rt.devices = n;
+  if (counted == abi::kErrorInsufficientDriver) {
+    rt.driverTooOld = true;
+    CCL_WARN(
+        "the CUDA driver is older than the CUDA runtime ccl was built with (cudaErrorInsufficientDriver): ccl uses "
+        "no device; the NCCL face sends every call to NVIDIA's NCCL, uncompressed");
+  }
   CCL_INFO("CUDA runtime loaded, %d device(s)", rt.devices);
   return rt;
 }
@@ -63,6 +70,8 @@ const Runtime& runtime() {
 }  // namespace
 
 bool deviceAvailable() { return runtime().devices > 0; }
+
+bool driverTooOld() { return runtime().driverTooOld; }
 
 bool isDevicePointer(const void* ptr) {
   if (!ptr || !deviceAvailable()) return false;

@@ -10,6 +10,11 @@ namespace ccl::cuda {
 // True when libcudart loads and reports at least one device.
 bool deviceAvailable();
 
+// True when libcudart loads but the driver is older than it (cudaErrorInsufficientDriver: a
+// CUDA 13 library on a driver before 580): no device is usable through this runtime, and
+// device memory cannot be told from host memory. Said once, as a WARN, when first seen.
+bool driverTooOld();
+
 // True when `ptr` is device or managed memory; false for host memory or without CUDA.
 bool isDevicePointer(const void* ptr);
 

@@ -118,10 +118,16 @@ void runDevice(ncclComm& c, const CollCall& k) {
   }
 }
 
+// A driver older than ccl's CUDA runtime: ccl can use no device and cannot tell device
+// memory from host memory, so every call goes to NVIDIA's NCCL as it is (which runs on the
+// driver it was built for), never to ccl.
+bool forwardEverything(const ncclComm& c) { return c.real && cuda::driverTooOld(); }
+
 ncclResult_t run(const CollCall& call) {
   return faceGuard(call.fn, [&] {
     ncclComm& c = usable(call.comm);
     checkNotSuspended(c);
+    if (forwardEverything(c)) return runDevice(c, call);
     if (cuda::isDevicePointer(call.send) || cuda::isDevicePointer(call.recv)) {
       if (tryCompressed(call, call.count * elementSize(call.dtype))) return;
       return runDevice(c, call);
@@ -140,7 +146,7 @@ ncclResult_t p2p(const char* fn, bool send, void* buff, size_t count, ncclDataTy
       if (send) return cclCheck(cclSend(buff, count, cclType(dtype), peer, c.ccl, s), "cclSend");
       return cclCheck(cclRecv(buff, count, cclType(dtype), peer, c.ccl, s), "cclRecv");
     }
-    if (cuda::isDevicePointer(buff)) {
+    if (forwardEverything(c) || cuda::isDevicePointer(buff)) {
       ncclComm_t r = realComm(c);
       return checkReal(send ? CCL_REAL(ncclSend)(buff, count, dtype, peer, r, stream)
                             : CCL_REAL(ncclRecv)(buff, count, dtype, peer, r, stream),

@@ -23,6 +23,7 @@ namespace nabi = ccl::transport::nccl;
 TEST(CudaAbi, ValuesAreTheRuntimes) {
   EXPECT_EQ(cabi::kSuccess, static_cast<int>(cudaSuccess));
   EXPECT_EQ(cabi::kMemcpyDefault, static_cast<int>(cudaMemcpyDefault));
+  EXPECT_EQ(cabi::kErrorInsufficientDriver, static_cast<int>(cudaErrorInsufficientDriver));
   EXPECT_EQ(cabi::kMemoryTypeDevice, static_cast<int>(cudaMemoryTypeDevice));
   EXPECT_EQ(cabi::kMemoryTypeManaged, static_cast<int>(cudaMemoryTypeManaged));
   EXPECT_EQ(cabi::kStreamNonBlocking, static_cast<unsigned>(cudaStreamNonBlocking));

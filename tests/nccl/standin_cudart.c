@@ -5,9 +5,10 @@
  * bytes), so the NCCL face runs here as on a machine with a GPU: its init makes (or fails to
  * make) NVIDIA's communicator, and every pointer check goes through the probe. */
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
-enum { kSuccess = 0, kInvalidValue = 1, kMemoryTypeUnregistered = 0 };
+enum { kSuccess = 0, kInvalidValue = 1, kInsufficientDriver = 35, kMemoryTypeUnregistered = 0 };
 
 typedef struct {
   int type;
@@ -17,7 +18,11 @@ typedef struct {
   long reserved[8];
 } PointerAttributes; /* cudaPointerAttributes of CUDA 13 */
 
+/* CCLTEST_CUDART_DRIVER_TOO_OLD=1: as CUDA 13's runtime on a driver older than it
+ * (cudaErrorInsufficientDriver, 35), where no device can be used through this runtime. */
 int cudaGetDeviceCount(int* count) {
+  const char* old = getenv("CCLTEST_CUDART_DRIVER_TOO_OLD");
+  if (old && old[0] == '1') return kInsufficientDriver;
   *count = 1;
   return kSuccess;
 }
