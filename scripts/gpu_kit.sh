@@ -48,7 +48,7 @@ multiarch=/usr/lib/x86_64-linux-gnu
 mkdir -p "$kit/lib/ucx"
 for l in libucp.so.0 libucs.so.0 libuct.so.0 libucm.so.0 libnuma.so.1; do cp -L "$multiarch/$l" "$kit/lib/$l"; done
 cp -L "$multiarch/ucx/libuct_cma.so.0" "$kit/lib/ucx/"
-cp "$root/tests/gpu_kit/run.sh" "$root/tests/gpu_kit/torch_face_check.py" "$kit/"
+cp "$root/tests/gpu_kit/run.sh" "$root/tests/gpu_kit/torch_face_check.py" "$root/tests/gpu_kit/torch_codec_peer.py" "$kit/"
 git -C "$root" rev-parse --short HEAD >"$kit/COMMIT" 2>/dev/null || echo unknown >"$kit/COMMIT"
 
 # Every library a binary needs is the kit's, NVIDIA's NCCL (found where run.sh runs) or the

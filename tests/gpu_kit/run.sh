@@ -168,6 +168,14 @@ if [ $quick -eq 0 ]; then
     step "16_all_reduce_perf_np2_$z" 60 env CCL_TIMEOUT=15 "${procs[@]}" -np 2 -Z $z
   done
   step 17_all_reduce_perf_np4_int8 90 env CCL_TIMEOUT=15 "${procs[@]}" -np 4 -Z int8
+  # PyTorch's own quantization kernels beside ccl's encoders on the same GPU (the codec
+  # issue's peer), at 64 MiB (rotating buffers) after the 1 GiB bench above.
+  step 19_codecs_gpu_bench_64MiB 90 "$kit/bin/codecs_gpu_bench" --mib 64 --iters 20
+  step 19_torch_codec_peer 120 python3 "$kit/torch_codec_peer.py"
+  # Thread ranks with eight times fewer waves and kernels (8 MiB chunks), the workaround run 8
+  # found at 64 MiB, over every size.
+  step 20_all_reduce_perf_t2_int8_chunk8M 60 env CCL_TRANSPORT=local CCL_TIMEOUT=15 CCL_CHUNK_BYTES=8M \
+    "${perf[@]}" -Z int8
   # Buffers inside a float on the device (a misaligned float load faults on a GPU).
   step 18_all_reduce_perf_np2_int8_misaligned 60 env CCL_TIMEOUT=15 "${procs[@]}" -np 2 -Z int8 -e 64M --misalign 3
 fi
