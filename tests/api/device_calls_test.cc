@@ -140,6 +140,49 @@ TEST(DeviceCalls, OneThreadDrivesACliqueThroughAGroupBeyondTheStagingBound) {
   unsetenv("CCL_TIMEOUT");
 }
 
+// A communicator destroyed or aborted while another's device call on the same devices waits
+// for a peer (as PyTorch's watchdog aborts one communicator while another is stuck) makes no
+// call that waits for the whole device (on CUDA: cudaFreeHost of its staging), and returns
+// promptly; the stuck call then completes once its peer comes.
+TEST(DeviceCalls, DestroyAndAbortWaitForNoOtherCommunicatorsWork) {
+  const int n = 2;
+  const size_t count = 4096;
+  for (bool abort : {false, true}) {
+    auto a = makeComms(n), b = makeComms(n);
+    std::vector<std::unique_ptr<SimBuffer>> buf;
+    std::vector<std::unique_ptr<SimStream>> streams;
+    for (int r = 0; r < n; ++r) {
+      buf.push_back(std::make_unique<SimBuffer>(count * 4, 0));
+      streams.push_back(std::make_unique<SimStream>(0));
+    }
+    // Both communicators have links (a device call each), then rank 0 of `a` calls alone.
+    expectNoneThrew(runRanks(n, [&](int r) {
+      CCL_OK(cclAllReduce(buf[r]->p, buf[r]->p, count, cclFloat32, cclSum, a[r], streams[r]->s));
+      CCL_OK(cclAllReduce(buf[r]->p, buf[r]->p, count, cclFloat32, cclSum, b[r], streams[r]->s));
+      streams[r]->synchronize();
+    }));
+    SimBuffer lone(count * 4, 0);
+    SimStream loneStream(0);
+    CCL_OK(cclAllReduce(lone.p, lone.p, count, cclFloat32, cclSum, a[0], loneStream.s));  // waits for rank 1
+    const long syncBefore = simDriver().counts().stagingSyncCalls;
+    const auto start = std::chrono::steady_clock::now();
+    expectNoneThrew(runRanks(n, [&](int r) { CCL_OK(abort ? cclCommAbort(b[r]) : cclCommDestroy(b[r])); }));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(simDriver().counts().stagingSyncCalls, syncBefore)
+        << (abort ? "abort" : "destroy") << " freed staging in a way that waits for the whole device";
+    EXPECT_LT(seconds, 5.0) << (abort ? "abort" : "destroy") << " waited for the other communicator";
+    SimBuffer peer(count * 4, 0);
+    SimStream peerStream(0);
+    expectNoneThrew(runRanks(1, [&](int) {
+      CCL_OK(cclAllReduce(peer.p, peer.p, count, cclFloat32, cclSum, a[1], peerStream.s));
+      peerStream.synchronize();
+    }));
+    loneStream.synchronize();
+    expectNoAsyncError(a[0]);
+    destroy(a);
+  }
+}
+
 // Residual feedback kept in device memory follows the host state call after call, and the
 // statistics count the device calls.
 TEST(DeviceCalls, FeedbackAcrossCallsAndStats) {

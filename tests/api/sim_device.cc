@@ -233,15 +233,18 @@ class SimDevice final : public ccl::coll::Device {
   std::unique_ptr<Stream> newStream() override { return std::make_unique<EngineStream>(); }
   std::unique_ptr<ccl::coll::StreamKernels> newKernels() override { return std::make_unique<SimKernels>(); }
   ccl::coll::StagingMemory staging() override {
+    // The driver, not this device: staging a link leaves behind is freed by the last link of
+    // the device (links/staging_cache.h), possibly after this object went.
     ccl::coll::StagingMemory m;
-    m.alloc = [this](size_t bytes) { return driver_.allocStaging(bytes); };
-    m.free = [this](void* p) { driver_.freeStaging(p); };
-    m.allocOn = [this](size_t bytes, Stream&) { return driver_.allocStaging(bytes, /*ordered=*/true); };
-    m.freeOn = [this](void* p, Stream* s) {
+    SimDriver* d = &driver_;
+    m.alloc = [d](size_t bytes) { return d->allocStaging(bytes); };
+    m.free = [d](void* p) { d->freeStaging(p); };
+    m.allocOn = [d](size_t bytes, Stream&) { return d->allocStaging(bytes, /*ordered=*/true); };
+    m.freeOn = [d](void* p, Stream* s) {
       if (s)
-        engineStreamOf(*s).launch([this, p] { driver_.freeStaging(p, /*ordered=*/true); });
+        engineStreamOf(*s).launch([d, p] { d->freeStaging(p, /*ordered=*/true); });
       else
-        driver_.freeStaging(p, /*ordered=*/true);
+        d->freeStaging(p, /*ordered=*/true);
     };
     return m;
   }

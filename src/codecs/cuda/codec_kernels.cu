@@ -16,7 +16,10 @@
 namespace ccl::codec::cuda {
 
 Workspace::~Workspace() {
-  if (ptr_) cudaFree(ptr_);  // synchronises; errors cannot be reported from a destructor
+  // Stream-ordered on a stream of its own, so the free waits for no other stream (cudaFree
+  // waits for the whole device, where another communicator's work may wait for its peers).
+  // The work that used the workspace has run: its owner synchronised it before going.
+  if (ptr_) cudaFreeAsync(ptr_, cudaStreamPerThread);  // errors cannot leave a destructor
 }
 
 void* Workspace::get(size_t bytes, cudaStream_t stream) {

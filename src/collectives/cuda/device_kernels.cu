@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <algorithm>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "codecs/cuda/kernel_preload.h"
 #include "collectives/compute_steps.h"
@@ -68,18 +70,46 @@ void launched(const char* kernel) { cudaOk(cudaGetLastError(), kernel); }
 
 }  // namespace
 
+namespace {
+
+// Status rings kernels objects gave back, for the next ones: freeing pinned memory
+// (cudaFreeHost) waits for the whole device, where another communicator's work may wait for
+// its peers, so a communicator's destroy or abort never frees one.
+std::mutex& ringsMutex() {
+  static std::mutex m;
+  return m;
+}
+std::vector<uint32_t*>& spareRings() {
+  static auto* r = new std::vector<uint32_t*>;  // never destroyed: the rings stay reachable
+  return *r;
+}
+
+}  // namespace
+
 CudaKernels::CudaKernels() {
-  void* p = nullptr;
-  cudaOk(cudaHostAlloc(&p, kStatusWords * sizeof(uint32_t), cudaHostAllocMapped), "cudaHostAlloc (decode status)");
-  status_ = static_cast<uint32_t*>(p);
+  {
+    std::lock_guard<std::mutex> lock(ringsMutex());
+    if (!spareRings().empty()) {
+      status_ = spareRings().back();
+      spareRings().pop_back();
+    }
+  }
+  if (!status_) {
+    void* p = nullptr;
+    cudaOk(cudaHostAlloc(&p, kStatusWords * sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable),
+           "cudaHostAlloc (decode status)");
+    status_ = static_cast<uint32_t*>(p);
+  }
   std::fill(status_, status_ + kStatusWords, 0u);
   void* d = nullptr;
-  cudaOk(cudaHostGetDevicePointer(&d, p, 0), "cudaHostGetDevicePointer");
+  cudaOk(cudaHostGetDevicePointer(&d, status_, 0), "cudaHostGetDevicePointer");
   statusDevice_ = static_cast<uint32_t*>(d);
 }
 
 CudaKernels::~CudaKernels() {
-  if (status_) cudaFreeHost(status_);  // synchronises
+  if (!status_) return;
+  std::lock_guard<std::mutex> lock(ringsMutex());
+  spareRings().push_back(status_);
 }
 
 uint32_t* CudaKernels::nextStatus() { return statusDevice_ + (nextStatus_++ % kStatusWords); }

@@ -2,6 +2,7 @@
 #include "collectives/links/factory.h"
 
 #include "collectives/links/nccl_link.h"
+#include "collectives/links/staging_cache.h"
 #include "collectives/links/transport_link.h"
 #include "common/error.h"
 
@@ -21,7 +22,8 @@ const Kind kKinds[] = {
     {"staged", false,
      [](const LinkParts& p, Device& d) -> std::unique_ptr<StreamLink> {
        CCL_CHECK(p.transport, cclInternalError, "the staged link needs the communicator's transport");
-       return std::make_unique<TransportLink>(*p.transport, /*exactLengths=*/false, p.timeout, p.aborted, d.staging());
+       return std::make_unique<TransportLink>(*p.transport, /*exactLengths=*/false, p.timeout, p.aborted,
+                                              reusingStaging(d.staging(), d.ordinal()));
      }},
     {"nccl", true,
      [](const LinkParts& p, Device&) -> std::unique_ptr<StreamLink> {
