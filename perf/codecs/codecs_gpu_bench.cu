@@ -93,6 +93,7 @@ int main(int argc, char** argv) {
   ok(cudaMemcpy(x, host.data(), n * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
   uint32_t* status = nullptr;
   ok(cudaMalloc(&status, sizeof(uint32_t)), "cudaMalloc");
+  ok(cudaMemset(status, 0, sizeof(uint32_t)), "cudaMemset");
   codec::cuda::Workspace ws;
 
   const double gb = static_cast<double>(n * sizeof(float)) / 1e9;

@@ -268,7 +268,9 @@ void executeOnStream(std::span<const StreamJob> jobs, StreamLink& link, StreamKe
   std::vector<std::function<void(cclResult_t, const std::string&)>> finished;
   for (const StreamJob& job : jobs)
     if (job.finished) finished.push_back(job.finished);
-  caller.enqueue([failure, finished = std::move(finished)] {
+  caller.enqueue([failure, runs, finished = std::move(finished)] {
+    for (const auto& r : runs)
+      if (r->lastCheck) failure->run(r->lastCheck);
     std::string m;
     const cclResult_t c = failure->take(&m);
     for (const auto& f : finished) f(c, m);

@@ -112,6 +112,11 @@ struct StreamRun {
   // Per step: the bytes a send's link sent (0 until the wave has run).
   std::vector<size_t> sent;
   std::atomic<bool> failed{false};  // a step failed: the rest of the call's steps do nothing
+  // What the kernels leave for the call's last host step to check once every step has run
+  // (CUDA: the one word all the call's decodes OR their status into), so a call costs one
+  // host function, not one per decode. Throws the failure it finds. Set while enqueuing.
+  std::function<void()> lastCheck;
+  uint32_t* decodeStatus = nullptr;  // that word, as the device sees it (CUDA kernels only)
 };
 
 // Compute steps as kernels on a stream.

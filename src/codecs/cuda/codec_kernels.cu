@@ -55,7 +55,13 @@ __global__ void readHeaderKernel(const uint8_t* in, uint64_t inBytes, uint64_t c
   if (!headerValid(st->h, inBytes, count, codec)) st->status = kStatusBadHeader;
 }
 
-__global__ void copyStatus(const DecodeState* st, uint32_t* status) { *status = st->status; }
+// Decodes of one stream run in order, so a plain read-modify-write suffices for orInto.
+__global__ void copyStatus(const DecodeState* st, uint32_t* status, bool orInto) {
+  if (!orInto)
+    *status = st->status;
+  else if (st->status)
+    *status |= st->status;
+}
 
 // Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
 const ::ccl::codec::cuda::KernelLibrary kKernels(&copyStatus);
@@ -130,7 +136,7 @@ void decodeAny(const void* in, size_t inBytes, const Expect& expect, detail::Tar
     });
   }
   checkLaunch("decodeNone");
-  finishDecode(st, status, stream);
+  finishDecode(st, status, ws.orStatus, stream);
 }
 
 }  // namespace
@@ -141,9 +147,9 @@ void startDecode(const void* in, size_t inBytes, const Expect& expect, DecodeSta
   checkLaunch("readHeaderKernel");
 }
 
-void finishDecode(DecodeState* st, uint32_t* status, cudaStream_t stream) {
+void finishDecode(DecodeState* st, uint32_t* status, bool orInto, cudaStream_t stream) {
   // A kernel rather than a copy: `status` may be device, managed or host-mapped memory.
-  copyStatus<<<1, 1, 0, stream>>>(st, status);
+  copyStatus<<<1, 1, 0, stream>>>(st, status, orInto);
   checkLaunch("copyStatus");
 }
 

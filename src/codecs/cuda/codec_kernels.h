@@ -30,6 +30,9 @@ class Workspace {
   // A device buffer of at least `bytes`, valid for work enqueued on `stream` after this call.
   void* get(size_t bytes, cudaStream_t stream);
   size_t capacity() const { return bytes_; }
+  // How decodes made with this workspace report: false (the default) stores their status
+  // word, true ORs it in (several decodes of one call share a word, checked once).
+  bool orStatus = false;
 
  private:
   void* ptr_ = nullptr;
@@ -58,7 +61,8 @@ void encode(const Params& p, const void* x, cclDataType_t type, size_t n, void* 
 
 // As codec::decode, for a stream in device memory. expect.codec must name the codec (the
 // kernels are chosen on the host). The stream is validated on the GPU first; y is written
-// only if it is valid. *status (device or host-mapped) receives 0 or StatusBits.
+// only if it is valid. *status (device or host-mapped) receives 0 or StatusBits; with
+// ws.orStatus they are ORed into it (0 leaves it as it was).
 void decode(const void* in, size_t inBytes, const Expect& expect, void* y, cclDataType_t type, uint32_t* status,
             Workspace& ws, cudaStream_t stream);
 

@@ -31,8 +31,8 @@ struct DecodeState {
 // st->status stays 0.
 void startDecode(const void* in, size_t inBytes, const Expect& expect, DecodeState* st, cudaStream_t stream);
 
-// Copies st->status to the caller's word.
-void finishDecode(DecodeState* st, uint32_t* status, cudaStream_t stream);
+// Copies st->status to the caller's word (orInto: ORs it in, a nonzero status only).
+void finishDecode(DecodeState* st, uint32_t* status, bool orInto, cudaStream_t stream);
 
 // Grid for a grid-stride loop over `items` with `threads` per block.
 inline unsigned gridFor(uint64_t items, unsigned threads, unsigned cap = 4096) {

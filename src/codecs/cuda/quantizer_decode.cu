@@ -186,7 +186,7 @@ void quantizerDecode(const uint8_t* in, size_t inBytes, const Expect& expect, Ta
       launchDecode<K>(in, expect, st, sink, stream);
     });
   });
-  finishDecode(st, status, stream);
+  finishDecode(st, status, ws.orStatus, stream);
 }
 
 }  // namespace ccl::codec::cuda::detail

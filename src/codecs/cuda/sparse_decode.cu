@@ -215,7 +215,7 @@ void sparsifierDecode(const uint8_t* in, size_t inBytes, const Expect& expect, T
       checkLaunch("markNonFinite");
     });
   }
-  finishDecode(st, status, stream);
+  finishDecode(st, status, ws.orStatus, stream);
 }
 
 }  // namespace ccl::codec::cuda::detail

@@ -194,21 +194,29 @@ void CudaKernels::enqueue(const std::shared_ptr<StreamRun>& run, StepId id, Stre
       codec::Expect e;
       e.count = n;
       e.codec = plan.codecOf(s).codec;
-      uint32_t* status = nextStatus();
+      // One status word per call: its first decode stores (so a replayed graph starts from
+      // its own decode), the others OR in, and the call's last host step reads it once
+      // (StreamRun::lastCheck), where a host function per decode was the most of a call's.
+      const bool first = run->decodeStatus == nullptr;
+      if (first) {
+        run->decodeStatus = nextStatus();
+        const uint32_t* host = status_ + (run->decodeStatus - statusDevice_);  // mapped: read once the stream ran
+        run->lastCheck = [host, r = run.get()] {
+          const uint32_t v = *const_cast<const volatile uint32_t*>(host);
+          if (v == 0) return;
+          r->failed.store(true, std::memory_order_release);
+          codec::cuda::throwIfInvalid(v);
+        };
+      }
+      uint32_t* status = run->decodeStatus;
+      workspace_.orStatus = !first;
       const size_t inBytes = run->slotBytes[s.slot];
       if (s.kind == StepKind::kDecode)
         codec::cuda::decode(bufferAt(b, s.src), inBytes, e, bufferAt(b, s.dst), s.type, status, workspace_, cs);
       else
         codec::cuda::decodeAccumulate(bufferAt(b, s.src), inBytes, e, reinterpret_cast<float*>(bufferAt(b, s.dst)),
                                       status, workspace_, cs);
-      // The word, seen from the host once the decode has run (mapped memory, stream order).
-      const uint32_t* word = status_ + (status - statusDevice_);
-      stream.enqueue([run, word] {
-        const uint32_t v = *const_cast<const volatile uint32_t*>(word);
-        if (v == 0) return;
-        run->failed.store(true, std::memory_order_release);
-        codec::cuda::throwIfInvalid(v);
-      });
+      workspace_.orStatus = false;
       return;
     }
   }
