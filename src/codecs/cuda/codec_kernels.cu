@@ -46,7 +46,13 @@ void throwIfInvalid(uint32_t status) {
 
 namespace {
 
+// One thread: clears the state (no cudaMemsetAsync: one command fewer per decode, and no
+// memset on the hot path), then reads and checks the header.
 __global__ void readHeaderKernel(const uint8_t* in, uint64_t inBytes, uint64_t count, int codec, DecodeState* st) {
+  st->status = 0;
+  st->pad = 0;
+  st->counter = 0;
+  st->h = Header{};
   if (inBytes < kHeaderBytes) {
     st->status = kStatusBadHeader;
     return;
@@ -142,7 +148,6 @@ void decodeAny(const void* in, size_t inBytes, const Expect& expect, detail::Tar
 }  // namespace
 
 void startDecode(const void* in, size_t inBytes, const Expect& expect, DecodeState* st, cudaStream_t stream) {
-  check(cudaMemsetAsync(st, 0, sizeof(DecodeState), stream), "cudaMemsetAsync");
   readHeaderKernel<<<1, 1, 0, stream>>>(static_cast<const uint8_t*>(in), inBytes, expect.count, expect.codec, st);
   checkLaunch("readHeaderKernel");
 }

@@ -190,7 +190,7 @@ void CudaKernels::enqueue(const std::shared_ptr<StreamRun>& run, StepId id, Stre
       throw Error(cclInvalidUsage, "the PowerSGD allreduce runs on host memory only");
     case StepKind::kDecode:
     case StepKind::kDecodeAdd: {
-      ActivityScope busy("enqueuing a decode (kernels, cudaMemsetAsync)");
+      ActivityScope busy("enqueuing a decode (kernels)");
       codec::Expect e;
       e.count = n;
       e.codec = plan.codecOf(s).codec;
