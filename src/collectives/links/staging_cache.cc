@@ -60,11 +60,15 @@ struct LinkToken {
 void* take(int device, size_t bytes, const std::function<void*(size_t)>& alloc) {
   {
     std::lock_guard<std::mutex> lock(cacheMutex());
+    // The smallest kept block that is large enough: a link's flags must not take a block
+    // that its staging ring could use.
     DeviceCache& c = caches()[device];
-    for (size_t i = 0; i < c.kept.size(); ++i) {
-      if (c.kept[i].bytes < bytes) continue;
-      void* p = c.kept[i].memory;
-      c.kept.erase(c.kept.begin() + static_cast<long>(i));
+    size_t best = c.kept.size();
+    for (size_t i = 0; i < c.kept.size(); ++i)
+      if (c.kept[i].bytes >= bytes && (best == c.kept.size() || c.kept[i].bytes < c.kept[best].bytes)) best = i;
+    if (best < c.kept.size()) {
+      void* p = c.kept[best].memory;
+      c.kept.erase(c.kept.begin() + static_cast<long>(best));
       return p;
     }
   }
