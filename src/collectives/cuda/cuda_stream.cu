@@ -54,10 +54,9 @@ unsigned long long* deviceFlag(const std::atomic<uint64_t>* flag) {
 // (copies included) before the value lands, so a host thread that reads the flag sees the
 // bytes the stream wrote before it (CUDA's documented order for stream memory operations).
 struct MemOps {
-  using WaitFn = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
-  using WriteFn = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
-  WaitFn wait = nullptr;
-  WriteFn write = nullptr;
+  using Fn = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);  // both take these
+  Fn wait = nullptr;
+  Fn write = nullptr;
 };
 
 template <typename Fn>
@@ -92,8 +91,8 @@ const MemOps* memOpsOf(int device) {
       const auto attr = driverEntry<AttrFn>("cuDeviceGetAttribute");
       int has = 0;
       if (attr && attr(&has, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, device) != CUDA_SUCCESS) has = 0;
-      ops.wait = driverEntry<MemOps::WaitFn>("cuStreamWaitValue64");
-      ops.write = driverEntry<MemOps::WriteFn>("cuStreamWriteValue64");
+      ops.wait = driverEntry<MemOps::Fn>("cuStreamWaitValue64");
+      ops.write = driverEntry<MemOps::Fn>("cuStreamWriteValue64");
       ok = has && ops.wait && ops.write;
       CCL_CHECK(ok || mode == "auto", cclInvalidArgument,
                 "CCL_DEVICE_FLAGS=memop: device " + std::to_string(device) +
@@ -163,26 +162,29 @@ void CudaStream::copy(void* dst, const void* src, size_t bytes) {
   if (bytes && dst != src) cudaOk(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
 }
 
+namespace {
+
+// A stream memory operation on a flag in pinned host memory, checked.
+void memop(MemOps::Fn fn, const char* name, cudaStream_t stream, const std::atomic<uint64_t>* flag, uint64_t value,
+           unsigned flags) {
+  const CUresult r =
+      fn(reinterpret_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(deviceFlag(flag)), value, flags);
+  CCL_CHECK(r == CUDA_SUCCESS, cclUnhandledCudaError,
+            std::string(name) + " failed (CUresult " + std::to_string(r) + ")");
+}
+
+}  // namespace
+
 void CudaStream::waitFlag(const std::atomic<uint64_t>* flag, uint64_t value) {
-  if (const MemOps* ops = memOpsOf(device_)) {
-    const CUresult r = ops->wait(reinterpret_cast<CUstream>(stream_), reinterpret_cast<CUdeviceptr>(deviceFlag(flag)),
-                                 value, CU_STREAM_WAIT_VALUE_GEQ);
-    CCL_CHECK(r == CUDA_SUCCESS, cclUnhandledCudaError,
-              "cuStreamWaitValue64 failed (CUresult " + std::to_string(r) + ")");
-    return;
-  }
+  if (const MemOps* ops = memOpsOf(device_))
+    return memop(ops->wait, "cuStreamWaitValue64", stream_, flag, value, CU_STREAM_WAIT_VALUE_GEQ);
   waitFlagKernel<<<1, 1, 0, stream_>>>(deviceFlag(flag), value);
   cudaOk(cudaGetLastError(), "launching the flag wait");
 }
 
 void CudaStream::setFlag(std::atomic<uint64_t>* flag, uint64_t value) {
-  if (const MemOps* ops = memOpsOf(device_)) {
-    const CUresult r = ops->write(reinterpret_cast<CUstream>(stream_), reinterpret_cast<CUdeviceptr>(deviceFlag(flag)),
-                                  value, CU_STREAM_WRITE_VALUE_DEFAULT);
-    CCL_CHECK(r == CUDA_SUCCESS, cclUnhandledCudaError,
-              "cuStreamWriteValue64 failed (CUresult " + std::to_string(r) + ")");
-    return;
-  }
+  if (const MemOps* ops = memOpsOf(device_))
+    return memop(ops->write, "cuStreamWriteValue64", stream_, flag, value, CU_STREAM_WRITE_VALUE_DEFAULT);
   setFlagKernel<<<1, 1, 0, stream_>>>(deviceFlag(flag), value);
   cudaOk(cudaGetLastError(), "launching the flag store");
 }
