@@ -69,9 +69,10 @@ class Stream {
   virtual void copy(void* dst, const void* src, size_t bytes);
   // Steps enqueued after this call run once *flag >= value; a host thread sets the flag.
   // The flag is in memory the stream's work reaches (pinned host memory for a CUDA stream).
-  // On a device the wait is the device's own (a kernel polls the flag), so no host function
-  // ever blocks CUDA's callback thread, which every stream of the process shares: work that
-  // waits for the host this way cannot stall the host functions the host is waiting for.
+  // On a device the wait is the device's own (a stream memory operation, or a kernel that
+  // polls the flag), so no host function ever blocks CUDA's callback thread, which every
+  // stream of the process shares: work that waits for the host this way cannot stall the
+  // host functions the host is waiting for.
   virtual void waitFlag(const std::atomic<uint64_t>* flag, uint64_t value);
   // Sets *flag to `value` once the steps enqueued so far have run, for a host thread that
   // polls it: the other direction of waitFlag (a one-thread kernel on CUDA). Unlike an event,

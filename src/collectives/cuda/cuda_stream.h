@@ -41,10 +41,14 @@ class CudaStream final : public Stream {
   cclResult_t takeError(std::string* message) override;
   void* native() override { return stream_; }
   void copy(void* dst, const void* src, size_t bytes) override;  // cudaMemcpyAsync, kind inferred
-  // A one-thread kernel that polls the flag (pinned host memory, seen through its device
-  // address) until it reaches `value`.
+  // A stream memory operation (cuStreamWaitValue64, >= `value`) on the flag (pinned host
+  // memory, seen through its device address): no SM held, no kernel to load. Where the
+  // device has no 64-bit memory operations (or CCL_DEVICE_FLAGS=kernel), a one-thread
+  // kernel that polls it.
   void waitFlag(const std::atomic<uint64_t>* flag, uint64_t value) override;
-  // A one-thread kernel that stores `value` with a system-wide fence.
+  // cuStreamWriteValue64 with its default barrier: the stream's earlier writes (copies to
+  // host memory included) are visible before the flag; else a one-thread kernel that
+  // stores `value` between system-wide fences.
   void setFlag(std::atomic<uint64_t>* flag, uint64_t value) override;
 
   // The CUDA event of one of this stream's events.
