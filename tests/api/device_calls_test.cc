@@ -89,6 +89,71 @@ TEST_P(MatchHostMisaligned, EveryCollectiveAndCodec) {
 
 INSTANTIATE_TEST_SUITE_P(Bytes, MatchHostMisaligned, ::testing::Values(1, 2, 3));
 
+// Every dtype on device buffers inside an element (1, 2 and 3 bytes past an aligned
+// address): the uncompressed reductions and gathers give the bytes the host path gives on
+// aligned buffers (integer and float elements alike; the plan stages what it reduces).
+TEST(DeviceCalls, EveryDtypeInsideAnElementMatchesTheHost) {
+  const int n = 3;
+  const size_t count = 1001;
+  const size_t sizes[cclNumTypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};  // ccl.h's order
+  auto host = makeComms(n), dev = makeComms(n);
+  expectNoneThrew(runRanks(n, [&](int r) {
+    SimStream stream(0);
+    for (int t = 0; t < cclNumTypes; ++t) {
+      const auto type = static_cast<cclDataType_t>(t);
+      const size_t es = sizes[t];
+      // Small integers in every byte pattern's low bits: sums and maxima stay exact in every type.
+      std::vector<unsigned char> in(count * n * es, 0);
+      for (size_t i = 0; i < count * n; ++i) {
+        const uint8_t v = static_cast<uint8_t>((i * 7 + static_cast<size_t>(r) * 3) % 5);
+        if (t == cclFloat32) {
+          const float f = v;
+          std::memcpy(&in[i * es], &f, 4);
+        } else if (t == cclFloat64) {
+          const double f = v;
+          std::memcpy(&in[i * es], &f, 8);
+        } else if (t == cclFloat16 || t == cclBfloat16) {
+          static const uint16_t half[5] = {0, 0x3c00, 0x4000, 0x4200, 0x4400},
+                                bf16[5] = {0, 0x3f80, 0x4000, 0x4040, 0x4080};
+          const uint16_t bits = t == cclFloat16 ? half[v] : bf16[v];
+          std::memcpy(&in[i * es], &bits, 2);
+        } else if (t == cclFloat8e4m3 || t == cclFloat8e5m2) {
+          static const uint8_t e4m3[5] = {0, 0x38, 0x40, 0x44, 0x48}, e5m2[5] = {0, 0x3c, 0x40, 0x42, 0x44};
+          in[i * es] = t == cclFloat8e4m3 ? e4m3[v] : e5m2[v];
+        } else {
+          in[i * es] = v;  // little-endian: the low byte of every integer width
+        }
+      }
+      for (size_t at : {size_t{1}, size_t{2}, size_t{3}}) {
+        for (int kind = 0; kind < 3; ++kind) {  // allreduce sum, allreduce max, allgather
+          const size_t recvElems = kind == 2 ? count * n : count;
+          std::vector<unsigned char> hostOut(recvElems * es, 0xee);
+          SimBuffer dsend(count * n * es + at, 0), drecv(recvElems * es + at, 0);
+          unsigned char* s = static_cast<unsigned char*>(dsend.p) + at;
+          unsigned char* d = static_cast<unsigned char*>(drecv.p) + at;
+          std::memcpy(s, in.data(), count * es);
+          std::memset(d, 0xee, recvElems * es);
+          if (kind < 2) {
+            const cclRedOp_t op = kind == 0 ? cclSum : cclMax;
+            CCL_OK(cclAllReduce(in.data(), hostOut.data(), count, type, op, host[r], nullptr));
+            CCL_OK(cclAllReduce(s, d, count, type, op, dev[r], stream.s));
+          } else {
+            CCL_OK(cclAllGather(in.data(), hostOut.data(), count, type, host[r], nullptr));
+            CCL_OK(cclAllGather(s, d, count, type, dev[r], stream.s));
+          }
+          stream.synchronize();
+          expectNoAsyncError(dev[r]);
+          if (std::memcmp(hostOut.data(), d, recvElems * es) != 0)
+            throw std::runtime_error("dtype " + std::to_string(t) + " kind " + std::to_string(kind) + " at +" +
+                                     std::to_string(at) + ": the device bytes differ from the host's");
+        }
+      }
+    }
+  }));
+  destroy(host);
+  destroy(dev);
+}
+
 // One thread drives the communicators of a clique (cclCommInitAll), as a single-process
 // multi-GPU program does: a group of one ring allreduce per communicator, 8 ranks (on the two
 // simulated devices), 14 waves, more than the staged link holds in flight. Enqueuing one
