@@ -359,9 +359,7 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
       return submitDevice(std::move(d), &seq);
     }
     op.plan = cachedPlan(comm, key, [&] {
-      if (op.compressed)
-        return coll::stageMisaligned(
-            isSend ? coll::planCompressedSend(a, peer, 0) : coll::planCompressedRecv(a, peer, 0), kind, a);
+      if (op.compressed) return isSend ? coll::planCompressedSend(a, peer, 0) : coll::planCompressedRecv(a, peer, 0);
       return isSend ? coll::planSend(peer, 0, bytes) : coll::planRecv(peer, 0, bytes);
     });
     op.send = send;

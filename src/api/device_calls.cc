@@ -16,7 +16,6 @@
 #include "collectives/device.h"
 #include "collectives/device_runner.h"
 #include "collectives/links/factory.h"
-#include "collectives/misaligned.h"
 #include "collectives/stream_executor.h"
 #include "common/cuda_probe.h"
 #include "common/dtype.h"
@@ -71,16 +70,13 @@ coll::DeviceRunner::Planned planWith(DeviceComm& d, const DeviceCall& c, const c
     if (c.selfPair) {  // both ends here; the message pairs within the one plan
       if (r != rank) return coll::Plan{};
       if (compressed)
-        return coll::mergePlans(coll::stageMisaligned(coll::planCompressedSend(a, rank, 0), coll::Coll::kSend, a),
-                                coll::stageMisaligned(coll::planCompressedRecv(a, rank, 0), coll::Coll::kRecv, a));
+        return coll::mergePlans(coll::planCompressedSend(a, rank, 0), coll::planCompressedRecv(a, rank, 0));
       return coll::mergePlans(coll::planSend(rank, 0, bytes), coll::planRecv(rank, 0, bytes));
     }
     if (r != rank && r != c.peer) return coll::Plan{};
     const bool sends = (r == rank) == (c.kind == coll::Coll::kSend);  // the peer runs the mirror
     const int other = r == rank ? c.peer : rank;
-    if (compressed)
-      return sends ? coll::stageMisaligned(coll::planCompressedSend(a, other, 0), coll::Coll::kSend, a)
-                   : coll::stageMisaligned(coll::planCompressedRecv(a, other, 0), coll::Coll::kRecv, a);
+    if (compressed) return sends ? coll::planCompressedSend(a, other, 0) : coll::planCompressedRecv(a, other, 0);
     return sends ? coll::planSend(other, 0, bytes) : coll::planRecv(other, 0, bytes);
   };
   return d.runner.plan(c.kind, args, planOf, rank, nranks);

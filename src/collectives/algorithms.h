@@ -109,7 +109,7 @@ size_t hierarchicalFeedbackFloats(const CollArgs& a);
 // of one size, and an allreduce across nodes whose plans are the ring's rotations.
 bool hierarchicalAllReduceSymmetric(const CollArgs& a);
 
-// Compressed point to point (compressed.cc).
+// Compressed point to point (compressed.cc), a.misaligned's buffer staged (misaligned.h).
 Plan planCompressedSend(const CollArgs& a, int peer, uint32_t tag);
 Plan planCompressedRecv(const CollArgs& a, int peer, uint32_t tag);
 // fp32 values of error-feedback state the plan of collective c with `a` (an allreduce,

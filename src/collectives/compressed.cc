@@ -26,6 +26,7 @@
 
 #include "codecs/wire.h"
 #include "collectives/algorithms.h"
+#include "collectives/misaligned.h"
 #include "common/dtype.h"
 
 namespace ccl::coll {
@@ -457,7 +458,7 @@ Plan planCompressedSend(const CollArgs& a, int peer, uint32_t t) {
     auto [st, e] = b.encode(b.send(c.offset(j)), a.dtype, c.size(j), b.residual(c.offset(j)), {});
     b.sendTo(peer, t + static_cast<uint32_t>(j), st, {e});
   }
-  return b.take();
+  return stageMisaligned(b.take(), Coll::kSend, a);
 }
 
 Plan planCompressedRecv(const CollArgs& a, int peer, uint32_t t) {
@@ -467,7 +468,7 @@ Plan planCompressedRecv(const CollArgs& a, int peer, uint32_t t) {
     auto [st, rid] = b.recvFrom(peer, t + static_cast<uint32_t>(j), c.size(j));
     b.plan().decode(b.recv(c.offset(j)), a.dtype, st.buf, st.slot, c.size(j), {rid});
   }
-  return b.take();
+  return stageMisaligned(b.take(), Coll::kRecv, a);
 }
 
 }  // namespace ccl::coll

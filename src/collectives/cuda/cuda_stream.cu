@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <cuda.h>
 
+#include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -70,22 +70,18 @@ Fn driverEntry(const char* symbol) {
 }
 
 // The memory operations of `device`, or none (kernels then poll and store the flags):
-// CCL_DEVICE_FLAGS, and whether the device supports 64-bit memory operations.
+// CCL_DEVICE_FLAGS, and whether the device supports 64-bit memory operations. Asked once per
+// device; a map, so the entries stay where they are as devices are added.
 const MemOps* memOpsOf(int device) {
   static std::mutex mutex;
-  static std::vector<std::optional<MemOps>> byDevice;  // nullopt: not asked yet
-  static std::vector<bool> usable;
+  static std::map<int, MemOps> byDevice;  // wait and write null: polling kernels
   std::lock_guard<std::mutex> lock(mutex);
-  if (size_t(device) >= byDevice.size()) {
-    byDevice.resize(size_t(device) + 1);
-    usable.resize(size_t(device) + 1, false);
-  }
-  if (!byDevice[size_t(device)]) {
+  auto it = byDevice.find(device);
+  if (it == byDevice.end()) {
     const std::string mode = config::deviceFlags();
     CCL_CHECK(mode == "auto" || mode == "memop" || mode == "kernel", cclInvalidArgument,
               "CCL_DEVICE_FLAGS=" + mode + ": expected auto, memop or kernel");
     MemOps ops;
-    bool ok = false;
     if (mode != "kernel") {
       using AttrFn = CUresult (*)(int*, CUdevice_attribute, CUdevice);
       const auto attr = driverEntry<AttrFn>("cuDeviceGetAttribute");
@@ -93,16 +89,15 @@ const MemOps* memOpsOf(int device) {
       if (attr && attr(&has, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, device) != CUDA_SUCCESS) has = 0;
       ops.wait = driverEntry<MemOps::Fn>("cuStreamWaitValue64");
       ops.write = driverEntry<MemOps::Fn>("cuStreamWriteValue64");
-      ok = has && ops.wait && ops.write;
-      CCL_CHECK(ok || mode == "auto", cclInvalidArgument,
+      if (!has || !ops.wait || !ops.write) ops = MemOps{};
+      CCL_CHECK(ops.wait || mode == "auto", cclInvalidArgument,
                 "CCL_DEVICE_FLAGS=memop: device " + std::to_string(device) +
                     " has no 64-bit stream memory operations (CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS)");
     }
-    byDevice[size_t(device)] = ops;
-    usable[size_t(device)] = ok;
-    CCL_INFO("device %d: stream flags by %s", device, ok ? "stream memory operations" : "polling kernels");
+    it = byDevice.emplace(device, ops).first;
+    CCL_INFO("device %d: stream flags by %s", device, ops.wait ? "stream memory operations" : "polling kernels");
   }
-  return usable[size_t(device)] ? &*byDevice[size_t(device)] : nullptr;
+  return it->second.wait ? &it->second : nullptr;
 }
 
 struct HostStep {

@@ -353,7 +353,7 @@ WorkPtr Backend::all_gather_single(at::Tensor& output, at::Tensor& inputTensor, 
 
 WorkPtr Backend::allgather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
                            const c10d::AllgatherOptions& opts) {
-  const at::Tensor in = input(single(inputs, "allgather", Layout::kAnyStrides), "allgather");
+  const at::Tensor in = single(inputs, "allgather", Layout::kAnyStrides).contiguous();
   TORCH_CHECK_VALUE(outputs.size() == 1, "ccl: allgather takes one output list, got ", outputs.size());
   const std::vector<at::Tensor> outs = outputs[0];
   checkList(outs, in, size_, "allgather");
@@ -434,7 +434,7 @@ WorkPtr Backend::all_gather_single_coalesced(std::vector<at::Tensor>& outputs, s
 
 WorkPtr Backend::gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
                         const c10d::GatherOptions& opts) {
-  const at::Tensor in = input(single(inputs, "gather", Layout::kAnyStrides), "gather");
+  const at::Tensor in = single(inputs, "gather", Layout::kAnyStrides).contiguous();
   checkRoot(opts.rootRank, size_, "gather");
   const int root = int(opts.rootRank);
   std::vector<at::Tensor> outs;
@@ -658,7 +658,7 @@ WorkPtr Backend::alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tens
 
 WorkPtr Backend::send(std::vector<at::Tensor>& tensors, int dstRank, int /*tag*/) {
   // Tags are not matched (NCCL does not either): sends to one peer arrive in call order.
-  const at::Tensor t = input(single(tensors, "send", Layout::kAnyStrides), "send");
+  const at::Tensor t = single(tensors, "send", Layout::kAnyStrides).contiguous();
   checkPeer(dstRank, rank_, size_, "send");
   const auto* z = compressionFor(cclOpSend);
   return post(OpType::SEND, "send", {t}, c10d::kUnsetTimeout, [this, t, dstRank, z] {
