@@ -17,11 +17,11 @@
  * compresses them, with residual error feedback (LoCo's state is kept on the host only).
  * Their bytes are staged through pinned host memory and the communicator's transport, or
  * with CCL_DEVICE_TRANSPORT=nccl (set on every rank) go over a real NCCL communicator made
- * at init. NCCL sees no lengths, so there every encoded stream goes at its bound:
+ * at init. The host sees no lengths of streams a device encodes, so on device buffers
  * quantizers with fp32 or e8m0 scales write fixed-length streams, in which a block holding a
- * NaN or an infinity arrives as NaN in every element (elsewhere it arrives exactly), and a
- * call whose bound is still not smaller than its data (fp16 scales, a high keep ratio) is
- * carried uncompressed.
+ * NaN or an infinity arrives as NaN in every element (elsewhere it arrives exactly). NCCL
+ * moves every encoded stream at its bound: there a call whose bound is still not smaller
+ * than its data (fp16 scales, a high keep ratio) is carried uncompressed.
  *
  * Every function returns a cclResult_t. On failure cclGetLastError() describes the
  * argument or condition at fault. Output parameters are written only on success.
@@ -553,10 +553,17 @@ typedef struct cclStats_v1 {
    * Appended to version 1: a caller whose size ends before them gets the fields it has. */
   unsigned long long autoChosen[cclNumOpKinds];
   unsigned long long autoCompressed[cclNumOpKinds];
+  /* Commands the communicator's calls on device buffers have enqueued on CUDA streams (the
+   * callers' and its own): kernels, copies (a batch of copies one), events recorded and
+   * waited for, stream memory operations and host functions; and of those the host
+   * functions (cudaLaunchHostFunc). A call's share is the difference of two readings.
+   * Appended to version 1, as above. */
+  unsigned long long deviceCommands;
+  unsigned long long deviceHostFunctions;
 } cclStats_t;
-#define CCL_STATS_INITIALIZER                                                              \
-  {                                                                                        \
-    sizeof(cclStats_t), CCL_STATS_MAGIC, CCL_VERSION_CODE, {{0, 0, 0, 0, 0.0}}, {0}, { 0 } \
+#define CCL_STATS_INITIALIZER                                                                    \
+  {                                                                                              \
+    sizeof(cclStats_t), CCL_STATS_MAGIC, CCL_VERSION_CODE, {{0, 0, 0, 0, 0.0}}, {0}, {0}, 0, 0 \
   }
 
 /* Copies the communicator's counters into *stats (only stats->size bytes are written). */

@@ -153,6 +153,8 @@ class StatsStruct(Structure):
         ("op", OpStatsStruct * NUM_OP_KINDS),
         ("autoChosen", c_ulonglong * NUM_OP_KINDS),
         ("autoCompressed", c_ulonglong * NUM_OP_KINDS),
+        ("deviceCommands", c_ulonglong),
+        ("deviceHostFunctions", c_ulonglong),
     ]
 
 

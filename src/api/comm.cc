@@ -556,6 +556,9 @@ CCL_API cclResult_t cclCommGetStats(cclComm_t comm, cclStats_t* stats) {
       std::copy(std::begin(comm->autoChosen), std::end(comm->autoChosen), full.autoChosen);
       std::copy(std::begin(comm->autoCompressed), std::end(comm->autoCompressed), full.autoCompressed);
     }
+    const api::DeviceCounts device = api::deviceCounts(comm);
+    full.deviceCommands = device.commands;
+    full.deviceHostFunctions = device.hostFunctions;
     size_t size = std::min(stats->size, sizeof(full));
     full.size = stats->size;
     std::memcpy(stats, &full, size);

@@ -49,6 +49,15 @@ struct DeviceComm {
 
 void DeviceCommDeleter::operator()(DeviceComm* d) const { delete d; }
 
+DeviceCounts deviceCounts(cclComm_t comm) {
+  DeviceCounts c;
+  if (!comm->device) return c;
+  const coll::StreamCounts& n = comm->device->runner.counts();
+  c.commands = n.commands.load(std::memory_order_relaxed);
+  c.hostFunctions = n.hostFunctions.load(std::memory_order_relaxed);
+  return c;
+}
+
 namespace {
 
 DeviceComm& deviceState(cclComm_t comm) {

@@ -67,4 +67,11 @@ void runOnDevice(std::span<const DeviceCall> calls);
 // receives, each in issue order.
 void runDeviceGroup(const std::vector<DeviceCall>& calls);
 
+// What the communicator's device calls have enqueued on CUDA streams so far (cclStats_t's
+// deviceCommands and deviceHostFunctions); zeros before its first device call.
+struct DeviceCounts {
+  unsigned long long commands = 0, hostFunctions = 0;
+};
+DeviceCounts deviceCounts(cclComm_t comm);
+
 }  // namespace ccl::api

@@ -8,7 +8,7 @@ namespace ccl::coll {
 
 DeviceRunner::DeviceRunner(std::unique_ptr<Device> device, const MakeLink& makeLink) : device_(std::move(device)) {
   CurrentDevice current(*device_);
-  comm_ = device_->newStream();
+  comm_ = std::make_unique<CountedStream>(device_->newStream(), counts_);
   kernels_ = device_->newKernels();
   link_ = makeLink(*device_);
 }
@@ -32,8 +32,11 @@ DeviceRunner::~DeviceRunner() {
 DeviceRunner::Planned DeviceRunner::plan(Coll coll, const CollArgs& args, const PlanOf& planOf, int rank,
                                          int nranks) const {
   const bool atBound = link_->sendsAtBound();
+  // Quantizers write fixed-length streams on every device link: the host cannot see a
+  // stream's length, so a staged link copies each at its bound too, and a variable-length
+  // stream's bound (every block raw) is about the data's size.
   CollArgs a = args;
-  if (atBound) a.codec = codec::fixLength(a.codec);
+  a.codec = codec::fixLength(a.codec);
   Planned p;
   p.compressed = a.codec.codec != cclCodecNone;
   p.plan = std::make_shared<const Plan>(planOf(a, rank));
@@ -48,7 +51,7 @@ DeviceRunner::Planned DeviceRunner::plan(Coll coll, const CollArgs& args, const 
 
 Stream& DeviceRunner::caller(void* handle) {
   auto& s = callers_[handle];
-  if (!s) s = device_->wrap(handle);
+  if (!s) s = std::make_unique<CountedStream>(device_->wrap(handle), counts_);
   return *s;
 }
 

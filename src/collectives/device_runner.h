@@ -38,12 +38,15 @@ class DeviceRunner {
   DeviceRunner& operator=(const DeviceRunner&) = delete;
 
   Device& device() { return *device_; }
+  // What the communicator's calls enqueued on its streams and its callers' so far.
+  const StreamCounts& counts() const { return counts_; }
   StreamLink& link() { return *link_; }
   Stream& commStream() { return *comm_; }
 
-  // A rank's plan for a call and the wave schedule of every rank's. On a link that posts
-  // every stream at its bound, quantizers write fixed-length streams (codec::fixLength), and
-  // a call whose streams at the bound are still not smaller than its data is `declined`:
+  // A rank's plan for a call and the wave schedule of every rank's. Quantizers write
+  // fixed-length streams (codec::fixLength): a device link moves every stream at its bound
+  // (the staged link's copies, NCCL's transfers). On a link that sends at the bound, a call
+  // whose streams at the bound are still not smaller than its data is `declined`:
   // compression would put more on the wire than the data. Every rank decides alike.
   struct Planned {
     std::shared_ptr<const Plan> plan;
@@ -84,6 +87,7 @@ class DeviceRunner {
     size_t floats = 0;
     int kind = -1;
   };
+  StreamCounts counts_;  // before the streams that count into it
   std::unique_ptr<Device> device_;
   std::unique_ptr<Stream> comm_;
   std::unique_ptr<StreamKernels> kernels_;

@@ -15,11 +15,6 @@
 namespace ccl::coll {
 namespace {
 
-// Sends a job keeps in flight at once. UCX 1.13's shared-memory rendezvous stalls with
-// hundreds of concurrent large sends between threads of one process (seen with 3+ ranks
-// and 64 KiB-256 KiB chunks); a window also keeps the pipeline in chunk order.
-constexpr size_t kMaxSendsInFlight = 8;
-
 bool isCodecStep(StepKind k) { return k == StepKind::kEncode || k == StepKind::kDecode || k == StepKind::kDecodeAdd; }
 
 struct Inflight {

@@ -16,6 +16,12 @@
 
 namespace ccl::coll {
 
+// Sends a job (or a staged link's group) keeps in flight at once. UCX 1.13's shared-memory
+// rendezvous stalls with hundreds of concurrent large sends between threads of one process
+// (seen with 3+ ranks and 64 KiB-256 KiB chunks); a window also keeps the pipeline in chunk
+// order.
+constexpr size_t kMaxSendsInFlight = 8;
+
 struct Buffers {
   const void* send = nullptr;
   void* recv = nullptr;

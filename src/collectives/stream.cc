@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "common/error.h"
 
@@ -11,6 +12,50 @@ namespace ccl::coll {
 
 void Stream::copy(void* dst, const void* src, size_t bytes) {
   if (bytes && dst != src) enqueue([dst, src, bytes] { std::memcpy(dst, src, bytes); });
+}
+
+void Stream::copyBatch(std::span<const Copy> copies) {
+  if (copies.empty()) return;
+  enqueue([copies = std::vector<Copy>(copies.begin(), copies.end())] {
+    for (const Copy& c : copies)
+      if (c.bytes && c.dst != c.src) std::memcpy(c.dst, c.src, c.bytes);
+  });
+}
+
+void CountedStream::enqueue(Step step) {
+  noteCommands(1);
+  counts_.hostFunctions.fetch_add(1, std::memory_order_relaxed);
+  inner_->enqueue(std::move(step));
+}
+
+Event CountedStream::record() {
+  noteCommands(1);
+  return inner_->record();
+}
+
+void CountedStream::wait(const Event& event) {
+  if (event.stream && event.ticket && &event.stream->underlying() != &underlying()) noteCommands(1);
+  inner_->wait(event);
+}
+
+void CountedStream::copy(void* dst, const void* src, size_t bytes) {
+  if (bytes && dst != src) noteCommands(1);
+  inner_->copy(dst, src, bytes);
+}
+
+void CountedStream::copyBatch(std::span<const Copy> copies) {
+  if (!copies.empty()) noteCommands(1);
+  inner_->copyBatch(copies);
+}
+
+void CountedStream::waitFlag(const std::atomic<uint64_t>* flag, uint64_t value) {
+  noteCommands(1);
+  inner_->waitFlag(flag, value);
+}
+
+void CountedStream::setFlag(std::atomic<uint64_t>* flag, uint64_t value) {
+  noteCommands(1);
+  inner_->setFlag(flag, value);
 }
 
 void Stream::waitFlag(const std::atomic<uint64_t>* flag, uint64_t value) {
@@ -107,6 +152,12 @@ void FirstFailure::record(cclResult_t code, std::string message) {
   if (code_ != cclSuccess) return;
   code_ = code;
   message_ = std::move(message);
+}
+
+cclResult_t FirstFailure::peek(std::string* message) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (message) *message = message_;
+  return code_;
 }
 
 cclResult_t FirstFailure::take(std::string* message) {

@@ -11,7 +11,9 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 
@@ -29,6 +31,8 @@ class FirstFailure {
   void run(const std::function<void()>& step);
   void record(cclResult_t code, std::string message);
   cclResult_t take(std::string* message);
+  // The failure, left in place (a failure that stays: every later reader sees it too).
+  cclResult_t peek(std::string* message);
 
  private:
   std::mutex mutex_;
@@ -67,6 +71,14 @@ class Stream {
   // Enqueues a copy of `bytes` between two buffers the stream's work can reach (host memory
   // on a host stream; device, pinned or managed memory on a CUDA stream).
   virtual void copy(void* dst, const void* src, size_t bytes);
+  // Enqueues every copy of `copies` as one command, in no particular order among them
+  // (cudaMemcpyBatchAsync on CUDA; each a copy() elsewhere).
+  struct Copy {
+    void* dst;
+    const void* src;
+    size_t bytes;
+  };
+  virtual void copyBatch(std::span<const Copy> copies);
   // Steps enqueued after this call run once *flag >= value; a host thread sets the flag.
   // The flag is in memory the stream's work reaches (pinned host memory for a CUDA stream).
   // On a device the wait is the device's own (a stream memory operation, or a kernel that
@@ -78,6 +90,44 @@ class Stream {
   // polls it: the other direction of waitFlag (a one-thread kernel on CUDA). Unlike an event,
   // the flag keeps its meaning however much is enqueued after it.
   virtual void setFlag(std::atomic<uint64_t>* flag, uint64_t value);
+  // Notes `n` commands enqueued on native() behind this object (kernel launches), for a
+  // stream that counts what is enqueued on it (CountedStream).
+  virtual void noteCommands(size_t n) { (void)n; }
+  // The stream this one forwards to, if it is a wrapper (CountedStream); else itself.
+  virtual Stream& underlying() { return *this; }
+};
+
+// Commands enqueued on streams, as a device's queue holds them (kernels, copies, events
+// recorded and waited for, flag waits and stores, host functions), and of those the host
+// functions.
+struct StreamCounts {
+  std::atomic<uint64_t> commands{0};
+  std::atomic<uint64_t> hostFunctions{0};
+};
+
+// A stream that forwards everything to another (owned) and counts what is enqueued through it
+// in `counts`: how a communicator's device calls are measured, on a GPU and in the tests
+// alike. Its events are the inner stream's.
+class CountedStream final : public Stream {
+ public:
+  CountedStream(std::unique_ptr<Stream> inner, StreamCounts& counts) : inner_(std::move(inner)), counts_(counts) {}
+  void enqueue(Step step) override;
+  Event record() override;
+  void wait(const Event& event) override;
+  void block(const Event& event) override { inner_->block(event); }
+  bool reached(const Event& event) override { return inner_->reached(event); }
+  cclResult_t takeError(std::string* message) override { return inner_->takeError(message); }
+  void* native() override { return inner_->native(); }
+  void copy(void* dst, const void* src, size_t bytes) override;
+  void copyBatch(std::span<const Copy> copies) override;
+  void waitFlag(const std::atomic<uint64_t>* flag, uint64_t value) override;
+  void setFlag(std::atomic<uint64_t>* flag, uint64_t value) override;
+  void noteCommands(size_t n) override { counts_.commands.fetch_add(n, std::memory_order_relaxed); }
+  Stream& underlying() override { return inner_->underlying(); }
+
+ private:
+  std::unique_ptr<Stream> inner_;
+  StreamCounts& counts_;
 };
 
 class HostStream final : public Stream {

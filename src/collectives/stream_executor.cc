@@ -93,11 +93,13 @@ PostedBytes postedBytes(const Plan& plan, const Schedule& schedule) {
   return b;
 }
 
-void HostKernels::enqueue(const std::shared_ptr<StreamRun>& run, StepId step, Stream& stream) {
-  stream.enqueue([run, step] {
-    if (run->failed.load(std::memory_order_acquire)) return;
-    runCompute(*run->plan, run->plan->steps[step], run->buffers,
-               ComputeContext{run->lengths.data(), run->callSeed, run->stats});
+void HostKernels::enqueue(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps, Stream& stream) {
+  stream.enqueue([run, steps = std::vector<StepId>(steps.begin(), steps.end())] {
+    for (StepId id : steps) {
+      if (run->failed.load(std::memory_order_acquire)) return;
+      runCompute(*run->plan, run->plan->steps[id], run->buffers,
+                 ComputeContext{run->lengths.data(), run->callSeed, run->stats});
+    }
   });
 }
 
@@ -109,10 +111,11 @@ struct Enqueuing {
   std::shared_ptr<StreamRun> run;
   std::vector<std::vector<StepId>> computeAfter;  // compute steps by the wave they follow, plus one
   std::vector<char> queued, needed;
+  std::vector<int> depth;  // while a set of steps is batched: its longest chain of steps in the set before it
   size_t waves() const { return computeAfter.size() - 1; }
 };
 
-Enqueuing prepare(const StreamJob& job) {
+Enqueuing prepare(const StreamJob& job, bool exactLengths) {
   CCL_CHECK(job.plan && job.schedule, cclInternalError, "executeOnStream: no plan or schedule");
   const Plan& plan = *job.plan;
   const Schedule& sched = *job.schedule;
@@ -132,8 +135,11 @@ Enqueuing prepare(const StreamJob& job) {
   run.sent.assign(n, 0);
   for (size_t i = 0; i < n; ++i) {
     const Step& s = plan.steps[i];
-    if (s.kind == StepKind::kRecv && s.slot != kNoSlot)
-      run.slotBytes[s.slot] = std::max(run.slotBytes[s.slot], sched.postedBytes[i]);
+    if (s.kind != StepKind::kRecv || s.slot == kNoSlot) continue;
+    run.slotBytes[s.slot] = std::max(run.slotBytes[s.slot], sched.postedBytes[i]);
+    // A link that cannot see lengths receives streams at their posted size; one that reports
+    // what arrived (Transfer::received) overwrites it.
+    if (!exactLengths) run.lengths[s.slot] = sched.postedBytes[i];
   }
   // Compute steps by the wave they follow (level + 1), in plan order (a topological order).
   e.computeAfter.resize(sched.waves.size() + 1);
@@ -141,7 +147,45 @@ Enqueuing prepare(const StreamJob& job) {
     if (!isTransfer(plan.steps[i].kind)) e.computeAfter[static_cast<size_t>(sched.level[i] + 1)].push_back(StepId(i));
   e.queued.assign(n, 0);
   e.needed.assign(n, 0);
+  e.depth.assign(n, -1);
   return e;
+}
+
+// Enqueues compute steps `ids` of one job (in plan order) as batches of one kind whose steps
+// do not depend on each other: a step's batch comes after those of the steps of `ids` it
+// depends on. Steps of one depth and kind are one batch, whatever their order in the plan:
+// plans state every order their steps need as dependencies (the host executor runs them in
+// whatever order they become ready).
+void enqueueBatches(Enqueuing& e, const std::vector<StepId>& ids, StreamKernels& kernels, Stream& stream) {
+  if (ids.empty()) return;
+  const Plan& plan = *e.run->plan;
+  int deepest = 0;
+  for (StepId id : ids) {
+    const Step& s = plan.steps[id];
+    int d = 0;
+    for (uint32_t k = 0; k < s.numDeps; ++k) d = std::max(d, e.depth[plan.deps[s.firstDep + k]] + 1);
+    e.depth[id] = d;
+    deepest = std::max(deepest, d);
+  }
+  std::vector<StepId> batch;
+  for (int d = 0; d <= deepest; ++d) {
+    uint32_t kinds = 0;  // the kinds at this depth, in the order they first appear
+    for (StepId id : ids)
+      if (e.depth[id] == d) kinds |= 1u << static_cast<unsigned>(plan.steps[id].kind);
+    for (StepId first : ids) {
+      const StepKind kind = plan.steps[first].kind;
+      if (e.depth[first] != d || !(kinds & (1u << static_cast<unsigned>(kind)))) continue;
+      kinds &= ~(1u << static_cast<unsigned>(kind));
+      batch.clear();
+      for (StepId id : ids)
+        if (e.depth[id] == d && plan.steps[id].kind == kind) batch.push_back(id);
+      kernels.enqueue(e.run, batch, stream);
+    }
+  }
+  for (StepId id : ids) {
+    e.depth[id] = -1;  // steps of a later set depend on this one from an earlier command
+    e.queued[id] = 1;
+  }
 }
 
 }  // namespace
@@ -156,34 +200,33 @@ void executeOnStream(std::span<const StreamJob> jobs, StreamLink& link, StreamKe
   batch.reserve(jobs.size());
   size_t waves = 0;
   for (const StreamJob& job : jobs) {
-    batch.push_back(prepare(job));
+    batch.push_back(prepare(job, link.exactLengths()));
     waves = std::max(waves, batch.back().waves());
   }
-  // The first failure of the batch, whichever stream it happened on. A stream's failure is
-  // every job's, as a group fails as a whole: the rest of their steps then do nothing.
-  auto failure = std::make_shared<FirstFailure>();
   std::vector<std::shared_ptr<StreamRun>> runs;
   for (const Enqueuing& e : batch) runs.push_back(e.run);
-  auto takeFailure = [runs, failure](Stream& s) {
-    std::string m;
-    const cclResult_t c = s.takeError(&m);
-    if (c == cclSuccess) return;
-    failure->record(c, std::move(m));
-    for (const auto& r : runs) r->failed.store(true, std::memory_order_release);
-  };
-  auto compute = [&](Enqueuing& e, StepId id) {
-    kernels.enqueue(e.run, id, caller);
-    e.queued[id] = 1;
-  };
-  // Once per batch of compute steps, not per step: on a CUDA stream each host step costs a
-  // callback. Steps after a failure in the same batch still run, on bounded buffers.
-  auto collectFailure = [&] { caller.enqueue([takeFailure, &caller] { takeFailure(caller); }); };
 
-  std::vector<StepId> stack;
+  // Commands between the streams only where steps need them: the comm stream waits for the
+  // caller's compute steps queued since it last did (and, before the first wave, for what
+  // the caller enqueued before the call); compute steps that follow wave v wait for it.
+  std::vector<Event> waveDone;
+  waveDone.reserve(waves);
+  bool computePending = true;
+  size_t joined = 0;  // the caller has waited for waves [0, joined)
+  auto enqueue = [&](Enqueuing& e, const std::vector<StepId>& ids, size_t after) {
+    if (ids.empty()) return;
+    if (after > joined) {
+      caller.wait(waveDone[after - 1]);
+      joined = after;
+    }
+    enqueueBatches(e, ids, kernels, caller);
+    computePending = true;
+  };
+
+  std::vector<StepId> stack, now;
   std::vector<Transfer> xs;
   for (size_t w = 0; w < waves; ++w) {
     // The compute steps this wave's sends wait for go first.
-    bool any = false;
     for (Enqueuing& e : batch) {
       if (w >= e.waves()) continue;
       const Plan& plan = *e.run->plan;
@@ -199,11 +242,13 @@ void executeOnStream(std::span<const StreamJob> jobs, StreamLink& link, StreamKe
           stack.push_back(dep);
         }
       }
+      now.clear();
       for (StepId id : e.computeAfter[w])
-        if (e.needed[id]) compute(e, id), any = true;
+        if (e.needed[id]) now.push_back(id);
+      enqueue(e, now, w);
     }
-    if (any) collectFailure();
-    comm.wait(caller.record());
+    if (computePending) comm.wait(caller.record());
+    computePending = false;
 
     // One group: the jobs' transfers of this wave, job after job (every rank orders its jobs
     // alike, so a link that matches by order still pairs them).
@@ -232,47 +277,51 @@ void executeOnStream(std::span<const StreamJob> jobs, StreamLink& link, StreamKe
       }
     }
     link.group(xs, comm);
-    const bool exact = link.exactLengths();
-    comm.enqueue([runs, takeFailure, &comm, w, exact] {
-      takeFailure(comm);
-      for (const auto& r : runs) {
-        const Plan& p = *r->plan;
-        const Schedule& sc = *r->schedule;
-        if (w >= sc.waves.size()) continue;
-        for (StepId id : sc.waves[w]) {
-          const Step& s = p.steps[id];
-          if (!exact && s.kind == StepKind::kRecv && s.slot != kNoSlot) r->lengths[s.slot] = sc.postedBytes[id];
-          if (!r->stats || s.kind != StepKind::kSend) continue;
-          const size_t sent = r->sent[id]                  ? r->sent[id]
-                              : exact && s.slot != kNoSlot ? r->lengths[s.slot]
-                                                           : sc.postedBytes[id];
-          r->stats->wireBytes += sent;
-          r->stats->rawBytes += sendRawBytes(p, s, sent);
-        }
-      }
-    });
-    const Event done = comm.record();
-    // The rest overlaps the wave's transfers.
-    any = false;
+    waveDone.push_back(comm.record());
+    // The rest (steps that follow the wave before) overlaps this wave's transfers.
     for (Enqueuing& e : batch) {
       if (w >= e.waves()) continue;
+      now.clear();
       for (StepId id : e.computeAfter[w])
-        if (!e.queued[id]) compute(e, id), any = true;
+        if (!e.queued[id]) now.push_back(id);
+      enqueue(e, now, w);
     }
-    if (any) collectFailure();
-    caller.wait(done);
   }
-  for (Enqueuing& e : batch)
-    for (StepId id : e.computeAfter[e.waves()]) compute(e, id);
-  collectFailure();
+  for (Enqueuing& e : batch) enqueue(e, e.computeAfter[e.waves()], e.waves());
+  // The call ends on the caller's stream once every wave has: the next call may reuse what
+  // the comm stream still reads.
+  if (joined < waves) caller.wait(waveDone.back());
+
+  // The call's one host function, once every step and wave has run: the failures of its
+  // steps (either stream's), of the link's groups, of its decodes (lastCheck); then the
+  // statistics of what the sends moved, and the jobs' `finished`.
   std::vector<std::function<void(cclResult_t, const std::string&)>> finished;
   for (const StreamJob& job : jobs)
     if (job.finished) finished.push_back(job.finished);
-  caller.enqueue([failure, runs, finished = std::move(finished)] {
-    for (const auto& r : runs)
-      if (r->lastCheck) failure->run(r->lastCheck);
+  caller.enqueue([runs, finished = std::move(finished), &caller, &comm, linkCheck = link.failureCheck()] {
+    // The link's failure first: steps after it ran on what never arrived, and fail too.
+    FirstFailure failure;
     std::string m;
-    const cclResult_t c = failure->take(&m);
+    if (linkCheck) failure.run(linkCheck);
+    for (Stream* s : {&comm, &caller})
+      if (const cclResult_t c = s->takeError(&m); c != cclSuccess) failure.record(c, m);
+    for (const auto& r : runs)
+      if (r->lastCheck) failure.run(r->lastCheck);
+    for (const auto& r : runs) {
+      if (!r->stats) continue;
+      const Plan& p = *r->plan;
+      for (const auto& wave : r->schedule->waves)
+        for (StepId id : wave) {
+          const Step& s = p.steps[id];
+          if (s.kind != StepKind::kSend) continue;
+          const size_t sent = r->sent[id] ? r->sent[id] : r->schedule->postedBytes[id];
+          r->stats->wireBytes += sent;
+          r->stats->rawBytes += sendRawBytes(p, s, sent);
+        }
+    }
+    const cclResult_t c = failure.take(&m);
+    if (c != cclSuccess)
+      for (const auto& r : runs) r->failed.store(true, std::memory_order_release);
     for (const auto& f : finished) f(c, m);
     if (c != cclSuccess) throw Error(c, m);
   });

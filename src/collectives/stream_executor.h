@@ -95,6 +95,11 @@ class StreamLink {
   // True when encoded streams cross the network at their posted size (NCCL's link); a staged
   // link reads their true length from the staged bytes and sends only that.
   virtual bool sendsAtBound() const { return !exactLengths(); }
+  // For a link whose groups fail off the stream (a proxy's exchange): a check of the groups
+  // enqueued so far, for a host step that runs once the stream has passed them; it throws
+  // the first failure among them (a later group's failure is a later call's). Empty when the
+  // link's failures are the stream's own (its steps throw there).
+  virtual std::function<void()> failureCheck() { return {}; }
 };
 
 // The state of one call on streams, shared by the steps it enqueued; it lives until the
@@ -119,17 +124,20 @@ struct StreamRun {
   uint32_t* decodeStatus = nullptr;  // that word, as the device sees it (CUDA kernels only)
 };
 
-// Compute steps as kernels on a stream.
+// Compute steps as kernels on a stream, enqueued in batches: steps of one kind that do not
+// depend on each other (a wave's encodes, its decodes), one command on the stream each, as
+// one kernel driven by a table of the steps would be.
 class StreamKernels {
  public:
   virtual ~StreamKernels() = default;
-  virtual void enqueue(const std::shared_ptr<StreamRun>& run, StepId step, Stream& stream) = 0;
+  virtual void enqueue(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps, Stream& stream) = 0;
 };
 
-// Runs compute steps on host memory, on a host stream (compute_steps.h).
+// Runs compute steps on host memory, on a host stream (compute_steps.h): a batch is one step
+// of the stream.
 class HostKernels final : public StreamKernels {
  public:
-  void enqueue(const std::shared_ptr<StreamRun>& run, StepId step, Stream& stream) override;
+  void enqueue(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps, Stream& stream) override;
 };
 
 struct StreamJob {

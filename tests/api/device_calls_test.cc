@@ -583,6 +583,53 @@ TEST(DeviceCalls, TheSteadyPathAllocatesNothingAndStagingIsBounded) {
   destroy(comms);
 }
 
+// Staging is bounded in bytes (CCL_STAGING_BYTES): calls whose waves are many times a
+// block go as groups that fit one (sub-waves, split alike at both ends), so the ranks' rings,
+// and the rings they outgrew on the way (kept for later links), stay within twice the bound
+// per rank, where whole waves take many times that; the sums are right either way.
+TEST(DeviceCalls, StagingStaysWithinItsByteBound) {
+  constexpr int n = 4;
+  constexpr size_t bound = size_t{1} << 20;
+  const size_t count = (size_t{6} << 20) / 4;
+  for (const bool bounded : {true, false}) {
+    setenv("CCL_STAGING_BYTES", bounded ? "1M" : "1G", 1);
+    setenv("CCL_CHUNK_BYTES", "64K", 1);
+    const size_t live = simDriver().counts().stagingLiveBytes;  // kept by earlier tests' links
+    simDriver().resetStagingPeak();
+    auto comms = makeComms(n);
+    for (const char* algo : {"twoshot", "ring"}) {
+      setenv("CCL_ALGO", algo, 1);
+      expectNoneThrew(runRanks(n, [&](int r) {
+        SimBuffer a(count * 4, 0), b(count * 4, 0);
+        for (size_t i = 0; i < count; ++i) a.as<float>()[i] = static_cast<float>((i * 3 + r) % 11) - 5.f;
+        SimStream stream(0);
+        const cclCompression_t codec = codecOf(cclCodecInt8);
+        CCL_OK(cclAllReduceEx(a.p, b.p, count, cclFloat32, cclSum, comms[r], stream.s, &codec, nullptr));
+        stream.synchronize();
+        expectNoAsyncError(comms[r]);
+        // int8 per block of 128: each of the n inputs (|x| <= 5) within 5/127 of itself.
+        for (size_t i = 0; i < count; ++i) {
+          float want = 0;
+          for (int q = 0; q < n; ++q) want += static_cast<float>((i * 3 + q) % 11) - 5.f;
+          if (std::fabs(b.as<float>()[i] - want) > 0.2f)
+            throw std::runtime_error(std::string(algo) + ": element " + std::to_string(i) + " is " +
+                                     std::to_string(b.as<float>()[i]) + ", not about " + std::to_string(want));
+        }
+      }));
+    }
+    const size_t peak = simDriver().counts().stagingPeakBytes - live;
+    if (bounded) {
+      EXPECT_LE(peak, n * (2 * bound + 4096)) << "staging of " << n << " ranks";
+    } else {
+      EXPECT_GT(peak, n * (2 * bound + 4096)) << "whole waves should need more than the bound";
+    }
+    destroy(comms);
+  }
+  unsetenv("CCL_ALGO");
+  unsetenv("CCL_STAGING_BYTES");
+  setenv("CCL_CHUNK_BYTES", "8192", 1);
+}
+
 // Calls whose staging outgrows the ring remake it with stream-ordered memory calls only: a
 // synchronous pinned allocation or free waits for the whole GPU on CUDA, where the other
 // rank's flag kernel may be waiting for this rank's next wave (the stall two ranks on one H200
@@ -616,6 +663,71 @@ TEST(DeviceCalls, StagingGrowsWithStreamOrderedMemoryOnly) {
   const long grown = simDriver().counts().stagingSyncCalls - std::max(syncAfterFirst[0], syncAfterFirst[1]);
   EXPECT_EQ(grown, 0) << "synchronous staging allocations or frees while the ranks' calls ran";
   destroy(comms);
+}
+
+// A 64 MiB int8 two-shot all-reduce of two ranks (1 MiB chunks: 32 streams each way per
+// wave) enqueues tens of commands per rank, not thousands, and one host function: every
+// wave's encodes are one batch, its transfers one staged group (batched copies, stream
+// flags), its decodes one batch, and the call's checks one host function at its end. The
+// communicator's statistics count what the device received. Once warm, the call makes no
+// call that waits for the device, on its enqueue path or on any other thread (the proxy).
+TEST(DeviceCalls, ACompressedCallIsTensOfCommandsAndOneHostFunction) {
+  setenv("CCL_ALGO", "twoshot", 1);
+  setenv("CCL_CHUNK_BYTES", "1M", 1);
+  constexpr int n = 2;
+  auto comms = makeComms(n);
+  const size_t count = (size_t{64} << 20) / 4;
+  const cclCompression_t codec = codecOf(cclCodecInt8);
+  std::vector<SimDriver::Commands> call(n);
+  std::vector<cclStats_t> before(n, CCL_STATS_INITIALIZER), after(n, CCL_STATS_INITIALIZER);
+  std::atomic<int> warm{0};
+  SimDriver::Counts start{}, end{};
+  expectNoneThrew(runRanks(n, [&](int r) {
+    SimBuffer a(count * 4, 0), b(count * 4, 0);
+    for (size_t i = 0; i < count; ++i) a.as<float>()[i] = static_cast<float>((i + r) % 7) - 3.f;
+    SimStream stream(0);
+    CCL_OK(cclAllReduceEx(a.p, b.p, count, cclFloat32, cclSum, comms[r], stream.s, &codec, nullptr));
+    stream.synchronize();
+    warm.fetch_add(1);
+    while (warm.load() < n) std::this_thread::yield();
+    if (r == 0) start = simDriver().counts();
+    warm.fetch_add(1);
+    while (warm.load() < 2 * n) std::this_thread::yield();
+    CCL_OK(cclCommGetStats(comms[r], &before[r]));
+    const SimDriver::Commands first = SimDriver::threadCommands();
+    CCL_OK(cclAllReduceEx(a.p, b.p, count, cclFloat32, cclSum, comms[r], stream.s, &codec, nullptr));
+    const SimDriver::Commands last = SimDriver::threadCommands();
+    call[r] = {last.hostFunctions - first.hostFunctions, last.device - first.device, last.waits - first.waits,
+               last.records - first.records, last.blocking - first.blocking};
+    stream.synchronize();
+    CCL_OK(cclCommGetStats(comms[r], &after[r]));
+    expectNoAsyncError(comms[r]);
+    for (size_t i = 0; i < count; i += 4099) {
+      const float want = static_cast<float>((i + 0) % 7) - 3.f + static_cast<float>((i + 1) % 7) - 3.f;
+      if (std::fabs(b.as<float>()[i] - want) > 0.1f) throw std::runtime_error("wrong sum at " + std::to_string(i));
+    }
+    warm.fetch_add(1);
+    while (warm.load() < 3 * n) std::this_thread::yield();
+    if (r == 0) end = simDriver().counts();
+    warm.fetch_add(1);  // the streams go (and synchronise) after the reading
+    while (warm.load() < 4 * n) std::this_thread::yield();
+  }));
+  for (int r = 0; r < n; ++r) {
+    EXPECT_LE(call[r].total(), 40) << "rank " << r << ": " << call[r].device << " device commands, " << call[r].waits
+                                   << " waits, " << call[r].records << " events, " << call[r].hostFunctions
+                                   << " host functions";
+    EXPECT_EQ(call[r].hostFunctions, 1) << "rank " << r;
+    EXPECT_EQ(call[r].blocking, 0) << "rank " << r << ": the enqueue path waited for the device";
+    EXPECT_EQ(static_cast<long>(after[r].deviceCommands - before[r].deviceCommands), call[r].total()) << "rank " << r;
+    EXPECT_EQ(after[r].deviceHostFunctions - before[r].deviceHostFunctions, 1u) << "rank " << r;
+  }
+  // Each rank's one synchronize; nothing else, on any thread, waited for the device.
+  EXPECT_EQ(end.blockingCalls - start.blockingCalls, n);
+  EXPECT_EQ(end.deviceAllocs, start.deviceAllocs);
+  EXPECT_EQ(end.stagingAllocs, start.stagingAllocs);
+  destroy(comms);
+  unsetenv("CCL_ALGO");
+  setenv("CCL_CHUNK_BYTES", "8192", 1);
 }
 
 // A call on a stream being captured into a graph is refused before anything is enqueued, with

@@ -61,7 +61,7 @@ std::unique_ptr<coll::DeviceRunner> runnerOver(transport::Transport& t, bool sta
   });
 }
 
-TEST(DeviceRunner, AtTheBoundQuantizersPlanFixedLengthStreamsAndDenseCodecsAreDeclined) {
+TEST(DeviceRunner, QuantizersPlanFixedLengthStreamsAndAtTheBoundDenseCodecsAreDeclined) {
   const auto fabric = transport::makeFabric(1);
   const auto t = transport::createLocalTransport(fabric, 0);
   auto runner = runnerOver(*t, false);
@@ -78,12 +78,13 @@ TEST(DeviceRunner, AtTheBoundQuantizersPlanFixedLengthStreamsAndDenseCodecsAreDe
   EXPECT_TRUE(p.declined);
   EXPECT_FALSE(p.plan->codec.fixedLength);
   EXPECT_GE(p.moved.posted, p.moved.raw);
-  // Staged, the streams go at their true length: nothing is fixed or declined.
+  // Staged, the streams are copied at their bound (fixed-length quantizers) but cross the
+  // network at their true length: nothing is declined.
   auto staged = runnerOver(*t, true);
   const auto q = staged->plan(coll::Coll::kAllReduce, half, planAllReduce, 0, 4);
   EXPECT_FALSE(q.declined);
-  EXPECT_FALSE(staged->plan(coll::Coll::kAllReduce, allreduceArgs(cclCodecInt4, 4, 4096), planAllReduce, 0, 4)
-                   .plan->codec.fixedLength);
+  EXPECT_TRUE(staged->plan(coll::Coll::kAllReduce, allreduceArgs(cclCodecInt4, 4, 4096), planAllReduce, 0, 4)
+                  .plan->codec.fixedLength);
 }
 
 TEST(DeviceRunner, FeedbackCallsOnTwoStreamsLeaveTheHostExecutorsBytes) {

@@ -25,6 +25,8 @@ thread_local int SimDriver::currentDevice = 0;
 
 namespace {
 
+thread_local SimDriver::Commands threadEnqueued;
+
 // The process's "GPU": one queue per stream, a callback thread that runs host functions and a
 // device thread that runs device work, each taking the first runnable item at the head of a
 // stream. A wait at a stream's head is resolved by whichever thread looks, without blocking.
@@ -52,6 +54,9 @@ class Engine {
     return queues_.back().get();
   }
   void push(Queue* q, Item item) {
+    (item.kind == Item::kHost     ? threadEnqueued.hostFunctions
+     : item.kind == Item::kDevice ? threadEnqueued.device
+                                  : threadEnqueued.waits)++;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       q->items.push_back(std::move(item));
@@ -138,7 +143,10 @@ class EngineStream final : public Stream {
   void enqueue(Step step) override { engine().push(q_, {Engine::Item::kHost, std::move(step)}); }
   // Device work: a kernel or a copy.
   void launch(Step step) { engine().push(q_, {Engine::Item::kDevice, std::move(step)}); }
-  Event record() override { return Event{this, engine().enqueued(q_)}; }
+  Event record() override {
+    ++threadEnqueued.records;
+    return Event{this, engine().enqueued(q_)};
+  }
   void wait(const Event& e) override {
     if (!e.stream || e.ticket == 0) return;  // the beginning of a stream: reached
     auto* other = dynamic_cast<EngineStream*>(e.stream);
@@ -152,12 +160,20 @@ class EngineStream final : public Stream {
   }
   void block(const Event& e) override {
     CCL_CHECK(e.stream == this, cclInternalError, "an event blocked on a stream that did not record it");
+    simDriver().noteBlocking();
     engine().block(q_, e.ticket);
   }
   bool reached(const Event& e) override { return engine().reached(q_, e.ticket); }
   cclResult_t takeError(std::string* m) override { return q_->failure.take(m); }
   void copy(void* dst, const void* src, size_t bytes) override {
     if (bytes && dst != src) launch([dst, src, bytes] { std::memcpy(dst, src, bytes); });
+  }
+  void copyBatch(std::span<const Copy> copies) override {
+    if (copies.empty()) return;
+    launch([copies = std::vector<Copy>(copies.begin(), copies.end())] {
+      for (const Copy& c : copies)
+        if (c.bytes && c.dst != c.src) std::memcpy(c.dst, c.src, c.bytes);
+    });
   }
   void setFlag(std::atomic<uint64_t>* flag, uint64_t value) override {
     launch([flag, value] { flag->store(value, std::memory_order_release); });
@@ -192,6 +208,7 @@ class Borrowed final : public Stream {
   bool reached(const Event& e) override { return s_.reached(e); }
   cclResult_t takeError(std::string* m) override { return s_.takeError(m); }
   void copy(void* dst, const void* src, size_t bytes) override { s_.copy(dst, src, bytes); }
+  void copyBatch(std::span<const Copy> copies) override { s_.copyBatch(copies); }
   void waitFlag(const std::atomic<uint64_t>* flag, uint64_t value) override { s_.waitFlag(flag, value); }
   void setFlag(std::atomic<uint64_t>* flag, uint64_t value) override { s_.setFlag(flag, value); }
 
@@ -200,7 +217,8 @@ class Borrowed final : public Stream {
   bool asDevice_;
 };
 
-EngineStream& engineStreamOf(Stream& s) {
+EngineStream& engineStreamOf(Stream& stream) {
+  Stream& s = stream.underlying();
   if (auto* b = dynamic_cast<Borrowed*>(&s)) return b->engineStream();
   auto* e = dynamic_cast<EngineStream*>(&s);
   CCL_CHECK(e, cclInternalError, "simulated kernels given a stream of another kind");
@@ -210,9 +228,11 @@ EngineStream& engineStreamOf(Stream& s) {
 // The host kernels as device work (CUDA's kernels take no host thread).
 class SimKernels final : public ccl::coll::StreamKernels {
  public:
-  void enqueue(const std::shared_ptr<ccl::coll::StreamRun>& run, ccl::coll::StepId step, Stream& stream) override {
+  void enqueue(const std::shared_ptr<ccl::coll::StreamRun>& run, std::span<const ccl::coll::StepId> steps,
+               Stream& stream) override {
     Borrowed device(engineStreamOf(stream), /*asDevice=*/true);
-    host_.enqueue(run, step, device);
+    host_.enqueue(run, steps, device);
+    stream.noteCommands(1);  // one kernel, as a table-driven one on a GPU
   }
 
  private:
@@ -291,6 +311,8 @@ std::unique_ptr<ccl::coll::Device> SimDriver::open(int ordinal) {
   return std::make_unique<SimDevice>(*this, ordinal);
 }
 
+SimDriver::Commands SimDriver::threadCommands() { return threadEnqueued; }
+
 SimDriver::Counts SimDriver::counts() {
   std::lock_guard<std::mutex> lock(mutex_);
   return counts_;
@@ -299,11 +321,22 @@ SimDriver::Counts SimDriver::counts() {
 void SimDriver::resetStagingPeak() {
   std::lock_guard<std::mutex> lock(mutex_);
   counts_.stagingPeak = counts_.stagingLive;
+  counts_.stagingPeakBytes = counts_.stagingLiveBytes;
+}
+
+void SimDriver::noteBlocking() {
+  ++threadEnqueued.blocking;
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++counts_.blockingCalls;
 }
 
 void* SimDriver::allocStaging(size_t bytes, bool ordered) {
+  if (!ordered) noteBlocking();
   void* p = std::malloc(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
+  staging_[p] = bytes;
+  counts_.stagingLiveBytes += bytes;
+  counts_.stagingPeakBytes = std::max(counts_.stagingPeakBytes, counts_.stagingLiveBytes);
   ++counts_.stagingAllocs;
   if (!ordered) ++counts_.stagingSyncCalls;
   counts_.stagingPeak = std::max(counts_.stagingPeak, ++counts_.stagingLive);
@@ -311,8 +344,11 @@ void* SimDriver::allocStaging(size_t bytes, bool ordered) {
 }
 
 void SimDriver::freeStaging(void* p, bool ordered) {
+  if (!ordered) noteBlocking();
   std::free(p);
   std::lock_guard<std::mutex> lock(mutex_);
+  counts_.stagingLiveBytes -= staging_[p];
+  staging_.erase(p);
   if (!ordered) ++counts_.stagingSyncCalls;
   --counts_.stagingLive;
 }

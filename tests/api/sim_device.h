@@ -48,6 +48,23 @@ class SimDriver final : public ccl::coll::DeviceDriver {
   // The calling thread's current device (CUDA's cudaSetDevice).
   static thread_local int currentDevice;
 
+  // What the calling thread has enqueued on the device's streams so far, by kind, as CUDA
+  // counts commands in a stream's queue: host functions (cudaLaunchHostFunc), device work
+  // (a kernel, a copy, a flag store), waits (for an event or a flag) and events recorded.
+  // A call's enqueue path is its own thread's, so a difference of two readings is what one
+  // call enqueued.
+  struct Commands {
+    long hostFunctions = 0;
+    long device = 0;
+    long waits = 0;
+    long records = 0;
+    long total() const { return hostFunctions + device + waits + records; }
+    // Not commands: calls of this thread that wait for the device (a stream or event
+    // synchronised, a synchronous staging allocation or free).
+    long blocking = 0;
+  };
+  static Commands threadCommands();
+
   // Allocations made so far, of device memory (alloc) and of staging memory (what the staged
   // link takes from Device::staging(): pinned host memory on CUDA), and the staging memory's
   // most blocks alive at once: what the steady path must not grow.
@@ -59,9 +76,16 @@ class SimDriver final : public ccl::coll::DeviceDriver {
     // Synchronous staging allocations and frees: on CUDA they wait for the whole device
     // (cudaHostAlloc, cudaFreeHost), where another rank's work may wait for this rank.
     long stagingSyncCalls = 0;
+    // Calls of any thread that wait for the device (Commands::blocking, all threads).
+    long blockingCalls = 0;
+    // Bytes of staging memory alive, and the most alive at once.
+    size_t stagingLiveBytes = 0;
+    size_t stagingPeakBytes = 0;
   };
   Counts counts();
   void resetStagingPeak();
+  // Notes a call of the calling thread that waits for the device.
+  void noteBlocking();
   // Staging memory, synchronous (the link's flags) or stream-ordered (its blocks).
   void* allocStaging(size_t bytes, bool ordered = false);
   void freeStaging(void* p, bool ordered = false);
@@ -81,6 +105,7 @@ class SimDriver final : public ccl::coll::DeviceDriver {
   std::map<uintptr_t, Block> memory_;
   std::map<const void*, StreamEntry> streams_;
   std::map<const void*, bool> capturing_;
+  std::map<const void*, size_t> staging_;  // staging memory alive, by address
   Counts counts_;
   std::vector<std::unique_ptr<ccl::coll::Stream>> retired_;
 };

@@ -545,11 +545,80 @@ TEST(StreamExecutor, AStagedTimeOutNamesTheFlagsAndTheBlockedThreads) {
   const std::string message = aloneFails({Coll::kAllReduce, cclCodecInt8, Algo::kRing, 2}, [](transport::Transport& t) {
     return std::make_unique<TransportLink>(t, false, std::chrono::milliseconds(1500), nullptr, hostStaging());
   });
-  EXPECT_NE(message.find("[staging flags: the stream staged sends up to ticket "), std::string::npos) << message;
+  EXPECT_NE(message.find("[staging flags: the stream staged groups up to ticket "), std::string::npos) << message;
   EXPECT_NE(message.find("rank 1: enqueuing a device call > cudaMallocAsync for "), std::string::npos) << message;
   release = true;
   stuck.join();
   EXPECT_EQ(activitiesLongerThan(0), "");
+}
+
+// Staging is bounded in bytes: a 1 GiB all-reduce of 8 ranks, int8 in fixed-length streams
+// (as on a device), 1 MiB chunks, two-shot and ring: every group the staged link makes of a
+// wave (TransportLink::subWaves) fits one block of the default 256 MiB ring, and both ends of
+// every message put it in the same group (else a group would wait for a message its peer
+// sends in a later one). Without sub-waves the two-shot's largest wave is one block of 462
+// MiB, in a ring of eight: 3.7 GB of pinned memory per rank.
+TEST(StreamExecutor, StagedGroupsOfAGibibyteCallOnEightRanksFitTheStagingBound) {
+  const size_t block = TransportLink::blockBytes(size_t{256} << 20);
+  for (const Algo algo : {Algo::kTwoShot, Algo::kRing}) {
+    const int n = 8;
+    auto args = [&](int r) {
+      CollArgs a;
+      a.rank = r;
+      a.nranks = n;
+      a.count = (size_t{1} << 30) / 4;
+      a.chunkBytes = size_t{1} << 20;
+      a.algo = algo;
+      a.codec = codec::fixLength(codec::defaultParams(cclCodecInt8));
+      return a;
+    };
+    auto planOf = [&](int r) { return planCollective(Coll::kAllReduce, args(r)); };
+    // Per rank and wave: each transfer's group, in the order the link posts them.
+    struct Posted {
+      bool send;
+      int peer;
+      uint32_t group;
+    };
+    std::vector<std::vector<std::vector<Posted>>> posted(n);
+    size_t largestWave = 0, groups = 0;
+    for (int r = 0; r < n; ++r) {
+      const Plan plan = planOf(r);
+      const Schedule sched = scheduleWaves(planOf, planShifts(Coll::kAllReduce, args(r)), r);
+      for (const auto& wave : sched.waves) {
+        std::vector<Transfer> xs;
+        size_t total = 0;
+        for (StepId id : wave) {
+          Transfer x;
+          x.send = plan.steps[id].kind == StepKind::kSend;
+          x.peer = plan.steps[id].peer;
+          x.bytes = sched.postedBytes[id];
+          total += TransportLink::stagedBytes(x.bytes);
+          xs.push_back(x);
+        }
+        largestWave = std::max(largestWave, total);
+        const std::vector<uint32_t> g = TransportLink::subWaves(xs, n, block);
+        std::map<uint32_t, size_t> bytes;
+        for (size_t i = 0; i < xs.size(); ++i) bytes[g[i]] += TransportLink::stagedBytes(xs[i].bytes);
+        for (const auto& [group, b] : bytes) EXPECT_LE(b, block) << algoName(algo) << " rank " << r;
+        groups += bytes.size();
+        posted[r].emplace_back();
+        for (size_t i = 0; i < xs.size(); ++i) posted[r].back().push_back({xs[i].send, xs[i].peer, g[i]});
+      }
+    }
+    // The k-th send of r to p in a wave and the k-th receive of p from r: one group.
+    for (int r = 0; r < n; ++r)
+      for (size_t w = 0; w < posted[r].size(); ++w)
+        for (int p = 0; p < n; ++p) {
+          std::vector<uint32_t> sends, recvs;
+          for (const Posted& x : posted[r][w])
+            if (x.send && x.peer == p) sends.push_back(x.group);
+          for (const Posted& x : posted[p][w])
+            if (!x.send && x.peer == r) recvs.push_back(x.group);
+          EXPECT_EQ(sends, recvs) << algoName(algo) << " wave " << w << " from " << r << " to " << p;
+        }
+    std::printf("%s: largest wave %zu MiB, %zu groups of at most %zu MiB\n", algoName(algo), largestWave >> 20, groups,
+                block >> 20);
+  }
 }
 
 }  // namespace

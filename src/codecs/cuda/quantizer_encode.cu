@@ -250,9 +250,9 @@ void launchEncode(const EncodeArgs& a, uint8_t flags, uint64_t* encodedBytes, vo
     encodeBlocks<K, T><<<grid, threads, 0, stream>>>(a);
     checkLaunch("encodeBlocks");
   }
-  check(cub::DeviceScan::ExclusiveSum(scanTemp, scanBytes, a.rawFlag, a.rawPos, static_cast<int64_t>(a.blocks + 1),
+  checkEnqueued(cub::DeviceScan::ExclusiveSum(scanTemp, scanBytes, a.rawFlag, a.rawPos, static_cast<int64_t>(a.blocks + 1),
                                       stream),
-        "cub::DeviceScan::ExclusiveSum");
+        "cub::DeviceScan::ExclusiveSum", 2);
   if (a.blocks > 0) {
     encodeRaw<T><<<grid, threads, 0, stream>>>(a);
     checkLaunch("encodeRaw");
@@ -303,7 +303,7 @@ void quantizerEncode(const Params& p, const void* x, cclDataType_t type, size_t 
   a.rawFlag = at<uint32_t>(base, flagAt);
   a.rawPos = at<uint32_t>(base, posAt);
   a.tensorMax = tensorScaled(p.codec) ? a.rawFlag + a.blocks + 1 : nullptr;
-  check(cudaMemsetAsync(a.rawFlag + a.blocks, 0, 8, stream), "cudaMemsetAsync");
+  checkEnqueued(cudaMemsetAsync(a.rawFlag + a.blocks, 0, 8, stream), "cudaMemsetAsync", 1);
 
   withQuantizerKind(p.codec, [&](auto kind) {
     withDeviceType(type, [&](auto tag) {

@@ -313,13 +313,13 @@ void select(const Params& p, const float* v, uint64_t n, uint64_t k, Buffers& b,
     checkLaunch("randomKIndices");
   } else if (p.codec == cclCodecThreshold) {
     const AtLeast pred{v, devMagnitudeKey(fp::floatBits(p.threshold))};
-    check(cub::DeviceSelect::If(b.temp, tb, b.iota, b.idx, &b.st->kept, items, pred, stream), "cub::DeviceSelect::If");
+    checkEnqueued(cub::DeviceSelect::If(b.temp, tb, b.iota, b.idx, &b.st->kept, items, pred, stream), "cub::DeviceSelect::If", 2);
   } else if (k >= n) {
-    check(cudaMemcpyAsync(b.idx, b.iota, n * 4, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
+    checkEnqueued(cudaMemcpyAsync(b.idx, b.iota, n * 4, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync", 1);
     setKept<<<1, 1, 0, stream>>>(b.st, n);
     checkLaunch("setKept");
   } else if (k > 0) {
-    check(cudaMemsetAsync(b.radix, 0, sizeof(RadixState), stream), "cudaMemsetAsync");
+    checkEnqueued(cudaMemsetAsync(b.radix, 0, sizeof(RadixState), stream), "cudaMemsetAsync", 1);
     radixInit<<<1, 1, 0, stream>>>(b.radix, k);
     checkLaunch("radixInit");
     for (int round = 0; round < math::kRadixRounds; ++round) {
@@ -330,11 +330,11 @@ void select(const Params& p, const float* v, uint64_t n, uint64_t k, Buffers& b,
     }
     equalToKth<<<gridFor(n, kThreads), kThreads, 0, stream>>>(b.keys, n, b.radix, b.equal);
     checkLaunch("equalToKth");
-    check(cub::DeviceScan::ExclusiveSum(b.temp, tb, b.equal, b.equalBefore, items, stream),
-          "cub::DeviceScan::ExclusiveSum");
+    checkEnqueued(cub::DeviceScan::ExclusiveSum(b.temp, tb, b.equal, b.equalBefore, items, stream),
+          "cub::DeviceScan::ExclusiveSum", 2);
     tb = b.tempBytes;
     const TopKTake take{b.keys, b.equalBefore, b.radix};
-    check(cub::DeviceSelect::If(b.temp, tb, b.iota, b.idx, &b.st->kept, items, take, stream), "cub::DeviceSelect::If");
+    checkEnqueued(cub::DeviceSelect::If(b.temp, tb, b.iota, b.idx, &b.st->kept, items, take, stream), "cub::DeviceSelect::If", 2);
   }
 }
 
@@ -346,7 +346,7 @@ void encodeTyped(const Params& p, const typename T::Storage* x, uint64_t n, uint
   const uint64_t slots = p.codec == cclCodecThreshold ? n : k;  // upper bound of the kept count
   const bool needStage = !residual && !T::kIsF32;
   Buffers b = carve(p, n, slots, needStage, ws, stream);
-  check(cudaMemsetAsync(b.st, 0, sizeof(SparseState), stream), "cudaMemsetAsync");
+  checkEnqueued(cudaMemsetAsync(b.st, 0, sizeof(SparseState), stream), "cudaMemsetAsync", 1);
   if (n > 0) {
     stageSparse<T><<<gridFor(n, kThreads), kThreads, 0, stream>>>(x, n, residual, b.stage, b.keys, b.iota, b.st);
     checkLaunch("stageSparse");
@@ -359,8 +359,8 @@ void encodeTyped(const Params& p, const typename T::Storage* x, uint64_t n, uint
   checkLaunch("writeValues");
   if (!randk) {
     size_t tb = b.tempBytes;
-    check(cub::DeviceScan::ExclusiveSum(b.temp, tb, b.lens, b.offs, static_cast<int64_t>(slots + 1), stream),
-          "cub::DeviceScan::ExclusiveSum");
+    checkEnqueued(cub::DeviceScan::ExclusiveSum(b.temp, tb, b.lens, b.offs, static_cast<int64_t>(slots + 1), stream),
+          "cub::DeviceScan::ExclusiveSum", 2);
   }
   const uint8_t flags = p.fp16Values ? kFlagFp16Values : 0;
   sparseHeader<<<1, kThreads, 0, stream>>>(p.codec, n, flags, p.seed, b.offs, b.st, out, encodedBytes);

@@ -22,7 +22,8 @@ void cudaOk(cudaError_t e, const char* what) {
 }
 
 cudaStream_t nativeOf(Stream& s) {
-  CCL_CHECK(dynamic_cast<CudaStream*>(&s), cclInternalError, "a CUDA device given a stream that is not a CudaStream");
+  CCL_CHECK(dynamic_cast<CudaStream*>(&s.underlying()), cclInternalError,
+            "a CUDA device given a stream that is not a CudaStream");
   return static_cast<cudaStream_t>(s.native());
 }
 

@@ -41,6 +41,7 @@ class CudaStream final : public Stream {
   cclResult_t takeError(std::string* message) override;
   void* native() override { return stream_; }
   void copy(void* dst, const void* src, size_t bytes) override;  // cudaMemcpyAsync, kind inferred
+  void copyBatch(std::span<const Copy> copies) override;         // cudaMemcpyBatchAsync
   // A stream memory operation (cuStreamWaitValue64, >= `value`) on the flag (pinned host
   // memory, seen through its device address): no SM held, no kernel to load. Where the
   // device has no 64-bit memory operations (or CCL_DEVICE_FLAGS=kernel), a one-thread

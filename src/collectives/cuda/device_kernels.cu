@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "codecs/cuda/cuda_check.h"
 #include "codecs/cuda/kernel_preload.h"
 #include "collectives/compute_steps.h"
 #include "collectives/cuda/device_kernels.h"
@@ -66,7 +67,10 @@ __global__ void __launch_bounds__(kThreads) divideFloatKernel(float* d, uint64_t
 // Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
 const ::ccl::codec::cuda::KernelLibrary kKernels(&divideFloatKernel);
 
-void launched(const char* kernel) { cudaOk(cudaGetLastError(), kernel); }
+size_t launched(const char* kernel) {
+  cudaOk(cudaGetLastError(), kernel);
+  return 1;
+}
 
 }  // namespace
 
@@ -114,24 +118,42 @@ CudaKernels::~CudaKernels() {
 
 uint32_t* CudaKernels::nextStatus() { return statusDevice_ + (nextStatus_++ % kStatusWords); }
 
-void CudaKernels::enqueue(const std::shared_ptr<StreamRun>& run, StepId id, Stream& stream) {
+void CudaKernels::enqueue(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps, Stream& stream) {
+  auto* cs = static_cast<cudaStream_t>(stream.native());
+  CCL_CHECK(cs != nullptr, cclInternalError, "device kernels on a stream without a CUDA handle");
+  if (steps.empty()) return;
+  const Plan& plan = *run->plan;
+  if (plan.steps[steps[0]].kind == StepKind::kCopy) {
+    std::vector<Stream::Copy> copies;
+    for (StepId id : steps) {
+      const Step& s = plan.steps[id];
+      copies.push_back({bufferAt(run->buffers, s.dst), bufferAt(run->buffers, s.src), s.bytes});
+    }
+    stream.copyBatch(copies);  // counted by the stream
+    return;
+  }
+  const uint64_t before = codec::cuda::commandsEnqueued;
+  size_t commands = 0;
+  for (StepId id : steps) commands += enqueueOne(run, id, cs);
+  stream.noteCommands(commands + (codec::cuda::commandsEnqueued - before));
+}
+
+size_t CudaKernels::enqueueOne(const std::shared_ptr<StreamRun>& run, StepId id, cudaStream_t cs) {
   const Plan& plan = *run->plan;
   const Step& s = plan.steps[id];
   const Buffers& b = run->buffers;
-  auto* cs = static_cast<cudaStream_t>(stream.native());
-  CCL_CHECK(cs != nullptr, cclInternalError, "device kernels on a stream without a CUDA handle");
   const uint64_t n = s.count;
   switch (s.kind) {
     case StepKind::kSend:
     case StepKind::kRecv:
       throw Error(cclInternalError, "a transfer step was enqueued as a kernel");
     case StepKind::kCopy:
-      if (s.bytes && bufferAt(b, s.dst) != bufferAt(b, s.src))
-        cudaOk(cudaMemcpyAsync(bufferAt(b, s.dst), bufferAt(b, s.src), s.bytes, cudaMemcpyDeviceToDevice, cs),
-               "cudaMemcpyAsync");
-      return;
+      if (!s.bytes || bufferAt(b, s.dst) == bufferAt(b, s.src)) return 0;
+      cudaOk(cudaMemcpyAsync(bufferAt(b, s.dst), bufferAt(b, s.src), s.bytes, cudaMemcpyDeviceToDevice, cs),
+             "cudaMemcpyAsync");
+      return 1;
     case StepKind::kReduce:
-      if (!n) return;
+      if (!n) return 0;
       dispatchType(plan.dtype, [&](auto tr) {
         using Tr = decltype(tr);
         using S = typename Tr::Storage;
@@ -143,7 +165,7 @@ void CudaKernels::enqueue(const std::shared_ptr<StreamRun>& run, StepId id, Stre
       });
       return launched("reduce kernel");
     case StepKind::kDivide:
-      if (!n) return;
+      if (!n) return 0;
       dispatchType(plan.dtype, [&](auto tr) {
         using Tr = decltype(tr);
         divideKernel<Tr><<<blocksFor(n), kThreads, 0, cs>>>(reinterpret_cast<typename Tr::Storage*>(bufferAt(b, s.dst)),
@@ -152,7 +174,7 @@ void CudaKernels::enqueue(const std::shared_ptr<StreamRun>& run, StepId id, Stre
       return launched("divide kernel");
     case StepKind::kWiden:
     case StepKind::kNarrow:
-      if (!n) return;
+      if (!n) return 0;
       dispatchType(plan.dtype, [&](auto tr) {
         using Tr = decltype(tr);
         using S = typename Tr::Storage;
@@ -170,7 +192,7 @@ void CudaKernels::enqueue(const std::shared_ptr<StreamRun>& run, StepId id, Stre
       });
       return launched("widen/narrow kernel");
     case StepKind::kDivideFloat:
-      if (!n) return;
+      if (!n) return 0;
       divideFloatKernel<<<blocksFor(n), kThreads, 0, cs>>>(reinterpret_cast<float*>(bufferAt(b, s.dst)), n,
                                                            static_cast<float>(plan.nranks));
       return launched("divide kernel");
@@ -181,7 +203,7 @@ void CudaKernels::enqueue(const std::shared_ptr<StreamRun>& run, StepId id, Stre
       codec::cuda::encode(p, bufferAt(b, s.src), s.type, n, bufferAt(b, s.dst), s.bytes,
                           s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr, nullptr, workspace_,
                           cs);
-      return;
+      return 0;  // codec::cuda counts its commands
     }
     case StepKind::kLowRankStart:
     case StepKind::kLowRankMiddle:
@@ -217,9 +239,10 @@ void CudaKernels::enqueue(const std::shared_ptr<StreamRun>& run, StepId id, Stre
         codec::cuda::decodeAccumulate(bufferAt(b, s.src), inBytes, e, reinterpret_cast<float*>(bufferAt(b, s.dst)),
                                       status, workspace_, cs);
       workspace_.orStatus = false;
-      return;
+      return 0;  // codec::cuda counts its commands
     }
   }
+  return 0;
 }
 
 }  // namespace ccl::coll

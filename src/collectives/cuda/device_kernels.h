@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "codecs/cuda/codec_kernels.h"
 #include "collectives/stream_executor.h"
@@ -28,10 +29,16 @@ class CudaKernels final : public StreamKernels {
   CudaKernels(const CudaKernels&) = delete;
   CudaKernels& operator=(const CudaKernels&) = delete;
 
-  // `stream` must be a CudaStream; every pointer of run->buffers device memory.
-  void enqueue(const std::shared_ptr<StreamRun>& run, StepId step, Stream& stream) override;
+  // `stream` must be a CudaStream; every pointer of run->buffers device memory. A batch of
+  // copies is one cudaMemcpyBatchAsync (Stream::copyBatch); other kinds still launch their
+  // kernels step by step (a codec step several: codec_kernels.h), all noted on the stream
+  // (Stream::noteCommands).
+  void enqueue(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps, Stream& stream) override;
 
  private:
+  // Enqueues one step; returns the commands it enqueued itself (a codec step's are counted
+  // by codec::cuda's commandsEnqueued).
+  size_t enqueueOne(const std::shared_ptr<StreamRun>& run, StepId step, cudaStream_t cs);
   uint32_t* nextStatus();
 
   codec::cuda::Workspace workspace_;

@@ -4,28 +4,33 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <map>
 #include <new>
 #include <string>
 #include <thread>
 
 #include "codecs/codec.h"
+#include "collectives/executor.h"
 #include "common/activity.h"
+#include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
 
 namespace ccl::coll {
 
 TransportLink::TransportLink(transport::Transport& t, bool exactLengths, std::chrono::milliseconds timeout,
-                             const std::atomic<bool>* aborted, std::optional<StagingMemory> staging)
+                             const std::atomic<bool>* aborted, std::optional<StagingMemory> staging,
+                             size_t stagingBytes)
     : t_(t), exact_(exactLengths), timeout_(timeout), aborted_(aborted), staging_(std::move(staging)) {
   if (!staging_) return;
+  const size_t bound = stagingBytes ? stagingBytes : static_cast<size_t>(std::max<int64_t>(config::stagingBytes(), 0));
+  blockBound_ = blockBytes(bound);
   // The flags on cache lines of their own: each is written by one side, polled by the other.
-  auto* flags = static_cast<char*>(staging_->alloc(256));
+  auto* flags = static_cast<char*>(staging_->alloc(192));
   CCL_CHECK(flags, cclSystemError, "no staging memory for the link's flags");
   staged_ = new (flags) std::atomic<uint64_t>(0);
-  received_ = new (flags + 64) std::atomic<uint64_t>(0);
-  done_ = new (flags + 128) std::atomic<uint64_t>(0);
-  released_ = new (flags + 192) std::atomic<uint64_t>(0);
+  done_ = new (flags + 64) std::atomic<uint64_t>(0);
+  released_ = new (flags + 128) std::atomic<uint64_t>(0);
   blocks_.resize(kStagingBlocks);
   proxy_ = std::make_unique<HostStream>();
 }
@@ -40,9 +45,9 @@ TransportLink::~TransportLink() {
 std::string TransportLink::diagnosis() const {
   std::string d;
   if (staging_) {
-    d = " [staging flags: the stream staged sends up to ticket " + std::to_string(staged_->load()) +
-        " and released waves up to " + std::to_string(released_->load()) + "; the proxy flagged receives up to " +
-        std::to_string(received_->load()) + " and finished waves up to " + std::to_string(done_->load()) + "]";
+    d = " [staging flags: the stream staged groups up to ticket " + std::to_string(staged_->load()) +
+        " and released groups up to " + std::to_string(released_->load()) + "; the proxy exchanged groups up to " +
+        std::to_string(done_->load()) + " of " + std::to_string(tickets_) + " enqueued]";
   }
   // A peer of this process stuck in a call that waits for the device shows here (activity.h).
   const std::string stuck = activitiesLongerThan(1000);
@@ -58,7 +63,7 @@ void TransportLink::awaitReleased(uint64_t ticket) {
     if (aborted_ && aborted_->load(std::memory_order_relaxed))
       throw Error(cclInvalidUsage, "the communicator was aborted during the operation");
     if (Clock::now() - start > timeout_)
-      throw Error(cclSystemError, "the staging of wave " + std::to_string(ticket) + " was not released within " +
+      throw Error(cclSystemError, "the staging of group " + std::to_string(ticket) + " was not released within " +
                                       std::to_string(timeout_.count()) + " ms (CCL_TIMEOUT)" + diagnosis());
     if (spins < 1000)
       sched_yield();
@@ -69,15 +74,23 @@ void TransportLink::awaitReleased(uint64_t ticket) {
 
 TransportLink::Block& TransportLink::acquire(size_t bytes, uint64_t ticket, Stream& stream) {
   if (bytes > largest_) {
-    // A wave larger than any before: once the streams have passed every wave of this link in
-    // flight, the whole ring is made again at this size, so until a larger wave comes nothing
-    // is allocated. Other ranks' waves may be on the device meanwhile: allocOn and freeOn never
-    // wait for them (StagingMemory).
+    // A group larger than any before: once the streams have passed every group of this link
+    // in flight, the whole ring is made again at this size (groups fit a block's bound, so it
+    // stops growing there unless a single message needs more), so until a larger group comes
+    // nothing is allocated. Other ranks' groups may be on the device meanwhile: allocOn and
+    // freeOn never wait for them (StagingMemory).
     awaitReleased(ticket - 1);
-    largest_ = std::max(bytes, size_t{64});
+    // Doubling up to the bound: the rings outgrown (kept for the device's later links, as
+    // no free may wait for the device: StagingMemory) add up to at most one more ring.
+    const size_t grown = std::max(bytes, std::min(blockBound_, std::max(2 * largest_, size_t{64 * 1024})));
+    if (bytes > blockBound_)
+      CCL_INFO("staging ring: a group of %zu bytes holds a message larger than its share of a %zu-byte block", bytes,
+               blockBound_);
+    largest_ = grown;
     CCL_INFO("staging ring: %zu blocks of %zu bytes", kStagingBlocks, largest_);
     for (Block& b : blocks_) {
-      if (b.memory) staging_->freeOn(b.memory, &stream);
+      // The stream has released every group in flight: it touches no block any more.
+      if (b.memory) staging_->freeOn(b.memory, nullptr);
       b.bytes = 0;
       b.memory = staging_->allocOn(largest_, stream);
       CCL_CHECK(b.memory, cclSystemError, "no staging memory for " + std::to_string(largest_) + " bytes");
@@ -85,73 +98,96 @@ TransportLink::Block& TransportLink::acquire(size_t bytes, uint64_t ticket, Stre
     }
   }
   Block& b = blocks_[(ticket - 1) % kStagingBlocks];  // tickets start at 1
-  awaitReleased(b.wave);
-  b.wave = ticket;
+  awaitReleased(b.ticket);
+  b.ticket = ticket;
   return b;
 }
 
+std::vector<uint32_t> TransportLink::subWaves(std::span<const Transfer> xs, int nranks, size_t blockBytes) {
+  const size_t share = std::max<size_t>(stagedBytes(blockBytes / (2 * static_cast<size_t>(std::max(nranks - 1, 1)))), 64);
+  struct Fill {
+    uint32_t group = 0;
+    size_t bytes = 0;
+  };
+  std::map<std::pair<int, bool>, Fill> fills;  // by peer and direction
+  std::vector<uint32_t> out(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) {
+    Fill& f = fills[{xs[i].peer, xs[i].send}];
+    const size_t b = stagedBytes(xs[i].bytes);
+    if (f.bytes && f.bytes + b > share) {
+      ++f.group;
+      f.bytes = 0;
+    }
+    f.bytes += b;
+    out[i] = f.group;
+  }
+  return out;
+}
+
 void TransportLink::group(std::span<const Transfer> transfers, Stream& stream) {
-  std::vector<Transfer> xs(transfers.begin(), transfers.end());
   if (!staging_) {
-    stream.enqueue([this, xs = std::move(xs)] { exchange(xs); });
+    stream.enqueue([this, xs = std::vector<Transfer>(transfers.begin(), transfers.end())] { exchange(xs); });
     return;
   }
-  ActivityScope busy("enqueuing a staged wave (copies, flag kernels)");
+  ActivityScope busy("enqueuing a staged wave (copies, flags)");
   size_t total = 0;
-  for (const Transfer& x : xs) total += (x.bytes + 63) & ~size_t{63};
-  Block& block = acquire(total, tickets_ + 1, stream);
-  auto wave = std::make_shared<StagedWave>();
-  wave->staged = xs;
+  for (const Transfer& x : transfers) total += stagedBytes(x.bytes);
+  if (total <= blockBound_) return stagedGroup(transfers, stream);
+  const std::vector<uint32_t> groups = subWaves(transfers, t_.size(), blockBound_);
+  const uint32_t count = groups.empty() ? 0 : *std::max_element(groups.begin(), groups.end()) + 1;
+  std::vector<Transfer> part;
+  for (uint32_t g = 0; g < count; ++g) {
+    part.clear();
+    for (size_t i = 0; i < transfers.size(); ++i)
+      if (groups[i] == g) part.push_back(transfers[i]);
+    stagedGroup(part, stream);
+  }
+}
+
+void TransportLink::stagedGroup(std::span<const Transfer> xs, Stream& stream) {
+  size_t total = 0;
+  for (const Transfer& x : xs) total += stagedBytes(x.bytes);
+  const uint64_t ticket = tickets_ + 1;
+  Block& block = acquire(total, ticket, stream);
+  tickets_ = ticket;
+  auto staged = std::make_shared<std::vector<Transfer>>(xs.begin(), xs.end());
+  std::vector<Stream::Copy> out, in;
   size_t at = 0;
-  for (Transfer& x : wave->staged) {
-    x.buf = static_cast<char*>(block.memory) + at;
-    at += (x.bytes + 63) & ~size_t{63};
-  }
-  // Pipelined: each send is staged and flagged in turn, and the proxy posts it as soon as its
-  // flag is up; each receive is copied back as soon as it (and every receive before it) has
-  // arrived. Tickets only grow, across waves, so the flags never go back.
-  wave->ticket.assign(xs.size(), 0);
   for (size_t i = 0; i < xs.size(); ++i) {
-    if (!xs[i].send) continue;
-    stream.copy(wave->staged[i].buf, xs[i].buf, xs[i].bytes);
-    wave->ticket[i] = ++sendTickets_;
-    stream.setFlag(staged_, wave->ticket[i]);
+    Transfer& x = (*staged)[i];
+    x.buf = static_cast<char*>(block.memory) + at;
+    at += stagedBytes(x.bytes);
+    (x.send ? out : in).push_back(x.send ? Stream::Copy{x.buf, xs[i].buf, x.bytes} : Stream::Copy{xs[i].buf, x.buf, x.bytes});
   }
-  for (size_t i = 0; i < xs.size(); ++i)
-    if (!xs[i].send) wave->ticket[i] = ++recvTickets_;
-  wave->lastRecv = recvTickets_;
-  wave->done = ++tickets_;
-  proxy_->enqueue([this, wave] {
-    std::vector<char> arrived(wave->staged.size(), 0);
-    size_t next = 0;  // the first receive not yet flagged
+  stream.copyBatch(out);
+  stream.setFlag(staged_, ticket);
+  proxy_->enqueue([this, staged, ticket] {
     failure_.run([&] {
-      exchange(
-          wave->staged, [&](size_t i) { return staged_->load(std::memory_order_acquire) >= wave->ticket[i]; },
-          [&](size_t i) {
-            arrived[i] = 1;
-            for (; next < arrived.size(); ++next) {
-              if (wave->staged[next].send) continue;
-              if (!arrived[next]) break;
-              received_->store(wave->ticket[next], std::memory_order_release);
-            }
-          });
+      try {
+        exchange(*staged, [&] { return staged_->load(std::memory_order_acquire) >= ticket; });
+      } catch (...) {
+        uint64_t none = UINT64_MAX;
+        failedAt_.compare_exchange_strong(none, ticket);
+        throw;
+      }
     });
     // Whatever happened, after the failure is noted: the stream must not wait for ever.
-    received_->store(wave->lastRecv, std::memory_order_release);
-    done_->store(wave->done, std::memory_order_release);
+    done_->store(ticket, std::memory_order_release);
   });
-  for (size_t i = 0; i < xs.size(); ++i) {
-    if (xs[i].send) continue;
-    stream.waitFlag(received_, wave->ticket[i]);
-    stream.copy(xs[i].buf, wave->staged[i].buf, xs[i].bytes);
-  }
-  stream.waitFlag(done_, wave->done);  // the sends too have left staging memory
-  // The exchange's failure is the stream's (and so the call's).
-  stream.enqueue([this] {
+  stream.waitFlag(done_, ticket);
+  stream.copyBatch(in);
+  stream.setFlag(released_, ticket);  // the receives are copied out: the block is free
+}
+
+std::function<void()> TransportLink::failureCheck() {
+  if (!staging_) return {};
+  return [this, upTo = tickets_] {
+    if (failedAt_.load(std::memory_order_acquire) > upTo) return;
+    // Sticky: the transport is aborted, so every later group fails too.
     std::string m;
-    if (const cclResult_t c = failure_.take(&m); c != cclSuccess) throw Error(c, m);
-  });
-  stream.setFlag(released_, wave->done);  // the receives are copied out: the block is free
+    const cclResult_t c = failure_.peek(&m);
+    throw Error(c == cclSuccess ? cclSystemError : c, m);
+  };
 }
 
 size_t TransportLink::sendLength(const Transfer& x) const {
@@ -170,20 +206,23 @@ size_t TransportLink::sendLength(const Transfer& x) const {
   return n;
 }
 
-void TransportLink::exchange(const std::vector<Transfer>& xs, const std::function<bool(size_t)>& sendable,
-                             const std::function<void(size_t)>& received) {
+void TransportLink::exchange(const std::vector<Transfer>& xs, const std::function<bool()>& sendable) {
   std::vector<std::unique_ptr<transport::Request>> reqs(xs.size());
   std::vector<char> posted(xs.size(), 0);
   try {
-    size_t unposted = xs.size();
+    size_t unposted = xs.size(), sendsInFlight = 0;
+    bool staged = !sendable;
+    // Every receive at once; sends in order, kMaxSendsInFlight at a time (executor.h).
     auto post = [&] {
       bool any = false;
+      staged = staged || sendable();
       for (size_t i = 0; i < xs.size(); ++i) {
         if (posted[i]) continue;
         const Transfer& x = xs[i];
-        if (x.send && sendable && !sendable(i)) continue;
+        if (x.send && (!staged || sendsInFlight >= kMaxSendsInFlight)) continue;
         reqs[i] = x.send ? t_.isend(x.peer, x.tag, x.buf, sendLength(x)) : t_.irecv(x.peer, x.tag, x.buf, x.bytes);
         posted[i] = 1;
+        sendsInFlight += x.send;
         --unposted;
         any = true;
       }
@@ -210,9 +249,9 @@ void TransportLink::exchange(const std::vector<Transfer>& xs, const std::functio
                                              " were expected: ranks called the operation with different counts "
                                              "or types");
           }
-          if (received) received(i);
         }
         reqs[i].reset();
+        sendsInFlight -= x.send;
         --left;
         moved = true;
       }
@@ -223,7 +262,7 @@ void TransportLink::exchange(const std::vector<Transfer>& xs, const std::functio
       if (aborted_ && aborted_->load(std::memory_order_relaxed))
         throw Error(cclInvalidUsage, "the communicator was aborted during the operation");
       if (Clock::now() - lastMove > timeout_)
-        throw Error(cclSystemError, (unposted ? "staged sends were not ready within " +
+        throw Error(cclSystemError, (!staged ? "staged sends were not ready within " +
                                                     std::to_string(timeout_.count()) + " ms (CCL_TIMEOUT)"
                                               : "no progress for " + std::to_string(timeout_.count()) +
                                                     " ms (CCL_TIMEOUT): a peer is not taking part in the operation") +

@@ -4,6 +4,7 @@
 // device buffers where no NCCL moves them (CCL_DEVICE_TRANSPORT=staged).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -28,7 +29,8 @@ namespace ccl::coll {
 // - allocOn/freeOn: the staging blocks, made again while other ranks' calls run on the device,
 //   so they must not wait for other streams' work. allocOn's memory is usable by work enqueued
 //   on the stream after the call; freeOn frees once the work enqueued on it so far has run (a
-//   null stream: once the link has gone). With several ranks of one process on one GPU, a
+//   null stream: the caller knows no stream's work uses the block any more). Neither may
+//   wait for the device. With several ranks of one process on one GPU, a
 //   free that waits for the whole device (cudaFreeHost) waits for another rank's flag kernel,
 //   which waits for this rank's next wave: a deadlock, seen on an H200. CUDA's blocks are
 //   cudaHostAlloc'd and kept until the link goes (cuda_stream.h).
@@ -44,55 +46,83 @@ struct StagingMemory {
 // behaves as a device link does (sends at the posted size), so host tests run what the GPU
 // path runs. With `staging` it is the staged transport of device memory: each wave copies
 // its sends into host staging memory on the stream, exchanges them there, and copies the
-// receives back (device -> pinned host -> UCX -> pinned host -> device). Staging is a ring of
-// kStagingBlocks blocks, one per wave in flight: a wave takes the block after the last one
-// taken, once the stream has raised the release flag past the wave that held it before (the
-// host waits for it, within the time-out: back-pressure, so the host never enqueues more than
-// kStagingBlocks waves ahead of the GPU). The ring is allocated at the first wave and made
-// again only when a wave is larger than any before, once the stream has passed every wave in
-// flight, by StagingMemory's allocOn/freeOn: the steady path allocates nothing. A staged encoded stream
-// goes over the transport at its true length, read from its header in staging memory: the copies move its bound, the
-// network only what the codec wrote.
+// receives back (device -> pinned host -> UCX -> pinned host -> device). A staged encoded
+// stream goes over the transport at its true length, read from its header in staging
+// memory: the copies move its bound, the network only what the codec wrote.
 //
-// Staged exchanges run on a proxy thread of the link's own (a host stream), not on the
-// stream, pipelined within a wave: the stream raises a flag in staging memory as each send
-// has been copied to host (Stream::setFlag), the proxy posts each send once its flag is up,
-// raises a second flag as the receives arrive, in order, and a third when the wave is done;
-// the stream copies each receive back once the second flag reaches it (Stream::waitFlag).
-// On CUDA the flag stores and waits are one-thread kernels.
-// A host function that blocked for the network would hold CUDA's one callback thread, and
-// with two ranks in one process the second rank's host functions, which its exchange
-// needs, would wait behind the first rank's: a deadlock.
+// Staging is bounded in bytes: a ring of kStagingBlocks blocks of at most stagingBytes /
+// kStagingBlocks each, one per group in flight. A wave larger than a block goes as several
+// groups (sub-waves, subWaves()), split alike at both ends of every pair. A group takes the
+// block after the last one taken, once the stream has raised the release flag past the
+// group that held it before (the host waits for it, within the time-out: back-pressure, so
+// the host never enqueues more than kStagingBlocks groups ahead of the GPU). The ring is
+// allocated at the first wave and made again only when a group is larger than any before
+// (up to the bound, or a single message larger than a block's share), once the stream has
+// passed every group in flight, by StagingMemory's allocOn/freeOn: the steady path
+// allocates nothing.
+//
+// A group costs the stream five commands, whatever its transfers: one batch of copies of
+// its sends to staging, a flag store (every send staged), a flag wait (the proxy has
+// exchanged the group), one batch of copies of its receives out, and a flag store (the
+// block is free). On CUDA the flags are stream memory operations: the store fences the
+// copies before it, so the proxy reads staged bytes only once the device has written them,
+// through CUDA's documented order. The exchange runs on a proxy thread of the link's own (a
+// host stream), never in a host function of the stream: a host function that blocked for
+// the network would hold CUDA's one callback thread, and with two ranks in one process the
+// second rank's host functions, which its exchange needs, would wait behind the first's. An
+// exchange's failure is noted with its group's ticket and reaches the call whose group it
+// was through failureCheck(); the proxy raises the group's flag whatever happened, so the
+// stream never waits for ever.
 class TransportLink final : public StreamLink {
  public:
-  // Waves of a staged link in flight at most (eight, as NCCL's steps).
+  // Groups of a staged link in flight at most (eight, as NCCL's steps).
   static constexpr size_t kStagingBlocks = 8;
+  // stagingBytes: the staging ring's bound (CCL_STAGING_BYTES); 0: the setting's.
   TransportLink(transport::Transport& t, bool exactLengths, std::chrono::milliseconds timeout,
-                const std::atomic<bool>* aborted = nullptr, std::optional<StagingMemory> staging = std::nullopt);
+                const std::atomic<bool>* aborted = nullptr, std::optional<StagingMemory> staging = std::nullopt,
+                size_t stagingBytes = 0);
   ~TransportLink() override;  // frees the staging blocks: the streams must have run the waves
   TransportLink(const TransportLink&) = delete;
   TransportLink& operator=(const TransportLink&) = delete;
   void group(std::span<const Transfer> transfers, Stream& stream) override;
   bool exactLengths() const override { return exact_; }
   bool sendsAtBound() const override { return !exact_ && !staging_; }
+  std::function<void()> failureCheck() override;
+
+  // A block's bytes at most, for a ring of stagingBytes (CCL_STAGING_BYTES).
+  static size_t blockBytes(size_t stagingBytes) {
+    return std::max<size_t>(stagedBytes(stagingBytes / kStagingBlocks), 64 * 1024);
+  }
+  // Bytes a transfer takes in a staging block.
+  static size_t stagedBytes(size_t bytes) { return (bytes + 63) & ~size_t{63}; }
+  // The sub-waves of a staged wave of `nranks` ranks: for each transfer of `xs` (in the
+  // order the link posts them), the group it goes in. Each pair's messages in each direction
+  // fill groups in order, at most blockBytes / (2 (nranks - 1)) staged bytes of them in one
+  // (a message larger than that share alone), so the two ends of every pair split alike and
+  // a group fits one block unless one of its messages is larger than its share.
+  static std::vector<uint32_t> subWaves(std::span<const Transfer> xs, int nranks, size_t blockBytes);
+  // The bytes of staging the ring holds now (every block).
+  size_t stagingHeld() const { return largest_ * blocks_.size(); }
 
  private:
   struct Block {
     void* memory = nullptr;
     size_t bytes = 0;
-    uint64_t wave = 0;  // the ticket of the wave that last held it; free once released_ reaches it
+    uint64_t ticket = 0;  // of the group that last held it; free once released_ reaches it
   };
+  // One group of a staged wave: stages its sends, has the proxy exchange it, and copies
+  // its receives out.
+  void stagedGroup(std::span<const Transfer> xs, Stream& stream);
   // Posts every transfer and progresses the transport until all completed. Sends are
-  // posted once sendable(i) (when given); received(i) is called as receive i completes.
-  void exchange(const std::vector<Transfer>& xs, const std::function<bool(size_t)>& sendable = {},
-                const std::function<void(size_t)>& received = {});
+  // posted once sendable() (when given).
+  void exchange(const std::vector<Transfer>& xs, const std::function<bool()>& sendable = {});
   // What a send puts on the transport: an encoded stream's length when known (exact lengths,
   // or the header of a staged stream), else the posted size; noted in x.sent.
   size_t sendLength(const Transfer& x) const;
-  // The next block of the ring, at least `bytes`, for wave `ticket`: waits (within the
-  // time-out, or until an abort) for the stream to release the wave that held it before.
+  // The next block of the ring, at least `bytes`, for group `ticket`: waits (within the
+  // time-out, or until an abort) for the stream to release the group that held it before.
   Block& acquire(size_t bytes, uint64_t ticket, Stream& stream);
-  // Waits until the stream has released the staging of waves up to `ticket`.
+  // Waits until the stream has released the staging of groups up to `ticket`.
   void awaitReleased(uint64_t ticket);
   // What a time-out's message adds: the staging flags (how far the stream and the proxy
   // got) and the threads of this process blocked in calls that can wait (activity.h).
@@ -103,24 +133,18 @@ class TransportLink final : public StreamLink {
   std::chrono::milliseconds timeout_;
   const std::atomic<bool>* aborted_;
   std::optional<StagingMemory> staging_;
+  size_t blockBound_ = 0;  // a block's bytes at most, unless one message needs more
   std::vector<Block> blocks_;
-  size_t largest_ = 0;  // every block's size: the largest wave's staging so far
-  // Staged links: the waves' exchanges, and the flag (in staging memory) each sets to its
-  // wave's ticket when it has run, whether it succeeded or not.
-  // One wave of a staged link, shared by the stream's enqueuing and the proxy's exchange.
-  struct StagedWave {
-    std::vector<Transfer> staged;  // the transfers on staging memory
-    std::vector<uint64_t> ticket;  // a send's staged_ ticket, a receive's received_ ticket
-    uint64_t lastRecv = 0;         // received_ once every receive of the wave has arrived
-    uint64_t done = 0;             // done_ once the wave's exchange has run
-  };
+  size_t largest_ = 0;  // every block's size: the largest group's staging so far
   std::unique_ptr<HostStream> proxy_;
-  FirstFailure failure_;                       // of the exchanges on the proxy
-  std::atomic<uint64_t>* staged_ = nullptr;    // the stream: sends staged, up to this ticket
-  std::atomic<uint64_t>* received_ = nullptr;  // the proxy: receives arrived, up to this ticket
-  std::atomic<uint64_t>* done_ = nullptr;      // the proxy: waves exchanged, up to this ticket
-  std::atomic<uint64_t>* released_ = nullptr;  // the stream: staging of waves up to this ticket free
-  uint64_t sendTickets_ = 0, recvTickets_ = 0, tickets_ = 0;
+  // The first failed group's ticket (none: UINT64_MAX), and its failure.
+  std::atomic<uint64_t> failedAt_{UINT64_MAX};
+  FirstFailure failure_;
+  // Flags in staging memory, each raised to a group's ticket: tickets only grow.
+  std::atomic<uint64_t>* staged_ = nullptr;    // the stream: the group's sends are staged
+  std::atomic<uint64_t>* done_ = nullptr;      // the proxy: the group is exchanged (or failed)
+  std::atomic<uint64_t>* released_ = nullptr;  // the stream: the group's receives are copied out
+  uint64_t tickets_ = 0;
 };
 
 }  // namespace ccl::coll
