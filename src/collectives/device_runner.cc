@@ -85,7 +85,15 @@ float* DeviceRunner::residual(ResidualKey key, size_t floats, int kind, Stream& 
 
 void DeviceRunner::run(std::span<const StreamJob> jobs, Stream& caller) {
   ActivityScope busy("enqueuing a device call");
-  executeOnStream(jobs, *link_, *kernels_, caller, *comm_);
+  try {
+    executeOnStream(jobs, *link_, *kernels_, caller, *comm_);
+  } catch (...) {
+    // Part of the call may be enqueued (an abort while it waited for staging): what the
+    // runner frees later waits for that part too.
+    last_ = &caller;
+    lastDone_ = caller.record();
+    throw;
+  }
   last_ = &caller;
   lastDone_ = caller.record();
 }

@@ -8,9 +8,18 @@
 // side's dependencies counted), so the two ends of every message post it in the same wave,
 // and within a wave the messages between one pair are ordered alike on both sides: a link
 // that matches messages by order, as NCCL does, pairs them right. Compute steps (codec,
-// reduce, copy) run on the caller's stream between waves; those a wave needs go first, the
-// rest overlap the wave's transfers. The caller's stream waits for the last wave before the
-// result's last steps, so every internal stream is joined back into it.
+// reduce, copy) run on the caller's stream between waves, in batches of one kind whose steps
+// do not depend on each other (one command each: StreamKernels); those a wave needs go
+// first, the rest overlap the wave's transfers. The streams wait for each other only where
+// steps need it, and the caller's stream waits for the last wave before the call's end, so
+// every internal stream is joined back into it.
+//
+// A call costs tens of commands whatever its size (a wave: the batches it needs, two events
+// between the streams, the link's group) and one host function, at its end: it takes the
+// failures of the call's steps, of its link groups (StreamLink::failureCheck) and of its
+// decodes (StreamRun::lastCheck), counts what the sends moved, and runs the jobs' finished.
+// Host functions share one callback thread per process on CUDA: one per call, never one per
+// wave or step, and none that waits.
 //
 // The same executor runs on host streams over ccl's transports (what the tests run) and on
 // CUDA streams over NCCL (the GPU path): the stream, the link and the kernels are interfaces.

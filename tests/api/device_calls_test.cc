@@ -248,6 +248,45 @@ TEST(DeviceCalls, DestroyAndAbortWaitForNoOtherCommunicatorsWork) {
   }
 }
 
+// An abort from another thread while a device call is still enqueuing: rank 0's call has
+// more staged groups than its ring holds and its peer never comes, so its enqueue waits for
+// the stream to release staging (back-pressure) when cclCommAbort comes. The abort returns
+// within its bound, the call returns an error instead of waiting for its time-out, and
+// nothing the call still uses is freed under it (ASan and TSan builds run this too).
+TEST(DeviceCalls, AnAbortWhileACallEnqueuesEndsBoth) {
+  setenv("CCL_STAGING_BYTES", "512K", 1);
+  setenv("CCL_CHUNK_BYTES", "64K", 1);
+  setenv("CCL_ALGO", "ring", 1);
+  auto comms = makeComms(2);
+  const size_t count = (size_t{8} << 20) / 4;  // groups of 64 KiB: many more than the ring's 8
+  SimBuffer a(count * 4, 0), b(count * 4, 0);
+  SimStream stream(0);
+  std::atomic<bool> returned{false};
+  cclResult_t result = cclSuccess;
+  const auto start = std::chrono::steady_clock::now();
+  std::thread caller([&] {
+    SimDriver::currentDevice = 0;
+    result = cclAllReduce(a.p, b.p, count, cclFloat32, cclSum, comms[0], stream.s);
+    returned = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const bool enqueuing = !returned.load();
+  const auto abortStart = std::chrono::steady_clock::now();
+  EXPECT_EQ(cclCommAbort(comms[0]), cclSuccess);
+  const double abortSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - abortStart).count();
+  caller.join();
+  stream.synchronize();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(enqueuing) << "the call returned before the abort: it did not wait for staging";
+  EXPECT_NE(result, cclSuccess);
+  EXPECT_LT(abortSeconds, 5.0);
+  EXPECT_LT(seconds, 10.0) << "the call waited for its time-out (CCL_TIMEOUT=30)";
+  EXPECT_EQ(cclCommAbort(comms[1]), cclSuccess);
+  unsetenv("CCL_STAGING_BYTES");
+  unsetenv("CCL_ALGO");
+  setenv("CCL_CHUNK_BYTES", "8192", 1);
+}
+
 // Residual feedback kept in device memory follows the host state call after call, and the
 // statistics count the device calls.
 TEST(DeviceCalls, FeedbackAcrossCallsAndStats) {

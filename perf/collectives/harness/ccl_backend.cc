@@ -131,6 +131,14 @@ bool CclRankComm::wireCounters(double* raw, double* wire) {
   return true;
 }
 
+bool CclRankComm::commandCounters(double* commands, double* hostFunctions) {
+  cclStats_t stats = CCL_STATS_INITIALIZER;
+  cclCheck(cclCommGetStats(comm_, &stats), "cclCommGetStats", comm_);
+  *commands = double(stats.deviceCommands);
+  *hostFunctions = double(stats.deviceHostFunctions);
+  return true;
+}
+
 CclRankComm& cclRankOf(RankComm& comm) { return static_cast<CclRankComm&>(comm); }
 cclComm_t cclCommOf(RankComm& comm) { return cclRankOf(comm).get(); }
 

@@ -28,6 +28,7 @@ class CclRankComm final : public RankComm {
   void groupStart() override;
   void groupEnd() override;
   bool wireCounters(double* raw, double* wire) override;
+  bool commandCounters(double* commands, double* hostFunctions) override;
 
  private:
   cclComm_t comm_;

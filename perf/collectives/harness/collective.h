@@ -37,6 +37,13 @@ class RankComm {
     (void)wire;
     return false;
   }
+  // Cumulative commands this rank's calls on device buffers enqueued on CUDA streams, and of
+  // those host functions; false when the backend keeps no such counters.
+  virtual bool commandCounters(double* commands, double* hostFunctions) {
+    (void)commands;
+    (void)hostFunctions;
+    return false;
+  }
 };
 
 struct CallArgs {

@@ -57,16 +57,18 @@ void printDevices(const std::vector<std::string>& perProcessLines) {
   std::printf("#\n");
 }
 
-void printTableHeader(bool cputime, bool codec) {
+void printTableHeader(bool cputime, bool codec, bool device) {
   const char* time = cputime ? "cputime" : "time";
   std::printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "",
               "", "", "");
   std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s", "size", "count", "type", "redop",
               "root", time, "algbw", "busbw", "#wrong", time, "algbw", "busbw", "#wrong");
   if (codec) std::printf("  %8s  %9s  %9s", "wire/raw", "maxrel", "rmsrel");
+  if (device) std::printf("  %8s  %8s", "commands", "hostfn");
   std::printf("\n# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s", "(B)", "(elements)", "", "", "",
               "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
   if (codec) std::printf("  %8s  %9s  %9s", "", "", "");
+  if (device) std::printf("  %8s  %8s", "(/call)", "(/call)");
   std::printf("\n");
 }
 
@@ -86,7 +88,7 @@ void printPlacement(const PlacementResult& r) {
   std::printf("  %7s  %6.2f  %6.2f  %5s", formatTime(r.seconds * 1e6).c_str(), r.algbw, r.busbw, wrong.c_str());
 }
 
-void printRowEnd(const CodecColumns* codec) {
+void printRowEnd(const CodecColumns* codec, const DeviceColumns* device) {
   if (codec) {
     if (codec->rawBytes > 0) {
       std::printf("  %8.4f", codec->wireBytes / codec->rawBytes);
@@ -99,6 +101,12 @@ void printRowEnd(const CodecColumns* codec) {
     } else {
       std::printf("  %9s  %9s", "N/A", "N/A");
     }
+  }
+  if (device) {
+    if (device->commands >= 0)
+      std::printf("  %8.1f  %8.2f", device->commands, device->hostFunctions);
+    else
+      std::printf("  %8s  %8s", "N/A", "N/A");
   }
   std::printf("\n");
   std::fflush(stdout);

@@ -24,8 +24,9 @@ void printCodecHeader(const Options& o);
 // "#  Rank ..." line of each local rank, gathered to process 0 by the caller.
 std::string deviceLines(int firstRank, int nthreads, const std::string& device);
 void printDevices(const std::vector<std::string>& perProcessLines);
-// `codec`: the three compression columns follow the in-place ones.
-void printTableHeader(bool cputime, bool codec = false);
+// `codec`: the three compression columns follow the in-place ones; `device`: then the
+// commands and host functions each call enqueued on CUDA streams.
+void printTableHeader(bool cputime, bool codec = false, bool device = false);
 void printRowStart(size_t bytes, size_t count, const char* type, const char* op, int root);
 void printPlacement(const PlacementResult& r);
 // The compression columns of one row (both placements together).
@@ -38,7 +39,12 @@ struct CodecColumns {
   double maxExact;
   bool checked;
 };
-void printRowEnd(const CodecColumns* codec = nullptr);
+// The commands columns of one row: per call, the most of any rank (-1: not counted).
+struct DeviceColumns {
+  double commands = -1;
+  double hostFunctions = -1;
+};
+void printRowEnd(const CodecColumns* codec = nullptr, const DeviceColumns* device = nullptr);
 void printSummary(long long wrong, double avgBusbw);
 
 // Time as nccl-tests formats it: fewer decimals for longer times.

@@ -62,7 +62,7 @@ int runProgram(const PerfCollective& collective, Backend& backend, ProcessGroup&
 
   startStallWatch(o.stallDumpSeconds);
   auto comms = backend.connect(processes, o);
-  if (root) printTableHeader(o.reportCputime != 0, o.codec.active());
+  if (root) printTableHeader(o.reportCputime != 0, o.codec.active(), o.deviceMemory);
   const SweepTotals totals = runThreads(collective, o, processes, comms);
   comms.clear();
 

@@ -142,12 +142,10 @@ class RankSweep {
         const PlacementResult r = benchTime(l, k, inPlace);
         if (prints_) printPlacement(r);
       }
-      if (opt_.codec.active()) {
-        const CodecColumns columns = combineRow();
-        if (prints_) printRowEnd(&columns);
-      } else if (prints_) {
-        printRowEnd();
-      }
+      // Every rank takes part in the reductions, printing or not.
+      const CodecColumns columns = opt_.codec.active() ? combineRow() : CodecColumns{};
+      const DeviceColumns device = opt_.deviceMemory ? combineCommands() : DeviceColumns{};
+      if (prints_) printRowEnd(opt_.codec.active() ? &columns : nullptr, opt_.deviceMemory ? &device : nullptr);
       const size_t next = opt_.stepFactor > 1 ? bytes * opt_.stepFactor : bytes + opt_.stepBytes;
       if (next <= bytes) break;  // minBytes 0 with a factor would never grow
       bytes = next;
@@ -171,12 +169,18 @@ class RankSweep {
     launch(l, k, inPlace);  // the untimed call nccl-tests makes before timing
     synchronize();
     team_.barrier(thread_);
-    double raw0 = 0, wire0 = 0, raw1 = 0, wire1 = 0;
+    double raw0 = 0, wire0 = 0, raw1 = 0, wire1 = 0, cmd0 = 0, host0 = 0, cmd1 = 0, host1 = 0;
     const bool counted = opt_.codec.active() && comm_.wireCounters(&raw0, &wire0);
+    const bool commands = opt_.deviceMemory && comm_.commandCounters(&cmd0, &host0);
     const double mySeconds = timedLoop(l, k, inPlace);
     if (counted && comm_.wireCounters(&raw1, &wire1)) {
       row_.raw += raw1 - raw0;
       row_.wire += wire1 - wire0;
+    }
+    if (commands && comm_.commandCounters(&cmd1, &host1)) {
+      row_.commands += cmd1 - cmd0;
+      row_.hostFunctions += host1 - host0;
+      row_.calls += double(opt_.iters) * opt_.aggIters;
     }
     const double seconds = team_.combineTime(thread_, mySeconds, opt_.average);
     const double algbw = seconds > 0 ? coll_.algbwBytes(l.paramCount, k.typeSize, me_.nranks) / 1e9 / seconds : 0;
@@ -259,8 +263,21 @@ class RankSweep {
     return c;
   }
 
-  // What one row accumulates on this rank for the compression columns.
+  // The commands columns of the row: per call, the most of any rank.
+  DeviceColumns combineCommands() {
+    DeviceColumns d;
+    const double calls = team_.reduce(thread_, row_.calls, Reduction::kMax);
+    const double commands = team_.reduce(thread_, row_.calls > 0 ? row_.commands / row_.calls : -1, Reduction::kMax);
+    const double host = team_.reduce(thread_, row_.calls > 0 ? row_.hostFunctions / row_.calls : -1, Reduction::kMax);
+    if (calls > 0) d = DeviceColumns{commands, host};
+    return d;
+  }
+
+  // What one row accumulates on this rank for the compression and commands columns.
   struct RowCodec {
+    double commands = 0;
+    double hostFunctions = 0;
+    double calls = 0;
     double raw = 0;
     double wire = 0;
     AccuracyTally tally;
