@@ -29,47 +29,91 @@ unsigned blocksFor(size_t n) {
   return static_cast<unsigned>(std::clamp<size_t>(b, 1, 8192));
 }
 
+// A batch of element-wise steps is one launch over a table of pieces (blockIdx.y picks the
+// piece, the x blocks stride over its elements): a wave's reductions cost one command, not
+// one per chunk. The table travels in the kernel's parameters (under CUDA's 4 KiB), so
+// batches of more than kPieces steps take one launch per kPieces.
+struct Piece {
+  void* dst;
+  const void* a;
+  const void* b;
+  uint64_t n;
+  float divisor;  // narrow: the divisor, 1 for none
+  uint32_t divide;
+};
+constexpr unsigned kPieces = 96;
+struct Table {
+  Piece p[kPieces];
+};
+static_assert(sizeof(Table) <= 4000, "a table must fit a kernel's parameters");
+
+template <class F>
+__global__ void __launch_bounds__(kThreads) tableKernel(Table t, F f) {
+  const Piece& p = t.p[blockIdx.y];
+  const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
+  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < p.n; i += stride) f(p, i);
+}
+
 template <class Tr, class Op>
-__global__ void __launch_bounds__(kThreads)
-    reduceKernel(typename Tr::Storage* d, const typename Tr::Storage* a, const typename Tr::Storage* b, uint64_t n) {
-  const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
-  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride)
-    d[i] = reduceOne<Tr, Op>(a[i], b[i]);
-}
+struct ReduceOp {
+  using S = typename Tr::Storage;
+  __device__ void operator()(const Piece& p, uint64_t i) const {
+    static_cast<S*>(p.dst)[i] = reduceOne<Tr, Op>(static_cast<const S*>(p.a)[i], static_cast<const S*>(p.b)[i]);
+  }
+};
 
 template <class Tr>
-__global__ void __launch_bounds__(kThreads)
-    divideKernel(typename Tr::Storage* d, uint64_t n, typename Tr::Compute divisor) {
-  const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
-  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride)
+struct DivideOp {
+  using S = typename Tr::Storage;
+  typename Tr::Compute divisor;
+  __device__ void operator()(const Piece& p, uint64_t i) const {
+    S* d = static_cast<S*>(p.dst);
     d[i] = divideOne<Tr>(d[i], divisor);
-}
+  }
+};
 
 template <class Tr>
-__global__ void __launch_bounds__(kThreads) widenKernel(float* d, const typename Tr::Storage* s, uint64_t n) {
-  const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
-  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) d[i] = widenOne<Tr>(s[i]);
-}
+struct WidenOp {
+  __device__ void operator()(const Piece& p, uint64_t i) const {
+    static_cast<float*>(p.dst)[i] = widenOne<Tr>(static_cast<const typename Tr::Storage*>(p.a)[i]);
+  }
+};
 
 template <class Tr>
-__global__ void __launch_bounds__(kThreads)
-    narrowKernel(typename Tr::Storage* d, const float* s, uint64_t n, float divisor, bool divide) {
-  const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
-  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride)
-    d[i] = narrowOne<Tr>(s[i], divisor, divide);
-}
+struct NarrowOp {
+  __device__ void operator()(const Piece& p, uint64_t i) const {
+    static_cast<typename Tr::Storage*>(p.dst)[i] =
+        narrowOne<Tr>(static_cast<const float*>(p.a)[i], p.divisor, p.divide != 0);
+  }
+};
 
-__global__ void __launch_bounds__(kThreads) divideFloatKernel(float* d, uint64_t n, float divisor) {
-  const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
-  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) d[i] /= divisor;
-}
+struct DivideFloatOp {
+  float divisor;
+  __device__ void operator()(const Piece& p, uint64_t i) const { static_cast<float*>(p.dst)[i] /= divisor; }
+};
 
 // Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
-const ::ccl::codec::cuda::KernelLibrary kKernels(&divideFloatKernel);
+const ::ccl::codec::cuda::KernelLibrary kKernels(&tableKernel<DivideFloatOp>);
 
-size_t launched(const char* kernel) {
-  cudaOk(cudaGetLastError(), kernel);
-  return 1;
+// Launches `f` over `pieces` in tables of kPieces; returns the launches.
+template <class F>
+size_t launchTables(const std::vector<Piece>& pieces, F f, cudaStream_t cs, const char* what) {
+  size_t launches = 0;
+  for (size_t first = 0; first < pieces.size(); first += kPieces) {
+    Table t{};
+    const size_t count = std::min<size_t>(kPieces, pieces.size() - first);
+    uint64_t most = 0;
+    for (size_t i = 0; i < count; ++i) {
+      t.p[i] = pieces[first + i];
+      most = std::max(most, t.p[i].n);
+    }
+    // As many blocks as one step of the largest piece would take, shared among the pieces.
+    const unsigned x = std::max(1u, blocksFor(most) / static_cast<unsigned>(count));
+    tableKernel<F><<<dim3(x, static_cast<unsigned>(count)), kThreads, 0, cs>>>(t, f);
+    cudaOk(cudaGetLastError(), what);
+    ++launches;
+  }
+  return launches;
 }
 
 }  // namespace
@@ -132,70 +176,75 @@ void CudaKernels::enqueue(const std::shared_ptr<StreamRun>& run, std::span<const
     stream.copyBatch(copies);  // counted by the stream
     return;
   }
+  const StepKind kind = plan.steps[steps[0]].kind;
+  if (kind == StepKind::kReduce || kind == StepKind::kDivide || kind == StepKind::kWiden || kind == StepKind::kNarrow ||
+      kind == StepKind::kDivideFloat) {
+    stream.noteCommands(enqueueElementwise(run, steps, cs));
+    return;
+  }
+  // Codec steps still launch their kernels step by step (codec_kernels.h).
   const uint64_t before = codec::cuda::commandsEnqueued;
-  size_t commands = 0;
-  for (StepId id : steps) commands += enqueueOne(run, id, cs);
-  stream.noteCommands(commands + (codec::cuda::commandsEnqueued - before));
+  for (StepId id : steps) enqueueCodec(run, id, cs);
+  stream.noteCommands(codec::cuda::commandsEnqueued - before);
 }
 
-size_t CudaKernels::enqueueOne(const std::shared_ptr<StreamRun>& run, StepId id, cudaStream_t cs) {
+size_t CudaKernels::enqueueElementwise(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps,
+                                       cudaStream_t cs) {
+  const Plan& plan = *run->plan;
+  const Buffers& b = run->buffers;
+  const StepKind kind = plan.steps[steps[0]].kind;
+  std::vector<Piece> pieces;
+  for (StepId id : steps) {
+    const Step& s = plan.steps[id];
+    CCL_CHECK(s.kind == kind, cclInternalError, "a batch of steps of several kinds");
+    if (!s.count) continue;
+    const bool divide = s.kind == StepKind::kNarrow && s.divide && plan.nranks != 1;
+    pieces.push_back(Piece{bufferAt(b, s.dst), bufferAt(b, s.src), bufferAt(b, s.src2), s.count,
+                           divide ? static_cast<float>(plan.nranks) : 1.0f, divide ? 1u : 0u});
+  }
+  if (pieces.empty()) return 0;
+  size_t launches = 0;
+  switch (kind) {
+    case StepKind::kReduce:
+      dispatchType(plan.dtype, [&](auto tr) {
+        using Tr = decltype(tr);
+        dispatchOp(plan.op, [&](auto op) {
+          launches = launchTables(pieces, ReduceOp<Tr, decltype(op)>{}, cs, "reduce kernel");
+        });
+      });
+      return launches;
+    case StepKind::kDivide:
+      dispatchType(plan.dtype, [&](auto tr) {
+        using Tr = decltype(tr);
+        launches = launchTables(pieces, DivideOp<Tr>{static_cast<typename Tr::Compute>(plan.nranks)}, cs,
+                                "divide kernel");
+      });
+      return launches;
+    case StepKind::kWiden:
+    case StepKind::kNarrow:
+      dispatchType(plan.dtype, [&](auto tr) {
+        using Tr = decltype(tr);
+        if constexpr (kFloating<Tr>) {
+          launches = kind == StepKind::kWiden ? launchTables(pieces, WidenOp<Tr>{}, cs, "widen kernel")
+                                              : launchTables(pieces, NarrowOp<Tr>{}, cs, "narrow kernel");
+        } else {
+          throw Error(cclInvalidArgument, "widen/narrow of an integer type");
+        }
+      });
+      return launches;
+    case StepKind::kDivideFloat:
+      return launchTables(pieces, DivideFloatOp{static_cast<float>(plan.nranks)}, cs, "divide kernel");
+    default:
+      throw Error(cclInternalError, "a step that is not element-wise in an element-wise batch");
+  }
+}
+
+void CudaKernels::enqueueCodec(const std::shared_ptr<StreamRun>& run, StepId id, cudaStream_t cs) {
   const Plan& plan = *run->plan;
   const Step& s = plan.steps[id];
   const Buffers& b = run->buffers;
   const uint64_t n = s.count;
   switch (s.kind) {
-    case StepKind::kSend:
-    case StepKind::kRecv:
-      throw Error(cclInternalError, "a transfer step was enqueued as a kernel");
-    case StepKind::kCopy:
-      if (!s.bytes || bufferAt(b, s.dst) == bufferAt(b, s.src)) return 0;
-      cudaOk(cudaMemcpyAsync(bufferAt(b, s.dst), bufferAt(b, s.src), s.bytes, cudaMemcpyDeviceToDevice, cs),
-             "cudaMemcpyAsync");
-      return 1;
-    case StepKind::kReduce:
-      if (!n) return 0;
-      dispatchType(plan.dtype, [&](auto tr) {
-        using Tr = decltype(tr);
-        using S = typename Tr::Storage;
-        dispatchOp(plan.op, [&](auto op) {
-          reduceKernel<Tr, decltype(op)><<<blocksFor(n), kThreads, 0, cs>>>(
-              reinterpret_cast<S*>(bufferAt(b, s.dst)), reinterpret_cast<const S*>(bufferAt(b, s.src)),
-              reinterpret_cast<const S*>(bufferAt(b, s.src2)), n);
-        });
-      });
-      return launched("reduce kernel");
-    case StepKind::kDivide:
-      if (!n) return 0;
-      dispatchType(plan.dtype, [&](auto tr) {
-        using Tr = decltype(tr);
-        divideKernel<Tr><<<blocksFor(n), kThreads, 0, cs>>>(reinterpret_cast<typename Tr::Storage*>(bufferAt(b, s.dst)),
-                                                            n, static_cast<typename Tr::Compute>(plan.nranks));
-      });
-      return launched("divide kernel");
-    case StepKind::kWiden:
-    case StepKind::kNarrow:
-      if (!n) return 0;
-      dispatchType(plan.dtype, [&](auto tr) {
-        using Tr = decltype(tr);
-        using S = typename Tr::Storage;
-        if constexpr (kFloating<Tr>) {
-          if (s.kind == StepKind::kWiden)
-            widenKernel<Tr><<<blocksFor(n), kThreads, 0, cs>>>(reinterpret_cast<float*>(bufferAt(b, s.dst)),
-                                                               reinterpret_cast<const S*>(bufferAt(b, s.src)), n);
-          else
-            narrowKernel<Tr><<<blocksFor(n), kThreads, 0, cs>>>(
-                reinterpret_cast<S*>(bufferAt(b, s.dst)), reinterpret_cast<const float*>(bufferAt(b, s.src)), n,
-                static_cast<float>(s.divide ? plan.nranks : 1), s.divide && plan.nranks != 1);
-        } else {
-          throw Error(cclInvalidArgument, "widen/narrow of an integer type");
-        }
-      });
-      return launched("widen/narrow kernel");
-    case StepKind::kDivideFloat:
-      if (!n) return 0;
-      divideFloatKernel<<<blocksFor(n), kThreads, 0, cs>>>(reinterpret_cast<float*>(bufferAt(b, s.dst)), n,
-                                                           static_cast<float>(plan.nranks));
-      return launched("divide kernel");
     case StepKind::kEncode: {
       ActivityScope busy("enqueuing an encode (kernels, cudaMemsetAsync, CUB scan)");
       codec::Params p = plan.codecOf(s);
@@ -203,7 +252,7 @@ size_t CudaKernels::enqueueOne(const std::shared_ptr<StreamRun>& run, StepId id,
       codec::cuda::encode(p, bufferAt(b, s.src), s.type, n, bufferAt(b, s.dst), s.bytes,
                           s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr, nullptr, workspace_,
                           cs);
-      return 0;  // codec::cuda counts its commands
+      return;
     }
     case StepKind::kLowRankStart:
     case StepKind::kLowRankMiddle:
@@ -239,10 +288,11 @@ size_t CudaKernels::enqueueOne(const std::shared_ptr<StreamRun>& run, StepId id,
         codec::cuda::decodeAccumulate(bufferAt(b, s.src), inBytes, e, reinterpret_cast<float*>(bufferAt(b, s.dst)),
                                       status, workspace_, cs);
       workspace_.orStatus = false;
-      return 0;  // codec::cuda counts its commands
+      return;
     }
+    default:
+      throw Error(cclInternalError, "a step that is not a codec step in a codec batch");
   }
-  return 0;
 }
 
 }  // namespace ccl::coll

@@ -30,15 +30,18 @@ class CudaKernels final : public StreamKernels {
   CudaKernels& operator=(const CudaKernels&) = delete;
 
   // `stream` must be a CudaStream; every pointer of run->buffers device memory. A batch of
-  // copies is one cudaMemcpyBatchAsync (Stream::copyBatch); other kinds still launch their
-  // kernels step by step (a codec step several: codec_kernels.h), all noted on the stream
+  // copies is one cudaMemcpyBatchAsync (Stream::copyBatch), of element-wise steps one
+  // table-driven launch per 96 steps; codec steps still launch their kernels step by step
+  // (several each: codec_kernels.h). Every command is noted on the stream
   // (Stream::noteCommands).
   void enqueue(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps, Stream& stream) override;
 
  private:
-  // Enqueues one step; returns the commands it enqueued itself (a codec step's are counted
-  // by codec::cuda's commandsEnqueued).
-  size_t enqueueOne(const std::shared_ptr<StreamRun>& run, StepId step, cudaStream_t cs);
+  // A batch of element-wise steps (reduce, divide, widen, narrow) as table-driven launches;
+  // returns the launches.
+  size_t enqueueElementwise(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps, cudaStream_t cs);
+  // One codec step (its commands counted by codec::cuda's commandsEnqueued).
+  void enqueueCodec(const std::shared_ptr<StreamRun>& run, StepId step, cudaStream_t cs);
   uint32_t* nextStatus();
 
   codec::cuda::Workspace workspace_;
