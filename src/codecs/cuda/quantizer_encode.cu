@@ -4,7 +4,8 @@
 // every thread quantizes its groups with the shared element math. Raw blocks are placed in
 // block order by an exclusive scan of the per-block raw flags (CUB), and a last small
 // kernel writes the header and the zero padding, exactly as the CPU encoder lays them out.
-// A fixed-length stream writes no raw entries: its marked blocks only reset their residual.
+// A fixed-length stream writes no raw entries (its marked blocks only reset their residual):
+// no scan and no raw kernel run for it.
 #include <cub/device/device_scan.cuh>
 
 #include "codecs/cuda/cuda_check.h"
@@ -158,14 +159,18 @@ __global__ void __launch_bounds__(kMaxThreads) encodeBlocks(EncodeArgs a) {
     if (threadIdx.x == 0) {
       const uint32_t stored = raw ? rawMarkerOf(a.codec, a.fp16Scales) : bs.stored;
       storeLe(a.out + kHeaderBytes + b * a.scaleBytes, stored, a.scaleBytes);
-      a.rawFlag[b] = raw ? 1u : 0u;
+      if (!a.fixedLength) a.rawFlag[b] = raw ? 1u : 0u;
     }
     for (uint32_t g = threadIdx.x; g < groups; g += blockDim.x) {
       const uint32_t cnt = min(static_cast<uint32_t>(kGroup), len - g * kGroup);
       const uint64_t i = off + g * kGroup;
       if (raw) {
-        // The raw kernel writes the elements; the codes of a raw block are zero.
+        // The raw kernel writes the elements; the codes of a raw block are zero. A
+        // fixed-length stream has no raw entries: its marked block (NaN on arrival) leaves
+        // a zero residual, here, and no raw kernel runs.
         storeCodes(a.out + a.layout.codes + i * K::kBits / 8, 0, (cnt * K::kBits + 7) / 8, K::kBits, a.vecCodes);
+        if (a.fixedLength && a.residual)
+          for (uint32_t t = 0; t < cnt; ++t) a.residual[i + t] = 0.0f;
       } else {
         encodeGroup<K, T>(a, bs, i, cnt);
       }
@@ -174,7 +179,7 @@ __global__ void __launch_bounds__(kMaxThreads) encodeBlocks(EncodeArgs a) {
 }
 
 // Raw entries {u32 block, u32 0, fp32 x[blockSize]} at their scanned positions; the residual
-// of a raw block becomes 0 (the block arrives exactly, or as NaN in a fixed-length stream).
+// of a raw block becomes 0 (the block arrives exactly). Variable-length streams only.
 template <class T>
 __global__ void __launch_bounds__(kMaxThreads) encodeRaw(EncodeArgs a) {
   const auto* x = static_cast<const typename T::Storage*>(a.x);
@@ -182,11 +187,6 @@ __global__ void __launch_bounds__(kMaxThreads) encodeRaw(EncodeArgs a) {
     if (!a.rawFlag[b]) continue;
     const uint64_t off = b * a.blockSize;
     const uint32_t len = blockLen(a, off);
-    if (a.fixedLength) {
-      if (a.residual)
-        for (uint32_t i = threadIdx.x; i < len; i += blockDim.x) a.residual[off + i] = 0.0f;
-      continue;
-    }
     uint8_t* entry = a.out + a.layout.raw + uint64_t{a.rawPos[b]} * rawEntryBytes(a.blockSize);
     if (threadIdx.x == 0) {
       storeLe(entry, b, 4);
@@ -250,12 +250,15 @@ void launchEncode(const EncodeArgs& a, uint8_t flags, uint64_t* encodedBytes, vo
     encodeBlocks<K, T><<<grid, threads, 0, stream>>>(a);
     checkLaunch("encodeBlocks");
   }
-  checkEnqueued(cub::DeviceScan::ExclusiveSum(scanTemp, scanBytes, a.rawFlag, a.rawPos, static_cast<int64_t>(a.blocks + 1),
-                                      stream),
-        "cub::DeviceScan::ExclusiveSum", 2);
-  if (a.blocks > 0) {
-    encodeRaw<T><<<grid, threads, 0, stream>>>(a);
-    checkLaunch("encodeRaw");
+  // A fixed-length stream places no raw entries: no scan, no raw kernel.
+  if (!a.fixedLength) {
+    checkEnqueued(cub::DeviceScan::ExclusiveSum(scanTemp, scanBytes, a.rawFlag, a.rawPos,
+                                                static_cast<int64_t>(a.blocks + 1), stream),
+                  "cub::DeviceScan::ExclusiveSum", 2);
+    if (a.blocks > 0) {
+      encodeRaw<T><<<grid, threads, 0, stream>>>(a);
+      checkLaunch("encodeRaw");
+    }
   }
   encodeFinish<<<1, kMaxThreads, 0, stream>>>(a, flags, encodedBytes);
   checkLaunch("encodeFinish");
@@ -303,7 +306,11 @@ void quantizerEncode(const Params& p, const void* x, cclDataType_t type, size_t 
   a.rawFlag = at<uint32_t>(base, flagAt);
   a.rawPos = at<uint32_t>(base, posAt);
   a.tensorMax = tensorScaled(p.codec) ? a.rawFlag + a.blocks + 1 : nullptr;
-  checkEnqueued(cudaMemsetAsync(a.rawFlag + a.blocks, 0, 8, stream), "cudaMemsetAsync", 1);
+  // The last raw flag is read by the scan (variable-length streams), the tensor's absmax
+  // accumulates from 0 (tensor-scaled codecs); a fixed-length stream without a tensor scale
+  // needs neither: encodeBlocks and encodeFinish, two launches in all.
+  if (!a.fixedLength || a.tensorMax)
+    checkEnqueued(cudaMemsetAsync(a.rawFlag + a.blocks, 0, 8, stream), "cudaMemsetAsync", 1);
 
   withQuantizerKind(p.codec, [&](auto kind) {
     withDeviceType(type, [&](auto tag) {
