@@ -162,6 +162,7 @@ void runOnDevice(const DeviceCall& c) { runOnDevice(std::span<const DeviceCall>(
 void runOnDevice(std::span<const DeviceCall> calls) {
   CCL_CHECK(!calls.empty(), cclInternalError, "runOnDevice: no call");
   cclComm_t comm = calls.front().comm;
+  ActiveGuard active(comm);  // first in, last out: an abort waits until the call has left
   DeviceComm& d = deviceState(comm);
   std::lock_guard<std::mutex> lock(d.mutex);
   coll::DeviceRunner& runner = d.runner;

@@ -23,18 +23,6 @@ struct GroupState {
 };
 thread_local GroupState tlsGroup;
 
-// Counts an operation as running on its communicator, so cclCommAbort waits for it.
-class ActiveGuard {
- public:
-  explicit ActiveGuard(cclComm_t c) : comm_(c) { comm_->active.fetch_add(1); }
-  ~ActiveGuard() { comm_->active.fetch_sub(1); }
-  ActiveGuard(const ActiveGuard&) = delete;
-  ActiveGuard& operator=(const ActiveGuard&) = delete;
-
- private:
-  cclComm_t comm_;
-};
-
 coll::Job makeJob(const Op& op, void* scratch, coll::ExecStats* stats) {
   coll::Job j;
   j.plan = op.plan.get();

@@ -62,6 +62,19 @@ void addStats(cclComm_t comm, int opKind, bool compressed, bool chosenByCost, co
 // Waits until `comm` has no operation pending on a runner other than `runner` (NULL: on no
 // runner at all), so that the next operation runs after them.
 void drainAsync(cclComm_t comm, const void* runner);
+// Counts an operation as running on its communicator (enqueuing, for a device call), so
+// cclCommAbort from another thread waits for it before freeing the communicator.
+class ActiveGuard {
+ public:
+  explicit ActiveGuard(cclComm_t c) : comm_(c) { comm_->active.fetch_add(1); }
+  ~ActiveGuard() { comm_->active.fetch_sub(1); }
+  ActiveGuard(const ActiveGuard&) = delete;
+  ActiveGuard& operator=(const ActiveGuard&) = delete;
+
+ private:
+  cclComm_t comm_;
+};
+
 // Counts an operation of `runner` as pending, once those of other runners have run.
 void beginAsync(cclComm_t comm, const void* runner);
 // The operation counted by beginAsync has run (whatever its result).

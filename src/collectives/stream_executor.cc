@@ -206,125 +206,137 @@ void executeOnStream(std::span<const StreamJob> jobs, StreamLink& link, StreamKe
   std::vector<std::shared_ptr<StreamRun>> runs;
   for (const Enqueuing& e : batch) runs.push_back(e.run);
 
-  // Commands between the streams only where steps need them: the comm stream waits for the
-  // caller's compute steps queued since it last did (and, before the first wave, for what
-  // the caller enqueued before the call); compute steps that follow wave v wait for it.
-  std::vector<Event> waveDone;
-  waveDone.reserve(waves);
-  bool computePending = true;
-  size_t joined = 0;  // the caller has waited for waves [0, joined)
-  auto enqueue = [&](Enqueuing& e, const std::vector<StepId>& ids, size_t after) {
-    if (ids.empty()) return;
-    if (after > joined) {
-      caller.wait(waveDone[after - 1]);
-      joined = after;
-    }
-    enqueueBatches(e, ids, kernels, caller);
-    computePending = true;
-  };
+  // What the link's groups enqueued so far write (lengths received, bytes sent) lives in the
+  // runs: a call that fails while enqueuing (an abort while it waits for staging) keeps them
+  // until the comm stream has passed those groups, or for good if it cannot say when.
+  try {
+    // Commands between the streams only where steps need them: the comm stream waits for the
+    // caller's compute steps queued since it last did (and, before the first wave, for what
+    // the caller enqueued before the call); compute steps that follow wave v wait for it.
+    std::vector<Event> waveDone;
+    waveDone.reserve(waves);
+    bool computePending = true;
+    size_t joined = 0;  // the caller has waited for waves [0, joined)
+    auto enqueue = [&](Enqueuing& e, const std::vector<StepId>& ids, size_t after) {
+      if (ids.empty()) return;
+      if (after > joined) {
+        caller.wait(waveDone[after - 1]);
+        joined = after;
+      }
+      enqueueBatches(e, ids, kernels, caller);
+      computePending = true;
+    };
 
-  std::vector<StepId> stack, now;
-  std::vector<Transfer> xs;
-  for (size_t w = 0; w < waves; ++w) {
-    // The compute steps this wave's sends wait for go first.
-    for (Enqueuing& e : batch) {
-      if (w >= e.waves()) continue;
-      const Plan& plan = *e.run->plan;
-      const auto& wave = e.run->schedule->waves[w];
-      stack.assign(wave.begin(), wave.end());
-      while (!stack.empty()) {
-        const Step& s = plan.steps[stack.back()];
-        stack.pop_back();
-        for (uint32_t d = 0; d < s.numDeps; ++d) {
-          const StepId dep = plan.deps[s.firstDep + d];
-          if (e.queued[dep] || e.needed[dep] || isTransfer(plan.steps[dep].kind)) continue;
-          e.needed[dep] = 1;
-          stack.push_back(dep);
+    std::vector<StepId> stack, now;
+    std::vector<Transfer> xs;
+    for (size_t w = 0; w < waves; ++w) {
+      // The compute steps this wave's sends wait for go first.
+      for (Enqueuing& e : batch) {
+        if (w >= e.waves()) continue;
+        const Plan& plan = *e.run->plan;
+        const auto& wave = e.run->schedule->waves[w];
+        stack.assign(wave.begin(), wave.end());
+        while (!stack.empty()) {
+          const Step& s = plan.steps[stack.back()];
+          stack.pop_back();
+          for (uint32_t d = 0; d < s.numDeps; ++d) {
+            const StepId dep = plan.deps[s.firstDep + d];
+            if (e.queued[dep] || e.needed[dep] || isTransfer(plan.steps[dep].kind)) continue;
+            e.needed[dep] = 1;
+            stack.push_back(dep);
+          }
+        }
+        now.clear();
+        for (StepId id : e.computeAfter[w])
+          if (e.needed[id]) now.push_back(id);
+        enqueue(e, now, w);
+      }
+      if (computePending) comm.wait(caller.record());
+      computePending = false;
+
+      // One group: the jobs' transfers of this wave, job after job (every rank orders its jobs
+      // alike, so a link that matches by order still pairs them).
+      xs.clear();
+      for (Enqueuing& e : batch) {
+        if (w >= e.waves()) continue;
+        StreamRun& run = *e.run;
+        const Plan& plan = *run.plan;
+        const Schedule& sched = *run.schedule;
+        for (StepId id : sched.waves[w]) {
+          const Step& s = plan.steps[id];
+          Transfer x;
+          x.send = s.kind == StepKind::kSend;
+          x.peer = s.peer;
+          x.tag = e.job->tagBase | s.tag;
+          x.buf = bufferAt(run.buffers, x.send ? s.src : s.dst);
+          x.bytes = sched.postedBytes[id];
+          if (x.send) x.sent = &run.sent[id];
+          if (s.slot != kNoSlot) {
+            if (x.send)
+              x.exact = &run.lengths[s.slot];
+            else
+              x.received = &run.lengths[s.slot];
+          }
+          xs.push_back(x);
         }
       }
-      now.clear();
-      for (StepId id : e.computeAfter[w])
-        if (e.needed[id]) now.push_back(id);
-      enqueue(e, now, w);
-    }
-    if (computePending) comm.wait(caller.record());
-    computePending = false;
-
-    // One group: the jobs' transfers of this wave, job after job (every rank orders its jobs
-    // alike, so a link that matches by order still pairs them).
-    xs.clear();
-    for (Enqueuing& e : batch) {
-      if (w >= e.waves()) continue;
-      StreamRun& run = *e.run;
-      const Plan& plan = *run.plan;
-      const Schedule& sched = *run.schedule;
-      for (StepId id : sched.waves[w]) {
-        const Step& s = plan.steps[id];
-        Transfer x;
-        x.send = s.kind == StepKind::kSend;
-        x.peer = s.peer;
-        x.tag = e.job->tagBase | s.tag;
-        x.buf = bufferAt(run.buffers, x.send ? s.src : s.dst);
-        x.bytes = sched.postedBytes[id];
-        if (x.send) x.sent = &run.sent[id];
-        if (s.slot != kNoSlot) {
-          if (x.send)
-            x.exact = &run.lengths[s.slot];
-          else
-            x.received = &run.lengths[s.slot];
-        }
-        xs.push_back(x);
+      link.group(xs, comm);
+      waveDone.push_back(comm.record());
+      // The rest (steps that follow the wave before) overlaps this wave's transfers.
+      for (Enqueuing& e : batch) {
+        if (w >= e.waves()) continue;
+        now.clear();
+        for (StepId id : e.computeAfter[w])
+          if (!e.queued[id]) now.push_back(id);
+        enqueue(e, now, w);
       }
     }
-    link.group(xs, comm);
-    waveDone.push_back(comm.record());
-    // The rest (steps that follow the wave before) overlaps this wave's transfers.
-    for (Enqueuing& e : batch) {
-      if (w >= e.waves()) continue;
-      now.clear();
-      for (StepId id : e.computeAfter[w])
-        if (!e.queued[id]) now.push_back(id);
-      enqueue(e, now, w);
+    for (Enqueuing& e : batch) enqueue(e, e.computeAfter[e.waves()], e.waves());
+    // The call ends on the caller's stream once every wave has: the next call may reuse what
+    // the comm stream still reads.
+    if (joined < waves) caller.wait(waveDone.back());
+
+    // The call's one host function, once every step and wave has run: the failures of its
+    // steps (either stream's), of the link's groups, of its decodes (lastCheck); then the
+    // statistics of what the sends moved, and the jobs' `finished`.
+    std::vector<std::function<void(cclResult_t, const std::string&)>> finished;
+    for (const StreamJob& job : jobs)
+      if (job.finished) finished.push_back(job.finished);
+    caller.enqueue([runs, finished = std::move(finished), &caller, &comm, linkCheck = link.failureCheck()] {
+      // The link's failure first: steps after it ran on what never arrived, and fail too.
+      FirstFailure failure;
+      std::string m;
+      if (linkCheck) failure.run(linkCheck);
+      for (Stream* s : {&comm, &caller})
+        if (const cclResult_t c = s->takeError(&m); c != cclSuccess) failure.record(c, m);
+      for (const auto& r : runs)
+        if (r->lastCheck) failure.run(r->lastCheck);
+      for (const auto& r : runs) {
+        if (!r->stats) continue;
+        const Plan& p = *r->plan;
+        for (const auto& wave : r->schedule->waves)
+          for (StepId id : wave) {
+            const Step& s = p.steps[id];
+            if (s.kind != StepKind::kSend) continue;
+            const size_t sent = r->sent[id] ? r->sent[id] : r->schedule->postedBytes[id];
+            r->stats->wireBytes += sent;
+            r->stats->rawBytes += sendRawBytes(p, s, sent);
+          }
+      }
+      const cclResult_t c = failure.take(&m);
+      if (c != cclSuccess)
+        for (const auto& r : runs) r->failed.store(true, std::memory_order_release);
+      for (const auto& f : finished) f(c, m);
+      if (c != cclSuccess) throw Error(c, m);
+    });
+  } catch (...) {
+    try {
+      comm.enqueue([runs] {});
+    } catch (...) {
+      new std::vector<std::shared_ptr<StreamRun>>(runs);  // leaked: better than written after free
     }
+    throw;
   }
-  for (Enqueuing& e : batch) enqueue(e, e.computeAfter[e.waves()], e.waves());
-  // The call ends on the caller's stream once every wave has: the next call may reuse what
-  // the comm stream still reads.
-  if (joined < waves) caller.wait(waveDone.back());
-
-  // The call's one host function, once every step and wave has run: the failures of its
-  // steps (either stream's), of the link's groups, of its decodes (lastCheck); then the
-  // statistics of what the sends moved, and the jobs' `finished`.
-  std::vector<std::function<void(cclResult_t, const std::string&)>> finished;
-  for (const StreamJob& job : jobs)
-    if (job.finished) finished.push_back(job.finished);
-  caller.enqueue([runs, finished = std::move(finished), &caller, &comm, linkCheck = link.failureCheck()] {
-    // The link's failure first: steps after it ran on what never arrived, and fail too.
-    FirstFailure failure;
-    std::string m;
-    if (linkCheck) failure.run(linkCheck);
-    for (Stream* s : {&comm, &caller})
-      if (const cclResult_t c = s->takeError(&m); c != cclSuccess) failure.record(c, m);
-    for (const auto& r : runs)
-      if (r->lastCheck) failure.run(r->lastCheck);
-    for (const auto& r : runs) {
-      if (!r->stats) continue;
-      const Plan& p = *r->plan;
-      for (const auto& wave : r->schedule->waves)
-        for (StepId id : wave) {
-          const Step& s = p.steps[id];
-          if (s.kind != StepKind::kSend) continue;
-          const size_t sent = r->sent[id] ? r->sent[id] : r->schedule->postedBytes[id];
-          r->stats->wireBytes += sent;
-          r->stats->rawBytes += sendRawBytes(p, s, sent);
-        }
-    }
-    const cclResult_t c = failure.take(&m);
-    if (c != cclSuccess)
-      for (const auto& r : runs) r->failed.store(true, std::memory_order_release);
-    for (const auto& f : finished) f(c, m);
-    if (c != cclSuccess) throw Error(c, m);
-  });
 }
 
 }  // namespace ccl::coll
