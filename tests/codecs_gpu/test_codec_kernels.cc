@@ -183,6 +183,82 @@ TEST_P(GpuCodec, ErrorFeedbackStepsStayIdentical) {
   }
 }
 
+// A batch of encodes (what a device call's wave enqueues: one launch for fixed-length
+// quantizer streams, item by item for the rest) writes each item's CPU bytes and residual:
+// items of different sizes (empty, shorter than a block, many blocks), their own seeds,
+// outputs at odd offsets of one buffer, more items than one launch's table holds.
+TEST_P(GpuCodec, ABatchOfEncodesWritesEachItemsCpuBytes) {
+  const Variant& v = GetParam();
+  if (isLowRank(v.codec)) GTEST_SKIP() << "no GPU low-rank codec";
+  const Params p = paramsOf(v);
+  const size_t sizes[] = {0, 1, 13, 1000, 4103, 7, 100003};
+  constexpr size_t kItems = 170;  // more than one table (160 streams)
+  for (cclDataType_t type : {cclFloat32, cclBfloat16}) {
+    for (bool ef : {false, true}) {
+      std::vector<std::vector<float>> xs, res;
+      std::vector<size_t> outAt;
+      size_t inBytes = 0, outBytes = 0, resFloats = 0;
+      for (size_t k = 0; k < kItems; ++k) {
+        const size_t n = sizes[k % std::size(sizes)];
+        xs.push_back(makeInput(kInputs[k % 4], n, static_cast<uint32_t>(k * 17 + 3), p.blockSize));
+        std::vector<float> e = makeInput(Input::kNormal, n, static_cast<uint32_t>(k + 99), p.blockSize);
+        for (float& f : e) f *= 0.01f;
+        res.push_back(e);
+        inBytes += n * typeBytes(type);
+        outAt.push_back(outBytes);
+        outBytes += maxEncodedBytes(p, n) + 8 + (k % 3);  // outputs at odd offsets too
+        resFloats += n;
+      }
+      DeviceBuffer din(inBytes + 1), dout(outBytes + 1), dres(resFloats * 4 + 4);
+      std::vector<uint8_t> fill(outBytes + 1, 0x5a);
+      dout.upload(fill.data(), fill.size());
+      std::vector<cuda::EncodeItem> items;
+      size_t inAt = 0, resAt = 0;
+      for (size_t k = 0; k < kItems; ++k) {
+        const size_t n = xs[k].size();
+        const std::vector<uint8_t> typed = asType(xs[k], type);
+        auto* in = static_cast<uint8_t*>(din.get()) + inAt;
+        cudaOk(cudaMemcpy(in, typed.data(), typed.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
+        float* r = static_cast<float*>(dres.get()) + resAt;
+        cudaOk(cudaMemcpy(r, res[k].data(), n * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+        items.push_back({in, n, static_cast<uint8_t*>(dout.get()) + outAt[k], maxEncodedBytes(p, n), ef ? r : nullptr,
+                         0x77u + k});
+        inAt += typed.size();
+        resAt += n;
+      }
+      cuda::Workspace ws;
+      cudaStream_t stream;
+      cudaOk(cudaStreamCreate(&stream), "cudaStreamCreate");
+      cuda::encodeBatch(p, type, items, ws, stream);
+      cudaOk(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+      cudaOk(cudaStreamDestroy(stream), "cudaStreamDestroy");
+      const std::vector<uint8_t> out = dout.download(outBytes + 1);
+      const std::vector<uint8_t> gpuRes = dres.download(resFloats * 4 + 4);
+      resAt = 0;
+      for (size_t k = 0; k < kItems; ++k) {
+        const size_t n = xs[k].size();
+        Params q = p;
+        q.seed = 0x77u + k;
+        const std::vector<uint8_t> typed = asType(xs[k], type);
+        std::vector<uint8_t> cpu(maxEncodedBytes(p, n), 0xa5);
+        std::vector<float> cpuRes = res[k];
+        const size_t used = encode(q, typed.data(), type, n, cpu.data(), cpu.size(), ef ? cpuRes.data() : nullptr);
+        cpu.resize(used);
+        const std::vector<uint8_t> gpu(out.begin() + static_cast<long>(outAt[k]),
+                                       out.begin() + static_cast<long>(outAt[k] + used));
+        const std::string at = where(v, type, static_cast<int>(k % 4), n, ef) + " item " + std::to_string(k);
+        ASSERT_EQ(firstDiff(cpu, gpu), -1) << at << ": streams differ at this byte";
+        if (ef) {
+          std::vector<uint8_t> g(gpuRes.begin() + static_cast<long>(resAt * 4),
+                                 gpuRes.begin() + static_cast<long>((resAt + n) * 4));
+          ASSERT_EQ(firstDiff(bytesOf(cpuRes), g), -1) << at << ": residual";
+        }
+        resAt += n;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllCodecs, GpuCodec, ::testing::ValuesIn(variants()),
                          [](const ::testing::TestParamInfo<Variant>& i) { return i.param.name; });
 

@@ -174,6 +174,19 @@ void encode(const Params& p, const void* x, cclDataType_t type, size_t n, void* 
   checkLaunch("encodeNone");
 }
 
+void encodeBatch(const Params& p, cclDataType_t type, std::span<const EncodeItem> items, Workspace& ws,
+                 cudaStream_t stream) {
+  for (const EncodeItem& it : items) checkEncodeArgs(p, it.x, it.n, it.out, it.outBytes);
+  if (isLowRank(p.codec)) throw Error(cclInvalidArgument, "encode: the GPU codecs have no low-rank (powersgd) kernels");
+  withDeviceType(type, [](auto) {});
+  if (isQuantizer(p.codec) && detail::quantizerEncodeBatch(p, type, items, stream)) return;
+  for (const EncodeItem& it : items) {
+    Params q = p;
+    q.seed = it.seed;
+    encode(q, it.x, type, it.n, it.out, it.outBytes, it.residual, nullptr, ws, stream);
+  }
+}
+
 void decode(const void* in, size_t inBytes, const Expect& expect, void* y, cclDataType_t type, uint32_t* status,
             Workspace& ws, cudaStream_t stream) {
   decodeAny(in, inBytes, expect, detail::Target{y, type, false}, status, ws, stream);

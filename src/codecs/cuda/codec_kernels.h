@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "codecs/codec.h"
 
@@ -58,6 +59,24 @@ void throwIfInvalid(uint32_t status);
 // null). Throws Error(cclInvalidArgument) for bad parameters or buffers, before enqueuing.
 void encode(const Params& p, const void* x, cclDataType_t type, size_t n, void* out, size_t outBytes, float* residual,
             uint64_t* encodedBytes, Workspace& ws, cudaStream_t stream);
+
+// One stream of a batch of encodes (encodeBatch): its input, output and residual as
+// encode takes them, and its own seed.
+struct EncodeItem {
+  const void* x;
+  size_t n;
+  void* out;
+  size_t outBytes;
+  float* residual;
+  uint64_t seed;
+};
+
+// Every item encoded with `p` (and the item's seed) as encode would, byte for byte, without
+// lengths (the caller knows them: fixed-length streams). Fixed-length quantizer streams
+// without a tensor scale take one launch per 160 streams; any other codec goes item by item.
+// Throws as encode does, for any item, before anything is enqueued.
+void encodeBatch(const Params& p, cclDataType_t type, std::span<const EncodeItem> items, Workspace& ws,
+                 cudaStream_t stream);
 
 // As codec::decode, for a stream in device memory. expect.codec must name the codec (the
 // kernels are chosen on the host). The stream is validated on the GPU first; y is written

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "codecs/codec.h"
 #include "codecs/cuda/codec_kernels.h"
@@ -40,6 +41,10 @@ struct Target {
 
 void quantizerEncode(const Params& p, const void* x, cclDataType_t type, size_t n, uint8_t* out, float* residual,
                      uint64_t* encodedBytes, Workspace& ws, cudaStream_t stream);
+// A batch of fixed-length streams without a tensor scale in one launch per 160 streams;
+// false (nothing enqueued) for other parameters.
+bool quantizerEncodeBatch(const Params& p, cclDataType_t type, std::span<const EncodeItem> items,
+                          cudaStream_t stream);
 void quantizerDecode(const uint8_t* in, size_t inBytes, const Expect& expect, Target target, uint32_t* status,
                      Workspace& ws, cudaStream_t stream);
 

@@ -8,6 +8,10 @@
 // no scan and no raw kernel run for it.
 #include <cub/device/device_scan.cuh>
 
+#include <algorithm>
+#include <memory>
+#include <span>
+
 #include "codecs/cuda/cuda_check.h"
 #include "codecs/cuda/device_elements.cuh"
 #include "codecs/cuda/device_wire.cuh"
@@ -135,47 +139,52 @@ __device__ void encodeGroup(const EncodeArgs& a, const BlockScale& bs, uint64_t 
   storeGroup<DevF32>(a.residual, i, cnt, a.vecRes, e);
 }
 
+// Codec block b of a stream: its absmax and finiteness over the thread block, its scale,
+// and its codes (and residual). Every thread of the block takes part (a block barrier).
+template <class K, class T>
+__device__ void encodeBlock(const EncodeArgs& a, uint64_t b, float t) {
+  const uint64_t off = b * a.blockSize;
+  const uint32_t len = blockLen(a, off);
+  const uint32_t groups = (len + kGroup - 1) / kGroup;
+  float m = 0.0f;
+  uint32_t nonFinite = 0;
+  for (uint32_t g = threadIdx.x; g < groups; g += blockDim.x) {
+    const uint32_t cnt = min(static_cast<uint32_t>(kGroup), len - g * kGroup);
+    float v[kGroup];
+    stageGroup<T>(a, off + g * kGroup, cnt, v);
+    for (int k = 0; k < kGroup; ++k) {
+      m = math::absMaxStep(m, v[k]);
+      nonFinite |= math::isFiniteBits(v[k]) ? 0u : 1u;
+    }
+  }
+  blockReduce(m, nonFinite);
+  const BlockScale bs = blockScale<K>(m, nonFinite != 0, a.fp16Scales, a.fixedLength, t);
+  const bool raw = bs.raw;
+  if (threadIdx.x == 0) {
+    const uint32_t stored = raw ? rawMarkerOf(a.codec, a.fp16Scales) : bs.stored;
+    storeLe(a.out + kHeaderBytes + b * a.scaleBytes, stored, a.scaleBytes);
+    if (!a.fixedLength) a.rawFlag[b] = raw ? 1u : 0u;
+  }
+  for (uint32_t g = threadIdx.x; g < groups; g += blockDim.x) {
+    const uint32_t cnt = min(static_cast<uint32_t>(kGroup), len - g * kGroup);
+    const uint64_t i = off + g * kGroup;
+    if (raw) {
+      // The raw kernel writes the elements; the codes of a raw block are zero. A
+      // fixed-length stream has no raw entries: its marked block (NaN on arrival) leaves
+      // a zero residual, here, and no raw kernel runs.
+      storeCodes(a.out + a.layout.codes + i * K::kBits / 8, 0, (cnt * K::kBits + 7) / 8, K::kBits, a.vecCodes);
+      if (a.fixedLength && a.residual)
+        for (uint32_t k = 0; k < cnt; ++k) a.residual[i + k] = 0.0f;
+    } else {
+      encodeGroup<K, T>(a, bs, i, cnt);
+    }
+  }
+}
+
 template <class K, class T>
 __global__ void __launch_bounds__(kMaxThreads) encodeBlocks(EncodeArgs a) {
   const float t = tensorScale(a);
-  for (uint64_t b = blockIdx.x; b < a.blocks; b += gridDim.x) {
-    const uint64_t off = b * a.blockSize;
-    const uint32_t len = blockLen(a, off);
-    const uint32_t groups = (len + kGroup - 1) / kGroup;
-    float m = 0.0f;
-    uint32_t nonFinite = 0;
-    for (uint32_t g = threadIdx.x; g < groups; g += blockDim.x) {
-      const uint32_t cnt = min(static_cast<uint32_t>(kGroup), len - g * kGroup);
-      float v[kGroup];
-      stageGroup<T>(a, off + g * kGroup, cnt, v);
-      for (int t = 0; t < kGroup; ++t) {
-        m = math::absMaxStep(m, v[t]);
-        nonFinite |= math::isFiniteBits(v[t]) ? 0u : 1u;
-      }
-    }
-    blockReduce(m, nonFinite);
-    const BlockScale bs = blockScale<K>(m, nonFinite != 0, a.fp16Scales, a.fixedLength, t);
-    const bool raw = bs.raw;
-    if (threadIdx.x == 0) {
-      const uint32_t stored = raw ? rawMarkerOf(a.codec, a.fp16Scales) : bs.stored;
-      storeLe(a.out + kHeaderBytes + b * a.scaleBytes, stored, a.scaleBytes);
-      if (!a.fixedLength) a.rawFlag[b] = raw ? 1u : 0u;
-    }
-    for (uint32_t g = threadIdx.x; g < groups; g += blockDim.x) {
-      const uint32_t cnt = min(static_cast<uint32_t>(kGroup), len - g * kGroup);
-      const uint64_t i = off + g * kGroup;
-      if (raw) {
-        // The raw kernel writes the elements; the codes of a raw block are zero. A
-        // fixed-length stream has no raw entries: its marked block (NaN on arrival) leaves
-        // a zero residual, here, and no raw kernel runs.
-        storeCodes(a.out + a.layout.codes + i * K::kBits / 8, 0, (cnt * K::kBits + 7) / 8, K::kBits, a.vecCodes);
-        if (a.fixedLength && a.residual)
-          for (uint32_t t = 0; t < cnt; ++t) a.residual[i + t] = 0.0f;
-      } else {
-        encodeGroup<K, T>(a, bs, i, cnt);
-      }
-    }
-  }
+  for (uint64_t b = blockIdx.x; b < a.blocks; b += gridDim.x) encodeBlock<K, T>(a, b, t);
 }
 
 // Raw entries {u32 block, u32 0, fp32 x[blockSize]} at their scanned positions; the residual
@@ -212,7 +221,7 @@ __global__ void __launch_bounds__(kMaxThreads) encodeRaw(EncodeArgs a) {
 
 // The header (aux = raw blocks), the zero padding after the scales and after the codes,
 // and the stream's length.
-__global__ void __launch_bounds__(kMaxThreads) encodeFinish(EncodeArgs a, uint8_t flags, uint64_t* encodedBytes) {
+__device__ void finishStream(const EncodeArgs& a, uint8_t flags, uint64_t* encodedBytes) {
   const uint64_t aux = a.fixedLength ? 0 : a.rawPos[a.blocks];
   if (threadIdx.x == 0) {
     Header h;
@@ -230,6 +239,40 @@ __global__ void __launch_bounds__(kMaxThreads) encodeFinish(EncodeArgs a, uint8_
   const int bits = codeBits(a.codec);
   const uint64_t codesEnd = a.layout.codes + (a.n * bits + 7) / 8;
   for (uint64_t k = codesEnd + threadIdx.x; k < a.layout.raw; k += blockDim.x) a.out[k] = 0;
+}
+
+__global__ void __launch_bounds__(kMaxThreads) encodeFinish(EncodeArgs a, uint8_t flags, uint64_t* encodedBytes) {
+  finishStream(a, flags, encodedBytes);
+}
+
+// A batch of fixed-length streams of one codec without a tensor scale, in one launch: the
+// thread blocks stride over the codec blocks of every stream (firstBlock[p]: the first of
+// stream p), then over the streams for their headers and padding (regions no codec block
+// writes). The table travels in the kernel's parameters (CUDA 12.1's 32 KiB).
+constexpr unsigned kBatchStreams = 160;
+struct EncodeTable {
+  EncodeArgs a[kBatchStreams];
+  uint64_t firstBlock[kBatchStreams + 1];
+  uint32_t count;
+  uint8_t flags;
+};
+static_assert(sizeof(EncodeTable) <= 32000, "an encode table must fit a kernel's parameters");
+
+template <class K, class T>
+__global__ void __launch_bounds__(kMaxThreads) encodeBatch(const __grid_constant__ EncodeTable t) {
+  const uint64_t total = t.firstBlock[t.count];
+  for (uint64_t g = blockIdx.x; g < total; g += gridDim.x) {
+    uint32_t lo = 0, hi = t.count - 1;  // the last stream whose first block is at or before g
+    while (lo < hi) {
+      const uint32_t mid = (lo + hi + 1) / 2;
+      if (t.firstBlock[mid] <= g)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    encodeBlock<K, T>(t.a[lo], g - t.firstBlock[lo], 1.0f);
+  }
+  for (uint32_t p = blockIdx.x; p < t.count; p += gridDim.x) finishStream(t.a[p], t.flags, nullptr);
 }
 
 // Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
@@ -264,10 +307,8 @@ void launchEncode(const EncodeArgs& a, uint8_t flags, uint64_t* encodedBytes, vo
   checkLaunch("encodeFinish");
 }
 
-}  // namespace
-
-void quantizerEncode(const Params& p, const void* x, cclDataType_t type, size_t n, uint8_t* out, float* residual,
-                     uint64_t* encodedBytes, Workspace& ws, cudaStream_t stream) {
+// The arguments of one stream's encode, but for the workspace's raw flags and positions.
+EncodeArgs argsFor(const Params& p, const void* x, size_t n, uint8_t* out, float* residual) {
   EncodeArgs a{};
   a.x = x;
   a.residual = residual;
@@ -280,8 +321,7 @@ void quantizerEncode(const Params& p, const void* x, cclDataType_t type, size_t 
   a.fp16Scales = p.fp16Scales;
   a.fixedLength = p.fixedLength;
   a.stochastic = p.stochastic;
-  const uint8_t flags = quantizerFlags(p);
-  a.scaleBytes = static_cast<int>(scaleBytes(p.codec, flags));
+  a.scaleBytes = static_cast<int>(scaleBytes(p.codec, quantizerFlags(p)));
   a.vecX = aligned16(x);
   a.vecRes = residual && aligned16(residual);
   a.vecCodes = (reinterpret_cast<uintptr_t>(out) & 7u) == 0;
@@ -289,10 +329,50 @@ void quantizerEncode(const Params& p, const void* x, cclDataType_t type, size_t 
   a.key = math::rngKey(p.seed);
   Header h;
   h.codec = static_cast<uint8_t>(p.codec);
-  h.flags = flags;
+  h.flags = quantizerFlags(p);
   h.blockSize = p.blockSize;
   h.count = n;
   a.layout = layoutOf(h);  // aux = 0: codes and raw offsets do not depend on it
+  return a;
+}
+
+}  // namespace
+
+bool quantizerEncodeBatch(const Params& p, cclDataType_t type, std::span<const EncodeItem> items,
+                          cudaStream_t stream) {
+  if (!p.fixedLength || tensorScaled(p.codec)) return false;
+  const unsigned groups = (p.blockSize + kGroup - 1) / kGroup;
+  const unsigned threads = groups >= kMaxThreads ? kMaxThreads : ((groups + 31) / 32) * 32;
+  for (size_t first = 0; first < items.size(); first += kBatchStreams) {
+    auto t = std::make_unique<EncodeTable>();  // 20 KiB: not on the stack
+    t->count = static_cast<uint32_t>(std::min<size_t>(kBatchStreams, items.size() - first));
+    t->flags = quantizerFlags(p);
+    uint64_t blocks = 0;
+    for (uint32_t k = 0; k < t->count; ++k) {
+      const EncodeItem& it = items[first + k];
+      Params q = p;
+      q.seed = it.seed;
+      t->a[k] = argsFor(q, it.x, it.n, static_cast<uint8_t*>(it.out), it.residual);
+      t->firstBlock[k] = blocks;
+      blocks += t->a[k].blocks;
+    }
+    t->firstBlock[t->count] = blocks;
+    const uint64_t want = std::max<uint64_t>(blocks, t->count);
+    const unsigned grid = static_cast<unsigned>(want < (1u << 30) ? want : (1u << 30));
+    withQuantizerKind(p.codec, [&](auto kind) {
+      withDeviceType(type, [&](auto tag) {
+        encodeBatch<decltype(kind), decltype(tag)><<<grid, threads, 0, stream>>>(*t);
+      });
+    });
+    checkLaunch("encodeBatch");
+  }
+  return true;
+}
+
+void quantizerEncode(const Params& p, const void* x, cclDataType_t type, size_t n, uint8_t* out, float* residual,
+                     uint64_t* encodedBytes, Workspace& ws, cudaStream_t stream) {
+  EncodeArgs a = argsFor(p, x, n, out, residual);
+  const uint8_t flags = quantizerFlags(p);
 
   size_t scanBytes = 0;
   check(cub::DeviceScan::ExclusiveSum(nullptr, scanBytes, static_cast<uint32_t*>(nullptr),

@@ -182,9 +182,32 @@ void CudaKernels::enqueue(const std::shared_ptr<StreamRun>& run, std::span<const
     stream.noteCommands(enqueueElementwise(run, steps, cs));
     return;
   }
-  // Codec steps still launch their kernels step by step (codec_kernels.h).
   const uint64_t before = codec::cuda::commandsEnqueued;
-  for (StepId id : steps) enqueueCodec(run, id, cs);
+  if (kind == StepKind::kEncode) {
+    // By codec (a hierarchical plan's steps inside a node have their own) and input type:
+    // one codec::cuda::encodeBatch each.
+    ActivityScope busy("enqueuing a batch of encodes");
+    std::vector<std::pair<bool, cclDataType_t>> keys;
+    for (StepId id : steps) {
+      const std::pair<bool, cclDataType_t> k{plan.steps[id].intra, plan.steps[id].type};
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+    }
+    std::vector<codec::cuda::EncodeItem> items;
+    for (const auto& [intra, type] : keys) {
+      items.clear();
+      for (StepId id : steps) {
+        const Step& s = plan.steps[id];
+        if (s.intra != intra || s.type != type) continue;
+        items.push_back({bufferAt(run->buffers, s.src), s.count, bufferAt(run->buffers, s.dst), s.bytes,
+                         s.withFeedback ? reinterpret_cast<float*>(bufferAt(run->buffers, s.src2)) : nullptr,
+                         encodeSeed(plan, s, run->callSeed)});
+      }
+      codec::cuda::encodeBatch(intra ? plan.intraCodec : plan.codec, type, items, workspace_, cs);
+    }
+  } else {
+    // Decodes still launch their kernels step by step (codec_kernels.h).
+    for (StepId id : steps) enqueueCodec(run, id, cs);
+  }
   stream.noteCommands(codec::cuda::commandsEnqueued - before);
 }
 
