@@ -259,6 +259,85 @@ TEST_P(GpuCodec, ABatchOfEncodesWritesEachItemsCpuBytes) {
   }
 }
 
+// A batch of decodes (a device call's wave: three launches for quantizer streams, stream by
+// stream for the rest) gives each stream's CPU elements, decoded or added, with streams at
+// odd offsets, more than one table's worth (240), and one corrupt stream among them: that
+// one's elements stay untouched, every other stream is decoded, and the status word says so.
+TEST_P(GpuCodec, ABatchOfDecodesMatchesTheCpuAndRefusesOnlyTheBadStream) {
+  const Variant& v = GetParam();
+  const Params p = paramsOf(v);
+  const size_t sizes[] = {0, 1, 13, 1000, 4103, 7, 100003};
+  constexpr size_t kItems = 250;
+  constexpr size_t kBad = 123;  // its header names another element count
+  std::vector<std::vector<uint8_t>> streams;
+  std::vector<size_t> at;
+  size_t total = 0, elems = 0;
+  for (size_t k = 0; k < kItems; ++k) {
+    const size_t n = sizes[k % std::size(sizes)];
+    const std::vector<float> x = makeInput(kInputs[k % 4], n, static_cast<uint32_t>(k * 13 + 1), p.blockSize);
+    std::vector<uint8_t> st(maxEncodedBytes(p, n));
+    st.resize(encode(p, x.data(), cclFloat32, n, st.data(), st.size()));
+    streams.push_back(st);
+    at.push_back(total);
+    total += st.size() + 5 + (k % 4);
+    elems += n;
+  }
+  DeviceBuffer din(total + 1);
+  for (size_t k = 0; k < kItems; ++k)
+    cudaOk(cudaMemcpy(static_cast<uint8_t*>(din.get()) + at[k], streams[k].data(), streams[k].size(),
+                      cudaMemcpyHostToDevice),
+           "cudaMemcpy");
+  for (const bool accumulate : {false, true}) {
+    const cclDataType_t type = accumulate ? cclFloat32 : cclBfloat16;
+    const size_t es = typeBytes(type);
+    std::vector<uint8_t> y0(elems * es + 4);
+    for (size_t i = 0; i < y0.size(); ++i) y0[i] = static_cast<uint8_t>(i * 7);  // finite bf16 and fp32 patterns
+    DeviceBuffer dy(y0.size()), dstatus(4);
+    dy.upload(y0.data(), y0.size());
+    const uint32_t junk = 0xdead;
+    dstatus.upload(&junk, 4);
+    std::vector<cuda::DecodeRequest> items;
+    size_t yAt = 0;
+    for (size_t k = 0; k < kItems; ++k) {
+      const size_t n = sizes[k % std::size(sizes)];
+      items.push_back({static_cast<uint8_t*>(din.get()) + at[k], streams[k].size(), k == kBad ? n + 1 : n,
+                       static_cast<uint8_t*>(dy.get()) + yAt * es});
+      yAt += n;
+    }
+    cuda::Workspace ws;  // orStatus false: the batch stores its status
+    cudaStream_t stream;
+    cudaOk(cudaStreamCreate(&stream), "cudaStreamCreate");
+    cuda::decodeBatch(items, p.codec, type, accumulate, static_cast<uint32_t*>(dstatus.get()), ws, stream);
+    cudaOk(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    cudaOk(cudaStreamDestroy(stream), "cudaStreamDestroy");
+    uint32_t status = 0;
+    const std::vector<uint8_t> sb = dstatus.download(4);
+    std::memcpy(&status, sb.data(), 4);
+    EXPECT_EQ(status, static_cast<uint32_t>(cuda::kStatusBadHeader)) << v.name;
+    const std::vector<uint8_t> got = dy.download(y0.size());
+    yAt = 0;
+    for (size_t k = 0; k < kItems; ++k) {
+      const size_t n = sizes[k % std::size(sizes)];
+      std::vector<uint8_t> want(y0.begin() + static_cast<long>(yAt * es), y0.begin() + static_cast<long>((yAt + n) * es));
+      if (k != kBad) {
+        const Expect e{n, p.codec};
+        if (accumulate) {
+          std::vector<float> acc(n);
+          std::memcpy(acc.data(), want.data(), n * 4);
+          decodeAccumulate(streams[k].data(), streams[k].size(), e, acc.data());
+          want = bytesOf(acc);
+        } else {
+          decode(streams[k].data(), streams[k].size(), e, want.data(), type);
+        }
+      }
+      const std::vector<uint8_t> mine(got.begin() + static_cast<long>(yAt * es),
+                                      got.begin() + static_cast<long>((yAt + n) * es));
+      ASSERT_EQ(firstDiff(want, mine), -1) << v.name << " item " << k << (accumulate ? " accumulate" : " decode");
+      yAt += n;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllCodecs, GpuCodec, ::testing::ValuesIn(variants()),
                          [](const ::testing::TestParamInfo<Variant>& i) { return i.param.name; });
 

@@ -49,16 +49,7 @@ namespace {
 // One thread: clears the state (no cudaMemsetAsync: one command fewer per decode, and no
 // memset on the hot path), then reads and checks the header.
 __global__ void readHeaderKernel(const uint8_t* in, uint64_t inBytes, uint64_t count, int codec, DecodeState* st) {
-  st->status = 0;
-  st->pad = 0;
-  st->counter = 0;
-  st->h = Header{};
-  if (inBytes < kHeaderBytes) {
-    st->status = kStatusBadHeader;
-    return;
-  }
-  st->h = loadHeader(in);
-  if (!headerValid(st->h, inBytes, count, codec)) st->status = kStatusBadHeader;
+  readHeaderInto(in, inBytes, count, codec, st);
 }
 
 // Decodes of one stream run in order, so a plain read-modify-write suffices for orInto.
@@ -185,6 +176,28 @@ void encodeBatch(const Params& p, cclDataType_t type, std::span<const EncodeItem
     q.seed = it.seed;
     encode(q, it.x, type, it.n, it.out, it.outBytes, it.residual, nullptr, ws, stream);
   }
+}
+
+void decodeBatch(std::span<const DecodeRequest> items, int codec, cclDataType_t type, bool accumulate,
+                 uint32_t* status, Workspace& ws, cudaStream_t stream) {
+  if (items.empty()) return;
+  if (codec >= cclNumCodecs || codec < 0) throw Error(cclInvalidArgument, "GPU decode: the expected codec must be named");
+  if (!status) throw Error(cclInvalidArgument, "GPU decode: null status word");
+  if (!accumulate) withDeviceType(type, [](auto) {});
+  for (const DecodeRequest& r : items)
+    if ((r.count > 0 && !r.y) || (!r.in && r.inBytes > 0)) throw Error(cclInvalidArgument, "GPU decode: null buffer");
+  if (isQuantizer(codec))
+    return detail::quantizerDecodeBatch(items, codec, detail::Target{nullptr, accumulate ? cclFloat32 : type, accumulate},
+                                        status, ws.orStatus, ws, stream);
+  const bool orStatus = ws.orStatus;
+  for (size_t k = 0; k < items.size(); ++k) {
+    ws.orStatus = orStatus || k > 0;
+    Expect e;
+    e.count = items[k].count;
+    e.codec = static_cast<cclCodec_t>(codec);
+    decodeAny(items[k].in, items[k].inBytes, e, detail::Target{items[k].y, type, accumulate}, status, ws, stream);
+  }
+  ws.orStatus = orStatus;
 }
 
 void decode(const void* in, size_t inBytes, const Expect& expect, void* y, cclDataType_t type, uint32_t* status,

@@ -78,6 +78,22 @@ struct EncodeItem {
 void encodeBatch(const Params& p, cclDataType_t type, std::span<const EncodeItem> items, Workspace& ws,
                  cudaStream_t stream);
 
+// One stream of a batch of decodes (decodeBatch): the stream as decode reads it (inBytes: the
+// most it can span) and where its `count` elements go.
+struct DecodeRequest {
+  const void* in;
+  size_t inBytes;
+  uint64_t count;
+  void* y;
+};
+
+// Every request decoded as decode would (accumulate: added into fp32 y as decodeAccumulate),
+// each stream validated before anything of it is written, the status of all ORed into
+// *status (stored by the first unless ws.orStatus). Quantizer streams take three launches per
+// 240 streams; other codecs go stream by stream. Throws as decode does, before enqueuing.
+void decodeBatch(std::span<const DecodeRequest> items, int codec, cclDataType_t type, bool accumulate,
+                 uint32_t* status, Workspace& ws, cudaStream_t stream);
+
 // As codec::decode, for a stream in device memory. expect.codec must name the codec (the
 // kernels are chosen on the host). The stream is validated on the GPU first; y is written
 // only if it is valid. *status (device or host-mapped) receives 0 or StatusBits; with

@@ -27,6 +27,21 @@ struct DecodeState {
   unsigned long long counter;  // quantizers: blocks whose scale is the raw marker
 };
 
+// On the device: clears *st, then reads and checks the header (one thread).
+__device__ inline void readHeaderInto(const uint8_t* in, uint64_t inBytes, uint64_t count, int codec,
+                                      DecodeState* st) {
+  st->status = 0;
+  st->pad = 0;
+  st->counter = 0;
+  st->h = Header{};
+  if (inBytes < kHeaderBytes) {
+    st->status = kStatusBadHeader;
+    return;
+  }
+  st->h = loadHeader(in);
+  if (!headerValid(st->h, inBytes, count, codec)) st->status = kStatusBadHeader;
+}
+
 // Clears *st, then reads and checks the header on the GPU; later kernels run only while
 // st->status stays 0.
 void startDecode(const void* in, size_t inBytes, const Expect& expect, DecodeState* st, cudaStream_t stream);

@@ -6,6 +6,10 @@
 // and raw entries are copied (a fixed-length stream's marked blocks decode as NaN). Every
 // kernel after the header check does nothing once the status word is non-zero, so y (or
 // acc) is only written for a valid stream.
+#include <algorithm>
+#include <memory>
+#include <span>
+
 #include "codecs/cuda/cuda_check.h"
 #include "codecs/cuda/device_elements.cuh"
 #include "codecs/cuda/device_wire.cuh"
@@ -48,8 +52,10 @@ __device__ inline uint32_t scaleAt(const uint8_t* in, const View& v, uint64_t b)
 
 __device__ inline uint64_t entryBytes(const View& v) { return rawEntryBytes(v.h.blockSize); }
 
+// Every scale and raw entry of the stream, the thread's share of them (the x dimension of
+// the grid): raw markers counted, bad ones ORed into the status.
 template <class K>
-__global__ void __launch_bounds__(kThreads) validateBlocks(const uint8_t* in, DecodeState* st) {
+__device__ void validate(const uint8_t* in, DecodeState* st) {
   if (st->status) return;
   const View v = viewOf(st);
   const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
@@ -73,6 +79,18 @@ __global__ void __launch_bounds__(kThreads) validateBlocks(const uint8_t* in, De
   }
   if (marked) atomicAdd(&st->counter, marked);
   if (bad) atomicOr(&st->status, bad);
+}
+
+template <class K>
+__global__ void __launch_bounds__(kThreads) validateBlocks(const uint8_t* in, DecodeState* st) {
+  validate<K>(in, st);
+}
+
+// The status a validated stream ends with: the raw entries must be exactly the marked
+// blocks (equal counts, given validate's checks); a fixed-length stream has no entries.
+__device__ inline uint32_t finalStatus(const DecodeState* st) {
+  if (st->status) return st->status;
+  return !(st->h.flags & kFlagFixedLength) && st->counter != st->h.aux ? kStatusBadRawBlocks : 0u;
 }
 
 // Entries are distinct, in range and marked; equal counts make them exactly the marked set.
@@ -117,10 +135,9 @@ __device__ inline uint64_t loadCodes(const uint8_t* p, uint32_t bytes, int bits,
 }
 
 // One thread per group of eight elements; a group never straddles blocks (blockSize % 8 == 0).
+// The thread's share of the stream's groups (the x dimension of the grid), written to sink.
 template <class K, class Sink>
-__global__ void __launch_bounds__(kThreads)
-    dequantizeGroups(const uint8_t* in, const DecodeState* st, Sink sink, bool vecIn) {
-  if (st->status) return;
+__device__ void dequantize(const uint8_t* in, const DecodeState* st, const Sink& sink, bool vecIn) {
   const View v = viewOf(st);
   const uint64_t groups = (v.h.count + kGroup - 1) / kGroup;
   constexpr uint32_t kMask = (1u << K::kBits) - 1;
@@ -142,9 +159,16 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <class Sink>
-__global__ void __launch_bounds__(kThreads) copyRawBlocks(const uint8_t* in, const DecodeState* st, Sink sink) {
+template <class K, class Sink>
+__global__ void __launch_bounds__(kThreads)
+    dequantizeGroups(const uint8_t* in, const DecodeState* st, Sink sink, bool vecIn) {
   if (st->status) return;
+  dequantize<K>(in, st, sink, vecIn);
+}
+
+// The raw entries' elements, a thread block per entry in turn.
+template <class Sink>
+__device__ void copyRaw(const uint8_t* in, const DecodeState* st, const Sink& sink) {
   const View v = viewOf(st);
   for (uint64_t r = blockIdx.x; r < v.h.aux; r += gridDim.x) {
     const uint8_t* entry = in + v.l.raw + r * entryBytes(v);
@@ -154,6 +178,66 @@ __global__ void __launch_bounds__(kThreads) copyRawBlocks(const uint8_t* in, con
       sink.one(off + i, fp::bitsFloat(loadLe(entry + 8 + 4 * i, 4)));
   }
 }
+
+template <class Sink>
+__global__ void __launch_bounds__(kThreads) copyRawBlocks(const uint8_t* in, const DecodeState* st, Sink sink) {
+  if (st->status) return;
+  copyRaw(in, st, sink);
+}
+
+// A batch of streams of one codec, decoded in three launches over a table in the kernels'
+// parameters (blockIdx.y: the stream): every header, then every stream's validation, then
+// every valid stream's elements (raw entries included) with its status ORed into the call's
+// word. A stream is written only once all of it is known valid, as one stream alone.
+constexpr unsigned kBatchStreams = 240;
+struct DecodeItem {
+  const uint8_t* in;
+  uint64_t inBytes;
+  uint64_t count;
+  void* y;
+  DecodeState* st;
+  bool vecIn, vecY;  // 16-byte aligned: vector loads and stores
+};
+struct DecodeTable {
+  DecodeItem d[kBatchStreams];
+  uint32_t count;
+  int codec;
+  uint32_t* status;
+  bool orInto;  // false: the first header thread clears *status first (a call's first decodes)
+};
+static_assert(sizeof(DecodeTable) <= 32000, "a decode table must fit a kernel's parameters");
+
+__global__ void batchHeaders(const __grid_constant__ DecodeTable t) {
+  const unsigned k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (k == 0 && !t.orInto) *t.status = 0;
+  if (k < t.count) readHeaderInto(t.d[k].in, t.d[k].inBytes, t.d[k].count, t.codec, t.d[k].st);
+}
+
+template <class K>
+__global__ void __launch_bounds__(kThreads) batchValidate(const __grid_constant__ DecodeTable t) {
+  validate<K>(t.d[blockIdx.y].in, t.d[blockIdx.y].st);
+}
+
+template <class K, class MakeSink>
+__global__ void __launch_bounds__(kThreads) batchDequantize(const __grid_constant__ DecodeTable t, MakeSink make) {
+  const DecodeItem& d = t.d[blockIdx.y];
+  const uint32_t bad = finalStatus(d.st);
+  if (blockIdx.x == 0 && threadIdx.x == 0 && bad) atomicOr(t.status, bad);
+  if (bad) return;
+  const auto sink = make(d.y, d.vecY);
+  dequantize<K>(d.in, d.st, sink, d.vecIn);
+  copyRaw(d.in, d.st, sink);
+}
+
+template <class T>
+struct MakeStoreSink {
+  __device__ StoreSink<T> operator()(void* y, bool vec) const {
+    return StoreSink<T>{static_cast<typename T::Storage*>(y), vec};
+  }
+};
+struct MakeAccumulateSink {
+  __device__ AccumulateSink operator()(void* y, bool vec) const { return AccumulateSink{static_cast<float*>(y), vec}; }
+};
 
 template <class K, class Sink>
 void launchDecode(const uint8_t* in, const Expect& expect, DecodeState* st, Sink sink, cudaStream_t stream) {
@@ -187,6 +271,44 @@ void quantizerDecode(const uint8_t* in, size_t inBytes, const Expect& expect, Ta
     });
   });
   finishDecode(st, status, ws.orStatus, stream);
+}
+
+void quantizerDecodeBatch(std::span<const DecodeRequest> items, int codec, Target target, uint32_t* status,
+                          bool orInto, Workspace& ws, cudaStream_t stream) {
+  if (items.empty()) return;
+  auto* states = static_cast<DecodeState*>(ws.get(sizeof(DecodeState) * std::min<size_t>(items.size(), kBatchStreams), stream));
+  for (size_t first = 0; first < items.size(); first += kBatchStreams) {
+    auto t = std::make_unique<DecodeTable>();  // 10 KiB: not on the stack
+    t->count = static_cast<uint32_t>(std::min<size_t>(kBatchStreams, items.size() - first));
+    t->codec = codec;
+    t->status = status;
+    t->orInto = orInto || first > 0;
+    uint64_t most = 0;
+    for (uint32_t k = 0; k < t->count; ++k) {
+      const DecodeRequest& r = items[first + k];
+      t->d[k] = DecodeItem{static_cast<const uint8_t*>(r.in), r.inBytes, r.count, r.y, states + k, aligned16(r.in),
+                           aligned16(r.y)};
+      most = std::max<uint64_t>(most, r.count);
+    }
+    batchHeaders<<<(t->count + 127) / 128, 128, 0, stream>>>(*t);
+    checkLaunch("batchHeaders");
+    // As many thread blocks per stream as one stream of the largest alone would take, shared.
+    const unsigned x = std::max(1u, gridFor(most / kGroup + 1, kThreads) / t->count);
+    const dim3 grid(x, t->count);
+    withQuantizerKind(codec, [&](auto kind) {
+      using K = decltype(kind);
+      batchValidate<K><<<grid, kThreads, 0, stream>>>(*t);
+      checkLaunch("batchValidate");
+      if (target.accumulate) {
+        batchDequantize<K><<<grid, kThreads, 0, stream>>>(*t, MakeAccumulateSink{});
+      } else {
+        withDeviceType(target.type, [&](auto tag) {
+          batchDequantize<K><<<grid, kThreads, 0, stream>>>(*t, MakeStoreSink<decltype(tag)>{});
+        });
+      }
+      checkLaunch("batchDequantize");
+    });
+  }
 }
 
 }  // namespace ccl::codec::cuda::detail

@@ -204,11 +204,63 @@ void CudaKernels::enqueue(const std::shared_ptr<StreamRun>& run, std::span<const
       }
       codec::cuda::encodeBatch(intra ? plan.intraCodec : plan.codec, type, items, workspace_, cs);
     }
+  } else if (kind == StepKind::kDecode || kind == StepKind::kDecodeAdd) {
+    enqueueDecodes(run, steps, cs);
   } else {
-    // Decodes still launch their kernels step by step (codec_kernels.h).
     for (StepId id : steps) enqueueCodec(run, id, cs);
   }
   stream.noteCommands(codec::cuda::commandsEnqueued - before);
+}
+
+uint32_t* CudaKernels::statusWord(const std::shared_ptr<StreamRun>& run, bool* first) {
+  // One status word per call: its first decodes store (so a replayed graph starts from its
+  // own), the others OR in, and the call's one host function reads it (StreamRun::lastCheck).
+  *first = run->decodeStatus == nullptr;
+  if (*first) {
+    run->decodeStatus = nextStatus();
+    const uint32_t* host = status_ + (run->decodeStatus - statusDevice_);  // mapped: read once the stream ran
+    run->lastCheck = [host, r = run.get()] {
+      const uint32_t v = *const_cast<const volatile uint32_t*>(host);
+      if (v == 0) return;
+      r->failed.store(true, std::memory_order_release);
+      codec::cuda::throwIfInvalid(v);
+    };
+  }
+  return run->decodeStatus;
+}
+
+void CudaKernels::enqueueDecodes(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps,
+                                 cudaStream_t cs) {
+  ActivityScope busy("enqueuing a batch of decodes");
+  const Plan& plan = *run->plan;
+  const bool accumulate = plan.steps[steps[0]].kind == StepKind::kDecodeAdd;
+  bool first = false;
+  uint32_t* status = statusWord(run, &first);
+  // By codec (a hierarchical plan's steps inside a node have their own) and output type.
+  std::vector<std::pair<bool, cclDataType_t>> keys;
+  for (StepId id : steps) {
+    const std::pair<bool, cclDataType_t> k{plan.steps[id].intra, accumulate ? cclFloat32 : plan.steps[id].type};
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+  }
+  std::vector<codec::cuda::DecodeRequest> items;
+  for (const auto& [intra, type] : keys) {
+    items.clear();
+    for (StepId id : steps) {
+      const Step& s = plan.steps[id];
+      if (s.intra != intra || (!accumulate && s.type != type)) continue;
+      items.push_back({bufferAt(run->buffers, s.src), run->slotBytes[s.slot], s.count, bufferAt(run->buffers, s.dst)});
+    }
+    workspace_.orStatus = !first;
+    first = false;
+    try {
+      codec::cuda::decodeBatch(items, (intra ? plan.intraCodec : plan.codec).codec, type, accumulate, status,
+                               workspace_, cs);
+    } catch (...) {
+      workspace_.orStatus = false;
+      throw;
+    }
+    workspace_.orStatus = false;
+  }
 }
 
 size_t CudaKernels::enqueueElementwise(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps,
@@ -282,37 +334,6 @@ void CudaKernels::enqueueCodec(const std::shared_ptr<StreamRun>& run, StepId id,
     case StepKind::kLowRankFinish:
       // The api refuses powersgd on device memory before planning.
       throw Error(cclInvalidUsage, "the PowerSGD allreduce runs on host memory only");
-    case StepKind::kDecode:
-    case StepKind::kDecodeAdd: {
-      ActivityScope busy("enqueuing a decode (kernels)");
-      codec::Expect e;
-      e.count = n;
-      e.codec = plan.codecOf(s).codec;
-      // One status word per call: its first decode stores (so a replayed graph starts from
-      // its own decode), the others OR in, and the call's last host step reads it once
-      // (StreamRun::lastCheck), where a host function per decode was the most of a call's.
-      const bool first = run->decodeStatus == nullptr;
-      if (first) {
-        run->decodeStatus = nextStatus();
-        const uint32_t* host = status_ + (run->decodeStatus - statusDevice_);  // mapped: read once the stream ran
-        run->lastCheck = [host, r = run.get()] {
-          const uint32_t v = *const_cast<const volatile uint32_t*>(host);
-          if (v == 0) return;
-          r->failed.store(true, std::memory_order_release);
-          codec::cuda::throwIfInvalid(v);
-        };
-      }
-      uint32_t* status = run->decodeStatus;
-      workspace_.orStatus = !first;
-      const size_t inBytes = run->slotBytes[s.slot];
-      if (s.kind == StepKind::kDecode)
-        codec::cuda::decode(bufferAt(b, s.src), inBytes, e, bufferAt(b, s.dst), s.type, status, workspace_, cs);
-      else
-        codec::cuda::decodeAccumulate(bufferAt(b, s.src), inBytes, e, reinterpret_cast<float*>(bufferAt(b, s.dst)),
-                                      status, workspace_, cs);
-      workspace_.orStatus = false;
-      return;
-    }
     default:
       throw Error(cclInternalError, "a step that is not a codec step in a codec batch");
   }

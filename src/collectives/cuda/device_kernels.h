@@ -31,9 +31,9 @@ class CudaKernels final : public StreamKernels {
 
   // `stream` must be a CudaStream; every pointer of run->buffers device memory. A batch of
   // copies is one cudaMemcpyBatchAsync (Stream::copyBatch), of element-wise steps one
-  // table-driven launch per 96 steps; codec steps still launch their kernels step by step
-  // (several each: codec_kernels.h). Every command is noted on the stream
-  // (Stream::noteCommands).
+  // table-driven launch per 96 steps, of encodes and decodes codec::cuda's batches (one
+  // launch per 160 fixed-length quantizer encodes, three per 240 quantizer decodes; other
+  // codecs step by step). Every command is noted on the stream (Stream::noteCommands).
   void enqueue(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps, Stream& stream) override;
 
  private:
@@ -42,6 +42,11 @@ class CudaKernels final : public StreamKernels {
   size_t enqueueElementwise(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps, cudaStream_t cs);
   // One codec step (its commands counted by codec::cuda's commandsEnqueued).
   void enqueueCodec(const std::shared_ptr<StreamRun>& run, StepId step, cudaStream_t cs);
+  // A batch of decodes (or decode-accumulates): codec::cuda::decodeBatch per codec and type.
+  void enqueueDecodes(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps, cudaStream_t cs);
+  // The call's one decode status word (StreamRun::decodeStatus), made at its first decodes
+  // (*first), with the check the call's host function runs.
+  uint32_t* statusWord(const std::shared_ptr<StreamRun>& run, bool* first);
   uint32_t* nextStatus();
 
   codec::cuda::Workspace workspace_;
