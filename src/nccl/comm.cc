@@ -2,6 +2,7 @@
 #include "nccl/comm.h"
 
 #include <cstring>
+#include <thread>
 
 #include "common/cuda_probe.h"
 #include "common/error.h"
@@ -137,11 +138,20 @@ void destroy(ncclComm_t comm, bool abort) {
   // Destroy: the runner's streams drain first, then the communicator they borrow goes. Abort:
   // the real communicator is aborted first, so kernels waiting for peers return and the
   // runner's streams can drain.
-  if (!abort) comm->device.reset();
+  // A compressed call of another thread still enqueuing leaves first (once the real
+  // communicator is aborted, for an abort: what it waits for then fails).
+  auto callsLeft = [comm] {
+    while (comm->compressedCalls.load() > 0) std::this_thread::yield();
+  };
+  if (!abort) {
+    callsLeft();
+    comm->device.reset();
+  }
   if (closeReal) {
     ncclResult_t r = abort ? CCL_REAL(ncclCommAbort)(comm->real) : CCL_REAL(ncclCommDestroy)(comm->real);
     if (r != ncclSuccess) CCL_WARN("the real NCCL communicator did not close cleanly (%d)", static_cast<int>(r));
   }
+  callsLeft();
   comm->device.reset();
   // Read before the ccl communicator goes; the wrapper is deleted below, so once per comm.
   logStatsSummary(comm->ccl, comm->rank, comm->nranks);

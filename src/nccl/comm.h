@@ -48,6 +48,9 @@ struct ncclComm {
   // before the real communicator it borrows is destroyed (after it is aborted: an abort
   // must not wait for kernels that wait for peers).
   std::shared_ptr<void> device;
+  // Compressed device calls inside the face now (device_runner.cc): destroy and abort wait
+  // for them to leave before freeing what they use (an abort comes from another thread).
+  std::atomic<int> compressedCalls{0};
   // The first failure of a compressed device call found after it returned (ncclResult_t),
   // for ncclCommGetAsyncError: what PyTorch's watchdog polls.
   std::atomic<int> deviceError{0};

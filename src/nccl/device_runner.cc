@@ -105,12 +105,22 @@ void enqueue(ncclComm& c, DeviceState& st, const CollCall& call, const coll::Col
   runner.run(std::span<const coll::StreamJob>(&job, 1), caller);
 }
 
+// Counts a compressed call as inside the face while it enqueues (ncclComm::compressedCalls).
+struct CallsInside {
+  explicit CallsInside(ncclComm& c) : comm(c) { comm.compressedCalls.fetch_add(1); }
+  ~CallsInside() { comm.compressedCalls.fetch_sub(1); }
+  CallsInside(const CallsInside&) = delete;
+  CallsInside& operator=(const CallsInside&) = delete;
+  ncclComm& comm;
+};
+
 bool runCompressed(const CollCall& call, const Policy& policy) {
   if (!hasCompressedPlan(call.kind)) return false;
   if (policy.feedback == cclFeedbackLoco) return false;                     // LoCo's state is host-side only
   if (static_cast<int>(call.op) > static_cast<int>(ncclAvg)) return false;  // PreMulSum and other custom ops
   ncclComm& c = usable(call.comm);
   if (!c.real) return false;
+  const CallsInside inside(c);
   // Under stream capture NVIDIA's NCCL serves the call uncompressed: it captures correctly,
   // while the runner's calls keep per-call state (seeds, residual bookkeeping, ordering
   // events) that a graph replaying one call would not renew.
@@ -164,6 +174,7 @@ bool runCompressed(const CollCall& call, const Policy& policy) {
   if (entry.declined) return false;
   const coll::DeviceRunner::Planned planned = entry;  // the cache may be cleared before a deferred call runs
   if (group::defer(call.comm, [&c, &st, call, a, planned] {
+        const CallsInside inside(c);
         std::lock_guard<std::mutex> later(st.mutex);
         enqueue(c, st, call, a, planned);
       }))
