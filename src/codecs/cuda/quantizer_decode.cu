@@ -222,7 +222,13 @@ template <class K, class MakeSink>
 __global__ void __launch_bounds__(kThreads) batchDequantize(const __grid_constant__ DecodeTable t, MakeSink make) {
   const DecodeItem& d = t.d[blockIdx.y];
   const uint32_t bad = finalStatus(d.st);
-  if (blockIdx.x == 0 && threadIdx.x == 0 && bad) atomicOr(t.status, bad);
+  // A plain read-modify-write, as copyStatus's: the word may be host-mapped memory, where a
+  // device atomic is not promised. Two failing streams racing can lose one's bits, never
+  // both: the word ends non-zero, and the call fails.
+  if (blockIdx.x == 0 && threadIdx.x == 0 && bad) {
+    volatile uint32_t* word = t.status;
+    *word = *word | bad;
+  }
   if (bad) return;
   const auto sink = make(d.y, d.vecY);
   dequantize<K>(d.in, d.st, sink, d.vecIn);
@@ -276,7 +282,8 @@ void quantizerDecode(const uint8_t* in, size_t inBytes, const Expect& expect, Ta
 void quantizerDecodeBatch(std::span<const DecodeRequest> items, int codec, Target target, uint32_t* status,
                           bool orInto, Workspace& ws, cudaStream_t stream) {
   if (items.empty()) return;
-  auto* states = static_cast<DecodeState*>(ws.get(sizeof(DecodeState) * std::min<size_t>(items.size(), kBatchStreams), stream));
+  auto* states =
+      static_cast<DecodeState*>(ws.get(sizeof(DecodeState) * std::min<size_t>(items.size(), kBatchStreams), stream));
   for (size_t first = 0; first < items.size(); first += kBatchStreams) {
     auto t = std::make_unique<DecodeTable>();  // 10 KiB: not on the stack
     t->count = static_cast<uint32_t>(std::min<size_t>(kBatchStreams, items.size() - first));
