@@ -29,11 +29,11 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_AR
   -DCCL_ENABLE_CUDA=ON -DCCL_ENABLE_NCCL=ON -DCCL_ENABLE_UCX=ON -DCCL_BUILD_EXAMPLES=OFF \
   -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON >/dev/null
 targets=(ccl ccl_nccl ccl_nccl_dropin codecs_gpu_test stream_executor_gpu_test api_gpu_test face_device_check
-  all_reduce_perf codecs_gpu_bench)
+  all_reduce_perf codecs_gpu_bench ccltest_standin_nccl)
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 
 rm -rf "$kit"
-mkdir -p "$kit/bin" "$kit/lib" "$kit/dropin"
+mkdir -p "$kit/bin" "$kit/lib" "$kit/dropin" "$kit/standin"
 for f in tests/codecs_gpu/codecs_gpu_test tests/codecs_gpu/stream_executor_gpu_test tests/codecs_gpu/api_gpu_test \
   tests/gpu_kit/face_device_check perf/collectives/all_reduce_perf perf/codecs/codecs_gpu_bench; do
   strip --strip-unneeded -o "$kit/bin/$(basename "$f")" "$build/$f"
@@ -42,6 +42,8 @@ done
 strip --strip-unneeded -o "$kit/lib/libccl.so.0" "$build/src/api/libccl.so.0"
 strip --strip-unneeded -o "$kit/lib/libccl_nccl.so.0" "$build/src/nccl/libccl_nccl.so.0"
 strip --strip-unneeded -o "$kit/dropin/libnccl.so.2" "$build/src/nccl/dropin/libnccl.so.2"
+# The stand-in NCCL for thread ranks on one GPU (tests/gpu_kit/standin_nccl.cc): test code.
+strip --strip-unneeded -o "$kit/standin/libnccl.so.2" "$build/tests/gpu_kit/standin/libnccl.so.2"
 # UCX (Debian's 1.13: host memory, shared memory and TCP between processes) and what it needs;
 # its transport modules in lib/ucx (run.sh points UCX_MODULE_DIR there).
 multiarch=/usr/lib/x86_64-linux-gnu
@@ -53,7 +55,7 @@ git -C "$root" rev-parse --short HEAD >"$kit/COMMIT" 2>/dev/null || echo unknown
 
 # Every library a binary needs is the kit's, NVIDIA's NCCL (found where run.sh runs) or the
 # C/C++ runtime any Linux with PyTorch has.
-for f in "$kit"/bin/* "$kit"/lib/*.so* "$kit"/lib/ucx/* "$kit"/dropin/*; do
+for f in "$kit"/bin/* "$kit"/lib/*.so* "$kit"/lib/ucx/* "$kit"/dropin/* "$kit"/standin/*; do
   for need in $(readelf -d "$f" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'); do
     case $need in
       libccl.so.0 | libnccl.so.2 | libc.so.6 | libm.so.6 | libstdc++.so.6 | libgcc_s.so.1 | libdl.so.2 | \

@@ -178,6 +178,14 @@ if [ $quick -eq 0 ]; then
     "${perf[@]}" -Z int8
   # Buffers inside a float on the device (a misaligned float load faults on a GPU).
   step 18_all_reduce_perf_np2_int8_misaligned 60 env CCL_TIMEOUT=15 "${procs[@]}" -np 2 -Z int8 -e 64M --misalign 3
+  # Thread ranks over NcclLink (CCL_DEVICE_TRANSPORT=nccl) through the stand-in NCCL
+  # (standin/libnccl.so.2: device-to-device copies ordered by events already recorded):
+  # every stream at its bound, quantizers fixed-length, on a real GPU for the first time.
+  # none exact, int8 within its bound; the commands columns are the call's.
+  standin=(env CCL_TRANSPORT=local CCL_TIMEOUT=15 CCL_DEVICE_TRANSPORT=nccl
+    CCL_NCCL_LIBRARY="$kit/standin/libnccl.so.2")
+  step 21_all_reduce_perf_t2_standin_none 60 "${standin[@]}" "${perf[@]}"
+  step 21_all_reduce_perf_t2_standin_int8 60 "${standin[@]}" "${perf[@]}" -Z int8
 fi
 
 {
