@@ -11,6 +11,8 @@
 #                                 device, say so (what CI runs)
 # On the device machine: tar xzf gpu-kit.tar.gz && gpu-kit/run.sh (tests/gpu_kit/run.sh).
 # BUILD_DIR (default build-kit) and KIT_DIR (default gpu-kit) are inside the checkout and ignored.
+# NCCL_TESTS_SRC=<a checkout of NVIDIA's nccl-tests> adds its *_perf binaries (about 7 MiB
+# packed), which run.sh runs through the face on a device.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 check=0
@@ -44,6 +46,18 @@ strip --strip-unneeded -o "$kit/lib/libccl_nccl.so.0" "$build/src/nccl/libccl_nc
 strip --strip-unneeded -o "$kit/dropin/libnccl.so.2" "$build/src/nccl/dropin/libnccl.so.2"
 # The stand-in NCCL for thread ranks on one GPU (tests/gpu_kit/standin_nccl.cc): test code.
 strip --strip-unneeded -o "$kit/standin/libnccl.so.2" "$build/tests/gpu_kit/standin/libnccl.so.2"
+# NVIDIA's nccl-tests, when a checkout is given (NCCL_TESTS_SRC, e.g. a public snapshot; never
+# part of this repository): built against NVIDIA's nccl.h for the kit's GPU, run there
+# through the face (run.sh). They need libcudart.so.13, which run.sh finds on the machine.
+if [ -n "${NCCL_TESTS_SRC:-}" ]; then
+  if ! make -C "$NCCL_TESTS_SRC/src" -j "$(nproc)" BUILDDIR="$build/nccl-tests" NCCL_HOME=/usr/local/cuda \
+    NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" >"$build/nccl-tests.log" 2>&1; then
+    echo "gpu_kit: nccl-tests did not build from $NCCL_TESTS_SRC (see $build/nccl-tests.log)" >&2
+    exit 1
+  fi
+  mkdir -p "$kit/nccl-tests"
+  for f in "$build"/nccl-tests/*_perf; do strip --strip-unneeded -o "$kit/nccl-tests/$(basename "$f")" "$f"; done
+fi
 # UCX (Debian's 1.13: host memory, shared memory and TCP between processes) and what it needs;
 # its transport modules in lib/ucx (run.sh points UCX_MODULE_DIR there).
 multiarch=/usr/lib/x86_64-linux-gnu

@@ -133,6 +133,20 @@ step 09_torch_nccl_backend 120 env LD_PRELOAD="$preload" python3 "$kit/torch_fac
 step 10_face_capture_one_rank 60 env LD_PRELOAD="$preload" CCL_CODEC=int8 "$kit/bin/face_device_check" capture 1
 step 11_face_capture_2_threads 60 env LD_PRELOAD="$preload" CCL_CODEC=int8 "$kit/bin/face_device_check" capture 2
 
+# NVIDIA's nccl-tests (a kit built with NCCL_TESTS_SRC), one rank, through the face as
+# libnccl.so.2 with CCL_CODEC=none: every collective exact (-c 1), and all_reduce by graph
+# launch (-G 3). nccl-tests exits 0 with wrong values: a row passes only when it printed
+# "0 OK". (Two thread ranks on one GPU need a stand-in with collectives: the face's
+# uncompressed calls go to NVIDIA's NCCL, which refuses them.)
+if [ -d "$kit/nccl-tests" ] && [ $device -eq 1 ]; then
+  nt=(env LD_LIBRARY_PATH="$kit/dropin:$LD_LIBRARY_PATH" CCL_CODEC=none bash -c
+    'set -o pipefail; "$@" 2>&1 | tee /dev/stderr | grep -q "Out of bounds values : 0 OK"' nccl-test)
+  for b in "$kit"/nccl-tests/*_perf; do
+    step "22_nccl_tests_$(basename "$b" _perf)" 30 "${nt[@]}" "$b" -b 8 -e 8M -f 8 -c 1 -g 1
+  done
+  step 22_nccl_tests_all_reduce_graph 30 "${nt[@]}" "$kit/nccl-tests/all_reduce_perf" -b 8 -e 8M -f 8 -c 1 -G 3
+fi
+
 # 7. Numbers.
 if [ $quick -eq 0 ]; then
   step 12_codecs_gpu_bench_1GiB 150 "$kit/bin/codecs_gpu_bench" --mib 1024 --iters 5
