@@ -132,6 +132,11 @@ step 09_torch_nccl_backend 120 env LD_PRELOAD="$preload" python3 "$kit/torch_fac
 # on ccl's own device path (two ranks sharing the GPU), and ccl's API.
 step 10_face_capture_one_rank 60 env LD_PRELOAD="$preload" CCL_CODEC=int8 "$kit/bin/face_device_check" capture 1
 step 11_face_capture_2_threads 60 env LD_PRELOAD="$preload" CCL_CODEC=int8 "$kit/bin/face_device_check" capture 2
+# The face's compressed runner over NcclLink (two thread ranks, one GPU), with the stand-in
+# NCCL as the real one (the program links it, the face is preloaded). The stand-in has only
+# sends and receives, so both of the program's collectives are compressed.
+step 12_face_standin_2_threads_int8 60 env LD_LIBRARY_PATH="$kit/standin:$LD_LIBRARY_PATH" LD_PRELOAD="$preload" \
+  CCL_CODEC=int8 CCL_COMPRESS=allreduce,broadcast "$kit/bin/face_device_check" threads 2
 
 # NVIDIA's nccl-tests (a kit built with NCCL_TESTS_SRC), one rank, through the face as
 # libnccl.so.2 with CCL_CODEC=none: every collective exact (-c 1), and all_reduce by graph
