@@ -78,7 +78,8 @@ class DeviceRunner {
   using ResidualKey = std::pair<uint64_t, uint64_t>;
   float* residual(ResidualKey key, size_t floats, int kind, Stream& caller);
   // Enqueues `jobs` (their buffers in this runner's scratch and residuals) on `caller` and
-  // notes where they end, for begin()'s ordering.
+  // notes where they end, for begin()'s ordering. What would wait for staging goes to the
+  // runner's launcher thread (stream_executor.h, Launcher): the caller never does.
   void run(std::span<const StreamJob> jobs, Stream& caller);
 
  private:
@@ -87,8 +88,10 @@ class DeviceRunner {
     size_t floats = 0;
     int kind = -1;
   };
+  class CallLauncher;
   StreamCounts counts_;  // before the streams that count into it
   std::unique_ptr<Device> device_;
+  std::unique_ptr<CallLauncher> launcher_;
   std::unique_ptr<Stream> comm_;
   std::unique_ptr<StreamKernels> kernels_;
   std::unique_ptr<StreamLink> link_;

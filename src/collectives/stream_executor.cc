@@ -194,44 +194,170 @@ void executeOnStream(const StreamJob& job, StreamLink& link, StreamKernels& kern
   executeOnStream(std::span<const StreamJob>(&job, 1), link, kernels, caller, comm);
 }
 
-void executeOnStream(std::span<const StreamJob> jobs, StreamLink& link, StreamKernels& kernels, Stream& caller,
-                     Stream& comm) {
-  std::vector<Enqueuing> batch;
-  batch.reserve(jobs.size());
-  size_t waves = 0;
-  for (const StreamJob& job : jobs) {
-    batch.push_back(prepare(job, link.exactLengths()));
-    waves = std::max(waves, batch.back().waves());
-  }
+namespace {
+
+// A call being enqueued: its jobs (copies: a launcher may finish the call after the caller's
+// span is gone), their runs, and how far the loop over waves got.
+struct Call {
+  std::vector<StreamJob> jobs;
+  std::vector<Enqueuing> batch;  // each one's job points into `jobs`
   std::vector<std::shared_ptr<StreamRun>> runs;
-  for (const Enqueuing& e : batch) runs.push_back(e.run);
+  size_t waves = 0;
+  // Commands between the streams only where steps need them: the comm stream waits for the
+  // compute stream's steps queued since it last did (and, before the first wave, for what
+  // the caller enqueued before the call); compute steps that follow wave v wait for it.
+  std::vector<Event> waveDone;
+  bool computePending = true;
+  size_t joined = 0;    // the compute stream has waited for waves [0, joined)
+  size_t prepared = 0;  // waves [0, prepared) have the compute steps they wait for enqueued
+  Stream* caller = nullptr;
+};
 
-  // What the link's groups enqueued so far write (lengths received, bytes sent) lives in the
-  // runs: a call that fails while enqueuing (an abort while it waits for staging) keeps them
-  // until the comm stream has passed those groups, or for good if it cannot say when.
-  try {
-    // Commands between the streams only where steps need them: the comm stream waits for the
-    // caller's compute steps queued since it last did (and, before the first wave, for what
-    // the caller enqueued before the call); compute steps that follow wave v wait for it.
-    std::vector<Event> waveDone;
-    waveDone.reserve(waves);
-    bool computePending = true;
-    size_t joined = 0;  // the caller has waited for waves [0, joined)
-    auto enqueue = [&](Enqueuing& e, const std::vector<StepId>& ids, size_t after) {
-      if (ids.empty()) return;
-      if (after > joined) {
-        caller.wait(waveDone[after - 1]);
-        joined = after;
+std::shared_ptr<Call> prepareCall(std::span<const StreamJob> jobs, const StreamLink& link, Stream& caller) {
+  auto c = std::make_shared<Call>();
+  c->jobs.assign(jobs.begin(), jobs.end());
+  c->batch.reserve(c->jobs.size());
+  for (const StreamJob& job : c->jobs) {
+    c->batch.push_back(prepare(job, link.exactLengths()));
+    c->waves = std::max(c->waves, c->batch.back().waves());
+  }
+  for (const Enqueuing& e : c->batch) c->runs.push_back(e.run);
+  c->waveDone.reserve(c->waves);
+  c->caller = &caller;
+  return c;
+}
+
+// The transfers of wave w, job after job (every rank orders its jobs alike, so a link that
+// matches by order still pairs them).
+void transfersOf(Call& c, size_t w, std::vector<Transfer>& xs) {
+  xs.clear();
+  for (Enqueuing& e : c.batch) {
+    if (w >= e.waves()) continue;
+    StreamRun& run = *e.run;
+    const Plan& plan = *run.plan;
+    const Schedule& sched = *run.schedule;
+    for (StepId id : sched.waves[w]) {
+      const Step& s = plan.steps[id];
+      Transfer x;
+      x.send = s.kind == StepKind::kSend;
+      x.peer = s.peer;
+      x.tag = e.job->tagBase | s.tag;
+      x.buf = bufferAt(run.buffers, x.send ? s.src : s.dst);
+      x.bytes = sched.postedBytes[id];
+      if (x.send) x.sent = &run.sent[id];
+      if (s.slot != kNoSlot) {
+        if (x.send)
+          x.exact = &run.lengths[s.slot];
+        else
+          x.received = &run.lengths[s.slot];
       }
-      enqueueBatches(e, ids, kernels, caller);
-      computePending = true;
-    };
+      xs.push_back(x);
+    }
+  }
+}
 
-    std::vector<StepId> stack, now;
-    std::vector<Transfer> xs;
-    for (size_t w = 0; w < waves; ++w) {
+// The call's one host function, once every step and wave has run: the failures of its steps
+// (any of its streams'), of the link's groups, of its decodes (lastCheck); then the
+// statistics of what the sends moved, and the jobs' `finished`.
+void enqueueEnd(Call& c, StreamLink& link, Stream& compute, Stream& comm) {
+  std::vector<std::function<void(cclResult_t, const std::string&)>> finished;
+  for (const StreamJob& job : c.jobs)
+    if (job.finished) finished.push_back(job.finished);
+  std::vector<Stream*> streams{&comm, &compute};
+  if (c.caller != &compute) streams.push_back(c.caller);
+  compute.enqueue([runs = c.runs, finished = std::move(finished), streams, linkCheck = link.failureCheck()] {
+    // The link's failure first: steps after it ran on what never arrived, and fail too.
+    FirstFailure failure;
+    std::string m;
+    if (linkCheck) failure.run(linkCheck);
+    for (Stream* s : streams)
+      if (const cclResult_t code = s->takeError(&m); code != cclSuccess) failure.record(code, m);
+    for (const auto& r : runs)
+      if (r->lastCheck) failure.run(r->lastCheck);
+    for (const auto& r : runs) {
+      if (!r->stats) continue;
+      const Plan& p = *r->plan;
+      for (const auto& wave : r->schedule->waves)
+        for (StepId id : wave) {
+          const Step& s = p.steps[id];
+          if (s.kind != StepKind::kSend) continue;
+          const size_t sent = r->sent[id] ? r->sent[id] : r->schedule->postedBytes[id];
+          r->stats->wireBytes += sent;
+          r->stats->rawBytes += sendRawBytes(p, s, sent);
+        }
+    }
+    const cclResult_t code = failure.take(&m);
+    if (code != cclSuccess)
+      for (const auto& r : runs) r->failed.store(true, std::memory_order_release);
+    for (const auto& f : finished) f(code, m);
+    if (code != cclSuccess) throw Error(code, m);
+  });
+}
+
+// What the link's groups enqueued so far write (lengths received, bytes sent) lives in the
+// runs: a call that fails while enqueuing (an abort while it waits for staging) keeps them
+// until the comm stream has passed those groups, or for good if it cannot say when.
+void keepRuns(const Call& c, Stream& comm) {
+  try {
+    comm.enqueue([runs = c.runs] {});
+  } catch (...) {
+    new std::vector<std::shared_ptr<StreamRun>>(c.runs);  // leaked: better than written after free
+  }
+}
+
+// Enqueues waves [from, waves) and the call's end on `compute` and `comm`. With a launcher,
+// returns false (having handed the rest to it) where the link would block.
+bool enqueueFrom(const std::shared_ptr<Call>& call, size_t from, StreamLink& link, StreamKernels& kernels,
+                 Stream& compute, Stream& comm, Launcher* launcher);
+
+// Hands waves [w, waves) to the launcher: its stream starts where `compute` is, the caller's
+// stream waits for the flag it raises at the end.
+void handOff(const std::shared_ptr<Call>& call, size_t w, StreamLink& link, StreamKernels& kernels, Stream& compute,
+             Stream& comm, Launcher& launcher) {
+  Stream& rest = launcher.stream();
+  const Event start = compute.record();
+  const uint64_t ticket = launcher.nextTicket();
+  std::atomic<uint64_t>* flag = launcher.flag();
+  call->caller->waitFlag(flag, ticket);
+  // Everything on the launcher's stream is enqueued by its thread, in call order: a wait
+  // enqueued from here could land inside an earlier call's work there, before the flag
+  // that call raises and `start` waits for.
+  launcher.post([call, w, &link, &kernels, &rest, &comm, flag, ticket, start] {
+    try {
+      rest.wait(start);
+      enqueueFrom(call, w, link, kernels, rest, comm, nullptr);
+      rest.setFlag(flag, ticket);
+    } catch (const std::exception& e) {
+      // The call returned long ago: its failure is its jobs' (the communicator's
+      // asynchronous error), and the caller's stream must not wait for ever.
+      keepRuns(*call, comm);
+      flag->store(ticket, std::memory_order_release);
+      const auto* err = dynamic_cast<const Error*>(&e);
+      for (const StreamJob& job : call->jobs)
+        if (job.finished) job.finished(err ? err->code() : cclInternalError, e.what());
+    }
+  });
+}
+
+bool enqueueFrom(const std::shared_ptr<Call>& call, size_t from, StreamLink& link, StreamKernels& kernels,
+                 Stream& compute, Stream& comm, Launcher* launcher) {
+  Call& c = *call;
+  auto enqueue = [&](Enqueuing& e, const std::vector<StepId>& ids, size_t after) {
+    if (ids.empty()) return;
+    if (after > c.joined) {
+      compute.wait(c.waveDone[after - 1]);
+      c.joined = after;
+    }
+    enqueueBatches(e, ids, kernels, compute);
+    c.computePending = true;
+  };
+  std::vector<StepId> stack, now;
+  std::vector<Transfer> xs;
+  for (size_t w = from; w < c.waves; ++w) {
+    if (w >= c.prepared) {
+      c.prepared = w + 1;
       // The compute steps this wave's sends wait for go first.
-      for (Enqueuing& e : batch) {
+      for (Enqueuing& e : c.batch) {
         if (w >= e.waves()) continue;
         const Plan& plan = *e.run->plan;
         const auto& wave = e.run->schedule->waves[w];
@@ -251,90 +377,47 @@ void executeOnStream(std::span<const StreamJob> jobs, StreamLink& link, StreamKe
           if (e.needed[id]) now.push_back(id);
         enqueue(e, now, w);
       }
-      if (computePending) comm.wait(caller.record());
-      computePending = false;
-
-      // One group: the jobs' transfers of this wave, job after job (every rank orders its jobs
-      // alike, so a link that matches by order still pairs them).
-      xs.clear();
-      for (Enqueuing& e : batch) {
-        if (w >= e.waves()) continue;
-        StreamRun& run = *e.run;
-        const Plan& plan = *run.plan;
-        const Schedule& sched = *run.schedule;
-        for (StepId id : sched.waves[w]) {
-          const Step& s = plan.steps[id];
-          Transfer x;
-          x.send = s.kind == StepKind::kSend;
-          x.peer = s.peer;
-          x.tag = e.job->tagBase | s.tag;
-          x.buf = bufferAt(run.buffers, x.send ? s.src : s.dst);
-          x.bytes = sched.postedBytes[id];
-          if (x.send) x.sent = &run.sent[id];
-          if (s.slot != kNoSlot) {
-            if (x.send)
-              x.exact = &run.lengths[s.slot];
-            else
-              x.received = &run.lengths[s.slot];
-          }
-          xs.push_back(x);
-        }
-      }
-      link.group(xs, comm);
-      waveDone.push_back(comm.record());
-      // The rest (steps that follow the wave before) overlaps this wave's transfers.
-      for (Enqueuing& e : batch) {
-        if (w >= e.waves()) continue;
-        now.clear();
-        for (StepId id : e.computeAfter[w])
-          if (!e.queued[id]) now.push_back(id);
-        enqueue(e, now, w);
-      }
+      if (c.computePending) comm.wait(compute.record());
+      c.computePending = false;
     }
-    for (Enqueuing& e : batch) enqueue(e, e.computeAfter[e.waves()], e.waves());
-    // The call ends on the caller's stream once every wave has: the next call may reuse what
-    // the comm stream still reads.
-    if (joined < waves) caller.wait(waveDone.back());
+    transfersOf(c, w, xs);
+    if (launcher && link.mayBlock(xs)) {
+      handOff(call, w, link, kernels, compute, comm, *launcher);
+      return false;
+    }
+    link.group(xs, comm);
+    c.waveDone.push_back(comm.record());
+    // The rest (steps that follow the wave before) overlaps this wave's transfers.
+    for (Enqueuing& e : c.batch) {
+      if (w >= e.waves()) continue;
+      now.clear();
+      for (StepId id : e.computeAfter[w])
+        if (!e.queued[id]) now.push_back(id);
+      enqueue(e, now, w);
+    }
+  }
+  for (Enqueuing& e : c.batch) enqueue(e, e.computeAfter[e.waves()], e.waves());
+  // The call ends on the compute stream once every wave has: the next call may reuse what
+  // the comm stream still reads.
+  if (c.joined < c.waves) compute.wait(c.waveDone.back());
+  enqueueEnd(c, link, compute, comm);
+  return true;
+}
 
-    // The call's one host function, once every step and wave has run: the failures of its
-    // steps (either stream's), of the link's groups, of its decodes (lastCheck); then the
-    // statistics of what the sends moved, and the jobs' `finished`.
-    std::vector<std::function<void(cclResult_t, const std::string&)>> finished;
-    for (const StreamJob& job : jobs)
-      if (job.finished) finished.push_back(job.finished);
-    caller.enqueue([runs, finished = std::move(finished), &caller, &comm, linkCheck = link.failureCheck()] {
-      // The link's failure first: steps after it ran on what never arrived, and fail too.
-      FirstFailure failure;
-      std::string m;
-      if (linkCheck) failure.run(linkCheck);
-      for (Stream* s : {&comm, &caller})
-        if (const cclResult_t c = s->takeError(&m); c != cclSuccess) failure.record(c, m);
-      for (const auto& r : runs)
-        if (r->lastCheck) failure.run(r->lastCheck);
-      for (const auto& r : runs) {
-        if (!r->stats) continue;
-        const Plan& p = *r->plan;
-        for (const auto& wave : r->schedule->waves)
-          for (StepId id : wave) {
-            const Step& s = p.steps[id];
-            if (s.kind != StepKind::kSend) continue;
-            const size_t sent = r->sent[id] ? r->sent[id] : r->schedule->postedBytes[id];
-            r->stats->wireBytes += sent;
-            r->stats->rawBytes += sendRawBytes(p, s, sent);
-          }
-      }
-      const cclResult_t c = failure.take(&m);
-      if (c != cclSuccess)
-        for (const auto& r : runs) r->failed.store(true, std::memory_order_release);
-      for (const auto& f : finished) f(c, m);
-      if (c != cclSuccess) throw Error(c, m);
-    });
+}  // namespace
+
+void executeOnStream(std::span<const StreamJob> jobs, StreamLink& link, StreamKernels& kernels, Stream& caller,
+                     Stream& comm, Launcher* launcher) {
+  const std::shared_ptr<Call> call = prepareCall(jobs, link, caller);
+  try {
+    // While the launcher has calls to finish, this one follows them there, whole.
+    if (launcher && launcher->busy()) {
+      handOff(call, 0, link, kernels, caller, comm, *launcher);
+      return;
+    }
+    enqueueFrom(call, 0, link, kernels, caller, comm, launcher);
   } catch (...) {
-    try {
-      comm.enqueue([runs] {});
-    } catch (...) {
-      new std::vector<std::shared_ptr<StreamRun>>(runs);  // leaked: better than written after free
-    }
+    keepRuns(*call, comm);
     throw;
   }
 }

@@ -104,6 +104,12 @@ class StreamLink {
   // True when encoded streams cross the network at their posted size (NCCL's link); a staged
   // link reads their true length from the staged bytes and sends only that.
   virtual bool sendsAtBound() const { return !exactLengths(); }
+  // True when posting `transfers` now could block the calling thread (a staged link whose
+  // staging is in use by groups the streams have not released yet).
+  virtual bool mayBlock(std::span<const Transfer> transfers) const {
+    (void)transfers;
+    return false;
+  }
   // For a link whose groups fail off the stream (a proxy's exchange): a check of the groups
   // enqueued so far, for a host step that runs once the stream has passed them; it throws
   // the first failure among them (a later group's failure is a later call's). Empty when the
@@ -163,9 +169,32 @@ struct StreamJob {
   std::function<void(cclResult_t, const std::string&)> finished;
 };
 
+// Where a call's enqueuing goes on when the link would block its caller (StreamLink::mayBlock):
+// a thread of the communicator's own that enqueues the rest of the call on a stream of its
+// own, which starts where the caller's stream was; the caller's stream waits for a flag
+// that stream raises at the call's end (a stream memory operation: no host thread is
+// waited for on the GPU). So the caller never waits for staging, and its stream still orders
+// the call between what came before and what comes after. While the thread has work, every
+// later call goes to it whole (the link and the comm stream take calls in order).
+class Launcher {
+ public:
+  virtual ~Launcher() = default;
+  virtual Stream& stream() = 0;
+  // The flag the caller's stream waits for (memory the streams reach), and a new ticket.
+  virtual std::atomic<uint64_t>* flag() = 0;
+  virtual uint64_t nextTicket() = 0;
+  // Runs `rest` on the thread, after what was posted before. busy() from the post until it
+  // ran. The only thread that enqueues on stream(). May wait while many calls are posted
+  // (events a call waits for stay valid only so far: CudaStream's ring).
+  virtual void post(std::function<void()> rest) = 0;
+  virtual bool busy() const = 0;
+};
+
 // Enqueues `job` on `caller` (compute steps) and `comm` (waves), joined back into `caller`.
 // Returns at once; failures surface through caller.takeError() (the first one), and the
-// result is in place once caller has reached everything enqueued so far.
+// result is in place once caller has reached everything enqueued so far. With a launcher,
+// the part of the call that would block goes to it (Launcher); failures found there reach
+// the jobs' `finished`.
 void executeOnStream(const StreamJob& job, StreamLink& link, StreamKernels& kernels, Stream& caller, Stream& comm);
 
 // A group's jobs (NCCL's ncclGroupStart/End) enqueued together: wave w of the group is every
@@ -175,6 +204,6 @@ void executeOnStream(const StreamJob& job, StreamLink& link, StreamKernels& kern
 // point-to-point calls in issue order (NCCL's rule for a group). A failure fails every job;
 // each job's `finished` runs with the group's result.
 void executeOnStream(std::span<const StreamJob> jobs, StreamLink& link, StreamKernels& kernels, Stream& caller,
-                     Stream& comm);
+                     Stream& comm, Launcher* launcher = nullptr);
 
 }  // namespace ccl::coll

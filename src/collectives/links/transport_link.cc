@@ -179,6 +179,25 @@ void TransportLink::stagedGroup(std::span<const Transfer> xs, Stream& stream) {
   stream.setFlag(released_, ticket);  // the receives are copied out: the block is free
 }
 
+bool TransportLink::mayBlock(std::span<const Transfer> transfers) const {
+  if (!staging_) return false;
+  size_t total = 0;
+  for (const Transfer& x : transfers) total += stagedBytes(x.bytes);
+  size_t groups = 1, largest = total;
+  if (total > blockBound_) {
+    const std::vector<uint32_t> g = subWaves(transfers, t_.size(), blockBound_);
+    std::map<uint32_t, size_t> bytes;
+    for (size_t i = 0; i < transfers.size(); ++i) bytes[g[i]] += stagedBytes(transfers[i].bytes);
+    groups = bytes.size();
+    largest = 0;
+    for (const auto& [group, b] : bytes) largest = std::max(largest, b);
+  }
+  // Released only grows: a wave that fits now fits when it is posted.
+  const uint64_t inFlight = tickets_ - released_->load(std::memory_order_acquire);
+  if (largest > largest_ && inFlight > 0) return true;  // growing the ring waits for every group
+  return inFlight + groups > kStagingBlocks;
+}
+
 std::function<void()> TransportLink::failureCheck() {
   if (!staging_) return {};
   return [this, upTo = tickets_] {

@@ -88,6 +88,9 @@ class TransportLink final : public StreamLink {
   bool exactLengths() const override { return exact_; }
   bool sendsAtBound() const override { return !exact_ && !staging_; }
   std::function<void()> failureCheck() override;
+  // A staged wave that needs blocks the streams still hold (more groups in flight than the
+  // ring has, or a ring grown while groups are in flight).
+  bool mayBlock(std::span<const Transfer> transfers) const override;
 
   // A block's bytes at most, for a ring of stagingBytes (CCL_STAGING_BYTES).
   static size_t blockBytes(size_t stagingBytes) {
