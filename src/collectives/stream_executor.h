@@ -19,7 +19,9 @@
 // failures of the call's steps, of its link groups (StreamLink::failureCheck) and of its
 // decodes (StreamRun::lastCheck), counts what the sends moved, and runs the jobs' finished.
 // Host functions share one callback thread per process on CUDA: one per call, never one per
-// wave or step, and none that waits.
+// wave or step, and none that waits. Where the link would make the caller wait (a staged
+// link's ring full of groups the streams hold), the rest of the call goes to a launcher
+// (Launcher): the caller returns.
 //
 // The same executor runs on host streams over ccl's transports (what the tests run) and on
 // CUDA streams over NCCL (the GPU path): the stream, the link and the kernels are interfaces.
