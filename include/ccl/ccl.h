@@ -561,10 +561,8 @@ typedef struct cclStats_v1 {
   unsigned long long deviceCommands;
   unsigned long long deviceHostFunctions;
 } cclStats_t;
-#define CCL_STATS_INITIALIZER                                                                    \
-  {                                                                                              \
-    sizeof(cclStats_t), CCL_STATS_MAGIC, CCL_VERSION_CODE, {{0, 0, 0, 0, 0.0}}, {0}, {0}, 0, 0 \
-  }
+#define CCL_STATS_INITIALIZER \
+  { sizeof(cclStats_t), CCL_STATS_MAGIC, CCL_VERSION_CODE, {{0, 0, 0, 0, 0.0}}, {0}, {0}, 0, 0 }
 
 /* Copies the communicator's counters into *stats (only stats->size bytes are written). */
 CCL_API cclResult_t cclCommGetStats(cclComm_t comm, cclStats_t* stats);

@@ -2,10 +2,10 @@
 #include "collectives/device_runner.h"
 
 #include <atomic>
+#include <mutex>
 #include <new>
 #include <thread>
 #include <vector>
-#include <mutex>
 
 #include "codecs/codec.h"
 #include "common/activity.h"

@@ -608,7 +608,7 @@ TEST(DeviceCalls, TheCommunicatorsDevice) {
 // more than its ring of blocks however far ahead the host is (it waits for the stream instead).
 TEST(DeviceCalls, TheSteadyPathAllocatesNothingAndStagingIsBounded) {
   constexpr int n = 2;
-  constexpr size_t count = 40000;  // several waves of CCL_CHUNK_BYTES=8192
+  constexpr size_t count = 40000;                        // several waves of CCL_CHUNK_BYTES=8192
   const long before = simDriver().counts().stagingLive;  // earlier tests' launcher flags stay
   auto comms = makeComms(n);
   const cclCompression_t codec = codecOf(cclCodecInt8);

@@ -221,8 +221,8 @@ TEST_P(GpuCodec, ABatchOfEncodesWritesEachItemsCpuBytes) {
         cudaOk(cudaMemcpy(in, typed.data(), typed.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
         float* r = static_cast<float*>(dres.get()) + resAt;
         cudaOk(cudaMemcpy(r, res[k].data(), n * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
-        items.push_back({in, n, static_cast<uint8_t*>(dout.get()) + outAt[k], maxEncodedBytes(p, n), ef ? r : nullptr,
-                         0x77u + k});
+        items.push_back(
+            {in, n, static_cast<uint8_t*>(dout.get()) + outAt[k], maxEncodedBytes(p, n), ef ? r : nullptr, 0x77u + k});
         inAt += typed.size();
         resAt += n;
       }
@@ -318,7 +318,8 @@ TEST_P(GpuCodec, ABatchOfDecodesMatchesTheCpuAndRefusesOnlyTheBadStream) {
     yAt = 0;
     for (size_t k = 0; k < kItems; ++k) {
       const size_t n = sizes[k % std::size(sizes)];
-      std::vector<uint8_t> want(y0.begin() + static_cast<long>(yAt * es), y0.begin() + static_cast<long>((yAt + n) * es));
+      std::vector<uint8_t> want(y0.begin() + static_cast<long>(yAt * es),
+                                y0.begin() + static_cast<long>((yAt + n) * es));
       if (k != kBad) {
         const Expect e{n, p.codec};
         if (accumulate) {

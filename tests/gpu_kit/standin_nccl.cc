@@ -48,7 +48,7 @@ struct Clique {
   bool aborted = false;
   std::mutex mutex;
   std::condition_variable cv;
-  std::map<std::pair<int, int>, std::deque<Posted>> sends;     // by (from, to), in order
+  std::map<std::pair<int, int>, std::deque<Posted>> sends;        // by (from, to), in order
   std::map<std::pair<int, int>, std::deque<cudaEvent_t>> copied;  // by (from, to): the receiver's copies
 };
 
@@ -112,8 +112,8 @@ int run(const std::vector<Op>& ops) {
     if (s.bytes != op.bytes) op.comm->error = kInvalidUsage;  // NCCL's rule: equal sizes
     cudaEvent_t done = nullptr;
     if (int r = cudaResult(cudaStreamWaitEvent(op.stream, s.ready, 0)); r) return r;
-    if (int r = cudaResult(cudaMemcpyAsync(op.buf, s.buf, std::min(s.bytes, op.bytes), cudaMemcpyDeviceToDevice,
-                                           op.stream));
+    if (int r = cudaResult(
+            cudaMemcpyAsync(op.buf, s.buf, std::min(s.bytes, op.bytes), cudaMemcpyDeviceToDevice, op.stream));
         r)
       return r;
     if (int r = cudaResult(cudaEventCreateWithFlags(&done, cudaEventDisableTiming)); r) return r;
@@ -154,8 +154,8 @@ int post(bool send, const void* buf, size_t count, int type, int peer, void* com
 }  // namespace
 
 // Each function under NCCL's name and its profiling name (what ccl resolves).
-#define STANDIN(ret, name, params, args) \
-  extern "C" __attribute__((visibility("default"))) ret p##name params; \
+#define STANDIN(ret, name, params, args)                                                     \
+  extern "C" __attribute__((visibility("default"))) ret p##name params;                      \
   extern "C" __attribute__((visibility("default"))) ret name params { return p##name args; } \
   extern "C" ret p##name params
 

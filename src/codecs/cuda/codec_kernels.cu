@@ -178,17 +178,19 @@ void encodeBatch(const Params& p, cclDataType_t type, std::span<const EncodeItem
   }
 }
 
-void decodeBatch(std::span<const DecodeRequest> items, int codec, cclDataType_t type, bool accumulate,
-                 uint32_t* status, Workspace& ws, cudaStream_t stream) {
+void decodeBatch(std::span<const DecodeRequest> items, int codec, cclDataType_t type, bool accumulate, uint32_t* status,
+                 Workspace& ws, cudaStream_t stream) {
   if (items.empty()) return;
-  if (codec >= cclNumCodecs || codec < 0) throw Error(cclInvalidArgument, "GPU decode: the expected codec must be named");
+  if (codec >= cclNumCodecs || codec < 0)
+    throw Error(cclInvalidArgument, "GPU decode: the expected codec must be named");
   if (!status) throw Error(cclInvalidArgument, "GPU decode: null status word");
   if (!accumulate) withDeviceType(type, [](auto) {});
   for (const DecodeRequest& r : items)
     if ((r.count > 0 && !r.y) || (!r.in && r.inBytes > 0)) throw Error(cclInvalidArgument, "GPU decode: null buffer");
   if (isQuantizer(codec))
-    return detail::quantizerDecodeBatch(items, codec, detail::Target{nullptr, accumulate ? cclFloat32 : type, accumulate},
-                                        status, ws.orStatus, ws, stream);
+    return detail::quantizerDecodeBatch(items, codec,
+                                        detail::Target{nullptr, accumulate ? cclFloat32 : type, accumulate}, status,
+                                        ws.orStatus, ws, stream);
   const bool orStatus = ws.orStatus;
   for (size_t k = 0; k < items.size(); ++k) {
     ws.orStatus = orStatus || k > 0;

@@ -91,8 +91,8 @@ struct DecodeRequest {
 // each stream validated before anything of it is written, the status of all ORed into
 // *status (stored by the first unless ws.orStatus). Quantizer streams take three launches per
 // 240 streams; other codecs go stream by stream. Throws as decode does, before enqueuing.
-void decodeBatch(std::span<const DecodeRequest> items, int codec, cclDataType_t type, bool accumulate,
-                 uint32_t* status, Workspace& ws, cudaStream_t stream);
+void decodeBatch(std::span<const DecodeRequest> items, int codec, cclDataType_t type, bool accumulate, uint32_t* status,
+                 Workspace& ws, cudaStream_t stream);
 
 // As codec::decode, for a stream in device memory. expect.codec must name the codec (the
 // kernels are chosen on the host). The stream is validated on the GPU first; y is written

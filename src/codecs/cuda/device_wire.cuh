@@ -28,8 +28,7 @@ struct DecodeState {
 };
 
 // On the device: clears *st, then reads and checks the header (one thread).
-__device__ inline void readHeaderInto(const uint8_t* in, uint64_t inBytes, uint64_t count, int codec,
-                                      DecodeState* st) {
+__device__ inline void readHeaderInto(const uint8_t* in, uint64_t inBytes, uint64_t count, int codec, DecodeState* st) {
   st->status = 0;
   st->pad = 0;
   st->counter = 0;

@@ -43,11 +43,10 @@ void quantizerEncode(const Params& p, const void* x, cclDataType_t type, size_t 
                      uint64_t* encodedBytes, Workspace& ws, cudaStream_t stream);
 // A batch of fixed-length streams without a tensor scale in one launch per 160 streams;
 // false (nothing enqueued) for other parameters.
-bool quantizerEncodeBatch(const Params& p, cclDataType_t type, std::span<const EncodeItem> items,
-                          cudaStream_t stream);
+bool quantizerEncodeBatch(const Params& p, cclDataType_t type, std::span<const EncodeItem> items, cudaStream_t stream);
 // A batch of quantizer streams of `codec`, three launches per 240 (checked by the caller).
-void quantizerDecodeBatch(std::span<const DecodeRequest> items, int codec, Target target, uint32_t* status,
-                          bool orInto, Workspace& ws, cudaStream_t stream);
+void quantizerDecodeBatch(std::span<const DecodeRequest> items, int codec, Target target, uint32_t* status, bool orInto,
+                          Workspace& ws, cudaStream_t stream);
 void quantizerDecode(const uint8_t* in, size_t inBytes, const Expect& expect, Target target, uint32_t* status,
                      Workspace& ws, cudaStream_t stream);
 

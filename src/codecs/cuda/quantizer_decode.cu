@@ -279,8 +279,8 @@ void quantizerDecode(const uint8_t* in, size_t inBytes, const Expect& expect, Ta
   finishDecode(st, status, ws.orStatus, stream);
 }
 
-void quantizerDecodeBatch(std::span<const DecodeRequest> items, int codec, Target target, uint32_t* status,
-                          bool orInto, Workspace& ws, cudaStream_t stream) {
+void quantizerDecodeBatch(std::span<const DecodeRequest> items, int codec, Target target, uint32_t* status, bool orInto,
+                          Workspace& ws, cudaStream_t stream) {
   if (items.empty()) return;
   auto* states =
       static_cast<DecodeState*>(ws.get(sizeof(DecodeState) * std::min<size_t>(items.size(), kBatchStreams), stream));
@@ -293,8 +293,8 @@ void quantizerDecodeBatch(std::span<const DecodeRequest> items, int codec, Targe
     uint64_t most = 0;
     for (uint32_t k = 0; k < t->count; ++k) {
       const DecodeRequest& r = items[first + k];
-      t->d[k] = DecodeItem{static_cast<const uint8_t*>(r.in), r.inBytes, r.count, r.y, states + k, aligned16(r.in),
-                           aligned16(r.y)};
+      t->d[k] = DecodeItem{
+          static_cast<const uint8_t*>(r.in), r.inBytes, r.count, r.y, states + k, aligned16(r.in), aligned16(r.y)};
       most = std::max<uint64_t>(most, r.count);
     }
     batchHeaders<<<(t->count + 127) / 128, 128, 0, stream>>>(*t);

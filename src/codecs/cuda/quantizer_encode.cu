@@ -338,8 +338,7 @@ EncodeArgs argsFor(const Params& p, const void* x, size_t n, uint8_t* out, float
 
 }  // namespace
 
-bool quantizerEncodeBatch(const Params& p, cclDataType_t type, std::span<const EncodeItem> items,
-                          cudaStream_t stream) {
+bool quantizerEncodeBatch(const Params& p, cclDataType_t type, std::span<const EncodeItem> items, cudaStream_t stream) {
   if (!p.fixedLength || tensorScaled(p.codec)) return false;
   const unsigned groups = (p.blockSize + kGroup - 1) / kGroup;
   const unsigned threads = groups >= kMaxThreads ? kMaxThreads : ((groups + 31) / 32) * 32;
@@ -360,9 +359,8 @@ bool quantizerEncodeBatch(const Params& p, cclDataType_t type, std::span<const E
     const uint64_t want = std::max<uint64_t>(blocks, t->count);
     const unsigned grid = static_cast<unsigned>(want < (1u << 30) ? want : (1u << 30));
     withQuantizerKind(p.codec, [&](auto kind) {
-      withDeviceType(type, [&](auto tag) {
-        encodeBatch<decltype(kind), decltype(tag)><<<grid, threads, 0, stream>>>(*t);
-      });
+      withDeviceType(type,
+                     [&](auto tag) { encodeBatch<decltype(kind), decltype(tag)><<<grid, threads, 0, stream>>>(*t); });
     });
     checkLaunch("encodeBatch");
   }

@@ -313,7 +313,8 @@ void select(const Params& p, const float* v, uint64_t n, uint64_t k, Buffers& b,
     checkLaunch("randomKIndices");
   } else if (p.codec == cclCodecThreshold) {
     const AtLeast pred{v, devMagnitudeKey(fp::floatBits(p.threshold))};
-    checkEnqueued(cub::DeviceSelect::If(b.temp, tb, b.iota, b.idx, &b.st->kept, items, pred, stream), "cub::DeviceSelect::If", 2);
+    checkEnqueued(cub::DeviceSelect::If(b.temp, tb, b.iota, b.idx, &b.st->kept, items, pred, stream),
+                  "cub::DeviceSelect::If", 2);
   } else if (k >= n) {
     checkEnqueued(cudaMemcpyAsync(b.idx, b.iota, n * 4, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync", 1);
     setKept<<<1, 1, 0, stream>>>(b.st, n);
@@ -331,10 +332,11 @@ void select(const Params& p, const float* v, uint64_t n, uint64_t k, Buffers& b,
     equalToKth<<<gridFor(n, kThreads), kThreads, 0, stream>>>(b.keys, n, b.radix, b.equal);
     checkLaunch("equalToKth");
     checkEnqueued(cub::DeviceScan::ExclusiveSum(b.temp, tb, b.equal, b.equalBefore, items, stream),
-          "cub::DeviceScan::ExclusiveSum", 2);
+                  "cub::DeviceScan::ExclusiveSum", 2);
     tb = b.tempBytes;
     const TopKTake take{b.keys, b.equalBefore, b.radix};
-    checkEnqueued(cub::DeviceSelect::If(b.temp, tb, b.iota, b.idx, &b.st->kept, items, take, stream), "cub::DeviceSelect::If", 2);
+    checkEnqueued(cub::DeviceSelect::If(b.temp, tb, b.iota, b.idx, &b.st->kept, items, take, stream),
+                  "cub::DeviceSelect::If", 2);
   }
 }
 
@@ -360,7 +362,7 @@ void encodeTyped(const Params& p, const typename T::Storage* x, uint64_t n, uint
   if (!randk) {
     size_t tb = b.tempBytes;
     checkEnqueued(cub::DeviceScan::ExclusiveSum(b.temp, tb, b.lens, b.offs, static_cast<int64_t>(slots + 1), stream),
-          "cub::DeviceScan::ExclusiveSum", 2);
+                  "cub::DeviceScan::ExclusiveSum", 2);
   }
   const uint8_t flags = p.fp16Values ? kFlagFp16Values : 0;
   sparseHeader<<<1, kThreads, 0, stream>>>(p.codec, n, flags, p.seed, b.offs, b.st, out, encodedBytes);

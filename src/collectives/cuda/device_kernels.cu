@@ -291,8 +291,8 @@ size_t CudaKernels::enqueueElementwise(const std::shared_ptr<StreamRun>& run, st
     case StepKind::kDivide:
       dispatchType(plan.dtype, [&](auto tr) {
         using Tr = decltype(tr);
-        launches = launchTables(pieces, DivideOp<Tr>{static_cast<typename Tr::Compute>(plan.nranks)}, cs,
-                                "divide kernel");
+        launches =
+            launchTables(pieces, DivideOp<Tr>{static_cast<typename Tr::Compute>(plan.nranks)}, cs, "divide kernel");
       });
       return launches;
     case StepKind::kWiden:

@@ -104,7 +104,8 @@ TransportLink::Block& TransportLink::acquire(size_t bytes, uint64_t ticket, Stre
 }
 
 std::vector<uint32_t> TransportLink::subWaves(std::span<const Transfer> xs, int nranks, size_t blockBytes) {
-  const size_t share = std::max<size_t>(stagedBytes(blockBytes / (2 * static_cast<size_t>(std::max(nranks - 1, 1)))), 64);
+  const size_t share =
+      std::max<size_t>(stagedBytes(blockBytes / (2 * static_cast<size_t>(std::max(nranks - 1, 1)))), 64);
   struct Fill {
     uint32_t group = 0;
     size_t bytes = 0;
@@ -157,7 +158,8 @@ void TransportLink::stagedGroup(std::span<const Transfer> xs, Stream& stream) {
     Transfer& x = (*staged)[i];
     x.buf = static_cast<char*>(block.memory) + at;
     at += stagedBytes(x.bytes);
-    (x.send ? out : in).push_back(x.send ? Stream::Copy{x.buf, xs[i].buf, x.bytes} : Stream::Copy{xs[i].buf, x.buf, x.bytes});
+    (x.send ? out : in)
+        .push_back(x.send ? Stream::Copy{x.buf, xs[i].buf, x.bytes} : Stream::Copy{xs[i].buf, x.buf, x.bytes});
   }
   stream.copyBatch(out);
   stream.setFlag(staged_, ticket);
@@ -282,9 +284,9 @@ void TransportLink::exchange(const std::vector<Transfer>& xs, const std::functio
         throw Error(cclInvalidUsage, "the communicator was aborted during the operation");
       if (Clock::now() - lastMove > timeout_)
         throw Error(cclSystemError, (!staged ? "staged sends were not ready within " +
-                                                    std::to_string(timeout_.count()) + " ms (CCL_TIMEOUT)"
-                                              : "no progress for " + std::to_string(timeout_.count()) +
-                                                    " ms (CCL_TIMEOUT): a peer is not taking part in the operation") +
+                                                   std::to_string(timeout_.count()) + " ms (CCL_TIMEOUT)"
+                                             : "no progress for " + std::to_string(timeout_.count()) +
+                                                   " ms (CCL_TIMEOUT): a peer is not taking part in the operation") +
                                         diagnosis());
       sched_yield();
     }
