@@ -291,7 +291,15 @@ void TransportLink::exchange(const std::vector<Transfer>& xs, const std::functio
       sched_yield();
     }
   } catch (...) {
-    t_.abort();  // the peers' waves fail too, instead of waiting for this rank's messages
+    // The peers' waves fail too, instead of waiting for this rank's messages: they learn of
+    // the abort once it is applied, which UCX does in a progress call of this thread (the
+    // transport's); no later exchange of this link may come to make one.
+    t_.abort();
+    try {
+      t_.progress();
+    } catch (...) {
+      // The abort is this exchange's failure already.
+    }
     throw;
   }
 }
