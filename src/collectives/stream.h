@@ -72,7 +72,7 @@ class Stream {
   // on a host stream; device, pinned or managed memory on a CUDA stream).
   virtual void copy(void* dst, const void* src, size_t bytes);
   // Enqueues every copy of `copies` as one command, in no particular order among them
-  // (cudaMemcpyBatchAsync on CUDA; each a copy() elsewhere).
+  // (cudaMemcpyBatchAsync on CUDA; here one step that copies them all).
   struct Copy {
     void* dst;
     const void* src;

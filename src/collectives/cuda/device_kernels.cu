@@ -183,33 +183,64 @@ void CudaKernels::enqueue(const std::shared_ptr<StreamRun>& run, std::span<const
     return;
   }
   const uint64_t before = codec::cuda::commandsEnqueued;
-  if (kind == StepKind::kEncode) {
-    // By codec (a hierarchical plan's steps inside a node have their own) and input type:
-    // one codec::cuda::encodeBatch each.
-    ActivityScope busy("enqueuing a batch of encodes");
-    std::vector<std::pair<bool, cclDataType_t>> keys;
-    for (StepId id : steps) {
-      const std::pair<bool, cclDataType_t> k{plan.steps[id].intra, plan.steps[id].type};
-      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
-    }
-    std::vector<codec::cuda::EncodeItem> items;
-    for (const auto& [intra, type] : keys) {
-      items.clear();
-      for (StepId id : steps) {
-        const Step& s = plan.steps[id];
-        if (s.intra != intra || s.type != type) continue;
-        items.push_back({bufferAt(run->buffers, s.src), s.count, bufferAt(run->buffers, s.dst), s.bytes,
-                         s.withFeedback ? reinterpret_cast<float*>(bufferAt(run->buffers, s.src2)) : nullptr,
-                         encodeSeed(plan, s, run->callSeed)});
-      }
-      codec::cuda::encodeBatch(intra ? plan.intraCodec : plan.codec, type, items, workspace_, cs);
-    }
-  } else if (kind == StepKind::kDecode || kind == StepKind::kDecodeAdd) {
-    enqueueDecodes(run, steps, cs);
-  } else {
-    for (StepId id : steps) enqueueCodec(run, id, cs);
+  switch (kind) {
+    case StepKind::kEncode:
+      enqueueEncodes(run, steps, cs);
+      break;
+    case StepKind::kDecode:
+    case StepKind::kDecodeAdd:
+      enqueueDecodes(run, steps, cs);
+      break;
+    case StepKind::kLowRankStart:
+    case StepKind::kLowRankMiddle:
+    case StepKind::kLowRankFinish:
+      // The api refuses powersgd on device memory before planning.
+      throw Error(cclInvalidUsage, "the PowerSGD allreduce runs on host memory only");
+    default:
+      throw Error(cclInternalError, "a transfer step was enqueued as a kernel");
   }
   stream.noteCommands(codec::cuda::commandsEnqueued - before);
+}
+
+namespace {
+
+// Calls fn(intra, type, ids) for the steps of `steps` of each codec (a hierarchical plan's
+// steps inside a node have their own) and element type (all as fp32 with anyType): what one
+// batch of the CUDA codecs takes.
+template <class Fn>
+void byCodecAndType(const Plan& plan, std::span<const StepId> steps, bool anyType, Fn&& fn) {
+  auto typeOf = [&](const Step& s) { return anyType ? cclFloat32 : s.type; };
+  std::vector<std::pair<bool, cclDataType_t>> keys;
+  for (StepId id : steps) {
+    const std::pair<bool, cclDataType_t> k{plan.steps[id].intra, typeOf(plan.steps[id])};
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+  }
+  std::vector<StepId> ids;
+  for (const auto& [intra, type] : keys) {
+    ids.clear();
+    for (StepId id : steps)
+      if (plan.steps[id].intra == intra && typeOf(plan.steps[id]) == type) ids.push_back(id);
+    fn(intra, type, ids);
+  }
+}
+
+}  // namespace
+
+void CudaKernels::enqueueEncodes(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps,
+                                 cudaStream_t cs) {
+  ActivityScope busy("enqueuing a batch of encodes");
+  const Plan& plan = *run->plan;
+  std::vector<codec::cuda::EncodeItem> items;
+  byCodecAndType(plan, steps, false, [&](bool intra, cclDataType_t type, const std::vector<StepId>& ids) {
+    items.clear();
+    for (StepId id : ids) {
+      const Step& s = plan.steps[id];
+      items.push_back({bufferAt(run->buffers, s.src), s.count, bufferAt(run->buffers, s.dst), s.bytes,
+                       s.withFeedback ? reinterpret_cast<float*>(bufferAt(run->buffers, s.src2)) : nullptr,
+                       encodeSeed(plan, s, run->callSeed)});
+    }
+    codec::cuda::encodeBatch(intra ? plan.intraCodec : plan.codec, type, items, workspace_, cs);
+  });
 }
 
 uint32_t* CudaKernels::statusWord(const std::shared_ptr<StreamRun>& run, bool* first) {
@@ -236,18 +267,11 @@ void CudaKernels::enqueueDecodes(const std::shared_ptr<StreamRun>& run, std::spa
   const bool accumulate = plan.steps[steps[0]].kind == StepKind::kDecodeAdd;
   bool first = false;
   uint32_t* status = statusWord(run, &first);
-  // By codec (a hierarchical plan's steps inside a node have their own) and output type.
-  std::vector<std::pair<bool, cclDataType_t>> keys;
-  for (StepId id : steps) {
-    const std::pair<bool, cclDataType_t> k{plan.steps[id].intra, accumulate ? cclFloat32 : plan.steps[id].type};
-    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
-  }
   std::vector<codec::cuda::DecodeRequest> items;
-  for (const auto& [intra, type] : keys) {
+  byCodecAndType(plan, steps, accumulate, [&](bool intra, cclDataType_t type, const std::vector<StepId>& ids) {
     items.clear();
-    for (StepId id : steps) {
+    for (StepId id : ids) {
       const Step& s = plan.steps[id];
-      if (s.intra != intra || (!accumulate && s.type != type)) continue;
       items.push_back({bufferAt(run->buffers, s.src), run->slotBytes[s.slot], s.count, bufferAt(run->buffers, s.dst)});
     }
     workspace_.orStatus = !first;
@@ -260,7 +284,7 @@ void CudaKernels::enqueueDecodes(const std::shared_ptr<StreamRun>& run, std::spa
       throw;
     }
     workspace_.orStatus = false;
-  }
+  });
 }
 
 size_t CudaKernels::enqueueElementwise(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps,
@@ -311,31 +335,6 @@ size_t CudaKernels::enqueueElementwise(const std::shared_ptr<StreamRun>& run, st
       return launchTables(pieces, DivideFloatOp{static_cast<float>(plan.nranks)}, cs, "divide kernel");
     default:
       throw Error(cclInternalError, "a step that is not element-wise in an element-wise batch");
-  }
-}
-
-void CudaKernels::enqueueCodec(const std::shared_ptr<StreamRun>& run, StepId id, cudaStream_t cs) {
-  const Plan& plan = *run->plan;
-  const Step& s = plan.steps[id];
-  const Buffers& b = run->buffers;
-  const uint64_t n = s.count;
-  switch (s.kind) {
-    case StepKind::kEncode: {
-      ActivityScope busy("enqueuing an encode (kernels, cudaMemsetAsync, CUB scan)");
-      codec::Params p = plan.codecOf(s);
-      p.seed = encodeSeed(plan, s, run->callSeed);
-      codec::cuda::encode(p, bufferAt(b, s.src), s.type, n, bufferAt(b, s.dst), s.bytes,
-                          s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr, nullptr, workspace_,
-                          cs);
-      return;
-    }
-    case StepKind::kLowRankStart:
-    case StepKind::kLowRankMiddle:
-    case StepKind::kLowRankFinish:
-      // The api refuses powersgd on device memory before planning.
-      throw Error(cclInvalidUsage, "the PowerSGD allreduce runs on host memory only");
-    default:
-      throw Error(cclInternalError, "a step that is not a codec step in a codec batch");
   }
 }
 

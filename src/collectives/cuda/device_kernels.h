@@ -40,8 +40,9 @@ class CudaKernels final : public StreamKernels {
   // A batch of element-wise steps (reduce, divide, widen, narrow) as table-driven launches;
   // returns the launches.
   size_t enqueueElementwise(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps, cudaStream_t cs);
-  // One codec step (its commands counted by codec::cuda's commandsEnqueued).
-  void enqueueCodec(const std::shared_ptr<StreamRun>& run, StepId step, cudaStream_t cs);
+  // A batch of encodes: codec::cuda::encodeBatch per codec and input type (its commands
+  // counted by codec::cuda's commandsEnqueued, as the decodes').
+  void enqueueEncodes(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps, cudaStream_t cs);
   // A batch of decodes (or decode-accumulates): codec::cuda::decodeBatch per codec and type.
   void enqueueDecodes(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps, cudaStream_t cs);
   // The call's one decode status word (StreamRun::decodeStatus), made at its first decodes

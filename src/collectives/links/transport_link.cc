@@ -125,19 +125,30 @@ std::vector<uint32_t> TransportLink::subWaves(std::span<const Transfer> xs, int 
   return out;
 }
 
+std::vector<uint32_t> TransportLink::groupsOf(std::span<const Transfer> xs, std::vector<size_t>* bytes) const {
+  size_t total = 0;
+  for (const Transfer& x : xs) total += stagedBytes(x.bytes);
+  if (total <= blockBound_) {
+    bytes->assign(1, total);
+    return std::vector<uint32_t>(xs.size(), 0);
+  }
+  std::vector<uint32_t> groups = subWaves(xs, t_.size(), blockBound_);
+  bytes->assign(groups.empty() ? 0 : *std::max_element(groups.begin(), groups.end()) + 1, 0);
+  for (size_t i = 0; i < xs.size(); ++i) (*bytes)[groups[i]] += stagedBytes(xs[i].bytes);
+  return groups;
+}
+
 void TransportLink::group(std::span<const Transfer> transfers, Stream& stream) {
   if (!staging_) {
     stream.enqueue([this, xs = std::vector<Transfer>(transfers.begin(), transfers.end())] { exchange(xs); });
     return;
   }
   ActivityScope busy("enqueuing a staged wave (copies, flags)");
-  size_t total = 0;
-  for (const Transfer& x : transfers) total += stagedBytes(x.bytes);
-  if (total <= blockBound_) return stagedGroup(transfers, stream);
-  const std::vector<uint32_t> groups = subWaves(transfers, t_.size(), blockBound_);
-  const uint32_t count = groups.empty() ? 0 : *std::max_element(groups.begin(), groups.end()) + 1;
+  std::vector<size_t> bytes;
+  const std::vector<uint32_t> groups = groupsOf(transfers, &bytes);
+  if (bytes.size() == 1) return stagedGroup(transfers, stream);
   std::vector<Transfer> part;
-  for (uint32_t g = 0; g < count; ++g) {
+  for (uint32_t g = 0; g < bytes.size(); ++g) {
     part.clear();
     for (size_t i = 0; i < transfers.size(); ++i)
       if (groups[i] == g) part.push_back(transfers[i]);
@@ -183,21 +194,13 @@ void TransportLink::stagedGroup(std::span<const Transfer> xs, Stream& stream) {
 
 bool TransportLink::mayBlock(std::span<const Transfer> transfers) const {
   if (!staging_) return false;
-  size_t total = 0;
-  for (const Transfer& x : transfers) total += stagedBytes(x.bytes);
-  size_t groups = 1, largest = total;
-  if (total > blockBound_) {
-    const std::vector<uint32_t> g = subWaves(transfers, t_.size(), blockBound_);
-    std::map<uint32_t, size_t> bytes;
-    for (size_t i = 0; i < transfers.size(); ++i) bytes[g[i]] += stagedBytes(transfers[i].bytes);
-    groups = bytes.size();
-    largest = 0;
-    for (const auto& [group, b] : bytes) largest = std::max(largest, b);
-  }
+  std::vector<size_t> bytes;
+  groupsOf(transfers, &bytes);
+  const size_t largest = bytes.empty() ? 0 : *std::max_element(bytes.begin(), bytes.end());
   // Released only grows: a wave that fits now fits when it is posted.
   const uint64_t inFlight = tickets_ - released_->load(std::memory_order_acquire);
   if (largest > largest_ && inFlight > 0) return true;  // growing the ring waits for every group
-  return inFlight + groups > kStagingBlocks;
+  return inFlight + bytes.size() > kStagingBlocks;
 }
 
 std::function<void()> TransportLink::failureCheck() {

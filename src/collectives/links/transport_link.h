@@ -113,6 +113,9 @@ class TransportLink final : public StreamLink {
     size_t bytes = 0;
     uint64_t ticket = 0;  // of the group that last held it; free once released_ reaches it
   };
+  // The groups a staged wave goes as (subWaves over this link's block bound; one when the
+  // wave fits a block): each transfer's group, and in *bytes each group's staged bytes.
+  std::vector<uint32_t> groupsOf(std::span<const Transfer> xs, std::vector<size_t>* bytes) const;
   // One group of a staged wave: stages its sends, has the proxy exchange it, and copies
   // its receives out.
   void stagedGroup(std::span<const Transfer> xs, Stream& stream);
