@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 #include <string>
 
 #include "codecs/elements.h"
@@ -216,6 +217,23 @@ void decodeAccumulate(const void* in, size_t inBytes, const Expect& expect, floa
     std::memcpy(&v, i + kHeaderBytes + 4 * k, 4);
     acc[k] += v;
   }
+}
+
+size_t decodeAddEncode(const Params& p, const void* in, size_t inBytes, const Expect& expect, const void* local,
+                       cclDataType_t type, size_t n, float divisor, void* out, size_t outBytes, float* residual) {
+  if (n > 0 && !local) throw Error(cclInvalidArgument, "decodeAddEncode: null local values");
+  // Grows to the largest hop a thread has run, then stays: the steady path allocates nothing.
+  thread_local std::vector<float> sum;
+  if (sum.size() < n) sum.resize(n);
+  withElementType(type, [&](auto tag) {
+    using T = decltype(tag);
+    const auto* x = static_cast<const typename T::Storage*>(local);
+    for (size_t i = 0; i < n; ++i) sum[i] = T::load(x, i);
+  });
+  decodeAccumulate(in, inBytes, expect, sum.data());
+  if (divisor != 1.0f)
+    for (size_t i = 0; i < n; ++i) sum[i] /= divisor;
+  return encode(p, sum.data(), cclFloat32, n, out, outBytes, residual);
 }
 
 bool codecFromName(const char* name, cclCodec_t* codec) {

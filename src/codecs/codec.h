@@ -106,6 +106,17 @@ void decode(const void* in, size_t inBytes, const Expect& expect, void* y, cclDa
 // As decode, but acc[i] += decoded element i (fp32). acc is untouched if the stream is invalid.
 void decodeAccumulate(const void* in, size_t inBytes, const Expect& expect, float* acc);
 
+// One hop of a compressed reduction, fused: the stream in[0, inBytes) (validated as decode
+// does) decoded and added to n elements of `type` at `local`, divided by `divisor` unless it
+// is 1, and encoded with `p` into out as encode does (residual likewise). The bytes written
+// are those of decodeAccumulate into the widened local values, the division in fp32, then
+// encode, by construction (the CPU runs exactly those over one fp32 temporary per thread;
+// the CUDA kernels share their element math). Returns encode's length; out and residual are
+// untouched when the stream is refused (cclInvalidUsage). local is only read.
+size_t decodeAddEncode(const Params& p, const void* in, size_t inBytes, const Expect& expect, const void* local,
+                       cclDataType_t type, size_t n, float divisor, void* out, size_t outBytes,
+                       float* residual = nullptr);
+
 // Header of a valid stream, for inspection (codec, count); throws like decode.
 Header inspect(const void* in, size_t inBytes);
 

@@ -21,6 +21,7 @@
 // Quantized data moves in chunks aligned to the codec block, so encoding one chunk
 // overlaps the transfer of the previous one.
 #include <algorithm>
+#include <functional>
 #include <tuple>
 #include <vector>
 
@@ -65,6 +66,12 @@ class Builder {
   explicit Builder(const CollArgs& a) : a_(a), p_(codecPlan(a)), es_(dataTypeSize(a.dtype)) {}
 
   Plan take() { return std::move(p_); }
+
+  // Stochastic rounding draws differ per rank and per stream; random-k must draw the same
+  // positions on every rank, so its encodes get no salt.
+  void salt(StepId e) {
+    if (a_.codec.codec != cclCodecRandK) p_.steps[e].seedSalt = static_cast<uint32_t>(a_.rank + 1) * 0x10000u + e;
+  }
   Plan& plan() { return p_; }
   size_t es() const { return es_; }
 
@@ -93,9 +100,18 @@ class Builder {
   std::pair<Stream, StepId> encode(Ref src, cclDataType_t type, size_t count, const Ref* res, const Deps& after) {
     Stream st = stream(count);
     StepId e = p_.encode(st.buf, st.capacity, st.slot, src, type, count, res, after);
-    // Stochastic rounding draws differ per rank and per stream; random-k must draw the
-    // same positions on every rank, so it gets no salt.
-    if (a_.codec.codec != cclCodecRandK) p_.steps[e].seedSalt = static_cast<uint32_t>(a_.rank + 1) * 0x10000u + e;
+    salt(e);
+    return {st, e};
+  }
+
+  // The fused hop: stream `got` decoded and added to count elements of `type` at local,
+  // divided by nranks if `divide`, encoded into a new stream.
+  std::pair<Stream, StepId> decodeAddEncode(const Stream& got, Ref local, cclDataType_t type, bool divide,
+                                            const Ref* res, const Deps& after) {
+    Stream st = stream(got.count);
+    StepId e = p_.decodeAddEncode(st.buf, st.capacity, st.slot, got.buf, got.slot, local, type, got.count, divide, res,
+                                  after);
+    salt(e);
     return {st, e};
   }
 
@@ -118,16 +134,37 @@ class Builder {
 // shard. shardOffset/shardCount give the layout of the input; residual offsets follow the
 // input. Returns the accumulator and, per chunk, the step after which it is complete.
 // readDone[k][j] receives the step after which shard k chunk j of the input was read.
+// With `fuseLast` the last peer's streams are left to the caller (`last`, per chunk) for a
+// fused hop that adds them to `local(j)` (of `localType`: the input itself when there is
+// one peer, else the fp32 sum of the others) and encodes the result; cclAvg's division is
+// then the caller's too.
 struct Owned {
   Ref acc;
   Pieces chunks;
   Deps ready;
+  std::vector<std::pair<Builder::Stream, StepId>> last;
+  bool direct = false;  // local(j) is the input: no sum, and `ready` is empty
+  cclDataType_t localType = cclFloat32;
+  std::function<Ref(size_t)> local;
 };
 template <class Offset, class Count>
-Owned reduceToOwners(Builder& b, const CollArgs& a, Offset shardOffset, Count shardCount, std::vector<Deps>* readDone) {
+Owned reduceToOwners(Builder& b, const CollArgs& a, Offset shardOffset, Count shardCount, std::vector<Deps>* readDone,
+                     bool fuseLast) {
   const int n = a.nranks, r = a.rank;
   Plan& p = b.plan();
-  Owned own{p.scratch(shardCount(r) * sizeof(float)), pieces(a, shardCount(r)), {}};
+  // One peer and a fused hop: the hop reads the input itself, nothing is summed in between.
+  const bool direct = fuseLast && n == 2;
+  Owned own{direct ? Ref{Buf::kScratch, 0} : p.scratch(shardCount(r) * sizeof(float)),
+            pieces(a, shardCount(r)),
+            {},
+            {},
+            direct,
+            direct ? a.dtype : cclFloat32,
+            {}};
+  if (direct)
+    own.local = [&b, at = shardOffset(r), c = own.chunks](size_t j) { return b.send(at + c.offset(j)); };
+  else
+    own.local = [&b, acc = own.acc, c = own.chunks](size_t j) { return b.floats(acc, c.offset(j)); };
   if (readDone) readDone->assign(n, {});
   // Chunk by chunk across the peers (not peer by peer), so every owner gets its first
   // chunks from all peers early and can start the second shot while the first still runs.
@@ -146,9 +183,9 @@ Owned reduceToOwners(Builder& b, const CollArgs& a, Offset shardOffset, Count sh
   }
   // The own shard is widened after the encodes are queued: the executor runs ready steps in
   // order, and the first sends should not wait for a copy the first decodes need only later.
-  for (size_t j = 0; j < own.chunks.parts(); ++j)
-    own.ready.push_back(p.widen(b.floats(own.acc, own.chunks.offset(j)), b.send(shardOffset(r) + own.chunks.offset(j)),
-                                own.chunks.size(j)));
+  if (!direct)
+    for (size_t j = 0; j < own.chunks.parts(); ++j)
+      own.ready.push_back(p.widen(own.local(j), b.send(shardOffset(r) + own.chunks.offset(j)), own.chunks.size(j)));
   if (readDone)
     for (StepId w : own.ready) (*readDone)[r].push_back(w);
   // Add the peers' streams in a fixed order (r-1, r-2, ...) so results do not depend on timing.
@@ -156,13 +193,16 @@ Owned reduceToOwners(Builder& b, const CollArgs& a, Offset shardOffset, Count sh
     const int peer = mod(r - k, n);
     for (size_t j = 0; j < own.chunks.parts(); ++j) {
       auto [st, rid] = b.recvFrom(peer, tag(0, n, k, j), own.chunks.size(j));
-      own.ready[j] = p.decodeAdd(b.floats(own.acc, own.chunks.offset(j)), st.buf, st.slot, own.chunks.size(j),
-                                 {rid, own.ready[j]});
+      if (fuseLast && k + 1 == n) {
+        own.last.push_back({st, rid});
+        continue;
+      }
+      own.ready[j] = p.decodeAdd(own.local(j), st.buf, st.slot, own.chunks.size(j), {rid, own.ready[j]});
     }
   }
-  if (a.op == cclAvg)
+  if (a.op == cclAvg && !fuseLast)
     for (size_t j = 0; j < own.chunks.parts(); ++j)
-      own.ready[j] = p.divideFloat(b.floats(own.acc, own.chunks.offset(j)), own.chunks.size(j), {own.ready[j]});
+      own.ready[j] = p.divideFloat(own.local(j), own.chunks.size(j), {own.ready[j]});
   return own;
 }
 
@@ -174,11 +214,16 @@ Plan twoShotAllReduce(const CollArgs& a) {
   auto offset = [&](int k) { return shard.offset(k); };
   auto count = [&](int k) { return shard.size(k); };
   std::vector<Deps> readDone;
-  Owned own = reduceToOwners(b, a, offset, count, &readDone);
-  // Second shot: each owner encodes its sum once; everyone decodes every shard.
+  Owned own = reduceToOwners(b, a, offset, count, &readDone, true);
+  // Second shot: each owner adds the last peer's stream and encodes its sum once, in one
+  // fused step; everyone decodes every shard.
   for (size_t j = 0; j < own.chunks.parts(); ++j) {
     const size_t off = own.chunks.offset(j), len = own.chunks.size(j);
-    auto [st, e] = b.encode(b.floats(own.acc, off), cclFloat32, len, b.residual(a.count + off), {own.ready[j]});
+    const auto& [got, rid] = own.last[j];
+    Deps after{rid};
+    if (!own.direct) after.push_back(own.ready[j]);
+    auto [st, e] = b.decodeAddEncode(got, own.local(j), own.localType, a.op == cclAvg, b.residual(a.count + off), after);
+    readDone[r].push_back(e);
     for (int k = 1; k < n; ++k) b.sendTo(mod(r + k, n), tag(1, n, k, j), st, {e});
     p.decode(b.recv(offset(r) + off), a.dtype, st.buf, st.slot, len, {e});
   }
@@ -201,37 +246,39 @@ Plan ringAllReduce(const CollArgs& a) {
   Builder b(a);
   Plan& p = b.plan();
   Split seg{a.count, static_cast<size_t>(n)};
-  Ref acc = p.scratch(a.count * sizeof(float));
-  std::vector<Deps> reduced(n), readDone(n);
+  // Per segment and chunk: the stream this rank sends on for it (its own input encoded at the
+  // first step; after that, what a hop made of it), and the steps that read its input.
+  std::vector<std::vector<std::pair<Builder::Stream, StepId>>> out(n);
+  std::vector<Deps> readDone(n);
   for (int s = 0; s + 1 < n; ++s) {
     const int sendSeg = mod(r - 1 - s, n), recvSeg = mod(r - 2 - s, n);
     Pieces sc = pieces(a, seg.size(sendSeg));
     for (size_t j = 0; j < sc.parts(); ++j) {
       const size_t at = seg.offset(sendSeg) + sc.offset(j);
-      auto [st, e] = s == 0
-                         ? b.encode(b.send(at), a.dtype, sc.size(j), b.residual(at), {})
-                         : b.encode(b.floats(acc, at), cclFloat32, sc.size(j), b.residual(at), {reduced[sendSeg][j]});
-      b.sendTo(next, tag(0, n, s, j), st, {e});
-      if (s == 0) readDone[sendSeg].push_back(e);
+      if (s == 0) {
+        out[sendSeg].push_back(b.encode(b.send(at), a.dtype, sc.size(j), b.residual(at), {}));
+        readDone[sendSeg].push_back(out[sendSeg][j].second);
+      }
+      b.sendTo(next, tag(0, n, s, j), out[sendSeg][j].first, {out[sendSeg][j].second});
     }
+    // Each hop is one fused step: the partial sum received, plus this rank's chunk, encoded
+    // again for the next rank. The last hop makes the owner's sum (divided for cclAvg), which
+    // is encoded once and then travels the ring unchanged.
+    const bool owner = recvSeg == r;
     Pieces rc = pieces(a, seg.size(recvSeg));
     for (size_t j = 0; j < rc.parts(); ++j) {
       const size_t at = seg.offset(recvSeg) + rc.offset(j);
       auto [st, rid] = b.recvFrom(prev, tag(0, n, s, j), rc.size(j));
-      StepId w = p.widen(b.floats(acc, at), b.send(at), rc.size(j));
-      readDone[recvSeg].push_back(w);
-      reduced[recvSeg].push_back(p.decodeAdd(b.floats(acc, at), st.buf, st.slot, rc.size(j), {rid, w}));
+      out[recvSeg].push_back(b.decodeAddEncode(st, b.send(at), a.dtype, owner && a.op == cclAvg,
+                                               b.residual(owner ? a.count + rc.offset(j) : at), {rid}));
+      readDone[recvSeg].push_back(out[recvSeg][j].second);
     }
   }
-  // The owner encodes its finished segment once; the bytes then travel the ring unchanged.
   Pieces oc = pieces(a, seg.size(r));
   for (size_t j = 0; j < oc.parts(); ++j) {
-    const size_t at = seg.offset(r) + oc.offset(j);
-    StepId ready = reduced[r][j];
-    if (a.op == cclAvg) ready = p.divideFloat(b.floats(acc, at), oc.size(j), {ready});
-    auto [st, e] = b.encode(b.floats(acc, at), cclFloat32, oc.size(j), b.residual(a.count + oc.offset(j)), {ready});
+    const auto& [st, e] = out[r][j];
     b.sendTo(next, tag(1, n, 0, j), st, {e});
-    p.decode(b.recv(at), a.dtype, st.buf, st.slot, oc.size(j), {e});
+    p.decode(b.recv(seg.offset(r) + oc.offset(j)), a.dtype, st.buf, st.slot, oc.size(j), {e});
   }
   for (int s = 0; s + 1 < n; ++s) {
     const int recvSeg = mod(r - s - 1, n);
@@ -379,7 +426,7 @@ Plan detail::compressedReduceScatter(const CollArgs& a) {
   Builder b(a);
   auto offset = [&](int k) { return static_cast<size_t>(k) * a.count; };
   auto count = [&](int) { return a.count; };
-  Owned own = reduceToOwners(b, a, offset, count, nullptr);
+  Owned own = reduceToOwners(b, a, offset, count, nullptr, false);
   for (size_t j = 0; j < own.chunks.parts(); ++j)
     b.plan().narrow(b.recv(own.chunks.offset(j)), b.floats(own.acc, own.chunks.offset(j)), own.chunks.size(j), false,
                     {own.ready[j]});

@@ -44,6 +44,13 @@ void runCodec(const Plan& plan, const Step& s, const Buffers& b, const ComputeCo
     p.seed = encodeSeed(plan, s, ctx.callSeed);
     ctx.lengths[s.slot] = codec::encode(p, bufferAt(b, s.src), s.type, s.count, bufferAt(b, s.dst), s.bytes,
                                         s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr);
+  } else if (s.kind == StepKind::kDecodeAddEncode) {
+    codec::Params p = plan.codecOf(s);
+    p.seed = encodeSeed(plan, s, ctx.callSeed);
+    ctx.lengths[s.slot] = codec::decodeAddEncode(
+        p, bufferAt(b, s.in), ctx.lengths[s.inSlot], expect(plan, s), bufferAt(b, s.src), s.type, s.count,
+        s.divide ? static_cast<float>(plan.nranks) : 1.0f, bufferAt(b, s.dst), s.bytes,
+        s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr);
   } else if (s.kind == StepKind::kLowRankStart || s.kind == StepKind::kLowRankMiddle ||
              s.kind == StepKind::kLowRankFinish) {
     runLowRank(plan, s, b);
@@ -103,6 +110,7 @@ void runCompute(const Plan& plan, const Step& s, const Buffers& b, const Compute
     case StepKind::kEncode:
     case StepKind::kDecode:
     case StepKind::kDecodeAdd:
+    case StepKind::kDecodeAddEncode:
     case StepKind::kLowRankStart:
     case StepKind::kLowRankMiddle:
     case StepKind::kLowRankFinish: {

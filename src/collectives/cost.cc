@@ -33,7 +33,8 @@ double streamBytes(const codec::Params& p, size_t count, bool atBound) {
 std::vector<const codec::Params*> slotCodecs(const Plan& p) {
   std::vector<const codec::Params*> out(p.lengthSlots, &p.codec);
   for (const Step& s : p.steps)
-    if (s.kind == StepKind::kEncode && s.slot != kNoSlot) out[s.slot] = &p.codecOf(s);
+    if ((s.kind == StepKind::kEncode || s.kind == StepKind::kDecodeAddEncode) && s.slot != kNoSlot)
+      out[s.slot] = &p.codecOf(s);
   return out;
 }
 
@@ -80,6 +81,11 @@ double ComputeCost::seconds(const Plan& plan, const Step& s) const {
       return over(n * sizeof(float), decode[static_cast<size_t>(codec)]);
     case StepKind::kDecodeAdd:
       return over(n * sizeof(float), decodeAdd[static_cast<size_t>(codec)]);
+    case StepKind::kDecodeAddEncode: {
+      const auto k = static_cast<size_t>(codec);
+      const double bytes = n * sizeof(float);
+      return fused[k] > 0 ? over(bytes, fused[k]) : over(bytes, decodeAdd[k]) + over(bytes, encode[k]);
+    }
     case StepKind::kLowRankStart:
     case StepKind::kLowRankMiddle:
     case StepKind::kLowRankFinish:
@@ -261,6 +267,7 @@ CostModel slowestOf(std::span<const CostModel> models) {
       slowest(out.compute.encode[k], m.compute.encode[k]);
       slowest(out.compute.decode[k], m.compute.decode[k]);
       slowest(out.compute.decodeAdd[k], m.compute.decodeAdd[k]);
+      slowest(out.compute.fused[k], m.compute.fused[k]);
     }
     out.streamsAtBound = out.streamsAtBound || m.streamsAtBound;
   }
@@ -296,6 +303,10 @@ ComputeCost measureComputeCost(std::span<const codec::Params> codecs) {
     e.codec = p.codec;
     c.decode[k] = rate([&] { codec::decode(stream.data(), bytes, e, y.data(), cclFloat32); });
     c.decodeAdd[k] = rate([&] { codec::decodeAccumulate(stream.data(), bytes, e, acc.data()); });
+    std::vector<uint8_t> next(stream.size());
+    c.fused[k] = rate([&] {
+      codec::decodeAddEncode(p, stream.data(), bytes, e, x.data(), cclFloat32, n, 1.0f, next.data(), next.size());
+    });
   }
   return c;
 }

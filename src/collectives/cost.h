@@ -37,12 +37,14 @@ struct LinkCost {
 };
 
 // Kernel throughputs, in bytes per second of the elements they read (fp32 for the codecs'
-// input): copy and widen/narrow, reduce and divide; per codec encode, decode and
-// decode-accumulate; PowerSGD's matrix steps. 0 means free (a model of communication alone).
+// input): copy and widen/narrow, reduce and divide; per codec encode, decode,
+// decode-accumulate and the fused hop (decode-add-encode; untimed, it prices as its
+// decode-accumulate and its encode one after another); PowerSGD's matrix steps. 0 means free
+// (a model of communication alone).
 struct ComputeCost {
   double copy = 0;
   double reduce = 0;
-  std::array<double, cclNumCodecs> encode{}, decode{}, decodeAdd{};
+  std::array<double, cclNumCodecs> encode{}, decode{}, decodeAdd{}, fused{};
   double lowRank = 0;
   double seconds(const Plan& plan, const Step& s) const;
   // Whether the kernels of codec p were timed (none's always are); an untimed one prices free.

@@ -15,7 +15,10 @@
 namespace ccl::coll {
 namespace {
 
-bool isCodecStep(StepKind k) { return k == StepKind::kEncode || k == StepKind::kDecode || k == StepKind::kDecodeAdd; }
+bool isCodecStep(StepKind k) {
+  return k == StepKind::kEncode || k == StepKind::kDecode || k == StepKind::kDecodeAdd ||
+         k == StepKind::kDecodeAddEncode;
+}
 
 struct Inflight {
   StepId step;

@@ -59,6 +59,7 @@ std::vector<std::pair<Ref, size_t>> touched(const Step& s, size_t es) {
     case StepKind::kReduce:
       return {{s.dst, elems}, {s.src, elems}, {s.src2, elems}};
     case StepKind::kEncode:
+    case StepKind::kDecodeAddEncode:
       return {{s.src, elems}};
     case StepKind::kDecode:
     case StepKind::kDecodeAdd:
@@ -117,12 +118,10 @@ Deps splice(Plan& p, const Plan& sub, const Embedding& e, const Ready& ready) {
         const Deps more = ready(ref.offset, bytes);
         deps.insert(deps.end(), more.begin(), more.end());
       }
-    s.dst = map(s.dst);
-    s.src = map(s.src);
-    s.src2 = map(s.src2);
+    forEachRef(s, [&](Ref& r) { r = map(r); });
     if (s.peer >= 0) s.peer = e.ranks.at(static_cast<size_t>(s.peer));
     if (s.kind == StepKind::kSend || s.kind == StepKind::kRecv) s.tag += e.tagOffset;
-    if (s.slot != kNoSlot) s.slot = s.slot + slots;
+    forEachSlot(s, [&](Slot& slot) { slot += slots; });
     s.intra = e.intra;
     const StepId id = p.add(s, deps);
     if (!waitedFor[i]) ends.push_back(id);

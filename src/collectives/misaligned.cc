@@ -84,9 +84,7 @@ Plan stageMisaligned(const Plan& p, Coll c, const CollArgs& a) {
   for (StepId d : p.deps) awaited[d] = 1;
   for (const Step& s : p.steps) {
     Step t = s;
-    t.dst = move(s.dst);
-    t.src = move(s.src);
-    t.src2 = move(s.src2);
+    forEachRef(t, [&](Ref& r) { r = move(r); });
     Deps after;
     for (uint32_t i = 0; i < s.numDeps; ++i) after.push_back(p.deps[s.firstDep + i] + shift);
     if (after.empty()) after = prologue;

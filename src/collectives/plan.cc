@@ -65,6 +65,23 @@ StepId Plan::decodeAdd(Ref acc, Ref src, Slot slot, size_t count, const Deps& af
   return add({.kind = StepKind::kDecodeAdd, .dst = acc, .src = src, .count = count, .slot = slot}, after);
 }
 
+StepId Plan::decodeAddEncode(Ref dst, size_t capacity, Slot slot, Ref in, Slot inSlot, Ref local, cclDataType_t type,
+                             size_t count, bool divideByRanks, const Ref* residual, const Deps& after) {
+  return add({.kind = StepKind::kDecodeAddEncode,
+              .dst = dst,
+              .src = local,
+              .src2 = residual ? *residual : Ref{Buf::kFeedback, 0},
+              .bytes = capacity,
+              .count = count,
+              .slot = slot,
+              .type = type,
+              .withFeedback = residual != nullptr,
+              .divide = divideByRanks,
+              .in = in,
+              .inSlot = inSlot},
+             after);
+}
+
 StepId Plan::widen(Ref dst, Ref src, size_t count, const Deps& after) {
   return add({.kind = StepKind::kWiden, .dst = dst, .src = src, .count = count}, after);
 }
@@ -87,10 +104,8 @@ Plan mergePlans(const Plan& a, const Plan& b) {
   const auto deps = static_cast<uint32_t>(a.deps.size());
   auto move = [&](Ref r) { return r.buf == Buf::kScratch ? r + scratch : r; };
   for (Step s : b.steps) {
-    s.dst = move(s.dst);
-    s.src = move(s.src);
-    s.src2 = move(s.src2);
-    if (s.slot != kNoSlot) s.slot = s.slot + a.lengthSlots;
+    forEachRef(s, [&](Ref& r) { r = move(r); });
+    forEachSlot(s, [&](Slot& slot) { slot += a.lengthSlots; });
     s.firstDep += deps;
     m.steps.push_back(s);
   }

@@ -38,6 +38,12 @@ enum class StepKind : uint8_t {
   kWiden,        // count elements of plan.dtype at src -> fp32 at dst
   kNarrow,       // count fp32 elements at src -> plan.dtype at dst (divided by nranks first if `divide`)
   kDivideFloat,  // count fp32 elements at dst /= nranks
+  // The fused hop of a reduction (DESIGN §4): the stream received at `in` (length in
+  // `inSlot`) decoded and added to count elements of `type` at src (fp32 sums), divided by
+  // nranks if `divide`, and encoded into the stream at dst as kEncode would (residual at src2
+  // if withFeedback, length in `slot`). The same bytes as kWiden (or fp32 src as is),
+  // kDecodeAdd, kDivideFloat and kEncode one after another, without their fp32 sum in memory.
+  kDecodeAddEncode,
   // The PowerSGD allreduce's local steps (plan.codec low-rank; codec::lowrank): count
   // elements of `type`; the fp32 work area (M, Q, P) at dst, or at src for the last; the
   // low-rank feedback state at src2 if withFeedback.
@@ -67,12 +73,29 @@ struct Step {
   uint32_t seedSalt = 0;            // encode: added to the call's seed (0 on every rank for randk)
   size_t rawBytes = 0;              // send: uncompressed bytes it stands for (statistics), 0: its own size
   bool intra = false;               // codec steps: of plan.intraCodec instead of plan.codec
+  Ref in{Buf::kScratch, 0};         // kDecodeAddEncode: the received stream
+  Slot inSlot = kNoSlot;            // kDecodeAddEncode: its length slot
   uint32_t firstDep = 0;
   uint32_t numDeps = 0;
 };
 
 using StepId = uint32_t;
 using Deps = std::vector<StepId>;
+
+// Every buffer reference and every length slot of a step, for the rewrites that move a
+// plan's steps into another (splice, merge, staging): one list, so a field cannot be missed.
+template <class F>
+void forEachRef(Step& s, F&& f) {
+  f(s.dst);
+  f(s.src);
+  f(s.src2);
+  f(s.in);
+}
+template <class F>
+void forEachSlot(Step& s, F&& f) {
+  if (s.slot != kNoSlot) f(s.slot);
+  if (s.inSlot != kNoSlot) f(s.inSlot);
+}
 
 struct Plan {
   cclDataType_t dtype = cclFloat32;
@@ -104,6 +127,11 @@ struct Plan {
   StepId recvStream(int peer, uint32_t tag, Ref dst, size_t capacity, Slot slot, const Deps& after = {});
   StepId decode(Ref dst, cclDataType_t type, Ref src, Slot slot, size_t count, const Deps& after = {});
   StepId decodeAdd(Ref acc, Ref src, Slot slot, size_t count, const Deps& after = {});
+  // The fused hop (kDecodeAddEncode): the stream at `in` (slot inSlot) added to count elements
+  // of `type` at `local`, divided by nranks if `divideByRanks`, encoded into dst (at most
+  // `capacity` bytes, length into `slot`).
+  StepId decodeAddEncode(Ref dst, size_t capacity, Slot slot, Ref in, Slot inSlot, Ref local, cclDataType_t type,
+                         size_t count, bool divideByRanks, const Ref* residual, const Deps& after = {});
   StepId widen(Ref dst, Ref src, size_t count, const Deps& after = {});
   StepId narrow(Ref dst, Ref src, size_t count, bool divideByRanks, const Deps& after = {});
   StepId divideFloat(Ref dst, size_t count, const Deps& after = {});

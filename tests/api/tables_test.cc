@@ -151,7 +151,7 @@ TEST(CollectiveTable, CompressedPlansExactlyForTheCompressibleCollectives) {
     bool usesCodec = false;  // a non-root rank of a broadcast only decodes
     for (const coll::Step& s : p.steps)
       usesCodec = usesCodec || s.kind == coll::StepKind::kEncode || s.kind == coll::StepKind::kDecode ||
-                  s.kind == coll::StepKind::kDecodeAdd;
+                  s.kind == coll::StepKind::kDecodeAdd || s.kind == coll::StepKind::kDecodeAddEncode;
     EXPECT_EQ(usesCodec, info.compressible) << info.name;
   }
 }

@@ -191,6 +191,9 @@ void CudaKernels::enqueue(const std::shared_ptr<StreamRun>& run, std::span<const
     case StepKind::kDecodeAdd:
       enqueueDecodes(run, steps, cs);
       break;
+    case StepKind::kDecodeAddEncode:
+      stream.noteCommands(enqueueFused(run, steps, cs));
+      break;
     case StepKind::kLowRankStart:
     case StepKind::kLowRankMiddle:
     case StepKind::kLowRankFinish:
@@ -285,6 +288,78 @@ void CudaKernels::enqueueDecodes(const std::shared_ptr<StreamRun>& run, std::spa
     }
     workspace_.orStatus = false;
   });
+}
+
+size_t CudaKernels::enqueueFused(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps,
+                                 cudaStream_t cs) {
+  ActivityScope busy("enqueuing a batch of fused hops");
+  const Plan& plan = *run->plan;
+  const Buffers& b = run->buffers;
+  // Each step's fp32 sum in the sums workspace, 256-byte aligned (the codecs' vector loads).
+  std::vector<size_t> at(steps.size());
+  size_t total = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    at[i] = total;
+    total += (plan.steps[steps[i]].count * sizeof(float) + 255) & ~size_t{255};
+  }
+  auto* sums = static_cast<char*>(sums_.get(std::max<size_t>(total, 256), cs));
+  auto sumOf = [&](StepId id) {
+    const size_t i = static_cast<size_t>(std::find(steps.begin(), steps.end(), id) - steps.begin());
+    return reinterpret_cast<float*>(sums + at[i]);
+  };
+  size_t launches = 0;
+  bool first = false;
+  uint32_t* status = statusWord(run, &first);
+  std::vector<Piece> pieces, divided;
+  std::vector<codec::cuda::DecodeRequest> decodes;
+  std::vector<codec::cuda::EncodeItem> encodes;
+  byCodecAndType(plan, steps, false, [&](bool intra, cclDataType_t type, const std::vector<StepId>& ids) {
+    pieces.clear();
+    divided.clear();
+    decodes.clear();
+    encodes.clear();
+    for (StepId id : ids) {
+      const Step& s = plan.steps[id];
+      if (!s.count) continue;
+      float* sum = sumOf(id);
+      pieces.push_back(Piece{sum, bufferAt(b, s.src), nullptr, s.count, 1.0f, 0u});
+      if (s.divide && plan.nranks != 1) divided.push_back(Piece{sum, nullptr, nullptr, s.count, 1.0f, 0u});
+    }
+    // The local values widened into the sums (fp32 copied: the widen of fp32 is exact).
+    if (!pieces.empty())
+      dispatchType(type, [&](auto tr) {
+        using Tr = decltype(tr);
+        if constexpr (kFloating<Tr>) {
+          launches += launchTables(pieces, WidenOp<Tr>{}, cs, "widen kernel");
+        } else {
+          throw Error(cclInvalidArgument, "a fused hop over an integer type");
+        }
+      });
+    for (StepId id : ids) {
+      const Step& s = plan.steps[id];
+      decodes.push_back({bufferAt(b, s.in), run->slotBytes[s.inSlot], s.count, sumOf(id)});
+    }
+    const codec::Params& params = intra ? plan.intraCodec : plan.codec;
+    workspace_.orStatus = !first;
+    first = false;
+    try {
+      codec::cuda::decodeBatch(decodes, params.codec, cclFloat32, true, status, workspace_, cs);
+    } catch (...) {
+      workspace_.orStatus = false;
+      throw;
+    }
+    workspace_.orStatus = false;
+    if (!divided.empty())
+      launches += launchTables(divided, DivideFloatOp{static_cast<float>(plan.nranks)}, cs, "divide kernel");
+    for (StepId id : ids) {
+      const Step& s = plan.steps[id];
+      encodes.push_back({sumOf(id), s.count, bufferAt(b, s.dst), s.bytes,
+                         s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr,
+                         encodeSeed(plan, s, run->callSeed)});
+    }
+    codec::cuda::encodeBatch(params, cclFloat32, encodes, workspace_, cs);
+  });
+  return launches;  // the codecs count theirs (commandsEnqueued)
 }
 
 size_t CudaKernels::enqueueElementwise(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps,
