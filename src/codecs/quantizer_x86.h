@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Inner loops of the block quantizers for x86 CPUs with AVX2 and F16C, used when the CPU has
-// them. GCC vectorises the portable loops of quantizer.cc, but into more instructions than
+// them. GCC vectorises the portable loops of quantizer_loops.h, but into more instructions than
 // these: it rounds fp8 in integer steps that one fp32 addition does here, decodes fp8
 // without the vector fp16 conversion used here, and clamps, masks and packs integer codes in
 // steps the saturating packs do at once (perf/codecs/README.md has the side-by-side
@@ -9,7 +9,7 @@
 // tests/codecs checks code by code, so the CPU tests still check what the GPU computes.
 //
 // Each function handles a prefix of a block (a multiple of its vector width) and returns its
-// length; the caller finishes the block with the portable math. Included by quantizer.cc only.
+// length; the caller finishes the block with the portable math. Included by quantizer_loops.h only.
 #pragma once
 
 #include <cstdint>

@@ -30,10 +30,20 @@ namespace {
 using Vec = std::vector<float>;
 using Ints = std::vector<int32_t>;
 
+// Under TSan (about ten times slower) the splits of 7 and 8 ranks are sampled, one in
+// kThin: the races it looks for are the executor's, which the splits of fewer ranks, all
+// run, exercise as well.
+#if defined(__SANITIZE_THREAD__)
+constexpr int kThin = 8;
+#else
+constexpr int kThin = 1;
+#endif
+
 // Every way to cut n ranks into consecutive nodes (compositions of n), n <= 8.
 std::vector<std::vector<int>> splits(int n) {
   std::vector<std::vector<int>> out;
   for (unsigned mask = 0; mask < (1u << (n - 1)); ++mask) {
+    if (n >= 7 && mask % kThin != 0) continue;
     std::vector<int> sizes{1};
     for (int i = 1; i < n; ++i) {
       if (mask & (1u << (i - 1)))
@@ -119,7 +129,7 @@ TEST(HierarchicalAllReduce, ExactForEverySplitIntoNodes) {
       }
     }
   }
-  EXPECT_GT(ran, 1500);
+  EXPECT_GT(ran, 1500 / kThin);
 }
 
 // An average divides the sum once, by every rank of the communicator.
@@ -363,7 +373,7 @@ TEST(HierarchicalRooted, BroadcastAndReduceExactForEverySplit) {
       }
     }
   }
-  EXPECT_GT(ran, 2000);
+  EXPECT_GT(ran, 2000 / kThin);
 }
 
 // A compressed broadcast: the root's data quantized once across nodes (and once more inside
@@ -436,7 +446,7 @@ TEST(HierarchicalAllGather, ExactForEverySplitAndOneQuantizationCompressed) {
       }
     }
   }
-  EXPECT_GT(ran, 700);
+  EXPECT_GT(ran, 700 / kThin);
 
   const int sizes[] = {3, 1, 2};
   const Topology t = Topology::blocks(sizes);
@@ -506,7 +516,7 @@ TEST(HierarchicalReduceScatter, ExactForEverySplitAndOneQuantizationPerNodeCompr
       }
     }
   }
-  EXPECT_GT(ran, 700);
+  EXPECT_GT(ran, 700 / kThin);
 
   for (cclRedOp_t op : {cclSum, cclAvg}) {
     const int sizes[] = {2, 3};
@@ -590,7 +600,7 @@ TEST(HierarchicalAlltoAll, ExactForEverySplitAndOneQuantizationBetweenNodes) {
       }
     }
   }
-  EXPECT_GT(ran, 700);
+  EXPECT_GT(ran, 700 / kThin);
 
   const int sizes[] = {2, 1, 3};
   const Topology t = Topology::blocks(sizes);
