@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "codecs/elements.h"
 #include "codecs/lowrank.h"

@@ -514,7 +514,7 @@ void accumulateKind(const Header& h, const uint8_t* in, float* acc) {
 
 // The entry points of K: with `extern`, declared (quantizer.cc); without, compiled
 // (quantizer_*.cc). Used inside namespace ccl::codec::detail::quantizer.
-#define CCL_QUANTIZER_INSTANTIATE(EXTERN, K)                                                                   \
+#define CCL_QUANTIZER_INSTANTIATE(EXTERN, K)                                                                 \
   EXTERN template size_t encodeKind<K>(const Params&, const void*, cclDataType_t, size_t, uint8_t*, float*); \
   EXTERN template void decodeKind<K>(const Header&, const uint8_t*, void*, cclDataType_t);                   \
   EXTERN template void accumulateKind<K>(const Header&, const uint8_t*, float*);

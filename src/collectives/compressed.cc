@@ -109,8 +109,8 @@ class Builder {
   std::pair<Stream, StepId> decodeAddEncode(const Stream& got, Ref local, cclDataType_t type, bool divide,
                                             const Ref* res, const Deps& after) {
     Stream st = stream(got.count);
-    StepId e = p_.decodeAddEncode(st.buf, st.capacity, st.slot, got.buf, got.slot, local, type, got.count, divide, res,
-                                  after);
+    StepId e =
+        p_.decodeAddEncode(st.buf, st.capacity, st.slot, got.buf, got.slot, local, type, got.count, divide, res, after);
     salt(e);
     return {st, e};
   }
@@ -222,7 +222,8 @@ Plan twoShotAllReduce(const CollArgs& a) {
     const auto& [got, rid] = own.last[j];
     Deps after{rid};
     if (!own.direct) after.push_back(own.ready[j]);
-    auto [st, e] = b.decodeAddEncode(got, own.local(j), own.localType, a.op == cclAvg, b.residual(a.count + off), after);
+    auto [st, e] =
+        b.decodeAddEncode(got, own.local(j), own.localType, a.op == cclAvg, b.residual(a.count + off), after);
     readDone[r].push_back(e);
     for (int k = 1; k < n; ++k) b.sendTo(mod(r + k, n), tag(1, n, k, j), st, {e});
     p.decode(b.recv(offset(r) + off), a.dtype, st.buf, st.slot, len, {e});

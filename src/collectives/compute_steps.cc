@@ -47,10 +47,10 @@ void runCodec(const Plan& plan, const Step& s, const Buffers& b, const ComputeCo
   } else if (s.kind == StepKind::kDecodeAddEncode) {
     codec::Params p = plan.codecOf(s);
     p.seed = encodeSeed(plan, s, ctx.callSeed);
-    ctx.lengths[s.slot] = codec::decodeAddEncode(
-        p, bufferAt(b, s.in), ctx.lengths[s.inSlot], expect(plan, s), bufferAt(b, s.src), s.type, s.count,
-        s.divide ? static_cast<float>(plan.nranks) : 1.0f, bufferAt(b, s.dst), s.bytes,
-        s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr);
+    ctx.lengths[s.slot] =
+        codec::decodeAddEncode(p, bufferAt(b, s.in), ctx.lengths[s.inSlot], expect(plan, s), bufferAt(b, s.src), s.type,
+                               s.count, s.divide ? static_cast<float>(plan.nranks) : 1.0f, bufferAt(b, s.dst), s.bytes,
+                               s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr);
   } else if (s.kind == StepKind::kLowRankStart || s.kind == StepKind::kLowRankMiddle ||
              s.kind == StepKind::kLowRankFinish) {
     runLowRank(plan, s, b);

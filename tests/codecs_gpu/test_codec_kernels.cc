@@ -259,6 +259,95 @@ TEST_P(GpuCodec, ABatchOfEncodesWritesEachItemsCpuBytes) {
   }
 }
 
+// A batch of fused hops (a ring's or a two-shot owner's decode-add-encode, one kernel for
+// fixed-length quantizer streams) writes each hop's CPU stream and residual
+// (codec::decodeAddEncode): local values of fp32 and bf16, sums and averages, received streams
+// with marked (non-finite) blocks, more hops than one table holds (120), and one hop whose
+// stream names another count: that one writes nothing, the others are right, the status says so.
+TEST_P(GpuCodec, ABatchOfFusedHopsWritesTheCpusBytesAndRefusesOnlyTheBadStream) {
+  const Variant& v = GetParam();
+  const Params p = paramsOf(v);
+  if (!cuda::fusesHops(p)) GTEST_SKIP() << "hops of this codec go as a decode and an encode";
+  const size_t sizes[] = {0, 1, 13, 1000, 4103, 7, 100003};
+  constexpr size_t kItems = 130;
+  constexpr size_t kBad = 61;
+  const float divisor = 3.0f;
+  for (cclDataType_t type : {cclFloat32, cclBfloat16}) {
+    std::vector<std::vector<uint8_t>> streams, locals;
+    std::vector<std::vector<float>> res;
+    std::vector<size_t> inAt, localAt, outAt, resAt;
+    size_t inBytes = 0, localBytes = 0, outBytes = 0, resFloats = 0;
+    for (size_t k = 0; k < kItems; ++k) {
+      const size_t n = sizes[k % std::size(sizes)];
+      const std::vector<float> x = makeInput(kInputs[k % 4], n, static_cast<uint32_t>(k * 11 + 5), p.blockSize);
+      std::vector<uint8_t> st(maxEncodedBytes(p, n));
+      st.resize(encode(p, x.data(), cclFloat32, n, st.data(), st.size()));
+      streams.push_back(st);
+      locals.push_back(asType(makeInput(kInputs[(k + 1) % 4], n, static_cast<uint32_t>(k + 7), p.blockSize), type));
+      std::vector<float> e = makeInput(Input::kNormal, n, static_cast<uint32_t>(k + 501), p.blockSize);
+      for (float& f : e) f *= 0.01f;
+      res.push_back(e);
+      inAt.push_back(inBytes);
+      inBytes += st.size() + 3 + (k % 5);
+      localAt.push_back(localBytes);
+      localBytes += locals.back().size() + 16;
+      outAt.push_back(outBytes);
+      outBytes += maxEncodedBytes(p, n) + 8 + (k % 3);
+      resAt.push_back(resFloats);
+      resFloats += n;
+    }
+    DeviceBuffer din(inBytes + 1), dlocal(localBytes + 1), dout(outBytes + 1), dres(resFloats * 4 + 4), dstatus(4);
+    std::vector<uint8_t> fill(outBytes + 1, 0x5a);
+    dout.upload(fill.data(), fill.size());
+    const uint32_t junk = 0xdead;
+    dstatus.upload(&junk, 4);
+    std::vector<cuda::HopItem> items;
+    for (size_t k = 0; k < kItems; ++k) {
+      const size_t n = sizes[k % std::size(sizes)];
+      auto* in = static_cast<uint8_t*>(din.get()) + inAt[k];
+      cudaOk(cudaMemcpy(in, streams[k].data(), streams[k].size(), cudaMemcpyHostToDevice), "cudaMemcpy");
+      auto* local = static_cast<uint8_t*>(dlocal.get()) + localAt[k];
+      cudaOk(cudaMemcpy(local, locals[k].data(), locals[k].size(), cudaMemcpyHostToDevice), "cudaMemcpy");
+      float* r = static_cast<float*>(dres.get()) + resAt[k];
+      cudaOk(cudaMemcpy(r, res[k].data(), n * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+      items.push_back({in, k == kBad ? size_t{16} : streams[k].size(), local, n,
+                       static_cast<uint8_t*>(dout.get()) + outAt[k], maxEncodedBytes(p, n), k % 2 ? r : nullptr,
+                       0x99u + k, k % 3 == 0});
+    }
+    cuda::Workspace ws;
+    cudaStream_t stream;
+    cudaOk(cudaStreamCreate(&stream), "cudaStreamCreate");
+    cuda::decodeAddEncodeBatch(p, type, divisor, items, static_cast<uint32_t*>(dstatus.get()), ws, stream);
+    cudaOk(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    cudaOk(cudaStreamDestroy(stream), "cudaStreamDestroy");
+    uint32_t status = 0;
+    const std::vector<uint8_t> sb = dstatus.download(4);
+    std::memcpy(&status, sb.data(), 4);
+    EXPECT_EQ(status, static_cast<uint32_t>(cuda::kStatusBadHeader)) << v.name;
+    const std::vector<uint8_t> out = dout.download(outBytes + 1);
+    const std::vector<uint8_t> gpuRes = dres.download(resFloats * 4 + 4);
+    for (size_t k = 0; k < kItems; ++k) {
+      const size_t n = sizes[k % std::size(sizes)];
+      const std::string at = v.name + (type == cclFloat32 ? " fp32" : " bf16") + " hop " + std::to_string(k);
+      std::vector<float> cpuRes = res[k];
+      std::vector<uint8_t> cpu(maxEncodedBytes(p, n), 0x5a);
+      if (k != kBad) {
+        Params q = p;
+        q.seed = 0x99u + k;
+        cpu.resize(decodeAddEncode(q, streams[k].data(), streams[k].size(), Expect{n, p.codec}, locals[k].data(), type,
+                                   n, k % 3 == 0 ? divisor : 1.0f, cpu.data(), cpu.size(),
+                                   k % 2 ? cpuRes.data() : nullptr));
+      }
+      const std::vector<uint8_t> gpu(out.begin() + static_cast<long>(outAt[k]),
+                                     out.begin() + static_cast<long>(outAt[k] + cpu.size()));
+      ASSERT_EQ(firstDiff(cpu, gpu), -1) << at << ": streams differ at this byte";
+      std::vector<uint8_t> g(gpuRes.begin() + static_cast<long>(resAt[k] * 4),
+                             gpuRes.begin() + static_cast<long>((resAt[k] + n) * 4));
+      ASSERT_EQ(firstDiff(bytesOf(cpuRes), g), -1) << at << ": residual";
+    }
+  }
+}
+
 // A batch of decodes (a device call's wave: three launches for quantizer streams, stream by
 // stream for the rest) gives each stream's CPU elements, decoded or added, with streams at
 // odd offsets, more than one table's worth (240), and one corrupt stream among them: that

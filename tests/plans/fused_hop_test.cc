@@ -85,8 +85,8 @@ Plan unfuse(const Plan& p) {
       continue;
     }
     const Ref sum = q.scratch(s.count * sizeof(float));
-    StepId last = s.type == p.dtype ? q.widen(sum, s.src, s.count, after)
-                                    : q.copy(sum, s.src, s.count * sizeof(float), after);
+    StepId last =
+        s.type == p.dtype ? q.widen(sum, s.src, s.count, after) : q.copy(sum, s.src, s.count * sizeof(float), after);
     last = q.decodeAdd(sum, s.in, s.inSlot, s.count, {last});
     if (s.divide) last = q.divideFloat(sum, s.count, {last});
     const Ref residual = s.src2;
@@ -109,8 +109,8 @@ struct Case {
 };
 
 std::string nameOf(const Case& c) {
-  return std::string(collInfo(c.coll).name) + " " + algoName(c.algo) + " " + cclCodecName(c.codec) + " n=" +
-         std::to_string(c.ranks) + (c.feedback ? " feedback" : "") + (c.op == cclAvg ? " avg" : "") + " " +
+  return std::string(collInfo(c.coll).name) + " " + algoName(c.algo) + " " + cclCodecName(c.codec) +
+         " n=" + std::to_string(c.ranks) + (c.feedback ? " feedback" : "") + (c.op == cclAvg ? " avg" : "") + " " +
          dataTypeName(c.dtype);
 }
 
@@ -138,7 +138,8 @@ TEST(FusedHop, EveryPlanThatCouldFuseDoes) {
   for (Algo algo : {Algo::kRing, Algo::kTwoShot, Algo::kSparse})
     for (cclCodec_t codec : {cclCodecInt8, cclCodecFp8E4m3, cclCodecInt4, cclCodecTopK, cclCodecRandK})
       for (int n : {1, 2, 3, 4, 7})
-        for (cclRedOp_t op : {cclSum, cclAvg}) cases.push_back({Coll::kAllReduce, algo, codec, n, n % 2 == 1, op, cclFloat32});
+        for (cclRedOp_t op : {cclSum, cclAvg})
+          cases.push_back({Coll::kAllReduce, algo, codec, n, n % 2 == 1, op, cclFloat32});
   for (int n : {2, 3, 5}) {
     cases.push_back({Coll::kReduceScatter, Algo::kAuto, cclCodecInt8, n, true, cclSum, cclBfloat16});
     cases.push_back({Coll::kAllGather, Algo::kAuto, cclCodecInt8, n, false, cclSum, cclFloat32});
@@ -243,14 +244,14 @@ TEST(FusedHop, WritesTheBytesOfTheStepsItStandsFor) {
     cclCodec_t codec;
     bool fixedLength, stochastic;
   };
-  const Codec codecs[] = {{cclCodecInt8, false, false},   {cclCodecInt8, true, true},  {cclCodecFp8E4m3, true, false},
-                          {cclCodecInt4, false, true},    {cclCodecMxfp4, true, false}, {cclCodecNvfp4, false, false},
+  const Codec codecs[] = {{cclCodecInt8, false, false}, {cclCodecInt8, true, true},   {cclCodecFp8E4m3, true, false},
+                          {cclCodecInt4, false, true},  {cclCodecMxfp4, true, false}, {cclCodecNvfp4, false, false},
                           {cclCodecTopK, false, false}};
   for (Algo algo : {Algo::kRing, Algo::kTwoShot})
     for (const Codec& k : codecs)
       for (int n : {2, 3, 5}) {
-        const Case c{Coll::kAllReduce, algo, k.codec, n, n != 3, n == 5 ? cclAvg : cclSum,
-                     n == 3 ? cclBfloat16 : cclFloat32};
+        const Case c{
+            Coll::kAllReduce, algo, k.codec, n, n != 3, n == 5 ? cclAvg : cclSum, n == 3 ? cclBfloat16 : cclFloat32};
         const size_t count = 3001;
         SCOPED_TRACE(nameOf(c) + (k.fixedLength ? " fixed-length" : "") + (k.stochastic ? " stochastic" : ""));
         const Outcome fused = run(c, count, k.fixedLength, k.stochastic, false);

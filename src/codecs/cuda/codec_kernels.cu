@@ -202,6 +202,21 @@ void decodeBatch(std::span<const DecodeRequest> items, int codec, cclDataType_t 
   ws.orStatus = orStatus;
 }
 
+bool fusesHops(const Params& p) { return isQuantizer(p.codec) && p.fixedLength && !tensorScaled(p.codec); }
+
+void decodeAddEncodeBatch(const Params& p, cclDataType_t type, float divisor, std::span<const HopItem> items,
+                          uint32_t* status, Workspace& ws, cudaStream_t stream) {
+  if (!fusesHops(p))
+    throw Error(cclInvalidArgument, "GPU fused hop: fixed-length quantizer streams without a tensor scale only");
+  if (!status) throw Error(cclInvalidArgument, "GPU fused hop: null status word");
+  withDeviceType(type, [](auto) {});
+  for (const HopItem& it : items) {
+    checkEncodeArgs(p, it.local, it.n, it.out, it.outBytes);
+    if (!it.in && it.inBytes > 0) throw Error(cclInvalidArgument, "GPU fused hop: null received stream");
+  }
+  detail::quantizerHopBatch(p, type, divisor, items, status, ws.orStatus, ws, stream);
+}
+
 void decode(const void* in, size_t inBytes, const Expect& expect, void* y, cclDataType_t type, uint32_t* status,
             Workspace& ws, cudaStream_t stream) {
   decodeAny(in, inBytes, expect, detail::Target{y, type, false}, status, ws, stream);

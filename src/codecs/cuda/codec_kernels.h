@@ -94,6 +94,35 @@ struct DecodeRequest {
 void decodeBatch(std::span<const DecodeRequest> items, int codec, cclDataType_t type, bool accumulate, uint32_t* status,
                  Workspace& ws, cudaStream_t stream);
 
+// One hop of a batch of fused hops (decodeAddEncodeBatch): the received stream as decode
+// reads it, the n local elements, and the outgoing stream, residual and seed as encode takes
+// them; `divide`: the sum is divided by the batch's divisor before it is encoded.
+struct HopItem {
+  const void* in;
+  size_t inBytes;
+  const void* local;
+  uint64_t n;
+  void* out;
+  size_t outBytes;
+  float* residual;
+  uint64_t seed;
+  bool divide;
+};
+
+// Whether decodeAddEncodeBatch takes hops of codec p: fixed-length quantizer streams without
+// a tensor scale (what the device links carry); others go as a decode-accumulate into an
+// fp32 sum and an encode of it.
+bool fusesHops(const Params& p);
+
+// Every hop as codec::decodeAddEncode does it (local of `type`), byte for byte, in one kernel
+// that reads the received stream and the local elements once and writes the outgoing stream
+// (three launches per 120 hops: the streams' headers and validation first). A received
+// stream must be valid and fixed-length; a hop whose stream is not writes nothing (out and
+// residual as they were) and its status goes into *status as decodeBatch's. Throws
+// Error(cclInvalidArgument) before enqueuing when !fusesHops(p) or an item is bad.
+void decodeAddEncodeBatch(const Params& p, cclDataType_t type, float divisor, std::span<const HopItem> items,
+                          uint32_t* status, Workspace& ws, cudaStream_t stream);
+
 // As codec::decode, for a stream in device memory. expect.codec must name the codec (the
 // kernels are chosen on the host). The stream is validated on the GPU first; y is written
 // only if it is valid. *status (device or host-mapped) receives 0 or StatusBits; with

@@ -44,6 +44,10 @@ void quantizerEncode(const Params& p, const void* x, cclDataType_t type, size_t 
 // A batch of fixed-length streams without a tensor scale in one launch per 160 streams;
 // false (nothing enqueued) for other parameters.
 bool quantizerEncodeBatch(const Params& p, cclDataType_t type, std::span<const EncodeItem> items, cudaStream_t stream);
+// A batch of fused hops of fixed-length streams without a tensor scale (fusesHops(p)), three
+// launches per 120: the received streams' headers, their validation, the hops.
+void quantizerHopBatch(const Params& p, cclDataType_t type, float divisor, std::span<const HopItem> items,
+                       uint32_t* status, bool orInto, Workspace& ws, cudaStream_t stream);
 // A batch of quantizer streams of `codec`, three launches per 240 (checked by the caller).
 void quantizerDecodeBatch(std::span<const DecodeRequest> items, int codec, Target target, uint32_t* status, bool orInto,
                           Workspace& ws, cudaStream_t stream);

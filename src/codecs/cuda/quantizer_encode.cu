@@ -17,6 +17,7 @@
 #include "codecs/cuda/device_wire.cuh"
 #include "codecs/cuda/kernel_preload.h"
 #include "codecs/cuda/kernels_internal.h"
+#include "codecs/cuda/quantizer_view.cuh"
 #include "codecs/math/rng.h"
 #include "codecs/quantizer_kinds.h"
 
@@ -49,11 +50,20 @@ __device__ inline uint32_t blockLen(const EncodeArgs& a, uint64_t off) {
   return static_cast<uint32_t>(a.n - off < a.blockSize ? a.n - off : a.blockSize);
 }
 
-// Group [i, i + cnt) of the block's input as the CPU stages it: x, or x + residual. (No
-// zero is added without a residual: that would turn -0 into +0 in raw blocks.)
+// The values an encode quantizes, before the residual: the caller's input x, of T.
 template <class T>
-__device__ void stageGroup(const EncodeArgs& a, uint64_t i, uint32_t cnt, float v[kGroup]) {
-  loadGroup<T>(static_cast<const typename T::Storage*>(a.x), i, cnt, a.vecX, v);
+struct InputSource {
+  __device__ void load(const EncodeArgs& a, uint64_t i, uint32_t cnt, float v[kGroup]) const {
+    loadGroup<T>(static_cast<const typename T::Storage*>(a.x), i, cnt, a.vecX, v);
+  }
+};
+
+// Group [i, i + cnt) of the block's input as the CPU stages it: the source's values, or
+// those plus the residual. (No zero is added without a residual: that would turn -0 into +0
+// in raw blocks.) The rest of v is 0.
+template <class Src>
+__device__ void stageGroup(const EncodeArgs& a, const Src& src, uint64_t i, uint32_t cnt, float v[kGroup]) {
+  src.load(a, i, cnt, v);
   if (!a.residual) return;
   float r[kGroup];
   loadGroup<DevF32>(a.residual, i, cnt, a.vecRes, r);
@@ -71,7 +81,7 @@ __global__ void __launch_bounds__(kMaxThreads) tensorAbsMax(EncodeArgs a) {
        g += uint64_t{gridDim.x} * blockDim.x) {
     const uint32_t cnt = a.n - g * kGroup < kGroup ? static_cast<uint32_t>(a.n - g * kGroup) : kGroup;
     float v[kGroup];
-    stageGroup<T>(a, g * kGroup, cnt, v);
+    stageGroup(a, InputSource<T>{}, g * kGroup, cnt, v);
     for (uint32_t t = 0; t < cnt; ++t) {
       const uint32_t b = fp::floatBits(v[t]) & 0x7fffffffu;
       m = b < 0x7f800000u && b > m ? b : m;
@@ -122,10 +132,10 @@ __device__ void storeCodes(uint8_t* dst, uint64_t word, uint32_t bytes, int bits
 }
 
 // Quantizes one group, writes its code bytes and, with error feedback, its residual.
-template <class K, class T>
-__device__ void encodeGroup(const EncodeArgs& a, const BlockScale& bs, uint64_t i, uint32_t cnt) {
+template <class K, class Src>
+__device__ void encodeGroup(const EncodeArgs& a, const Src& src, const BlockScale& bs, uint64_t i, uint32_t cnt) {
   float v[kGroup];
-  stageGroup<T>(a, i, cnt, v);
+  stageGroup(a, src, i, cnt, v);
   uint32_t c[kGroup];
   uint64_t word = 0;
   for (int t = 0; t < kGroup; ++t) {
@@ -140,9 +150,10 @@ __device__ void encodeGroup(const EncodeArgs& a, const BlockScale& bs, uint64_t 
 }
 
 // Codec block b of a stream: its absmax and finiteness over the thread block, its scale,
-// and its codes (and residual). Every thread of the block takes part (a block barrier).
-template <class K, class T>
-__device__ void encodeBlock(const EncodeArgs& a, uint64_t b, float t) {
+// and its codes (and residual), of the values `src` gives. Every thread of the block takes
+// part (a block barrier).
+template <class K, class Src>
+__device__ void encodeBlock(const EncodeArgs& a, const Src& src, uint64_t b, float t) {
   const uint64_t off = b * a.blockSize;
   const uint32_t len = blockLen(a, off);
   const uint32_t groups = (len + kGroup - 1) / kGroup;
@@ -151,7 +162,7 @@ __device__ void encodeBlock(const EncodeArgs& a, uint64_t b, float t) {
   for (uint32_t g = threadIdx.x; g < groups; g += blockDim.x) {
     const uint32_t cnt = min(static_cast<uint32_t>(kGroup), len - g * kGroup);
     float v[kGroup];
-    stageGroup<T>(a, off + g * kGroup, cnt, v);
+    stageGroup(a, src, off + g * kGroup, cnt, v);
     for (int k = 0; k < kGroup; ++k) {
       m = math::absMaxStep(m, v[k]);
       nonFinite |= math::isFiniteBits(v[k]) ? 0u : 1u;
@@ -176,7 +187,7 @@ __device__ void encodeBlock(const EncodeArgs& a, uint64_t b, float t) {
       if (a.fixedLength && a.residual)
         for (uint32_t k = 0; k < cnt; ++k) a.residual[i + k] = 0.0f;
     } else {
-      encodeGroup<K, T>(a, bs, i, cnt);
+      encodeGroup<K>(a, src, bs, i, cnt);
     }
   }
 }
@@ -184,7 +195,7 @@ __device__ void encodeBlock(const EncodeArgs& a, uint64_t b, float t) {
 template <class K, class T>
 __global__ void __launch_bounds__(kMaxThreads) encodeBlocks(EncodeArgs a) {
   const float t = tensorScale(a);
-  for (uint64_t b = blockIdx.x; b < a.blocks; b += gridDim.x) encodeBlock<K, T>(a, b, t);
+  for (uint64_t b = blockIdx.x; b < a.blocks; b += gridDim.x) encodeBlock<K>(a, InputSource<T>{}, b, t);
 }
 
 // Raw entries {u32 block, u32 0, fp32 x[blockSize]} at their scanned positions; the residual
@@ -245,6 +256,20 @@ __global__ void __launch_bounds__(kMaxThreads) encodeFinish(EncodeArgs a, uint8_
   finishStream(a, flags, encodedBytes);
 }
 
+// The stream of table `first` whose blocks hold global block g: the last whose first block
+// is at or before g.
+__device__ inline uint32_t streamOf(const uint64_t* first, uint32_t count, uint64_t g) {
+  uint32_t lo = 0, hi = count - 1;
+  while (lo < hi) {
+    const uint32_t mid = (lo + hi + 1) / 2;
+    if (first[mid] <= g)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
 // A batch of fixed-length streams of one codec without a tensor scale, in one launch: the
 // thread blocks stride over the codec blocks of every stream (firstBlock[p]: the first of
 // stream p), then over the streams for their headers and padding (regions no codec block
@@ -262,17 +287,88 @@ template <class K, class T>
 __global__ void __launch_bounds__(kMaxThreads) encodeBatch(const __grid_constant__ EncodeTable t) {
   const uint64_t total = t.firstBlock[t.count];
   for (uint64_t g = blockIdx.x; g < total; g += gridDim.x) {
-    uint32_t lo = 0, hi = t.count - 1;  // the last stream whose first block is at or before g
-    while (lo < hi) {
-      const uint32_t mid = (lo + hi + 1) / 2;
-      if (t.firstBlock[mid] <= g)
-        lo = mid;
-      else
-        hi = mid - 1;
-    }
-    encodeBlock<K, T>(t.a[lo], g - t.firstBlock[lo], 1.0f);
+    const uint32_t lo = streamOf(t.firstBlock, t.count, g);
+    encodeBlock<K>(t.a[lo], InputSource<T>{}, g - t.firstBlock[lo], 1.0f);
   }
   for (uint32_t p = blockIdx.x; p < t.count; p += gridDim.x) finishStream(t.a[p], t.flags, nullptr);
+}
+
+// ---- The fused hop (codec::decodeAddEncode) of fixed-length streams ----
+//
+// The values a hop encodes: its local elements (of T) plus the received stream's decoded
+// elements (a fixed-length stream of kind K, validated before: batchValidate), divided when
+// it averages, in the order and rounding of the CPU's decode-accumulate, division and encode.
+// One kernel reads the stream and the local chunk and writes the outgoing stream: the sum is
+// never stored.
+struct Hop {
+  const uint8_t* in;
+  const DecodeState* st;
+  bool vecIn;
+  bool divide;
+};
+
+template <class K, class T>
+struct HopSource {
+  const Hop& h;
+  float divisor;
+  __device__ void load(const EncodeArgs& a, uint64_t i, uint32_t cnt, float v[kGroup]) const {
+    loadGroup<T>(static_cast<const typename T::Storage*>(a.x), i, cnt, a.vecX, v);
+    const View w = viewOf(h.st);
+    constexpr uint32_t kMask = (1u << K::kBits) - 1;
+    float s;
+    // A group lies in one block of the received stream too: its block size is a multiple of 8.
+    if (K::readScale(scaleAt(h.in, w, i / w.h.blockSize), w.fp16, w.t, s) == ScaleRead::kOk) {
+      const uint64_t word = loadCodes(h.in + w.l.codes + i * K::kBits / 8, (cnt * K::kBits + 7) / 8, K::kBits, h.vecIn);
+      for (uint32_t t = 0; t < cnt; ++t) v[t] += K::dequant(static_cast<uint32_t>(word >> (t * K::kBits)) & kMask, s);
+    } else {
+      for (uint32_t t = 0; t < cnt; ++t) v[t] += markedBlockValue();  // a marked block: NaN
+    }
+    if (h.divide)
+      for (uint32_t t = 0; t < cnt; ++t) v[t] /= divisor;
+  }
+};
+
+// What a hop's received stream ends with: its validation's status, and a stream that is not
+// fixed-length refused (its peer encoded with other parameters).
+__device__ inline uint32_t hopStatus(const DecodeState* st) {
+  const uint32_t bad = finalStatus(st);
+  return bad ? bad : (st->h.flags & kFlagFixedLength) ? 0u : kStatusBadHeader;
+}
+
+constexpr unsigned kHopStreams = 120;
+struct HopTable {
+  EncodeArgs a[kHopStreams];  // x: the local elements
+  Hop h[kHopStreams];
+  uint64_t firstBlock[kHopStreams + 1];
+  uint32_t count;
+  uint8_t flags;
+  float divisor;
+  uint32_t* status;
+};
+static_assert(sizeof(HopTable) <= 32000, "a hop table must fit a kernel's parameters");
+
+// Every hop's codec blocks, then its header and padding; a hop whose stream was refused
+// writes nothing and ORs its status into the call's word (a plain read-modify-write, as the
+// decoders': the word may be host-mapped memory).
+template <class K, class T>
+__global__ void __launch_bounds__(kMaxThreads) hopBatch(const __grid_constant__ HopTable t) {
+  const uint64_t total = t.firstBlock[t.count];
+  for (uint64_t g = blockIdx.x; g < total; g += gridDim.x) {
+    const uint32_t k = streamOf(t.firstBlock, t.count, g);
+    if (hopStatus(t.h[k].st)) continue;  // the same for every thread of the block
+    encodeBlock<K>(t.a[k], HopSource<K, T>{t.h[k], t.divisor}, g - t.firstBlock[k], 1.0f);
+  }
+  for (uint32_t k = blockIdx.x; k < t.count; k += gridDim.x) {
+    const uint32_t bad = hopStatus(t.h[k].st);
+    if (bad) {
+      if (threadIdx.x == 0) {
+        volatile uint32_t* word = t.status;
+        *word = *word | bad;
+      }
+      continue;
+    }
+    finishStream(t.a[k], t.flags, nullptr);
+  }
 }
 
 // Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
@@ -365,6 +461,53 @@ bool quantizerEncodeBatch(const Params& p, cclDataType_t type, std::span<const E
     checkLaunch("encodeBatch");
   }
   return true;
+}
+
+void quantizerHopBatch(const Params& p, cclDataType_t type, float divisor, std::span<const HopItem> items,
+                       uint32_t* status, bool orInto, Workspace& ws, cudaStream_t stream) {
+  if (items.empty()) return;
+  const unsigned groups = (p.blockSize + kGroup - 1) / kGroup;
+  const unsigned threads = groups >= kMaxThreads ? kMaxThreads : ((groups + 31) / 32) * 32;
+  auto* states =
+      static_cast<DecodeState*>(ws.get(sizeof(DecodeState) * std::min<size_t>(items.size(), kHopStreams), stream));
+  for (size_t first = 0; first < items.size(); first += kHopStreams) {
+    // The received streams: headers, then validation, as a batch of decodes checks them.
+    auto d = std::make_unique<DecodeTable>();
+    auto t = std::make_unique<HopTable>();
+    const auto count = static_cast<uint32_t>(std::min<size_t>(kHopStreams, items.size() - first));
+    d->count = t->count = count;
+    d->codec = p.codec;
+    d->status = t->status = status;
+    d->orInto = orInto || first > 0;
+    t->flags = quantizerFlags(p);
+    t->divisor = divisor;
+    uint64_t blocks = 0, most = 0;
+    for (uint32_t k = 0; k < count; ++k) {
+      const HopItem& it = items[first + k];
+      const auto* in = static_cast<const uint8_t*>(it.in);
+      d->d[k] = DecodeItem{in, it.inBytes, it.n, nullptr, states + k, aligned16(in), false};
+      Params q = p;
+      q.seed = it.seed;
+      t->a[k] = argsFor(q, it.local, it.n, static_cast<uint8_t*>(it.out), it.residual);
+      t->h[k] = Hop{in, states + k, aligned16(in), it.divide};
+      t->firstBlock[k] = blocks;
+      blocks += t->a[k].blocks;
+      most = std::max<uint64_t>(most, it.n);
+    }
+    t->firstBlock[count] = blocks;
+    batchHeaders<<<(count + 127) / 128, 128, 0, stream>>>(*d);
+    checkLaunch("batchHeaders");
+    const dim3 check(std::max(1u, gridFor(most / kGroup + 1, kViewThreads) / count), count);
+    const uint64_t want = std::max<uint64_t>(blocks, count);
+    const unsigned grid = static_cast<unsigned>(want < (1u << 30) ? want : (1u << 30));
+    withQuantizerKind(p.codec, [&](auto kind) {
+      using K = decltype(kind);
+      batchValidate<K><<<check, kViewThreads, 0, stream>>>(*d);
+      checkLaunch("batchValidate");
+      withDeviceType(type, [&](auto tag) { hopBatch<K, decltype(tag)><<<grid, threads, 0, stream>>>(*t); });
+      checkLaunch("hopBatch");
+    });
+  }
 }
 
 void quantizerEncode(const Params& p, const void* x, cclDataType_t type, size_t n, uint8_t* out, float* residual,

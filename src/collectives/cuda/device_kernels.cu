@@ -295,7 +295,34 @@ size_t CudaKernels::enqueueFused(const std::shared_ptr<StreamRun>& run, std::spa
   ActivityScope busy("enqueuing a batch of fused hops");
   const Plan& plan = *run->plan;
   const Buffers& b = run->buffers;
-  // Each step's fp32 sum in the sums workspace, 256-byte aligned (the codecs' vector loads).
+  // Fixed-length quantizer streams (what device links carry): one kernel per batch of hops.
+  if (codec::cuda::fusesHops(plan.codec) &&
+      (plan.intraCodec.codec == cclCodecNone || codec::cuda::fusesHops(plan.intraCodec))) {
+    bool first = false;
+    uint32_t* status = statusWord(run, &first);
+    std::vector<codec::cuda::HopItem> hops;
+    byCodecAndType(plan, steps, false, [&](bool intra, cclDataType_t type, const std::vector<StepId>& ids) {
+      hops.clear();
+      for (StepId id : ids) {
+        const Step& s = plan.steps[id];
+        hops.push_back({bufferAt(b, s.in), run->slotBytes[s.inSlot], bufferAt(b, s.src), s.count, bufferAt(b, s.dst),
+                        s.bytes, s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr,
+                        encodeSeed(plan, s, run->callSeed), s.divide && plan.nranks != 1});
+      }
+      workspace_.orStatus = !first;
+      first = false;
+      try {
+        codec::cuda::decodeAddEncodeBatch(intra ? plan.intraCodec : plan.codec, type, static_cast<float>(plan.nranks),
+                                          hops, status, workspace_, cs);
+      } catch (...) {
+        workspace_.orStatus = false;
+        throw;
+      }
+      workspace_.orStatus = false;
+    });
+    return 0;  // the codecs count their commands
+  }
+  // Other codecs: each step's fp32 sum in the sums workspace, 256-byte aligned (the codecs' vector loads).
   std::vector<size_t> at(steps.size());
   size_t total = 0;
   for (size_t i = 0; i < steps.size(); ++i) {

@@ -45,10 +45,11 @@ class CudaKernels final : public StreamKernels {
   void enqueueEncodes(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps, cudaStream_t cs);
   // A batch of decodes (or decode-accumulates): codec::cuda::decodeBatch per codec and type.
   void enqueueDecodes(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps, cudaStream_t cs);
-  // A batch of fused hops (kDecodeAddEncode), per codec and local type: the local values
-  // widened into fp32 sums (one table launch), the received streams added in
-  // (decodeBatch), cclAvg's division (one launch), the sums encoded (encodeBatch): the same
-  // kernels, and so the same bytes, as the unfused steps. Returns the table launches (the
+  // A batch of fused hops (kDecodeAddEncode), per codec and local type: fixed-length
+  // quantizer streams in one kernel per batch (codec::cuda::decodeAddEncodeBatch); other
+  // codecs as the local values widened into fp32 sums (one table launch), the received
+  // streams added in (decodeBatch), cclAvg's division (one launch) and the sums encoded
+  // (encodeBatch), the kernels of the unfused steps. Returns the table launches (the
   // codecs count their own commands).
   size_t enqueueFused(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps, cudaStream_t cs);
   // The call's one decode status word (StreamRun::decodeStatus), made at its first decodes
@@ -57,7 +58,7 @@ class CudaKernels final : public StreamKernels {
   uint32_t* nextStatus();
 
   codec::cuda::Workspace workspace_;
-  codec::cuda::Workspace sums_;  // the fused hops' fp32 sums
+  codec::cuda::Workspace sums_;       // the fused hops' fp32 sums
   uint32_t* status_ = nullptr;        // host-mapped ring of decode status words
   uint32_t* statusDevice_ = nullptr;  // the same memory as the device sees it
   uint64_t nextStatus_ = 0;
