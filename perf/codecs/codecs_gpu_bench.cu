@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // GPU codec throughput: encode, decode and decode-accumulate of every codec the GPU has
-// kernels for, on fp32 input in device memory. Two figures per operation: GB/s of fp32
-// elements (what perf/gpu/project.py takes), and the memory traffic (bytes read plus bytes
-// written: encode reads 4n and writes the stream, decode the reverse, decode-accumulate also
-// reads the accumulator) over the device-to-device copy's traffic (2 x 4n) in the same run.
-// The default 1 GiB buffer is many times the L2 (50-60 MB on an H100/H200), so no operation
-// is served from cache; a buffer under 8 L2s is flagged. Times are CUDA events around
+// kernels for, on fp32 input in device memory, and the fused hop (a ring's decode-add-encode,
+// one kernel: codec::cuda::decodeAddEncodeBatch of one hop) of the codecs whose fixed-length
+// streams it takes (traffic: the received stream, the local fp32 and the sent stream). Two figures per operation: GB/s
+// of fp32 elements (what perf/gpu/project.py takes), and the memory traffic (bytes read plus bytes written: encode
+// reads 4n and writes the stream, decode the reverse, decode-accumulate also reads the accumulator) over the
+// device-to-device copy's traffic (2 x 4n) in the same run. The default 1 GiB buffer is many times the L2 (50-60 MB on
+// an H100/H200), so no operation is served from cache; a buffer under 8 L2s is flagged. Times are CUDA events around
 // `--iters` back-to-back calls after one warm-up, so launch costs are spread over calls of
 // hundreds of microseconds. Prints one table and, with --json, one JSON line per row. Exits
 // 0, saying why, without a device.
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -106,8 +108,8 @@ int main(int argc, char** argv) {
       mib * (size_t{1} << 20) < 8 * static_cast<size_t>(prop.l2CacheSize) ? " (UNDER 8 L2s: partly cached)" : "", iters,
       copyTraffic);
   std::printf("# GB/s of fp32 elements; traffic = (read + written) / time over the copy's\n");
-  std::printf("# %-12s %10s %8s %10s %8s %10s %8s %9s\n", "codec", "encode", "traffic", "decode", "traffic", "dec+acc",
-              "traffic", "bits/elem");
+  std::printf("# %-12s %10s %8s %10s %8s %10s %8s %9s %10s %8s\n", "codec", "encode", "traffic", "decode", "traffic",
+              "dec+acc", "traffic", "bits/elem", "hop", "traffic");
   for (int c = 0; c < cclNumCodecs; ++c) {
     if (codec::isLowRank(c)) continue;  // no GPU kernels
     const codec::Params p = codec::defaultParams(static_cast<cclCodec_t>(c));
@@ -131,18 +133,42 @@ int main(int argc, char** argv) {
       uint32_t st = 0;
       ok(cudaMemcpy(&st, status, sizeof(st), cudaMemcpyDeviceToHost), "cudaMemcpy");
       codec::cuda::throwIfInvalid(st);
+      // The fused hop, on fixed-length streams (a device link's): x's stream added to x, encoded again.
+      double h1 = 0, ht = 0;
+      const codec::Params fixed = codec::fixLength(p);
+      if (codec::cuda::fusesHops(fixed)) {
+        const size_t fcap = codec::maxEncodedBytes(fixed, n);
+        void *in = nullptr, *out = nullptr;
+        ok(cudaMalloc(&in, fcap), "cudaMalloc");
+        ok(cudaMalloc(&out, fcap), "cudaMalloc");
+        codec::cuda::encode(fixed, x, cclFloat32, n, in, fcap, nullptr, nullptr, ws, stream);
+        const codec::cuda::HopItem hop{in, fcap, x, n, out, fcap, nullptr, 7, false};
+        const double ms = timed(stream, iters, [&] {
+          codec::cuda::decodeAddEncodeBatch(fixed, cclFloat32, 1.0f, std::span(&hop, 1), status, ws, stream);
+        });
+        ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+        h1 = gb / (ms * 1e-3);
+        ht = (2 * static_cast<double>(fcap) / 1e9 + gb) / (ms * 1e-3);
+        cudaFree(in);
+        cudaFree(out);
+      }
       const double bits = 8.0 * static_cast<double>(bytes) / static_cast<double>(n);
       const double e1 = gb / (enc * 1e-3), d1 = gb / (dec * 1e-3), a1 = gb / (acc * 1e-3);
       const double sgb = static_cast<double>(bytes) / 1e9;  // the stream
       const double et = (gb + sgb) / (enc * 1e-3), dt = (sgb + gb) / (dec * 1e-3), at = (sgb + 2 * gb) / (acc * 1e-3);
-      std::printf("  %-12s %10.1f %8.2f %10.1f %8.2f %10.1f %8.2f %9.2f\n", codec::codecInfo(c).name, e1,
+      std::printf("  %-12s %10.1f %8.2f %10.1f %8.2f %10.1f %8.2f %9.2f", codec::codecInfo(c).name, e1,
                   et / copyTraffic, d1, dt / copyTraffic, a1, at / copyTraffic, bits);
+      if (h1 > 0)
+        std::printf(" %10.1f %8.2f\n", h1, ht / copyTraffic);
+      else
+        std::printf(" %10s %8s\n", "-", "-");
       if (json)
         std::printf(
             "{\"device\": \"%s\", \"codec\": \"%s\", \"mib\": %zu, \"encode_gbs\": %.2f, \"decode_gbs\": %.2f, "
             "\"decode_acc_gbs\": %.2f, \"encode_traffic_gbs\": %.2f, \"decode_traffic_gbs\": %.2f, "
-            "\"decode_acc_traffic_gbs\": %.2f, \"copy_traffic_gbs\": %.2f, \"bits_per_elem\": %.3f}\n",
-            prop.name, codec::codecInfo(c).name, mib, e1, d1, a1, et, dt, at, copyTraffic, bits);
+            "\"decode_acc_traffic_gbs\": %.2f, \"copy_traffic_gbs\": %.2f, \"bits_per_elem\": %.3f, "
+            "\"hop_gbs\": %.2f, \"hop_traffic_gbs\": %.2f}\n",
+            prop.name, codec::codecInfo(c).name, mib, e1, d1, a1, et, dt, at, copyTraffic, bits, h1, ht);
     } catch (const Error& err) {
       std::printf("  %-12s failed: %s\n", codec::codecInfo(c).name, err.what());
     }

@@ -1,14 +1,20 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Block quantizer encoder on the GPU: one thread block per codec block. Each thread takes
-// groups of eight elements (128-bit loads), the block reduces absmax and finiteness, then
-// every thread quantizes its groups with the shared element math. Raw blocks are placed in
-// block order by an exclusive scan of the per-block raw flags (CUB), and a last small
-// kernel writes the header and the zero padding, exactly as the CPU encoder lays them out.
-// A fixed-length stream writes no raw entries (its marked blocks only reset their residual):
-// no scan and no raw kernel run for it.
+// Block quantizer encoder on the GPU: a persistent grid (a few thread blocks per
+// multiprocessor) whose warps stride over the codec blocks, a segment of lanes per codec
+// block (16 lanes for 128 elements, a warp for 256 and more). Each lane stages groups of
+// eight elements (128-bit loads) and keeps them in registers, the segment reduces absmax and
+// finiteness with shuffles, and each lane quantizes its groups with the shared element math:
+// no shared memory, no barrier, each element read once (blocks over 256 elements read their
+// later groups twice). Before, a thread block per codec block made the encoder bound by how
+// fast the GPU schedules blocks (perf/codecs). Raw blocks are placed in block order by an
+// exclusive scan of the per-block raw flags (CUB), and a last small kernel writes the header
+// and the zero padding, exactly as the CPU encoder lays them out. A fixed-length stream writes
+// no raw entries (its marked blocks only reset their residual): no scan and no raw kernel run
+// for it, two launches in all.
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <span>
 
@@ -98,23 +104,24 @@ __device__ inline float tensorScale(const EncodeArgs& a) {
   return a.tensorMax ? math::nvfp4TensorScale(fp::bitsFloat(*a.tensorMax)) : 1.0f;
 }
 
-// Absmax and "any non-finite" over the thread block; every thread gets the result.
-__device__ void blockReduce(float& m, uint32_t& nonFinite) {
-  __shared__ float warpMax[kMaxThreads / 32];
-  __shared__ uint32_t warpFlag[kMaxThreads / 32];
-  for (int o = 16; o > 0; o >>= 1) {
+// Lanes that encode one codec block: the power of two at or above its groups of eight, at
+// most a warp. Segments are aligned within the warp, so a shuffle by an offset below `lanes`
+// stays inside one.
+__host__ __device__ inline unsigned segmentLanes(uint32_t blockSize) {
+  const uint32_t groups = (blockSize + kGroup - 1) / kGroup;
+  unsigned lanes = 1;
+  while (lanes < groups && lanes < 32) lanes <<= 1;
+  return lanes;
+}
+
+// Absmax and "any non-finite" over a segment of `lanes` lanes; every lane of it gets the
+// result. Every lane of the warp must call it (the shuffles name the whole warp).
+__device__ inline void segmentReduce(float& m, uint32_t& nonFinite, unsigned lanes) {
+  for (unsigned o = lanes / 2; o > 0; o >>= 1) {
     const float other = __shfl_xor_sync(0xffffffffu, m, o);
     m = other > m ? other : m;
     nonFinite |= __shfl_xor_sync(0xffffffffu, nonFinite, o);
   }
-  const unsigned warp = threadIdx.x / 32;
-  if (threadIdx.x % 32 == 0) warpMax[warp] = m, warpFlag[warp] = nonFinite;
-  __syncthreads();
-  for (unsigned w = 0; w < blockDim.x / 32; ++w) {
-    m = warpMax[w] > m ? warpMax[w] : m;
-    nonFinite |= warpFlag[w];
-  }
-  __syncthreads();  // the arrays are reused for the next codec block
 }
 
 __device__ void storeCodes(uint8_t* dst, uint64_t word, uint32_t bytes, int bits, bool vec) {
@@ -131,11 +138,10 @@ __device__ void storeCodes(uint8_t* dst, uint64_t word, uint32_t bytes, int bits
   for (uint32_t k = 0; k < bytes; ++k) dst[k] = static_cast<uint8_t>(word >> (8 * k));
 }
 
-// Quantizes one group, writes its code bytes and, with error feedback, its residual.
-template <class K, class Src>
-__device__ void encodeGroup(const EncodeArgs& a, const Src& src, const BlockScale& bs, uint64_t i, uint32_t cnt) {
-  float v[kGroup];
-  stageGroup(a, src, i, cnt, v);
+// Quantizes one staged group, writes its code bytes and, with error feedback, its residual.
+template <class K>
+__device__ void quantizeGroup(const EncodeArgs& a, const BlockScale& bs, uint64_t i, uint32_t cnt,
+                              const float v[kGroup]) {
   uint32_t c[kGroup];
   uint64_t word = 0;
   for (int t = 0; t < kGroup; ++t) {
@@ -149,17 +155,24 @@ __device__ void encodeGroup(const EncodeArgs& a, const Src& src, const BlockScal
   storeGroup<DevF32>(a.residual, i, cnt, a.vecRes, e);
 }
 
-// Codec block b of a stream: its absmax and finiteness over the thread block, its scale,
-// and its codes (and residual), of the values `src` gives. Every thread of the block takes
-// part (a block barrier).
+// Codec block b of a stream, by the `lanes` lanes of a warp segment (lane: this one's index
+// in it): its absmax and finiteness by shuffles, its scale, and its codes (and residual), of
+// the values `src` gives. No shared memory and no barrier: a warp encodes 32 / lanes blocks
+// at a time. Every lane of the warp calls it; `active` is false for a segment past the last
+// block (it takes part in the shuffles only).
 template <class K, class Src>
-__device__ void encodeBlock(const EncodeArgs& a, const Src& src, uint64_t b, float t) {
+__device__ void encodeSegment(const EncodeArgs& a, const Src& src, uint64_t b, bool active, unsigned lanes,
+                              unsigned lane, float t) {
   const uint64_t off = b * a.blockSize;
-  const uint32_t len = blockLen(a, off);
+  const uint32_t len = active ? blockLen(a, off) : 0;
   const uint32_t groups = (len + kGroup - 1) / kGroup;
+  // A lane's first group stays in registers between the absmax and the quantization: a block
+  // of up to 256 elements (a group per lane) is read once; a larger one reads its lanes'
+  // later groups again. (An array indexed by the group would live in local memory.)
+  float held[kGroup];
   float m = 0.0f;
   uint32_t nonFinite = 0;
-  for (uint32_t g = threadIdx.x; g < groups; g += blockDim.x) {
+  for (uint32_t g = lane; g < groups; g += lanes) {
     const uint32_t cnt = min(static_cast<uint32_t>(kGroup), len - g * kGroup);
     float v[kGroup];
     stageGroup(a, src, off + g * kGroup, cnt, v);
@@ -167,16 +180,19 @@ __device__ void encodeBlock(const EncodeArgs& a, const Src& src, uint64_t b, flo
       m = math::absMaxStep(m, v[k]);
       nonFinite |= math::isFiniteBits(v[k]) ? 0u : 1u;
     }
+    if (g == lane)
+      for (int k = 0; k < kGroup; ++k) held[k] = v[k];
   }
-  blockReduce(m, nonFinite);
+  segmentReduce(m, nonFinite, lanes);
+  if (!active) return;
   const BlockScale bs = blockScale<K>(m, nonFinite != 0, a.fp16Scales, a.fixedLength, t);
   const bool raw = bs.raw;
-  if (threadIdx.x == 0) {
+  if (lane == 0) {
     const uint32_t stored = raw ? rawMarkerOf(a.codec, a.fp16Scales) : bs.stored;
     storeLe(a.out + kHeaderBytes + b * a.scaleBytes, stored, a.scaleBytes);
     if (!a.fixedLength) a.rawFlag[b] = raw ? 1u : 0u;
   }
-  for (uint32_t g = threadIdx.x; g < groups; g += blockDim.x) {
+  for (uint32_t g = lane; g < groups; g += lanes) {
     const uint32_t cnt = min(static_cast<uint32_t>(kGroup), len - g * kGroup);
     const uint64_t i = off + g * kGroup;
     if (raw) {
@@ -186,16 +202,61 @@ __device__ void encodeBlock(const EncodeArgs& a, const Src& src, uint64_t b, flo
       storeCodes(a.out + a.layout.codes + i * K::kBits / 8, 0, (cnt * K::kBits + 7) / 8, K::kBits, a.vecCodes);
       if (a.fixedLength && a.residual)
         for (uint32_t k = 0; k < cnt; ++k) a.residual[i + k] = 0.0f;
+      continue;
+    }
+    if (g == lane) {
+      quantizeGroup<K>(a, bs, i, cnt, held);
     } else {
-      encodeGroup<K>(a, src, bs, i, cnt);
+      float v[kGroup];
+      stageGroup(a, src, i, cnt, v);
+      quantizeGroup<K>(a, bs, i, cnt, v);
     }
   }
 }
 
+// Codec blocks [0, total) in warp tiles of 32 / lanes blocks, grid-stride (a persistent grid:
+// persistentGrid); calls fn(block, active, lane) on every lane of every tile, so that all
+// lanes of a warp take part in each tile's shuffles.
+template <class Fn>
+__device__ void forEachSegment(uint64_t total, unsigned lanes, Fn&& fn) {
+  const unsigned perWarp = 32 / lanes;
+  const unsigned lane = threadIdx.x % 32;
+  const uint64_t warps = uint64_t{gridDim.x} * (blockDim.x / 32);
+  for (uint64_t tile = uint64_t{blockIdx.x} * (blockDim.x / 32) + threadIdx.x / 32; tile * perWarp < total;
+       tile += warps) {
+    const uint64_t b = tile * perWarp + lane / lanes;
+    fn(b, b < total, lane % lanes);
+  }
+}
+
+// Thread blocks of kMaxThreads per multiprocessor in a persistent grid: what stays resident
+// at the encoders' 64 to 72 registers a thread (ptxas -v), half the multiprocessor's threads.
+constexpr unsigned kBlocksPerSm = 4;
+
+// The grid of kMaxThreads-thread blocks for `blocks` codec blocks of blockSize in warp
+// segments: enough for every warp tile, at most kBlocksPerSm per multiprocessor (a
+// persistent grid; the warps stride over the rest). The GPU then schedules a few hundred
+// thread blocks per call, not one per codec block.
+unsigned segmentGrid(uint64_t blocks, uint32_t blockSize) {
+  static std::atomic<int> multiprocessors[64];
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  int sms = device < 64 ? multiprocessors[device].load(std::memory_order_relaxed) : 0;
+  if (sms == 0) {
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+    if (device < 64) multiprocessors[device].store(sms, std::memory_order_relaxed);
+  }
+  const uint64_t perWarp = 32 / segmentLanes(blockSize), warps = kMaxThreads / 32;
+  const uint64_t ctas = ((blocks + perWarp - 1) / perWarp + warps - 1) / warps;
+  return static_cast<unsigned>(std::clamp<uint64_t>(ctas, 1, uint64_t(std::max(sms, 1)) * kBlocksPerSm));
+}
+
 template <class K, class T>
-__global__ void __launch_bounds__(kMaxThreads) encodeBlocks(EncodeArgs a) {
+__global__ void __launch_bounds__(kMaxThreads) encodeBlocks(EncodeArgs a, unsigned lanes) {
   const float t = tensorScale(a);
-  for (uint64_t b = blockIdx.x; b < a.blocks; b += gridDim.x) encodeBlock<K>(a, InputSource<T>{}, b, t);
+  forEachSegment(a.blocks, lanes, [&](uint64_t b, bool active, unsigned lane) {
+    encodeSegment<K>(a, InputSource<T>{}, b, active, lanes, lane, t);
+  });
 }
 
 // Raw entries {u32 block, u32 0, fp32 x[blockSize]} at their scanned positions; the residual
@@ -284,12 +345,12 @@ struct EncodeTable {
 static_assert(sizeof(EncodeTable) <= 32000, "an encode table must fit a kernel's parameters");
 
 template <class K, class T>
-__global__ void __launch_bounds__(kMaxThreads) encodeBatch(const __grid_constant__ EncodeTable t) {
+__global__ void __launch_bounds__(kMaxThreads) encodeBatch(const __grid_constant__ EncodeTable t, unsigned lanes) {
   const uint64_t total = t.firstBlock[t.count];
-  for (uint64_t g = blockIdx.x; g < total; g += gridDim.x) {
-    const uint32_t lo = streamOf(t.firstBlock, t.count, g);
-    encodeBlock<K>(t.a[lo], InputSource<T>{}, g - t.firstBlock[lo], 1.0f);
-  }
+  forEachSegment(total, lanes, [&](uint64_t g, bool active, unsigned lane) {
+    const uint32_t k = streamOf(t.firstBlock, t.count, active ? g : total - 1);
+    encodeSegment<K>(t.a[k], InputSource<T>{}, g - t.firstBlock[k], active, lanes, lane, 1.0f);
+  });
   for (uint32_t p = blockIdx.x; p < t.count; p += gridDim.x) finishStream(t.a[p], t.flags, nullptr);
 }
 
@@ -351,13 +412,14 @@ static_assert(sizeof(HopTable) <= 32000, "a hop table must fit a kernel's parame
 // writes nothing and ORs its status into the call's word (a plain read-modify-write, as the
 // decoders': the word may be host-mapped memory).
 template <class K, class T>
-__global__ void __launch_bounds__(kMaxThreads) hopBatch(const __grid_constant__ HopTable t) {
+__global__ void __launch_bounds__(kMaxThreads) hopBatch(const __grid_constant__ HopTable t, unsigned lanes) {
   const uint64_t total = t.firstBlock[t.count];
-  for (uint64_t g = blockIdx.x; g < total; g += gridDim.x) {
-    const uint32_t k = streamOf(t.firstBlock, t.count, g);
-    if (hopStatus(t.h[k].st)) continue;  // the same for every thread of the block
-    encodeBlock<K>(t.a[k], HopSource<K, T>{t.h[k], t.divisor}, g - t.firstBlock[k], 1.0f);
-  }
+  forEachSegment(total, lanes, [&](uint64_t g, bool active, unsigned lane) {
+    const uint32_t k = streamOf(t.firstBlock, t.count, active ? g : total - 1);
+    // A refused hop's segments only take part in the shuffles.
+    const bool mine = active && hopStatus(t.h[k].st) == 0;
+    encodeSegment<K>(t.a[k], HopSource<K, T>{t.h[k], t.divisor}, g - t.firstBlock[k], mine, lanes, lane, 1.0f);
+  });
   for (uint32_t k = blockIdx.x; k < t.count; k += gridDim.x) {
     const uint32_t bad = hopStatus(t.h[k].st);
     if (bad) {
@@ -386,7 +448,7 @@ void launchEncode(const EncodeArgs& a, uint8_t flags, uint64_t* encodedBytes, vo
     checkLaunch("tensorAbsMax");
   }
   if (a.blocks > 0) {
-    encodeBlocks<K, T><<<grid, threads, 0, stream>>>(a);
+    encodeBlocks<K, T><<<segmentGrid(a.blocks, a.blockSize), kMaxThreads, 0, stream>>>(a, segmentLanes(a.blockSize));
     checkLaunch("encodeBlocks");
   }
   // A fixed-length stream places no raw entries: no scan, no raw kernel.
@@ -436,8 +498,6 @@ EncodeArgs argsFor(const Params& p, const void* x, size_t n, uint8_t* out, float
 
 bool quantizerEncodeBatch(const Params& p, cclDataType_t type, std::span<const EncodeItem> items, cudaStream_t stream) {
   if (!p.fixedLength || tensorScaled(p.codec)) return false;
-  const unsigned groups = (p.blockSize + kGroup - 1) / kGroup;
-  const unsigned threads = groups >= kMaxThreads ? kMaxThreads : ((groups + 31) / 32) * 32;
   for (size_t first = 0; first < items.size(); first += kBatchStreams) {
     auto t = std::make_unique<EncodeTable>();  // 20 KiB: not on the stack
     t->count = static_cast<uint32_t>(std::min<size_t>(kBatchStreams, items.size() - first));
@@ -452,11 +512,11 @@ bool quantizerEncodeBatch(const Params& p, cclDataType_t type, std::span<const E
       blocks += t->a[k].blocks;
     }
     t->firstBlock[t->count] = blocks;
-    const uint64_t want = std::max<uint64_t>(blocks, t->count);
-    const unsigned grid = static_cast<unsigned>(want < (1u << 30) ? want : (1u << 30));
+    const unsigned grid = segmentGrid(std::max<uint64_t>(blocks, t->count), p.blockSize);
     withQuantizerKind(p.codec, [&](auto kind) {
-      withDeviceType(type,
-                     [&](auto tag) { encodeBatch<decltype(kind), decltype(tag)><<<grid, threads, 0, stream>>>(*t); });
+      withDeviceType(type, [&](auto tag) {
+        encodeBatch<decltype(kind), decltype(tag)><<<grid, kMaxThreads, 0, stream>>>(*t, segmentLanes(p.blockSize));
+      });
     });
     checkLaunch("encodeBatch");
   }
@@ -466,8 +526,6 @@ bool quantizerEncodeBatch(const Params& p, cclDataType_t type, std::span<const E
 void quantizerHopBatch(const Params& p, cclDataType_t type, float divisor, std::span<const HopItem> items,
                        uint32_t* status, bool orInto, Workspace& ws, cudaStream_t stream) {
   if (items.empty()) return;
-  const unsigned groups = (p.blockSize + kGroup - 1) / kGroup;
-  const unsigned threads = groups >= kMaxThreads ? kMaxThreads : ((groups + 31) / 32) * 32;
   auto* states =
       static_cast<DecodeState*>(ws.get(sizeof(DecodeState) * std::min<size_t>(items.size(), kHopStreams), stream));
   for (size_t first = 0; first < items.size(); first += kHopStreams) {
@@ -498,13 +556,14 @@ void quantizerHopBatch(const Params& p, cclDataType_t type, float divisor, std::
     batchHeaders<<<(count + 127) / 128, 128, 0, stream>>>(*d);
     checkLaunch("batchHeaders");
     const dim3 check(std::max(1u, gridFor(most / kGroup + 1, kViewThreads) / count), count);
-    const uint64_t want = std::max<uint64_t>(blocks, count);
-    const unsigned grid = static_cast<unsigned>(want < (1u << 30) ? want : (1u << 30));
+    const unsigned grid = segmentGrid(std::max<uint64_t>(blocks, count), p.blockSize);
     withQuantizerKind(p.codec, [&](auto kind) {
       using K = decltype(kind);
       batchValidate<K><<<check, kViewThreads, 0, stream>>>(*d);
       checkLaunch("batchValidate");
-      withDeviceType(type, [&](auto tag) { hopBatch<K, decltype(tag)><<<grid, threads, 0, stream>>>(*t); });
+      withDeviceType(type, [&](auto tag) {
+        hopBatch<K, decltype(tag)><<<grid, kMaxThreads, 0, stream>>>(*t, segmentLanes(p.blockSize));
+      });
       checkLaunch("hopBatch");
     });
   }
