@@ -8,6 +8,13 @@
 //   randk      one index per stratum from the shared counter-based RNG.
 // The values kernel writes fp32/fp16 values and the residual; varint lengths are scanned
 // (CUB) into gap offsets, and the header kernel picks bitmap or gaps by the CPU's rule.
+// Workspace: the kept indices and their gap offsets (4 bytes each while the section stays
+// under 4 GiB, 8 beyond), so threshold needs 8 bytes per element (12 past 858 M elements);
+// the selections read a counting iterator, the gap lengths are computed as the scan reads
+// them, and the values are read from the input (or the residual) where they lie. topk adds its
+// keys and its ties' scan (12 bytes per element).
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
 #include <algorithm>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
@@ -36,12 +43,12 @@ struct SparseState {
 __device__ inline uint64_t firstThread() { return uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; }
 __device__ inline uint64_t threadStride() { return uint64_t{gridDim.x} * blockDim.x; }
 
-// The fp32 values the codec sees (residual += x, or a converted copy) and, for topk, the
-// sort keys and the identity permutation; whether any is not finite. As on the CPU, a
-// non-finite sum leaves 0 in the residual, the value selection then sees.
+// The fp32 values the codec sees (with error feedback: residual += x, in place) and, for topk,
+// the sort keys; whether any is not finite. As on the CPU, a non-finite sum leaves 0 in the
+// residual, the value selection then sees.
 template <class T>
-__global__ void __launch_bounds__(kThreads) stageSparse(const typename T::Storage* x, uint64_t n, float* residual,
-                                                        float* stage, uint32_t* keys, uint32_t* iota, SparseState* st) {
+__global__ void __launch_bounds__(kThreads)
+    stageSparse(const typename T::Storage* x, uint64_t n, float* residual, uint32_t* keys, SparseState* st) {
   uint32_t bad = 0;
   for (uint64_t i = firstThread(); i < n; i += threadStride()) {
     float v = T::load(x, i);
@@ -51,20 +58,29 @@ __global__ void __launch_bounds__(kThreads) stageSparse(const typename T::Storag
     if (residual) {
       v = finite ? v : 0.0f;
       residual[i] = v;
-    } else if (stage) {
-      stage[i] = v;
     }
     if (keys) keys[i] = devMagnitudeKey(fp::floatBits(v));
-    if (iota) iota[i] = static_cast<uint32_t>(i);
   }
   if (__any_sync(0xffffffffu, bad) && threadIdx.x % 32 == 0) atomicOr(&st->nonFinite, 1u);
 }
 
-struct AtLeast {
-  const float* v;
-  uint32_t key;
-  __device__ bool operator()(uint32_t i) const { return devMagnitudeKey(fp::floatBits(v[i])) >= key; }
+// Element i as the codec sees it: the residual after stageSparse, else the input as fp32.
+template <class T>
+struct ValueAt {
+  const typename T::Storage* x;
+  const float* residual;
+  __device__ float operator()(uint64_t i) const { return residual ? residual[i] : T::load(x, i); }
 };
+
+template <class T>
+struct AtLeast {
+  ValueAt<T> v;
+  uint32_t key;
+  __device__ bool operator()(uint32_t i) const { return devMagnitudeKey(fp::floatBits(v(i))) >= key; }
+};
+
+// The identity permutation the selections read (no array in memory).
+using Indices = thrust::counting_iterator<uint32_t>;
 
 // Radix select state: the digits chosen so far (prefix, under mask), the rank still sought
 // (after the last round: how many keys equal to the k-th belong to the top k), and the
@@ -143,28 +159,36 @@ __global__ void randomKIndices(math::RngKey key, uint64_t n, uint64_t k, uint32_
   if (firstThread() == 0) st->kept = k;
 }
 
-__global__ void setKept(SparseState* st, uint64_t k) { st->kept = k; }
+// Top-k keeping every element: all the indices.
+__global__ void allIndices(uint64_t n, uint32_t* idx, SparseState* st) {
+  for (uint64_t i = firstThread(); i < n; i += threadStride()) idx[i] = static_cast<uint32_t>(i);
+  if (firstThread() == 0) st->kept = n;
+}
 
 // Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
-const ::ccl::codec::cuda::KernelLibrary kKernels(&setKept);
+const ::ccl::codec::cuda::KernelLibrary kKernels(&allIndices);
 
 __device__ inline uint32_t varintBytes(uint32_t v) {
   return v < (1u << 7) ? 1 : v < (1u << 14) ? 2 : v < (1u << 21) ? 3 : v < (1u << 28) ? 4 : 5;
 }
 
-// Values (and residual) of the kept elements, and the varint length of each gap; lengths
-// past the kept count are 0 so the scan may run over an upper bound.
+// The varint length of gap r, 0 past the kept count (so a scan may run over an upper bound).
+struct GapBytes {
+  const uint32_t* idx;
+  const SparseState* st;
+  __device__ uint32_t operator()(uint64_t r) const {
+    return r < st->kept ? varintBytes(idx[r] - (r ? idx[r - 1] + 1 : 0)) : 0u;
+  }
+};
+
+// Values (and residual) of the kept elements.
+template <class T>
 __global__ void __launch_bounds__(kThreads)
-    writeValues(const float* v, const uint32_t* idx, const SparseState* st, uint64_t slots, uint8_t* values, bool fp16,
-                float* residual, unsigned long long* lens) {
+    writeValues(ValueAt<T> v, const uint32_t* idx, const SparseState* st, uint8_t* values, bool fp16, float* residual) {
   const uint64_t kept = st->kept;
-  for (uint64_t r = firstThread(); r < slots; r += threadStride()) {
-    if (r >= kept) {
-      if (lens) lens[r] = 0;
-      continue;
-    }
+  for (uint64_t r = firstThread(); r < kept; r += threadStride()) {
     const uint32_t i = idx[r];
-    const float x = v[i];
+    const float x = v(i);
     if (fp16) {
       const uint16_t h = fp::floatToHalf(x);
       storeLe(values + 2 * r, h, 2);
@@ -173,14 +197,14 @@ __global__ void __launch_bounds__(kThreads)
       storeLe(values + 4 * r, fp::floatBits(x), 4);
       if (residual) residual[i] = 0.0f;
     }
-    if (lens) lens[r] = varintBytes(i - (r ? idx[r - 1] + 1 : 0));
   }
 }
 
 // Header, randk seed, value padding, the index format, and the stream's length.
+template <class Offset>
 __global__ void __launch_bounds__(kThreads)
-    sparseHeader(int codec, uint64_t n, uint8_t flags, uint64_t seed, const unsigned long long* offs, SparseState* st,
-                 uint8_t* out, uint64_t* encodedBytes) {
+    sparseHeader(int codec, uint64_t n, uint8_t flags, uint64_t seed, const Offset* offs, SparseState* st, uint8_t* out,
+                 uint64_t* encodedBytes) {
   const uint64_t kept = st->kept;
   const bool randk = codec == cclCodecRandK;
   const uint64_t gapBytes = randk ? 0 : offs[kept];
@@ -204,9 +228,10 @@ __global__ void __launch_bounds__(kThreads)
 
 // The index section (after the values, aligned): LEB128 gaps at their scanned offsets, or
 // the bitmap, one byte per thread from a binary search of the sorted indices.
+template <class Offset>
 __global__ void __launch_bounds__(kThreads)
-    writeIndexSection(const uint32_t* idx, const unsigned long long* offs, const SparseState* st, uint64_t n,
-                      uint64_t valueBytes, uint8_t* out) {
+    writeIndexSection(const uint32_t* idx, const Offset* offs, const SparseState* st, uint64_t n, uint64_t valueBytes,
+                      uint8_t* out) {
   const uint64_t kept = st->kept;
   uint8_t* section = out + alignUp(kHeaderBytes + kept * valueBytes);
   if (!st->bitmap) {
@@ -238,18 +263,22 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // Device buffers of one encode call, carved from the workspace.
+template <class Offset>
 struct Buffers {
-  float* stage = nullptr;
-  uint32_t *keys = nullptr, *equal = nullptr, *equalBefore = nullptr, *iota = nullptr, *idx = nullptr;
+  uint32_t *keys = nullptr, *equal = nullptr, *equalBefore = nullptr, *idx = nullptr;
   RadixState* radix = nullptr;
-  unsigned long long* lens = nullptr;  // 64-bit: the scan sums in the input type
-  unsigned long long* offs = nullptr;
+  Offset* offs = nullptr;
   SparseState* st = nullptr;
   void* temp = nullptr;
   size_t tempBytes = 0;
 };
 
-// CUB temporary bytes for the selection and the gap scan of n elements, k kept at most.
+// The gap offsets' scan input: each kept index's varint length, as the scan reads it.
+template <class Offset>
+using GapLengths = thrust::transform_iterator<GapBytes, thrust::counting_iterator<uint64_t>, Offset>;
+
+// CUB temporary bytes for the selection and the gap scan of n elements, `slots` kept at most.
+template <class T, class Offset>
 size_t cubTempBytes(cclCodec_t codec, uint64_t n, uint64_t slots, cudaStream_t stream) {
   size_t a = 0, b = 0, c = 0;
   const auto items = static_cast<int64_t>(n);
@@ -257,46 +286,42 @@ size_t cubTempBytes(cclCodec_t codec, uint64_t n, uint64_t slots, cudaStream_t s
     check(cub::DeviceScan::ExclusiveSum(nullptr, a, static_cast<uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
                                         items, stream),
           "cub::DeviceScan::ExclusiveSum (size)");
-    check(cub::DeviceSelect::If(nullptr, b, static_cast<uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
+    check(cub::DeviceSelect::If(nullptr, b, Indices(0), static_cast<uint32_t*>(nullptr),
                                 static_cast<unsigned long long*>(nullptr), items, TopKTake{nullptr, nullptr, nullptr},
                                 stream),
           "cub::DeviceSelect::If (size)");
   } else if (codec == cclCodecThreshold) {
-    check(cub::DeviceSelect::If(nullptr, a, static_cast<uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
-                                static_cast<unsigned long long*>(nullptr), items, AtLeast{nullptr, 0}, stream),
+    check(cub::DeviceSelect::If(nullptr, a, Indices(0), static_cast<uint32_t*>(nullptr),
+                                static_cast<unsigned long long*>(nullptr), items, AtLeast<T>{{nullptr, nullptr}, 0},
+                                stream),
           "cub::DeviceSelect::If (size)");
   }
   if (codec != cclCodecRandK)
-    check(cub::DeviceScan::ExclusiveSum(nullptr, c, static_cast<unsigned long long*>(nullptr),
-                                        static_cast<unsigned long long*>(nullptr), static_cast<int64_t>(slots + 1),
-                                        stream),
+    check(cub::DeviceScan::ExclusiveSum(nullptr, c,
+                                        GapLengths<Offset>(thrust::counting_iterator<uint64_t>(0), GapBytes{}),
+                                        static_cast<Offset*>(nullptr), static_cast<int64_t>(slots + 1), stream),
           "cub::DeviceScan::ExclusiveSum (size)");
   return std::max({a, b, c, size_t{1}});
 }
 
-Buffers carve(const Params& p, uint64_t n, uint64_t slots, bool needStage, Workspace& ws, cudaStream_t stream) {
-  const size_t tempBytes = cubTempBytes(p.codec, n, slots, stream);
+template <class T, class Offset>
+Buffers<Offset> carve(const Params& p, uint64_t n, uint64_t slots, Workspace& ws, cudaStream_t stream) {
+  const size_t tempBytes = cubTempBytes<T, Offset>(p.codec, n, slots, stream);
   const bool topk = p.codec == cclCodecTopK, sel = p.codec != cclCodecRandK;
   Carver c;
-  const size_t stageAt = c.add(needStage ? n * 4 : 0), keysAt = c.add(topk ? n * 4 : 0),
-               equalAt = c.add(topk ? n * 4 : 0), equalBeforeAt = c.add(topk ? n * 4 : 0),
-               radixAt = c.add(topk ? sizeof(RadixState) : 0), iotaAt = c.add(sel ? n * 4 : 0),
-               idxAt = c.add(slots * 4), lensAt = c.add(sel ? (slots + 1) * 8 : 0),
-               offsAt = c.add(sel ? (slots + 1) * 8 : 0), stAt = c.add(sizeof(SparseState)), tempAt = c.add(tempBytes);
+  const size_t keysAt = c.add(topk ? n * 4 : 0), equalAt = c.add(topk ? n * 4 : 0),
+               equalBeforeAt = c.add(topk ? n * 4 : 0), radixAt = c.add(topk ? sizeof(RadixState) : 0),
+               idxAt = c.add(slots * 4), offsAt = c.add(sel ? (slots + 1) * sizeof(Offset) : 0),
+               stAt = c.add(sizeof(SparseState)), tempAt = c.add(tempBytes);
   void* base = ws.get(c.bytes(), stream);
-  Buffers b;
-  b.stage = needStage ? at<float>(base, stageAt) : nullptr;
+  Buffers<Offset> b;
   if (topk) {
     b.keys = at<uint32_t>(base, keysAt);
     b.equal = at<uint32_t>(base, equalAt);
     b.equalBefore = at<uint32_t>(base, equalBeforeAt);
     b.radix = at<RadixState>(base, radixAt);
   }
-  if (sel) {
-    b.iota = at<uint32_t>(base, iotaAt);
-    b.lens = at<unsigned long long>(base, lensAt);
-    b.offs = at<unsigned long long>(base, offsAt);
-  }
+  if (sel) b.offs = at<Offset>(base, offsAt);
   b.idx = at<uint32_t>(base, idxAt);
   b.st = at<SparseState>(base, stAt);
   b.temp = at<void>(base, tempAt);
@@ -305,20 +330,20 @@ Buffers carve(const Params& p, uint64_t n, uint64_t slots, bool needStage, Works
 }
 
 // Leaves the ascending kept indices in b.idx and their number in b.st->kept.
-void select(const Params& p, const float* v, uint64_t n, uint64_t k, Buffers& b, cudaStream_t stream) {
+template <class T, class Offset>
+void select(const Params& p, ValueAt<T> v, uint64_t n, uint64_t k, Buffers<Offset>& b, cudaStream_t stream) {
   const auto items = static_cast<int64_t>(n);
   size_t tb = b.tempBytes;
   if (p.codec == cclCodecRandK) {
     randomKIndices<<<gridFor(k, kThreads), kThreads, 0, stream>>>(math::rngKey(p.seed), n, k, b.idx, b.st);
     checkLaunch("randomKIndices");
   } else if (p.codec == cclCodecThreshold) {
-    const AtLeast pred{v, devMagnitudeKey(fp::floatBits(p.threshold))};
-    checkEnqueued(cub::DeviceSelect::If(b.temp, tb, b.iota, b.idx, &b.st->kept, items, pred, stream),
+    const AtLeast<T> pred{v, devMagnitudeKey(fp::floatBits(p.threshold))};
+    checkEnqueued(cub::DeviceSelect::If(b.temp, tb, Indices(0), b.idx, &b.st->kept, items, pred, stream),
                   "cub::DeviceSelect::If", 2);
   } else if (k >= n) {
-    checkEnqueued(cudaMemcpyAsync(b.idx, b.iota, n * 4, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync", 1);
-    setKept<<<1, 1, 0, stream>>>(b.st, n);
-    checkLaunch("setKept");
+    allIndices<<<gridFor(n, kThreads), kThreads, 0, stream>>>(n, b.idx, b.st);
+    checkLaunch("allIndices");
   } else if (k > 0) {
     checkEnqueued(cudaMemsetAsync(b.radix, 0, sizeof(RadixState), stream), "cudaMemsetAsync", 1);
     radixInit<<<1, 1, 0, stream>>>(b.radix, k);
@@ -335,41 +360,42 @@ void select(const Params& p, const float* v, uint64_t n, uint64_t k, Buffers& b,
                   "cub::DeviceScan::ExclusiveSum", 2);
     tb = b.tempBytes;
     const TopKTake take{b.keys, b.equalBefore, b.radix};
-    checkEnqueued(cub::DeviceSelect::If(b.temp, tb, b.iota, b.idx, &b.st->kept, items, take, stream),
+    checkEnqueued(cub::DeviceSelect::If(b.temp, tb, Indices(0), b.idx, &b.st->kept, items, take, stream),
                   "cub::DeviceSelect::If", 2);
   }
 }
 
-template <class T>
+template <class T, class Offset>
 void encodeTyped(const Params& p, const typename T::Storage* x, uint64_t n, uint8_t* out, float* residual,
                  uint64_t* encodedBytes, Workspace& ws, cudaStream_t stream) {
   const bool randk = p.codec == cclCodecRandK;
   const uint64_t k = keptCount(p, n);
   const uint64_t slots = p.codec == cclCodecThreshold ? n : k;  // upper bound of the kept count
-  const bool needStage = !residual && !T::kIsF32;
-  Buffers b = carve(p, n, slots, needStage, ws, stream);
+  Buffers<Offset> b = carve<T, Offset>(p, n, slots, ws, stream);
   checkEnqueued(cudaMemsetAsync(b.st, 0, sizeof(SparseState), stream), "cudaMemsetAsync", 1);
   if (n > 0) {
-    stageSparse<T><<<gridFor(n, kThreads), kThreads, 0, stream>>>(x, n, residual, b.stage, b.keys, b.iota, b.st);
+    stageSparse<T><<<gridFor(n, kThreads), kThreads, 0, stream>>>(x, n, residual, b.keys, b.st);
     checkLaunch("stageSparse");
   }
-  const float* v = residual ? residual : needStage ? b.stage : reinterpret_cast<const float*>(x);
+  const ValueAt<T> v{x, residual};
   if (n > 0) select(p, v, n, k, b, stream);
   const uint64_t valuesAt = kHeaderBytes + (randk ? 8 : 0);
-  writeValues<<<gridFor(slots + 1, kThreads), kThreads, 0, stream>>>(v, b.idx, b.st, randk ? slots : slots + 1,
-                                                                     out + valuesAt, p.fp16Values, residual, b.lens);
+  writeValues<T>
+      <<<gridFor(slots + 1, kThreads), kThreads, 0, stream>>>(v, b.idx, b.st, out + valuesAt, p.fp16Values, residual);
   checkLaunch("writeValues");
   if (!randk) {
     size_t tb = b.tempBytes;
-    checkEnqueued(cub::DeviceScan::ExclusiveSum(b.temp, tb, b.lens, b.offs, static_cast<int64_t>(slots + 1), stream),
+    checkEnqueued(cub::DeviceScan::ExclusiveSum(
+                      b.temp, tb, GapLengths<Offset>(thrust::counting_iterator<uint64_t>(0), GapBytes{b.idx, b.st}),
+                      b.offs, static_cast<int64_t>(slots + 1), stream),
                   "cub::DeviceScan::ExclusiveSum", 2);
   }
   const uint8_t flags = p.fp16Values ? kFlagFp16Values : 0;
-  sparseHeader<<<1, kThreads, 0, stream>>>(p.codec, n, flags, p.seed, b.offs, b.st, out, encodedBytes);
+  sparseHeader<Offset><<<1, kThreads, 0, stream>>>(p.codec, n, flags, p.seed, b.offs, b.st, out, encodedBytes);
   checkLaunch("sparseHeader");
   if (randk) return;
-  writeIndexSection<<<gridFor(n / 8 + slots + 1, kThreads), kThreads, 0, stream>>>(b.idx, b.offs, b.st, n,
-                                                                                   p.fp16Values ? 2 : 4, out);
+  writeIndexSection<Offset><<<gridFor(n / 8 + slots + 1, kThreads), kThreads, 0, stream>>>(b.idx, b.offs, b.st, n,
+                                                                                           p.fp16Values ? 2 : 4, out);
   checkLaunch("writeIndexSection");
 }
 
@@ -377,9 +403,17 @@ void encodeTyped(const Params& p, const typename T::Storage* x, uint64_t n, uint
 
 void sparsifierEncode(const Params& p, const void* x, cclDataType_t type, size_t n, uint8_t* out, float* residual,
                       uint64_t* encodedBytes, Workspace& ws, cudaStream_t stream) {
+  // Gap offsets in 32 bits while the section (at most 5 bytes a kept element) fits them.
+  const uint64_t slots = p.codec == cclCodecThreshold ? n : keptCount(p, n);
+  const bool wide = (slots + 1) * kMaxGapBytes >= (uint64_t{1} << 32);
   withDeviceType(type, [&](auto tag) {
     using T = decltype(tag);
-    encodeTyped<T>(p, static_cast<const typename T::Storage*>(x), n, out, residual, encodedBytes, ws, stream);
+    const auto* in = static_cast<const typename T::Storage*>(x);
+    if (wide) {
+      encodeTyped<T, unsigned long long>(p, in, n, out, residual, encodedBytes, ws, stream);
+    } else {
+      encodeTyped<T, uint32_t>(p, in, n, out, residual, encodedBytes, ws, stream);
+    }
   });
 }
 
