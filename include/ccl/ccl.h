@@ -440,7 +440,9 @@ CCL_API cclResult_t cclRecv(void* recvbuff, size_t count, cclDataType_t datatype
  * kept per buffer when CCL_FEEDBACK is ef or loco). A call is carried uncompressed when its
  * codec is cclCodecNone, its size is below CCL_CODEC_MIN_BYTES (under auto the model
  * decides instead), its type is not fp32/bf16/fp16, its op is not sum or avg, or
- * CCL_COMPRESS does not list the collective.
+ * CCL_COMPRESS does not list the collective. CCL_COMPRESS defaults to the gradient
+ * reductions (allreduce, reducescatter): all-gather, broadcast and all-to-all, which carry
+ * parameters and activations, are exact unless it names them.
  * Compressed results are identical on every rank and within the codec's documented bound
  * composed over the algorithm (two-shot allreduce: two quantizations; ring: one per hop).
  *

@@ -76,8 +76,13 @@ std::string describePolicy(const Policy& p) {
       colls += std::string(colls.empty() ? "" : ",") + coll::collInfo(static_cast<Coll>(c)).name;
   const char* fb = p.feedback == cclFeedbackNone ? "none" : p.feedback == cclFeedbackResidual ? "ef" : "loco";
   const bool shmToo = config::codecShm() == "on";
-  return std::string("host buffers: codec ") + cclCodecName(p.codec) + " on float " +
-         (colls.empty() ? "(none)" : colls) + " of >= " + std::to_string(p.minBytes) + " bytes, feedback " + fb +
+  std::string exact;
+  for (int c = 0; c < coll::kNumColls; ++c)
+    if (coll::collInfo(static_cast<Coll>(c)).compressible && !p.enables(static_cast<Coll>(c)))
+      exact += std::string(exact.empty() ? "" : ",") + coll::collInfo(static_cast<Coll>(c)).name;
+  return std::string("host buffers: codec ") + cclCodecName(p.codec) + " (lossy) on float " +
+         (colls.empty() ? "(none)" : colls) + " of >= " + std::to_string(p.minBytes) + " bytes, exact on " +
+         (exact.empty() ? "(none)" : exact) + " (CCL_COMPRESS), feedback " + fb +
          (shmToo ? ", also between ranks that share memory (CCL_CODEC_SHM=on)"
                  : ", except on communicators whose ranks all share memory (CCL_CODEC_SHM=auto)") +
          " (ccl's communicator policy); " + device;

@@ -4,6 +4,7 @@
 #include <ccl/ccl.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 namespace nccl_mpi {
@@ -57,6 +58,16 @@ bool quantBound(const std::string& codec, double m, double* bound) {
   if (cclCodecErrorBound(&c, 0, 1, 1, &absTerm) != cclSuccess) return false;
   if (c.codec != cclCodecNone && absTerm == 0) return false;
   return cclCodecErrorBound(&c, m, m, 1, bound) == cclSuccess;
+}
+
+bool compressedKind(const char* kind) {
+  const char* env = std::getenv("CCL_COMPRESS");
+  unsigned mask = 0;
+  cclOpKind_t k;
+  if (cclCompressListParse(env ? env : "allreduce,reducescatter", &mask) != cclSuccess ||
+      cclOpKindFromName(kind, &k) != cclSuccess)
+    return true;  // unknown: allow the codec's bound rather than fail on the test's own reading
+  return (mask >> k) & 1u;
 }
 
 }  // namespace nccl_mpi

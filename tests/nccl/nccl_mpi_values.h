@@ -42,4 +42,10 @@ double randomInput(uint64_t h);
 // place these tests see ccl's own header: the bound is the library's documented contract.
 bool quantBound(const std::string& codec, double m, double* bound);
 
+// Whether the run's CCL_COMPRESS lists the collective `kind` (cclOpKindName's spelling:
+// "allgather", "broadcast", "alltoall", "send", ...), parsed by ccl's own parser. Unset, it is
+// ccl's documented default, the gradient reductions (allreduce, reducescatter): with a codec
+// and nothing else, everything else must arrive bit for bit.
+bool compressedKind(const char* kind);
+
 }  // namespace nccl_mpi

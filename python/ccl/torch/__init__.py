@@ -39,7 +39,7 @@ class Options:
     compress: the collectives the codec applies to, as ``CCL_COMPRESS`` takes them and
         ``ccl.OpKind`` names them ("allreduce", "reducescatter", "allgather", "broadcast",
         "alltoall", "send", "recv", or "all"; a list or a comma-separated string). None:
-        ``CCL_COMPRESS`` (default allreduce, reducescatter, allgather).
+        ``CCL_COMPRESS`` (default allreduce, reducescatter: the gradient reductions).
         Naming them needs ``compression``.
     name: the communicator's name in ccl's log lines.
     """
