@@ -227,6 +227,19 @@ void byCodecAndType(const Plan& plan, std::span<const StepId> steps, bool anyTyp
   }
 }
 
+// A batch's decodes store the call's status word (its first) or OR into it (the later ones),
+// back to storing once the batch is enqueued, whether it threw or not.
+class StatusMode {
+ public:
+  StatusMode(codec::cuda::Workspace& ws, bool orInto) : ws_(ws) { ws_.orStatus = orInto; }
+  ~StatusMode() { ws_.orStatus = false; }
+  StatusMode(const StatusMode&) = delete;
+  StatusMode& operator=(const StatusMode&) = delete;
+
+ private:
+  codec::cuda::Workspace& ws_;
+};
+
 }  // namespace
 
 void CudaKernels::enqueueEncodes(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps,
@@ -277,16 +290,10 @@ void CudaKernels::enqueueDecodes(const std::shared_ptr<StreamRun>& run, std::spa
       const Step& s = plan.steps[id];
       items.push_back({bufferAt(run->buffers, s.src), run->slotBytes[s.slot], s.count, bufferAt(run->buffers, s.dst)});
     }
-    workspace_.orStatus = !first;
+    StatusMode mode(workspace_, !first);
     first = false;
-    try {
-      codec::cuda::decodeBatch(items, (intra ? plan.intraCodec : plan.codec).codec, type, accumulate, status,
-                               workspace_, cs);
-    } catch (...) {
-      workspace_.orStatus = false;
-      throw;
-    }
-    workspace_.orStatus = false;
+    codec::cuda::decodeBatch(items, (intra ? plan.intraCodec : plan.codec).codec, type, accumulate, status, workspace_,
+                             cs);
   });
 }
 
@@ -309,16 +316,10 @@ size_t CudaKernels::enqueueFused(const std::shared_ptr<StreamRun>& run, std::spa
                         s.bytes, s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr,
                         encodeSeed(plan, s, run->callSeed), s.divide && plan.nranks != 1});
       }
-      workspace_.orStatus = !first;
+      StatusMode mode(workspace_, !first);
       first = false;
-      try {
-        codec::cuda::decodeAddEncodeBatch(intra ? plan.intraCodec : plan.codec, type, static_cast<float>(plan.nranks),
-                                          hops, status, workspace_, cs);
-      } catch (...) {
-        workspace_.orStatus = false;
-        throw;
-      }
-      workspace_.orStatus = false;
+      codec::cuda::decodeAddEncodeBatch(intra ? plan.intraCodec : plan.codec, type, static_cast<float>(plan.nranks),
+                                        hops, status, workspace_, cs);
     });
     return 0;  // the codecs count their commands
   }
@@ -367,15 +368,11 @@ size_t CudaKernels::enqueueFused(const std::shared_ptr<StreamRun>& run, std::spa
       decodes.push_back({bufferAt(b, s.in), run->slotBytes[s.inSlot], s.count, sumOf(id)});
     }
     const codec::Params& params = intra ? plan.intraCodec : plan.codec;
-    workspace_.orStatus = !first;
-    first = false;
-    try {
+    {
+      StatusMode mode(workspace_, !first);
+      first = false;
       codec::cuda::decodeBatch(decodes, params.codec, cclFloat32, true, status, workspace_, cs);
-    } catch (...) {
-      workspace_.orStatus = false;
-      throw;
     }
-    workspace_.orStatus = false;
     if (!divided.empty())
       launches += launchTables(divided, DivideFloatOp{static_cast<float>(plan.nranks)}, cs, "divide kernel");
     for (StepId id : ids) {
