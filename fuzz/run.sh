@@ -36,28 +36,50 @@ if command -v ninja >/dev/null; then generator=(-G Ninja); fi
 cmake -S "$here" -B "$build" "${generator[@]}" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j2
 
-failed=()
+# One target per core at a time (each fuzzer is one thread); their reports in target order.
+fuzz_one() {
+  local target=$1 name
+  name="$(basename "$target")"
+  local corpus="$build/corpus/$name" artifacts="$build/artifacts/$name/" kept="$here/corpus/$name"
+  mkdir -p "$corpus" "$artifacts"
+  local seeds=()
+  [[ -d "$kept" ]] && seeds=("$kept")
+  if "$target" "${budget[@]}" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
+      -artifact_prefix="$artifacts" -print_final_stats=1 "$corpus" "${seeds[@]}" >"$build/$name.log" 2>&1; then
+    echo ok >"$build/$name.status"
+  else
+    echo crash >"$build/$name.status"
+  fi
+}
+targets=()
 for target in "$build"/fuzz_decode_*; do
   [[ -x "$target" ]] || continue
   name="$(basename "$target")"
   if [[ -n ${CCL_FUZZ_TARGETS:-} && " $CCL_FUZZ_TARGETS " != *" ${name#fuzz_decode_} "* ]]; then continue; fi
-  corpus="$build/corpus/$name"
-  artifacts="$build/artifacts/$name/"
-  mkdir -p "$corpus" "$artifacts"
+  targets+=("$target")
+done
+cores=$(nproc)
+for target in "${targets[@]}"; do
+  rm -f "$build/$(basename "$target").status"
+  while (($(jobs -rp | wc -l) >= cores)); do wait -n || true; done
+  fuzz_one "$target" &
+done
+wait
+
+failed=()
+for target in "${targets[@]}"; do
+  name="$(basename "$target")"
   kept="$here/corpus/$name"
-  seeds=()
-  [[ -d "$kept" ]] && seeds=("$kept")
   echo "== $name: $what"
-  if ! "$target" "${budget[@]}" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
-      -artifact_prefix="$artifacts" -print_final_stats=1 "$corpus" "${seeds[@]}" >"$build/$name.log" 2>&1; then
-    echo "   CRASH: see $build/$name.log and $artifacts" >&2
+  if [[ "$(cat "$build/$name.status" 2>/dev/null)" != ok ]]; then
+    echo "   CRASH: see $build/$name.log and $build/artifacts/$name/" >&2
     tail -n 30 "$build/$name.log" >&2
     failed+=("$name")
   else
     grep -aE "the .* decoder|stat::number_of_executed_units|Done [0-9]+ runs" "$build/$name.log" | tail -n 3 | sed 's/^/   /'
     if ((keep)); then
       mkdir -p "$kept"
-      "$target" -merge=1 -max_len=8192 "$kept" "$corpus" >"$build/$name.merge.log" 2>&1
+      "$target" -merge=1 -max_len=8192 "$kept" "$build/corpus/$name" >"$build/$name.merge.log" 2>&1
       echo "   fuzz/corpus/$name: $(find "$kept" -type f | wc -l) inputs"
     fi
   fi

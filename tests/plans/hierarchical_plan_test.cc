@@ -30,10 +30,10 @@ namespace {
 using Vec = std::vector<float>;
 using Ints = std::vector<int32_t>;
 
-// Under TSan (about ten times slower) the splits of 7 and 8 ranks are sampled, one in
-// kThin: the races it looks for are the executor's, which the splits of fewer ranks, all
-// run, exercise as well.
-#if defined(__SANITIZE_THREAD__)
+// Under a sanitizer (several times slower) the splits of 7 and 8 ranks are sampled, one in
+// kThin: the races and memory errors they look for are the executor's and the plan
+// builders', which the splits of fewer ranks, all run, exercise as well.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 constexpr int kThin = 8;
 #else
 constexpr int kThin = 1;

@@ -371,10 +371,10 @@ struct Hop {
 template <class K, class T>
 struct HopSource {
   const Hop& h;
+  View w;  // the received stream's header and layout, read once per codec block
   float divisor;
   __device__ void load(const EncodeArgs& a, uint64_t i, uint32_t cnt, float v[kGroup]) const {
     loadGroup<T>(static_cast<const typename T::Storage*>(a.x), i, cnt, a.vecX, v);
-    const View w = viewOf(h.st);
     constexpr uint32_t kMask = (1u << K::kBits) - 1;
     float s;
     // A group lies in one block of the received stream too: its block size is a multiple of 8.
@@ -418,7 +418,8 @@ __global__ void __launch_bounds__(kMaxThreads) hopBatch(const __grid_constant__ 
     const uint32_t k = streamOf(t.firstBlock, t.count, active ? g : total - 1);
     // A refused hop's segments only take part in the shuffles.
     const bool mine = active && hopStatus(t.h[k].st) == 0;
-    encodeSegment<K>(t.a[k], HopSource<K, T>{t.h[k], t.divisor}, g - t.firstBlock[k], mine, lanes, lane, 1.0f);
+    encodeSegment<K>(t.a[k], HopSource<K, T>{t.h[k], viewOf(t.h[k].st), t.divisor}, g - t.firstBlock[k], mine, lanes,
+                     lane, 1.0f);
   });
   for (uint32_t k = blockIdx.x; k < t.count; k += gridDim.x) {
     const uint32_t bad = hopStatus(t.h[k].st);
