@@ -47,7 +47,8 @@ std::string TransportLink::diagnosis() const {
   if (staging_) {
     d = " [staging flags: the stream staged groups up to ticket " + std::to_string(staged_->load()) +
         " and released groups up to " + std::to_string(released_->load()) + "; the proxy exchanged groups up to " +
-        std::to_string(done_->load()) + " of " + std::to_string(tickets_) + " enqueued]";
+        std::to_string(done_->load()) + " of " + std::to_string(tickets_.load(std::memory_order_relaxed)) +
+        " enqueued]";
   }
   // A peer of this process stuck in a call that waits for the device shows here (activity.h).
   const std::string stuck = activitiesLongerThan(1000);
@@ -159,9 +160,9 @@ void TransportLink::group(std::span<const Transfer> transfers, Stream& stream) {
 void TransportLink::stagedGroup(std::span<const Transfer> xs, Stream& stream) {
   size_t total = 0;
   for (const Transfer& x : xs) total += stagedBytes(x.bytes);
-  const uint64_t ticket = tickets_ + 1;
+  const uint64_t ticket = tickets_.load(std::memory_order_relaxed) + 1;
   Block& block = acquire(total, ticket, stream);
-  tickets_ = ticket;
+  tickets_.store(ticket, std::memory_order_relaxed);
   auto staged = std::make_shared<std::vector<Transfer>>(xs.begin(), xs.end());
   std::vector<Stream::Copy> out, in;
   size_t at = 0;
@@ -198,14 +199,14 @@ bool TransportLink::mayBlock(std::span<const Transfer> transfers) const {
   groupsOf(transfers, &bytes);
   const size_t largest = bytes.empty() ? 0 : *std::max_element(bytes.begin(), bytes.end());
   // Released only grows: a wave that fits now fits when it is posted.
-  const uint64_t inFlight = tickets_ - released_->load(std::memory_order_acquire);
+  const uint64_t inFlight = tickets_.load(std::memory_order_relaxed) - released_->load(std::memory_order_acquire);
   if (largest > largest_ && inFlight > 0) return true;  // growing the ring waits for every group
   return inFlight + bytes.size() > kStagingBlocks;
 }
 
 std::function<void()> TransportLink::failureCheck() {
   if (!staging_) return {};
-  return [this, upTo = tickets_] {
+  return [this, upTo = tickets_.load(std::memory_order_relaxed)] {
     if (failedAt_.load(std::memory_order_acquire) > upTo) return;
     // Sticky: the transport is aborted, so every later group fails too.
     std::string m;

@@ -150,7 +150,8 @@ class TransportLink final : public StreamLink {
   std::atomic<uint64_t>* staged_ = nullptr;    // the stream: the group's sends are staged
   std::atomic<uint64_t>* done_ = nullptr;      // the proxy: the group is exchanged (or failed)
   std::atomic<uint64_t>* released_ = nullptr;  // the stream: the group's receives are copied out
-  uint64_t tickets_ = 0;
+  // Groups enqueued: written by the enqueuing thread, read by the proxy's time-out diagnosis.
+  std::atomic<uint64_t> tickets_{0};
 };
 
 }  // namespace ccl::coll
