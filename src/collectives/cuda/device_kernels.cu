@@ -227,6 +227,11 @@ void byCodecAndType(const Plan& plan, std::span<const StepId> steps, bool anyTyp
   }
 }
 
+// The error-feedback residual of an encode or a fused hop (nullptr without feedback).
+float* residualOf(const Buffers& b, const Step& s) {
+  return s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr;
+}
+
 // A batch's decodes store the call's status word (its first) or OR into it (the later ones),
 // back to storing once the batch is enqueued, whether it threw or not.
 class StatusMode {
@@ -252,8 +257,7 @@ void CudaKernels::enqueueEncodes(const std::shared_ptr<StreamRun>& run, std::spa
     for (StepId id : ids) {
       const Step& s = plan.steps[id];
       items.push_back({bufferAt(run->buffers, s.src), s.count, bufferAt(run->buffers, s.dst), s.bytes,
-                       s.withFeedback ? reinterpret_cast<float*>(bufferAt(run->buffers, s.src2)) : nullptr,
-                       encodeSeed(plan, s, run->callSeed)});
+                       residualOf(run->buffers, s), encodeSeed(plan, s, run->callSeed)});
     }
     codec::cuda::encodeBatch(intra ? plan.intraCodec : plan.codec, type, items, workspace_, cs);
   });
@@ -302,56 +306,49 @@ size_t CudaKernels::enqueueFused(const std::shared_ptr<StreamRun>& run, std::spa
   ActivityScope busy("enqueuing a batch of fused hops");
   const Plan& plan = *run->plan;
   const Buffers& b = run->buffers;
-  // Fixed-length quantizer streams (what device links carry): one kernel per batch of hops.
-  if (codec::cuda::fusesHops(plan.codec) &&
-      (plan.intraCodec.codec == cclCodecNone || codec::cuda::fusesHops(plan.intraCodec))) {
-    bool first = false;
-    uint32_t* status = statusWord(run, &first);
-    std::vector<codec::cuda::HopItem> hops;
-    byCodecAndType(plan, steps, false, [&](bool intra, cclDataType_t type, const std::vector<StepId>& ids) {
-      hops.clear();
-      for (StepId id : ids) {
-        const Step& s = plan.steps[id];
-        hops.push_back({bufferAt(b, s.in), run->slotBytes[s.inSlot], bufferAt(b, s.src), s.count, bufferAt(b, s.dst),
-                        s.bytes, s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr,
-                        encodeSeed(plan, s, run->callSeed), s.divide && plan.nranks != 1});
-      }
-      StatusMode mode(workspace_, !first);
-      first = false;
-      codec::cuda::decodeAddEncodeBatch(intra ? plan.intraCodec : plan.codec, type, static_cast<float>(plan.nranks),
-                                        hops, status, workspace_, cs);
-    });
-    return 0;  // the codecs count their commands
-  }
-  // Other codecs: each step's fp32 sum in the sums workspace, 256-byte aligned (the codecs' vector loads).
-  std::vector<size_t> at(steps.size());
-  size_t total = 0;
-  for (size_t i = 0; i < steps.size(); ++i) {
-    at[i] = total;
-    total += (plan.steps[steps[i]].count * sizeof(float) + 255) & ~size_t{255};
-  }
-  auto* sums = static_cast<char*>(sums_.get(std::max<size_t>(total, 256), cs));
-  auto sumOf = [&](StepId id) {
-    const size_t i = static_cast<size_t>(std::find(steps.begin(), steps.end(), id) - steps.begin());
-    return reinterpret_cast<float*>(sums + at[i]);
-  };
   size_t launches = 0;
   bool first = false;
   uint32_t* status = statusWord(run, &first);
+  std::vector<codec::cuda::HopItem> hops;
   std::vector<Piece> pieces, divided;
   std::vector<codec::cuda::DecodeRequest> decodes;
   std::vector<codec::cuda::EncodeItem> encodes;
   byCodecAndType(plan, steps, false, [&](bool intra, cclDataType_t type, const std::vector<StepId>& ids) {
+    const codec::Params& params = intra ? plan.intraCodec : plan.codec;
+    StatusMode mode(workspace_, !first);
+    first = false;
+    // Fixed-length quantizer streams (what device links carry): one kernel per batch of hops.
+    if (codec::cuda::fusesHops(params)) {
+      hops.clear();
+      for (StepId id : ids) {
+        const Step& s = plan.steps[id];
+        hops.push_back({bufferAt(b, s.in), run->slotBytes[s.inSlot], bufferAt(b, s.src), s.count, bufferAt(b, s.dst),
+                        s.bytes, residualOf(b, s), encodeSeed(plan, s, run->callSeed), s.divide && plan.nranks != 1});
+      }
+      codec::cuda::decodeAddEncodeBatch(params, type, static_cast<float>(plan.nranks), hops, status, workspace_, cs);
+      return;
+    }
+    // Other codecs: each hop's fp32 sum in the sums workspace (256-byte aligned, for the
+    // codecs' vector loads), made by the kernels of the unfused steps.
+    std::vector<size_t> at(ids.size());
+    size_t total = 0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      at[i] = total;
+      total += (plan.steps[ids[i]].count * sizeof(float) + 255) & ~size_t{255};
+    }
+    auto* sums = static_cast<char*>(sums_.get(std::max<size_t>(total, 256), cs));
     pieces.clear();
     divided.clear();
     decodes.clear();
     encodes.clear();
-    for (StepId id : ids) {
-      const Step& s = plan.steps[id];
-      if (!s.count) continue;
-      float* sum = sumOf(id);
-      pieces.push_back(Piece{sum, bufferAt(b, s.src), nullptr, s.count, 1.0f, 0u});
-      if (s.divide && plan.nranks != 1) divided.push_back(Piece{sum, nullptr, nullptr, s.count, 1.0f, 0u});
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const Step& s = plan.steps[ids[i]];
+      auto* sum = reinterpret_cast<float*>(sums + at[i]);
+      if (s.count) pieces.push_back(Piece{sum, bufferAt(b, s.src), nullptr, s.count, 1.0f, 0u});
+      if (s.count && s.divide && plan.nranks != 1) divided.push_back(Piece{sum, nullptr, nullptr, s.count, 1.0f, 0u});
+      decodes.push_back({bufferAt(b, s.in), run->slotBytes[s.inSlot], s.count, sum});
+      encodes.push_back(
+          {sum, s.count, bufferAt(b, s.dst), s.bytes, residualOf(b, s), encodeSeed(plan, s, run->callSeed)});
     }
     // The local values widened into the sums (fp32 copied: the widen of fp32 is exact).
     if (!pieces.empty())
@@ -363,24 +360,9 @@ size_t CudaKernels::enqueueFused(const std::shared_ptr<StreamRun>& run, std::spa
           throw Error(cclInvalidArgument, "a fused hop over an integer type");
         }
       });
-    for (StepId id : ids) {
-      const Step& s = plan.steps[id];
-      decodes.push_back({bufferAt(b, s.in), run->slotBytes[s.inSlot], s.count, sumOf(id)});
-    }
-    const codec::Params& params = intra ? plan.intraCodec : plan.codec;
-    {
-      StatusMode mode(workspace_, !first);
-      first = false;
-      codec::cuda::decodeBatch(decodes, params.codec, cclFloat32, true, status, workspace_, cs);
-    }
+    codec::cuda::decodeBatch(decodes, params.codec, cclFloat32, true, status, workspace_, cs);
     if (!divided.empty())
       launches += launchTables(divided, DivideFloatOp{static_cast<float>(plan.nranks)}, cs, "divide kernel");
-    for (StepId id : ids) {
-      const Step& s = plan.steps[id];
-      encodes.push_back({sumOf(id), s.count, bufferAt(b, s.dst), s.bytes,
-                         s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr,
-                         encodeSeed(plan, s, run->callSeed)});
-    }
     codec::cuda::encodeBatch(params, cclFloat32, encodes, workspace_, cs);
   });
   return launches;  // the codecs count theirs (commandsEnqueued)
