@@ -39,18 +39,16 @@ void runLowRank(const Plan& plan, const Step& s, const Buffers& b) {
 }
 
 void runCodec(const Plan& plan, const Step& s, const Buffers& b, const ComputeContext& ctx) {
-  if (s.kind == StepKind::kEncode) {
+  if (s.kind == StepKind::kEncode || s.kind == StepKind::kDecodeAddEncode) {
     codec::Params p = plan.codecOf(s);
     p.seed = encodeSeed(plan, s, ctx.callSeed);
-    ctx.lengths[s.slot] = codec::encode(p, bufferAt(b, s.src), s.type, s.count, bufferAt(b, s.dst), s.bytes,
-                                        s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr);
-  } else if (s.kind == StepKind::kDecodeAddEncode) {
-    codec::Params p = plan.codecOf(s);
-    p.seed = encodeSeed(plan, s, ctx.callSeed);
+    float* residual = s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr;
     ctx.lengths[s.slot] =
-        codec::decodeAddEncode(p, bufferAt(b, s.in), ctx.lengths[s.inSlot], expect(plan, s), bufferAt(b, s.src), s.type,
-                               s.count, s.divide ? static_cast<float>(plan.nranks) : 1.0f, bufferAt(b, s.dst), s.bytes,
-                               s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr);
+        s.kind == StepKind::kEncode
+            ? codec::encode(p, bufferAt(b, s.src), s.type, s.count, bufferAt(b, s.dst), s.bytes, residual)
+            : codec::decodeAddEncode(p, bufferAt(b, s.in), ctx.lengths[s.inSlot], expect(plan, s), bufferAt(b, s.src),
+                                     s.type, s.count, s.divide ? static_cast<float>(plan.nranks) : 1.0f,
+                                     bufferAt(b, s.dst), s.bytes, residual);
   } else if (s.kind == StepKind::kLowRankStart || s.kind == StepKind::kLowRankMiddle ||
              s.kind == StepKind::kLowRankFinish) {
     runLowRank(plan, s, b);

@@ -38,8 +38,9 @@ struct LinkCost {
 
 // Kernel throughputs, in bytes per second of the elements they read (fp32 for the codecs'
 // input): copy and widen/narrow, reduce and divide; per codec encode, decode,
-// decode-accumulate and the fused hop (decode-add-encode; untimed, it prices as its
-// decode-accumulate and its encode one after another); PowerSGD's matrix steps. 0 means free
+// decode-accumulate and the fused hop (decode-add-encode: a device's one kernel, from its
+// measured figures; untimed, as on the CPU, it prices as its decode-accumulate and its
+// encode one after another); PowerSGD's matrix steps. 0 means free
 // (a model of communication alone).
 struct ComputeCost {
   double copy = 0;
