@@ -543,6 +543,29 @@ CCL_API const char* cclAlgorithmName(int algorithm);
 CCL_API cclResult_t cclAlgorithmFromName(const char* name, int* algorithm);
 CCL_API int cclAlgorithmCount(void);
 
+/* Why a call went uncompressed although the communicator has a default codec (or, through
+ * the NCCL face, why a call on device buffers went to NVIDIA's NCCL as it is). One reason per
+ * call, the first that applies in this order. */
+typedef enum CCL_ENUM_TYPE {
+  cclUncompressedNotListed = 0,  /* CCL_COMPRESS does not name the collective */
+  cclUncompressedCollective = 1, /* no compressed plan: reduce, gather, scatter */
+  cclUncompressedOneNode = 2,    /* every rank on one node (CCL_CODEC_SHM=auto) */
+  cclUncompressedAuto = 3,       /* CCL_CODEC=auto chose none, or device buffers under auto */
+  cclUncompressedSmall = 4,      /* below CCL_CODEC_MIN_BYTES */
+  cclUncompressedDataType = 5,   /* a type the codecs do not take (integers, fp64, fp8) */
+  cclUncompressedOp = 6,         /* a reduction other than sum and average (PreMulSum, max, ...) */
+  cclUncompressedCapture = 7,    /* the stream was being captured into a CUDA graph */
+  cclUncompressedFeedback = 8,   /* LoCo feedback asked for on device buffers (host-side state) */
+  cclUncompressedBound = 9,      /* the codec's streams at their bound are not smaller than the data */
+  cclNumUncompressedReasons = 10
+} cclUncompressedReason_t;
+
+/* The reason's name as statistics print it ("not_listed", "collective", "one_node", "auto",
+ * "small", "dtype", "op", "capture", "feedback", "bound"); "invalid" if out of range. */
+CCL_API const char* cclUncompressedReasonName(cclUncompressedReason_t reason);
+/* The number of reasons of the library loaded (its cclNumUncompressedReasons). */
+CCL_API int cclUncompressedReasonCount(void);
+
 #define CCL_STATS_MAGIC 0xcc15a7a5u
 typedef struct cclStats_v1 {
   size_t size;          /* sizeof(cclStats_t) as the caller saw it */
@@ -562,9 +585,14 @@ typedef struct cclStats_v1 {
    * Appended to version 1, as above. */
   unsigned long long deviceCommands;
   unsigned long long deviceHostFunctions;
+  /* Calls the communicator's default codec did not compress, by cclUncompressedReason_t
+   * (calls of every kind together); calls of a communicator without a default codec are not
+   * counted. Through the NCCL face, calls on device buffers sent to NVIDIA's NCCL as they are
+   * count here too. Appended to version 1, as above. */
+  unsigned long long uncompressed[cclNumUncompressedReasons];
 } cclStats_t;
 #define CCL_STATS_INITIALIZER \
-  { sizeof(cclStats_t), CCL_STATS_MAGIC, CCL_VERSION_CODE, {{0, 0, 0, 0, 0.0}}, {0}, {0}, 0, 0 }
+  { sizeof(cclStats_t), CCL_STATS_MAGIC, CCL_VERSION_CODE, {{0, 0, 0, 0, 0.0}}, {0}, {0}, 0, 0, {0} }
 
 /* Copies the communicator's counters into *stats (only stats->size bytes are written). */
 CCL_API cclResult_t cclCommGetStats(cclComm_t comm, cclStats_t* stats);

@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "api/call.h"
 #include "api/device_calls.h"
 #include "api/group.h"
 #include "api/streams.h"
@@ -21,46 +22,47 @@ namespace {
 using coll::Coll;
 using coll::collInfo;
 
-struct Call {
-  Coll kind;
-  const char* fn;
-  const void* send;
-  void* recv;
-  size_t count;
-  cclDataType_t dtype;
-  cclRedOp_t op;  // reductions only
-  int root;       // rooted only
-  cclComm_t comm;
-  cclStream_t stream;
-  bool ex = false;  // an *Ex call: compression and feedback below override the policy
-  const cclCompression_t* compression = nullptr;
-  cclFeedback_t feedback = nullptr;
-};
-
 // The codec a call uses: its own (an *Ex call), else the communicator's when the policy
 // enables it for this collective; none below the size threshold. The low-rank codec runs
 // send, recv and allreduce on host memory only: asked for explicitly elsewhere it is an
-// error, as the communicator's default it leaves the call uncompressed.
+// error, as the communicator's default it leaves the call uncompressed. `why` gets the
+// reason (cclUncompressedReason_t) the communicator's default codec was not applied, or -1.
 codec::Params codecFor(cclComm_t comm, Coll c, bool ex, const cclCompression_t* explicitCodec, size_t bytes,
-                       bool onDevice) {
+                       bool onDevice, int* why) {
   codec::Params none;
-  if (!collInfo(c).compressible) return none;
-  const int opKind = collInfo(c).op;
   const bool given = ex && explicitCodec;
-  codec::Params p = given ? codec::resolveParams(explicitCodec)
-                    : (comm->policy.enabled >> opKind) & 1 && !comm->defaultCodecOff ? comm->policy.codec
-                                                                                     : none;
+  const bool hasDefault = hasDefaultCodec(comm);
+  *why = -1;
+  auto off = [&](cclUncompressedReason_t r) {
+    if (!given && hasDefault) *why = r;
+    return none;
+  };
+  if (!collInfo(c).compressible) return off(cclUncompressedCollective);
+  const int opKind = collInfo(c).op;
+  if (!given) {
+    if (!hasDefault) return none;
+    if (!((comm->policy.enabled >> opKind) & 1)) return off(cclUncompressedNotListed);
+    if (comm->defaultCodecOff || (onDevice && comm->deviceCodecOff)) return off(cclUncompressedOneNode);
+    if (comm->policy.autoChoice && onDevice) return off(cclUncompressedAuto);
+  }
+  codec::Params p = given ? codec::resolveParams(explicitCodec) : comm->policy.codec;
   if (codec::isLowRank(p.codec) && onDevice) {
     if (given) throw Error(cclInvalidArgument, std::string(cclCodecName(p.codec)) + " compresses host memory only");
-    return none;
+    return off(cclUncompressedCollective);
   }
   if (codec::isLowRank(p.codec)) {
     const bool runs = c == Coll::kSend || c == Coll::kRecv || c == Coll::kAllReduce;
     if (!runs && given)
       throw Error(cclInvalidArgument, std::string(cclCodecName(p.codec)) + " compresses send, recv and allreduce");
-    if (!runs) return none;
+    if (!runs) return off(cclUncompressedCollective);
   }
-  return bytes < comm->policy.minBytes ? none : p;
+  return bytes < comm->policy.minBytes ? off(cclUncompressedSmall) : p;
+}
+
+// The reason a call cannot take its codec: its type, or its reduction.
+cclUncompressedReason_t notCompressible(coll::CollArgs a) {
+  a.op = cclSum;
+  return coll::compressible(a) ? cclUncompressedOp : cclUncompressedDataType;
 }
 
 using coll::codecDigest;
@@ -213,13 +215,21 @@ cclResult_t inGroup(cclResult_t r) {
   return r;
 }
 
-void runCollective(const Call& c) {
-  const Where where = checkCall(c);
-  coll::Stream* stream = where.hostStream;
-  const coll::CollInfo info = collInfo(c.kind);
-  cclComm_t comm = c.comm;
-  log::RankScope scope(comm->rank);
+// A collective as every path runs it: where, with which arguments, codec and algorithm.
+struct Prepared {
+  Where where;
   coll::CollArgs a;
+  int opKind = 0;
+  bool chosenByCost = false;
+  double predicted = 0;  // seconds, when the cost model chose
+  int why = -1;          // cclUncompressedReason_t when the default codec was not applied
+};
+
+Prepared prepare(const Call& c) {
+  Prepared p;
+  p.where = checkCall(c);
+  cclComm_t comm = c.comm;
+  coll::CollArgs& a = p.a;
   a.rank = comm->rank;
   a.nranks = comm->nranks;
   a.count = c.count;
@@ -235,27 +245,52 @@ void runCollective(const Call& c) {
   a.directMaxBytes = comm->directMaxBytes;
   a.topo = comm->topology.get();
   a.intraCodec = comm->intraCodec;
-  const int opKind = collInfo(c.kind).op;
-  a.codec = codecFor(comm, c.kind, c.ex, c.compression, c.count * dataTypeSize(c.dtype), where.device);
-  if (!coll::compressible(a)) a.codec = codec::Params{};
+  const bool device = p.where.device;
+  const int opKind = p.opKind = collInfo(c.kind).op;
+  a.codec = codecFor(comm, c.kind, c.ex, c.compression, c.count * dataTypeSize(c.dtype), device, &p.why);
+  if (a.codec.codec != cclCodecNone && !coll::compressible(a)) {
+    if (!(c.ex && c.compression)) p.why = notCompressible(a);
+    a.codec = codec::Params{};
+  }
   // Device calls keep the size rules: the model's kernel speeds are this CPU's.
-  const bool codecByCost = comm->costModel && comm->policy.autoChoice && !where.device && !(c.ex && c.compression) &&
+  const bool codecByCost = comm->costModel && comm->policy.autoChoice && !device && !(c.ex && c.compression) &&
                            (comm->policy.enabled >> opKind) & 1;
-  const bool chosenByCost = codecByCost || (comm->costModel && !where.device && a.algo == coll::Algo::kAuto &&
-                                            comm->costModel->compute.timed(a.codec));
-  const double predicted = chosenByCost ? chooseByCost(comm, c, opKind, codecByCost, a) : 0.0;
-  if (where.device) {
-    DeviceCall d{c.kind, c.fn, comm, a};
-    d.send = c.send;
-    d.recv = c.recv;
-    d.stream = c.stream;
-    d.opKind = opKind;
-    if (a.codec.codec != cclCodecNone) {
-      d.feedback = deviceFeedback(feedbackFor(c, opKind, a.codec));
-      d.args.feedback = d.feedback != nullptr;
-      d.feedbackFloats = coll::feedbackFloats(c.kind, d.args);
-    }
-    d.key = PlanKey{opKind, c.count, c.dtype, c.op, c.root, a.inPlace, codecKey(d.args), a.misaligned};
+  p.chosenByCost = codecByCost || (comm->costModel && !device && a.algo == coll::Algo::kAuto &&
+                                   comm->costModel->compute.timed(a.codec));
+  p.predicted = p.chosenByCost ? chooseByCost(comm, c, opKind, codecByCost, a) : 0.0;
+  if (codecByCost) p.why = a.codec.codec != cclCodecNone ? -1 : p.why >= 0 ? p.why : cclUncompressedAuto;
+  return p;
+}
+
+// The device call of a prepared collective, but its tag (taken when it is submitted).
+DeviceCall deviceCall(const Call& c, Prepared& p) {
+  DeviceCall d{c.kind, c.fn, c.comm, p.a};
+  d.send = c.send;
+  d.recv = c.recv;
+  d.stream = c.stream;
+  d.opKind = p.opKind;
+  if (p.a.codec.codec != cclCodecNone) {
+    d.feedback = deviceFeedback(feedbackFor(c, p.opKind, p.a.codec));
+    d.args.feedback = d.feedback != nullptr;
+    d.feedbackFloats = coll::feedbackFloats(c.kind, d.args);
+  }
+  d.key = PlanKey{p.opKind, c.count, c.dtype, c.op, c.root, p.a.inPlace, codecKey(d.args), p.a.misaligned};
+  return d;
+}
+
+void runCollective(const Call& c) {
+  Prepared p = prepare(c);
+  coll::Stream* stream = p.where.hostStream;
+  const coll::CollInfo info = collInfo(c.kind);
+  cclComm_t comm = c.comm;
+  log::RankScope scope(comm->rank);
+  coll::CollArgs& a = p.a;
+  const int opKind = p.opKind;
+  const bool chosenByCost = p.chosenByCost;
+  const double predicted = p.predicted;
+  if (p.why >= 0) noteUncompressed(comm, static_cast<cclUncompressedReason_t>(p.why));
+  if (p.where.device) {
+    DeviceCall d = deviceCall(c, p);
     d.tagBase = tags::collectiveBase(comm->collSeq++);
     return submitDevice(std::move(d), &comm->collSeq);
   }
@@ -331,8 +366,13 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
     a.count = count;
     a.dtype = dtype;
     a.chunkBytes = comm->chunkBytes;
-    a.codec = codecFor(comm, kind, ex, compression, bytes, where.device);
-    if (!coll::compressible(a)) a.codec = codec::Params{};
+    int why = -1;
+    a.codec = codecFor(comm, kind, ex, compression, bytes, where.device, &why);
+    if (a.codec.codec != cclCodecNone && !coll::compressible(a)) {
+      if (!(ex && compression)) why = notCompressible(a);
+      a.codec = codec::Params{};
+    }
+    if (why >= 0) noteUncompressed(comm, static_cast<cclUncompressedReason_t>(why));
     a.misaligned = coll::misalignment(isSend ? send : nullptr, isSend ? nullptr : recv, dtype);
     op.compressed = a.codec.codec != cclCodecNone;
     op.stream = queue;
@@ -371,6 +411,29 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
 }
 
 }  // namespace
+
+bool hasDevice(cclComm_t comm) { return comm->cudaDevice >= 0; }
+
+bool hasDefaultCodec(cclComm_t comm) { return comm->policy.codec.codec != cclCodecNone || comm->policy.autoChoice; }
+
+DeviceOffer offerDevice(const Call& c) {
+  DeviceOffer o;
+  Prepared p = prepare(c);
+  CCL_CHECK(p.where.device, cclInternalError, std::string(c.fn) + ": offerDevice for host buffers");
+  o.why = p.why;
+  if (p.a.codec.codec == cclCodecNone) return o;
+  // LoCo keeps its 8-bit state on the host: the api refuses it for device buffers.
+  if (!c.feedback && c.comm->policy.autoFeedback == cclFeedbackLoco && collInfo(c.kind).feedback) {
+    o.why = cclUncompressedFeedback;
+    return o;
+  }
+  if (declinedOnDevice(deviceCall(c, p))) {
+    o.why = cclUncompressedBound;
+    return o;
+  }
+  o.compressed = true;
+  return o;
+}
 
 }  // namespace ccl::api
 

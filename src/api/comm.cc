@@ -360,6 +360,7 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
   comm->deviceLink = config::deviceTransport();
   comm->nccl = deviceNccl(*comm);
   comm->defaultCodecOff = allPeersOverSharedMemory(*comm->transport) && !codecOnSharedMemory();
+  comm->deviceCodecOff = comm->topology->nodes() == 1 && nranks > 1 && !codecOnSharedMemory();
   // The cost model chooses under CCL_CODEC=auto, and wherever CCL_LINK_MODEL is set.
   if (comm->policy.autoChoice || !config::linkModel().empty()) comm->costModel = agreeCostModel(*comm);
   if (comm->policy.codec.codec != cclCodecNone)
@@ -370,6 +371,14 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
   CCL_INFO("comm %p%s%s rank %d nranks %d transport %s ready", static_cast<void*>(comm.get()),
            comm->name.empty() ? "" : " ", comm->name.c_str(), rank, nranks, comm->transport->name());
   return comm.release();
+}
+
+void borrowDeviceNccl(cclComm_t comm, std::unique_ptr<transport::nccl::Transport> link) {
+  CCL_CHECK(!comm->device, cclInternalError, "borrowDeviceNccl after the communicator's first device call");
+  if (comm->cudaDevice < 0) return;  // no device path (a build without CUDA): nothing to move
+  comm->nccl = std::move(link);
+  comm->deviceLink = "nccl";
+  CCL_INFO("comm rank %d: device calls over a borrowed NCCL communicator", comm->rank);
 }
 
 void destroyComm(cclComm_t comm) {
@@ -555,6 +564,7 @@ CCL_API cclResult_t cclCommGetStats(cclComm_t comm, cclStats_t* stats) {
       std::copy(std::begin(comm->stats), std::end(comm->stats), full.op);
       std::copy(std::begin(comm->autoChosen), std::end(comm->autoChosen), full.autoChosen);
       std::copy(std::begin(comm->autoCompressed), std::end(comm->autoCompressed), full.autoCompressed);
+      std::copy(std::begin(comm->uncompressed), std::end(comm->uncompressed), full.uncompressed);
     }
     const api::DeviceCounts device = api::deviceCounts(comm);
     full.deviceCommands = device.commands;

@@ -78,6 +78,9 @@ struct cclComm {
   // and the rest of `policy` (sizes, collectives, feedback) applies to both.
   ccl::codec::Params intraCodec;
   bool defaultCodecOff = false;  // every peer over shared memory and CCL_CODEC_SHM=auto
+  // Calls on device buffers leave the default codec off: every rank is on one node (NVLink
+  // moves their bytes faster than a codec), unless CCL_CODEC_SHM=on.
+  bool deviceCodecOff = false;
   // CCL_CODEC=auto: the model calls are priced on (the ranks' slowest, agreed at init), and
   // each call shape's choice, made once (a function of the shape and the model, so alike on
   // every rank).
@@ -96,6 +99,7 @@ struct cclComm {
   cclOpStats_t stats[cclNumOpKinds] = {};
   unsigned long long autoChosen[cclNumOpKinds] = {};  // CCL_CODEC=auto's calls (cclStats_t)
   unsigned long long autoCompressed[cclNumOpKinds] = {};
+  unsigned long long uncompressed[cclNumUncompressedReasons] = {};  // cclStats_t's, noteUncompressed
 
   uint32_t collSeq = 0;                    // collectives issued, matched by order on every rank
   std::vector<uint32_t> sendSeq, recvSeq;  // point-to-point messages per peer
@@ -168,6 +172,12 @@ void checkUsable(cclComm_t comm);
 constexpr int kCurrentDevice = -2;
 cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfig_t* config,
                      int device = kCurrentDevice, const uint64_t* parentHostId = nullptr);
+
+// Gives `comm` (before its first call on device buffers) an NCCL communicator made
+// elsewhere as the link of its device calls (the NCCL face's real one, which it borrows and
+// never destroys): its device calls then move bytes over NVIDIA's NCCL. Nothing where the
+// communicator has no device.
+void borrowDeviceNccl(cclComm_t comm, std::unique_ptr<transport::nccl::Transport> link);
 
 // Frees `comm` (transport first, then bootstrap).
 void destroyComm(cclComm_t comm);

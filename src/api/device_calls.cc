@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "api/call.h"
 #include "api/group.h"
 #include "api/streams.h"
 #include "collectives/device.h"
@@ -106,12 +107,21 @@ const coll::DeviceRunner::Planned& planned(DeviceComm& d, const DeviceCall& c, i
       none.codec = codec::Params{};
       none.feedback = false;
       p = planWith(d, c, none, rank, nranks);
+      p.declined = true;  // the plan without compression that stands for the declined one
     }
     return p;
   });
 }
 
 }  // namespace
+
+bool declinedOnDevice(const DeviceCall& c) {
+  ActiveGuard active(c.comm);
+  DeviceComm& d = deviceState(c.comm);
+  std::lock_guard<std::mutex> lock(d.mutex);
+  coll::CurrentDevice current(d.runner.device());
+  return planned(d, c, c.comm->rank, c.comm->nranks).declined;
+}
 
 bool onDevice(cclComm_t comm, std::initializer_list<NamedBuffer> buffers, cclStream_t stream) {
   coll::DeviceDriver* driver = coll::deviceDriver();
@@ -174,6 +184,7 @@ void runOnDevice(std::span<const DeviceCall> calls) {
     CCL_CHECK(c.comm == comm && c.stream == calls.front().stream, cclInternalError,
               "runOnDevice: calls of other communicators or streams");
     plans.push_back(planned(d, c, comm->rank, comm->nranks));
+    if (plans.back().declined && hasDefaultCodec(comm)) noteUncompressed(comm, cclUncompressedBound);
     scratchAt.push_back(scratchBytes);
     scratchBytes += (plans.back().plan->scratchBytes + 255) & ~size_t{255};
   }

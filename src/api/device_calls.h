@@ -57,6 +57,11 @@ struct DeviceCall {
   uint64_t tagBase = 0;
 };
 
+// True when the communicator's device link would run `call` uncompressed: its codec's
+// streams at their bound are not smaller than its data (coll::DeviceRunner::plan). The plan
+// is made (and cached) on the way, as the call's run would make it.
+bool declinedOnDevice(const DeviceCall& call);
+
 // Enqueues `call` on its stream and returns. Failures found while enqueuing throw; later
 // ones become the communicator's asynchronous error (cclCommGetAsyncError).
 void runOnDevice(const DeviceCall& call);

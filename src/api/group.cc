@@ -139,6 +139,11 @@ void addStats(cclComm_t comm, int opKind, bool compressed, bool chosenByCost, co
   st.codecSeconds += static_cast<double>(s.codecNs) * 1e-9;
 }
 
+void noteUncompressed(cclComm_t comm, cclUncompressedReason_t why) {
+  std::lock_guard<std::mutex> lock(comm->statsMutex);
+  comm->uncompressed[why] += 1;
+}
+
 void drainAsync(cclComm_t comm, const void* runner) {
   std::unique_lock<std::mutex> lock(comm->asyncMutex);
   comm->asyncDone.wait(lock, [&] { return comm->asyncPending == 0 || (runner && comm->asyncStream == runner); });

@@ -53,6 +53,8 @@ void submit(Op&& op);
 
 // Adds what one operation moved to `comm`'s statistics (cclCommGetStats).
 void addStats(cclComm_t comm, int opKind, bool compressed, bool chosenByCost, const coll::ExecStats& s);
+// Counts a call the communicator's default codec did not compress (cclStats_t.uncompressed).
+void noteUncompressed(cclComm_t comm, cclUncompressedReason_t why);
 
 // Operations that run after their call returned (on a host stream, or on a device's streams)
 // are counted per communicator with what runs them (the runner: a host stream, or the

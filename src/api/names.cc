@@ -2,6 +2,7 @@
 // The names of the library's enums and their counts, read from the tables that own them
 // (collective_info.h, algorithms.cc; codecs: codec.cc), so that bindings build their enums
 // from the library they load instead of keeping copies that lag it.
+#include <iterator>
 #include <string>
 
 #include "api/comm.h"
@@ -29,6 +30,16 @@ CCL_API cclResult_t cclOpKindFromName(const char* name, cclOpKind_t* kind) {
 }
 
 CCL_API int cclOpKindCount(void) { return cclNumOpKinds; }
+
+CCL_API const char* cclUncompressedReasonName(cclUncompressedReason_t reason) {
+  static constexpr const char* kNames[] = {"not_listed", "collective", "one_node", "auto",     "small",
+                                           "dtype",      "op",         "capture",  "feedback", "bound"};
+  static_assert(std::size(kNames) == cclNumUncompressedReasons);
+  const auto k = static_cast<unsigned>(reason);
+  return k < std::size(kNames) ? kNames[k] : "invalid";
+}
+
+CCL_API int cclUncompressedReasonCount(void) { return cclNumUncompressedReasons; }
 
 CCL_API cclResult_t cclCodecFromName(const char* name, cclCodec_t* codec) {
   return ccl::api::guard(nullptr, "cclCodecFromName", [&] {

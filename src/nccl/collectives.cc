@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Collectives and point-to-point calls of the NCCL face. Host buffers go to ccl, whose
-// communicator compresses what its policy (CCL_CODEC, ...) selects; device buffers go to the
-// compressed runner when one is installed and the policy selects them, else to the real
-// NCCL communicator, and where there is none (no NVIDIA library, or it could not make one:
-// ranks sharing a GPU) to ccl's own device path on the caller's stream.
+// communicator compresses what its policy (CCL_CODEC, ...) selects. Device buffers go to
+// ccl's communicator when it would compress them (its device link is then the real NCCL
+// communicator), else to the real NCCL communicator as they are, and where there is none (no
+// NVIDIA library, or it could not make one: ranks sharing a GPU) to ccl's own device path on
+// the caller's stream.
 // A CUDA stream given with host buffers is not used: ccl completes host calls before it
 // returns (or at the end of the group), so there is nothing to order on the stream.
 #include <limits>
 #include <string>
 
+#include "api/call.h"
+#include "api/group.h"
+#include "collectives/device.h"
 #include "common/cuda_probe.h"
 #include "common/error.h"
 #include "nccl/comm.h"
@@ -70,6 +74,12 @@ void runCcl(ncclComm& c, const CollCall& call, cclStream_t stream) {
   }
 }
 
+// The call as ccl's api takes it: NCCL's types are ccl's, value for value.
+api::Call cclCall(ncclComm& c, const CollCall& k, cclStream_t stream) {
+  return api::Call{k.kind, k.fn,  k.send, k.recv, k.count, cclType(k.dtype), static_cast<cclRedOp_t>(k.op),
+                   k.root, c.ccl, stream};
+}
+
 void checkReal(ncclResult_t r, const char* fn) { real::checkResult(r, std::string("p") + fn); }
 
 ncclComm_t realComm(ncclComm& c) {
@@ -123,14 +133,69 @@ void runDevice(ncclComm& c, const CollCall& k) {
 // driver it was built for), never to ccl.
 bool forwardEverything(const ncclComm& c) { return c.real && cuda::driverTooOld(); }
 
+// Device memory as CUDA's runtime sees it, or as ccl's device driver does (which also knows
+// the simulated device of the tests).
+bool deviceMemory(const void* p) {
+  if (cuda::isDevicePointer(p)) return true;
+  coll::DeviceDriver* driver = coll::deviceDriver();
+  return p && driver && driver->deviceOf(p) >= 0;
+}
+
+// Counts (for the statistics) a call on device buffers that goes to NVIDIA's NCCL as it is.
+void sentAsIs(ncclComm& c, int why) {
+  if (why >= 0) api::noteUncompressed(c.ccl, static_cast<cclUncompressedReason_t>(why));
+}
+
+// Counts a call inside the face while it runs on ccl (ncclComm::callsInside).
+struct Inside {
+  explicit Inside(ncclComm& c) : comm(c) { comm.callsInside.fetch_add(1); }
+  ~Inside() { comm.callsInside.fetch_sub(1); }
+  Inside(const Inside&) = delete;
+  Inside& operator=(const Inside&) = delete;
+  ncclComm& comm;
+};
+
+// A call on device buffers where NVIDIA's NCCL is present: on ccl's communicator (whose
+// device link is the real communicator) when ccl would compress it, else on NVIDIA's NCCL
+// as it is. Inside a group, ccl's part runs at the outermost end, after the real group: its
+// waves are NCCL groups of their own, which nested in the user's open group would launch
+// only at its end, after the kernels that wait for them.
+void runOnDevice(ncclComm& c, const CollCall& call) {
+  coll::DeviceDriver* driver = coll::deviceDriver();
+  if (!driver || !api::hasDevice(c.ccl)) return runDevice(c, call);  // a build without CUDA
+  const bool premulsum = static_cast<int>(call.op) >= static_cast<int>(ncclNumOps);
+  const bool hasDefault = api::hasDefaultCodec(c.ccl);
+  if (premulsum && coll::collInfo(call.kind).reduction) {
+    if (hasDefault) sentAsIs(c, cclUncompressedOp);
+    return runDevice(c, call);
+  }
+  // Under capture NVIDIA's NCCL serves the call: it captures correctly, where ccl's calls
+  // keep per-call state (seeds, residual bookkeeping, ordering events) a replay would not renew.
+  if (driver->capturing(call.stream)) {
+    if (hasDefault) sentAsIs(c, cclUncompressedCapture);
+    return runDevice(c, call);
+  }
+  const api::Call k = cclCall(c, call, reinterpret_cast<cclStream_t>(call.stream));
+  const api::DeviceOffer offer = api::offerDevice(k);
+  if (!offer.compressed) {
+    sentAsIs(c, offer.why);
+    return runDevice(c, call);
+  }
+  auto run = [&c, call] {
+    const Inside inside(c);
+    runCcl(c, call, reinterpret_cast<cclStream_t>(call.stream));
+  };
+  if (!group::defer(call.comm, run)) run();
+}
+
 ncclResult_t run(const CollCall& call) {
   return faceGuard(call.fn, [&] {
     ncclComm& c = usable(call.comm);
     checkNotSuspended(c);
     if (forwardEverything(c)) return runDevice(c, call);
-    if (cuda::isDevicePointer(call.send) || cuda::isDevicePointer(call.recv)) {
-      if (tryCompressed(call, call.count * elementSize(call.dtype))) return;
-      return runDevice(c, call);
+    if (deviceMemory(call.send) || deviceMemory(call.recv)) {
+      if (c.real) return runOnDevice(c, call);
+      return runCcl(c, call, reinterpret_cast<cclStream_t>(call.stream));  // ccl's own device path
     }
     runCcl(c, call, nullptr);  // ccl's communicator applies its compression policy itself
   });
@@ -141,12 +206,12 @@ ncclResult_t p2p(const char* fn, bool send, void* buff, size_t count, ncclDataTy
   return faceGuard(fn, [&] {
     ncclComm& c = usable(comm);
     checkNotSuspended(c);
-    if (cuda::isDevicePointer(buff) && !c.real) {
+    if (deviceMemory(buff) && !c.real) {
       const auto s = reinterpret_cast<cclStream_t>(stream);
       if (send) return cclCheck(cclSend(buff, count, cclType(dtype), peer, c.ccl, s), "cclSend");
       return cclCheck(cclRecv(buff, count, cclType(dtype), peer, c.ccl, s), "cclRecv");
     }
-    if (forwardEverything(c) || cuda::isDevicePointer(buff)) {
+    if (forwardEverything(c) || deviceMemory(buff)) {
       ncclComm_t r = realComm(c);
       return checkReal(send ? CCL_REAL(ncclSend)(buff, count, dtype, peer, r, stream)
                             : CCL_REAL(ncclRecv)(buff, count, dtype, peer, r, stream),

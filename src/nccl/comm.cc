@@ -4,6 +4,7 @@
 #include <cstring>
 #include <thread>
 
+#include "api/comm.h"
 #include "common/cuda_probe.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -14,6 +15,20 @@
 
 namespace ccl::nccl {
 namespace {
+
+// The real library's functions, for ccl's communicator to borrow the real one with. No abort:
+// the face aborts the real communicator itself, before ccl's (destroy below).
+transport::nccl::Functions realFunctions() {
+  transport::nccl::Functions f;
+  f.library = real::describe();
+  f.commGetAsyncError = reinterpret_cast<decltype(f.commGetAsyncError)>(real::symbol("pncclCommGetAsyncError"));
+  f.groupStart = reinterpret_cast<decltype(f.groupStart)>(real::symbol("pncclGroupStart"));
+  f.groupEnd = reinterpret_cast<decltype(f.groupEnd)>(real::symbol("pncclGroupEnd"));
+  f.send = reinterpret_cast<decltype(f.send)>(real::symbol("pncclSend"));
+  f.recv = reinterpret_cast<decltype(f.recv)>(real::symbol("pncclRecv"));
+  f.getErrorString = reinterpret_cast<decltype(f.getErrorString)>(real::symbol("pncclGetErrorString"));
+  return f;
+}
 
 // Rank 0 decides whether a real NCCL communicator is made and hands out its id over the
 // ccl communicator, so every rank takes the same decision.
@@ -52,7 +67,13 @@ void makeRealComm(ncclComm& c, int device) {
   }
   int made = r == ncclSuccess ? 1 : 0;
   cclCheck(cclAllReduce(&made, &made, 1, cclInt32, cclMin, c.ccl, nullptr), "agreeing on the real NCCL communicator");
-  if (made) return;
+  if (made) {
+    // ccl's communicator moves its device calls' bytes over the real one: one communicator
+    // of NVIDIA's per NCCL communicator, whatever ccl runs on it.
+    api::borrowDeviceNccl(c.ccl,
+                          std::make_unique<transport::nccl::Transport>(realFunctions(), c.real, c.rank, c.nranks));
+    return;
+  }
   if (c.real) {
     CCL_REAL(ncclCommDestroy)(c.real);
     c.real = nullptr;
@@ -92,7 +113,7 @@ void create(ncclComm* c, const std::function<cclComm_t()>& make, int device) {
 }  // namespace
 
 ncclComm_t startComm(int nranks, int rank, const FaceConfig& config, std::function<cclComm_t()> make, int device) {
-  policy();  // parse (and log) the policy once, before the first communicator exists
+  announcePolicy();  // parse (and log) the policy once, before the first communicator exists
   auto c = std::make_unique<ncclComm>();
   c->nranks = nranks;
   c->rank = rank;
@@ -135,28 +156,25 @@ void destroy(ncclComm_t comm, bool abort) {
   waitCreated(*comm);
   comm->magic = 0;
   const bool closeReal = comm->real && real::available();
-  // Destroy: the runner's streams drain first, then the communicator they borrow goes. Abort:
-  // the real communicator is aborted first, so kernels waiting for peers return and the
-  // runner's streams can drain.
-  // A compressed call of another thread still enqueuing leaves first (once the real
-  // communicator is aborted, for an abort: what it waits for then fails).
+  // A call of another thread still running on ccl leaves first. Destroy: ccl's communicator
+  // drains its device calls (cclCommDestroy) before the real one they move bytes over goes.
+  // Abort: the real communicator is aborted first, so kernels waiting for peers return.
   auto callsLeft = [comm] {
-    while (comm->compressedCalls.load() > 0) std::this_thread::yield();
+    while (comm->callsInside.load() > 0) std::this_thread::yield();
   };
-  if (!abort) {
-    callsLeft();
-    comm->device.reset();
-  }
-  if (closeReal) {
-    ncclResult_t r = abort ? CCL_REAL(ncclCommAbort)(comm->real) : CCL_REAL(ncclCommDestroy)(comm->real);
-    if (r != ncclSuccess) CCL_WARN("the real NCCL communicator did not close cleanly (%d)", static_cast<int>(r));
+  if (abort && closeReal) {
+    const ncclResult_t r = CCL_REAL(ncclCommAbort)(comm->real);
+    if (r != ncclSuccess) CCL_WARN("the real NCCL communicator did not abort cleanly (%d)", static_cast<int>(r));
   }
   callsLeft();
-  comm->device.reset();
   // Read before the ccl communicator goes; the wrapper is deleted below, so once per comm.
   logStatsSummary(comm->ccl, comm->rank, comm->nranks);
   cclResult_t r = cclSuccess;
   if (comm->ccl) r = abort ? cclCommAbort(comm->ccl) : cclCommDestroy(comm->ccl);
+  if (!abort && closeReal) {
+    const ncclResult_t d = CCL_REAL(ncclCommDestroy)(comm->real);
+    if (d != ncclSuccess) CCL_WARN("the real NCCL communicator did not close cleanly (%d)", static_cast<int>(d));
+  }
   delete comm;
   cclCheck(r, abort ? "cclCommAbort" : "cclCommDestroy");
 }

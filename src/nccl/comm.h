@@ -44,16 +44,10 @@ struct ncclComm {
   std::atomic<bool> growIdPending{false};
   ccl::nccl::PreMulSumTable ops;
 
-  // The compressed device runner's state (device_runner.cc), made at its first call; freed
-  // before the real communicator it borrows is destroyed (after it is aborted: an abort
-  // must not wait for kernels that wait for peers).
-  std::shared_ptr<void> device;
-  // Compressed device calls inside the face now (device_runner.cc): destroy and abort wait
-  // for them to leave before freeing what they use (an abort comes from another thread).
-  std::atomic<int> compressedCalls{0};
-  // The first failure of a compressed device call found after it returned (ncclResult_t),
-  // for ncclCommGetAsyncError: what PyTorch's watchdog polls.
-  std::atomic<int> deviceError{0};
+  // Calls inside the face now that run on ccl's communicator after a group's end or on the
+  // caller's stream (collectives.cc): destroy and abort wait for them to leave before
+  // freeing what they use (an abort comes from another thread).
+  std::atomic<int> callsInside{0};
 
   std::mutex regMutex;  // registrations and windows
   std::vector<std::unique_ptr<struct ccl_nccl_Registration>> registrations;

@@ -353,12 +353,11 @@ ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
       *asyncError = c.createResult;
       return;
     }
-    // Host calls (ccl), compressed device calls (the runner), and device calls NVIDIA's
-    // NCCL runs: the first failure of any, else in progress when the real one says so.
+    // Calls ccl ran (host buffers, compressed device calls) and device calls NVIDIA's NCCL
+    // runs: the first failure of either, else in progress when the real one says so.
     cclResult_t e = cclSuccess;
     if (c.ccl) cclCheck(cclCommGetAsyncError(c.ccl, &e), "cclCommGetAsyncError");
     ncclResult_t result = static_cast<ncclResult_t>(e);
-    if (result == ncclSuccess) result = static_cast<ncclResult_t>(c.deviceError.load());
     if (result == ncclSuccess && c.real && real::available()) {
       ncclResult_t realError = ncclSuccess;
       const ncclResult_t r = CCL_REAL(ncclCommGetAsyncError)(c.real, &realError);

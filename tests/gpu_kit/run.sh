@@ -125,18 +125,19 @@ preload="$kit/lib/libccl_nccl.so.0"
 step 05_face_preload_one_rank 60 env LD_PRELOAD="$preload" "$kit/bin/face_device_check" one
 step 06_face_dropin_one_rank 60 env LD_LIBRARY_PATH="$kit/dropin:$LD_LIBRARY_PATH" "$kit/bin/face_device_check" one
 step 07_face_preload_2_threads 60 env LD_PRELOAD="$preload" "$kit/bin/face_device_check" threads 2
-step 08_face_2_threads_int8 60 env LD_PRELOAD="$preload" CCL_CODEC=int8 "$kit/bin/face_device_check" threads 2
+step 08_face_2_threads_int8 60 env LD_PRELOAD="$preload" CCL_CODEC=int8 CCL_CODEC_SHM=on "$kit/bin/face_device_check" threads 2
 step 09_torch_nccl_backend 120 env LD_PRELOAD="$preload" python3 "$kit/torch_face_check.py"
 
 # 6. CUDA graph capture: through NVIDIA's NCCL under the face (one rank), refused with an error
-# on ccl's own device path (two ranks sharing the GPU), and ccl's API.
-step 10_face_capture_one_rank 60 env LD_PRELOAD="$preload" CCL_CODEC=int8 "$kit/bin/face_device_check" capture 1
-step 11_face_capture_2_threads 60 env LD_PRELOAD="$preload" CCL_CODEC=int8 "$kit/bin/face_device_check" capture 2
-# The face's compressed runner over NcclLink (two thread ranks, one GPU), with the stand-in
+# on ccl's own device path (two ranks sharing the GPU), and ccl's API. Ranks on one GPU share
+# a node, where a default codec stays off unless CCL_CODEC_SHM=on: these steps ask for it.
+step 10_face_capture_one_rank 60 env LD_PRELOAD="$preload" CCL_CODEC=int8 CCL_CODEC_SHM=on "$kit/bin/face_device_check" capture 1
+step 11_face_capture_2_threads 60 env LD_PRELOAD="$preload" CCL_CODEC=int8 CCL_CODEC_SHM=on "$kit/bin/face_device_check" capture 2
+# The face's compressed calls on ccl over NcclLink (two thread ranks, one GPU), with the stand-in
 # NCCL as the real one (the program links it, the face is preloaded). The stand-in has only
 # sends and receives, so both of the program's collectives are compressed.
 step 12_face_standin_2_threads_int8 60 env LD_LIBRARY_PATH="$kit/standin:$LD_LIBRARY_PATH" LD_PRELOAD="$preload" \
-  CCL_CODEC=int8 CCL_COMPRESS=allreduce,broadcast "$kit/bin/face_device_check" threads 2
+  CCL_CODEC=int8 CCL_CODEC_SHM=on CCL_COMPRESS=allreduce,broadcast "$kit/bin/face_device_check" threads 2
 
 # NVIDIA's nccl-tests (a kit built with NCCL_TESTS_SRC), one rank, through the face as
 # libnccl.so.2 with CCL_CODEC=none: every collective exact (-c 1), and all_reduce by graph
