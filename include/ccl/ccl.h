@@ -590,9 +590,14 @@ typedef struct cclStats_v1 {
    * counted. Through the NCCL face, calls on device buffers sent to NVIDIA's NCCL as they are
    * count here too. Appended to version 1, as above. */
   unsigned long long uncompressed[cclNumUncompressedReasons];
+  /* Of the bytes every kind of operation sent (cclOpStats_t rawBytes and wireBytes), those
+   * sent to ranks of other nodes (cclCommTopology); 0 on a communicator of one node.
+   * Appended to version 1, as above. */
+  unsigned long long acrossRawBytes;
+  unsigned long long acrossWireBytes;
 } cclStats_t;
 #define CCL_STATS_INITIALIZER \
-  { sizeof(cclStats_t), CCL_STATS_MAGIC, CCL_VERSION_CODE, {{0, 0, 0, 0, 0.0}}, {0}, {0}, 0, 0, {0} }
+  { sizeof(cclStats_t), CCL_STATS_MAGIC, CCL_VERSION_CODE, {{0, 0, 0, 0, 0.0}}, {0}, {0}, 0, 0, {0}, 0, 0 }
 
 /* Copies the communicator's counters into *stats (only stats->size bytes are written). */
 CCL_API cclResult_t cclCommGetStats(cclComm_t comm, cclStats_t* stats);

@@ -565,6 +565,8 @@ CCL_API cclResult_t cclCommGetStats(cclComm_t comm, cclStats_t* stats) {
       std::copy(std::begin(comm->autoChosen), std::end(comm->autoChosen), full.autoChosen);
       std::copy(std::begin(comm->autoCompressed), std::end(comm->autoCompressed), full.autoCompressed);
       std::copy(std::begin(comm->uncompressed), std::end(comm->uncompressed), full.uncompressed);
+      full.acrossRawBytes = comm->acrossRawBytes;
+      full.acrossWireBytes = comm->acrossWireBytes;
     }
     const api::DeviceCounts device = api::deviceCounts(comm);
     full.deviceCommands = device.commands;

@@ -203,7 +203,7 @@ void runOnDevice(std::span<const DeviceCall> calls) {
       float* residual = c.feedback && plans[i].compressed
                             ? runner.residual({c.feedback->serial, 0}, c.feedbackFloats, c.opKind, caller)
                             : nullptr;
-      auto stats = std::make_shared<coll::ExecStats>();
+      auto stats = std::make_shared<coll::ExecStats>(statsFor(comm));
       coll::StreamJob& job = jobs[i];
       job.plan = plans[i].plan;
       job.schedule = plans[i].schedule;

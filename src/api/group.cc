@@ -33,6 +33,7 @@ coll::Job makeJob(const Op& op, void* scratch, coll::ExecStats* stats) {
   j.aborted = &op.comm->aborted;
   j.callSeed = op.tagBase;
   j.stats = stats;
+  if (stats) *stats = statsFor(op.comm);
   j.signature = op.signature;
   return j;
 }
@@ -137,6 +138,15 @@ void addStats(cclComm_t comm, int opKind, bool compressed, bool chosenByCost, co
   st.rawBytes += s.rawBytes;
   st.wireBytes += s.wireBytes;
   st.codecSeconds += static_cast<double>(s.codecNs) * 1e-9;
+  comm->acrossRawBytes += s.acrossRawBytes;
+  comm->acrossWireBytes += s.acrossWireBytes;
+}
+
+coll::ExecStats statsFor(cclComm_t comm) {
+  coll::ExecStats s;
+  if (comm->topology && comm->topology->nodes() > 1) s.nodeOf = &comm->topology->nodeOf;
+  s.rank = comm->rank;
+  return s;
 }
 
 void noteUncompressed(cclComm_t comm, cclUncompressedReason_t why) {

@@ -53,6 +53,8 @@ void submit(Op&& op);
 
 // Adds what one operation moved to `comm`'s statistics (cclCommGetStats).
 void addStats(cclComm_t comm, int opKind, bool compressed, bool chosenByCost, const coll::ExecStats& s);
+// Empty statistics of one operation of `comm`, which split its sends by node.
+coll::ExecStats statsFor(cclComm_t comm);
 // Counts a call the communicator's default codec did not compress (cclStats_t.uncompressed).
 void noteUncompressed(cclComm_t comm, cclUncompressedReason_t why);
 

@@ -194,8 +194,7 @@ class JobRun {
       case StepKind::kSend: {
         size_t bytes = s.slot == kNoSlot ? s.bytes : lengths_[s.slot];
         if (job_->stats) {
-          job_->stats->wireBytes += bytes;
-          job_->stats->rawBytes += sendRawBytes(*plan_, s, bytes);
+          job_->stats->addSend(s.peer, sendRawBytes(*plan_, s, bytes), bytes);
         }
         inflight_.push_back({id, job_->transport->isend(s.peer, job_->tagBase | s.tag, at(s.src), bytes)});
         ++sendsInFlight_;

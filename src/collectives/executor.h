@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "collectives/plan.h"
 #include "common/tags.h"
@@ -34,6 +35,19 @@ struct ExecStats {
   uint64_t rawBytes = 0;   // bytes sent, counted as the uncompressed elements they carry
   uint64_t wireBytes = 0;  // bytes actually sent
   uint64_t codecNs = 0;    // encode and decode time
+  // Of the sends, those to ranks of other nodes than `rank`'s in `topo` (none without one).
+  uint64_t acrossRawBytes = 0, acrossWireBytes = 0;
+  const std::vector<int>* nodeOf = nullptr;  // the topology's node of each rank, or null
+  int rank = 0;
+  // Counts a send to `peer` of `wire` bytes that carry `raw` bytes of data.
+  void addSend(int peer, uint64_t raw, uint64_t wire) {
+    rawBytes += raw;
+    wireBytes += wire;
+    if (nodeOf && (*nodeOf)[static_cast<size_t>(peer)] != (*nodeOf)[static_cast<size_t>(rank)]) {
+      acrossRawBytes += raw;
+      acrossWireBytes += wire;
+    }
+  }
 };
 
 struct Job {

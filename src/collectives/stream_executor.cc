@@ -283,8 +283,7 @@ void enqueueEnd(Call& c, StreamLink& link, Stream& compute, Stream& comm) {
           const Step& s = p.steps[id];
           if (s.kind != StepKind::kSend) continue;
           const size_t sent = r->sent[id] ? r->sent[id] : r->schedule->postedBytes[id];
-          r->stats->wireBytes += sent;
-          r->stats->rawBytes += sendRawBytes(p, s, sent);
+          r->stats->addSend(s.peer, sendRawBytes(p, s, sent), sent);
         }
     }
     const cclResult_t code = failure.take(&m);

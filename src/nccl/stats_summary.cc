@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "nccl/stats_summary.h"
 
+#include <string>
+
 #include "common/log.h"
 
 namespace ccl::nccl {
@@ -23,6 +25,17 @@ void logStatsSummary(cclComm_t comm, int rank, int nranks) {
         cclOpKindName(static_cast<cclOpKind_t>(k)), rank, nranks, s.calls, s.compressedCalls, s.rawBytes, s.wireBytes,
         ratio, s.codecSeconds, stats.autoChosen[k], stats.autoCompressed[k]);
   }
+  // Calls the default codec left uncompressed (device calls sent to NVIDIA's NCCL as they
+  // are among them), by reason: nothing goes uncompressed without a count.
+  std::string why;
+  for (int r = 0; r < cclNumUncompressedReasons; ++r)
+    if (stats.uncompressed[r])
+      why += std::string(" ") + cclUncompressedReasonName(static_cast<cclUncompressedReason_t>(r)) + "=" +
+             std::to_string(stats.uncompressed[r]);
+  if (!why.empty()) CCL_INFO("NCCL face: uncompressed rank=%d nranks=%d%s", rank, nranks, why.c_str());
+  if (stats.acrossRawBytes)
+    CCL_INFO("NCCL face: across nodes rank=%d nranks=%d raw=%llu wire=%llu", rank, nranks, stats.acrossRawBytes,
+             stats.acrossWireBytes);
 }
 
 }  // namespace ccl::nccl
