@@ -98,20 +98,21 @@ double chooseByCost(cclComm_t comm, const Call& c, int opKind, bool codecToo, co
 }
 
 // The error-feedback state of a compressed call: the caller's handle, else the state kept
-// per buffer when CCL_FEEDBACK asks for it. The low-rank codec keeps its warm start in a
-// handle of kind none too (ccl.h), without a residual: p says which.
-cclFeedback* feedbackFor(const Call& c, int opKind, codec::Params& p) {
-  if (!collInfo(c.kind).feedback) return nullptr;
-  cclFeedback* fb = c.feedback;
-  if (!fb && c.comm->policy.autoFeedback != cclFeedbackNone)
-    fb = c.comm->autoFeedback.get(c.send, c.count, opKind, c.comm->policy);
-  if (fb && fb->kind() == cclFeedbackNone && codec::isLowRank(p.codec) && p.warmStart) {
+// per position in the step (AutoFeedback) when CCL_FEEDBACK asks for it; with its generation.
+// The low-rank codec keeps its warm start in a handle of kind none too (ccl.h), without a
+// residual: p says which.
+AutoFeedback::Slot feedbackFor(const Call& c, int opKind, codec::Params& p) {
+  if (!collInfo(c.kind).feedback) return {};
+  AutoFeedback::Slot fb{c.feedback, 0};
+  if (!fb.state && c.comm->policy.autoFeedback != cclFeedbackNone)
+    fb = c.comm->autoFeedback.get(c.send, c.count, c.dtype, opKind, c.comm->policy);
+  if (fb.state && fb.state->kind() == cclFeedbackNone && codec::isLowRank(p.codec) && p.warmStart) {
     p.residualFeedback = false;
     return fb;
   }
-  if (!fb || fb->kind() == cclFeedbackNone) return nullptr;
+  if (!fb.state || fb.state->kind() == cclFeedbackNone) return {};
   // LoCo keeps its state in 8 bits, which would round the low-rank codec's warm-start Q.
-  CCL_CHECK(!(codec::isLowRank(p.codec) && fb->kind() == cclFeedbackLoco), cclInvalidArgument,
+  CCL_CHECK(!(codec::isLowRank(p.codec) && fb.state->kind() == cclFeedbackLoco), cclInvalidArgument,
             std::string(cclCodecName(p.codec)) + " takes residual error feedback, not LoCo");
   return fb;
 }
@@ -263,14 +264,21 @@ Prepared prepare(const Call& c) {
 }
 
 // The device call of a prepared collective, but its tag (taken when it is submitted).
-DeviceCall deviceCall(const Call& c, Prepared& p) {
+// `peek`: for a question about the call (offerDevice), not its run: the feedback state is not
+// taken (a step's position would advance), only whether the call would have one.
+DeviceCall deviceCall(const Call& c, Prepared& p, bool peek = false) {
   DeviceCall d{c.kind, c.fn, c.comm, p.a};
   d.send = c.send;
   d.recv = c.recv;
   d.stream = c.stream;
   d.opKind = p.opKind;
-  if (p.a.codec.codec != cclCodecNone) {
-    d.feedback = deviceFeedback(feedbackFor(c, p.opKind, p.a.codec));
+  if (p.a.codec.codec != cclCodecNone && peek) {
+    d.args.feedback = collInfo(c.kind).feedback && (c.feedback ? c.feedback->kind() == cclFeedbackResidual
+                                                               : c.comm->policy.autoFeedback == cclFeedbackResidual);
+  } else if (p.a.codec.codec != cclCodecNone) {
+    const AutoFeedback::Slot fb = feedbackFor(c, p.opKind, p.a.codec);
+    d.feedback = deviceFeedback(fb.state);
+    d.feedbackGeneration = fb.generation;
     d.args.feedback = d.feedback != nullptr;
     d.feedbackFloats = coll::feedbackFloats(c.kind, d.args);
   }
@@ -302,7 +310,9 @@ void runCollective(const Call& c) {
   op.chosenByCost = chosenByCost;
   op.predicted = predicted;
   if (op.compressed) {
-    op.feedback = feedbackFor(c, opKind, a.codec);
+    const AutoFeedback::Slot fb = feedbackFor(c, opKind, a.codec);
+    op.feedback = fb.state;
+    op.feedbackGeneration = fb.generation;
     a.feedback = op.feedback != nullptr;
     op.feedbackFloats = coll::feedbackFloats(c.kind, a);
     op.feedbackErrorFloats = codec::isLowRank(a.codec.codec) ? a.count : op.feedbackFloats;
@@ -378,8 +388,9 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
     op.stream = queue;
     if (op.compressed && isSend) {
       Call c{kind, fn, send, recv, count, dtype, cclSum, peer, comm, stream, ex, compression, feedback};
-      op.feedback = feedbackFor(c, op.opKind, a.codec);
-      if (where.device) op.feedback = deviceFeedback(op.feedback);
+      const AutoFeedback::Slot fb = feedbackFor(c, op.opKind, a.codec);
+      op.feedback = where.device ? deviceFeedback(fb.state) : fb.state;
+      op.feedbackGeneration = fb.generation;
       a.feedback = op.feedback != nullptr;
       op.feedbackFloats = coll::feedbackFloats(Coll::kSend, a);
       op.feedbackErrorFloats = codec::isLowRank(a.codec.codec) ? a.count : op.feedbackFloats;
@@ -392,6 +403,7 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
       d.recv = recv;
       d.stream = stream;
       d.feedback = op.feedback;
+      d.feedbackGeneration = op.feedbackGeneration;
       d.feedbackFloats = op.feedbackFloats;
       d.opKind = op.opKind;
       d.key = key;
@@ -427,7 +439,7 @@ DeviceOffer offerDevice(const Call& c) {
     o.why = cclUncompressedFeedback;
     return o;
   }
-  if (declinedOnDevice(deviceCall(c, p))) {
+  if (declinedOnDevice(deviceCall(c, p, true))) {
     o.why = cclUncompressedBound;
     return o;
   }

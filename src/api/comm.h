@@ -100,7 +100,7 @@ struct cclComm {
   unsigned long long autoChosen[cclNumOpKinds] = {};  // CCL_CODEC=auto's calls (cclStats_t)
   unsigned long long autoCompressed[cclNumOpKinds] = {};
   unsigned long long uncompressed[cclNumUncompressedReasons] = {};  // cclStats_t's, noteUncompressed
-  unsigned long long acrossRawBytes = 0, acrossWireBytes = 0;         // cclStats_t's
+  unsigned long long acrossRawBytes = 0, acrossWireBytes = 0;       // cclStats_t's
 
   uint32_t collSeq = 0;                    // collectives issued, matched by order on every rank
   std::vector<uint32_t> sendSeq, recvSeq;  // point-to-point messages per peer

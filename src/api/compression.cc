@@ -112,10 +112,35 @@ codec::Params intraCodecFromEnv(const cclCompression_t* codec) {
   return codec::resolveParams(&c);
 }
 
-cclFeedback* AutoFeedback::get(const void* buffer, size_t count, int op, const Policy& policy) {
-  auto& slot = states_[{buffer, count, op}];
-  if (!slot) slot = std::make_unique<cclFeedback>(policy.autoFeedback, policy.locoBeta, policy.locoReset);
-  return slot.get();
+AutoFeedback::Slot AutoFeedback::get(const void* buffer, size_t count, cclDataType_t dtype, int op,
+                                     const Policy& policy) {
+  const Identity id{buffer, count, static_cast<int>(dtype), op};
+  if (length_ == 0 && next_ > 0 && (sequence_.front().id == id || next_ == kMaxPositions)) {
+    length_ = next_;  // the first call again: the step's length is learned
+    next_ = 0;
+    kept_ = 0;
+  }
+  if (next_ == sequence_.size())
+    sequence_.push_back(
+        Entry{id, std::make_unique<cclFeedback>(policy.autoFeedback, policy.locoBeta, policy.locoReset), 0});
+  const size_t at = next_++;
+  Entry& e = sequence_[at];
+  if (e.id == id) {
+    ++kept_;
+  } else {  // another tensor at this position: it starts from a zero residual
+    e.id = id;
+    ++e.generation;
+  }
+  if (length_ > 0 && next_ == length_) {  // the step's last call
+    barrenSteps_ = kept_ == 0 ? barrenSteps_ + 1 : 0;
+    next_ = 0;
+    kept_ = 0;
+    if (barrenSteps_ == 2) {  // the step's length changed: learn it again
+      length_ = 0;
+      barrenSteps_ = 0;
+    }
+  }
+  return Slot{e.state.get(), e.generation};
 }
 
 }  // namespace ccl::api

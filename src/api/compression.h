@@ -59,13 +59,53 @@ Policy policyFromEnv(const cclCompression_t* codec);
 // collectives, feedback) is the communicator's, as for its default codec.
 codec::Params intraCodecFromEnv(const cclCompression_t* codec);
 
-// Feedback kept per (buffer, count, operation) for calls that pass no handle.
+// Feedback for calls that pass no handle (CCL_FEEDBACK): one state per position in the
+// training step's sequence of such calls, the order DDP's buckets and FSDP's layers repeat
+// every step. A call is known by its identity (operation, count, type, buffer).
+// - The step's length is learned: the calls of the first step take positions 0, 1, ...
+//   until a call repeats the first one's identity, which starts the second step.
+// - From then on the k-th call of a step takes position k (mod the length). It keeps that
+//   position's state only if its identity is the one the position had in the last step;
+//   otherwise the position starts afresh (a new generation: a zero residual). A bucket
+//   rebuild, a reordering, or another tensor at an address an earlier one had, so never
+//   receives another tensor's residual.
+// - Two steps in a row in which no call kept its state (the step's length changed) start the
+//   learning again.
+// Calls of one step with the same identity (one buffer reused for several tensors of one
+// size) cannot be told apart in the first step: the second starts a step of length one; pass
+// feedback handles (cclFeedback_t) to tell them apart. At most kMaxPositions positions are
+// kept: the states are bounded by one step's tensors, and freed with the communicator.
 class AutoFeedback {
  public:
-  cclFeedback* get(const void* buffer, size_t count, int op, const Policy& policy);
+  static constexpr size_t kMaxPositions = 1024;
+  struct Slot {
+    cclFeedback* state = nullptr;
+    uint64_t generation = 0;  // FeedbackState::prepare's: new when the position's tensor changed
+  };
+  Slot get(const void* buffer, size_t count, cclDataType_t dtype, int op, const Policy& policy);
+  // Positions kept (at most the longest step seen, and kMaxPositions).
+  size_t positions() const { return sequence_.size(); }
+  // The step's length once learned; 0 while learning.
+  size_t stepLength() const { return length_; }
 
  private:
-  std::map<std::tuple<const void*, size_t, int>, std::unique_ptr<cclFeedback>> states_;
+  struct Identity {
+    const void* buffer;
+    size_t count;
+    int dtype;
+    int op;
+    bool operator==(const Identity&) const = default;
+  };
+  struct Entry {
+    Identity id;
+    std::unique_ptr<cclFeedback> state;
+    uint64_t generation = 0;
+  };
+  std::vector<Entry> sequence_;
+  size_t next_ = 0;      // the next call's position
+  size_t length_ = 0;    // the step's length; 0: learning it
+  size_t kept_ = 0;      // calls of the current step that kept their state
+  int barrenSteps_ = 0;  // steps in a row in which no call kept its state
 };
 
 }  // namespace ccl::api

@@ -200,9 +200,9 @@ void runOnDevice(std::span<const DeviceCall> calls) {
     for (size_t i = 0; i < calls.size(); ++i) {
       const DeviceCall& c = calls[i];
       // As the host state is: zeroed when the handle is new or last served another operation or size.
-      float* residual = c.feedback && plans[i].compressed
-                            ? runner.residual({c.feedback->serial, 0}, c.feedbackFloats, c.opKind, caller)
-                            : nullptr;
+      float* residual = c.feedback && plans[i].compressed ? runner.residual(c.feedback->serial, c.feedbackGeneration,
+                                                                            c.feedbackFloats, c.opKind, caller)
+                                                          : nullptr;
       auto stats = std::make_shared<coll::ExecStats>(statsFor(comm));
       coll::StreamJob& job = jobs[i];
       job.plan = plans[i].plan;

@@ -51,6 +51,7 @@ struct DeviceCall {
   void* recv = nullptr;
   cclStream_t stream = nullptr;
   cclFeedback* feedback = nullptr;  // residual kind, or null
+  uint64_t feedbackGeneration = 0;  // AutoFeedback::Slot's: a new one zeroes the residual
   size_t feedbackFloats = 0;
   int opKind = 0;
   PlanKey key{};

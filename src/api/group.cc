@@ -26,7 +26,9 @@ thread_local GroupState tlsGroup;
 coll::Job makeJob(const Op& op, void* scratch, coll::ExecStats* stats) {
   coll::Job j;
   j.plan = op.plan.get();
-  float* feedback = op.feedback ? op.feedback->prepare(op.opKind, op.feedbackFloats, op.feedbackErrorFloats) : nullptr;
+  float* feedback =
+      op.feedback ? op.feedback->prepare(op.opKind, op.feedbackFloats, op.feedbackErrorFloats, op.feedbackGeneration)
+                  : nullptr;
   j.buffers = {op.send, op.recv, scratch, feedback};
   j.transport = op.comm->transport.get();
   j.tagBase = op.tagBase;

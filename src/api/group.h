@@ -30,6 +30,7 @@ struct Op {
   bool chosenByCost = false;        // CCL_CODEC=auto chose its codec and algorithm (the statistics)
   double predicted = 0;             // the cost model's time for it, seconds (0: none; noteCallTime)
   cclFeedback* feedback = nullptr;  // error-feedback state the plan's encodes use
+  uint64_t feedbackGeneration = 0;  // AutoFeedback::Slot's (0 for a caller's handle)
   size_t feedbackFloats = 0;
   size_t feedbackErrorFloats = 0;  // of which the error (the low-rank codec's warm start follows)
   uint64_t signature = 0;          // see coll::Job::signature; 0 for point-to-point

@@ -9,11 +9,13 @@
 
 namespace ccl::codec {
 
-float* FeedbackState::prepare(int op, size_t floats, size_t errorFloats) {
+float* FeedbackState::prepare(int op, size_t floats, size_t errorFloats, uint64_t generation) {
   errorFloats_ = std::min(errorFloats, floats);
-  if (op != op_ || residual_.size() != floats) {
-    if (op_ >= 0) CCL_INFO("error feedback state reset: used for another operation or size");
+  if (op != op_ || residual_.size() != floats || generation != generation_) {
+    if (op_ >= 0 && generation == generation_)
+      CCL_INFO("error feedback state reset: used for another operation or size");
     op_ = op;
+    generation_ = generation;
     residual_.assign(floats, 0.0f);
     stored_.clear();
     storedBytes_ = 0;

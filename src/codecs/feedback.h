@@ -25,9 +25,10 @@ class FeedbackState {
   cclFeedbackKind_t kind() const { return kind_; }
 
   // The fp32 residual (`floats` values) the next call of operation `op` reads and updates.
-  // State kept for another operation or size is cleared first. LoCo: the stored average.
+  // State kept for another operation or size, or under another `generation` (its owner's
+  // word that it now serves another tensor), is cleared first. LoCo: the stored average.
   // The first `errorFloats` of them are the error (the rest, the low-rank codec's warm start).
-  float* prepare(int op, size_t floats, size_t errorFloats);
+  float* prepare(int op, size_t floats, size_t errorFloats, uint64_t generation = 0);
   // After the call: LoCo folds the call's error into its moving average and stores it.
   void finish();
 
@@ -47,6 +48,7 @@ class FeedbackState {
   size_t storedBytes_ = 0;
   uint64_t calls_ = 0;
   int op_ = -1;
+  uint64_t generation_ = 0;
   size_t errorFloats_ = 0;
 };
 

@@ -161,9 +161,9 @@ char* DeviceRunner::begin(Stream& caller, size_t scratchBytes) {
   return static_cast<char*>(scratch_);
 }
 
-float* DeviceRunner::residual(ResidualKey key, size_t floats, int kind, Stream& caller) {
-  Residual& r = residuals_[key];
-  if (r.memory && (r.floats != floats || r.kind != kind)) {
+float* DeviceRunner::residual(uint64_t holder, uint64_t generation, size_t floats, int kind, Stream& caller) {
+  Residual& r = residuals_[holder];
+  if (r.memory && (r.floats != floats || r.kind != kind || r.generation != generation)) {
     device_->free(r.memory, caller);
     r = {};
   }
@@ -172,6 +172,7 @@ float* DeviceRunner::residual(ResidualKey key, size_t floats, int kind, Stream& 
     r.memory = static_cast<float*>(device_->allocZeroed(floats * sizeof(float), caller));
     r.floats = floats;
     r.kind = kind;
+    r.generation = generation;
   }
   return r.memory;
 }

@@ -72,11 +72,11 @@ class DeviceRunner {
   // calls, whatever their stream, and grows scratch to `scratchBytes` (zero-filled when new).
   // Returns the scratch.
   char* begin(Stream& caller, size_t scratchBytes);
-  // The residual kept under `key` (the caller's: a feedback handle, a buffer and count):
-  // `floats` fp32 in device memory, zeroed when new or when its size or `kind` (the
-  // operation it serves) changed since the last call.
-  using ResidualKey = std::pair<uint64_t, uint64_t>;
-  float* residual(ResidualKey key, size_t floats, int kind, Stream& caller);
+  // The residual kept for `holder` (the caller's: a feedback handle's serial): `floats` fp32 in
+  // device memory, zeroed when new or when its size, `kind` (the operation it serves) or
+  // `generation` (the holder's word that it now serves another tensor) changed since the last
+  // call. One per holder: a new generation reuses (or replaces) the holder's memory.
+  float* residual(uint64_t holder, uint64_t generation, size_t floats, int kind, Stream& caller);
   // Enqueues `jobs` (their buffers in this runner's scratch and residuals) on `caller` and
   // notes where they end, for begin()'s ordering. What would wait for staging goes to the
   // runner's launcher thread (stream_executor.h, Launcher): the caller never does.
@@ -87,6 +87,7 @@ class DeviceRunner {
     float* memory = nullptr;
     size_t floats = 0;
     int kind = -1;
+    uint64_t generation = 0;
   };
   class CallLauncher;
   StreamCounts counts_;  // before the streams that count into it
@@ -98,7 +99,7 @@ class DeviceRunner {
   std::map<void*, std::unique_ptr<Stream>> callers_;
   void* scratch_ = nullptr;
   size_t scratchBytes_ = 0;
-  std::map<ResidualKey, Residual> residuals_;
+  std::map<uint64_t, Residual> residuals_;
   PlanCache<Planned> plans_;
   Stream* last_ = nullptr;  // the stream of the previous calls, and their end
   Event lastDone_;

@@ -136,7 +136,7 @@ TEST(DeviceRunner, FeedbackCallsOnTwoStreamsLeaveTheHostExecutorsBytes) {
       std::memcpy(send[k]->p, input[k][r].data(), count * 4);
       coll::Stream& caller = runner->caller((k % 2 ? b : a).s);
       char* scratch = runner->begin(caller, p.plan->scratchBytes);
-      residual = runner->residual({7, 0}, floats, 1, caller);
+      residual = runner->residual(7, 0, floats, 1, caller);
       coll::StreamJob job{p.plan,  p.schedule, coll::Buffers{send[k]->p, recv[k]->p, scratch, residual}, 0, 100u + k,
                           nullptr, {}};
       runner->run(std::span<const coll::StreamJob>(&job, 1), caller);
@@ -157,22 +157,28 @@ TEST(DeviceRunner, FeedbackCallsOnTwoStreamsLeaveTheHostExecutorsBytes) {
   }
 }
 
-TEST(DeviceRunner, AResidualRestartsWhenItsSizeOrOperationChanges) {
+TEST(DeviceRunner, AResidualRestartsWhenItsSizeOperationOrGenerationChanges) {
   const auto fabric = transport::makeFabric(1);
   const auto t = transport::createLocalTransport(fabric, 0);
   auto runner = runnerOver(*t, true);
   SimStream s(0);
   coll::Stream& caller = runner->caller(s.s);
-  float* r = runner->residual({1, 2}, 16, 0, caller);
+  float* r = runner->residual(1, 2, 16, 0, caller);
   s.synchronize();
   r[3] = 5.0f;
-  EXPECT_EQ(runner->residual({1, 2}, 16, 0, caller)[3], 5.0f) << "kept for the same key, size and operation";
-  EXPECT_EQ(runner->residual({1, 3}, 16, 0, caller)[3], 0.0f) << "another key";
-  float* other = runner->residual({1, 2}, 16, 1, caller);
+  EXPECT_EQ(runner->residual(1, 2, 16, 0, caller)[3], 5.0f)
+      << "kept for the same holder, generation, size and operation";
+  float* next = runner->residual(1, 3, 16, 0, caller);
+  s.synchronize();
+  EXPECT_EQ(next[3], 0.0f) << "another generation";
+  next[3] = 6.0f;
+  EXPECT_EQ(runner->residual(4, 3, 16, 0, caller)[3], 0.0f) << "another holder";
+  EXPECT_EQ(runner->residual(1, 3, 16, 0, caller)[3], 6.0f) << "the holder's, not the other holder's";
+  float* other = runner->residual(1, 3, 16, 1, caller);
   s.synchronize();
   EXPECT_EQ(other[3], 0.0f) << "another operation";
   other[0] = 1.0f;
-  float* bigger = runner->residual({1, 2}, 32, 1, caller);
+  float* bigger = runner->residual(1, 3, 32, 1, caller);
   s.synchronize();
   EXPECT_EQ(bigger[0], 0.0f) << "another size";
   runner->commStream().synchronize();
@@ -195,7 +201,7 @@ TEST(DeviceRunner, DestroyedWithACallInFlightFreesOnlyAfterItRan) {
     while (!open.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   });
   char* scratch = runner->begin(caller, p.plan->scratchBytes);
-  float* residual = runner->residual({9, 0}, coll::feedbackFloats(coll::Coll::kAllReduce, args), 1, caller);
+  float* residual = runner->residual(9, 0, coll::feedbackFloats(coll::Coll::kAllReduce, args), 1, caller);
   coll::StreamJob job{p.plan, p.schedule, coll::Buffers{send.p, recv.p, scratch, residual}, 0, 1, nullptr, {}};
   job.finished = [&](cclResult_t, const std::string&) { ran.store(true); };
   runner->run(std::span<const coll::StreamJob>(&job, 1), caller);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "api/compression.h"
 #include "collectives/algorithms.h"
@@ -73,6 +74,11 @@ TEST(PublicNames, EveryEnumRoundTripsThroughItsName) {
   EXPECT_STREQ(cclAlgorithmName(hier), "hier");
   EXPECT_STREQ(cclAlgorithmName(0), "auto");
   for (int bad : {-1, cclAlgorithmCount()}) EXPECT_STREQ(cclAlgorithmName(bad), "invalid");
+  ASSERT_EQ(cclUncompressedReasonCount(), cclNumUncompressedReasons);
+  for (int r = 0; r < cclNumUncompressedReasons; ++r)
+    EXPECT_STRNE(cclUncompressedReasonName(static_cast<cclUncompressedReason_t>(r)), "invalid") << r;
+  EXPECT_STREQ(cclUncompressedReasonName(cclUncompressedNotListed), "not_listed");
+  EXPECT_STREQ(cclUncompressedReasonName(cclNumUncompressedReasons), "invalid");
   EXPECT_STREQ(cclOpKindName(cclNumOpKinds), "invalid");
   EXPECT_STREQ(cclCodecName(cclNumCodecs), "invalid");
   cclOpKind_t kind;
@@ -102,6 +108,51 @@ TEST(PublicNames, CompressListParseIsCclCompress) {
   EXPECT_EQ(cclCompressListParse("reduce", &mask), cclInvalidArgument) << "never compressed";
   EXPECT_EQ(cclCompressListParse(nullptr, &mask), cclInvalidArgument);
   EXPECT_EQ(cclCompressListParse("all", nullptr), cclInvalidArgument);
+}
+
+// Feedback without a handle, by position in the step (api/compression.h, AutoFeedback).
+TEST(AutoFeedback, StatesFollowThePositionsOfTheStep) {
+  ccl::api::Policy policy;
+  policy.autoFeedback = cclFeedbackResidual;
+  ccl::api::AutoFeedback fb;
+  char buf[8];
+  auto call = [&](int b, size_t count) { return fb.get(&buf[b], count, cclFloat32, 0, policy); };
+  // DDP: three buckets a step. The step's length is learned at the first call of step 2,
+  // and each bucket keeps its state.
+  std::vector<ccl::api::AutoFeedback::Slot> first;
+  for (int b = 0; b < 3; ++b) first.push_back(call(b, 100 + b));
+  for (int step = 0; step < 3; ++step)
+    for (int b = 0; b < 3; ++b) {
+      const auto s = call(b, 100 + b);
+      EXPECT_EQ(s.state, first[b].state) << "step " << step << " bucket " << b;
+      EXPECT_EQ(s.generation, first[b].generation) << "step " << step << " bucket " << b;
+    }
+  EXPECT_EQ(fb.stepLength(), 3u);
+  EXPECT_EQ(fb.positions(), 3u);
+  // A rebuild to two buckets, the second at bucket 0's address with its count: no state is
+  // kept across it (new generations), then the new step's length is learned again and its
+  // buckets keep their states.
+  std::vector<ccl::api::AutoFeedback::Slot> rebuilt;
+  for (int step = 0; step < 6; ++step)
+    for (int b : {5, 0}) {
+      const auto s = call(b, b == 0 ? 100 : 7);
+      if (step == 0) {
+        const size_t pos = b == 5 ? 0 : 1;
+        EXPECT_NE(s.generation, first[pos].generation) << "bucket " << b << " kept position " << pos << "'s state";
+      }
+      if (step == 5) rebuilt.push_back(s);
+    }
+  EXPECT_EQ(fb.stepLength(), 2u) << "the step's length is learned again";
+  for (int b : {5, 0}) {
+    const auto s = call(b, b == 0 ? 100 : 7);
+    EXPECT_EQ(s.generation, rebuilt[b == 5 ? 0 : 1].generation) << "bucket " << b << " after the rebuild";
+    EXPECT_EQ(s.state, rebuilt[b == 5 ? 0 : 1].state);
+  }
+  // Calls that never repeat keep at most kMaxPositions states.
+  ccl::api::AutoFeedback endless;
+  std::vector<float> many(5000);
+  for (size_t i = 0; i < many.size(); ++i) endless.get(&many[i], 1, cclFloat32, 0, policy);
+  EXPECT_LE(endless.positions(), ccl::api::AutoFeedback::kMaxPositions);
 }
 
 TEST(FeedbackKind, Names) {

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Error feedback kept without a handle (CCL_FEEDBACK=ef) follows the tensor's position in the
+// step, not its address: two steps of buckets A and C, then a rebuild that lays out D and B,
+// B at A's old address with A's count. B's residual starts from zero, and every call leaves
+// the bytes the same calls with one feedback handle per tensor leave (a handle made new for
+// each tensor of the rebuild). Keyed by address, B would receive A's residual.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "ccl/ccl.h"
+#include "scoped_env.h"
+#include "world.h"
+
+namespace {
+
+using ccltest::World;
+
+struct Tensor {
+  size_t at;  // offset in the rank's arena (floats): its address
+  size_t count;
+  uint32_t seed;  // 0: zeros
+};
+
+std::vector<float> values(const Tensor& t, int rank, int step) {
+  std::vector<float> v(t.count, 0.0f);
+  if (t.seed == 0) return v;
+  std::mt19937 rng(t.seed * 100u + static_cast<uint32_t>(rank) * 10u + static_cast<uint32_t>(step));
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+TEST(Feedback, AutoStateFollowsThePositionNotTheAddress) {
+  const int n = 2;
+  const Tensor A{0, 4096, 1}, C{8192, 1024, 2}, D{16384, 2048, 3}, B{0, 4096, 0};
+  const std::vector<std::vector<Tensor>> steps = {{A, C}, {A, C}, {D, B}, {D, B}, {D, B}};
+  ccltest::ScopedEnv codec("CCL_CODEC", "int4"), fb("CCL_FEEDBACK", "ef"), shm("CCL_CODEC_SHM", "on"),
+      min("CCL_CODEC_MIN_BYTES", "0");
+  World autoWorld(n), handleWorld(n);
+  ASSERT_TRUE(autoWorld.ready() && handleWorld.ready());
+  // got[world][rank][call]: every call's result.
+  std::vector<std::vector<std::vector<std::vector<float>>>> got(2, std::vector<std::vector<std::vector<float>>>(n));
+  for (int w = 0; w < 2; ++w) {
+    (w == 0 ? autoWorld : handleWorld).run([&](int r, cclComm_t comm) {
+      std::vector<float> arena(20000, 0.0f);
+      cclCompression_t z = CCL_COMPRESSION_INITIALIZER;
+      z.codec = cclCodecInt4;
+      cclFeedback_t hA = nullptr, hC = nullptr, hD = nullptr, hB = nullptr;
+      for (cclFeedback_t* h : {&hA, &hC, &hD, &hB})
+        ASSERT_EQ(cclFeedbackCreate(h, cclFeedbackResidual, 0, 0), cclSuccess);
+      for (size_t s = 0; s < steps.size(); ++s)
+        for (const Tensor& t : steps[s]) {
+          const std::vector<float> v = values(t, r, static_cast<int>(s));
+          float* p = arena.data() + t.at;
+          std::memcpy(p, v.data(), t.count * sizeof(float));
+          if (w == 0) {
+            ASSERT_EQ(cclAllReduce(p, p, t.count, cclFloat32, cclSum, comm, nullptr), cclSuccess);
+          } else {
+            cclFeedback_t h = &t == &steps[s][0] ? (s < 2 ? hA : hD) : (s < 2 ? hC : hB);
+            ASSERT_EQ(cclAllReduceEx(p, p, t.count, cclFloat32, cclSum, comm, nullptr, &z, h), cclSuccess);
+          }
+          got[w][r].emplace_back(p, p + t.count);
+        }
+      for (cclFeedback_t h : {hA, hC, hD, hB}) cclFeedbackDestroy(h);
+    });
+  }
+  for (int r = 0; r < n; ++r) {
+    ASSERT_EQ(got[0][r].size(), got[1][r].size());
+    for (size_t k = 0; k < got[0][r].size(); ++k)
+      EXPECT_EQ(std::memcmp(got[0][r][k].data(), got[1][r][k].data(), got[0][r][k].size() * sizeof(float)), 0)
+          << "rank " << r << " call " << k << ": the kept feedback differs from one handle per tensor";
+    // B's first call sums zeros: a fresh residual leaves exact zeros, A's would not.
+    for (float x : got[0][r][5]) ASSERT_EQ(x, 0.0f) << "rank " << r << ": B received another tensor's residual";
+  }
+}
+
+}  // namespace
