@@ -11,16 +11,25 @@ py=$("$root/scripts/torch_venv.sh")
 venv=$(cd "$(dirname "$py")/.." && pwd)
 stamp="$venv/.ccl-python-inputs.sha256"
 
+# CUDA kernels in the package's libccl: CCL_PYTHON_CUDA=ON or OFF, or by default ON where this
+# machine has an NVIDIA device (the main build compiles them wherever nvcc exists; a package
+# for a machine without a GPU would only carry them unused).
+cuda=${CCL_PYTHON_CUDA:-}
+if [ -z "$cuda" ]; then
+  if ls /dev/nvidia[0-9]* >/dev/null 2>&1; then cuda=AUTO; else cuda=OFF; fi
+fi
 # Everything the wheel is made of: the package, its build files, and libccl's sources.
-inputs=$(find python/ccl python/CMakeLists.txt python/pyproject.toml python/README.md CMakeLists.txt cmake \
-              include src -type f -not -name '*.pyc' -not -path '*/__pycache__/*' | LC_ALL=C sort |
-         xargs sha256sum | sha256sum | cut -d' ' -f1)
+inputs=$( (echo "CCL_ENABLE_CUDA=$cuda"
+           find python/ccl python/CMakeLists.txt python/pyproject.toml python/README.md CMakeLists.txt cmake \
+                include src -type f -not -name '*.pyc' -not -path '*/__pycache__/*' | LC_ALL=C sort |
+             xargs sha256sum) | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$inputs" ] || ! "$py" -c "import ccl" >/dev/null 2>&1; then
   echo "python_install: installing ./python into $venv" >&2
   start=$(date +%s)
   # No build isolation: the environment already has scikit-build-core and ninja, and this
   # keeps the install working offline.
-  "$py" -m pip install -q --no-build-isolation --no-deps --force-reinstall ./python >&2
+  "$py" -m pip install -q --no-build-isolation --no-deps --force-reinstall \
+    --config-settings=cmake.define.CCL_ENABLE_CUDA="$cuda" ./python >&2
   echo "python_install: installed in $(( $(date +%s) - start )) s" >&2
   echo "$inputs" > "$stamp"
 fi

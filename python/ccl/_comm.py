@@ -11,8 +11,8 @@ from . import _group
 from ._buffers import Buffer, as_buffer, block_view, check_count, check_overlap, check_same_dtype, empty
 from ._compression import Compression, CompressionLike, Feedback, to_compression
 from ._errors import CclError, CclInvalidUsage, Result, check, error_for
-from ._lib import (CONFIG_MAGIC, CONFIG_UNDEF_INT, HEADER_VERSION_CODE, STATS_MAGIC, UNIQUE_ID_BYTES,
-                   ConfigStruct, StatsStruct, UniqueIdStruct, lib)
+from ._lib import (CONFIG_MAGIC, CONFIG_UNDEF_INT, HEADER_VERSION_CODE, STATS_MAGIC, UNCOMPRESSED_REASON_NAMES,
+                   UNIQUE_ID_BYTES, ConfigStruct, StatsStruct, UniqueIdStruct, lib)
 from ._stream import current_stream
 from ._types import OpKind, OpLike, to_op
 
@@ -172,8 +172,15 @@ class Stats(Mapping[str, OpStats]):
     ccl.OpKind's names (cclOpKindName: "allreduce", "broadcast", "reduce", "allgather",
     "reducescatter", "alltoall", "gather", "scatter", "send", "recv"); :attr:`total` sums them."""
 
-    def __init__(self, per_op: Mapping[str, OpStats]):
+    def __init__(self, per_op: Mapping[str, OpStats], uncompressed: Optional[Mapping[str, int]] = None,
+                 across_raw_bytes: int = 0, across_wire_bytes: int = 0):
         self._per_op = dict(per_op)
+        #: Calls the default codec left uncompressed, by reason (cclUncompressedReasonName:
+        #: "not_listed", "small", "dtype", ...); reasons with no call are left out.
+        self.uncompressed = dict(uncompressed or {})
+        #: Of the bytes sent (raw and on the wire), those sent to ranks of other nodes.
+        self.across_raw_bytes = across_raw_bytes
+        self.across_wire_bytes = across_wire_bytes
 
     def __getitem__(self, key: str) -> OpStats:
         return self._per_op[key]
@@ -451,7 +458,9 @@ class Comm:
         self._call("cclCommGetStats", _COMM, ctypes.byref(s))
         return Stats({k.name.lower(): OpStats(o.calls, o.compressedCalls, o.rawBytes, o.wireBytes, o.codecSeconds,
                                               s.autoChosen[k], s.autoCompressed[k])
-                      for k, o in zip(OpKind, s.op)})
+                      for k, o in zip(OpKind, s.op)},
+                     {name: n for name, n in zip(UNCOMPRESSED_REASON_NAMES, s.uncompressed) if n},
+                     s.acrossRawBytes, s.acrossWireBytes)
 
     # ---- collectives ----
 

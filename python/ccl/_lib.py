@@ -143,6 +143,7 @@ CODEC_NAMES = _names("cclCodecName", "cclCodecCount")
 OP_KIND_NAMES = _names("cclOpKindName", "cclOpKindCount")
 ALGORITHM_NAMES = _names("cclAlgorithmName", "cclAlgorithmCount")
 NUM_OP_KINDS = len(OP_KIND_NAMES)
+UNCOMPRESSED_REASON_NAMES = _names("cclUncompressedReasonName", "cclUncompressedReasonCount")
 
 
 class StatsStruct(Structure):
@@ -155,6 +156,9 @@ class StatsStruct(Structure):
         ("autoCompressed", c_ulonglong * NUM_OP_KINDS),
         ("deviceCommands", c_ulonglong),
         ("deviceHostFunctions", c_ulonglong),
+        ("uncompressed", c_ulonglong * len(UNCOMPRESSED_REASON_NAMES)),
+        ("acrossRawBytes", c_ulonglong),
+        ("acrossWireBytes", c_ulonglong),
     ]
 
 

@@ -87,6 +87,8 @@ def _stats(comm):
     assert s.total.calls == sum(v.calls for v in s.values())
     assert set(s) == {k.name.lower() for k in ccl.OpKind} and len(s.as_dict()) == 10
     assert s.allreduce.compression_ratio == pytest.approx(1.0) and n >= 2
+    # No default codec: nothing counted as left uncompressed; one node: nothing across nodes.
+    assert s.uncompressed == {} and s.across_raw_bytes == 0 and s.across_wire_bytes == 0
 
 
 def test_stats(ranks2):
