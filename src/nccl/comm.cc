@@ -57,7 +57,12 @@ void makeRealComm(ncclComm& c, int device) {
     return;
   }
   cuda::setDevice(device);
-  const ncclResult_t r = CCL_REAL(ncclCommInitRank)(&c.real, c.nranks, msg.id, c.rank);
+  // The caller's config goes to the real communicator: what NCCL does with it is NCCL's.
+  std::vector<unsigned char> config = realConfig(c.config);
+  const ncclResult_t r = config.empty()
+                             ? CCL_REAL(ncclCommInitRank)(&c.real, c.nranks, msg.id, c.rank)
+                             : CCL_REAL(ncclCommInitRankConfig)(&c.real, c.nranks, msg.id, c.rank,
+                                                                reinterpret_cast<ncclConfig_t*>(config.data()));
   std::string why;
   if (r != ncclSuccess) {
     const char* last = CCL_REAL(ncclGetLastError)(nullptr);

@@ -28,6 +28,24 @@ FaceConfig readConfig(const ncclConfig_t* user) {
   out.given = true;
   out.blocking = c.blocking != 0;  // undefined means blocking, as in NCCL
   if (c.commName) out.commName = c.commName;
+  if (c.netName) out.netName = c.netName;
+  const auto* raw = reinterpret_cast<const unsigned char*>(user);
+  out.bytes.assign(raw, raw + std::min(user->size, FaceConfig::kMaxBytes));
+  return out;
+}
+
+std::vector<unsigned char> realConfig(const FaceConfig& c) {
+  if (!c.given) return {};
+  std::vector<unsigned char> out = c.bytes;
+  auto set = [&](size_t offset, const void* value, size_t bytes) {
+    if (offset + bytes <= out.size()) std::memcpy(out.data() + offset, value, bytes);
+  };
+  const int blocking = 1;
+  set(offsetof(ncclConfig_t, blocking), &blocking, sizeof(int));
+  const char* net = c.netName.empty() ? nullptr : c.netName.c_str();
+  const char* name = c.commName.empty() ? nullptr : c.commName.c_str();
+  set(offsetof(ncclConfig_t, netName), &net, sizeof(net));
+  set(offsetof(ncclConfig_t, commName), &name, sizeof(name));
   return out;
 }
 

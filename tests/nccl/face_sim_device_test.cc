@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "nccl/comm.h"  // the face's communicator, for ccl's statistics behind it
+#include "nccl/config_compat.h"
 #include "sim_device.h"
 
 namespace ccltest {
@@ -280,6 +281,40 @@ TEST(FaceSimDevice, TwoNodesOfFourRanks) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(codes[r], 0) << "rank " << r << " (its stderr says why)";
+}
+
+// The caller's ncclConfig_t reaches the real communicator: every field as it was set (a later
+// NCCL's longer layout included), but blocking, and strings that outlive the caller's.
+TEST(FaceConfig, TheCallersFieldsGoToTheRealCommunicator) {
+  struct Longer {
+    ncclConfig_t base;
+    int later[4];  // fields of a later NCCL than the one the face was built with
+  } user{NCCL_CONFIG_INITIALIZER, {11, 12, 13, 14}};
+  user.base.size = sizeof(Longer);
+  user.base.blocking = 0;
+  user.base.cgaClusterSize = 4;
+  user.base.maxCTAs = 16;
+  user.base.trafficClass = 3;
+  std::string net = "ib0", name = "trainer";
+  user.base.netName = net.c_str();
+  user.base.commName = name.c_str();
+  const ccl::nccl::FaceConfig fc = ccl::nccl::readConfig(&user.base);
+  net = "changed";  // the caller's strings may go once the call returned
+  name = "changed";
+  std::vector<unsigned char> bytes = ccl::nccl::realConfig(fc);
+  ASSERT_EQ(bytes.size(), sizeof(Longer));
+  Longer got;
+  std::memcpy(&got, bytes.data(), sizeof(got));
+  EXPECT_EQ(got.base.size, sizeof(Longer));
+  EXPECT_EQ(got.base.blocking, 1) << "made blocking on the face's own thread";
+  EXPECT_EQ(got.base.cgaClusterSize, 4);
+  EXPECT_EQ(got.base.maxCTAs, 16);
+  EXPECT_EQ(got.base.trafficClass, 3);
+  EXPECT_EQ(got.base.minCTAs, NCCL_CONFIG_UNDEF_INT);
+  EXPECT_STREQ(got.base.netName, "ib0");
+  EXPECT_STREQ(got.base.commName, "trainer");
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(got.later[i], 11 + i);
+  EXPECT_TRUE(ccl::nccl::realConfig(ccl::nccl::readConfig(nullptr)).empty()) << "no config: ncclCommInitRank";
 }
 
 }  // namespace
