@@ -566,6 +566,17 @@ CCL_API const char* cclUncompressedReasonName(cclUncompressedReason_t reason);
 /* The number of reasons of the library loaded (its cclNumUncompressedReasons). */
 CCL_API int cclUncompressedReasonCount(void);
 
+/* ccl's options in NCCL 2.31's per-collective configuration (ncclCollConfig_t.ext, a list of
+ * ncclConfigExt_t {key.vendorId, key.optionId, val}), read by the NCCL face's nccl*Config
+ * calls, so an NCCL program can choose compression per call without this header:
+ *   vendorId CCL_NCCL_VENDOR_ID, optionId CCL_NCCL_OPTION_CODEC, val.s a codec's name as
+ *   cclCodecName spells it ("int8", "fp8_e4m3", ..., "none"): the call takes that codec, with
+ *   the CCL_CODEC_* parameters, as an *Ex call's compression (whatever CCL_COMPRESS says).
+ * Other vendors' options are ignored; an unknown option of ccl's, a duplicate or a name that is
+ * not a codec's is ncclInvalidArgument. */
+#define CCL_NCCL_VENDOR_ID 0x0cc1a5
+#define CCL_NCCL_OPTION_CODEC 1
+
 #define CCL_STATS_MAGIC 0xcc15a7a5u
 typedef struct cclStats_v1 {
   size_t size;          /* sizeof(cclStats_t) as the caller saw it */

@@ -20,14 +20,11 @@ uint64_t cclFeedback::nextSerial() {
 }
 
 namespace ccl::api {
-namespace {
 
-// The codec `name` (read from the variable `var`) with the CCL_CODEC_* parameters, as a
-// caller's struct would give it.
-cclCompression_t compressionFromEnv(const std::string& name, const char* var) {
+cclCompression_t compressionNamed(const std::string& name, const char* what) {
   cclCompression_t c = CCL_COMPRESSION_INITIALIZER;
   CCL_CHECK(cclCodecFromName(name.c_str(), &c.codec) == cclSuccess, cclInvalidArgument,
-            std::string(var) + "='" + name + "' is not a codec name");
+            std::string(what) + "='" + name + "' is not a codec name");
   c.blockSize = static_cast<int>(config::codecBlock());
   if (codec::codecInfo(c.codec).fp16Scales) c.scaleBits = static_cast<int>(config::codecScaleBits());
   if (codec::isSparsifier(c.codec)) c.bits = static_cast<int>(config::codecValueBits());
@@ -38,8 +35,6 @@ cclCompression_t compressionFromEnv(const std::string& name, const char* var) {
   if (codec::isLowRank(c.codec)) c.rank = static_cast<int>(config::codecRank());
   return c;
 }
-
-}  // namespace
 
 uint32_t parseCompressList(const std::string& list) {
   uint32_t mask = 0;
@@ -88,14 +83,14 @@ Policy policyFromEnv(const cclCompression_t* codec) {
     for (size_t at = 5; at < value.size();) {
       const size_t end = std::min(value.find(',', at), value.size());
       const std::string name = value.substr(at, end - at);
-      cclCompression_t c = compressionFromEnv(name, "CCL_CODEC");
+      cclCompression_t c = compressionNamed(name, "CCL_CODEC");
       p.allowed.push_back(codec::resolveParams(&c));
       CCL_CHECK(p.allowed.back().codec != cclCodecNone && !codec::isLowRank(p.allowed.back().codec), cclInvalidArgument,
                 "CCL_CODEC=" + value + ": " + name + " is not a codec auto can choose");
       at = end + 1;
     }
   } else {
-    cclCompression_t c = compressionFromEnv(value, "CCL_CODEC");
+    cclCompression_t c = compressionNamed(value, "CCL_CODEC");
     p.codec = codec::resolveParams(&c);
   }
   p.minBytes = static_cast<size_t>(std::max<int64_t>(0, config::codecMinBytes()));
@@ -108,7 +103,7 @@ Policy policyFromEnv(const cclCompression_t* codec) {
 
 codec::Params intraCodecFromEnv(const cclCompression_t* codec) {
   if (codec) return codec::resolveParams(codec);
-  cclCompression_t c = compressionFromEnv(config::codecIntra(), "CCL_CODEC_INTRA");
+  cclCompression_t c = compressionNamed(config::codecIntra(), "CCL_CODEC_INTRA");
   return codec::resolveParams(&c);
 }
 

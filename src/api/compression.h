@@ -47,6 +47,10 @@ struct Policy {
 // Error(cclInvalidArgument) for an unknown name or one that is never compressed.
 uint32_t parseCompressList(const std::string& list);
 
+// The codec `name` (as cclCodecName spells it) with the CCL_CODEC_* parameters, as a caller's
+// struct would give it; throws Error(cclInvalidArgument) naming `what` for an unknown name.
+cclCompression_t compressionNamed(const std::string& name, const char* what);
+
 // CCL_FEEDBACK's value (none, ef or residual, loco; any case); throws like parseCompressList.
 cclFeedbackKind_t parseFeedbackKind(const std::string& value);
 

@@ -36,6 +36,11 @@ size_t reductionInputCount(const CollCall& call, int nranks) {
 // own device path).
 void runCcl(ncclComm& c, const CollCall& call, cclStream_t stream) {
   const cclDataType_t t = cclType(call.dtype);
+  // An nccl*Config call's codec, as an *Ex call's compression; NULL: the policy's.
+  const cclCompression_t* z = call.hasCodec ? &call.codec : nullptr;
+  CCL_CHECK(!z || z->codec == cclCodecNone || coll::collInfo(call.kind).compressible, cclInvalidArgument,
+            std::string(call.fn) + ": ccl's codec option names " + cclCodecName(z ? z->codec : cclCodecNone) +
+                ", but " + coll::collInfo(call.kind).name + " is never compressed");
   if (stream && static_cast<int>(call.op) >= static_cast<int>(ncclNumOps) && coll::collInfo(call.kind).reduction)
     throw Error(cclInvalidUsage,
                 "a PreMulSum reduction of device buffers needs NVIDIA's NCCL, which this "
@@ -50,21 +55,23 @@ void runCcl(ncclComm& c, const CollCall& call, cclStream_t stream) {
     group::noteHostOp();
     switch (call.kind) {
       case Coll::kAllReduce:
-        return cclCheck(cclAllReduce(in.send, call.recv, call.count, t, in.op, c.ccl, stream), "cclAllReduce");
+        return cclCheck(cclAllReduceEx(in.send, call.recv, call.count, t, in.op, c.ccl, stream, z, nullptr),
+                        "cclAllReduce");
       case Coll::kReduce:
         return cclCheck(cclReduce(in.send, call.recv, call.count, t, in.op, call.root, c.ccl, stream), "cclReduce");
       default:
-        return cclCheck(cclReduceScatter(in.send, call.recv, call.count, t, in.op, c.ccl, stream), "cclReduceScatter");
+        return cclCheck(cclReduceScatterEx(in.send, call.recv, call.count, t, in.op, c.ccl, stream, z, nullptr),
+                        "cclReduceScatter");
     }
   }
   group::noteHostOp();
   switch (call.kind) {
     case Coll::kBroadcast:
-      return cclCheck(cclBroadcast(call.send, call.recv, call.count, t, call.root, c.ccl, stream), "cclBroadcast");
+      return cclCheck(cclBroadcastEx(call.send, call.recv, call.count, t, call.root, c.ccl, stream, z), "cclBroadcast");
     case Coll::kAllGather:
-      return cclCheck(cclAllGather(call.send, call.recv, call.count, t, c.ccl, stream), "cclAllGather");
+      return cclCheck(cclAllGatherEx(call.send, call.recv, call.count, t, c.ccl, stream, z, nullptr), "cclAllGather");
     case Coll::kAlltoAll:
-      return cclCheck(cclAlltoAll(call.send, call.recv, call.count, t, c.ccl, stream), "cclAlltoAll");
+      return cclCheck(cclAlltoAllEx(call.send, call.recv, call.count, t, c.ccl, stream, z), "cclAlltoAll");
     case Coll::kGather:
       return cclCheck(cclGather(call.send, call.recv, call.count, t, call.root, c.ccl, stream), "cclGather");
     case Coll::kScatter:
@@ -76,8 +83,18 @@ void runCcl(ncclComm& c, const CollCall& call, cclStream_t stream) {
 
 // The call as ccl's api takes it: NCCL's types are ccl's, value for value.
 api::Call cclCall(ncclComm& c, const CollCall& k, cclStream_t stream) {
-  return api::Call{k.kind, k.fn,  k.send, k.recv, k.count, cclType(k.dtype), static_cast<cclRedOp_t>(k.op),
-                   k.root, c.ccl, stream};
+  return api::Call{k.kind,
+                   k.fn,
+                   k.send,
+                   k.recv,
+                   k.count,
+                   cclType(k.dtype),
+                   static_cast<cclRedOp_t>(k.op),
+                   k.root,
+                   c.ccl,
+                   stream,
+                   k.hasCodec,
+                   k.hasCodec ? &k.codec : nullptr};
 }
 
 void checkReal(ncclResult_t r, const char* fn) { real::checkResult(r, std::string("p") + fn); }
@@ -101,9 +118,63 @@ ncclRedOp_t realOp(ncclComm& c, ncclRedOp_t op) {
   return made;
 }
 
+// The real library's nccl*Config twin of a collective.
+const char* configSymbol(Coll kind) {
+  switch (kind) {
+    case Coll::kAllReduce:
+      return "pncclAllReduceConfig";
+    case Coll::kReduce:
+      return "pncclReduceConfig";
+    case Coll::kReduceScatter:
+      return "pncclReduceScatterConfig";
+    case Coll::kBroadcast:
+      return "pncclBroadcastConfig";
+    case Coll::kAllGather:
+      return "pncclAllGatherConfig";
+    case Coll::kAlltoAll:
+      return "pncclAlltoAllConfig";
+    case Coll::kGather:
+      return "pncclGatherConfig";
+    case Coll::kScatter:
+      return "pncclScatterConfig";
+    default:
+      throw Error(cclInternalError, "unknown collective");
+  }
+}
+
+void runDeviceConfigured(ncclComm& c, const CollCall& k, ncclComm_t r) {
+  const ncclCollConfig_t* cf = k.config;
+  switch (k.kind) {
+    case Coll::kAllReduce:
+      return checkReal(
+          CCL_REAL(ncclAllReduceConfig)(k.send, k.recv, k.count, k.dtype, realOp(c, k.op), r, k.stream, cf), k.fn);
+    case Coll::kReduce:
+      return checkReal(
+          CCL_REAL(ncclReduceConfig)(k.send, k.recv, k.count, k.dtype, realOp(c, k.op), k.root, r, k.stream, cf), k.fn);
+    case Coll::kReduceScatter:
+      return checkReal(
+          CCL_REAL(ncclReduceScatterConfig)(k.send, k.recv, k.count, k.dtype, realOp(c, k.op), r, k.stream, cf), k.fn);
+    case Coll::kBroadcast:
+      return checkReal(CCL_REAL(ncclBroadcastConfig)(k.send, k.recv, k.count, k.dtype, k.root, r, k.stream, cf), k.fn);
+    case Coll::kAllGather:
+      return checkReal(CCL_REAL(ncclAllGatherConfig)(k.send, k.recv, k.count, k.dtype, r, k.stream, cf), k.fn);
+    case Coll::kAlltoAll:
+      return checkReal(CCL_REAL(ncclAlltoAllConfig)(k.send, k.recv, k.count, k.dtype, r, k.stream, cf), k.fn);
+    case Coll::kGather:
+      return checkReal(CCL_REAL(ncclGatherConfig)(k.send, k.recv, k.count, k.dtype, k.root, r, k.stream, cf), k.fn);
+    case Coll::kScatter:
+      return checkReal(CCL_REAL(ncclScatterConfig)(k.send, k.recv, k.count, k.dtype, k.root, r, k.stream, cf), k.fn);
+    default:
+      throw Error(cclInternalError, "unknown collective");
+  }
+}
+
 void runDevice(ncclComm& c, const CollCall& k) {
   if (!c.real) return runCcl(c, k, reinterpret_cast<cclStream_t>(k.stream));
   ncclComm_t r = realComm(c);
+  // An nccl*Config call goes to the real library's (2.31+) with its configuration; an older
+  // library gets the plain call (the configuration only tunes NVIDIA's kernels).
+  if (k.config && real::has(configSymbol(k.kind))) return runDeviceConfigured(c, k, r);
   switch (k.kind) {
     case Coll::kAllReduce:
       return checkReal(CCL_REAL(ncclAllReduce)(k.send, k.recv, k.count, k.dtype, realOp(c, k.op), r, k.stream), k.fn);
@@ -188,8 +259,9 @@ void runOnDevice(ncclComm& c, const CollCall& call) {
   if (!group::defer(call.comm, run)) run();
 }
 
-ncclResult_t run(const CollCall& call) {
+ncclResult_t run(CollCall call) {
   return faceGuard(call.fn, [&] {
+    readCollConfig(call);
     ncclComm& c = usable(call.comm);
     checkNotSuspended(c);
     if (forwardEverything(c)) return runDevice(c, call);
@@ -286,8 +358,67 @@ ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, in
   return p2p("ncclRecv", false, recvbuff, count, datatype, peer, comm, stream);
 }
 
+// NCCL 2.31's per-collective configuration: the plain calls with `config` (NULL: none).
+ncclResult_t pncclAllReduceConfig(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                  ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
+                                  const ncclCollConfig_t* config) {
+  return run(
+      {Coll::kAllReduce, "ncclAllReduceConfig", sendbuff, recvbuff, count, datatype, op, 0, comm, stream, config});
+}
+
+ncclResult_t pncclReduceConfig(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                               ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream,
+                               const ncclCollConfig_t* config) {
+  return run({Coll::kReduce, "ncclReduceConfig", sendbuff, recvbuff, count, datatype, op, root, comm, stream, config});
+}
+
+ncclResult_t pncclReduceScatterConfig(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
+                                      ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
+                                      const ncclCollConfig_t* config) {
+  return run({Coll::kReduceScatter, "ncclReduceScatterConfig", sendbuff, recvbuff, recvcount, datatype, op, 0, comm,
+              stream, config});
+}
+
+ncclResult_t pncclBroadcastConfig(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                                  ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config) {
+  return run({Coll::kBroadcast, "ncclBroadcastConfig", sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream,
+              config});
+}
+
+ncclResult_t pncclAllGatherConfig(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                                  ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config) {
+  return run({Coll::kAllGather, "ncclAllGatherConfig", sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, comm,
+              stream, config});
+}
+
+ncclResult_t pncclAlltoAllConfig(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                 ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config) {
+  return run(
+      {Coll::kAlltoAll, "ncclAlltoAllConfig", sendbuff, recvbuff, count, datatype, ncclSum, 0, comm, stream, config});
+}
+
+ncclResult_t pncclGatherConfig(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                               ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config) {
+  return run(
+      {Coll::kGather, "ncclGatherConfig", sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream, config});
+}
+
+ncclResult_t pncclScatterConfig(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                                ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config) {
+  return run(
+      {Coll::kScatter, "ncclScatterConfig", sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream, config});
+}
+
 }  // extern "C"
 
+CCL_NCCL_ALIAS(ncclAllReduceConfig)
+CCL_NCCL_ALIAS(ncclReduceConfig)
+CCL_NCCL_ALIAS(ncclReduceScatterConfig)
+CCL_NCCL_ALIAS(ncclBroadcastConfig)
+CCL_NCCL_ALIAS(ncclAllGatherConfig)
+CCL_NCCL_ALIAS(ncclAlltoAllConfig)
+CCL_NCCL_ALIAS(ncclGatherConfig)
+CCL_NCCL_ALIAS(ncclScatterConfig)
 CCL_NCCL_ALIAS(ncclAllReduce)
 CCL_NCCL_ALIAS(ncclReduce)
 CCL_NCCL_ALIAS(ncclReduceScatter)

@@ -11,12 +11,12 @@
 #include <stdint.h>
 
 // The NCCL release whose ABI the face implements, and which ncclGetVersion reports: the
-// functions above 2.28 arrived by 2.30, and these declarations were checked against 2.30.7's
-// headers (the release PyTorch 2.15 ships with). A caller that gates a function on the
-// version finds it exported.
+// functions above 2.28 arrived by 2.32 (these declarations checked against 2.30.7's headers,
+// the release PyTorch 2.15 ships with; nccl_2_32.h's against 2.31.2's and 2.32.3's). A
+// caller that gates a function on the version finds it exported.
 #define CCL_NCCL_ABI_MAJOR 2
-#define CCL_NCCL_ABI_MINOR 30
-#define CCL_NCCL_ABI_PATCH 7
+#define CCL_NCCL_ABI_MINOR 32
+#define CCL_NCCL_ABI_PATCH 3
 #define CCL_NCCL_ABI_VERSION_CODE (CCL_NCCL_ABI_MAJOR * 10000 + CCL_NCCL_ABI_MINOR * 100 + CCL_NCCL_ABI_PATCH)
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 30, 0)

@@ -12,6 +12,7 @@
 #include <nccl_device/lsa_barrier.h>
 
 #include "nccl/nccl_2_30.h"
+#include "nccl/nccl_2_32.h"
 #pragma GCC visibility pop
 
 // Each function is implemented as pncclXxx; ncclXxx is a weak alias of it, as NCCL does, so

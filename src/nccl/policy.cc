@@ -15,6 +15,31 @@ void announcePolicy() {
   std::call_once(once, [] { CCL_INFO("NCCL face: %s", describePolicy().c_str()); });
 }
 
+void readCollConfig(CollCall& call) {
+  const ncclCollConfig_t* c = call.config;
+  if (!c) return;
+  CCL_CHECK(c->size >= CCL_NCCL_COLLCONFIG_MIN_SIZE, cclInvalidArgument,
+            "config->size " + std::to_string(c->size) + " is smaller than NCCL 2.31's ncclCollConfig_t");
+  CCL_CHECK(c->magic == NCCL_API_MAGIC, cclInvalidArgument,
+            "config->magic is not NCCL's: initialise the config with NCCL_COLLCONFIG_INITIALIZER");
+  CCL_CHECK(c->forceAlgSelection == 0 || c->forceAlgSelection == 1, cclInvalidArgument,
+            "config->forceAlgSelection must be 0 or 1, not " + std::to_string(c->forceAlgSelection));
+  CCL_CHECK(c->CTAPolicy == NCCL_CONFIG_UNDEF_INT || (c->CTAPolicy >= 0 && c->CTAPolicy <= 3), cclInvalidArgument,
+            "config->CTAPolicy " + std::to_string(c->CTAPolicy) + " is not an NCCL_CTA_POLICY_* mask");
+  int seen = 0;
+  for (const ncclConfigExt_t* e = c->ext; e; e = e->next) {
+    CCL_CHECK(++seen <= 4096, cclInvalidArgument, "config->ext has more than 4096 options (a cycle?)");
+    if (e->key.vendorId != CCL_NCCL_VENDOR_ID) continue;  // another vendor's
+    CCL_CHECK(e->key.optionId == CCL_NCCL_OPTION_CODEC, cclInvalidArgument,
+              "config->ext: ccl has no option " + std::to_string(e->key.optionId) + " (CCL_NCCL_OPTION_CODEC is " +
+                  std::to_string(CCL_NCCL_OPTION_CODEC) + ")");
+    CCL_CHECK(!call.hasCodec, cclInvalidArgument, "config->ext names ccl's codec option twice");
+    CCL_CHECK(e->val.s, cclInvalidArgument, "config->ext: ccl's codec option has no name (val.s is NULL)");
+    call.codec = api::compressionNamed(e->val.s, "ccl's codec option");
+    call.hasCodec = true;
+  }
+}
+
 std::string describePolicy() {
   CCL_CHECK(config::codecMinBytes() >= 0, cclInvalidArgument, "CCL_CODEC_MIN_BYTES must be >= 0");
   // The communicators' own parser: one reading of each variable, CCL_CODEC=auto included.

@@ -29,7 +29,17 @@ struct CollCall {
   int root;        // rooted collectives only
   ncclComm_t comm;
   cudaStream_t stream;
+  // An nccl*Config call's configuration (may be NULL), and the codec its ccl option chose.
+  const ncclCollConfig_t* config = nullptr;
+  bool hasCodec = false;
+  cclCompression_t codec{};
 };
+
+// Checks an nccl*Config call's `config` as NVIDIA's library does (NULL is no configuration;
+// a size below 2.31's, another magic, forceAlgSelection other than 0 or 1 or a CTAPolicy
+// outside 0..3 is ncclInvalidArgument) and reads ccl's options from its vendor list
+// (CCL_NCCL_VENDOR_ID in ccl.h) into call.hasCodec and call.codec.
+void readCollConfig(CollCall& call);
 
 // Reads the policy variables once (a bad value throws Error(cclInvalidArgument) naming it)
 // and logs one INFO line saying what will be lossy: called at every communicator init.

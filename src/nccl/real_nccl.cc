@@ -123,6 +123,11 @@ Mode mode() { return library().mode; }
 const std::string& describe() { return library().where; }
 bool available() { return library().mode != Mode::kUnavailable; }
 
+bool has(const char* name) {
+  const Library& lib = library();
+  return lib.mode != Mode::kUnavailable && dlsym(lib.handle, name) != nullptr;
+}
+
 void* symbol(const char* name) {
   const Library& lib = library();
   CCL_CHECK(lib.mode != Mode::kUnavailable, cclInvalidUsage,

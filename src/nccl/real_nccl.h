@@ -24,6 +24,10 @@ bool available();
 // Error(cclInvalidUsage) naming the reason when the library or the symbol is missing.
 void* symbol(const char* name);
 
+// True when the real library is loaded and exports `name` (a function of a later NCCL than
+// the oldest the face runs over: ncclAllReduceConfig arrived in 2.31).
+bool has(const char* name);
+
 // True when `addr` lies inside a copy of ccl's NCCL face: this library or another file built
 // from the same objects (libccl_nccl.so and the drop-in libnccl.so.2 are two files, so a
 // program may load both). Each copy carries an ELF note that marks it.

@@ -3,12 +3,14 @@
 # Compares the ncclXxx/pncclXxx exports of libccl_nccl.so with what a user of NCCL needs:
 #   check_exported_symbols.sh LIBCCL_NCCL nvidia REAL_LIBNCCL
 #     every nccl/pnccl symbol NVIDIA's libnccl.so exports, and no export that is not nccl/pnccl;
+#   check_exported_symbols.sh LIBCCL_NCCL list FILE
+#     every name in FILE (one per line: what a later NCCL added, nccl_2_32_symbols.txt);
 #   check_exported_symbols.sh LIBCCL_NCCL torch
 #     every nccl/pnccl symbol PyTorch's libtorch_cuda.so imports, from the environment that
 #     scripts/torch_venv.sh makes (CCL_TORCH_VENV, default ~/.cache/ccl/torch-venv).
 # Exits 77 (skipped) when the library to compare against is absent; this script installs nothing.
 set -u
-usage="usage: check_exported_symbols.sh LIBCCL_NCCL nvidia REAL_LIBNCCL | LIBCCL_NCCL torch"
+usage="usage: check_exported_symbols.sh LIBCCL_NCCL nvidia REAL_LIBNCCL | LIBCCL_NCCL list FILE | LIBCCL_NCCL torch"
 ours=${1:?$usage}
 against=${2:?$usage}
 
@@ -29,6 +31,11 @@ case "$against" in
     if [ -n "$extra" ]; then echo "exported by ccl but not by NCCL (allowed):"; echo "$extra"; fi
     other=$(nm -D --defined-only "$ours" | awk '{print $3}' | grep -vE '^p?nccl' | grep -vE '^_(init|fini)$')
     if [ -n "$other" ]; then echo "exported symbols that are not nccl*/pnccl*:"; echo "$other"; status=1; fi
+    ;;
+  list)
+    file=${3:?$usage}
+    want=$(grep -v '^#' "$file" | grep . | sort -u)
+    echo "$file lists $(echo "$want" | grep -c .) symbols"
     ;;
   torch)
     venv=${CCL_TORCH_VENV:-$HOME/.cache/ccl/torch-venv}
