@@ -291,14 +291,69 @@ void noteCallTime(cclComm& comm, double observed, double predicted) {
                 : "its links were given (CCL_LINK_MODEL) or measured again already");
 }
 
-// CCL_DEVICE_TRANSPORT=nccl on a communicator with a device: NVIDIA's NCCL, loaded from
-// CCL_NCCL_LIBRARY, and a communicator of it made over ccl's bootstrap. Collective: whether
-// every rank loaded the library is shared first, so a rank that could not makes every rank
-// fail instead of leaving them waiting in NCCL's init.
+namespace {
+std::atomic<bool> gDeviceLinkLent{false};
+}  // namespace
+
+void deviceLinksAreLent() { gDeviceLinkLent.store(true); }
+
+// CCL_DEVICE_TRANSPORT=auto: NVIDIA's NCCL ("nccl") where every rank can make a communicator
+// of it, else "staged". A rank can when its device's driver runs NVIDIA's NCCL (CUDA's), the
+// library loads (CCL_NCCL_LIBRARY), and no other rank has the same GPU (same host and
+// device: NVIDIA's NCCL refuses two ranks on one GPU). Where the NCCL face lends its own
+// communicator (deviceLinksAreLent) none is made: staged until it is borrowed. Collective:
+// every rank decides from the same exchanged facts, so all decide alike.
+static std::string resolveAutoLink(cclComm& comm) {
+  coll::DeviceDriver* driver = coll::deviceDriver();
+  if (!driver || gDeviceLinkLent.load()) return "staged";  // alike on every rank of a process's build
+  struct Can {
+    int can;
+    int device;
+    uint64_t host;
+  };
+  std::vector<Can> all(static_cast<size_t>(comm.nranks));
+  Can& mine = all[static_cast<size_t>(comm.rank)];
+  mine = Can{0, comm.cudaDevice, comm.hostId};
+  std::string why = "its device's driver (" + std::string(driver->name()) + ") does not run NVIDIA's NCCL";
+  if (comm.cudaDevice < 0) {
+    why = "it has no device";
+  } else if (driver->runsNccl()) {
+    try {
+      transport::nccl::load(config::ncclLibrary());
+      mine.can = 1;
+    } catch (const Error& e) {
+      why = e.what();
+    }
+  }
+  comm.bootstrap->allGather(all.data(), sizeof(Can));
+  for (int r = 0; r < comm.nranks; ++r) {
+    const Can& c = all[static_cast<size_t>(r)];
+    if (!c.can) {
+      CCL_INFO("comm rank %d: device calls staged through host memory (CCL_DEVICE_TRANSPORT=auto): rank %d %s",
+               comm.rank, r, r == comm.rank ? why.c_str() : "cannot use NVIDIA's NCCL");
+      return "staged";
+    }
+    for (int q = 0; q < r; ++q)
+      if (all[static_cast<size_t>(q)].host == c.host && all[static_cast<size_t>(q)].device == c.device) {
+        CCL_INFO(
+            "comm rank %d: device calls staged through host memory (CCL_DEVICE_TRANSPORT=auto): ranks %d and %d "
+            "share a GPU, which NVIDIA's NCCL refuses",
+            comm.rank, q, r);
+        return "staged";
+      }
+  }
+  return "nccl";
+}
+
+// The link of the communicator's device calls (CCL_DEVICE_TRANSPORT, resolved) and, for
+// "nccl", NVIDIA's NCCL loaded from CCL_NCCL_LIBRARY and a communicator of it made over
+// ccl's bootstrap. Collective: whether every rank loaded the library is shared first, so a
+// rank that could not makes every rank fail instead of leaving them waiting in NCCL's init.
 static std::unique_ptr<transport::nccl::Transport> deviceNccl(cclComm& comm) {
-  const std::string& mode = comm.deviceLink;
-  CCL_CHECK(coll::isLinkName(mode), cclInvalidArgument,
-            "CCL_DEVICE_TRANSPORT is '" + mode + "'; it takes " + coll::linkNames());
+  std::string& mode = comm.deviceLink;
+  CCL_CHECK(mode == "auto" || coll::isLinkName(mode), cclInvalidArgument,
+            "CCL_DEVICE_TRANSPORT is '" + mode + "'; it takes auto, " + coll::linkNames());
+  if (mode == "auto") mode = resolveAutoLink(comm);
   if (!coll::linkNeedsNccl(mode) || comm.cudaDevice < 0) return nullptr;
   // NCCL makes its communicator on the current device: this rank's, not the thread's.
   std::unique_ptr<coll::Device> device = coll::deviceDriver()->open(comm.cudaDevice);

@@ -120,7 +120,7 @@ struct cclComm {
   // The device of the communicator (cclCommCuDevice): the calling thread's current device at
   // init; -1 without one. Its calls' state is made at the first device call.
   int cudaDevice = -1;
-  std::string deviceLink;  // the link of its device calls (collectives/links: CCL_DEVICE_TRANSPORT)
+  std::string deviceLink;  // the link of its device calls (collectives/links: CCL_DEVICE_TRANSPORT, auto resolved)
   // CCL_DEVICE_TRANSPORT=nccl: the real NCCL communicator device calls move bytes over,
   // made at init (collectively); NULL: device calls are staged through host memory.
   std::unique_ptr<ccl::transport::nccl::Transport> nccl;
@@ -173,6 +173,10 @@ void checkUsable(cclComm_t comm);
 constexpr int kCurrentDevice = -2;
 cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfig_t* config,
                      int device = kCurrentDevice, const uint64_t* parentHostId = nullptr);
+
+// Called once by the NCCL face as it loads: its communicators get their device link from the
+// face (borrowDeviceNccl), so CCL_DEVICE_TRANSPORT=auto makes no NCCL communicator of its own.
+void deviceLinksAreLent();
 
 // Gives `comm` (before its first call on device buffers) an NCCL communicator made
 // elsewhere as the link of its device calls (the NCCL face's real one, which it borrows and

@@ -64,6 +64,9 @@ class DeviceDriver {
   // enqueued then runs only when the graph is launched, once per launch.
   virtual bool capturing(void* stream) = 0;
   virtual std::unique_ptr<Device> open(int ordinal) = 0;
+  // True when NVIDIA's NCCL can move this driver's device memory (CUDA's): what
+  // CCL_DEVICE_TRANSPORT=auto asks before it makes an NCCL communicator.
+  virtual bool runsNccl() const { return false; }
 };
 
 // The registered driver; nullptr: every buffer is host memory.

@@ -871,6 +871,42 @@ TEST(DeviceCalls, NcclCommunicatorsAreMadeOnTheRanksDevices) {
   unsetenv("CCL_NCCL_LIBRARY");
 }
 
+// CCL_DEVICE_TRANSPORT=auto (the default) makes NVIDIA's communicators where every rank can:
+// its driver runs NCCL, the library loads, no two ranks share a GPU. Otherwise the calls are
+// staged, and the communicator is made all the same.
+TEST(DeviceCalls, AutoDeviceTransportUsesNcclWhereEveryRankCan) {
+  unsetenv("CCL_DEVICE_TRANSPORT");
+  setenv("CCL_NCCL_LIBRARY", CCL_TEST_FAKE_NCCL, 1);
+  auto noted = [] {
+    std::lock_guard<std::mutex> lock(gNotedMutex);
+    std::vector<int> got = gNotedDevice;
+    gNotedDevice.clear();
+    return got;
+  };
+  noted();
+  simDriver().pretendNccl = true;
+  std::vector<cclComm_t> comms(2, nullptr);
+  const int devlist[2] = {1, 0};
+  ASSERT_EQ(cclCommInitAll(comms.data(), 2, devlist), cclSuccess) << cclGetLastError(nullptr);
+  EXPECT_EQ(noted(), (std::vector<int>{1, 0})) << "two ranks on two devices: NVIDIA's communicators";
+  destroy(comms);
+  auto shared = makeComms(2, 0);
+  EXPECT_TRUE(noted().empty()) << "two ranks on one GPU: staged, no NCCL communicator";
+  destroy(shared);
+  setenv("CCL_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", 1);
+  comms.assign(2, nullptr);
+  ASSERT_EQ(cclCommInitAll(comms.data(), 2, devlist), cclSuccess) << cclGetLastError(nullptr);
+  EXPECT_TRUE(noted().empty()) << "no library: staged";
+  destroy(comms);
+  simDriver().pretendNccl = false;
+  setenv("CCL_NCCL_LIBRARY", CCL_TEST_FAKE_NCCL, 1);
+  comms.assign(2, nullptr);
+  ASSERT_EQ(cclCommInitAll(comms.data(), 2, devlist), cclSuccess) << cclGetLastError(nullptr);
+  EXPECT_TRUE(noted().empty()) << "a driver that does not run NCCL: staged";
+  destroy(comms);
+  unsetenv("CCL_NCCL_LIBRARY");
+}
+
 // CCL_DEVICE_TRANSPORT: an unknown value fails the communicator's creation; nccl with a
 // library that cannot be loaded fails it on every rank, naming the library, rather than
 // leaving ranks waiting in NCCL's init; without a device the setting changes nothing.

@@ -32,6 +32,10 @@ class SimDriver final : public ccl::coll::DeviceDriver {
   int current() override { return currentDevice; }
   int deviceOf(const void* p) override;
   bool capturing(void* stream) override;
+  bool runsNccl() const override { return pretendNccl; }
+  // Whether the driver says NVIDIA's NCCL could move its memory (CCL_DEVICE_TRANSPORT=auto's
+  // question), for the tests of that choice; no by default, as the simulated device.
+  bool pretendNccl = false;
   std::unique_ptr<ccl::coll::Device> open(int ordinal) override;
   // Marks `s` as being captured into a graph (as cudaStreamBeginCapture) or not.
   void setCapturing(cclStream_t s, bool on);

@@ -137,6 +137,7 @@ int deviceCount() {
 class CudaDriver final : public DeviceDriver {
  public:
   const char* name() const override { return "CUDA"; }
+  bool runsNccl() const override { return true; }
 
   int current() override {
     int d = -1;
