@@ -4,12 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace ccltest {
 
@@ -149,6 +154,50 @@ std::string describeException(const std::exception_ptr& e) {
 void expectNoneThrew(const std::vector<std::exception_ptr>& errors) {
   for (size_t r = 0; r < errors.size(); ++r)
     if (errors[r]) ADD_FAILURE() << "rank " << r << " threw: " << describeException(errors[r]);
+}
+
+std::vector<int> runRankProcesses(int n, const std::function<int(int rank)>& body, std::chrono::seconds deadline) {
+  int gate[2];
+  if (pipe(gate) != 0) return std::vector<int>(static_cast<size_t>(n), -1);
+  std::vector<pid_t> pids;
+  for (int rank = 0; rank < n; ++rank) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(gate[1]);
+      char c;
+      while (read(gate[0], &c, 1) < 0 && errno == EINTR) {
+      }
+      const int code = body(rank);
+      std::fflush(stdout);
+      std::fflush(stderr);
+      _exit(code);
+    }
+    pids.push_back(pid);
+  }
+  close(gate[0]);
+  close(gate[1]);  // every child reads end-of-file: they start together
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  std::vector<int> codes(static_cast<size_t>(n), -1);
+  for (int left = n; left > 0;) {
+    for (int r = 0; r < n; ++r) {
+      int status = 0;
+      if (pids[r] > 0 && waitpid(pids[r], &status, WNOHANG) == pids[r]) {
+        codes[r] = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        pids[r] = 0;
+        --left;
+      } else if (pids[r] < 0) {  // fork failed
+        pids[r] = 0;
+        --left;
+      }
+    }
+    if (left > 0 && std::chrono::steady_clock::now() > end) {
+      for (pid_t p : pids)
+        if (p > 0) kill(p, SIGKILL), waitpid(p, nullptr, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return codes;
 }
 
 }  // namespace ccltest

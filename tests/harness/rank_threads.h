@@ -52,6 +52,12 @@ std::vector<std::exception_ptr> runRanks(int n, const RankBody& fn, std::chrono:
 // fails it and exits the process, as in RankThreads::run. `what` names fn in the failure.
 void runWithDeadline(const std::function<void()>& fn, const char* what, std::chrono::seconds deadline = kRunDeadline);
 
+// Ranks as processes: forks n children, which start together once all exist; child r runs
+// body(r) and exits (_exit) with what it returns. Waits for them at most `deadline`, killing
+// those left. Returns each child's exit status (-1: killed or ended by a signal). Call it
+// before the process has threads it needs in the children (a fork copies only the caller).
+std::vector<int> runRankProcesses(int n, const std::function<int(int rank)>& body, std::chrono::seconds deadline);
+
 // The message of what a rank threw: what() of a std::exception (ccl::Error is one), "" for
 // null.
 std::string describeException(const std::exception_ptr& e);

@@ -14,7 +14,6 @@
 // - each reason a call goes uncompressed is counted (small, dtype, op, collective, one_node),
 //   and the face's destroy-time summary prints them (CCL_DEBUG=INFO, checked by ctest).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -28,6 +27,7 @@
 
 #include "nccl/comm.h"  // the face's communicator, for ccl's statistics behind it
 #include "nccl/config_compat.h"
+#include "rank_threads.h"
 #include "sim_device.h"
 
 namespace ccltest {
@@ -238,48 +238,25 @@ void rankBody(int rank, const ncclUniqueId& id) {
           "the summary does not give the bytes across nodes");
 }
 
-// Forks one child per rank (the parent's rendezvous serves their init) and waits for them
-// within a deadline; a child exits 0 when its checks passed.
+// One child process per rank (the parent's rendezvous serves their init); a child exits 0
+// when its checks passed.
 TEST(FaceSimDevice, TwoNodesOfFourRanks) {
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << ncclGetLastError(nullptr);
-  std::vector<pid_t> pids;
-  for (int rank = 0; rank < kRanks; ++rank) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      setenv("CCL_HOST_ID", rank < kPerNode ? "node-a" : "node-b", 1);
-      ccl::coll::setDeviceDriver(&simDriver());
-      int code = 0;
-      try {
-        rankBody(rank, id);
-      } catch (const Fail& f) {
-        std::fprintf(stderr, "rank %d: %s\n", rank, f.what.c_str());
-        code = 1;
-      }
-      std::fflush(stderr);
-      _exit(code);
-    }
-    ASSERT_GT(pid, 0);
-    pids.push_back(pid);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
-  std::vector<int> codes(kRanks, -1);
-  for (int left = kRanks; left > 0;) {
-    for (int r = 0; r < kRanks; ++r) {
-      int status = 0;
-      if (pids[r] > 0 && waitpid(pids[r], &status, WNOHANG) == pids[r]) {
-        codes[r] = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        pids[r] = 0;
-        --left;
-      }
-    }
-    if (left > 0 && std::chrono::steady_clock::now() > deadline) {
-      for (pid_t p : pids)
-        if (p > 0) kill(p, SIGKILL), waitpid(p, nullptr, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  const std::vector<int> codes = runRankProcesses(
+      kRanks,
+      [&](int rank) {
+        setenv("CCL_HOST_ID", rank < kPerNode ? "node-a" : "node-b", 1);
+        ccl::coll::setDeviceDriver(&simDriver());
+        try {
+          rankBody(rank, id);
+        } catch (const Fail& f) {
+          std::fprintf(stderr, "rank %d: %s\n", rank, f.what.c_str());
+          return 1;
+        }
+        return 0;
+      },
+      std::chrono::seconds(240));
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(codes[r], 0) << "rank " << r << " (its stderr says why)";
 }
 

@@ -71,7 +71,7 @@ TEST_F(Nccl230, VersionIsTheAbisAndNotOlderThanTheHeaders) {
   ASSERT_EQ(ncclGetVersion(&v), ncclSuccess);
   EXPECT_EQ(v, CCL_NCCL_ABI_VERSION_CODE);
   EXPECT_EQ(v, NCCL_VERSION(2, 32, CCL_NCCL_ABI_PATCH));  // 2.31-2.32 included (nccl_2_32.h)
-  EXPECT_GE(v, NCCL_VERSION_CODE);  // the headers this program was built with
+  EXPECT_GE(v, NCCL_VERSION_CODE);                        // the headers this program was built with
 }
 
 // Ranks 0 and 1 hold a communicator; rank 0 makes the grow id and hands it to a third, new

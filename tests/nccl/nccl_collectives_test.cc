@@ -3,9 +3,6 @@
 // every data type and every built-in reduction op, checked exactly (ncclAvg of floats within
 // the type's rounding, since NCCL itself does not define its rounding).
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -14,6 +11,7 @@
 #include <thread>
 
 #include "nccl_test_util.h"
+#include "rank_threads.h"
 
 namespace nccl_test {
 namespace {
@@ -199,51 +197,22 @@ TEST(NcclProcesses, EveryCollectiveOnFourProcesses) {
   constexpr int kRanks = 4;
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << ncclGetLastError(nullptr);
-  int gate[2];
-  ASSERT_EQ(pipe(gate), 0);
-  std::vector<pid_t> pids;
-  for (int rank = 0; rank < kRanks; ++rank) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      close(gate[1]);
-      char c;
-      while (read(gate[0], &c, 1) < 0 && errno == EINTR) {
-      }
-      ncclComm_t comm = nullptr;
-      if (ncclCommInitRank(&comm, kRanks, id, rank) != ncclSuccess) _exit(2);
-      for (ncclDataType_t t : allTypes()) {
-        for (ncclRedOp_t op : kOps) allReduce(rank, kRanks, comm, t, op, 29, false);
-        dataMovement(rank, kRanks, comm, t, 17);
-      }
-      reduce(rank, kRanks, comm, ncclFloat32, ncclSum, 9);
-      reduceScatter(rank, kRanks, comm, ncclInt32, ncclMax, 9);
-      const bool failed = ::testing::Test::HasFailure();
-      if (ncclCommDestroy(comm) != ncclSuccess) _exit(3);
-      _exit(failed ? 1 : 0);
-    }
-    ASSERT_GT(pid, 0);
-    pids.push_back(pid);
-  }
-  close(gate[0]);
-  close(gate[1]);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  std::vector<int> codes(kRanks, -1);
-  for (int left = kRanks; left > 0;) {
-    for (int r = 0; r < kRanks; ++r) {
-      int status = 0;
-      if (pids[r] > 0 && waitpid(pids[r], &status, WNOHANG) == pids[r]) {
-        codes[r] = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        pids[r] = 0;
-        --left;
-      }
-    }
-    if (left > 0 && std::chrono::steady_clock::now() > deadline) {
-      for (pid_t p : pids)
-        if (p > 0) kill(p, SIGKILL), waitpid(p, nullptr, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  const std::vector<int> codes = ccltest::runRankProcesses(
+      kRanks,
+      [&](int rank) {
+        ncclComm_t comm = nullptr;
+        if (ncclCommInitRank(&comm, kRanks, id, rank) != ncclSuccess) return 2;
+        for (ncclDataType_t t : allTypes()) {
+          for (ncclRedOp_t op : kOps) allReduce(rank, kRanks, comm, t, op, 29, false);
+          dataMovement(rank, kRanks, comm, t, 17);
+        }
+        reduce(rank, kRanks, comm, ncclFloat32, ncclSum, 9);
+        reduceScatter(rank, kRanks, comm, ncclInt32, ncclMax, 9);
+        const bool failed = ::testing::Test::HasFailure();
+        if (ncclCommDestroy(comm) != ncclSuccess) return 3;
+        return failed ? 1 : 0;
+      },
+      std::chrono::seconds(120));
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(codes[r], 0) << "rank " << r << " (1: wrong data, 2: init, 3: destroy)";
 }
 
