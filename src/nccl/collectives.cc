@@ -38,9 +38,6 @@ void runCcl(ncclComm& c, const CollCall& call, cclStream_t stream) {
   const cclDataType_t t = cclType(call.dtype);
   // An nccl*Config call's codec, as an *Ex call's compression; NULL: the policy's.
   const cclCompression_t* z = call.hasCodec ? &call.codec : nullptr;
-  CCL_CHECK(!z || z->codec == cclCodecNone || coll::collInfo(call.kind).compressible, cclInvalidArgument,
-            std::string(call.fn) + ": ccl's codec option names " + cclCodecName(z ? z->codec : cclCodecNone) +
-                ", but " + coll::collInfo(call.kind).name + " is never compressed");
   if (stream && static_cast<int>(call.op) >= static_cast<int>(ncclNumOps) && coll::collInfo(call.kind).reduction)
     throw Error(cclInvalidUsage,
                 "a PreMulSum reduction of device buffers needs NVIDIA's NCCL, which this "
@@ -262,6 +259,10 @@ void runOnDevice(ncclComm& c, const CollCall& call) {
 ncclResult_t run(CollCall call) {
   return faceGuard(call.fn, [&] {
     readCollConfig(call);
+    CCL_CHECK(!call.hasCodec || call.codec.codec == cclCodecNone || coll::collInfo(call.kind).compressible,
+              cclInvalidArgument,
+              std::string(call.fn) + ": ccl's codec option names " + cclCodecName(call.codec.codec) + ", but " +
+                  coll::collInfo(call.kind).name + " is never compressed");
     ncclComm& c = usable(call.comm);
     checkNotSuspended(c);
     if (forwardEverything(c)) return runDevice(c, call);
