@@ -32,23 +32,13 @@ std::vector<double> listOf(const char* s) {
   return out;
 }
 
-// The device inputs: an H200's codec kernels as measured (perf/codecs/README.md, device kit
-// run 2: encode, decode, decode-accumulate GB/s of fp32 input), its copy, a reduce at two
-// thirds of the copy (two reads and a write per element), NVLink inside a node.
+// The device inputs: an H200's kernels as the device kit measured them
+// (coll::measuredDeviceCompute), NVLink inside a node, one NIC per GPU across nodes.
 CostModel gpuModel(double gbits) {
   CostModel m;
   m.inside = {3e-6, 450e9, 0.5e-6};          // NVLink 4: 900 GB/s both ways, 450 GB/s each way
   m.across = {8e-6, gbits / 8 * 1e9, 1e-6};  // one NIC per GPU, 1 us of it per message
-  m.compute.copy = 2122e9;
-  m.compute.reduce = 2122e9 * 2 / 3;
-  auto set = [&](cclCodec_t c, double enc, double dec, double add) {
-    m.compute.encode[c] = enc * 1e9;
-    m.compute.decode[c] = dec * 1e9;
-    m.compute.decodeAdd[c] = add * 1e9;
-  };
-  set(cclCodecInt8, 421.8, 2549.3, 1641.9);
-  set(cclCodecInt4, 421.9, 2728.2, 1709.6);
-  set(cclCodecFp8E4m3, 417.3, 2571.6, 1643.1);
+  m.compute = ccl::coll::measuredDeviceCompute();
   m.streamsAtBound = true;  // over NCCL every stream goes at its bound (fixed-length quantizers)
   return m;
 }

@@ -42,7 +42,8 @@ codec::Params codecFor(cclComm_t comm, Coll c, bool ex, const cclCompression_t* 
   if (!given) {
     if (!hasDefault) return none;
     if (!((comm->policy.enabled >> opKind) & 1)) return off(cclUncompressedNotListed);
-    if (comm->defaultCodecOff || (onDevice && comm->deviceCodecOff)) return off(cclUncompressedOneNode);
+    // Host calls: every peer over shared memory; device calls: every rank on one node.
+    if (onDevice ? comm->deviceCodecOff : comm->defaultCodecOff) return off(cclUncompressedOneNode);
     if (comm->policy.autoChoice && onDevice) return off(cclUncompressedAuto);
   }
   codec::Params p = given ? codec::resolveParams(explicitCodec) : comm->policy.codec;
@@ -74,16 +75,20 @@ using coll::fnv1a;
 // the algorithm; else, when CCL_ALGO=auto, the algorithm for the codec the call has (one
 // whose kernels the model timed: others keep the size rules).
 // Every rank has the same model and shape, so the same choice; the call digest checks it.
+// Calls on device buffers are priced with the device's model (deviceCostModel: the same
+// links, the device kit's kernels), in a cache of their own, and choose only the algorithm.
 // Returns the predicted seconds (0 where the model does not price it).
-double chooseByCost(cclComm_t comm, const Call& c, int opKind, bool codecToo, coll::CollArgs& a) {
+double chooseByCost(cclComm_t comm, const Call& c, int opKind, bool codecToo, bool device, coll::CollArgs& a) {
   // The key's codec field: the call's own codec (0 or odd, codecKey), or 2 for auto's.
   const PlanKey shape{opKind, c.count, c.dtype, c.op, c.root, a.inPlace, codecToo ? 2 : codecKey(a)};
-  const coll::Choice& choice = comm->choices.get(shape, [&] {
+  const coll::CostModel& model = device ? *comm->deviceCostModel : *comm->costModel;
+  const coll::Choice& choice = (device ? comm->deviceChoices : comm->choices).get(shape, [&] {
     if (!codecToo) {
-      coll::Choice made = coll::cheapestAlgorithm(c.kind, a, *comm->costModel);
+      coll::Choice made = coll::cheapestAlgorithm(c.kind, a, model);
       if (made.seconds == 0) made = coll::Choice{a.codec, a.algo, 0, 0};  // not carried on streams
-      CCL_INFO("%s count %zu %s: CCL_ALGO=auto chose %s for codec %s, %.3g us predicted", c.fn, c.count,
-               dataTypeName(c.dtype), coll::algoName(made.algo), cclCodecName(a.codec.codec), made.seconds * 1e6);
+      CCL_INFO("%s count %zu %s: CCL_ALGO=auto chose %s for codec %s, %.3g us predicted%s", c.fn, c.count,
+               dataTypeName(c.dtype), coll::algoName(made.algo), cclCodecName(a.codec.codec), made.seconds * 1e6,
+               device ? " (device buffers: the device kit's kernels)" : "");
       return made;
     }
     const coll::Choice made = coll::chooseCheapest(c.kind, a, comm->policy.allowed, *comm->costModel);
@@ -253,12 +258,13 @@ Prepared prepare(const Call& c) {
     if (!(c.ex && c.compression)) p.why = notCompressible(a);
     a.codec = codec::Params{};
   }
-  // Device calls keep the size rules: the model's kernel speeds are this CPU's.
+  // Device calls choose no codec by cost (CCL_CODEC=auto leaves them uncompressed); their
+  // algorithm is priced with the device's kernels, not this CPU's.
   const bool codecByCost = comm->costModel && comm->policy.autoChoice && !device && !(c.ex && c.compression) &&
                            (comm->policy.enabled >> opKind) & 1;
-  p.chosenByCost = codecByCost || (comm->costModel && !device && a.algo == coll::Algo::kAuto &&
-                                   comm->costModel->compute.timed(a.codec));
-  p.predicted = p.chosenByCost ? chooseByCost(comm, c, opKind, codecByCost, a) : 0.0;
+  const coll::CostModel* model = device ? comm->deviceCostModel.get() : comm->costModel.get();
+  p.chosenByCost = codecByCost || (model && a.algo == coll::Algo::kAuto && model->compute.timed(a.codec));
+  p.predicted = p.chosenByCost ? chooseByCost(comm, c, opKind, codecByCost, device, a) : 0.0;
   if (codecByCost) p.why = a.codec.codec != cclCodecNone ? -1 : p.why >= 0 ? p.why : cclUncompressedAuto;
   return p;
 }
@@ -299,6 +305,7 @@ void runCollective(const Call& c) {
   if (p.why >= 0) noteUncompressed(comm, static_cast<cclUncompressedReason_t>(p.why));
   if (p.where.device) {
     DeviceCall d = deviceCall(c, p);
+    d.chosenByCost = chosenByCost;
     d.tagBase = tags::collectiveBase(comm->collSeq++);
     return submitDevice(std::move(d), &comm->collSeq);
   }

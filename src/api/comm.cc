@@ -297,6 +297,15 @@ std::atomic<bool> gDeviceLinkLent{false};
 
 void deviceLinksAreLent() { gDeviceLinkLent.store(true); }
 
+// The model device calls are priced with: `host`'s links, the device kit's kernels, and
+// every stream at its bound over a link that cannot see lengths (NCCL's).
+static std::shared_ptr<const coll::CostModel> deviceModel(const coll::CostModel& host, const std::string& link) {
+  coll::CostModel m = host;
+  m.compute = coll::measuredDeviceCompute();
+  m.streamsAtBound = coll::linkNeedsNccl(link);
+  return std::make_shared<const coll::CostModel>(m);
+}
+
 // CCL_DEVICE_TRANSPORT=auto: NVIDIA's NCCL ("nccl") where every rank can make a communicator
 // of it, else "staged". A rank can when its device's driver runs NVIDIA's NCCL (CUDA's), the
 // library loads (CCL_NCCL_LIBRARY), and no other rank has the same GPU (same host and
@@ -418,6 +427,7 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
   comm->deviceCodecOff = comm->topology->nodes() == 1 && nranks > 1 && !codecOnSharedMemory();
   // The cost model chooses under CCL_CODEC=auto, and wherever CCL_LINK_MODEL is set.
   if (comm->policy.autoChoice || !config::linkModel().empty()) comm->costModel = agreeCostModel(*comm);
+  if (comm->costModel && comm->cudaDevice >= 0) comm->deviceCostModel = deviceModel(*comm->costModel, comm->deviceLink);
   if (comm->policy.codec.codec != cclCodecNone)
     CCL_INFO(
         "comm %p: default codec %s for messages of at least %zu bytes%s", static_cast<void*>(comm.get()),
@@ -433,6 +443,7 @@ void borrowDeviceNccl(cclComm_t comm, std::unique_ptr<transport::nccl::Transport
   if (comm->cudaDevice < 0) return;  // no device path (a build without CUDA): nothing to move
   comm->nccl = std::move(link);
   comm->deviceLink = "nccl";
+  if (comm->costModel) comm->deviceCostModel = deviceModel(*comm->costModel, comm->deviceLink);
   CCL_INFO("comm rank %d: device calls over a borrowed NCCL communicator", comm->rank);
 }
 
@@ -602,6 +613,7 @@ CCL_API cclResult_t cclCommSetCompression(cclComm_t comm, const cclCompression_t
     // for codecs it timed at init (others keep the size rules).
     comm->policy.autoChoice = false;
     comm->choices.clear();
+    comm->deviceChoices.clear();
     comm->plans.clear();
   });
 }

@@ -86,6 +86,11 @@ struct cclComm {
   // every rank).
   std::shared_ptr<const ccl::coll::CostModel> costModel;
   ccl::coll::PlanCache<ccl::coll::Choice> choices;
+  // Calls on device buffers (a communicator with a device and a cost model): the model's links
+  // with the device kit's kernels (coll::measuredDeviceCompute), streams at their bound over
+  // NCCL; and their choices.
+  std::shared_ptr<const ccl::coll::CostModel> deviceCostModel;
+  ccl::coll::PlanCache<ccl::coll::Choice> deviceChoices;
   // The cached links the model was priced on (none when CCL_LINK_MODEL gave them), and how
   // the chosen calls' times compare with the model's predictions (noteCallTime, under
   // statsMutex): a run of calls far from them marks those links for the next communicator of

@@ -213,10 +213,10 @@ void runOnDevice(std::span<const DeviceCall> calls) {
       job.stats = stats.get();
       const bool compressed = plans[i].compressed;
       const bool first = i == 0, last = i + 1 == calls.size();
-      job.finished = [comm, stats, fn = c.fn, op = c.opKind, compressed, first, last](cclResult_t r,
-                                                                                      const std::string& m) {
+      job.finished = [comm, stats, fn = c.fn, op = c.opKind, compressed, byCost = c.chosenByCost, first, last](
+                         cclResult_t r, const std::string& m) {
         if (r == cclSuccess) {
-          addStats(comm, op, compressed, false, *stats);
+          addStats(comm, op, compressed, byCost, *stats);
         } else if (first) {  // the group's one failure, reported once
           recordError(comm, fn, r, m);
           failAsync(comm, r);

@@ -54,6 +54,7 @@ struct DeviceCall {
   uint64_t feedbackGeneration = 0;  // AutoFeedback::Slot's: a new one zeroes the residual
   size_t feedbackFloats = 0;
   int opKind = 0;
+  bool chosenByCost = false;  // the cost model chose its algorithm (cclStats_t.autoChosen)
   PlanKey key{};
   uint64_t tagBase = 0;
 };

@@ -10,7 +10,8 @@
 // - the all-reduce takes the hierarchical plan: every byte sent inside a node is uncompressed
 //   (raw = wire), the bytes across nodes compressed (wire < raw); CCL_ALGO=ring compresses
 //   inside the nodes too, as it does on host buffers; CCL_CHUNK_BYTES changes the commands a
-//   device call enqueues;
+//   device call enqueues; with CCL_LINK_MODEL the cost model chooses the device call's
+//   algorithm, priced with the device kit's kernels;
 // - each reason a call goes uncompressed is counted (small, dtype, op, collective, one_node),
 //   and the face's destroy-time summary prints them (CCL_DEBUG=INFO, checked by ctest).
 #include <gtest/gtest.h>
@@ -210,7 +211,20 @@ void rankBody(int rank, const ncclUniqueId& id) {
     require(statsOf(node).uncompressed[cclUncompressedOneNode] - before.uncompressed[cclUncompressedOneNode] == 1,
             "one_node was not counted");
   }
-  for (ncclComm_t c : {node, small, ring}) nccl(ncclCommDestroy(c), "ncclCommDestroy");
+  // 7. With links to price on (CCL_LINK_MODEL), the device all-reduce's algorithm is the cost
+  // model's choice, priced with the device kit's kernels (cclStats_t.autoChosen counts it).
+  setenv("CCL_LINK_MODEL", "across=10:3,inside=3:450", 1);
+  ncclComm_t priced = nullptr;
+  nccl(ncclCommSplit(comm, 0, rank, &priced, nullptr), "ncclCommSplit (priced)", comm);
+  unsetenv("CCL_LINK_MODEL");
+  {
+    const cclStats_t before = statsOf(priced);
+    const Moved m = allReduce(priced, rank, dev, false);
+    require(m.compressed == 1, "the priced device all-reduce was not compressed");
+    require(statsOf(priced).autoChosen[cclOpAllReduce] - before.autoChosen[cclOpAllReduce] == 1,
+            "the device all-reduce's algorithm was not the cost model's choice");
+  }
+  for (ncclComm_t c : {priced, node, small, ring}) nccl(ncclCommDestroy(c), "ncclCommDestroy");
   // The destroy-time summary (CCL_DEBUG=INFO) of rank 0 names every reason counted above.
   if (rank != 0) return nccl(ncclCommDestroy(comm), "ncclCommDestroy");
   char path[] = "/tmp/ccl-face-summary-XXXXXX";
