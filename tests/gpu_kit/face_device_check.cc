@@ -7,8 +7,9 @@
 //   face_device_check threads N      N ranks as threads sharing device 0 (NVIDIA's NCCL refuses
 //                                    ranks on one GPU: the face goes on without it)
 //   face_device_check capture N      N ranks: each captures an ncclAllReduce into a CUDA graph
-//                                    and launches it twice; a refusal with an error is a pass,
-//                                    a wrong value, a crash or a hang is not
+//                                    and launches it ten times, each launch the first's bits;
+//                                    a refusal with an error is a pass, a wrong value, a
+//                                    crash or a hang is not
 // With CCL_CODEC set, values are checked within 2 % of the largest; else exactly. Prints one
 // line per check and exits 0 when all passed, 1 when one failed, 77 without a device.
 #include <cuda_runtime.h>
@@ -25,6 +26,7 @@
 namespace {
 
 constexpr size_t kCount = (size_t{1} << 20) + 37;  // not a multiple of any block or rank count
+constexpr int kLaunches = 10;                      // launches of a captured graph
 
 bool cudaOk(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return true;
@@ -131,13 +133,23 @@ void capture(Rank& r) {
   }
   cudaGraphExec_t exec = nullptr;
   r.ok = cudaOk(ended, "cudaStreamEndCapture") && cudaOk(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
-  for (int k = 0; k < 2 && r.ok; ++k) {
+  // Ten launches of one graph: each within the bound, and each the first one's bits (a
+  // replayed plan reads the same inputs and must not drift: residuals stay off under capture).
+  std::vector<float> first(kCount), again(kCount);
+  for (int k = 0; k < kLaunches && r.ok; ++k) {
     cudaMemsetAsync(r.recv, 0, kCount * sizeof(float), r.stream);
+    const std::string what = "captured ncclAllReduce, launch " + std::to_string(k + 1);
     r.ok = cudaOk(cudaGraphLaunch(exec, r.stream), "cudaGraphLaunch") &&
            cudaOk(cudaStreamSynchronize(r.stream), "cudaStreamSynchronize") &&
-           check(k ? "captured ncclAllReduce, second launch" : "captured ncclAllReduce, first launch", r.rank, r.recv,
-                 [&](size_t i) { return sumOf(r.nranks, i); });
+           check(what.c_str(), r.rank, r.recv, [&](size_t i) { return sumOf(r.nranks, i); }) &&
+           cudaOk(cudaMemcpy((k ? again : first).data(), r.recv, kCount * sizeof(float), cudaMemcpyDeviceToHost),
+                  "cudaMemcpy");
+    if (r.ok && k && std::memcmp(first.data(), again.data(), kCount * sizeof(float)) != 0) {
+      std::printf("FAIL rank %d %s: not the first launch's bits\n", r.rank, what.c_str());
+      r.ok = false;
+    }
   }
+  if (r.ok) std::printf("ok   rank %d %d launches, the same bits\n", r.rank, kLaunches);
   if (exec) cudaGraphExecDestroy(exec);
   if (graph) cudaGraphDestroy(graph);
 }

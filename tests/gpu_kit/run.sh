@@ -138,6 +138,9 @@ step 11_face_capture_2_threads 60 env LD_PRELOAD="$preload" CCL_CODEC=int8 CCL_C
 # sends and receives, so both of the program's collectives are compressed.
 step 12_face_standin_2_threads_int8 60 env LD_LIBRARY_PATH="$kit/standin:$LD_LIBRARY_PATH" LD_PRELOAD="$preload" \
   CCL_CODEC=int8 CCL_CODEC_SHM=on CCL_COMPRESS=allreduce,broadcast "$kit/bin/face_device_check" threads 2
+# The same, captured into a graph and launched ten times: ccl's plan over NcclLink replayed.
+step 12_face_standin_capture_2_threads_int8 60 env LD_LIBRARY_PATH="$kit/standin:$LD_LIBRARY_PATH" LD_PRELOAD="$preload" \
+  CCL_CODEC=int8 CCL_CODEC_SHM=on CCL_COMPRESS=allreduce "$kit/bin/face_device_check" capture 2
 
 # NVIDIA's nccl-tests (a kit built with NCCL_TESTS_SRC), one rank, through the face as
 # libnccl.so.2 with CCL_CODEC=none: every collective exact (-c 1), and all_reduce by graph
@@ -153,59 +156,40 @@ if [ -d "$kit/nccl-tests" ] && [ $device -eq 1 ]; then
   step 22_nccl_tests_all_reduce_graph 30 "${nt[@]}" "$kit/nccl-tests/all_reduce_perf" -b 8 -e 8M -f 8 -c 1 -G 3
 fi
 
-# 7. Numbers.
+# 7. Numbers, the questions first: a step gets at most what is left of KIT_BUDGET.
 if [ $quick -eq 0 ]; then
-  step 12_codecs_gpu_bench_1GiB 150 "$kit/bin/codecs_gpu_bench" --mib 1024 --iters 5
-  # Two ranks as threads on one GPU, compressed: on every device so far these stalled at
-  # 64 MiB ("no progress" at both ranks). First a matrix at one size that bisects the
-  # causes (perf/README, "The first device runs"): how a stream waits for the host's flags
-  # (polling kernels or stream memory operations), how many hardware queues the process's
-  # streams share (CUDA_DEVICE_MAX_CONNECTIONS: 1 puts every stream in one queue, 32 gives
-  # each its own), the chunk size (fewer waves), and every call waited for (-z 1). A stall
-  # prints every thread's stack (--stall_dump) before ccl's time-out names its flags.
-  one=("$kit/bin/all_reduce_perf" -M device -t 2 -n 5 -w 1 -c 1 --stall_dump 5)
-  bisect() { local name=$1; shift; step "13_bisect_$name" 25 env CCL_TRANSPORT=local CCL_TIMEOUT=10 "$@"; }
-  bisect memop_64M env CCL_DEVICE_FLAGS=memop "${one[@]}" -b 64M -e 64M -Z int8
-  bisect kernel_64M env CCL_DEVICE_FLAGS=kernel "${one[@]}" -b 64M -e 64M -Z int8
-  bisect kernel_conn32_64M env CCL_DEVICE_FLAGS=kernel CUDA_DEVICE_MAX_CONNECTIONS=32 "${one[@]}" -b 64M -e 64M -Z int8
-  bisect kernel_conn1_1M env CCL_DEVICE_FLAGS=kernel CUDA_DEVICE_MAX_CONNECTIONS=1 "${one[@]}" -b 1M -e 1M -Z int8
-  bisect memop_conn1_1M env CCL_DEVICE_FLAGS=memop CUDA_DEVICE_MAX_CONNECTIONS=1 "${one[@]}" -b 1M -e 1M -Z int8
-  bisect none_kernel_conn1_1M env CCL_DEVICE_FLAGS=kernel CUDA_DEVICE_MAX_CONNECTIONS=1 "${one[@]}" -b 1M -e 1M
-  bisect kernel_chunk8M_64M env CCL_DEVICE_FLAGS=kernel CCL_CHUNK_BYTES=8M "${one[@]}" -b 64M -e 64M -Z int8
-  bisect kernel_blocking_64M env CCL_DEVICE_FLAGS=kernel "${one[@]}" -b 64M -e 64M -Z int8 -z 1
-  # Then the sweeps, with the library's defaults (thread ranks over the in-process transport,
-  # as in the earlier runs).
-  perf=("$kit/bin/all_reduce_perf" -M device -t 2 -b 1M -e 256M -f 4 -n 10 -w 2 -c 1 --stall_dump 8)
-  for z in int8 int4 fp8_e4m3; do
-    step "14_all_reduce_perf_t2_$z" 60 env CCL_TRANSPORT=local CCL_TIMEOUT=15 "${perf[@]}" -Z $z
-  done
-  step 15_all_reduce_perf_t2_none 60 env CCL_TRANSPORT=local "${perf[@]}"
   # Ranks as processes (each its own CUDA context, as production runs them), over UCX's
-  # shared memory: the staged link between two processes on one GPU. The int4 and
-  # uncompressed rows at 256 MiB are the compression-pays check.
-  procs=("$kit/bin/all_reduce_perf" -M device -b 1M -e 256M -f 4 -n 10 -w 2 -c 1 --stall_dump 8)
-  for z in none int8 int4 fp8_e4m3 mxfp4 nvfp4 topk; do
-    step "16_all_reduce_perf_np2_$z" 60 env CCL_TIMEOUT=15 "${procs[@]}" -np 2 -Z $z
+  # shared memory: the staged link between two processes on one GPU, 1 MiB-1 GiB. The int4
+  # and uncompressed rows at 256 MiB and 1 GiB are the compression-pays check; the commands
+  # and host functions per call are printed by the harness.
+  procs=("$kit/bin/all_reduce_perf" -M device -b 1M -e 1G -f 4 -n 5 -w 1 -c 1 --stall_dump 8)
+  for z in none int8 int4; do
+    step "13_all_reduce_perf_np2_$z" 90 env CCL_TIMEOUT=15 "${procs[@]}" -np 2 -Z $z
   done
-  step 17_all_reduce_perf_np4_int8 90 env CCL_TIMEOUT=15 "${procs[@]}" -np 4 -Z int8
+  step 14_codecs_gpu_bench_1GiB 150 "$kit/bin/codecs_gpu_bench" --mib 1024 --iters 5
+  # Two ranks as threads on one GPU (one process: the driver's queues and locks shared), at
+  # the default 1 MiB chunks, where runs 2-8 stalled at 16-64 MiB.
+  perf=("$kit/bin/all_reduce_perf" -M device -t 2 -b 1M -e 1G -f 4 -n 5 -w 1 -c 1 --stall_dump 8)
+  for z in int8 int4 fp8_e4m3; do
+    step "15_all_reduce_perf_t2_$z" 60 env CCL_TRANSPORT=local CCL_TIMEOUT=15 "${perf[@]}" -Z $z
+  done
+  # Thread ranks over NcclLink (CCL_DEVICE_TRANSPORT=nccl) through the stand-in NCCL
+  # (standin/libnccl.so.2: device-to-device copies ordered by events already recorded):
+  # every stream at its bound, quantizers fixed-length. none exact, int8 within its bound.
+  standin=(env CCL_TRANSPORT=local CCL_TIMEOUT=15 CCL_DEVICE_TRANSPORT=nccl
+    CCL_NCCL_LIBRARY="$kit/standin/libnccl.so.2")
+  step 16_all_reduce_perf_t2_standin_none 60 "${standin[@]}" "${perf[@]}" -e 256M
+  step 16_all_reduce_perf_t2_standin_int8 60 "${standin[@]}" "${perf[@]}" -e 256M -Z int8
+  for z in fp8_e4m3 mxfp4 nvfp4 topk; do
+    step "17_all_reduce_perf_np2_$z" 60 env CCL_TIMEOUT=15 "${procs[@]}" -e 256M -np 2 -Z $z
+  done
+  step 18_all_reduce_perf_np4_int8 90 env CCL_TIMEOUT=15 "${procs[@]}" -e 256M -np 4 -Z int8
   # PyTorch's own quantization kernels beside ccl's encoders on the same GPU (the codec
   # issue's peer), at 64 MiB (rotating buffers) after the 1 GiB bench above.
   step 19_codecs_gpu_bench_64MiB 90 "$kit/bin/codecs_gpu_bench" --mib 64 --iters 20
   step 19_torch_codec_peer 120 python3 "$kit/torch_codec_peer.py"
-  # Thread ranks with eight times fewer waves and kernels (8 MiB chunks), the workaround run 8
-  # found at 64 MiB, over every size.
-  step 20_all_reduce_perf_t2_int8_chunk8M 60 env CCL_TRANSPORT=local CCL_TIMEOUT=15 CCL_CHUNK_BYTES=8M \
-    "${perf[@]}" -Z int8
   # Buffers inside a float on the device (a misaligned float load faults on a GPU).
-  step 18_all_reduce_perf_np2_int8_misaligned 60 env CCL_TIMEOUT=15 "${procs[@]}" -np 2 -Z int8 -e 64M --misalign 3
-  # Thread ranks over NcclLink (CCL_DEVICE_TRANSPORT=nccl) through the stand-in NCCL
-  # (standin/libnccl.so.2: device-to-device copies ordered by events already recorded):
-  # every stream at its bound, quantizers fixed-length, on a real GPU for the first time.
-  # none exact, int8 within its bound; the commands columns are the call's.
-  standin=(env CCL_TRANSPORT=local CCL_TIMEOUT=15 CCL_DEVICE_TRANSPORT=nccl
-    CCL_NCCL_LIBRARY="$kit/standin/libnccl.so.2")
-  step 21_all_reduce_perf_t2_standin_none 60 "${standin[@]}" "${perf[@]}"
-  step 21_all_reduce_perf_t2_standin_int8 60 "${standin[@]}" "${perf[@]}" -Z int8
+  step 20_all_reduce_perf_np2_int8_misaligned 60 env CCL_TIMEOUT=15 "${procs[@]}" -np 2 -Z int8 -e 64M --misalign 3
 fi
 
 {
