@@ -11,7 +11,7 @@ packages=(
   libgloo-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang clang-format libclang-rt-dev
-  iproute2 procps
+  iproute2 procps xz-utils
   # the reference trainer (examples/transformer): BLAS on OpenMP, flags, its data and plots
   libopenblas-openmp-dev libcli11-dev bible-kjv python3-numpy python3-matplotlib
 )

@@ -557,11 +557,13 @@ typedef enum CCL_ENUM_TYPE {
   cclUncompressedCapture = 7,    /* the stream was being captured into a CUDA graph */
   cclUncompressedFeedback = 8,   /* LoCo feedback asked for on device buffers (host-side state) */
   cclUncompressedBound = 9,      /* the codec's streams at their bound are not smaller than the data */
-  cclNumUncompressedReasons = 10
+  cclUncompressedStream = 10,    /* device buffers on the legacy default stream (NULL): the face only */
+  cclNumUncompressedReasons = 11
 } cclUncompressedReason_t;
 
 /* The reason's name as statistics print it ("not_listed", "collective", "one_node", "auto",
- * "small", "dtype", "op", "capture", "feedback", "bound"); "invalid" if out of range. */
+ * "small", "dtype", "op", "capture", "feedback", "bound", "stream"); "invalid" if out of
+ * range. */
 CCL_API const char* cclUncompressedReasonName(cclUncompressedReason_t reason);
 /* The number of reasons of the library loaded (its cclNumUncompressedReasons). */
 CCL_API int cclUncompressedReasonCount(void);

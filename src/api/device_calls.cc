@@ -2,6 +2,7 @@
 #include "api/device_calls.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <exception>
 #include <map>
 #include <memory>
@@ -121,6 +122,19 @@ bool declinedOnDevice(const DeviceCall& c) {
   std::lock_guard<std::mutex> lock(d.mutex);
   coll::CurrentDevice current(d.runner.device());
   return planned(d, c, c.comm->rank, c.comm->nranks).declined;
+}
+
+std::string describeBuffers(std::initializer_list<NamedBuffer> buffers) {
+  coll::DeviceDriver* driver = coll::deviceDriver();
+  std::string out;
+  for (const NamedBuffer& b : buffers) {
+    if (!b.ptr) continue;
+    char at[32];
+    std::snprintf(at, sizeof(at), " %p: ", b.ptr);
+    const std::string seen = driver ? driver->describe(b.ptr) : "";
+    out += (out.empty() ? "" : "; ") + std::string(b.name) + at + (seen.empty() ? "host memory" : seen);
+  }
+  return out;
 }
 
 bool onDevice(cclComm_t comm, std::initializer_list<NamedBuffer> buffers, cclStream_t stream) {

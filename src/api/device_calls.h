@@ -17,6 +17,7 @@
 
 #include <initializer_list>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -37,6 +38,10 @@ struct NamedBuffer {
 // memory of another device, for device memory with a host stream or with stream NULL, and
 // for device memory in a build without CUDA or a communicator without a device.
 bool onDevice(cclComm_t comm, std::initializer_list<NamedBuffer> buffers, cclStream_t stream);
+
+// The buffers as the device driver sees them ("sendbuff 0x...: memory type 0, device -1; ..."),
+// for the message of a call that passed a CUDA stream with buffers taken for host memory.
+std::string describeBuffers(std::initializer_list<NamedBuffer> buffers);
 
 struct DeviceCall {
   coll::Coll kind;

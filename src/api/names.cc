@@ -32,8 +32,8 @@ CCL_API cclResult_t cclOpKindFromName(const char* name, cclOpKind_t* kind) {
 CCL_API int cclOpKindCount(void) { return cclNumOpKinds; }
 
 CCL_API const char* cclUncompressedReasonName(cclUncompressedReason_t reason) {
-  static constexpr const char* kNames[] = {"not_listed", "collective", "one_node", "auto",     "small",
-                                           "dtype",      "op",         "capture",  "feedback", "bound"};
+  static constexpr const char* kNames[] = {"not_listed", "collective", "one_node", "auto",  "small", "dtype",
+                                           "op",         "capture",    "feedback", "bound", "stream"};
   static_assert(std::size(kNames) == cclNumUncompressedReasons);
   const auto k = static_cast<unsigned>(reason);
   return k < std::size(kNames) ? kNames[k] : "invalid";

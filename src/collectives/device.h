@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include "collectives/links/transport_link.h"
 #include "collectives/stream.h"
@@ -60,6 +61,12 @@ class DeviceDriver {
   virtual int current() = 0;
   // The device whose memory `p` is (device or managed memory); -1 for host memory.
   virtual int deviceOf(const void* p) = 0;
+  // What the driver knows of `p`, for an error message that has to say why a buffer was
+  // taken for host memory ("" where there is nothing more to say).
+  virtual std::string describe(const void* p) {
+    (void)p;
+    return "";
+  }
   // True while `stream` (a cudaStream_t) is being captured into a CUDA graph: what is
   // enqueued then runs only when the graph is launched, once per launch.
   virtual bool capturing(void* stream) = 0;

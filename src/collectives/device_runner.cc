@@ -137,7 +137,8 @@ DeviceRunner::Planned DeviceRunner::plan(Coll coll, const CollArgs& args, const 
   p.schedule = std::make_shared<const Schedule>(scheduleWaves([&](int r) { return planOf(a, r); }, shifts, rank));
   if (p.compressed && atBound) {
     p.moved = postedBytes(*p.plan, *p.schedule);
-    p.declined = p.moved.posted >= p.moved.raw;
+    // A plan that sends nothing (one rank) is the host path's: its codec round trip stays.
+    p.declined = p.moved.raw > 0 && p.moved.posted >= p.moved.raw;
   }
   return p;
 }

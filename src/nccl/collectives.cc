@@ -15,6 +15,7 @@
 #include "collectives/device.h"
 #include "common/cuda_probe.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "nccl/comm.h"
 #include "nccl/face_error.h"
 #include "nccl/group.h"
@@ -116,24 +117,29 @@ ncclRedOp_t realOp(ncclComm& c, ncclRedOp_t op) {
 }
 
 // The real library's nccl*Config twin of a collective.
-const char* configSymbol(Coll kind) {
+// The real library's symbols of each collective: the plain call and its nccl*Config twin.
+struct RealSymbols {
+  const char* plain;
+  const char* config;
+};
+RealSymbols realSymbols(Coll kind) {
   switch (kind) {
     case Coll::kAllReduce:
-      return "pncclAllReduceConfig";
+      return {"pncclAllReduce", "pncclAllReduceConfig"};
     case Coll::kReduce:
-      return "pncclReduceConfig";
+      return {"pncclReduce", "pncclReduceConfig"};
     case Coll::kReduceScatter:
-      return "pncclReduceScatterConfig";
+      return {"pncclReduceScatter", "pncclReduceScatterConfig"};
     case Coll::kBroadcast:
-      return "pncclBroadcastConfig";
+      return {"pncclBroadcast", "pncclBroadcastConfig"};
     case Coll::kAllGather:
-      return "pncclAllGatherConfig";
+      return {"pncclAllGather", "pncclAllGatherConfig"};
     case Coll::kAlltoAll:
-      return "pncclAlltoAllConfig";
+      return {"pncclAlltoAll", "pncclAlltoAllConfig"};
     case Coll::kGather:
-      return "pncclGatherConfig";
+      return {"pncclGather", "pncclGatherConfig"};
     case Coll::kScatter:
-      return "pncclScatterConfig";
+      return {"pncclScatter", "pncclScatterConfig"};
     default:
       throw Error(cclInternalError, "unknown collective");
   }
@@ -167,11 +173,14 @@ void runDeviceConfigured(ncclComm& c, const CollCall& k, ncclComm_t r) {
 }
 
 void runDevice(ncclComm& c, const CollCall& k) {
-  if (!c.real) return runCcl(c, k, reinterpret_cast<cclStream_t>(k.stream));
+  // No real library, or one older than the collective (ncclAlltoAll, ncclGather and
+  // ncclScatter arrived in 2.28): ccl runs it, over the real library's sends and receives
+  // where it has them.
+  if (!c.real || !real::has(realSymbols(k.kind).plain)) return runCcl(c, k, reinterpret_cast<cclStream_t>(k.stream));
   ncclComm_t r = realComm(c);
   // An nccl*Config call goes to the real library's (2.31+) with its configuration; an older
   // library gets the plain call (the configuration only tunes NVIDIA's kernels).
-  if (k.config && real::has(configSymbol(k.kind))) return runDeviceConfigured(c, k, r);
+  if (k.config && real::has(realSymbols(k.kind).config)) return runDeviceConfigured(c, k, r);
   switch (k.kind) {
     case Coll::kAllReduce:
       return checkReal(CCL_REAL(ncclAllReduce)(k.send, k.recv, k.count, k.dtype, realOp(c, k.op), r, k.stream), k.fn);
@@ -243,8 +252,24 @@ void runOnDevice(ncclComm& c, const CollCall& call) {
     if (hasDefault) sentAsIs(c, cclUncompressedCapture);
     return runDevice(c, call);
   }
+  // The legacy default stream (PyTorch's current stream unless it set one), which NVIDIA's
+  // NCCL orders calls on and ccl's device path does not.
+  if (!call.stream) {
+    if (hasDefault) sentAsIs(c, cclUncompressedStream);
+    return runDevice(c, call);
+  }
   const api::Call k = cclCall(c, call, reinterpret_cast<cclStream_t>(call.stream));
-  const api::DeviceOffer offer = api::offerDevice(k);
+  api::DeviceOffer offer;
+  try {
+    offer = api::offerDevice(k);
+  } catch (const Error& e) {
+    // ccl refuses the call (it sees its buffers differently, say): NVIDIA's NCCL, which
+    // checks its arguments itself, serves it as a program without the face would have it.
+    if (!c.refusalLogged.exchange(true))
+      CCL_WARN("%s: ccl does not take this call (%s); NVIDIA's NCCL serves it and calls like it as they are", call.fn,
+               e.what());
+    return runDevice(c, call);
+  }
   if (!offer.compressed) {
     sentAsIs(c, offer.why);
     return runDevice(c, call);

@@ -907,6 +907,27 @@ TEST(DeviceCalls, AutoDeviceTransportUsesNcclWhereEveryRankCan) {
   unsetenv("CCL_NCCL_LIBRARY");
 }
 
+// One rank over NVIDIA's NCCL (CCL_DEVICE_TRANSPORT=auto picks it for a rank alone on its
+// GPU): its plans send nothing, so no link can decline their codec. The device call keeps
+// the host path's codec round trip, byte for byte (a plan that moved 0 bytes was taken for
+// one whose streams are not smaller than its data, and ran uncompressed).
+TEST(DeviceCalls, OneRankOverNcclKeepsTheHostPathsCodec) {
+  unsetenv("CCL_DEVICE_TRANSPORT");
+  setenv("CCL_NCCL_LIBRARY", CCL_TEST_FAKE_NCCL, 1);
+  {
+    std::lock_guard<std::mutex> lock(gNotedMutex);
+    gNotedDevice.clear();
+  }
+  simDriver().pretendNccl = true;
+  SimOps ops;
+  expectDeviceMatchesHost(1, ops);
+  simDriver().pretendNccl = false;
+  unsetenv("CCL_NCCL_LIBRARY");
+  std::lock_guard<std::mutex> lock(gNotedMutex);
+  EXPECT_FALSE(gNotedDevice.empty()) << "the device communicator did not use NVIDIA's NCCL";
+  gNotedDevice.clear();
+}
+
 // CCL_DEVICE_TRANSPORT: an unknown value fails the communicator's creation; nccl with a
 // library that cannot be loaded fails it on every rank, naming the library, rather than
 // leaving ranks waiting in NCCL's init; without a device the setting changes nothing.

@@ -13,4 +13,13 @@ void startStallWatch(int seconds);
 // Called on every rank's progress: a call enqueued or a stream synchronised.
 void noteProgress();
 
+// While one lives, the harness works on the host (filling inputs, checking a result: seconds
+// at 1 GiB), and no stall is reported.
+struct HostWork {
+  HostWork();
+  ~HostWork();
+  HostWork(const HostWork&) = delete;
+  HostWork& operator=(const HostWork&) = delete;
+};
+
 }  // namespace cclperf

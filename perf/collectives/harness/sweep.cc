@@ -207,12 +207,16 @@ class RankSweep {
     const DataModel model(k.type, coll_.usesOp(), k.op, me_.nranks, seed);
     const CallArgs a = callArgs(l, k, inPlace, true);
     char* recvBase = mem_.onDevice() ? recvHost_.get() : recv_.get() + opt_.misalign;
-    poison(TypedBuffer{recvBase, recvExtent(l), k.type});
-    coll_.fillInput(model, me_, k.root, TypedBuffer{const_cast<void*>(a.send), l.sendCount, k.type});
+    {
+      const HostWork busy;
+      poison(TypedBuffer{recvBase, recvExtent(l), k.type});
+      coll_.fillInput(model, me_, k.root, TypedBuffer{const_cast<void*>(a.send), l.sendCount, k.type});
+    }
     if (mem_.onDevice()) {  // in place, the input is inside the receive buffer's extent
       mem_.upload(recv_.get() + opt_.misalign, recvHost_.get(), recvExtent(l) * k.typeSize);
       if (!inPlace) mem_.upload(send_.get() + opt_.misalign, sendHost_.get(), l.sendCount * k.typeSize);
     }
+    const HostWork busy;
     return coll_.fillExpected(model, me_, k.root, TypedBuffer{expected_.get(), l.recvCount, k.type});
   }
 
@@ -225,6 +229,7 @@ class RankSweep {
   // Without a codec every element must be exact; with one, within the codec's bound.
   long long countWrong(const BufferLayout& l, const Case& k, bool inPlace) {
     if (mem_.onDevice()) mem_.download(recvHost_.get(), recv_.get() + opt_.misalign, recvExtent(l) * k.typeSize);
+    const HostWork busy;
     const CallArgs a = callArgs(l, k, inPlace, true);
     if (opt_.codec.active()) {
       const AccuracyTally t = tallyAgainstBound(TypedBuffer{a.recv, l.recvCount, k.type},

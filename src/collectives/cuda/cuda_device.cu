@@ -155,6 +155,17 @@ class CudaDriver final : public DeviceDriver {
     return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ? a.device : -1;
   }
 
+  std::string describe(const void* p) override {
+    if (deviceCount() == 0) return "no CUDA device";
+    cudaPointerAttributes a{};
+    const cudaError_t e = cudaPointerGetAttributes(&a, p);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      return std::string("cudaPointerGetAttributes: ") + cudaGetErrorString(e);
+    }
+    return "memory type " + std::to_string(static_cast<int>(a.type)) + ", device " + std::to_string(a.device);
+  }
+
   bool capturing(void* stream) override {
     if (deviceCount() == 0) return false;
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
