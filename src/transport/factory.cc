@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "transport/local/local_transport.h"
+#include "transport/shm/shm_transport.h"
 #include "transport/ucx/ucx_transport.h"
 
 namespace ccl::transport {
@@ -17,10 +18,12 @@ struct Kind {
 };
 
 // In the order "auto" tries them: UCX crosses processes and hosts; the local transport only
-// joins threads of one process.
+// joins threads of one process. The shared-memory channel (ranks of one host through rings,
+// UCX between hosts) is asked for by name until the fault campaign has run over it.
 const Kind kKinds[] = {
     {"ucx", kUcxBuilt, createUcxTransport},
     {"local", true, createLocalTransport},
+    {"shm", true, createShmTransport},
 };
 
 }  // namespace

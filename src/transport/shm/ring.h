@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// A single-producer single-consumer byte ring in memory two processes map (or two threads
+// share): the shared-memory channel's one queue per ordered pair of ranks. The producer
+// appends records (a 32-byte header and its payload, rounded up to 32 bytes), the consumer
+// reads them in order; a record is all there or not there. A record's header carries its
+// own flag (`seq`, the record's offset in the stream plus one, stored last with release
+// order), so the consumer learns of a small message from the one cache line that holds it,
+// with no counter of the producer's to read; the consumer's released count (`head`, on a
+// line of its own) is read by the producer only when its cached copy says the ring is full.
+// No lock, no system call. A payload may wrap around the end of the ring (copied in two
+// parts); a header never does (records start 32-byte aligned).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace ccl::transport::shm {
+
+// One end's state as the other end sees it (RingControl::producer / consumer).
+enum EndState : uint32_t { kOpen = 0, kAborted = 1, kMismatch = 2, kDeparted = 3 };
+
+struct RingControl {
+  alignas(64) std::atomic<uint64_t> head;      // bytes the consumer has released
+  alignas(64) std::atomic<uint32_t> producer;  // EndState of the producing rank
+  std::atomic<uint32_t> consumer;              // EndState of the consuming rank
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "the ring's counters are shared between processes");
+
+// A fragment of a message: `bytes` of the message's `total`, the message's `tag`. A message
+// is one or more fragments back to back; its first fragment starts it.
+struct FragmentHeader {
+  uint64_t tag;
+  uint64_t total;
+  uint64_t bytes;
+  uint64_t seq;  // written by the ring: the record's offset + 1 once it is complete
+};
+constexpr size_t kRecordAlign = sizeof(FragmentHeader);  // 32
+
+constexpr size_t recordBytes(size_t payload) {
+  return sizeof(FragmentHeader) + (payload + kRecordAlign - 1) / kRecordAlign * kRecordAlign;
+}
+
+// The memory a ring of `capacity` bytes of records takes (capacity a power of two, at
+// least 128).
+constexpr size_t ringFootprint(size_t capacity) { return sizeof(RingControl) + capacity; }
+
+// Both ends of one ring: `base` is ringFootprint(capacity) bytes, 64-byte aligned,
+// initialised once by initRing before either end is made.
+void initRing(void* base, size_t capacity);
+
+class RingWriter {
+ public:
+  RingWriter() = default;
+  RingWriter(void* base, size_t capacity);
+  // Appends a fragment if its record fits now; false (nothing written) when it does not.
+  bool tryPush(const FragmentHeader& h, const void* payload);
+  // The largest payload a fragment may carry (a quarter of the ring).
+  size_t maxFragment() const { return capacity_ / 4 - sizeof(FragmentHeader); }
+  RingControl* control() const { return control_; }
+
+ private:
+  RingControl* control_ = nullptr;
+  char* data_ = nullptr;
+  size_t capacity_ = 0;
+  uint64_t tail_ = 0;       // mine: bytes appended
+  uint64_t headCache_ = 0;  // the consumer's, as last read
+};
+
+class RingReader {
+ public:
+  RingReader() = default;
+  RingReader(void* base, size_t capacity);
+  // The next record's header, if one is there.
+  bool peek(FragmentHeader* h);
+  // Copies `bytes` of the peeked record's payload from `offset` into dst.
+  void copyPayload(void* dst, size_t offset, size_t bytes) const;
+  // Releases the peeked record to the producer.
+  void pop();
+  // True when no complete record is waiting.
+  bool empty();
+  RingControl* control() const { return control_; }
+
+ private:
+  void copyOut(void* dst, uint64_t at, size_t bytes) const;
+  RingControl* control_ = nullptr;
+  char* data_ = nullptr;
+  size_t capacity_ = 0;
+  uint64_t head_ = 0;    // mine: bytes released
+  uint64_t peeked_ = 0;  // the peeked record's size, 0 when none
+};
+
+}  // namespace ccl::transport::shm

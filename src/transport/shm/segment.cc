@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "transport/shm/segment.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+
+#include "common/error.h"
+
+namespace ccl::transport::shm {
+
+Segment::Segment(Segment&& o) noexcept { *this = std::move(o); }
+
+Segment& Segment::operator=(Segment&& o) noexcept {
+  if (this != &o) {
+    this->~Segment();
+    base_ = std::exchange(o.base_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
+    name_ = std::move(o.name_);
+    o.name_.clear();
+  }
+  return *this;
+}
+
+Segment::~Segment() {
+  unlink();
+  if (base_) munmap(base_, bytes_);
+  base_ = nullptr;
+}
+
+void Segment::unlink() {
+  if (!name_.empty()) shm_unlink(name_.c_str());
+  name_.clear();
+}
+
+Segment Segment::create(const std::string& name, size_t bytes) {
+  const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  CCL_CHECK(fd >= 0, cclSystemError, "shm_open(" + name + "): " + std::strerror(errno));
+  Segment s;
+  s.name_ = name;  // unlinked by the destructor if anything below fails
+  const bool sized = ftruncate(fd, static_cast<off_t>(bytes)) == 0;
+  const int err = errno;
+  void* p = sized ? mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+  const int mapErr = errno;
+  close(fd);
+  CCL_CHECK(sized, cclSystemError, "ftruncate(" + name + "): " + std::strerror(err) + " (is /dev/shm full?)");
+  CCL_CHECK(p != MAP_FAILED, cclSystemError, "mmap(" + name + "): " + std::strerror(mapErr));
+  s.base_ = p;
+  s.bytes_ = bytes;
+  return s;
+}
+
+Segment Segment::open(const std::string& name, size_t bytes, const uint8_t token[16], std::string* why) {
+  Segment s;
+  const int fd = shm_open(name.c_str(), O_RDWR, 0);
+  if (fd < 0) {
+    *why = "shm_open(" + name + "): " + std::strerror(errno);
+    return s;
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || st.st_uid != geteuid() || static_cast<size_t>(st.st_size) != bytes) {
+    close(fd);
+    *why = name + " is not a segment of this user and size";
+    return s;
+  }
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) {
+    *why = "mmap(" + name + "): " + std::strerror(errno);
+    return s;
+  }
+  s.base_ = p;
+  s.bytes_ = bytes;
+  const SegmentHeader* h = s.header();
+  if (h->magic != kSegmentMagic || std::memcmp(h->token, token, sizeof(h->token)) != 0) {
+    *why = name + " does not carry this communicator's token";
+    return Segment{};  // s unmaps on return
+  }
+  return s;
+}
+
+std::string segmentName(const uint8_t token[16], int rank) {
+  std::string name = "/ccl-";
+  char hex[3];
+  for (int i = 0; i < 16; ++i) {
+    std::snprintf(hex, sizeof(hex), "%02x", token[i]);
+    name += hex;
+  }
+  return name + "-" + std::to_string(rank);
+}
+
+}  // namespace ccl::transport::shm
