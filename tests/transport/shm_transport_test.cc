@@ -101,7 +101,7 @@ TEST(ShmRing, AFullRingRefusesUntilARecordIsReleased) {
 TEST(ShmSegment, ForeignOrForgedSegmentsAreRefused) {
   uint8_t token[16], other[16];
   for (int i = 0; i < 16; ++i) token[i] = static_cast<uint8_t>(i * 17 + 3), other[i] = static_cast<uint8_t>(i);
-  const std::string name = transport::shm::segmentName(token, 99);
+  const std::string name = transport::shm::segmentName(token, 99, static_cast<int>(getpid()));
   auto made = transport::shm::Segment::create(name, 4096);
   made.header()->magic = transport::shm::kSegmentMagic;
   std::memcpy(made.header()->token, token, 16);
@@ -114,6 +114,30 @@ TEST(ShmSegment, ForeignOrForgedSegmentsAreRefused) {
   EXPECT_FALSE(transport::shm::Segment::open(name, 4096, token, &why).mapped()) << "not ccl's";
   made.unlink();
   EXPECT_FALSE(transport::shm::Segment::open(name, 4096, token, &why).mapped()) << "unlinked";
+}
+
+// A segment whose creator was killed before its peers mapped it is removed by the next
+// channel made on the host (its name carries the creator's pid); a live creator's stays.
+TEST(ShmSegment, SegmentsOfKilledRanksAreSweptAway) {
+  uint8_t token[16];
+  for (int i = 0; i < 16; ++i) token[i] = static_cast<uint8_t>(200 + i);
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  waitpid(child, nullptr, 0);  // a pid no live process has (until the system reuses it)
+  auto dead = transport::shm::Segment::create(transport::shm::segmentName(token, 0, child), 4096);
+  auto live = transport::shm::Segment::create(transport::shm::segmentName(token, 1, static_cast<int>(getpid())), 4096);
+  dead.header()->magic = live.header()->magic = transport::shm::kSegmentMagic;
+  std::memcpy(dead.header()->token, token, 16);
+  std::memcpy(live.header()->token, token, 16);
+  EXPECT_GE(transport::shm::sweepStaleSegments(), 1);
+  std::string why;
+  EXPECT_FALSE(transport::shm::Segment::open(transport::shm::segmentName(token, 0, child), 4096, token, &why).mapped())
+      << "the dead rank's segment is still there";
+  EXPECT_TRUE(transport::shm::Segment::open(transport::shm::segmentName(token, 1, static_cast<int>(getpid())), 4096,
+                                            token, &why)
+                  .mapped())
+      << why;
 }
 
 std::set<std::string> cclSegments() {

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "transport/shm/segment.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -85,14 +88,47 @@ Segment Segment::open(const std::string& name, size_t bytes, const uint8_t token
   return s;
 }
 
-std::string segmentName(const uint8_t token[16], int rank) {
+std::string segmentName(const uint8_t token[16], int rank, int pid) {
   std::string name = "/ccl-";
   char hex[3];
   for (int i = 0; i < 16; ++i) {
     std::snprintf(hex, sizeof(hex), "%02x", token[i]);
     name += hex;
   }
-  return name + "-" + std::to_string(rank);
+  return name + "-" + std::to_string(rank) + "-" + std::to_string(pid);
+}
+
+bool processAlive(int pid) {
+  if (kill(pid, 0) != 0) return errno != ESRCH;
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  FILE* f = std::fopen(path, "r");
+  if (!f) return true;
+  char line[512] = {};
+  const bool read = std::fgets(line, sizeof(line), f) != nullptr;
+  std::fclose(f);
+  const char* state = read ? std::strrchr(line, ')') : nullptr;  // "pid (comm) S ..."
+  return !(state && state[1] == ' ' && (state[2] == 'Z' || state[2] == 'X'));
+}
+
+int sweepStaleSegments() {
+  DIR* d = opendir("/dev/shm");
+  if (!d) return 0;
+  int removed = 0;
+  while (dirent* e = readdir(d)) {
+    const std::string n = e->d_name;
+    if (n.rfind("ccl-", 0) != 0) continue;
+    const size_t dash = n.rfind('-');
+    char* end = nullptr;
+    const long pid = std::strtol(n.c_str() + dash + 1, &end, 10);
+    if (dash == std::string::npos || *end != '\0' || pid <= 0 || processAlive(static_cast<int>(pid))) continue;
+    struct stat st {};
+    const std::string path = "/dev/shm/" + n;
+    if (stat(path.c_str(), &st) != 0 || st.st_uid != geteuid()) continue;
+    if (shm_unlink(("/" + n).c_str()) == 0) ++removed;
+  }
+  closedir(d);
+  return removed;
 }
 
 }  // namespace ccl::transport::shm

@@ -50,7 +50,14 @@ class Segment {
   std::string name_;  // while linked and ours
 };
 
-// The segment name of `rank` for a communicator token (no slashes but the first).
-std::string segmentName(const uint8_t token[16], int rank);
+// The segment name of `rank` (process `pid`) for a communicator token: "/ccl-<token>-<rank>-<pid>".
+std::string segmentName(const uint8_t token[16], int rank, int pid);
+
+// False once `pid` has exited: gone, or a zombie its parent has not reaped yet.
+bool processAlive(int pid);
+
+// Unlinks this user's segments whose creating process has exited: what a rank killed between
+// making its segment and its peers' mapping it left behind. Returns how many.
+int sweepStaleSegments();
 
 }  // namespace ccl::transport::shm

@@ -90,20 +90,6 @@ struct Peer {
   bool waiting() const { return !sends.empty() || !posted.empty() || cur.active; }
 };
 
-// False once `pid` has exited: gone, or a zombie its parent has not reaped yet.
-bool alive(pid_t pid) {
-  if (kill(pid, 0) != 0) return errno != ESRCH;
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
-  FILE* f = std::fopen(path, "r");
-  if (!f) return true;
-  char line[512] = {};
-  const bool read = std::fgets(line, sizeof(line), f) != nullptr;
-  std::fclose(f);
-  const char* state = read ? std::strrchr(line, ')') : nullptr;  // "pid (comm) S ..."
-  return !(state && state[1] == ' ' && (state[2] == 'Z' || state[2] == 'X'));
-}
-
 void deliverAside(Op& op, Unexpected& u, int peer) {
   if (u.total > op.bytes) {
     op.fail(cclInvalidUsage, "shm receive from rank " + std::to_string(peer) + ": a message of " +
@@ -360,7 +346,7 @@ class ShmTransport final : public Transport {
     }
     if (!p.waiting() || !p.in.empty()) return false;  // what it sent is still to be read
     if (theirs == shm::kDeparted) return failPeer(peer, cclRemoteError, "shm: " + who + " has left the communicator");
-    if (!alive(p.pid))
+    if (!shm::processAlive(p.pid))
       return failPeer(peer, cclRemoteError, "shm: " + who + " (pid " + std::to_string(p.pid) + ") exited");
     return false;
   }
@@ -445,7 +431,9 @@ std::unique_ptr<Transport> createShmTransport(bootstrap::Bootstrap& bs) {
   auto indexOf = [&](int q) { return static_cast<size_t>(std::find(local.begin(), local.end(), q) - local.begin()); };
   const size_t bytes = segmentBytes(local.size());
 
-  Segment mine = Segment::create(shm::segmentName(token, r), bytes);
+  if (const int swept = shm::sweepStaleSegments())
+    CCL_INFO("shm: removed %d segments left in /dev/shm by ranks that were killed", swept);
+  Segment mine = Segment::create(shm::segmentName(token, r, static_cast<int>(getpid())), bytes);
   auto* h = mine.header();
   h->magic = shm::kSegmentMagic;
   std::memcpy(h->token, token, sizeof(token));
@@ -461,7 +449,7 @@ std::unique_ptr<Transport> createShmTransport(bootstrap::Bootstrap& bs) {
   for (int q : local) {
     if (q == r) continue;
     std::string why;
-    others[q] = Segment::open(shm::segmentName(token, q), bytes, token, &why);
+    others[q] = Segment::open(shm::segmentName(token, q, static_cast<int>(info[q].pid)), bytes, token, &why);
     if (others[q].mapped())
       opened[static_cast<size_t>(r) * n + q] = 1;
     else
