@@ -47,12 +47,17 @@ Segment Segment::create(const std::string& name, size_t bytes) {
   CCL_CHECK(fd >= 0, cclSystemError, "shm_open(" + name + "): " + std::strerror(errno));
   Segment s;
   s.name_ = name;  // unlinked by the destructor if anything below fails
-  const bool sized = ftruncate(fd, static_cast<off_t>(bytes)) == 0;
-  const int err = errno;
+  // Reserve the pages now: on a full /dev/shm (a container's is 64 MiB by default) a write
+  // to a page ftruncate only promised would be SIGBUS; this is an error instead.
+  const int reserved = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  const bool sized = reserved == 0;
+  const int err = reserved;
   void* p = sized ? mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
   const int mapErr = errno;
   close(fd);
-  CCL_CHECK(sized, cclSystemError, "ftruncate(" + name + "): " + std::strerror(err) + " (is /dev/shm full?)");
+  CCL_CHECK(
+      sized, cclSystemError,
+      "posix_fallocate(" + name + ", " + std::to_string(bytes) + "): " + std::strerror(err) + " (is /dev/shm full?)");
   CCL_CHECK(p != MAP_FAILED, cclSystemError, "mmap(" + name + "): " + std::strerror(mapErr));
   s.base_ = p;
   s.bytes_ = bytes;

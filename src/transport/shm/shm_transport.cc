@@ -433,15 +433,23 @@ std::unique_ptr<Transport> createShmTransport(bootstrap::Bootstrap& bs) {
 
   if (const int swept = shm::sweepStaleSegments())
     CCL_INFO("shm: removed %d segments left in /dev/shm by ranks that were killed", swept);
-  Segment mine = Segment::create(shm::segmentName(token, r, static_cast<int>(getpid())), bytes);
-  auto* h = mine.header();
-  h->magic = shm::kSegmentMagic;
-  std::memcpy(h->token, token, sizeof(token));
-  h->owner = r;
-  h->pid = static_cast<int32_t>(getpid());
-  h->rings = local.size();
-  h->capacity = kRingCapacity;
-  for (size_t i = 0; i < local.size(); ++i) shm::initRing(ringAt(mine, i), kRingCapacity);
+  // A rank that cannot make its segment (a full /dev/shm) takes no message through the
+  // channel: its peers cannot open it, and its pairs go through UCX.
+  Segment mine;
+  try {
+    mine = Segment::create(shm::segmentName(token, r, static_cast<int>(getpid())), bytes);
+    auto* h = mine.header();
+    h->magic = shm::kSegmentMagic;
+    std::memcpy(h->token, token, sizeof(token));
+    h->owner = r;
+    h->pid = static_cast<int32_t>(getpid());
+    h->rings = local.size();
+    h->capacity = kRingCapacity;
+    for (size_t i = 0; i < local.size(); ++i) shm::initRing(ringAt(mine, i), kRingCapacity);
+  } catch (const Error& e) {
+    CCL_WARN("shm: rank %d has no segment (%s): its pairs on this host go through the network", r, e.what());
+    mine = Segment{};
+  }
   bs.barrier();  // every segment made before any is opened
 
   std::vector<Segment> others(static_cast<size_t>(n));
@@ -477,7 +485,7 @@ std::unique_ptr<Transport> createShmTransport(bootstrap::Bootstrap& bs) {
   for (int q = 0; q < n; ++q) {
     Peer& p = peers[q];
     p.pid = static_cast<pid_t>(info[q].pid);
-    if (q == r || !pairOnShm(r, q)) continue;
+    if (q == r || !pairOnShm(r, q) || !mine.mapped()) continue;
     p.shm = true;
     p.in = RingReader(ringAt(mine, indexOf(q)), kRingCapacity);
     p.out = RingWriter(ringAt(others[q], indexOf(r)), kRingCapacity);
