@@ -420,7 +420,7 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
   log::RankScope scope(rank);
   comm->bootstrap = bootstrap::Bootstrap::connect(id, rank, nranks, comm->timeout);
   comm->topology = exchangeTopology(*comm, me);
-  comm->transport = transport::createTransport(config::transport(), *comm->bootstrap);
+  comm->transport = transport::createTransport(config::transport(), *comm->bootstrap, me.id);
   comm->deviceLink = config::deviceTransport();
   comm->nccl = deviceNccl(*comm);
   comm->defaultCodecOff = allPeersOverSharedMemory(*comm->transport) && !codecOnSharedMemory();

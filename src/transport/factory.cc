@@ -14,25 +14,28 @@ namespace {
 struct Kind {
   const char* name;
   bool built;  // this build has it
-  std::unique_ptr<Transport> (*create)(bootstrap::Bootstrap&);
+  std::unique_ptr<Transport> (*create)(bootstrap::Bootstrap&, uint64_t hostId);
 };
+
+std::unique_ptr<Transport> ucx(bootstrap::Bootstrap& bs, uint64_t) { return createUcxTransport(bs); }
+std::unique_ptr<Transport> local(bootstrap::Bootstrap& bs, uint64_t) { return createLocalTransport(bs); }
 
 // In the order "auto" tries them: UCX crosses processes and hosts; the local transport only
 // joins threads of one process. The shared-memory channel (ranks of one host through rings,
 // UCX between hosts) is asked for by name until the fault campaign has run over it.
 const Kind kKinds[] = {
-    {"ucx", kUcxBuilt, createUcxTransport},
-    {"local", true, createLocalTransport},
+    {"ucx", kUcxBuilt, ucx},
+    {"local", true, local},
     {"shm", true, createShmTransport},
 };
 
 }  // namespace
 
-std::unique_ptr<Transport> createTransport(const std::string& name, bootstrap::Bootstrap& bs) {
+std::unique_ptr<Transport> createTransport(const std::string& name, bootstrap::Bootstrap& bs, uint64_t hostId) {
   const bool any = strcasecmp(name.c_str(), "auto") == 0;
   for (const Kind& k : kKinds) {
     if (!any && strcasecmp(name.c_str(), k.name) != 0) continue;
-    if (k.built) return k.create(bs);
+    if (k.built) return k.create(bs, hostId);
     CCL_CHECK(any, cclInvalidArgument,
               "CCL_TRANSPORT=" + name + ": this build has no " + k.name + " transport (it has " +
                   availableTransports() + ")");

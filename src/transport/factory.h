@@ -4,6 +4,7 @@
 // Adding a transport: a folder of its own, a create function, one row in the table.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -12,9 +13,12 @@
 
 namespace ccl::transport {
 
-// Collective over `bs`: the transport `name` names ("auto", "ucx", "local"). Throws
-// Error(cclInvalidArgument) for an unknown name or one this build lacks.
-std::unique_ptr<Transport> createTransport(const std::string& name, bootstrap::Bootstrap& bs);
+// Collective over `bs`: the transport `name` names ("auto", "ucx", "local", "shm"). `hostId`
+// is this rank's host identity as the communicator has it (common/host_id.h: its config's,
+// CCL_HOST_ID or the host's hash), which tells the shared-memory channel its host's ranks;
+// 0: the transport resolves it from the environment. Throws Error(cclInvalidArgument) for an
+// unknown name or one this build lacks.
+std::unique_ptr<Transport> createTransport(const std::string& name, bootstrap::Bootstrap& bs, uint64_t hostId = 0);
 
 // The names this build can make, comma-separated, in the order "auto" tries them.
 std::string availableTransports();

@@ -408,14 +408,14 @@ void* ringAt(const Segment& s, size_t index) {
 
 }  // namespace
 
-std::unique_ptr<Transport> createShmTransport(bootstrap::Bootstrap& bs) {
+std::unique_ptr<Transport> createShmTransport(bootstrap::Bootstrap& bs, uint64_t hostId) {
   const int n = bs.size(), r = bs.rank();
   struct Info {
     uint64_t host;
     int64_t pid;
   };
   std::vector<Info> info(static_cast<size_t>(n));
-  info[r] = {host::resolve(nullptr).id, static_cast<int64_t>(getpid())};
+  info[r] = {hostId ? hostId : host::resolve(nullptr).id, static_cast<int64_t>(getpid())};
   bs.allGather(info.data(), sizeof(Info));
   uint8_t token[16] = {};
   if (r == 0) {

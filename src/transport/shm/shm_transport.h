@@ -17,6 +17,7 @@
 // every rank of the host has mapped them.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "transport/bootstrap/bootstrap.h"
@@ -24,9 +25,9 @@
 
 namespace ccl::transport {
 
-// Collective over `bs`. Throws Error(cclInvalidUsage) when ranks of several hosts need a
-// transport between them and this build has no UCX; Error(cclSystemError) when this rank's
-// segment cannot be made.
-std::unique_ptr<Transport> createShmTransport(bootstrap::Bootstrap& bs);
+// Collective over `bs`; the ranks of one `hostId` (0: host::resolve's) share memory. Throws
+// Error(cclInvalidUsage) when ranks of several hosts need a transport between them and this
+// build has no UCX.
+std::unique_ptr<Transport> createShmTransport(bootstrap::Bootstrap& bs, uint64_t hostId);
 
 }  // namespace ccl::transport
