@@ -159,11 +159,11 @@ struct Where {
 Where whereToRun(cclComm_t comm, std::initializer_list<NamedBuffer> buffers, cclStream_t stream) {
   Where w;
   w.device = onDevice(comm, buffers, stream);
-  if (w.device) return w;
-  CCL_CHECK(!stream || isHostStream(stream), cclInvalidUsage,
+  if (w.device || !stream) return w;
+  w.hostStream = findHostStream(stream);
+  CCL_CHECK(w.hostStream, cclInvalidUsage,
             "a CUDA stream was given for host buffers (" + describeBuffers(buffers) +
                 "): pass NULL or a host stream (cclHostStreamCreate); CUDA streams order calls on device buffers");
-  w.hostStream = hostStream(stream);
   return w;
 }
 

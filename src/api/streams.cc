@@ -38,14 +38,7 @@ coll::HostStream* existing(cclStream_t stream, const char* what) {
 
 bool isHostStream(cclStream_t stream) { return stream && find(stream); }
 
-coll::Stream* hostStream(cclStream_t stream) {
-  if (!stream) return nullptr;
-  coll::Stream* s = find(stream);
-  CCL_CHECK(s, cclInvalidUsage,
-            "a CUDA stream was given for host buffers: pass NULL or a host stream (cclHostStreamCreate); CUDA "
-            "streams order calls on device buffers");
-  return s;
-}
+coll::Stream* findHostStream(cclStream_t stream) { return stream ? find(stream) : nullptr; }
 
 }  // namespace ccl::api
 

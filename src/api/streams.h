@@ -9,9 +9,9 @@
 
 namespace ccl::api {
 
-// The host stream behind `stream`; nullptr for NULL. Throws cclInvalidUsage for a pointer
-// that is not a live host stream (a CUDA stream given for host buffers).
-coll::Stream* hostStream(cclStream_t stream);
+// The live host stream `stream` is (cclHostStreamCreate); nullptr for NULL or any other
+// pointer (a CUDA stream), which is never dereferenced.
+coll::Stream* findHostStream(cclStream_t stream);
 
 // True when `stream` is a live host stream (cclHostStreamCreate).
 bool isHostStream(cclStream_t stream);

@@ -116,7 +116,6 @@ ncclRedOp_t realOp(ncclComm& c, ncclRedOp_t op) {
   return made;
 }
 
-// The real library's nccl*Config twin of a collective.
 // The real library's symbols of each collective: the plain call and its nccl*Config twin.
 struct RealSymbols {
   const char* plain;

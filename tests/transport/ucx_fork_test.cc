@@ -3,12 +3,9 @@
 // through their exit code; the parent never waits past a deadline.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
-#include <thread>
 #include <vector>
 
 #include "fork_ranks.h"

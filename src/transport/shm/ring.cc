@@ -15,6 +15,21 @@ std::atomic_ref<uint64_t> seqAt(char* data, size_t capacity, uint64_t at) {
   return std::atomic_ref<uint64_t>(h->seq);
 }
 
+// `bytes` at stream offset `at`, in two parts where they wrap around the ring's end.
+void copyIn(char* data, size_t capacity, uint64_t at, const void* src, size_t bytes) {
+  const size_t off = at & (capacity - 1);
+  const size_t first = bytes < capacity - off ? bytes : capacity - off;
+  std::memcpy(data + off, src, first);
+  if (first < bytes) std::memcpy(data, static_cast<const char*>(src) + first, bytes - first);
+}
+
+void copyOut(void* dst, const char* data, size_t capacity, uint64_t at, size_t bytes) {
+  const size_t off = at & (capacity - 1);
+  const size_t first = bytes < capacity - off ? bytes : capacity - off;
+  std::memcpy(dst, data + off, first);
+  if (first < bytes) std::memcpy(static_cast<char*>(dst) + first, data, bytes - first);
+}
+
 }  // namespace
 
 void initRing(void* base, size_t capacity) {
@@ -46,15 +61,8 @@ bool RingWriter::tryPush(const FragmentHeader& h, const void* payload) {
     headCache_ = control_->head.load(std::memory_order_acquire);
     if (tail_ + room - headCache_ > capacity_) return false;
   }
-  const size_t off = tail_ & (capacity_ - 1);
-  if (h.bytes) {
-    const uint64_t at = tail_ + sizeof(FragmentHeader);
-    const size_t poff = at & (capacity_ - 1);
-    const size_t first = h.bytes < capacity_ - poff ? h.bytes : capacity_ - poff;
-    std::memcpy(data_ + poff, payload, first);
-    if (first < h.bytes) std::memcpy(data_, static_cast<const char*>(payload) + first, h.bytes - first);
-  }
-  std::memcpy(data_ + off, &h, offsetof(FragmentHeader, seq));
+  if (h.bytes) copyIn(data_, capacity_, tail_ + sizeof(FragmentHeader), payload, h.bytes);
+  std::memcpy(data_ + (tail_ & (capacity_ - 1)), &h, offsetof(FragmentHeader, seq));  // a header never wraps
   seqAt(data_, capacity_, tail_ + need).store(0, std::memory_order_relaxed);
   seqAt(data_, capacity_, tail_).store(tail_ + 1, std::memory_order_release);  // the record, then its flag
   tail_ += need;
@@ -67,13 +75,6 @@ RingReader::RingReader(void* base, size_t capacity)
       capacity_(capacity),
       head_(control_->head.load(std::memory_order_relaxed)) {}
 
-void RingReader::copyOut(void* dst, uint64_t at, size_t bytes) const {
-  const size_t off = at & (capacity_ - 1);
-  const size_t first = bytes < capacity_ - off ? bytes : capacity_ - off;
-  std::memcpy(dst, data_ + off, first);
-  if (first < bytes) std::memcpy(static_cast<char*>(dst) + first, data_, bytes - first);
-}
-
 bool RingReader::empty() { return seqAt(data_, capacity_, head_).load(std::memory_order_acquire) != head_ + 1; }
 
 bool RingReader::peek(FragmentHeader* h) {
@@ -85,7 +86,7 @@ bool RingReader::peek(FragmentHeader* h) {
 }
 
 void RingReader::copyPayload(void* dst, size_t offset, size_t bytes) const {
-  if (bytes) copyOut(dst, head_ + sizeof(FragmentHeader) + offset, bytes);
+  if (bytes) copyOut(dst, data_, capacity_, head_ + sizeof(FragmentHeader) + offset, bytes);
 }
 
 void RingReader::pop() {

@@ -82,7 +82,6 @@ class RingReader {
   RingControl* control() const { return control_; }
 
  private:
-  void copyOut(void* dst, uint64_t at, size_t bytes) const;
   RingControl* control_ = nullptr;
   char* data_ = nullptr;
   size_t capacity_ = 0;
