@@ -30,8 +30,9 @@ struct Call {
 // Whether `c`, a collective on device buffers, would run compressed on its communicator,
 // decided as its run decides (the policy, the codec's types, the topology, the plan's bound
 // on the communicator's device link), without running or counting it. For a caller that has
-// a faster way to run it uncompressed (the NCCL face: NVIDIA's own kernels). Throws what the
-// call would throw for bad arguments.
+// a faster way to run it uncompressed (the NCCL face: NVIDIA's own kernels). A call that
+// moves nothing (count 0) is not compressed. Throws what the call would throw for bad
+// arguments.
 struct DeviceOffer {
   bool compressed = false;
   int why = -1;  // when not compressed: the cclUncompressedReason_t, or -1 (no default codec)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The exported collectives and point-to-point calls: argument checks, then a plan for this
 // rank, run now or at the end of the open group.
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -160,6 +161,11 @@ Where whereToRun(cclComm_t comm, std::initializer_list<NamedBuffer> buffers, ccl
   Where w;
   w.device = onDevice(comm, buffers, stream);
   if (w.device || !stream) return w;
+  // A call that moves nothing (count 0) has no memory to tell where it runs: on a
+  // communicator with a device it is done now, whatever stream it names (NCCL programs pass
+  // their CUDA stream); elsewhere a stream that is not a host stream is still refused.
+  if (comm->cudaDevice >= 0 && std::all_of(buffers.begin(), buffers.end(), [](const NamedBuffer& b) { return !b.ptr; }))
+    return w;
   w.hostStream = findHostStream(stream);
   CCL_CHECK(w.hostStream, cclInvalidUsage,
             "a CUDA stream was given for host buffers (" + describeBuffers(buffers) +
@@ -442,7 +448,7 @@ bool hasDefaultCodec(cclComm_t comm) { return comm->policy.codec.codec != cclCod
 DeviceOffer offerDevice(const Call& c) {
   DeviceOffer o;
   Prepared p = prepare(c);
-  CCL_CHECK(p.where.device, cclInternalError, std::string(c.fn) + ": offerDevice for host buffers");
+  if (!p.where.device) return o;  // nothing to move (count 0): nothing to compress
   o.why = p.why;
   if (p.a.codec.codec == cclCodecNone) return o;
   // LoCo keeps its 8-bit state on the host: the api refuses it for device buffers.

@@ -15,7 +15,6 @@
 #include "collectives/device.h"
 #include "common/cuda_probe.h"
 #include "common/error.h"
-#include "common/log.h"
 #include "nccl/comm.h"
 #include "nccl/face_error.h"
 #include "nccl/group.h"
@@ -258,17 +257,7 @@ void runOnDevice(ncclComm& c, const CollCall& call) {
     return runDevice(c, call);
   }
   const api::Call k = cclCall(c, call, reinterpret_cast<cclStream_t>(call.stream));
-  api::DeviceOffer offer;
-  try {
-    offer = api::offerDevice(k);
-  } catch (const Error& e) {
-    // ccl refuses the call (it sees its buffers differently, say): NVIDIA's NCCL, which
-    // checks its arguments itself, serves it as a program without the face would have it.
-    if (!c.refusalLogged.exchange(true))
-      CCL_WARN("%s: ccl does not take this call (%s); NVIDIA's NCCL serves it and calls like it as they are", call.fn,
-               e.what());
-    return runDevice(c, call);
-  }
+  const api::DeviceOffer offer = api::offerDevice(k);
   if (!offer.compressed) {
     sentAsIs(c, offer.why);
     return runDevice(c, call);

@@ -48,9 +48,6 @@ struct ncclComm {
   // caller's stream (collectives.cc): destroy and abort wait for them to leave before
   // freeing what they use (an abort comes from another thread).
   std::atomic<int> callsInside{0};
-  // Set when ccl first refused to take a device call that NVIDIA's NCCL then served as it is
-  // (collectives.cc): the reason is logged once per communicator.
-  std::atomic<bool> refusalLogged{false};
 
   std::mutex regMutex;  // registrations and windows
   std::vector<std::unique_ptr<struct ccl_nccl_Registration>> registrations;

@@ -515,6 +515,24 @@ TEST(DeviceCalls, BadInputIsRefusedBeforeAnythingRuns) {
   destroy(comms);
 }
 
+// A call that moves nothing, on a CUDA stream as NCCL programs make it (nccl-tests' all-gather,
+// all-to-all and reduce-scatter did on a device): done at once, on every rank, whatever the
+// stream; it used to be refused as "a CUDA stream given for host buffers".
+TEST(DeviceCalls, ACallOfNothingOnACudaStreamIsDone) {
+  auto comms = makeComms(2);
+  SimBuffer a(64, 0), b(64, 0);
+  expectNoneThrew(runRanks(2, [&](int r) {
+    SimStream stream(0);
+    CCL_OK(cclAllGather(a.p, b.p, 0, cclFloat32, comms[r], stream.s));
+    CCL_OK(cclReduceScatter(a.p, b.p, 0, cclFloat32, cclSum, comms[r], stream.s));
+    CCL_OK(cclAlltoAll(a.p, b.p, 0, cclFloat32, comms[r], stream.s));
+    CCL_OK(cclAllReduce(a.p, b.p, 0, cclFloat32, cclSum, comms[r], stream.s));
+    stream.synchronize();
+    expectNoAsyncError(comms[r]);
+  }));
+  destroy(comms);
+}
+
 // A call that fails after it returned (the ranks disagree on the count): the failure is
 // the communicator's asynchronous error on every rank, and its next call is refused.
 TEST(DeviceCalls, AFailureAfterTheCallReturnedIsTheAsyncError) {
