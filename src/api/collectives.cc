@@ -262,6 +262,7 @@ Prepared prepare(const Call& c) {
   a.topo = comm->topology.get();
   a.intraCodec = comm->intraCodec;
   const bool device = p.where.device;
+  a.readInPlace = !device;  // host plans run on the host executor, which reads in place
   const int opKind = p.opKind = collInfo(c.kind).op;
   a.codec = codecFor(comm, c.kind, c.ex, c.compression, c.count * dataTypeSize(c.dtype), device, &p.why);
   if (a.codec.codec != cclCodecNone && !coll::compressible(a)) {

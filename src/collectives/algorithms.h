@@ -47,6 +47,9 @@ struct CollArgs {
   // The caller's buffers that are off their element alignment (misaligned.h's bits): the
   // plan stages them through aligned scratch where its element steps touch them.
   uint8_t misaligned = 0;
+  // Receives reduced at once may be kRecvReduce steps (read where the transport holds them):
+  // plans the host executor runs. Device plans leave it false.
+  bool readInPlace = false;
 };
 
 // Every algorithm of every collective, one row each: CCL_ALGO's name (kAlgoNames), the

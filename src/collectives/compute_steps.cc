@@ -94,6 +94,7 @@ void runCompute(const Plan& plan, const Step& s, const Buffers& b, const Compute
   switch (s.kind) {
     case StepKind::kSend:
     case StepKind::kRecv:
+    case StepKind::kRecvReduce:
       throw Error(cclInternalError, "a transfer step was run as a compute step");
     case StepKind::kCopy:
       if (s.bytes && bufferAt(b, s.dst) != bufferAt(b, s.src))

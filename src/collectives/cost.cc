@@ -73,6 +73,8 @@ double ComputeCost::seconds(const Plan& plan, const Step& s) const {
     case StepKind::kReduce:
     case StepKind::kDivide:
       return over(n * es, reduce);
+    case StepKind::kRecvReduce:
+      return over(n * es, reduceFrom > 0 ? reduceFrom : reduce);
     case StepKind::kDivideFloat:
       return over(n * sizeof(float), reduce);
     case StepKind::kEncode:
@@ -262,6 +264,7 @@ CostModel slowestOf(std::span<const CostModel> models) {
     slowestLink(out.across, m.across);
     slowest(out.compute.copy, m.compute.copy);
     slowest(out.compute.reduce, m.compute.reduce);
+    slowest(out.compute.reduceFrom, m.compute.reduceFrom);
     slowest(out.compute.lowRank, m.compute.lowRank);
     for (size_t k = 0; k < out.compute.encode.size(); ++k) {
       slowest(out.compute.encode[k], m.compute.encode[k]);
@@ -292,6 +295,16 @@ ComputeCost measureComputeCost(std::span<const codec::Params> codecs) {
   ComputeCost c;
   c.copy = rate([&] { std::memcpy(y.data(), x.data(), n * sizeof(float)); });
   c.reduce = rate([&] { reduce(y.data(), x.data(), y.data(), n, cclFloat32, cclSum); });
+  {
+    // The peer's bytes come from a ring the size of the shared-memory channel's, which the
+    // reduce reads lap after lap, as a receive in place does.
+    constexpr size_t ring = (256 << 10) / sizeof(float), piece = (64 << 10) / sizeof(float);
+    std::vector<float> z(x.begin(), x.begin() + ring);
+    c.reduceFrom = rate([&] {
+      for (size_t off = 0; off < n; off += piece)
+        reduce(y.data() + off, x.data() + off, z.data() + off % ring, piece, cclFloat32, cclSum);
+    });
+  }
   for (const codec::Params& p : codecs) {
     if (p.codec == cclCodecNone || codec::isLowRank(p.codec)) continue;
     std::vector<uint8_t> stream(codec::maxEncodedBytes(p, n));

@@ -40,11 +40,14 @@ struct LinkCost {
 // input): copy and widen/narrow, reduce and divide; per codec encode, decode,
 // decode-accumulate and the fused hop (decode-add-encode: a device's one kernel, from its
 // measured figures; untimed, as on the CPU, it prices as its decode-accumulate and its
-// encode one after another); PowerSGD's matrix steps. 0 means free
-// (a model of communication alone).
+// encode one after another); PowerSGD's matrix steps; a receive reduced as it arrives
+// (kRecvReduce: the reduce reading its peer's bytes where a shared-memory channel holds
+// them, in its pieces; untimed, it prices as a reduce). 0 means free (a model of
+// communication alone).
 struct ComputeCost {
   double copy = 0;
   double reduce = 0;
+  double reduceFrom = 0;
   std::array<double, cclNumCodecs> encode{}, decode{}, decodeAdd{}, fused{};
   double lowRank = 0;
   double seconds(const Plan& plan, const Step& s) const;
@@ -116,7 +119,8 @@ CostModel slowestOf(std::span<const CostModel> models);
 // GPU's kernels. Codecs the kit did not time price as untimed (ComputeCost::timed).
 ComputeCost measuredDeviceCompute();
 
-// This process's kernel throughputs, timed on its CPU over 4 MiB of fp32 (copy, reduce, and
+// This process's kernel throughputs, timed on its CPU over 4 MiB of fp32 (copy, reduce, a
+// reduce from a 256 KiB ring in 64 KiB pieces as a receive in place runs it, and
 // encode, decode and decode-accumulate of each codec in `codecs`), best of three runs. Takes
 // a few milliseconds per codec.
 ComputeCost measureComputeCost(std::span<const codec::Params> codecs);

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "collectives/compute_steps.h"
+#include "collectives/reduce_kernels.h"
+#include "common/dtype.h"
 #include "common/error.h"
 
 namespace ccl::coll {
@@ -23,6 +25,30 @@ bool isCodecStep(StepKind k) {
 struct Inflight {
   StepId step;
   std::unique_ptr<transport::Request> request;
+  bool landed = false;  // a kRecvReduce received into its landing, to be reduced from there
+};
+
+// A kRecvReduce's sink: each piece the transport hands over is reduced into the step's
+// destination at once (dst = local op piece), so the message is read once, where it lies.
+class ReduceSink final : public transport::Sink {
+ public:
+  void bind(const Plan& plan, const Step& s, const Buffers& b) {
+    dst_ = bufferAt(b, s.dst);
+    local_ = bufferAt(b, s.src);
+    dtype_ = plan.dtype;
+    op_ = plan.op;
+    es_ = dataTypeSize(plan.dtype);
+  }
+  void take(size_t offset, const void* data, size_t bytes) override {
+    reduce(dst_ + offset, local_ + offset, data, bytes / es_, dtype_, op_);
+  }
+
+ private:
+  char* dst_ = nullptr;
+  const char* local_ = nullptr;
+  cclDataType_t dtype_ = cclFloat32;
+  cclRedOp_t op_ = cclSum;
+  size_t es_ = 1;
 };
 
 // Per-job run state: dependency counters, successor lists, the ready queue and the
@@ -46,6 +72,7 @@ class JobRun {
     sendsInFlight_ = 0;
     lengths_.assign(plan_->lengthSlots, 0);
     const size_t n = plan_->steps.size();
+    if (sinks_.size() < n) sinks_.resize(n);
     waiting_.resize(n);
     succStart_.assign(n + 1, 0);
     for (size_t i = 0; i < n; ++i) {
@@ -117,6 +144,10 @@ class JobRun {
       }
       StepId id = inflight_[i].step;
       checkReceived(id, *inflight_[i].request);
+      if (inflight_[i].landed) {
+        const Step& s = plan_->steps[id];
+        reduce(at(s.dst), at(s.src), at(s.in), s.count, plan_->dtype, plan_->op);
+      }
       if (plan_->steps[id].kind == StepKind::kSend) {
         --sendsInFlight_;
         if (deferredHead_ < deferredSends_.size()) ready_.push_back(deferredSends_[deferredHead_++]);
@@ -151,7 +182,7 @@ class JobRun {
 
   void makeReady(StepId id) {
     const StepKind k = plan_->steps[id].kind;
-    (k == StepKind::kSend || k == StepKind::kRecv ? ready_ : readyCompute_).push_back(id);
+    (k == StepKind::kSend || isReceive(k) ? ready_ : readyCompute_).push_back(id);
   }
 
   void postSignature() {
@@ -203,6 +234,17 @@ class JobRun {
       case StepKind::kRecv:
         inflight_.push_back({id, job_->transport->irecv(s.peer, job_->tagBase | s.tag, at(s.dst), s.bytes)});
         return;
+      case StepKind::kRecvReduce: {
+        // Bound before the post: a transport may hand over a message that is already here
+        // from inside it.
+        sinks_[id].bind(*plan_, s, job_->buffers);
+        transport::Transport& t = *job_->transport;
+        if (auto r = t.irecvInPlace(s.peer, job_->tagBase | s.tag, s.bytes, &sinks_[id]))
+          inflight_.push_back({id, std::move(r)});
+        else
+          inflight_.push_back({id, t.irecv(s.peer, job_->tagBase | s.tag, at(s.in), s.bytes), true});
+        return;
+      }
       default:
         try {
           runCompute(*plan_, s, job_->buffers, ComputeContext{lengths_.data(), job_->callSeed, job_->stats});
@@ -219,7 +261,7 @@ class JobRun {
 
   void checkReceived(StepId id, const transport::Request& req) {
     const Step& s = plan_->steps[id];
-    if (s.kind != StepKind::kRecv) return;
+    if (!isReceive(s.kind)) return;
     if (s.slot != kNoSlot) {
       lengths_[s.slot] = req.receivedBytes();
       return;
@@ -250,7 +292,8 @@ class JobRun {
   size_t computeHead_ = 0;
   size_t completed_ = 0;
   std::vector<Inflight> inflight_;
-  std::vector<size_t> lengths_;  // encoded-stream lengths, by slot
+  std::vector<ReduceSink> sinks_;  // by step: a kRecvReduce's, at a stable address while posted
+  std::vector<size_t> lengths_;    // encoded-stream lengths, by slot
   // Sends beyond the window wait here, in the order they became ready.
   std::vector<StepId> deferredSends_;
   size_t deferredHead_ = 0;

@@ -58,6 +58,8 @@ std::vector<std::pair<Ref, size_t>> touched(const Step& s, size_t es) {
       return {{s.dst, s.bytes}, {s.src, s.bytes}};
     case StepKind::kReduce:
       return {{s.dst, elems}, {s.src, elems}, {s.src2, elems}};
+    case StepKind::kRecvReduce:
+      return {{s.dst, elems}, {s.src, elems}};
     case StepKind::kEncode:
     case StepKind::kDecodeAddEncode:
       return {{s.src, elems}};
@@ -120,7 +122,7 @@ Deps splice(Plan& p, const Plan& sub, const Embedding& e, const Ready& ready) {
       }
     forEachRef(s, [&](Ref& r) { r = map(r); });
     if (s.peer >= 0) s.peer = e.ranks.at(static_cast<size_t>(s.peer));
-    if (s.kind == StepKind::kSend || s.kind == StepKind::kRecv) s.tag += e.tagOffset;
+    if (s.kind == StepKind::kSend || isReceive(s.kind)) s.tag += e.tagOffset;
     forEachSlot(s, [&](Slot& slot) { slot += slots; });
     s.intra = e.intra;
     const StepId id = p.add(s, deps);
@@ -163,6 +165,9 @@ CollArgs acrossNodes(const CollArgs& a, const Layout& l) {
   s.inPlace = true;
   s.op = a.op == cclAvg ? cclSum : a.op;
   s.topo = nullptr;
+  // Its steps wait for the node's sum (splice): receives posted that late would arrive
+  // first and be copied aside, and across nodes nothing is held in shared memory.
+  s.readInPlace = false;
   if (s.algo == Algo::kHier) s.algo = Algo::kAuto;
   return s;
 }
@@ -285,17 +290,29 @@ Plan planHierarchicalAllReduce(const CollArgs& a) {
     const bool widened = squeeze && a.dtype != cclFloat32;
     const Ref acc = widened ? p.scratch(cnt * fs) : out + off * es;
     const size_t accSize = widened ? fs : es;
+    // Read in place (kRecvReduce): the first contribution is added to this rank's own as it
+    // arrives, into the output, so the own one needs no copy there first.
+    const bool fuse = a.readInPlace && !squeeze && l.nodeSize > 1;
     Deps have;
     if (widened && cnt)
       have = {p.widen(acc, in + off * es, cnt)};
-    else if (!a.inPlace && cnt)
+    else if (!a.inPlace && cnt && !fuse)
       have = {p.copy(out + off * es, in + off * es, cnt * es)};
     for (size_t j = 0; j < ch.parts; ++j) {
       const Ref chunk = acc + ch.offset(j) * accSize;
       Deps last = have;
+      bool first = true;
       for (int k = 0; k < l.nodeSize; ++k) {
         if (k == l.local) continue;
         const uint32_t t = intraTags + detail::tag(0, n, 0, j);
+        if (fuse && first) {
+          // The later contributions wait for this one (the sum's order is fixed), so only
+          // the first is posted at once and read in place.
+          first = false;
+          last = {p.recvReduce(localRank(k), t, chunk, in + (off + ch.offset(j)) * es, p.scratch(ch.size(j) * es),
+                               ch.size(j))};
+          continue;
+        }
         Deps after = last;
         if (squeeze) {
           auto [buf, cap, slot] = intraStream(ch.size(j));

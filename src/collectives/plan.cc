@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "collectives/plan.h"
 
+#include "common/dtype.h"
 #include "common/error.h"
 
 namespace ccl::coll {
@@ -29,6 +30,18 @@ StepId Plan::copy(Ref dst, Ref src, size_t bytes, const Deps& after) {
 
 StepId Plan::reduce(Ref dst, Ref a, Ref b, size_t count, const Deps& after) {
   return add({.kind = StepKind::kReduce, .dst = dst, .src = a, .src2 = b, .count = count}, after);
+}
+
+StepId Plan::recvReduce(int peer, uint32_t tag, Ref dst, Ref local, Ref landing, size_t count, const Deps& after) {
+  return add({.kind = StepKind::kRecvReduce,
+              .peer = peer,
+              .tag = tag,
+              .dst = dst,
+              .src = local,
+              .bytes = count * dataTypeSize(dtype),
+              .count = count,
+              .in = landing},
+             after);
 }
 
 StepId Plan::divide(Ref dst, size_t count, const Deps& after) {

@@ -30,6 +30,12 @@ enum class StepKind : uint8_t {
   kCopy,    // bytes from src to dst
   kReduce,  // count elements: dst = src op src2 (dst may alias either)
   kDivide,  // count elements: dst /= nranks (the tail of cclAvg)
+  // A receive reduced as it arrives: count elements (`bytes`) from peer, dst = src op them.
+  // Over a transport that hands a message over where it lies (shared memory), the bytes are
+  // read in place, without a copy into a buffer of this rank's first; elsewhere they land at
+  // `in` (scratch the plan keeps) and are reduced from there. Host plans only
+  // (CollArgs::readInPlace): the stream executor runs none.
+  kRecvReduce,
   // Codec steps (plan.codec). Encoded streams have a data-dependent length, kept in the
   // job's length slot `slot`: an encode or a receive writes it, a send or a decode reads it.
   kEncode,       // count elements of `type` at src -> stream at dst (at most `bytes`), residual if withFeedback
@@ -73,11 +79,14 @@ struct Step {
   uint32_t seedSalt = 0;            // encode: added to the call's seed (0 on every rank for randk)
   size_t rawBytes = 0;              // send: uncompressed bytes it stands for (statistics), 0: its own size
   bool intra = false;               // codec steps: of plan.intraCodec instead of plan.codec
-  Ref in{Buf::kScratch, 0};         // kDecodeAddEncode: the received stream
+  Ref in{Buf::kScratch, 0};         // kDecodeAddEncode: the received stream; kRecvReduce: its landing
   Slot inSlot = kNoSlot;            // kDecodeAddEncode: its length slot
   uint32_t firstDep = 0;
   uint32_t numDeps = 0;
 };
+
+// A step that takes a message from a peer (kRecv, kRecvReduce): matched with a send.
+constexpr bool isReceive(StepKind k) { return k == StepKind::kRecv || k == StepKind::kRecvReduce; }
 
 using StepId = uint32_t;
 using Deps = std::vector<StepId>;
@@ -116,6 +125,9 @@ struct Plan {
   StepId recv(int peer, uint32_t tag, Ref dst, size_t bytes, const Deps& after = {});
   StepId copy(Ref dst, Ref src, size_t bytes, const Deps& after = {});
   StepId reduce(Ref dst, Ref a, Ref b, size_t count, const Deps& after = {});
+  // kRecvReduce: count elements from peer reduced into dst (dst = local op received), landing
+  // at `landing` (count elements of scratch) where the transport cannot hand them over.
+  StepId recvReduce(int peer, uint32_t tag, Ref dst, Ref local, Ref landing, size_t count, const Deps& after = {});
   StepId divide(Ref dst, size_t count, const Deps& after = {});
 
   // Codec step helpers. encode returns the step; its stream length lands in `slot`.

@@ -48,7 +48,7 @@ PlanGraph PlanGraph::build(const std::function<Plan(int)>& planOf, const Shifts&
     for (size_t i = 0; i < g.plans[o].steps.size(); ++i) {
       const Step& s = g.plans[o].steps[i];
       if (s.kind == StepKind::kSend) sends.push_back({o, s.peer, s.tag, 0, g.first[o] + i});
-      if (s.kind == StepKind::kRecv) recvs.push_back({o, s.peer, s.tag, 0, g.first[o] + i});
+      if (isReceive(s.kind)) recvs.push_back({o, s.peer, s.tag, 0, g.first[o] + i});
     }
   // Posting order among equal (plan, peer, tag): steps are numbered in plan order.
   auto number = [](std::vector<End>& ends) {

@@ -46,6 +46,13 @@ RingState reduceScatterSteps(Plan& p, const CollArgs& a, const RingLayout& L) {
     Ref tmp = p.scratch(L.count[recvSeg] * es);
     for (size_t j = 0; j < rc.parts; ++j) {
       size_t off = rc.offset(j) * es;
+      // Read in place only where the receive is posted at once, as a plain one would be: a
+      // message that arrives before its receive is copied aside.
+      if (a.readInPlace && L.after.empty()) {
+        reduced[recvSeg].push_back(p.recvReduce(prev, detail::tag(0, n, s, j), L.accumulator(recvSeg) + off,
+                                                L.contribution(recvSeg) + off, tmp + off, rc.size(j)));
+        continue;
+      }
       StepId rid = p.recv(prev, detail::tag(0, n, s, j), tmp + off, rc.size(j) * es);
       Deps deps = L.after;
       deps.push_back(rid);
@@ -120,7 +127,7 @@ Deps detail::ringAllReduceInPlace(Plan& p, const CollArgs& a, Ref data, const De
   Deps written;
   for (size_t i = first; i < p.steps.size(); ++i) {
     Step& s = p.steps[i];
-    if (s.kind == StepKind::kSend || s.kind == StepKind::kRecv) s.tag += tagOffset;
+    if (s.kind == StepKind::kSend || isReceive(s.kind)) s.tag += tagOffset;
     if (s.kind != StepKind::kSend) written.push_back(static_cast<StepId>(i));
   }
   return written;

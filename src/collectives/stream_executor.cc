@@ -37,6 +37,8 @@ Schedule scheduleWaves(const std::function<Plan(int)>& planOf, const Shifts& shi
   // Longest chains: a transfer's wave is one more than the latest wave it follows.
   std::vector<int> after(graph.total(), -1), value(graph.total(), -1);
   for (size_t u : graph.topologicalOrder()) {
+    CCL_CHECK(graph.step(u).kind != StepKind::kRecvReduce, cclInternalError,
+              "a plan for the host executor (a receive read in place) on a stream");
     value[u] = isTransfer(graph.step(u).kind) ? after[u] + 1 : after[u];
     for (size_t v : graph.succ[u]) after[v] = std::max(after[v], value[u]);
   }

@@ -35,6 +35,18 @@ class Request {
   virtual size_t receivedBytes() const = 0;
 };
 
+// Where the bytes of a receive in place go (Transport::irecvInPlace): the transport hands
+// each piece of the message to take() as the piece arrives, in order (offsets ascending from
+// 0, back to back), from memory it holds (a shared-memory ring, a message already here),
+// valid during the call only. Every piece but the last is a multiple of kPieceAlign bytes,
+// so a piece never splits an element of up to that size.
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  virtual void take(size_t offset, const void* data, size_t bytes) = 0;
+};
+constexpr size_t kPieceAlign = 16;
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -50,6 +62,19 @@ class Transport {
 
   // Posts a receive of at most `bytes` into `buf` from `peer` with `tag`.
   [[nodiscard]] virtual std::unique_ptr<Request> irecv(int peer, uint64_t tag, void* buf, size_t bytes) = 0;
+
+  // A receive of at most `bytes` from `peer` with `tag` (matched as irecv's) whose bytes go
+  // to `sink` where the transport holds them, so that the caller can consume them (reduce
+  // them into its own data) without a copy into a buffer of its own first. Returns null when
+  // this transport cannot for this peer; the caller then posts irecv. The sink runs on the
+  // thread driving this transport (inside progress(), a request's test() or this post); the
+  // request completes once the sink has taken the whole message (receivedBytes as for
+  // irecv); once the request is destroyed the sink is called no more. A message larger than
+  // `bytes` fails the request as irecv's does, before the sink sees any of it.
+  [[nodiscard]] virtual std::unique_ptr<Request> irecvInPlace(int peer, uint64_t tag, size_t bytes, Sink* sink) {
+    (void)peer, (void)tag, (void)bytes, (void)sink;
+    return nullptr;
+  }
 
   // Advances every posted operation. Never blocks. Returns true when anything completed
   // or changed state, so callers can back off (yield) when nothing did.

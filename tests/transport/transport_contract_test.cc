@@ -204,6 +204,104 @@ TEST(Transport, InvalidArguments) {
   });
 }
 
+// A receive in place's sink, checking the contract's pieces: in order, back to back, every
+// one but the last a multiple of kPieceAlign bytes; it keeps a copy of what it took.
+class Collect final : public transport::Sink {
+ public:
+  explicit Collect(size_t bytes) : got(bytes, 0) {}
+  void take(size_t offset, const void* data, size_t bytes) override {
+    if (offset != taken || offset + bytes > got.size()) {
+      bad = true;
+      return;
+    }
+    if (lastWasShort) bad = true;  // a piece off the alignment was not the last
+    lastWasShort = bytes % transport::kPieceAlign != 0;
+    std::memcpy(got.data() + offset, data, bytes);
+    taken += bytes;
+    ++pieces;
+  }
+  std::vector<uint8_t> got;
+  size_t taken = 0, pieces = 0;
+  bool bad = false, lastWasShort = false;
+};
+
+// Receives in place at the sizes around the channel's fragments and its ring's wrap, sent
+// before and after the receive is posted, from a peer and from itself. A transport may
+// decline (null): its messages are then received as usual.
+TEST(Transport, ReceiveInPlace) {
+  constexpr size_t kFragment = (256 << 10) / 4 - 32;  // the shared-memory channel's
+  const size_t sizes[] = {
+      0, 1, 15, 16, 17, 4099, kFragment - 1, kFragment, kFragment + 1, 3 * kFragment + 40, 256 << 10, (1 << 20) + 13};
+  runOn(2, [&](int rank, Bootstrap& bs, Transport& t) {
+    const int peer = 1 - rank;
+    uint64_t tag = 100;
+    size_t inPlace = 0;
+    for (size_t bytes : sizes)
+      for (bool recvFirst : {true, false})
+        for (int from : {peer, rank}) {
+          ++tag;
+          const int to = from;  // the peer sends to this rank what this rank sends to it
+          const auto out = payload(rank, to, tag, bytes);
+          Collect sink(bytes);
+          std::unique_ptr<Request> r, s;
+          auto post = [&] {
+            r = t.irecvInPlace(from, tag, bytes, &sink);
+            if (r) ++inPlace;
+            if (!r) r = t.irecv(from, tag, sink.got.data(), bytes);
+          };
+          if (recvFirst) post();
+          bs.barrier();
+          s = t.isend(to, tag, out.data(), bytes);
+          bs.barrier();
+          if (!recvFirst) {
+            for (int i = 0; i < 100; ++i) t.progress();  // the message arrives first
+            post();
+          }
+          waitFor(t, *r);
+          waitFor(t, *s);
+          EXPECT_EQ(r->receivedBytes(), bytes);
+          EXPECT_FALSE(sink.bad) << bytes << " bytes: pieces out of order or off the alignment";
+          EXPECT_TRUE(sink.got == payload(from, rank, tag, bytes)) << bytes << " bytes from " << from;
+          bs.barrier();
+        }
+    if (testTransport() != "ucx") {
+      EXPECT_GT(inPlace, 0u) << t.name() << " read nothing in place";
+    }
+  });
+}
+
+// A message larger than the receive in place fails it, and its sink sees none of it.
+TEST(Transport, ReceiveInPlaceTruncationIsInvalidUsage) {
+  std::atomic<bool> sent{false};
+  runOn(2, [&](int rank, Bootstrap& bs, Transport& t) {
+    std::vector<uint8_t> buf(100000, 7);
+    if (rank == 0) {
+      bs.barrier();
+      auto s = t.isend(1, 3, buf.data(), buf.size());
+      try {
+        waitFor(t, *s);
+      } catch (const Error&) {
+      }
+      sent = true;
+    } else {
+      Collect sink(1000);
+      auto r = t.irecvInPlace(0, 3, 1000, &sink);
+      // Declined: the message is taken whole (irecv's truncation is TruncationIsInvalidUsage's).
+      if (!r) r = t.irecv(0, 3, buf.data(), buf.size());
+      bs.barrier();
+      try {
+        waitFor(t, *r);
+        EXPECT_EQ(r->receivedBytes(), buf.size()) << "a truncated receive in place succeeded";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), cclInvalidUsage) << e.what();
+      }
+      EXPECT_EQ(sink.taken, 0u);
+      while (!sent) t.progress();  // the rest of the message leaves the sender through this rank
+    }
+    bs.barrier();
+  });
+}
+
 // A receive destroyed while pending is cancelled: the next receive with the same tag gets
 // the message, and the dropped buffer is never written.
 TEST(Transport, DestroyedPendingRecvIsCancelled) {

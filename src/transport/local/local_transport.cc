@@ -31,8 +31,9 @@ class Fabric {
     box.queues[{from, tag}].emplace_back(b, b + bytes);
   }
 
-  // Moves the oldest message from `from` with `tag` into buf; false when there is none.
-  bool take(int from, int to, uint64_t tag, void* buf, size_t capacity, size_t* got) {
+  // Moves the oldest message from `from` with `tag` into buf (or hands it to `sink` where it
+  // lies); false when there is none.
+  bool take(int from, int to, uint64_t tag, void* buf, Sink* sink, size_t capacity, size_t* got) {
     Inbox& box = boxes_[static_cast<size_t>(to)];
     std::vector<char> msg;
     {
@@ -46,7 +47,10 @@ class Fabric {
     CCL_CHECK(msg.size() <= capacity, cclInvalidUsage,
               "local receive from rank " + std::to_string(from) + ": a message of " + std::to_string(msg.size()) +
                   " bytes for a receive of " + std::to_string(capacity));
-    if (!msg.empty()) std::memcpy(buf, msg.data(), msg.size());
+    if (!msg.empty() && sink)
+      sink->take(0, msg.data(), msg.size());
+    else if (!msg.empty())
+      std::memcpy(buf, msg.data(), msg.size());
     *got = msg.size();
     return true;
   }
@@ -106,7 +110,13 @@ class LocalTransport final : public Transport {
   }
   std::unique_ptr<Request> irecv(int peer, uint64_t tag, void* buf, size_t bytes) override {
     checkPost(*this, peer, tag, buf, bytes);
-    return std::make_unique<Received>(*fabric_, rank_, peer, tag, buf, bytes);
+    return std::make_unique<Received>(*fabric_, rank_, peer, tag, buf, nullptr, bytes);
+  }
+  // The message is read from the mailbox, where the send copied it: one copy fewer.
+  std::unique_ptr<Request> irecvInPlace(int peer, uint64_t tag, size_t bytes, Sink* sink) override {
+    checkPost(*this, peer, tag, sink, 0);
+    CCL_CHECK(sink, cclInvalidArgument, "a receive in place without a sink");
+    return std::make_unique<Received>(*fabric_, rank_, peer, tag, nullptr, sink, bytes);
   }
   // Messages move when they are sent: there is nothing to advance.
   bool progress() override { return false; }
@@ -122,15 +132,15 @@ class LocalTransport final : public Transport {
     size_t receivedBytes() const override { return 0; }
   };
   struct Received final : Request {
-    Received(Fabric& f, int rank, int peer, uint64_t tag, void* buf, size_t capacity)
-        : fabric(f), rank(rank), peer(peer), tag(tag), buf(buf), capacity(capacity) {}
+    Received(Fabric& f, int rank, int peer, uint64_t tag, void* buf, Sink* sink, size_t capacity)
+        : fabric(f), rank(rank), peer(peer), tag(tag), buf(buf), sink(sink), capacity(capacity) {}
     bool test() override {
       if (done) return true;
       fabric.checkAlive(rank, peer, "receive from", false);
       // A peer that sent and then left: its message is in the mailbox before it departs,
       // so one more look after seeing it gone decides.
       const bool gone = fabric.departed(rank, peer);
-      done = fabric.take(peer, rank, tag, buf, capacity, &got);
+      done = fabric.take(peer, rank, tag, buf, sink, capacity, &got);
       if (!done && gone) fabric.checkAlive(rank, peer, "receive from");
       return done;
     }
@@ -139,6 +149,7 @@ class LocalTransport final : public Transport {
     int rank, peer;
     uint64_t tag;
     void* buf;
+    Sink* sink;
     size_t capacity;
     size_t got = 0;
     bool done = false;

@@ -75,6 +75,16 @@ class RingReader {
   bool peek(FragmentHeader* h);
   // Copies `bytes` of the peeked record's payload from `offset` into dst.
   void copyPayload(void* dst, size_t offset, size_t bytes) const;
+  // The peeked record's first `bytes` of payload where they lie, handed to f(data, n): in
+  // one part, or in two where they wrap around the ring's end (the first part then a
+  // multiple of kRecordAlign bytes, records starting so aligned).
+  template <class F>
+  void forPayload(size_t bytes, F&& f) const {
+    const size_t off = (head_ + sizeof(FragmentHeader)) & (capacity_ - 1);
+    const size_t first = bytes < capacity_ - off ? bytes : capacity_ - off;
+    if (first) f(static_cast<const void*>(data_ + off), first);
+    if (first < bytes) f(static_cast<const void*>(data_), bytes - first);
+  }
   // Releases the peeked record to the producer.
   void pop();
   // True when no complete record is waiting.

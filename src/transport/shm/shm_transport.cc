@@ -34,6 +34,10 @@ using shm::Segment;
 constexpr size_t kRingCapacity = size_t{256} << 10;  // bytes of records per ordered pair
 constexpr size_t kRingStride = (shm::ringFootprint(kRingCapacity) + 63) / 64 * 64;
 constexpr size_t kHeaderStride = (sizeof(shm::SegmentHeader) + 63) / 64 * 64;
+// A receive in place gets a fragment's payload as it lies in the ring: fragments and the
+// part before a wrap are multiples of the record alignment, which keeps pieces whole
+// elements (Sink's contract).
+static_assert(shm::kRecordAlign % kPieceAlign == 0 && (kRingCapacity / 4 - sizeof(FragmentHeader)) % kPieceAlign == 0);
 constexpr auto kLivenessEvery = std::chrono::milliseconds(100);
 
 // One posted send or receive of a pair on the channel.
@@ -42,6 +46,7 @@ struct Op {
   uint64_t tag = 0;
   const char* src = nullptr;
   char* dst = nullptr;
+  Sink* sink = nullptr;  // a receive in place: its bytes go here, not to dst
   size_t bytes = 0;
   size_t done = 0;  // bytes in the ring (a send)
   size_t received = 0;
@@ -96,7 +101,10 @@ void deliverAside(Op& op, Unexpected& u, int peer) {
                                  std::to_string(u.total) + " bytes for a receive of " + std::to_string(op.bytes));
     return;
   }
-  if (u.total) std::memcpy(op.dst, u.data.data(), u.total);
+  if (u.total && op.sink)
+    op.sink->take(0, u.data.data(), u.total);
+  else if (u.total)
+    std::memcpy(op.dst, u.data.data(), u.total);
   op.received = u.total;
   op.complete = true;
 }
@@ -160,9 +168,21 @@ class ShmTransport final : public Transport {
   std::unique_ptr<Request> irecv(int peer, uint64_t tag, void* buf, size_t bytes) override {
     checkPost(*this, peer, tag, buf, bytes);
     if (peer != rank_ && !peers_[peer].shm) return inner_->irecv(peer, tag, buf, bytes);
+    return postRecv(peer, tag, static_cast<char*>(buf), nullptr, bytes);
+  }
+
+  std::unique_ptr<Request> irecvInPlace(int peer, uint64_t tag, size_t bytes, Sink* sink) override {
+    checkPost(*this, peer, tag, sink, 0);
+    CCL_CHECK(sink, cclInvalidArgument, "a receive in place without a sink");
+    if (peer != rank_ && !peers_[peer].shm) return inner_ ? inner_->irecvInPlace(peer, tag, bytes, sink) : nullptr;
+    return postRecv(peer, tag, nullptr, sink, bytes);
+  }
+
+  std::unique_ptr<Request> postRecv(int peer, uint64_t tag, char* dst, Sink* sink, size_t bytes) {
     auto op = std::make_shared<Op>();
     op->tag = tag;
-    op->dst = static_cast<char*>(buf);
+    op->dst = dst;
+    op->sink = sink;
     op->bytes = bytes;
     Peer& p = peers_[peer];
     auto it = std::find_if(p.unexpected.begin(), p.unexpected.end(), [&](const auto& u) { return u->tag == tag; });
@@ -319,10 +339,16 @@ class ShmTransport final : public Transport {
         failPeer(peer, cclRemoteError, "shm: rank " + std::to_string(peer) + " wrote a malformed message");
         break;
       }
-      if (p.cur.op)
+      if (p.cur.op && p.cur.op->sink) {
+        size_t at = p.cur.got;
+        p.in.forPayload(h.bytes, [&](const void* data, size_t n) {
+          p.cur.op->sink->take(at, data, n);
+          at += n;
+        });
+      } else if (p.cur.op) {
         p.in.copyPayload(p.cur.op->dst + p.cur.got, 0, h.bytes);
-      else if (p.cur.aside)
-        p.in.copyPayload(p.cur.aside->data.data() + p.cur.got, 0, h.bytes);
+      }
+      if (!p.cur.op && p.cur.aside) p.in.copyPayload(p.cur.aside->data.data() + p.cur.got, 0, h.bytes);
       p.cur.got += h.bytes;
       p.in.pop();
       any = true;
