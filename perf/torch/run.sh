@@ -28,7 +28,7 @@ run_config() {
       env "${env[@]}" MASTER_ADDR=127.0.0.1 "$py" "$here/ddp_bench.py" --config "$config" "$@" >"$results.$i" 2>&1 &
     else
       ip netns exec "$(rank_ns "$i")" env "${env[@]}" MASTER_ADDR="$(rank_addr 0)" GLOO_SOCKET_IFNAME=$ifname \
-        CCL_SOCKET_IFNAME=$ifname UCX_TLS=tcp,self UCX_NET_DEVICES=$ifname \
+        CCL_SOCKET_IFNAME=$ifname CCL_TRANSPORT=ucx UCX_TLS=tcp,self UCX_NET_DEVICES=$ifname \
         "$py" "$here/ddp_bench.py" --config "$config" "$@" >"$results.$i" 2>&1 &
       children+=($!)
     fi

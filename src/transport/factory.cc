@@ -20,13 +20,14 @@ struct Kind {
 std::unique_ptr<Transport> ucx(bootstrap::Bootstrap& bs, uint64_t) { return createUcxTransport(bs); }
 std::unique_ptr<Transport> local(bootstrap::Bootstrap& bs, uint64_t) { return createLocalTransport(bs); }
 
-// In the order "auto" tries them: UCX crosses processes and hosts; the local transport only
-// joins threads of one process. The shared-memory channel (ranks of one host through rings,
-// UCX between hosts) is asked for by name until the fault campaign has run over it.
+// In the order "auto" tries them. The shared-memory channel joins the ranks of one host
+// through rings (processes or threads) and takes UCX for pairs on other hosts, so it serves
+// every layout UCX does, and in a build without UCX every layout on one host; UCX alone and
+// the in-process transport (threads of one process) are there to be asked for by name.
 const Kind kKinds[] = {
+    {"shm", true, createShmTransport},
     {"ucx", kUcxBuilt, ucx},
     {"local", true, local},
-    {"shm", true, createShmTransport},
 };
 
 }  // namespace

@@ -24,7 +24,9 @@ wait "${children[-1]}"
 echo "slow_train.sh: $rate links, raw TCP stream $(cat "$out")"
 pids=()
 for ((i = 0; i < ranks; i++)); do
-  ip netns exec "$(rank_ns "$i")" env RANK="$i" WORLD_SIZE="$ranks" CCL_SOCKET_IFNAME=$ifname UCX_TLS=tcp,self \
+  # CCL_TRANSPORT=ucx: ranks in namespaces of one machine share its host identity, and the
+  # shared-memory channel would join them past the slow links.
+  ip netns exec "$(rank_ns "$i")" env RANK="$i" WORLD_SIZE="$ranks" CCL_SOCKET_IFNAME=$ifname CCL_TRANSPORT=ucx UCX_TLS=tcp,self \
     UCX_NET_DEVICES=$ifname OMP_NUM_THREADS=1 "$train" "$@" --rendezvous "$work/id" --log "$log" \
     >"$work/out.$i" 2>&1 &
   pids+=($!)
