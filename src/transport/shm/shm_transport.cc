@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "common/host_id.h"
 #include "common/log.h"
+#include "transport/local/local_transport.h"
 #include "transport/shm/ring.h"
 #include "transport/shm/segment.h"
 #include "transport/ucx/ucx_transport.h"
@@ -499,12 +500,20 @@ std::unique_ptr<Transport> createShmTransport(bootstrap::Bootstrap& bs, uint64_t
   bool needInner = false;
   for (int a = 0; a < n && !needInner; ++a)
     for (int b = 0; b < n && !needInner; ++b) needInner = a != b && !pairOnShm(a, b);
+  // The pairs off the channel: UCX, or in a build without it the in-process transport when
+  // every rank is a thread of this process (tests that give threads host identities of their
+  // own). Every rank decides alike (from `opened`, which all have).
   std::unique_ptr<Transport> inner;
-  if (needInner) {
-    CCL_CHECK(kUcxBuilt, cclInvalidUsage,
-              "CCL_TRANSPORT=shm: some ranks share no host (or no shared memory) and this build has no UCX to "
-              "join them");
+  if (needInner && kUcxBuilt) {
     inner = createUcxTransport(bs);
+  } else if (needInner) {
+    try {
+      inner = createLocalTransport(bs);
+    } catch (const Error&) {
+      throw Error(cclInvalidUsage,
+                  "CCL_TRANSPORT=shm: some ranks share no host (or no shared memory) and this build has no UCX to "
+                  "join them");
+    }
   }
 
   std::vector<Peer> peers(static_cast<size_t>(n));
@@ -517,7 +526,9 @@ std::unique_ptr<Transport> createShmTransport(bootstrap::Bootstrap& bs, uint64_t
     p.out = RingWriter(ringAt(others[q], indexOf(r)), kRingCapacity);
   }
   CCL_INFO("shm: %zu of %d ranks on this host share memory with rank %d%s", local.size(), n, r,
-           needInner ? "; UCX for the others" : "");
+           !inner      ? ""
+           : kUcxBuilt ? "; UCX for the others"
+                       : "; the in-process transport for the others");
   return std::make_unique<ShmTransport>(r, n, std::move(peers), std::move(mine), std::move(others), std::move(inner));
 }
 
