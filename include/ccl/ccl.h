@@ -337,6 +337,18 @@ CCL_API cclResult_t cclCommDestroy(cclComm_t comm);
  */
 CCL_API cclResult_t cclCommAbort(cclComm_t comm);
 
+/*
+ * Revokes `comm`, from any thread, without freeing it (NCCL's ncclCommRevoke): every
+ * operation of `comm` running or queued on this rank fails promptly, and so do the peers'
+ * (cclRemoteError, naming this rank), whatever call each of them is in, so that ranks stuck
+ * in different calls all come out. Later calls on `comm` fail with cclInvalidUsage on this
+ * rank and with cclRemoteError on its peers. Returns once no call of `comm` runs on this
+ * rank. What remains valid: cclCommDestroy, cclCommAbort, and, once every rank has revoked
+ * it, cclCommSplit (every rank takes part, as in any split; a rank that leaves passes
+ * CCL_SPLIT_NOCOLOR). `flags` must be 0. Revoking twice is a no-op.
+ */
+CCL_API cclResult_t cclCommRevoke(cclComm_t comm, int flags);
+
 /* The asynchronous error state of `comm`: cclSuccess, cclInProgress or the failure seen. */
 CCL_API cclResult_t cclCommGetAsyncError(cclComm_t comm, cclResult_t* asyncError);
 

@@ -412,6 +412,15 @@ class Comm:
         if code != 0:
             raise error_for(code, "cclCommDestroy")
 
+    def revoke(self) -> None:
+        """cclCommRevoke: fails every operation of the communicator, from any thread, on this
+        rank and its peers (ranks stuck in different calls all come out), without freeing it.
+        Later calls raise; once every rank has revoked it, split() and destroy() remain."""
+        with self._cv:
+            h = self._handle
+        if h is not None:
+            check(lib.cclCommRevoke(h, 0), "cclCommRevoke")
+
     def abort(self) -> None:
         """cclCommAbort: stops every operation of the communicator, from any thread, and frees
         it. Calls blocked in other threads raise promptly; peers see CclRemoteError."""

@@ -188,6 +188,7 @@ _declare("cclCommSplit", c_result, c_comm_p, c_int, c_int, POINTER(c_comm_p), PO
 _declare("cclCommFinalize", c_result, c_comm_p)
 _declare("cclCommDestroy", c_result, c_comm_p)
 _declare("cclCommAbort", c_result, c_comm_p)
+_declare("cclCommRevoke", c_result, c_comm_p, c_int)
 _declare("cclCommGetAsyncError", c_result, c_comm_p, POINTER(c_int))
 _declare("cclCommCount", c_result, c_comm_p, POINTER(c_int))
 _declare("cclCommUserRank", c_result, c_comm_p, POINTER(c_int))

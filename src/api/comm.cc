@@ -456,11 +456,14 @@ void destroyComm(cclComm_t comm) {
   delete comm;
 }
 
-void checkUsable(cclComm_t comm) {
+void checkUsable(cclComm_t comm, bool afterRevoke) {
   CCL_CHECK(comm, cclInvalidArgument, "comm is NULL");
   CCL_CHECK(comm->magic == cclComm::kMagic, cclInvalidArgument, "comm is not a valid communicator");
   CCL_CHECK(!comm->aborted.load(), cclInvalidUsage, "the communicator has been aborted");
   CCL_CHECK(!comm->finalized, cclInvalidUsage, "the communicator has been finalized");
+  if (afterRevoke && comm->revoked.load()) return;
+  CCL_CHECK(!comm->revoked.load(), cclInvalidUsage,
+            "the communicator was revoked (cclCommRevoke): split it among the ranks that go on, or destroy it");
   CCL_CHECK(comm->asyncError == cclSuccess, comm->asyncError,
             std::string("the communicator failed earlier (") + cclGetErrorString(comm->asyncError) +
                 "); destroy or abort it");
@@ -534,7 +537,7 @@ CCL_API cclResult_t cclCommInitAll(cclComm_t* comms, int ndev, const int* devlis
 
 CCL_API cclResult_t cclCommSplit(cclComm_t comm, int color, int key, cclComm_t* newcomm, cclConfig_t* config) {
   return guard(comm, "cclCommSplit", [&] {
-    api::checkUsable(comm);
+    api::checkUsable(comm, true);
     CCL_CHECK(newcomm, cclInvalidArgument, "newcomm is NULL");
     CCL_CHECK(color >= 0 || color == CCL_SPLIT_NOCOLOR, cclInvalidArgument,
               "color " + std::to_string(color) + " must be >= 0 or CCL_SPLIT_NOCOLOR");
@@ -602,6 +605,26 @@ CCL_API cclResult_t cclCommAbort(cclComm_t comm) {
     api::drainAsync(comm, nullptr);
     api::groupForget(comm);
     api::destroyComm(comm);
+  });
+}
+
+CCL_API cclResult_t cclCommRevoke(cclComm_t comm, int flags) {
+  return guard(comm, "cclCommRevoke", [&] {
+    api::checkHandle(comm);
+    CCL_CHECK(flags == 0, cclInvalidArgument, "flags must be 0");
+    CCL_CHECK(!comm->aborted.load(), cclInvalidUsage, "the communicator has been aborted");
+    if (comm->revoked.exchange(true)) return;  // revoked already (here or by another thread)
+    // The transport's abort fails every request of this rank and reaches the peers', whatever
+    // call each is in. The bootstrap stays: a split among the ranks that go on uses it.
+    comm->transport->abort();
+    if (comm->nccl) comm->nccl->abort();
+    // Operations running in other threads notice within one progress pass; those queued on
+    // host streams fail as soon as they start.
+    while (comm->active.load() > 0) sched_yield();
+    api::drainAsync(comm, nullptr);
+    // A transport may tell its peers from its progress (UCX sends its notices there): with no
+    // operation left to drive it, this thread does, once (new ones are refused).
+    comm->transport->progress();
   });
 }
 

@@ -110,6 +110,8 @@ struct cclComm {
   uint32_t collSeq = 0;                    // collectives issued, matched by order on every rank
   std::vector<uint32_t> sendSeq, recvSeq;  // point-to-point messages per peer
   std::atomic<bool> aborted{false};
+  // cclCommRevoke: its calls failed and fail; the handle stays for destroy or split.
+  std::atomic<bool> revoked{false};
   std::atomic<int> active{0};  // operations running on this communicator
   bool finalized = false;
   std::atomic<cclResult_t> asyncError{cclSuccess};  // set by a failed operation, whatever its thread
@@ -167,7 +169,9 @@ cclResult_t guard(cclComm_t comm, const char* fn, F&& f) noexcept {
 
 // Throws cclInvalidArgument/cclInvalidUsage unless `comm` is a live communicator that may
 // take new operations.
-void checkUsable(cclComm_t comm);
+// `afterRevoke`: also a revoked communicator (what cclCommSplit may still do), whose
+// failed calls are then no reason to refuse.
+void checkUsable(cclComm_t comm, bool afterRevoke = false);
 
 // Joins `id` as rank `rank` of `nranks` with a resolved copy of `config` (may be NULL). The
 // communicator's device is `device`, or with kCurrentDevice the calling thread's current one

@@ -324,8 +324,10 @@ ncclResult_t pncclCommAbort(ncclComm_t comm) {
   });
 }
 
-// ccl cannot interrupt an operation already running on another thread; revoking stops new
-// ones, and the communicator can still be shrunk, finalized or destroyed.
+// Revoking stops new operations, and the communicator can still be shrunk, finalized or
+// destroyed. It does not interrupt those already running (cclCommRevoke would): the shrink
+// that follows hands its new id to the survivors over this communicator's transport, which
+// cclCommRevoke stops.
 ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   return faceGuard("ncclCommRevoke", [&] {
     ncclComm& c = usable(comm);

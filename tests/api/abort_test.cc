@@ -97,6 +97,63 @@ TEST(Abort, AbortOfIdleCommunicatorsSucceeds) {
   for (int r = 0; r < 3; ++r) w.forgetComm(r);
 }
 
+// cclCommRevoke on one rank brings out ranks stuck in different calls (an allreduce and a
+// receive, neither of which can complete), well before CCL_TIMEOUT; later calls fail on every
+// rank; once every rank has revoked, a split among those that go on gives a working
+// communicator.
+TEST(Revoke, RanksInDifferentCallsAllComeOutAndASplitGoesOn) {
+  ScopedEnv timeout("CCL_TIMEOUT", "30");
+  World w(3);
+  ASSERT_TRUE(w.ready());
+  std::vector<cclResult_t> stuck(3, cclSuccess);
+  std::vector<double> elapsed(3, 0);
+  std::barrier revokedEverywhere(3);
+  w.run(
+      [&](int rank, cclComm_t comm) {
+        std::vector<float> in(1000, 1.f), out(1000);
+        const auto start = std::chrono::steady_clock::now();
+        if (rank == 0) {
+          stuck[0] = cclAllReduce(in.data(), out.data(), in.size(), cclFloat32, cclSum, comm, nullptr);
+        } else if (rank == 1) {
+          stuck[1] = cclRecv(out.data(), out.size(), cclFloat32, 2, comm, nullptr);
+        } else {
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          EXPECT_CCL_OK(cclCommRevoke(comm, 0));
+          EXPECT_EQ(cclCommRevoke(comm, 0), cclSuccess) << "revoking twice";
+          EXPECT_EQ(cclCommRevoke(comm, 1), cclInvalidArgument) << "flags other than 0";
+        }
+        elapsed[rank] = secondsSince(start);
+        // Every later call fails: on the revoking rank as a usage error.
+        const cclResult_t later = cclAllReduce(in.data(), out.data(), in.size(), cclFloat32, cclSum, comm, nullptr);
+        EXPECT_NE(later, cclSuccess) << "rank " << rank << ": a call after the revoke succeeded";
+        if (rank == 2) {
+          EXPECT_EQ(later, cclInvalidUsage) << describeResult(later, comm);
+        }
+        EXPECT_CCL_OK(cclCommRevoke(comm, 0));
+        revokedEverywhere.arrive_and_wait();
+        cclComm_t next = nullptr;
+        EXPECT_CCL_OK(cclCommSplit(comm, rank == 1 ? CCL_SPLIT_NOCOLOR : 0, rank, &next, nullptr));
+        EXPECT_CCL_OK(cclCommDestroy(comm));
+        if (rank == 1) {
+          EXPECT_EQ(next, nullptr);
+          return;
+        }
+        ASSERT_NE(next, nullptr);
+        int32_t one = 1, sum = 0;
+        EXPECT_CCL_OK(cclAllReduce(&one, &sum, 1, cclInt32, cclSum, next, nullptr));
+        EXPECT_EQ(sum, 2);
+        EXPECT_CCL_OK(cclCommDestroy(next));
+      },
+      std::chrono::seconds(60));
+  for (int r = 0; r < 3; ++r) w.forgetComm(r);
+  for (int r : {0, 1}) {
+    EXPECT_NE(stuck[r], cclSuccess) << "rank " << r << " completed a call that could not complete";
+    EXPECT_LT(elapsed[r], 10.0) << "rank " << r << " came out after " << elapsed[r] << " s, not promptly";
+  }
+  std::printf("stuck ranks returned %s, %s after %.2f, %.2f s (the revoke came at 0.3 s; CCL_TIMEOUT=30)\n",
+              cclGetErrorString(stuck[0]), cclGetErrorString(stuck[1]), elapsed[0], elapsed[1]);
+}
+
 // No abort at all: only the deadline ends the wait, so it is kept short.
 TEST(Abort, SilentPeerTimesOut) {
   ScopedEnv timeout("CCL_TIMEOUT", "2");
