@@ -220,7 +220,7 @@ def main():
             skipped.append((name, skip[0]))
 
     if want("ranks"):
-        for mode in ("kill", "stop", "abort"):
+        for mode in ("kill", "stop", "abort", "revoke"):
             add(mode, [fr, mode, "--trials", str(trials)] + common, 120 + trials * (4 * a.timeout + 60))
     if want("hostile"):
         h = os.path.join(b, "tests", "faults", "hostile")

@@ -100,10 +100,11 @@ struct Options {
 };
 
 [[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr,
-               "fault_ranks: %s\nusage: fault_ranks kill|stop|abort|soak|churn [--ranks N] [--trials N] [--seed S] "
-               "[--timeout SECONDS] [--max-bytes B] [--calls N] [--minutes M] [--cycles N]\n",
-               why);
+  std::fprintf(
+      stderr,
+      "fault_ranks: %s\nusage: fault_ranks kill|stop|abort|revoke|soak|churn [--ranks N] [--trials N] [--seed S] "
+      "[--timeout SECONDS] [--max-bytes B] [--calls N] [--minutes M] [--cycles N]\n",
+      why);
   std::exit(2);
 }
 
@@ -693,12 +694,14 @@ Line processTrial(const Options& o, int trial, std::mt19937_64& g) {
   return line;
 }
 
-// ---- Ranks as threads: an abort from another thread ----
+// ---- Ranks as threads: an abort (or a revoke) from another thread ----
 
-Line threadTrial(const Options& o, int trial, std::mt19937_64& g) {
+// `revoke`: cclCommRevoke instead of cclCommAbort; the victim's handle then stays valid, and
+// the victim destroys it itself.
+Line threadTrial(const Options& o, int trial, std::mt19937_64& g, bool revoke) {
   const int n = o.ranks;
   Line line;
-  line.kind = "abort.threads";
+  line.kind = revoke ? "revoke.threads" : "abort.threads";
   line.trial = trial;
   line.survivors = n - 1;
   cclUniqueId id{};
@@ -749,7 +752,9 @@ Line threadTrial(const Options& o, int trial, std::mt19937_64& g) {
         }
       }
       errorAt[static_cast<size_t>(r)] = now();
-      // The victim's communicator was freed by the abort; the others abort their own.
+      // The victim's communicator was freed by the abort (a revoked one is destroyed here);
+      // the others abort their own.
+      if (r == victim && revoke && rk.comm) cclCommDestroy(rk.comm);
       if (r != victim && rk.comm) cclCommAbort(rk.comm);
       state[static_cast<size_t>(r)] = rk.code == cclSuccess ? kDone : kFailed;
     });
@@ -759,8 +764,9 @@ Line threadTrial(const Options& o, int trial, std::mt19937_64& g) {
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const double faultAt = now();
-  const cclResult_t aborted =
-      victimEntering.load() && victimComm.load() ? cclCommAbort(victimComm.load()) : cclInternalError;
+  const cclResult_t aborted = !victimEntering.load() || !victimComm.load() ? cclInternalError
+                              : revoke                                     ? cclCommRevoke(victimComm.load(), 0)
+                                                                           : cclCommAbort(victimComm.load());
   abortDone = true;
   const double deadline = faultAt + o.timeout + 5;
   for (int r = 0; r < n; ++r)
@@ -818,8 +824,8 @@ Line threadTrial(const Options& o, int trial, std::mt19937_64& g) {
   line.after = measure();
   line.good = aborted == cclSuccess && line.wrong == 0 && recovered == n - 1;
   char head[160];
-  std::snprintf(head, sizeof head, "victim rank %d after %ld calls; cclCommAbort returned %s; ", victim, atCall,
-                cclGetErrorString(aborted));
+  std::snprintf(head, sizeof head, "victim rank %d after %ld calls; %s returned %s; ", victim, atCall,
+                revoke ? "cclCommRevoke" : "cclCommAbort", cclGetErrorString(aborted));
   line.detail = head + line.detail + firstError;
   return line;
 }
@@ -1055,9 +1061,10 @@ int main(int argc, char** argv) {
   if (!jsonOut) jsonOut = stdout;
   std::mt19937_64 g(o.seed);
   bool all = true;
-  if (o.mode == "kill" || o.mode == "stop" || o.mode == "abort") {
+  if (o.mode == "kill" || o.mode == "stop" || o.mode == "abort" || o.mode == "revoke") {
     for (int t = 0; t < o.trials; ++t) {
-      const Line line = o.mode == "abort" ? threadTrial(o, t, g) : processTrial(o, t, g);
+      const bool threads = o.mode == "abort" || o.mode == "revoke";
+      const Line line = threads ? threadTrial(o, t, g, o.mode == "revoke") : processTrial(o, t, g);
       line.print();
       all = all && line.good;
     }
