@@ -90,6 +90,17 @@ class Transport {
   // abort() for a usage error the caller found (its peers are out of step with it): the
   // peers' requests then fail with cclInvalidUsage rather than cclRemoteError.
   virtual void abortMismatch() = 0;
+
+  // Whether this transport is aborted, by this rank or through a peer's abort it has
+  // learned of, whether for a mismatch, and by which rank (-1: not known). What a transport
+  // built over another follows: a communicator's abort is every pair's. Called by the
+  // thread driving the transport.
+  struct AbortState {
+    bool aborted = false;
+    bool mismatch = false;
+    int by = -1;
+  };
+  virtual AbortState abortState() const { return {}; }
 };
 
 // The argument checks every transport's isend/irecv makes: peer in range, tag within

@@ -154,6 +154,50 @@ TEST(Revoke, RanksInDifferentCallsAllComeOutAndASplitGoesOn) {
               cclGetErrorString(stuck[0]), cclGetErrorString(stuck[1]), elapsed[0], elapsed[1]);
 }
 
+// Two nodes: an abort on one node reaches a rank of the other that waits only on its own
+// node's peer, which never joins (the pairs inside a node are on the shared-memory channel,
+// those across on UCX: an abort learned through either is the communicator's). Without the
+// abort, only CCL_TIMEOUT (30 s) would end the wait.
+TEST(Abort, AnAbortAcrossNodesReachesAWaitInsideANode) {
+  ScopedEnv timeout("CCL_TIMEOUT", "30");
+  const char* hosts[] = {"abort-node-0", "abort-node-0", "abort-node-1", "abort-node-1"};
+  cclUniqueId id{};
+  ASSERT_CCL_OK(cclGetUniqueId(&id));
+  std::vector<cclComm_t> comms(4, nullptr);
+  std::vector<double> waited(4, 0);
+  std::vector<cclResult_t> got(4, cclSuccess);
+  expectNoneThrew(runRanks(4, [&](int r) {
+    cclConfig_t config = CCL_CONFIG_INITIALIZER;
+    config.hostId = hosts[r];
+    ASSERT_CCL_OK(cclCommInitRankConfig(&comms[static_cast<size_t>(r)], 4, id, r, &config));
+    cclComm_t comm = comms[static_cast<size_t>(r)];
+    int32_t x = 1, y = 0;
+    const auto start = std::chrono::steady_clock::now();
+    if (r == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      EXPECT_CCL_OK(cclCommAbort(comm));
+      comms[0] = nullptr;
+      return;
+    }
+    if (r == 2) {  // waits for rank 3 alone, on its node, which waits for rank 2 in turn
+      got[2] = cclRecv(&y, 1, cclInt32, 3, comm, nullptr);
+    } else if (r == 3) {
+      got[3] = cclRecv(&y, 1, cclInt32, 2, comm, nullptr);
+    } else {
+      got[1] = cclRecv(&y, 1, cclInt32, 0, comm, nullptr);
+    }
+    (void)x;
+    waited[static_cast<size_t>(r)] = secondsSince(start);
+  }));
+  for (int r = 1; r < 4; ++r) {
+    EXPECT_NE(got[r], cclSuccess) << "rank " << r;
+    EXPECT_LT(waited[r], 10.0) << "rank " << r << " waited " << waited[r] << " s for an aborted communicator";
+    if (comms[static_cast<size_t>(r)]) EXPECT_CCL_OK(cclCommAbort(comms[static_cast<size_t>(r)]));
+  }
+  std::printf("ranks 1-3 returned after %.2f, %.2f, %.2f s (the abort came at 0.3 s)\n", waited[1], waited[2],
+              waited[3]);
+}
+
 // No abort at all: only the deadline ends the wait, so it is kept short.
 TEST(Abort, SilentPeerTimesOut) {
   ScopedEnv timeout("CCL_TIMEOUT", "2");

@@ -76,6 +76,10 @@ class Fabric {
       throw Error(cclRemoteError,
                   std::string("local ") + op + " rank " + std::to_string(peer) + " failed: the peer has left");
   }
+  Transport::AbortState abortState() const {
+    const int kind = abortKind_.load();
+    return {kind != kNone, kind == kMismatch, kind != kNone ? abortedBy_.load() : -1};
+  }
   // A rank departs after its last send is in its receivers' mailboxes.
   void depart(int rank) { departed_[static_cast<size_t>(rank)].store(true); }
   bool departed(int rank, int peer) const { return peer != rank && departed_[static_cast<size_t>(peer)].load(); }
@@ -124,6 +128,7 @@ class LocalTransport final : public Transport {
   bool sharedMemoryLink(int) const override { return true; }
   void abort() override { fabric_->abort(rank_, Fabric::kAborted); }
   void abortMismatch() override { fabric_->abort(rank_, Fabric::kMismatch); }
+  AbortState abortState() const override { return fabric_->abortState(); }
 
  private:
   // A send has completed once its bytes are in the receiver's mailbox.

@@ -204,6 +204,15 @@ class ShmTransport final : public Transport {
 
   bool progress() override {
     bool any = inner_ && inner_->progress();
+    // An abort the inner transport learned of (a peer on another host aborted) is the
+    // communicator's: the pairs on the channel fail too, not only the inner one's.
+    if (inner_ && aborted_.load(std::memory_order_relaxed) == shm::kOpen) {
+      const AbortState s = inner_->abortState();
+      if (s.aborted) {
+        abortAs(s.mismatch ? shm::kMismatch : shm::kAborted, s.by >= 0 ? s.by : rank_);
+        any = true;
+      }
+    }
     for (int q = 0; q < size_; ++q) {
       Peer& p = peers_[q];
       if (!p.shm) continue;
@@ -227,6 +236,10 @@ class ShmTransport final : public Transport {
   }
 
   void abort() override { abortAs(shm::kAborted, rank_); }
+  AbortState abortState() const override {
+    const uint32_t a = aborted_.load(std::memory_order_acquire);
+    return {a != shm::kOpen, a == shm::kMismatch, abortedBy_.load(std::memory_order_relaxed)};
+  }
   void abortMismatch() override { abortAs(shm::kMismatch, rank_); }
 
   // ShmRequest's two verbs.

@@ -39,6 +39,9 @@ class UcxTransport final : public Transport {
   bool sharedMemoryLink(int peer) const override { return worker_.sharedMemoryLink(peer); }
   void abort() override { worker_.requestAbort(); }
   void abortMismatch() override { worker_.requestAbort(true); }
+  AbortState abortState() const override {
+    return {worker_.aborted(), worker_.abortedForMismatch(), worker_.abortedBy()};
+  }
 
  private:
   Worker worker_;
