@@ -164,6 +164,32 @@ def test_abort_releases_a_blocked_call(ranks2):
     assert codes[1] in (ccl.Result.REMOTE_ERROR, ccl.Result.SYSTEM_ERROR, ccl.Result.INVALID_USAGE)
 
 
+def _revoke_brings_out_a_peer(comm):
+    """Rank 1 waits in a receive rank 0 never sends; rank 0 revokes: rank 1 comes out, later
+    calls fail on both, and the handles stay until destroy."""
+    if comm.rank == 1:
+        start = time.monotonic()
+        with pytest.raises(ccl.CclError) as e:
+            comm.recv(np.zeros(4, np.float32), 0)
+        assert time.monotonic() - start < 5, "the receive waited for the timeout, not the revoke"
+        code = int(e.value.code)
+    else:
+        time.sleep(0.3)
+        comm.revoke()
+        comm.revoke()  # a no-op the second time
+        code = int(ccl.Result.SUCCESS)
+    with pytest.raises(ccl.CclError):
+        comm.allreduce(np.ones(4, np.float32))
+    assert not comm.closed
+    return code
+
+
+def test_revoke_brings_out_a_blocked_peer(ranks2):
+    codes = ranks2.run(_revoke_brings_out_a_peer, own_comm=True)
+    assert codes[0] == ccl.Result.SUCCESS
+    assert codes[1] == ccl.Result.REMOTE_ERROR
+
+
 def test_local_errors():
     with pytest.raises(ValueError, match="128 bytes, got 5"):
         ccl.UniqueId(b"short")
