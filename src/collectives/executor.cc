@@ -144,10 +144,7 @@ class JobRun {
       }
       StepId id = inflight_[i].step;
       checkReceived(id, *inflight_[i].request);
-      if (inflight_[i].landed) {
-        const Step& s = plan_->steps[id];
-        reduce(at(s.dst), at(s.src), at(s.in), s.count, plan_->dtype, plan_->op);
-      }
+      if (inflight_[i].landed) sinks_[id].take(0, at(plan_->steps[id].in), plan_->steps[id].bytes);
       if (plan_->steps[id].kind == StepKind::kSend) {
         --sendsInFlight_;
         if (deferredHead_ < deferredSends_.size()) ready_.push_back(deferredSends_[deferredHead_++]);
@@ -236,7 +233,7 @@ class JobRun {
         return;
       case StepKind::kRecvReduce: {
         // Bound before the post: a transport may hand over a message that is already here
-        // from inside it.
+        // from inside it. A landed message goes through the same sink, whole.
         sinks_[id].bind(*plan_, s, job_->buffers);
         transport::Transport& t = *job_->transport;
         if (auto r = t.irecvInPlace(s.peer, job_->tagBase | s.tag, s.bytes, &sinks_[id]))

@@ -15,4 +15,9 @@ void checkPost(const Transport& t, int peer, uint64_t tag, const void* buf, size
   CCL_CHECK(buf || bytes == 0, cclInvalidArgument, "null buffer for a non-empty message");
 }
 
+void checkPostInPlace(const Transport& t, int peer, uint64_t tag, const Sink* sink) {
+  checkPost(t, peer, tag, sink, 0);
+  CCL_CHECK(sink, cclInvalidArgument, "a receive in place without a sink");
+}
+
 }  // namespace ccl::transport

@@ -106,5 +106,7 @@ class Transport {
 // The argument checks every transport's isend/irecv makes: peer in range, tag within
 // kTagBits, a buffer for a non-empty message. Throws Error(cclInvalidArgument).
 void checkPost(const Transport& t, int peer, uint64_t tag, const void* buf, size_t bytes);
+// The same for irecvInPlace: a sink, whatever the size.
+void checkPostInPlace(const Transport& t, int peer, uint64_t tag, const Sink* sink);
 
 }  // namespace ccl::transport

@@ -118,8 +118,7 @@ class LocalTransport final : public Transport {
   }
   // The message is read from the mailbox, where the send copied it: one copy fewer.
   std::unique_ptr<Request> irecvInPlace(int peer, uint64_t tag, size_t bytes, Sink* sink) override {
-    checkPost(*this, peer, tag, sink, 0);
-    CCL_CHECK(sink, cclInvalidArgument, "a receive in place without a sink");
+    checkPostInPlace(*this, peer, tag, sink);
     return std::make_unique<Received>(*fabric_, rank_, peer, tag, nullptr, sink, bytes);
   }
   // Messages move when they are sent: there is nothing to advance.

@@ -173,8 +173,7 @@ class ShmTransport final : public Transport {
   }
 
   std::unique_ptr<Request> irecvInPlace(int peer, uint64_t tag, size_t bytes, Sink* sink) override {
-    checkPost(*this, peer, tag, sink, 0);
-    CCL_CHECK(sink, cclInvalidArgument, "a receive in place without a sink");
+    checkPostInPlace(*this, peer, tag, sink);
     if (peer != rank_ && !peers_[peer].shm) return inner_ ? inner_->irecvInPlace(peer, tag, bytes, sink) : nullptr;
     return postRecv(peer, tag, nullptr, sink, bytes);
   }
