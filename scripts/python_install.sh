@@ -18,8 +18,17 @@ cuda=${CCL_PYTHON_CUDA:-}
 if [ -z "$cuda" ]; then
   if ls /dev/nvidia[0-9]* >/dev/null 2>&1; then cuda=AUTO; else cuda=OFF; fi
 fi
-# Everything the wheel is made of: the package, its build files, and libccl's sources.
-inputs=$( (echo "CCL_ENABLE_CUDA=$cuda"
+# CCL_PYTHON_PREBUILT=<build folder>: the package carries that build's libccl and NCCL face
+# instead of compiling its own (python/CMakeLists.txt, CCL_PREBUILT_DIR).
+prebuilt=${CCL_PYTHON_PREBUILT:-}
+[ -z "$prebuilt" ] || prebuilt=$(cd "$prebuilt" && pwd)
+# Both always defined: the build folder python/build/ keeps its CMake cache between installs.
+define=(--config-settings=cmake.define.CCL_ENABLE_CUDA="$cuda"
+        --config-settings=cmake.define.CCL_PREBUILT_DIR="$prebuilt")
+# Everything the wheel is made of: the package, its build files, and libccl's sources (or the
+# prebuilt libraries).
+inputs=$( (echo "CCL_ENABLE_CUDA=$cuda CCL_PREBUILT_DIR=$prebuilt"
+           [ -z "$prebuilt" ] || cat "$prebuilt"/src/api/libccl.so "$prebuilt"/src/nccl/libccl_nccl.so 2>/dev/null || true
            find python/ccl python/CMakeLists.txt python/pyproject.toml python/README.md CMakeLists.txt cmake \
                 include src -type f -not -name '*.pyc' -not -path '*/__pycache__/*' | LC_ALL=C sort |
              xargs sha256sum) | sha256sum | cut -d' ' -f1)
@@ -29,7 +38,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$inputs" ] || ! "$py" -c "import ccl" >/d
   # No build isolation: the environment already has scikit-build-core and ninja, and this
   # keeps the install working offline.
   "$py" -m pip install -q --no-build-isolation --no-deps --force-reinstall \
-    --config-settings=cmake.define.CCL_ENABLE_CUDA="$cuda" ./python >&2
+    "${define[@]}" ./python >&2
   echo "python_install: installed in $(( $(date +%s) - start )) s" >&2
   echo "$inputs" > "$stamp"
 fi

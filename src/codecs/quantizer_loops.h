@@ -296,6 +296,8 @@ size_t encodeQuantized(const Params& p, const typename T::Storage* x, size_t n, 
   st.x86 = x86::kCovers<K> && x86::available();
   if (p.stochastic) {
     encodeStream<K, T, true, 0>(st);
+  } else if constexpr (!CCL_CODEC_SPECIALIZE) {
+    encodeStream<K, T, false, 0>(st);
   } else if (p.blockSize == 128) {
     encodeStream<K, T, false, 128>(st);
   } else if (p.blockSize == 32) {
@@ -395,10 +397,17 @@ CCL_VECTOR_CLONES void decodeBlocks(const Header& h, const uint8_t* in, const Ge
 
 template <class K, class Op>
 void decodeBlocks(const Header& h, const uint8_t* in, const Geometry& g, Op& op) {
-  if (h.blockSize == 16) return decodeBlocks<K, Op, 16>(h, in, g, op);
-  if (h.blockSize == 32) return decodeBlocks<K, Op, 32>(h, in, g, op);
-  if (h.blockSize == 128) return decodeBlocks<K, Op, 128>(h, in, g, op);
-  decodeBlocks<K, Op, 0>(h, in, g, op);
+  if constexpr (!CCL_CODEC_SPECIALIZE) {
+    decodeBlocks<K, Op, 0>(h, in, g, op);
+  } else if (h.blockSize == 16) {
+    decodeBlocks<K, Op, 16>(h, in, g, op);
+  } else if (h.blockSize == 32) {
+    decodeBlocks<K, Op, 32>(h, in, g, op);
+  } else if (h.blockSize == 128) {
+    decodeBlocks<K, Op, 128>(h, in, g, op);
+  } else {
+    decodeBlocks<K, Op, 0>(h, in, g, op);
+  }
 }
 
 // decodeBlocks for fp32 output through the x86 inner loops: one function compiled for
