@@ -343,11 +343,39 @@ CCL_API cclResult_t cclCommAbort(cclComm_t comm);
  * (cclRemoteError, naming this rank), whatever call each of them is in, so that ranks stuck
  * in different calls all come out. Later calls on `comm` fail with cclInvalidUsage on this
  * rank and with cclRemoteError on its peers. Returns once no call of `comm` runs on this
- * rank. What remains valid: cclCommDestroy, cclCommAbort, and, once every rank has revoked
- * it, cclCommSplit (every rank takes part, as in any split; a rank that leaves passes
- * CCL_SPLIT_NOCOLOR). `flags` must be 0. Revoking twice is a no-op.
+ * rank. What remains valid: cclCommDestroy, cclCommAbort, cclCommShrink, and, once every
+ * rank has revoked it, cclCommSplit (every rank takes part, as in any split; a rank that
+ * leaves passes CCL_SPLIT_NOCOLOR). `flags` must be 0. Revoking twice is a no-op.
  */
 CCL_API cclResult_t cclCommRevoke(cclComm_t comm, int flags);
+
+/* cclCommShrink's flags; the first two have NCCL's values. */
+#define CCL_SHRINK_DEFAULT 0x00 /* the parent's calls on this rank are over */
+#define CCL_SHRINK_ABORT 0x01   /* revoke the parent first (cclCommRevoke): its running calls fail */
+#define CCL_SHRINK_ALIVE 0x100  /* no list: the ranks that go on are those whose process is alive */
+
+/*
+ * The ranks of `comm` outside excludeRanks (excludeCount distinct ranks of `comm`) form a new
+ * communicator, numbered in their order in `comm` (NCCL's ncclCommShrink). Only they call
+ * it, each with the same list; the excluded ranks may be gone. No message travels over
+ * `comm`, which a lost rank may have broken: the ranks meet at the rendezvous listener the
+ * lowest of them kept from `comm`'s init. `comm` may have failed or been revoked; it stays
+ * valid for cclCommDestroy and further shrinks (made in the same order on every rank).
+ * With CCL_SHRINK_ALIVE (excludeRanks NULL, excludeCount 0) each rank drops the ranks whose
+ * process refuses a connection (or whose host is silent for a second); the ranks must find
+ * the same ones.
+ * Carried over: the configuration (config NULL: the parent's), every rank's host identity
+ * (so the nodes, restricted to the ranks that remain), and the implicit error-feedback
+ * state of calls made without a handle, which moves (the parent keeps none). Feedback
+ * handles are the caller's and carry over as they are.
+ * Ranks that disagree on the list form no communicator: those that meet at the same rank all
+ * fail with cclInvalidUsage; the lowest rank of each list also tells the ranks it leaves
+ * out, so a group forming with another list fails too (both, when the first has not formed
+ * yet). A listed rank that never calls makes the others fail after CCL_TIMEOUT
+ * (cclSystemError), naming it. *newcomm is NULL on failure.
+ */
+CCL_API cclResult_t cclCommShrink(cclComm_t comm, const int* excludeRanks, int excludeCount, cclComm_t* newcomm,
+                                  cclConfig_t* config, int flags);
 
 /* The asynchronous error state of `comm`: cclSuccess, cclInProgress or the failure seen. */
 CCL_API cclResult_t cclCommGetAsyncError(cclComm_t comm, cclResult_t* asyncError);

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import threading
-from typing import Any, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Any, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _group
 from ._buffers import Buffer, as_buffer, block_view, check_count, check_overlap, check_same_dtype, empty
@@ -18,6 +18,8 @@ from ._types import OpKind, OpLike, to_op
 
 SPLIT_NOCOLOR = -1
 """Pass as `color` to :meth:`Comm.split` to take no part in the new communicators."""
+_SHRINK_ABORT = 0x01  # CCL_SHRINK_ABORT
+_SHRINK_ALIVE = 0x100  # CCL_SHRINK_ALIVE
 
 
 class UniqueId:
@@ -204,6 +206,15 @@ class Stats(Mapping[str, OpStats]):
             out = out + s
         return out
 
+    def __add__(self, other: "Stats") -> "Stats":
+        """The counters of two communicators together (e.g. one and the one it shrank to)."""
+        keys = list(self._per_op) + [k for k in other._per_op if k not in self._per_op]
+        reasons = dict(self.uncompressed)
+        for k, v in other.uncompressed.items():
+            reasons[k] = reasons.get(k, 0) + v
+        return Stats({k: self._per_op.get(k, OpStats()) + other._per_op.get(k, OpStats()) for k in keys}, reasons,
+                     self.across_raw_bytes + other.across_raw_bytes, self.across_wire_bytes + other.across_wire_bytes)
+
     def as_dict(self) -> dict:
         return {k: dataclasses.asdict(v) for k, v in self._per_op.items()}
 
@@ -388,6 +399,30 @@ class Comm:
         self._call("cclCommSplit", _COMM, color, key, ctypes.byref(out), ctypes.byref(cfg) if cfg else None)
         del keep
         return Comm._from_handle(out.value) if out.value else None
+
+    def shrink(self, exclude: Optional[Sequence[int]] = None, *, abort: bool = False,
+               config: Union[Config, Mapping[str, Any], None] = None) -> "Comm":
+        """cclCommShrink: the ranks of this communicator outside `exclude` form a new one,
+        numbered in their order here (NCCL's ncclCommShrink). Only they call it, each with the
+        same list; the excluded ranks may be gone, since no message travels over this
+        communicator. `exclude` None: the ranks that go on are those whose process is alive
+        (CCL_SHRINK_ALIVE). `abort`: revoke this communicator first (CCL_SHRINK_ABORT), so
+        that calls still running on it fail. Carried over: the configuration (`config` None),
+        the host identities and the implicit error-feedback state; Feedback handles are the
+        caller's and need nothing. Ranks that disagree on the list raise CclInvalidUsage."""
+        flags = _SHRINK_ABORT if abort else 0
+        if exclude is None:
+            ranks, count, flags = None, 0, flags | _SHRINK_ALIVE
+        else:
+            listed = list(exclude)
+            if not all(isinstance(r, int) for r in listed):
+                raise TypeError("exclude must hold ranks (ints); got %r" % (exclude,))
+            ranks, count = (ctypes.c_int * len(listed))(*listed), len(listed)
+        out = ctypes.c_void_p()
+        cfg, keep = _config_struct(config)
+        self._call("cclCommShrink", _COMM, ranks, count, ctypes.byref(out), ctypes.byref(cfg) if cfg else None, flags)
+        del keep
+        return Comm._from_handle(out.value)
 
     def finalize(self) -> None:
         """cclCommFinalize: completes outstanding work; afterwards only destroy() is valid."""

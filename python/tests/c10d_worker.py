@@ -397,6 +397,47 @@ def case_timeout() -> None:
     dist.barrier()  # gloo's: rank 0 waits for rank 1's verdict before leaving
 
 
+def case_shrink() -> None:
+    """torch.distributed.shrink_group on cclz after a rank's process dies: the two that go on
+    get a group of their own (ccl's shrink sends nothing to the dead rank), and the DDP hook's
+    state shrinks with them, keeping each bucket's feedback and its counters."""
+    gloo, cz = groups()
+    x = torch.ones(4)
+    dist.all_reduce(x, group=cz)
+    state = ccl.torch.hooks.CompressionState(cz, compression="int8", feedback="residual")
+    model = make_model()
+    ddp = nn.parallel.DistributedDataParallel(model, process_group=cz, bucket_cap_mb=1)
+    ddp.register_comm_hook(state, ccl.torch.hooks.compressed_allreduce_hook)
+    ddp(torch.randn(4, 64)).sum().backward()
+    buckets = dict(state._feedback)
+    before = state.stats().allreduce
+    dist.barrier(group=cz)
+    if RANK == SIZE - 1:
+        os._exit(0)  # lost: no destroy, no goodbye
+    small = dist.shrink_group([SIZE - 1], group=cz, shrink_flags=dist.distributed_c10d.SHRINK_ABORT)
+    if small.size() != SIZE - 1 or small.rank() != RANK:
+        fail(f"shrunk group: rank {small.rank()} of {small.size()}")
+    y = torch.tensor([float(RANK + 1)])
+    dist.all_reduce(y, group=small)
+    want = sum(range(1, SIZE))
+    if y.item() != want:
+        fail(f"allreduce on the shrunk group gave {y.item()}, not {want}")
+    state.shrink([SIZE - 1], process_group=small)
+    if state.size != SIZE - 1 or any(state._feedback[i] is not fb for i, fb in buckets.items()):
+        fail("the hook's state did not keep its size or its buckets' feedback")
+    model2 = make_model()
+    ddp2 = nn.parallel.DistributedDataParallel(model2, process_group=small, bucket_cap_mb=1)
+    ddp2.register_comm_hook(state, ccl.torch.hooks.compressed_allreduce_hook)
+    ddp2(torch.randn(4, 64)).sum().backward()
+    after = state.stats().allreduce
+    if not (after.calls > before.calls and after.raw_bytes > before.raw_bytes):
+        fail(f"the hook's counters did not carry over: {before} then {after}")
+    state.close()
+    print(f"rank {RANK}: shrink ok: {small.size()} ranks, allreduce {y.item()}, hook calls {before.calls} -> "
+          f"{after.calls}", flush=True)
+    os._exit(0)  # the default (gloo) group still counts the lost rank: no collective teardown
+
+
 if __name__ == "__main__":
     globals()["case_" + sys.argv[1]]()
     dist.destroy_process_group()

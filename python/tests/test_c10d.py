@@ -103,3 +103,9 @@ def test_readme_ddp_example():
     assert m, out.stdout
     loss, raw, wire = map(float, m.groups())
     assert wire < raw / 4 and loss < 1.0, m.group(0)
+
+
+def test_shrink_group_after_a_rank_dies():
+    outs = launch("shrink", 3, CCL_TIMEOUT="30")
+    for rank in (0, 1):
+        assert "shrink ok" in outs[rank], outs[rank][-2000:]

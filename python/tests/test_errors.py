@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import ccl
+from conftest import pool
 
 
 class FakeCudaArray:
@@ -213,3 +214,32 @@ def test_single_rank_comm_and_unique_id_round_trip():
         np.testing.assert_array_equal(c.allreduce(np.arange(3, dtype=np.int64)), [0, 1, 2])
         assert c.async_error() == ccl.Result.SUCCESS
     assert c.closed
+
+
+def _shrink_without_a_lost_rank(comm):
+    """Rank 1 is lost (its communicator aborted: its listener closes as a dead process's
+    would); ranks 0 and 2 shrink without it and go on, numbered in their old order, with
+    every bucket's Feedback handle as it was."""
+    if comm.rank == 1:
+        comm.abort()
+        return None
+    with pytest.raises(ccl.CclError):
+        comm.shrink([comm.rank])  # only the ranks that go on call it
+    fb = ccl.Feedback("residual")
+    x = np.linspace(-1, 1, 1 << 16, dtype=np.float32) * (comm.rank + 1)
+    new = comm.shrink([1], abort=True)
+    with pytest.raises(ccl.CclInvalidUsage):
+        comm.allreduce(np.ones(4, np.float32))  # abort=True revoked the parent here
+    total = new.allreduce(np.array([comm.rank + 1], np.int64))
+    y = new.allreduce(x, compression="int8", feedback=fb)
+    result = (new.rank, new.size, int(total[0]), fb.error_norm() > 0, float(np.abs(y - 4 * x / (comm.rank + 1)).max()))
+    new.destroy()
+    fb.close()
+    return result
+
+
+def test_shrink_goes_on_without_a_lost_rank():
+    got = pool(3).run(_shrink_without_a_lost_rank, own_comm=True)
+    assert got[1] is None
+    assert got[0][:4] == (0, 2, 4, True) and got[2][:4] == (1, 2, 4, True), got
+    assert got[0][4] < 0.05 and got[2][4] < 0.05, got  # int8 of [-4, 4]: within its bound

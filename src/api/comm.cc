@@ -387,7 +387,7 @@ static std::unique_ptr<transport::nccl::Transport> deviceNccl(cclComm& comm) {
 }
 
 cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfig_t* config, int device,
-                     const uint64_t* parentHostId) {
+                     const uint64_t* parentHostId, uint64_t agreement) {
   CCL_CHECK(nranks > 0, cclInvalidArgument, "nranks " + std::to_string(nranks) + " must be positive");
   CCL_CHECK(nranks <= tags::kMaxRanks, cclInvalidArgument,
             "nranks " + std::to_string(nranks) + " exceeds the " + std::to_string(tags::kMaxRanks) +
@@ -418,7 +418,7 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
   comm->sendSeq.assign(nranks, 0);
   comm->recvSeq.assign(nranks, 0);
   log::RankScope scope(rank);
-  comm->bootstrap = bootstrap::Bootstrap::connect(id, rank, nranks, comm->timeout);
+  comm->bootstrap = bootstrap::Bootstrap::connect(id, rank, nranks, comm->timeout, agreement);
   comm->topology = exchangeTopology(*comm, me);
   comm->transport = transport::createTransport(config::transport(), *comm->bootstrap, me.id);
   comm->deviceLink = config::deviceTransport();
@@ -463,7 +463,8 @@ void checkUsable(cclComm_t comm, bool afterRevoke) {
   CCL_CHECK(!comm->finalized, cclInvalidUsage, "the communicator has been finalized");
   if (afterRevoke && comm->revoked.load()) return;
   CCL_CHECK(!comm->revoked.load(), cclInvalidUsage,
-            "the communicator was revoked (cclCommRevoke): split it among the ranks that go on, or destroy it");
+            "the communicator was revoked (cclCommRevoke): shrink it to the ranks that go on (cclCommShrink), split "
+            "it, or destroy it");
   CCL_CHECK(comm->asyncError == cclSuccess, comm->asyncError,
             std::string("the communicator failed earlier (") + cclGetErrorString(comm->asyncError) +
                 "); destroy or abort it");
@@ -608,23 +609,95 @@ CCL_API cclResult_t cclCommAbort(cclComm_t comm) {
   });
 }
 
+namespace ccl::api {
+
+// cclCommRevoke's work, once the handle is checked.
+static void revoke(cclComm_t comm) {
+  if (comm->revoked.exchange(true)) return;  // revoked already (here or by another thread)
+  // The transport's abort fails every request of this rank and reaches the peers', whatever
+  // call each is in. The bootstrap stays: a split among the ranks that go on uses it.
+  comm->transport->abort();
+  if (comm->nccl) comm->nccl->abort();
+  // Operations running in other threads notice within one progress pass; those queued on
+  // host streams fail as soon as they start.
+  while (comm->active.load() > 0) sched_yield();
+  api::drainAsync(comm, nullptr);
+  // A transport may tell its peers from its progress (UCX sends its notices there): with no
+  // operation left to drive it, this thread does, once (new ones are refused).
+  comm->transport->progress();
+}
+
+// How long CCL_SHRINK_ALIVE waits for a rank's rendezvous listener: a live process's kernel
+// accepts at once and a dead one's refuses, so only a silent host takes this long.
+constexpr std::chrono::milliseconds kShrinkProbe{1000};
+
+// The ranks of `comm` that go on in a shrink: those outside the caller's list, or those whose
+// process answers (CCL_SHRINK_ALIVE).
+static std::vector<int> shrinkSurvivors(cclComm_t comm, const int* exclude, int excludeCount, int flags) {
+  if (flags & CCL_SHRINK_ALIVE) {
+    CCL_CHECK(
+        !exclude && excludeCount == 0, cclInvalidArgument,
+        "with CCL_SHRINK_ALIVE the survivors are found, not listed: excludeRanks must be NULL and excludeCount 0");
+    return comm->bootstrap->reachable(kShrinkProbe);
+  }
+  CCL_CHECK(excludeCount >= 0 && (excludeCount == 0 || exclude), cclInvalidArgument,
+            "excludeRanks is NULL with a count of " + std::to_string(excludeCount));
+  std::vector<bool> gone(comm->nranks, false);
+  for (int i = 0; i < excludeCount; ++i) {
+    CCL_CHECK(exclude[i] >= 0 && exclude[i] < comm->nranks, cclInvalidArgument,
+              "excludeRanks holds rank " + std::to_string(exclude[i]) + ", outside the communicator's " +
+                  std::to_string(comm->nranks));
+    CCL_CHECK(!gone[exclude[i]], cclInvalidArgument,
+              "excludeRanks holds rank " + std::to_string(exclude[i]) + " twice");
+    gone[exclude[i]] = true;
+  }
+  CCL_CHECK(!gone[comm->rank], cclInvalidArgument,
+            "this rank (" + std::to_string(comm->rank) + ") is in excludeRanks; only the ranks that go on shrink");
+  std::vector<int> out;
+  for (int r = 0; r < comm->nranks; ++r)
+    if (!gone[r]) out.push_back(r);
+  return out;
+}
+
+}  // namespace ccl::api
+
 CCL_API cclResult_t cclCommRevoke(cclComm_t comm, int flags) {
   return guard(comm, "cclCommRevoke", [&] {
     api::checkHandle(comm);
     CCL_CHECK(flags == 0, cclInvalidArgument, "flags must be 0");
     CCL_CHECK(!comm->aborted.load(), cclInvalidUsage, "the communicator has been aborted");
-    if (comm->revoked.exchange(true)) return;  // revoked already (here or by another thread)
-    // The transport's abort fails every request of this rank and reaches the peers', whatever
-    // call each is in. The bootstrap stays: a split among the ranks that go on uses it.
-    comm->transport->abort();
-    if (comm->nccl) comm->nccl->abort();
-    // Operations running in other threads notice within one progress pass; those queued on
-    // host streams fail as soon as they start.
-    while (comm->active.load() > 0) sched_yield();
-    api::drainAsync(comm, nullptr);
-    // A transport may tell its peers from its progress (UCX sends its notices there): with no
-    // operation left to drive it, this thread does, once (new ones are refused).
-    comm->transport->progress();
+    api::revoke(comm);
+  });
+}
+
+CCL_API cclResult_t cclCommShrink(cclComm_t comm, const int* excludeRanks, int excludeCount, cclComm_t* newcomm,
+                                  cclConfig_t* config, int flags) {
+  if (newcomm) *newcomm = nullptr;
+  return guard(comm, "cclCommShrink", [&] {
+    api::checkHandle(comm);
+    CCL_CHECK(newcomm, cclInvalidArgument, "newcomm is NULL");
+    CCL_CHECK((flags & ~(CCL_SHRINK_ABORT | CCL_SHRINK_ALIVE)) == 0, cclInvalidArgument,
+              "flags " + std::to_string(flags) + ": only CCL_SHRINK_ABORT and CCL_SHRINK_ALIVE are defined");
+    CCL_CHECK(!comm->aborted.load(), cclInvalidUsage, "the communicator has been aborted");
+    CCL_CHECK(!comm->finalized, cclInvalidUsage, "the communicator has been finalized");
+    CCL_CHECK(!api::groupActive(), cclInvalidUsage, "cclCommShrink cannot be called inside a group");
+    const std::vector<int> keep = api::shrinkSurvivors(comm, excludeRanks, excludeCount, flags);
+    if (flags & CCL_SHRINK_ABORT) api::revoke(comm);
+    // What the survivors must agree on: who goes on, and which shrink of this communicator
+    // this is (each rank counts its own; survivors shrink a communicator in the same order).
+    uint64_t agreement = coll::fnv1a({0x73687269'6e6b3031ull, comm->shrinks++, keep.size()});
+    for (int r : keep) agreement = coll::fnv1a({uint64_t(r)}, agreement);
+    const cclUniqueId id = comm->bootstrap->derivedId(keep, agreement);
+    const int newRank = static_cast<int>(std::lower_bound(keep.begin(), keep.end(), comm->rank) - keep.begin());
+    cclConfig_t inherited = comm->config;
+    inherited.commName = comm->name.empty() ? nullptr : comm->name.c_str();
+    cclComm_t made = api::createComm(id, static_cast<int>(keep.size()), newRank, config ? config : &inherited,
+                                     comm->cudaDevice, &comm->hostId, agreement);
+    // The implicit error-feedback state of the tensors that go on: a survivor's residual is
+    // what its own compression lost, whoever else is gone.
+    made->autoFeedback = std::move(comm->autoFeedback);
+    comm->autoFeedback = api::AutoFeedback{};
+    *newcomm = made;
   });
 }
 

@@ -112,6 +112,7 @@ struct cclComm {
   std::atomic<bool> aborted{false};
   // cclCommRevoke: its calls failed and fail; the handle stays for destroy or split.
   std::atomic<bool> revoked{false};
+  uint64_t shrinks = 0;        // cclCommShrink calls so far: part of what a shrink's ranks agree on
   std::atomic<int> active{0};  // operations running on this communicator
   bool finalized = false;
   std::atomic<cclResult_t> asyncError{cclSuccess};  // set by a failed operation, whatever its thread
@@ -180,8 +181,9 @@ void checkUsable(cclComm_t comm, bool afterRevoke = false);
 // `parentHostId` (a split's parent's identity; NULL for a new communicator) is this rank's
 // host identity, which config->hostId may repeat but not change.
 constexpr int kCurrentDevice = -2;
+// `agreement`: the bootstrap's (Bootstrap::connect), nonzero for a shrink's derived id.
 cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfig_t* config,
-                     int device = kCurrentDevice, const uint64_t* parentHostId = nullptr);
+                     int device = kCurrentDevice, const uint64_t* parentHostId = nullptr, uint64_t agreement = 0);
 
 // Called once by the NCCL face as it loads: its communicators get their device link from the
 // face (borrowDeviceNccl), so CCL_DEVICE_TRANSPORT=auto makes no NCCL communicator of its own.

@@ -68,46 +68,13 @@ ncclResult_t initRank(const char* fn, ncclComm_t* comm, int nranks, const ncclUn
   return r == ncclSuccess ? deliver(fn, c, comm) : r;
 }
 
-// The ranks of `parent` that survive a shrink, in order.
-std::vector<int> survivors(const ncclComm& parent, const int* exclude, int excludeCount) {
-  std::vector<bool> gone(parent.nranks, false);
-  for (int i = 0; i < excludeCount; ++i) {
-    CCL_CHECK(exclude[i] >= 0 && exclude[i] < parent.nranks, cclInvalidArgument,
-              "excludeRanksList holds rank " + std::to_string(exclude[i]) + ", outside the communicator");
-    gone[exclude[i]] = true;
-  }
-  CCL_CHECK(!gone[parent.rank], cclInvalidArgument,
-            "this rank is in excludeRanksList; only survivors call ncclCommShrink");
-  std::vector<int> out;
-  for (int r = 0; r < parent.nranks; ++r)
-    if (!gone[r]) out.push_back(r);
+// The survivors make their communicator with ccl's shrink, which needs no message over the
+// parent (a lost rank may have broken it).
+cclComm_t shrinkJoin(cclComm_t parent, std::vector<int> exclude, int flags, FaceConfig fc) {
+  cclConfig_t cfg = cclConfigFor(fc);
+  cclComm_t out = nullptr;
+  cclCheck(cclCommShrink(parent, exclude.data(), static_cast<int>(exclude.size()), &out, &cfg, flags), "cclCommShrink");
   return out;
-}
-
-// The first survivor makes a new id and sends it to the other survivors over the parent
-// (excluded ranks take no part); then the survivors join it.
-cclComm_t shrinkJoin(cclComm_t parent, std::vector<int> keep, int myRank, FaceConfig fc) {
-  cclUniqueId id;
-  const int leader = keep.front();
-  cclCheck(cclGroupStart(), "cclGroupStart");
-  if (myRank == leader) {
-    cclResult_t r = cclGetUniqueId(&id);
-    for (size_t i = 1; i < keep.size() && r == cclSuccess; ++i)
-      r = cclSend(&id, sizeof(id), cclUint8, keep[i], parent, nullptr);
-    if (r != cclSuccess) {
-      cclGroupEnd();
-      cclCheck(r, "handing out the shrunk communicator's id");
-    }
-  } else {
-    cclResult_t r = cclRecv(&id, sizeof(id), cclUint8, leader, parent, nullptr);
-    if (r != cclSuccess) {
-      cclGroupEnd();
-      cclCheck(r, "receiving the shrunk communicator's id");
-    }
-  }
-  cclCheck(cclGroupEnd(), "exchanging the shrunk communicator's id");
-  const int newRank = static_cast<int>(std::find(keep.begin(), keep.end(), myRank) - keep.begin());
-  return joinId(static_cast<int>(keep.size()), id, newRank, fc)();
 }
 
 // What an existing rank brings to a grow: the id, if it is the root.
@@ -233,11 +200,16 @@ ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int exclude
               "excludeRanksList is NULL with a count of " + std::to_string(excludeRanksCount));
     CCL_CHECK(shrinkFlags == NCCL_SHRINK_DEFAULT || shrinkFlags == NCCL_SHRINK_ABORT, cclInvalidArgument,
               "shrinkFlags must be NCCL_SHRINK_DEFAULT or NCCL_SHRINK_ABORT");
-    std::vector<int> keep = survivors(parent, excludeRanksList, excludeRanksCount);
+    static_assert(NCCL_SHRINK_ABORT == CCL_SHRINK_ABORT && NCCL_SHRINK_DEFAULT == CCL_SHRINK_DEFAULT);
+    CCL_CHECK(excludeRanksCount < parent.nranks, cclInvalidArgument,
+              "excludeRanksCount " + std::to_string(excludeRanksCount) + " leaves none of the " +
+                  std::to_string(parent.nranks) + " ranks");
+    // ccl checks the list; the count of ranks that remain is what the new handle starts with.
+    std::vector<int> exclude(excludeRanksList, excludeRanksList + excludeRanksCount);
     FaceConfig fc = config ? readConfig(config) : parent.config;
     cclComm_t parentCcl = parent.ccl;
-    const int myRank = parent.rank;
-    c = startComm(static_cast<int>(keep.size()), 0, fc, [=] { return shrinkJoin(parentCcl, keep, myRank, fc); });
+    c = startComm(parent.nranks - excludeRanksCount, 0, fc,
+                  [=] { return shrinkJoin(parentCcl, exclude, shrinkFlags, fc); });
   });
   return r == ncclSuccess ? deliver("ncclCommShrink", c, newcomm) : r;
 }
@@ -324,10 +296,8 @@ ncclResult_t pncclCommAbort(ncclComm_t comm) {
   });
 }
 
-// Revoking stops new operations, and the communicator can still be shrunk, finalized or
-// destroyed. It does not interrupt those already running (cclCommRevoke would): the shrink
-// that follows hands its new id to the survivors over this communicator's transport, which
-// cclCommRevoke stops.
+// Revoking fails the operations running and queued on every rank (cclCommRevoke); the
+// communicator can still be shrunk, finalized or destroyed.
 ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   return faceGuard("ncclCommRevoke", [&] {
     ncclComm& c = usable(comm);
@@ -338,6 +308,7 @@ ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags) {
                 "the real NCCL communicator refused ncclCommRevoke");
     }
     c.revoked.store(true);
+    cclCheck(cclCommRevoke(c.ccl, 0), "cclCommRevoke");
   });
 }
 

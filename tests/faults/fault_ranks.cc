@@ -6,8 +6,9 @@
 //               collectives (every kind, 8 B to --max-bytes, uncompressed or compressed, flat
 //               or on two emulated nodes); the parent sends SIGKILL or SIGSTOP to a random
 //               rank at a random moment. Every survivor must return an error within
-//               CCL_TIMEOUT + 5 s (or complete correctly), abort its communicator, and then
-//               form a working communicator with the other survivors. A stopped rank that is
+//               CCL_TIMEOUT + 5 s (or complete correctly) and revoke its communicator; once
+//               the lost rank is dead, the survivors shrink it to a working communicator
+//               (cclCommShrink, CCL_SHRINK_ALIVE: no id handed out). A stopped rank that is
 //               resumed afterwards must fail too, not hang.
 //   abort       the same with ranks as threads of one process: a random rank's communicator
 //               is aborted from another thread while that rank waits inside a random call.
@@ -407,13 +408,18 @@ void check(Rank& rk, const Call& c, uint64_t seq) {
 // ---- Shared state of a process trial (mapped before fork) ----
 
 enum State : int { kRunning = 0, kFailed = 1, kRecovered = 2, kRecoveryFailed = 3, kDone = 4 };
+// How the survivors of a kill/stop trial go on: shrink the failed communicator, join a new id
+// (the fault came before some survivor had a communicator to shrink), or not at all.
+enum Recovery : int { kShrink = 1, kJoin = 2, kNone = 3 };
 
 struct Slot {
   std::atomic<int> state;
   std::atomic<long> calls;
   int code;
-  double errorAt;       // CLOCK_MONOTONIC when the failing call returned
-  double abortSeconds;  // how long cclCommAbort took
+  double errorAt;        // CLOCK_MONOTONIC when the failing call returned
+  double abortSeconds;   // how long cclCommRevoke took (cclCommAbort in the thread trials)
+  double shrinkSeconds;  // how long cclCommShrink took (kill and stop trials)
+  bool hasComm;          // the failed rank had a communicator (its init had completed)
   long wrong;
   Footprint before, after;
   char message[320];
@@ -422,8 +428,8 @@ struct Slot {
 
 struct Shared {
   cclUniqueId id;
-  cclUniqueId recoverId;
-  std::atomic<int> recoverReady;
+  cclUniqueId recoverId;          // kJoin's
+  std::atomic<int> recoverReady;  // 0 until the parent decides; then a Recovery
   int victim;
   Slot slots[16];
 };
@@ -451,18 +457,12 @@ cclResult_t initRank(cclComm_t* comm, int n, const cclUniqueId& id, int r, bool 
   return cclCommInitRankConfig(comm, n, id, r, &config);
 }
 
-// Forms a communicator of the survivors from `id` and checks three calls on it.
-bool recover(int n, const cclUniqueId& id, int r, std::string* why) {
-  Rank rk;
-  rk.rank = r;
-  rk.nranks = n;
-  if (!ok(rk, cclCommInitRank(&rk.comm, n, id, r), "cclCommInitRank of the survivors")) {
-    *why = rk.error;
-    return false;
-  }
+// Three checked calls on the survivors' communicator rk.comm (this rank rk.rank of
+// rk.nranks), which is then freed.
+bool checkSurvivors(Rank& rk, std::string* why) {
   std::mt19937_64 g(99);
   for (uint64_t i = 0; i < 3; ++i) {
-    Call c = randomCall(g, n, size_t{1} << 20, false);
+    Call c = randomCall(g, rk.nranks, size_t{1} << 20, false);
     if (!issue(rk, c, 1000 + i)) break;
     check(rk, c, 1000 + i);
   }
@@ -472,11 +472,52 @@ bool recover(int n, const cclUniqueId& id, int r, std::string* why) {
     cclCommAbort(rk.comm);
   else
     cclCommDestroy(rk.comm);
+  rk.comm = nullptr;
   return good;
 }
 
-// One rank process of a kill/stop trial: calls until one fails, then aborts, then joins the
-// survivors' communicator when the parent hands out its id.
+// Forms a communicator of the survivors from a fresh `id` and checks it.
+bool joinSurvivors(int n, const cclUniqueId& id, int r, std::string* why) {
+  Rank rk;
+  rk.rank = r;
+  rk.nranks = n;
+  if (!ok(rk, cclCommInitRank(&rk.comm, n, id, r), "cclCommInitRank of the survivors")) {
+    *why = rk.error;
+    return false;
+  }
+  return checkSurvivors(rk, why);
+}
+
+// Shrinks the failed communicator to the ranks whose process is alive (cclCommShrink with
+// CCL_SHRINK_ALIVE: no id handed out, no message over the failed one), which this rank must
+// find as rank `expected` of n, and checks it. Frees `failed`.
+bool shrinkSurvivors(cclComm_t failed, int n, int expected, double* seconds, std::string* why) {
+  Rank rk;
+  rk.rank = expected;
+  rk.nranks = n;
+  const double t0 = now();
+  const bool shrunk =
+      ok(rk, cclCommShrink(failed, nullptr, 0, &rk.comm, nullptr, CCL_SHRINK_ALIVE), "cclCommShrink of the survivors");
+  *seconds = now() - t0;
+  cclCommDestroy(failed);
+  if (!shrunk) {
+    *why = rk.error;
+    return false;
+  }
+  int count = 0, rank = -1;
+  cclCommCount(rk.comm, &count);
+  cclCommUserRank(rk.comm, &rank);
+  if (count != n || rank != expected) {
+    *why = "the shrunk communicator has this rank as " + std::to_string(rank) + " of " + std::to_string(count) +
+           ", not " + std::to_string(expected) + " of " + std::to_string(n);
+    cclCommDestroy(rk.comm);
+    return false;
+  }
+  return checkSurvivors(rk, why);
+}
+
+// One rank process of a kill/stop trial: calls until one fails, then revokes, then shrinks to
+// the survivors once the parent says the lost rank is gone (a stopped one is killed first).
 [[noreturn]] void faultRank(Shared* sh, int r, int n, uint64_t seed, size_t maxBytes, bool twoNodes) {
   Slot& me = sh->slots[r];
   Rank rk;
@@ -485,7 +526,7 @@ bool recover(int n, const cclUniqueId& id, int r, std::string* why) {
   std::mt19937_64 g(seed);
   if (ok(rk, initRank(&rk.comm, n, sh->id, r, twoNodes), "cclCommInitRank")) {
     // Memory and descriptors of a working communicator, before any call: what the process
-    // holds again once the failed one is aborted and the survivors' one destroyed.
+    // holds again once the failed one and the survivors' one are destroyed.
     me.before = measure();
     for (uint64_t seq = 0; seq < 100000; ++seq) {
       const Call c = randomCall(g, n, maxBytes, false);
@@ -505,17 +546,31 @@ bool recover(int n, const cclUniqueId& id, int r, std::string* why) {
   me.code = rk.code;
   copyText(me.message, sizeof me.message, rk.error);
   const double t0 = now();
-  if (rk.comm) cclCommAbort(rk.comm);
+  cclComm_t failed = rk.comm;
+  if (failed) cclCommRevoke(failed, 0);
   me.abortSeconds = now() - t0;
+  rk.comm = nullptr;
   rk = Rank{};  // the call buffers go too
+  me.hasComm = failed != nullptr;
   me.state = kFailed;
-  // The parent hands out the survivors' id once every survivor has failed (or given up).
+  // The parent says once every survivor has failed (or given up) and the lost rank is dead:
+  // shrink, or (when the fault came before some survivor had a communicator) join a new id.
   const double deadline = now() + 120;
-  while (!sh->recoverReady.load() && now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  if (!sh->recoverReady.load() || sh->victim == r) _exit(0);
+  while (sh->recoverReady.load() == 0 && now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const int how = sh->recoverReady.load();
+  if ((how != kShrink && how != kJoin) || sh->victim == r) {
+    if (failed) cclCommDestroy(failed);
+    _exit(0);
+  }
   std::string why;
   const int newRank = r < sh->victim ? r : r - 1;
-  const bool good = recover(n - 1, sh->recoverId, newRank, &why);
+  bool good = false;
+  if (how == kShrink) {
+    good = shrinkSurvivors(failed, n - 1, newRank, &me.shrinkSeconds, &why);
+  } else {
+    if (failed) cclCommDestroy(failed);
+    good = joinSurvivors(n - 1, sh->recoverId, newRank, &why);
+  }
   if (!good) copyText(me.message, sizeof me.message, "after the fault, the survivors' communicator: " + why);
   me.after = measure();
   me.state = good ? kRecovered : kRecoveryFailed;
@@ -653,14 +708,20 @@ Line processTrial(const Options& o, int trial, std::mt19937_64& g) {
   }
   kill(pids[static_cast<size_t>(victim)], SIGKILL);
   waitpid(pids[static_cast<size_t>(victim)], nullptr, 0);
-  // The survivors that failed form a new communicator (all of them, or it cannot form).
-  if (line.hangs == 0 && line.crashes == 0 && line.completed == 0) {
-    if (cclGetUniqueId(&sh->recoverId) == cclSuccess) sh->recoverReady = 1;
+  // The survivors that failed shrink to a new communicator (all of them, or it cannot form),
+  // now that the lost rank is dead.
+  bool allHaveComm = true;
+  for (int r = 0; r < n; ++r)
+    if (r != victim && !sh->slots[r].hasComm) allHaveComm = false;
+  if (line.hangs != 0 || line.crashes != 0 || line.completed != 0) {
+    sh->recoverReady = kNone;
+  } else if (allHaveComm) {
+    sh->recoverReady = kShrink;
   } else {
-    sh->recoverReady = 1;  // with no valid id they exit: nothing to recover with
-    sh->victim = -1;
+    sh->recoverReady = cclGetUniqueId(&sh->recoverId) == cclSuccess ? kJoin : kNone;
   }
   int recovered = 0;
+  double worstShrink = 0;
   for (int r = 0; r < n; ++r) {
     if (r == victim) continue;
     int status = 0;
@@ -680,6 +741,7 @@ Line processTrial(const Options& o, int trial, std::mt19937_64& g) {
       ++recovered;
     else if (s.state.load() == kRecoveryFailed)
       line.detail += "rank " + std::to_string(r) + ": " + s.message + "; ";
+    worstShrink = std::max(worstShrink, s.shrinkSeconds);
     line.before = maxOf(line.before, s.before);
     line.after = maxOf(line.after, s.after);
   }
@@ -687,8 +749,9 @@ Line processTrial(const Options& o, int trial, std::mt19937_64& g) {
   line.good = line.hangs == 0 && line.crashes == 0 && line.wrong == 0 && (!needRecovery || recovered == line.errors);
   if (needRecovery && recovered != line.errors)
     line.detail += std::to_string(recovered) + " of " + std::to_string(line.errors) + " survivors recovered; ";
-  char head[160];
-  std::snprintf(head, sizeof head, "victim rank %d after %ld calls; abort took up to %.3f s; ", victim, atCall, worst);
+  char head[200];
+  std::snprintf(head, sizeof head, "victim rank %d after %ld calls; revoke took up to %.3f s, shrink up to %.3f s; ",
+                victim, atCall, worst, worstShrink);
   line.detail = head + line.detail + firstError;
   munmap(sh, sizeof(Shared));
   return line;
@@ -812,7 +875,7 @@ Line threadTrial(const Options& o, int trial, std::mt19937_64& g, bool revoke) {
     for (int r = 0; r < n; ++r) {
       if (r == victim) continue;
       ts.emplace_back([&, r] {
-        if (recover(n - 1, again, r < victim ? r : r - 1, &why[static_cast<size_t>(r)])) good.fetch_add(1);
+        if (joinSurvivors(n - 1, again, r < victim ? r : r - 1, &why[static_cast<size_t>(r)])) good.fetch_add(1);
       });
     }
     for (std::thread& t : ts) t.join();

@@ -65,6 +65,7 @@ class CompressionState:
         self.rank = dist.get_rank(self.process_group)
         self.size = dist.get_world_size(self.process_group)
         self.comm = self._join(dist)
+        self._past_stats: "ccl.Stats | None" = None  # the communicators shrink() replaced
         self._feedback: dict[int, ccl.Feedback] = {}
         self._worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="ccl-ddp-hook")
 
@@ -84,8 +85,38 @@ class CompressionState:
         return fb
 
     def stats(self):
-        """The hook communicator's counters (raw and wire bytes of its allreduces...)."""
-        return self.comm.stats()
+        """The hook communicator's counters (raw and wire bytes of its allreduces...), with
+        those of the communicators it shrank from."""
+        now = self.comm.stats()
+        return now if self._past_stats is None else self._past_stats + now
+
+    def shrink(self, ranks_to_exclude, process_group=None, abort: bool = True) -> None:
+        """Goes on without ``ranks_to_exclude`` (ranks of the group the state serves), as
+        ``torch.distributed.shrink_group`` does for a process group: only the other ranks
+        call it, each with the same list. The hook's communicator is shrunk with
+        ``Comm.shrink`` (no message over the old one, which a lost rank may have broken);
+        ``abort`` revokes it first, so a hook call stuck on the lost rank fails at once. Every
+        bucket keeps its error feedback (what a survivor's compression lost still reaches its
+        next steps) and :meth:`stats` keeps counting from where it was. ``process_group``: the
+        group the state serves from now on (shrink_group's result); None keeps the old one."""
+        import torch.distributed as dist
+
+        if abort:
+            self.comm.revoke()
+        self._worker.shutdown(wait=True)  # hook calls in flight end first
+        old = self.comm
+        new = old.shrink(list(ranks_to_exclude), abort=abort)
+        past = old.stats()
+        self._past_stats = past if self._past_stats is None else self._past_stats + past
+        old.destroy()
+        self.comm = new
+        if process_group is not None:
+            self.process_group = process_group
+        self.rank, self.size = new.rank, new.size
+        if process_group is not None and dist.get_world_size(process_group) != new.size:
+            raise RuntimeError("ccl: the shrunk group has %d ranks, the hook's communicator %d"
+                               % (dist.get_world_size(process_group), new.size))
+        self._worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="ccl-ddp-hook")
 
     def close(self) -> None:
         """Waits for hook calls in flight, then frees the communicator and feedback state."""

@@ -31,9 +31,12 @@ IdLayout parseId(const cclUniqueId& id) {
   return layout;
 }
 
+// How much longer than its own deadline a rank waits for the root's answer (rendezvous).
+constexpr std::chrono::seconds kRootAnswerGrace{1};
+
 // Sends our Hello to the root and returns the ring address of every rank.
 std::vector<WireAddr> rendezvous(const IdLayout& id, int rank, int nranks, const WireAddr& listenAddr,
-                                 Deadline deadline) {
+                                 uint64_t agreement, Deadline deadline) {
   Socket root = Socket::connectTo(id.root, deadline);
   Hello hello{};
   hello.magic = kHelloMagic;
@@ -41,10 +44,13 @@ std::vector<WireAddr> rendezvous(const IdLayout& id, int rank, int nranks, const
   hello.rank = rank;
   hello.nranks = nranks;
   hello.listen = listenAddr;
+  hello.agreement = agreement;
   Reply reply{};
   try {
     root.sendAll(&hello, sizeof(hello), deadline);
-    root.recvAll(&reply, sizeof(reply), deadline);
+    // A little past our own deadline: at its own, which came first, the root tells every rank
+    // that joined which ranks never did, and that is the error worth returning.
+    root.recvAll(&reply, sizeof(reply), deadline + kRootAnswerGrace);
   } catch (const Error& e) {
     if (e.code() != cclRemoteError) throw;
     throw Error(cclSystemError, "bootstrap root " + toString(id.root) +
@@ -117,10 +123,21 @@ Socket acceptPrev(Socket& listener, const IdLayout& id, int prev, int nranks, De
   }
 }
 
+// How long a derived rendezvous waits for a left-out rank's listener to accept its probe: a
+// silent host costs this much once, at the start of a shrink.
+constexpr std::chrono::milliseconds kProbeWait{1000};
+
 class RingBootstrap final : public Bootstrap {
  public:
-  RingBootstrap(int rank, int nranks, Socket next, Socket prev)
-      : rank_(rank), size_(nranks), next_(std::move(next)), prev_(std::move(prev)) {}
+  RingBootstrap(int rank, int nranks, Socket next, Socket prev, Socket listener, std::vector<WireAddr> listeners,
+                const IdLayout& id)
+      : rank_(rank),
+        size_(nranks),
+        next_(std::move(next)),
+        prev_(std::move(prev)),
+        listener_(std::move(listener)),
+        listeners_(std::move(listeners)),
+        id_(id) {}
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -129,6 +146,8 @@ class RingBootstrap final : public Bootstrap {
   void broadcast(void* data, size_t bytes, int root) override;
   void abort() override;
   bool peerClosed() override { return size_ > 1 && (aborted_.load() || prev_.peerClosed() || next_.peerClosed()); }
+  cclUniqueId derivedId(const std::vector<int>& ranks, uint64_t agreement) override;
+  std::vector<int> reachable(std::chrono::milliseconds wait) override;
 
  private:
   template <typename F>
@@ -140,6 +159,10 @@ class RingBootstrap final : public Bootstrap {
 
   int rank_, size_;
   Socket next_, prev_;
+  // The rendezvous listener of every rank (this one's kept open): derived ids' roots.
+  Socket listener_;
+  std::vector<WireAddr> listeners_;
+  IdLayout id_;
   std::atomic<bool> aborted_{false};
 };
 
@@ -199,6 +222,57 @@ void RingBootstrap::broadcast(void* data, size_t bytes, int root) {
   });
 }
 
+cclUniqueId RingBootstrap::derivedId(const std::vector<int>& ranks, uint64_t agreement) {
+  CCL_CHECK(!ranks.empty() && std::is_sorted(ranks.begin(), ranks.end()) &&
+                std::adjacent_find(ranks.begin(), ranks.end()) == ranks.end() && ranks.front() >= 0 &&
+                ranks.back() < size_ && std::binary_search(ranks.begin(), ranks.end(), rank_),
+            cclInvalidArgument, "a derived id's ranks must be ascending, distinct, in range and hold this rank");
+  IdLayout layout = id_;
+  layout.root = listeners_[ranks.front()];
+  if (ranks.front() == rank_) {
+    // The ranks left out are told (a probe each, sent here; the service reads the answers):
+    // one that serves a derived rendezvous of its own has another view of who is gone.
+    std::vector<WireAddr> out;
+    for (int r = 0; r < size_; ++r)
+      if (!std::binary_search(ranks.begin(), ranks.end(), r)) out.push_back(listeners_[r]);
+    std::vector<Socket> probes = connectAll(out, deadlineAfter(kProbeWait));
+    Hello probe{};
+    probe.magic = kHelloMagic;
+    std::memcpy(probe.secret, id_.secret, kSecretBytes);
+    probe.rank = kProbeRank;
+    probe.nranks = static_cast<int32_t>(ranks.size());
+    probe.listen = layout.root;
+    probe.agreement = agreement;
+    std::vector<Socket> sent;
+    for (Socket& p : probes) {
+      if (!p.valid()) continue;  // gone: nothing to tell
+      try {
+        p.sendAll(&probe, sizeof(probe), deadlineAfter(kProbeWait));
+        sent.push_back(std::move(p));
+      } catch (const Error&) {
+      }
+    }
+    // The listener kept from this ring's rendezvous still accepts: a rank that connects
+    // before the service starts waits in its backlog.
+    serveRendezvous(listener_.duplicate(), layout, agreement, std::move(sent), ranks);
+  }
+  cclUniqueId out;
+  std::memset(out.internal, 0, sizeof(out.internal));
+  std::memcpy(out.internal, &layout, sizeof(layout));
+  return out;
+}
+
+std::vector<int> RingBootstrap::reachable(std::chrono::milliseconds wait) {
+  std::vector<WireAddr> others;
+  for (int r = 0; r < size_; ++r)
+    if (r != rank_) others.push_back(listeners_[r]);
+  const std::vector<Socket> answered = connectAll(others, deadlineAfter(wait));
+  std::vector<int> out;
+  for (int r = 0, i = 0; r < size_; ++r)
+    if (r == rank_ || answered[i++].valid()) out.push_back(r);
+  return out;
+}
+
 void RingBootstrap::abort() {
   aborted_.store(true);
   shutdownAll();
@@ -207,7 +281,7 @@ void RingBootstrap::abort() {
 }  // namespace
 
 std::unique_ptr<Bootstrap> Bootstrap::connect(const cclUniqueId& id, int rank, int nranks,
-                                              std::chrono::milliseconds timeout) {
+                                              std::chrono::milliseconds timeout, uint64_t agreement) {
   CCL_CHECK(nranks >= 1 && rank >= 0 && rank < nranks, cclInvalidArgument,
             "invalid rank " + std::to_string(rank) + " of " + std::to_string(nranks));
   CCL_CHECK(nranks <= tags::kMaxRanks, cclInvalidArgument,
@@ -217,7 +291,7 @@ std::unique_ptr<Bootstrap> Bootstrap::connect(const cclUniqueId& id, int rank, i
   const Deadline deadline = deadlineAfter(timeout);
   WireAddr local = pickLocalAddress();
   Socket listener = Socket::listenOn(local);
-  std::vector<WireAddr> table = rendezvous(layout, rank, nranks, listener.localAddr(), deadline);
+  std::vector<WireAddr> table = rendezvous(layout, rank, nranks, listener.localAddr(), agreement, deadline);
   Socket next, prev;
   if (nranks > 1) {
     next = Socket::connectTo(table[(rank + 1) % nranks], deadline);
@@ -230,7 +304,8 @@ std::unique_ptr<Bootstrap> Bootstrap::connect(const cclUniqueId& id, int rank, i
     prev = acceptPrev(listener, layout, (rank - 1 + nranks) % nranks, nranks, deadline);
   }
   CCL_INFO("bootstrap: rank %d of %d joined", rank, nranks);
-  return std::make_unique<RingBootstrap>(rank, nranks, std::move(next), std::move(prev));
+  return std::make_unique<RingBootstrap>(rank, nranks, std::move(next), std::move(prev), std::move(listener),
+                                         std::move(table), layout);
 }
 
 }  // namespace ccl::bootstrap

@@ -7,7 +7,9 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "ccl/ccl.h"
 
@@ -23,8 +25,9 @@ class Bootstrap {
   // Joins the rendezvous of `id` as `rank` of `nranks`; blocks until all ranks have joined.
   // Throws ccl::Error: cclInvalidArgument for a malformed id, cclSystemError on timeout or
   // socket failure, cclInvalidUsage when ranks disagree on nranks or a rank joins twice.
+  // `agreement`: 0 for an id from createUniqueId; derivedId's for a derived one.
   static std::unique_ptr<Bootstrap> connect(const cclUniqueId& id, int rank, int nranks,
-                                            std::chrono::milliseconds timeout);
+                                            std::chrono::milliseconds timeout, uint64_t agreement = 0);
   virtual ~Bootstrap() = default;
 
   virtual int rank() const = 0;
@@ -43,6 +46,21 @@ class Bootstrap {
   // once a ring neighbour has closed its socket (it aborted, failed a collective or exited).
   // Lets a rank notice a peer's abort even when the transport cannot report it.
   virtual bool peerClosed() = 0;
+
+  // The id of a communicator of `ranks` (ascending, this rank among them), made without a
+  // message: cclCommShrink's, whose survivors cannot count on this ring (a lost rank broke
+  // it). Each rank keeps its rendezvous listener while the bootstrap lives; the id's root is
+  // that of ranks.front(), its secret this communicator's. On that rank the call starts the
+  // rendezvous for ranks.size() ranks whose connect passes `agreement` (every rank that takes
+  // part passes the same ranks and agreement; a hello with another agreement fails them all).
+  // That rendezvous also tells every rank left out: one serving a rendezvous of its own with
+  // another view fails it, and this one too when the answer comes in time. So ranks that
+  // disagree on who is gone end in an error, not in two communicators. Works after abort(),
+  // which closes only the ring.
+  virtual cclUniqueId derivedId(const std::vector<int>& ranks, uint64_t agreement) = 0;
+  // The ranks whose process is alive: its rendezvous listener accepts a connection within
+  // `wait` (a refusal means the process is gone; a silent host, that its rank is).
+  virtual std::vector<int> reachable(std::chrono::milliseconds wait) = 0;
 };
 
 }  // namespace ccl::bootstrap

@@ -63,8 +63,15 @@ Secret secretOf(const uint8_t* bytes) {
 
 class RootService {
  public:
-  RootService(Socket listener, const IdLayout& id, Deadline deadline, std::shared_ptr<CreatorRanks> creator)
-      : listener_(std::move(listener)), id_(id), deadline_(deadline), creator_(std::move(creator)) {
+  RootService(Socket listener, const IdLayout& id, Deadline deadline, std::shared_ptr<CreatorRanks> creator,
+              uint64_t agreement, std::vector<Socket> probes, std::vector<int> labels)
+      : listener_(std::move(listener)),
+        id_(id),
+        deadline_(deadline),
+        creator_(std::move(creator)),
+        agreement_(agreement),
+        labels_(std::move(labels)) {
+    for (Socket& s : probes) probes_.push_back(Probe{std::move(s)});
     // Allocated up front, on the caller's thread: an idle service then makes no allocation,
     // so a process that forks its ranks right after createUniqueId does not copy a lock
     // held by this thread (malloc's, or the mmap hooks UCX's libucm installs) into a child.
@@ -79,6 +86,7 @@ class RootService {
   void pollOnce();
   void acceptAll();
   void readPending();
+  void readProbes();
   void admit(Pending& p);
   // Once the creator's size is known, ranks admitted under another size are refused.
   void reconcile();
@@ -101,6 +109,16 @@ class RootService {
   Deadline deadline_;
   std::vector<Pending> pending_;
   std::shared_ptr<CreatorRanks> creator_;
+  uint64_t agreement_;  // every hello must carry it (wire.h, Hello::agreement)
+  // Probes this rendezvous sent to the ranks it leaves out, until each answers or closes.
+  struct Probe {
+    Socket sock;
+    Reply reply{};
+    size_t got = 0;
+  };
+  std::vector<Probe> probes_;
+  // A derived rendezvous's ranks by their rank in the parent, which its errors name.
+  std::vector<int> labels_;
   // By rank: only ranks that joined take memory, whatever size a hello claims.
   std::map<int, Joined> joined_;
   int expected_ = -1;
@@ -118,9 +136,19 @@ void RootService::run() noexcept {
       for (auto& [r, j] : joined_) table[r] = j.hello.listen;
       for (auto& [r, j] : joined_) sendReply(j.sock, cclSuccess, "", &table);
       CCL_INFO("bootstrap root %s: %d ranks joined", toString(id_.root).c_str(), expected_);
+    } else if (errorCode_ == cclSuccess && expected_ > 0) {
+      // The ranks that came are told which did not, so each error names the ranks at fault.
+      std::string missing;
+      int named = 0;
+      const bool derived = static_cast<int>(labels_.size()) == expected_;
+      for (int r = 0; r < expected_ && named < 8; ++r)
+        if (!joined_.count(r)) missing += (named++ ? ", " : "") + std::to_string(derived ? labels_[r] : r);
+      if (expected_ - joinedCount_ > named) missing += ", ...";
+      fail(cclSystemError, "timeout: rank(s) " + missing + (derived ? " of the parent communicator" : "") +
+                               " never joined the rendezvous of " + std::to_string(expected_) +
+                               " ranks (gone, or alive but not calling)");
     } else if (errorCode_ == cclSuccess) {
-      CCL_WARN("bootstrap root %s: timeout with %d of %d ranks joined", toString(id_.root).c_str(), joinedCount_,
-               expected_);
+      CCL_WARN("bootstrap root %s: timeout before any rank joined", toString(id_.root).c_str());
     }
   } catch (const std::exception& e) {
     CCL_WARN("bootstrap root %s failed: %s", toString(id_.root).c_str(), e.what());
@@ -132,6 +160,7 @@ void RootService::pollOnce() {
   fds_.clear();
   fds_.push_back({listener_.fd(), POLLIN, 0});
   for (auto& p : pending_) fds_.push_back({p.sock.fd(), POLLIN, 0});
+  for (auto& p : probes_) fds_.push_back({p.sock.fd(), POLLIN, 0});
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
   // While the creator's size may still come (or change to a conflict), look every 50 ms.
   if (creator_->nranks.load(std::memory_order_acquire) <= 0) left = std::min<long long>(left, 50);
@@ -140,6 +169,32 @@ void RootService::pollOnce() {
   if (rc <= 0) return;
   if (fds_[0].revents) acceptAll();
   readPending();
+  readProbes();
+}
+
+// A rank this rendezvous leaves out answered its probe with an error: it is forming another
+// communicator from the same parent, so neither may form.
+void RootService::readProbes() {
+  for (size_t i = 0; i < probes_.size();) {
+    Probe& p = probes_[i];
+    bool drop = false;
+    try {
+      p.got += p.sock.recvSome(reinterpret_cast<char*>(&p.reply) + p.got, sizeof(Reply) - p.got);
+      if (p.got == sizeof(Reply)) {
+        p.reply.message[sizeof(p.reply.message) - 1] = '\0';
+        if (p.reply.status != cclSuccess && errorCode_ == cclSuccess)
+          fail(static_cast<cclResult_t>(p.reply.status), p.reply.message);
+        drop = true;
+      }
+    } catch (const Error&) {
+      drop = true;  // closed without an answer: nothing forms there
+    }
+    if (drop) {
+      probes_.erase(probes_.begin() + static_cast<long>(i));
+    } else {
+      ++i;
+    }
+  }
 }
 
 void RootService::acceptAll() {
@@ -203,6 +258,14 @@ void RootService::admit(Pending& p) {
     CCL_WARN("bootstrap root %s: dropped a connection that did not present the secret", toString(id_.root).c_str());
     return;
   }
+  if (h.rank == kProbeRank) {
+    // Another root of the same parent leaves this one out: the ranks disagree on who is gone.
+    const std::string why = "the ranks that go on disagree on who is gone: a communicator forming at " +
+                            toString(h.listen) + " leaves out ranks of the one forming at " + toString(id_.root);
+    if (errorCode_ == cclSuccess) fail(cclInvalidUsage, why);
+    sendReply(p.sock, cclInvalidUsage, why, nullptr);
+    return;
+  }
   if (errorCode_ != cclSuccess) {
     sendReply(p.sock, errorCode_, error_, nullptr);
     return;
@@ -226,6 +289,13 @@ void RootService::admit(Pending& p) {
     return;
   }
   if (expected_ < 0) expected_ = h.nranks;
+  if (h.agreement != agreement_) {
+    // The ranks of a derived id see different communicators (a shrink's survivors disagree
+    // on who is gone): none may form one.
+    joined_.emplace(-1 - int(joined_.size()), Joined{std::move(p.sock), h});
+    fail(cclInvalidUsage, "the ranks disagree on which of them take part (they passed different lists)");
+    return;
+  }
   if (h.nranks != expected_) {
     // Neither side is known to be right: every rank gets the error, none waits for ever.
     joined_.emplace(-1 - int(joined_.size()), Joined{std::move(p.sock), h});  // so that fail() answers it too
@@ -298,6 +368,21 @@ void fillRandom(uint8_t* out, size_t bytes) {
   }
 }
 
+// Runs `service` on a detached thread: it owns all it touches, so it can outlive the caller
+// or be cut short by process exit, and it ends by itself once all ranks joined or at the
+// timeout. The caller waits until the thread runs: starting a thread takes locks (the
+// allocator's, a sanitizer's thread registry), and a process that forks its ranks right
+// after must not copy them held into a child.
+void startService(std::unique_ptr<RootService> service) {
+  std::promise<void> started;
+  std::future<void> running = started.get_future();
+  std::thread([svc = std::move(service), started = std::move(started)]() mutable {
+    started.set_value();
+    svc->run();
+  }).detach();
+  running.wait();
+}
+
 }  // namespace
 
 void createUniqueId(cclUniqueId* id) {
@@ -314,19 +399,8 @@ void createUniqueId(cclUniqueId* id) {
     for (auto it = reg.begin(); it != reg.end();) it = it->second.expired() ? reg.erase(it) : std::next(it);
     reg[secretOf(layout.secret)] = creator;
   }
-  auto service = std::make_unique<RootService>(std::move(listener), layout, defaultDeadline(), std::move(creator));
-  // Detached: the service owns all it touches, so it can outlive the caller or be cut short
-  // by process exit. It ends by itself once all ranks joined or at the timeout. The caller
-  // waits until the thread runs: starting a thread takes locks (the allocator's, a
-  // sanitizer's thread registry), and a process that forks its ranks right after this call
-  // must not copy them held into a child.
-  std::promise<void> started;
-  std::future<void> running = started.get_future();
-  std::thread([svc = std::move(service), started = std::move(started)]() mutable {
-    started.set_value();
-    svc->run();
-  }).detach();
-  running.wait();
+  startService(std::make_unique<RootService>(std::move(listener), layout, defaultDeadline(), std::move(creator), 0,
+                                             std::vector<Socket>{}, std::vector<int>{}));
   std::memset(id->internal, 0, sizeof(id->internal));
   std::memcpy(id->internal, &layout, sizeof(layout));
   CCL_INFO("bootstrap root listening on %s", toString(layout.root).c_str());
@@ -341,6 +415,14 @@ void noteCreatorRanks(const uint8_t* secret, int nranks) {
     if (!creator->nranks.compare_exchange_strong(seen, nranks, std::memory_order_acq_rel) && seen != nranks)
       creator->nranks.store(-1, std::memory_order_release);  // two inits here disagree: neither is the size
   }
+}
+
+void serveRendezvous(Socket listener, const IdLayout& id, uint64_t agreement, std::vector<Socket> probes,
+                     std::vector<int> labels) {
+  auto creator = std::make_shared<CreatorRanks>();
+  creator->nranks.store(static_cast<int>(labels.size()));
+  startService(std::make_unique<RootService>(std::move(listener), id, defaultDeadline(), std::move(creator), agreement,
+                                             std::move(probes), std::move(labels)));
 }
 
 }  // namespace ccl::bootstrap

@@ -159,6 +159,12 @@ Socket Socket::listenOn(const WireAddr& addr) {
   return s;
 }
 
+Socket Socket::duplicate() const {
+  const int fd = ::fcntl(fd_, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) throwSystemError("dup", errno);
+  return Socket(fd);
+}
+
 WireAddr Socket::localAddr() const {
   sockaddr_storage ss;
   socklen_t len = sizeof(ss);
@@ -210,6 +216,48 @@ Socket Socket::connectTo(const WireAddr& addr, Deadline deadline) {
                   "connection refused by " + toString(addr) + " (its process exited or its rendezvous ended)");
     std::this_thread::sleep_for(pause);
   }
+}
+
+std::vector<Socket> connectAll(const std::vector<WireAddr>& addrs, Deadline deadline) {
+  std::vector<Socket> out(addrs.size());
+  std::vector<pollfd> fds;
+  std::vector<size_t> which;
+  for (size_t i = 0; i < addrs.size(); ++i) {
+    Socket s(newSocket(addrs[i].family));
+    sockaddr_storage ss;
+    const socklen_t len = toSockaddr(addrs[i], &ss);
+    int rc;
+    do rc = ::connect(s.fd(), reinterpret_cast<sockaddr*>(&ss), len);
+    while (rc != 0 && errno == EINTR);
+    if (rc == 0) {
+      out[i] = std::move(s);
+    } else if (errno == EINPROGRESS) {
+      fds.push_back({s.fd(), POLLOUT, 0});
+      which.push_back(i);
+      out[i] = std::move(s);
+    }  // refused (or unreachable) at once: left invalid
+  }
+  size_t left = fds.size();
+  while (left > 0) {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (ms < 0) break;
+    const int rc = ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(ms + 1, 1 << 30)));
+    if (rc < 0 && errno != EINTR) throwSystemError("poll", errno);
+    for (size_t k = 0; k < fds.size(); ++k) {
+      if (fds[k].fd < 0 || fds[k].revents == 0) continue;
+      int err = 0;
+      socklen_t elen = sizeof(err);
+      getsockopt(fds[k].fd, SOL_SOCKET, SO_ERROR, &err, &elen);
+      if (err != 0) out[which[k]] = Socket();
+      fds[k].fd = -1;  // poll skips it from now on
+      --left;
+    }
+  }
+  for (size_t k = 0; k < fds.size(); ++k)
+    if (fds[k].fd >= 0) out[which[k]] = Socket();  // not connected by the deadline
+  for (Socket& s : out)
+    if (s.valid()) setNoDelay(s.fd());
+  return out;
 }
 
 Socket Socket::accept(Deadline deadline) {

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ccl::bootstrap {
 
@@ -53,6 +54,9 @@ class Socket {
   bool valid() const { return fd_ >= 0; }
   int fd() const { return fd_; }
   int release();
+  // Another descriptor of the same socket (dup), for a second owner such as a thread that
+  // serves a listener this one keeps.
+  Socket duplicate() const;
   // The bound address (with the port the kernel chose).
   WireAddr localAddr() const;
 
@@ -79,6 +83,11 @@ class Socket {
 // ring of ranks that all send first cannot deadlock on full socket buffers.
 void exchange(Socket& out, const void* sendBuf, size_t sendBytes, Socket& in, void* recvBuf, size_t recvBytes,
               Deadline deadline);
+
+// Connects to every address at once, one attempt each: per address, the connected socket,
+// or an invalid one where it refused (nothing listens there) or had not answered by
+// `deadline` (a silent host).
+std::vector<Socket> connectAll(const std::vector<WireAddr>& addrs, Deadline deadline);
 
 // Waits until `fd` is ready for `events` (POLLIN/POLLOUT). Returns false on timeout.
 bool waitFd(int fd, short events, Deadline deadline);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "ccl/ccl.h"
 #include "transport/bootstrap/socket.h"
@@ -24,14 +25,24 @@ struct IdLayout {
 };
 static_assert(sizeof(IdLayout) <= CCL_UNIQUE_ID_BYTES);
 
-// Rank -> root: who I am and where my ring listener is.
+// Rank -> root: who I am and where my ring listener is. `agreement` is what the ranks must
+// agree on besides the size: 0 for the rendezvous of a fresh id; for one derived from a
+// communicator (Bootstrap::derivedId), a hash of the ranks that take part and of the
+// derivation's number, so that ranks holding different views fail instead of forming a
+// communicator.
 struct Hello {
   uint64_t magic;
   uint8_t secret[kSecretBytes];
   int32_t rank;
   int32_t nranks;
   WireAddr listen;
+  uint64_t agreement;
 };
+
+// Hello::rank of a probe: the root of a derived rendezvous tells a rank that its
+// communicator leaves out that it is forming (Bootstrap::derivedId). A root that receives one
+// is forming another communicator from the same parent: the ranks disagree on who is gone.
+constexpr int32_t kProbeRank = -2;
 
 // Root -> rank: status (a cclResult_t) and, on success, nranks WireAddr follow.
 struct Reply {
@@ -52,6 +63,14 @@ struct RingProof {
 // another size; two calls with different sizes leave it to the hellos' agreement. Does
 // nothing for an id made elsewhere.
 void noteCreatorRanks(const uint8_t* secret, int nranks);
+
+// Starts the rendezvous service of a derived id (Bootstrap::derivedId) on `listener`, which
+// must listen at id.root, for labels.size() ranks whose hellos carry `agreement`; labels[r]
+// is rank r's rank in the parent, which errors name. It ends once they joined, a hello
+// disagreed, or the timeout passed. `probes`: connections to the ranks left out, each sent a
+// probe hello; an answer with an error fails this rendezvous too.
+void serveRendezvous(Socket listener, const IdLayout& id, uint64_t agreement, std::vector<Socket> probes,
+                     std::vector<int> labels);
 
 // Compares secrets without an early exit so timing does not reveal a matching prefix.
 inline bool sameSecret(const uint8_t* a, const uint8_t* b) {

@@ -200,7 +200,37 @@ Backend::Backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int siz
   worker_ = std::make_unique<Worker>("ccl-c10d");
 }
 
+Backend::Backend(cclComm_t comm, int rank, int size, std::chrono::milliseconds timeout, Settings settings)
+    : c10d::Backend(rank, size), timeout_(timeout), settings_(std::move(settings)) {
+  if (!settings_.compress.empty()) check(cclCompressListParse(settings_.compress.c_str(), &compressed_), "compress");
+  comm_ = comm;
+  worker_ = std::make_unique<Worker>("ccl-c10d");
+}
+
 Backend::~Backend() { shutdown(); }
+
+c10::intrusive_ptr<c10d::Backend> Backend::shrink(const std::vector<int64_t>& ranksToExclude, int shrinkFlags,
+                                                  const c10::intrusive_ptr<Options>& /*optsOverride*/) {
+  TORCH_CHECK_VALUE(shrinkFlags == CCL_SHRINK_DEFAULT || shrinkFlags == CCL_SHRINK_ABORT,
+                    "ccl: shrink_flags must be SHRINK_DEFAULT (0) or SHRINK_ABORT (1), got ", shrinkFlags);
+  cclComm_t parent = comm();
+  TORCH_CHECK_VALUE(parent && worker_, "ccl: shrink of a process group that was shut down or aborted");
+  std::vector<int> exclude;
+  for (int64_t r : ranksToExclude) {
+    TORCH_CHECK_VALUE(r >= 0 && r < size_, "ccl: rank ", r, " to exclude is outside the group of ", size_);
+    exclude.push_back(static_cast<int>(r));
+  }
+  // Calls queued on the worker go first: failing at once after a revoke, or running.
+  if (shrinkFlags == CCL_SHRINK_ABORT) check(cclCommRevoke(parent, 0), "cclCommRevoke");
+  worker_.reset();
+  cclComm_t made = nullptr;
+  check(cclCommShrink(parent, exclude.data(), static_cast<int>(exclude.size()), &made, nullptr, shrinkFlags),
+        "cclCommShrink");
+  int rank = 0, size = 0;
+  check(cclCommUserRank(made, &rank), "cclCommUserRank");
+  check(cclCommCount(made, &size), "cclCommCount");
+  return c10::make_intrusive<Backend>(made, rank, size, timeout_, settings_);
+}
 
 void Backend::shutdown() {
   worker_.reset();  // runs what is queued

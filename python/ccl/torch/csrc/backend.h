@@ -38,6 +38,9 @@ class Backend : public c10d::Backend {
           Settings settings);
   ~Backend() override;
 
+  // A backend over a communicator made by shrink(): it owns `comm`.
+  Backend(cclComm_t comm, int rank, int size, std::chrono::milliseconds timeout, Settings settings);
+
   const std::string getBackendName() const override { return kName; }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
@@ -115,6 +118,16 @@ class Backend : public c10d::Backend {
   bool supportsCoalescing() const override { return true; }
   void startCoalescing() override;
   c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+
+  // torch.distributed.shrink_group: the ranks that go on make a communicator with
+  // cclCommShrink, which sends nothing over this group (a lost rank may have broken it).
+  // SHRINK_ABORT (1, NCCL's and ccl's value) revokes this communicator first, so calls queued
+  // or running on it fail promptly; otherwise they run first. The new backend keeps this
+  // one's settings and timeout; the communicator's implicit error-feedback state moves to it.
+  // This backend takes no calls afterwards (PyTorch destroys its group).
+  bool supportsShrinking() const override { return true; }
+  c10::intrusive_ptr<c10d::Backend> shrink(const std::vector<int64_t>& ranksToExclude, int shrinkFlags,
+                                           const c10::intrusive_ptr<Options>& optsOverride) override;
 
   void setTimeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
   // Aborts the communicator: calls still queued fail, and so does every later one.
