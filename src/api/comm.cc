@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Communicator lifecycle: init, init-all, split, finalize, destroy, abort and queries.
 #include "api/comm.h"
+#include "api/watch.h"
 
 #include "api/device_calls.h"
 #include "collectives/device.h"
@@ -435,6 +436,7 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
         comm->defaultCodecOff ? ", not applied: every peer is reached through shared memory (CCL_CODEC_SHM=auto)" : "");
   CCL_INFO("comm %p%s%s rank %d nranks %d transport %s ready", static_cast<void*>(comm.get()),
            comm->name.empty() ? "" : " ", comm->name.c_str(), rank, nranks, comm->transport->name());
+  watch(comm.get());
   return comm.release();
 }
 
@@ -448,6 +450,7 @@ void borrowDeviceNccl(cclComm_t comm, std::unique_ptr<transport::nccl::Transport
 }
 
 void destroyComm(cclComm_t comm) {
+  unwatch(comm);
   comm->magic = 0;
   comm->device.reset();  // its link uses the transport, or the NCCL communicator
   comm->nccl.reset();
@@ -465,9 +468,11 @@ void checkUsable(cclComm_t comm, bool afterRevoke) {
   CCL_CHECK(!comm->revoked.load(), cclInvalidUsage,
             "the communicator was revoked (cclCommRevoke): shrink it to the ranks that go on (cclCommShrink), split "
             "it, or destroy it");
+  const int lost = comm->lostRank.load();
   CCL_CHECK(comm->asyncError == cclSuccess, comm->asyncError,
             std::string("the communicator failed earlier (") + cclGetErrorString(comm->asyncError) +
-                "); destroy or abort it");
+                (lost >= 0 ? ": rank " + std::to_string(lost) + " is gone" : std::string()) +
+                "); shrink it to the ranks that go on (cclCommShrink), or destroy or abort it");
 }
 
 static void checkHandle(cclComm_t comm) {

@@ -116,6 +116,7 @@ struct cclComm {
   std::atomic<int> active{0};  // operations running on this communicator
   bool finalized = false;
   std::atomic<cclResult_t> asyncError{cclSuccess};  // set by a failed operation, whatever its thread
+  std::atomic<int> lostRank{-1};  // a rank the watcher found gone (api/watch.h); -1: none
 
   // Operations enqueued on a host stream that have not run yet, and that stream. One
   // communicator's operations run in the order they were issued, so a call on another

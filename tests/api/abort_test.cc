@@ -198,6 +198,65 @@ TEST(Abort, AnAbortAcrossNodesReachesAWaitInsideANode) {
               waited[3]);
 }
 
+// A rank whose communicator is gone without a goodbye (aborted here; a dead process's
+// connections close the same way) is found by its idle peers' watcher: their asynchronous
+// error turns to cclRemoteError with no call made, and their next call names the lost rank,
+// on its ring neighbours (0 and 2) and on the ranks the news reached round the ring (3, 4).
+// CCL_TIMEOUT is 60 s, so only the watcher can have told them.
+TEST(Watch, IdleRanksLearnOfALostPeerWithoutACall) {
+  ScopedEnv timeout("CCL_TIMEOUT", "60");
+  constexpr int kRanks = 5;
+  World w(kRanks);
+  ASSERT_TRUE(w.ready());
+  std::vector<double> found(kRanks, -1);
+  std::vector<std::string> said(kRanks);
+  w.run(
+      [&](int rank, cclComm_t comm) {
+        if (rank == 1) {
+          EXPECT_CCL_OK(cclCommAbort(comm));
+          return;
+        }
+        const auto start = std::chrono::steady_clock::now();
+        cclResult_t state = cclSuccess;
+        while (secondsSince(start) < 30) {
+          EXPECT_CCL_OK(cclCommGetAsyncError(comm, &state));
+          if (state != cclSuccess) break;
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        found[rank] = secondsSince(start);
+        EXPECT_EQ(state, cclRemoteError) << "rank " << rank << " never learned of the lost rank while idle";
+        int32_t x = 1, y = 0;
+        EXPECT_EQ(cclAllReduce(&x, &y, 1, cclInt32, cclSum, comm, nullptr), cclRemoteError);
+        said[rank] = cclGetLastError(comm);
+      },
+      std::chrono::seconds(60));
+  w.forgetComm(1);
+  for (int r : {0, 2, 3, 4})
+    EXPECT_NE(said[r].find("rank 1 is gone"), std::string::npos) << "rank " << r << ": " << said[r];
+  std::printf("idle ranks 0, 2, 3, 4 learned of the lost rank after %.3f, %.3f, %.3f, %.3f s\n", found[0], found[2],
+              found[3], found[4]);
+}
+
+// Communicators destroyed at different times (one rank leaves early, as NCCL programs may)
+// are not taken for lost ranks: the leaving rank says goodbye.
+TEST(Watch, ADestroyedPeerIsNotALostOne) {
+  World w(2);
+  ASSERT_TRUE(w.ready());
+  w.run(
+      [&](int rank, cclComm_t comm) {
+        if (rank == 0) {
+          EXPECT_CCL_OK(cclCommDestroy(comm));
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // five looks of the watcher
+        cclResult_t state = cclInProgress;
+        EXPECT_CCL_OK(cclCommGetAsyncError(comm, &state));
+        EXPECT_EQ(state, cclSuccess) << "a peer that destroyed its communicator was taken for a lost one";
+      },
+      std::chrono::seconds(60));
+  w.forgetComm(0);
+}
+
 // No abort at all: only the deadline ends the wait, so it is kept short.
 TEST(Abort, SilentPeerTimesOut) {
   ScopedEnv timeout("CCL_TIMEOUT", "2");

@@ -123,6 +123,12 @@ Socket acceptPrev(Socket& listener, const IdLayout& id, int prev, int nranks, De
   }
 }
 
+// What a bootstrap leaves on its ring connections before they end: a goodbye (it was
+// destroyed, or its process exited), or the news of a lost rank (kLost, then that rank as an
+// int32), which the neighbours pass on. Nothing at all: the rank itself was lost.
+constexpr char kGoodbye = 'G';
+constexpr char kLost = 'L';
+
 // How long a derived rendezvous waits for a left-out rank's listener to accept its probe: a
 // silent host costs this much once, at the start of a shrink.
 constexpr std::chrono::milliseconds kProbeWait{1000};
@@ -145,7 +151,26 @@ class RingBootstrap final : public Bootstrap {
   void barrier() override;
   void broadcast(void* data, size_t bytes, int root) override;
   void abort() override;
+  ~RingBootstrap() override { goodbye(); }
   bool peerClosed() override { return size_ > 1 && (aborted_.load() || prev_.peerClosed() || next_.peerClosed()); }
+  std::vector<int> ringFds() const override {
+    std::vector<int> out;
+    if (size_ == 1 || aborted_.load() || saidGoodbye_.load()) return out;
+    if (!leftOnPurpose_[0].load()) out.push_back(prev_.fd());
+    if (!leftOnPurpose_[1].load()) out.push_back(next_.fd());
+    return out;
+  }
+  int lostNeighbour() override;
+  void relayLost(int lost) override;
+  void goodbye() override {
+    // Nothing reads the byte: it only marks the connection's end as meant. Once.
+    if (size_ == 1 || aborted_.load() || saidGoodbye_.exchange(true)) return;
+    const char bye = kGoodbye;
+    for (Socket* s : {&next_, &prev_}) try {
+        s->sendSome(&bye, 1);
+      } catch (const Error&) {
+      }
+  }
   cclUniqueId derivedId(const std::vector<int>& ranks, uint64_t agreement) override;
   std::vector<int> reachable(std::chrono::milliseconds wait) override;
 
@@ -164,7 +189,45 @@ class RingBootstrap final : public Bootstrap {
   std::vector<WireAddr> listeners_;
   IdLayout id_;
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> saidGoodbye_{false};
+  std::atomic<bool> leftOnPurpose_[2] = {false, false};  // prev_, next_ ended with a goodbye
 };
+
+int RingBootstrap::lostNeighbour() {
+  if (size_ == 1 || aborted_.load() || saidGoodbye_.load()) return -1;
+  const int neighbour[2] = {(rank_ - 1 + size_) % size_, (rank_ + 1) % size_};
+  const Socket* sockets[2] = {&prev_, &next_};
+  for (int i = 0; i < 2; ++i) {
+    pollfd p{sockets[i]->fd(), POLLRDHUP, 0};
+    if (::poll(&p, 1, 0) <= 0 || !(p.revents & (POLLRDHUP | POLLHUP | POLLERR))) continue;
+    char msg[1 + sizeof(int32_t)];
+    const ssize_t n = ::recv(sockets[i]->fd(), msg, sizeof msg, MSG_PEEK | MSG_DONTWAIT);
+    if (n >= 1 && msg[0] == kGoodbye) {  // left on purpose: nothing more to watch there
+      leftOnPurpose_[i].store(true);
+      continue;
+    }
+    if (n == static_cast<ssize_t>(sizeof msg) && msg[0] == kLost) {
+      int32_t origin;
+      std::memcpy(&origin, msg + 1, sizeof origin);
+      if (origin >= 0 && origin < size_ && origin != rank_) return origin;
+    }
+    return neighbour[i];  // its connection ended with nothing said: that rank is gone
+  }
+  return -1;
+}
+
+void RingBootstrap::relayLost(int lost) {
+  if (size_ == 1 || aborted_.exchange(true)) return;
+  char msg[1 + sizeof(int32_t)];
+  msg[0] = kLost;
+  const int32_t origin = lost;
+  std::memcpy(msg + 1, &origin, sizeof origin);
+  for (Socket* s : {&next_, &prev_}) try {
+      s->sendSome(msg, sizeof msg);  // 5 bytes into an idle connection's empty buffer
+    } catch (const Error&) {
+    }
+  shutdownAll();
+}
 
 // A failed collective leaves the ring out of step, so it shuts the sockets down: neighbours
 // blocked in the same collective fail at once instead of at their timeout.
@@ -175,6 +238,7 @@ void RingBootstrap::guarded(const char* what, F&& body) {
     body();
   } catch (const Error& e) {
     if (aborted_.load()) throw Error(cclRemoteError, std::string("bootstrap ") + what + ": communicator was aborted");
+    goodbye();  // this rank is not lost: only its ring is out of step
     shutdownAll();
     throw Error(e.code(), std::string("bootstrap ") + what + ": " + e.what());
   }

@@ -47,6 +47,20 @@ class Bootstrap {
   // Lets a rank notice a peer's abort even when the transport cannot report it.
   virtual bool peerClosed() = 0;
 
+  // Finding a lost rank between calls (api/watch.h). A bootstrap that is destroyed, or whose
+  // process exits normally (goodbye()), leaves a goodbye on its ring connections; one that
+  // dies or aborts closes them without one. A rank that finds its neighbour lost tells its
+  // own neighbours who (relayLost), so the news goes round the ring naming the rank lost.
+  // The ring connections, for a watcher to wait on (their end: POLLRDHUP).
+  virtual std::vector<int> ringFds() const = 0;
+  // Non-blocking: the rank lost by this rank's view (a neighbour whose connection ended
+  // without a goodbye, or the rank a neighbour's relay names), or -1; -1 after abort().
+  virtual int lostNeighbour() = 0;
+  // Tells both neighbours that `lost` is gone and closes the ring, as abort() does.
+  virtual void relayLost(int lost) = 0;
+  // Leaves the goodbye now (the process is exiting without destroying this bootstrap).
+  virtual void goodbye() = 0;
+
   // The id of a communicator of `ranks` (ascending, this rank among them), made without a
   // message: cclCommShrink's, whose survivors cannot count on this ring (a lost rank broke
   // it). Each rank keeps its rendezvous listener while the bootstrap lives; the id's root is

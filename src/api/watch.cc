@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "api/watch.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/comm.h"
+#include "common/log.h"
+
+namespace ccl::api {
+namespace {
+
+// Never destroyed: the detached watcher may run while the process exits.
+struct Watched {
+  std::mutex mu;  // comms, and a look at them (destroyComm waits for one to end)
+  std::vector<cclComm_t> comms;
+  int wake = -1;         // an eventfd: the set of communicators changed
+  bool running = false;  // the watcher thread of this process exists
+};
+Watched& watched() {
+  static Watched* w = new Watched;
+  return *w;
+}
+
+bool watchable(cclComm_t comm) {
+  return !comm->aborted.load() && !comm->revoked.load() && comm->asyncError.load() == cclSuccess;
+}
+
+void lookAt(cclComm_t comm) {
+  if (!watchable(comm)) return;
+  const int lost = comm->bootstrap->lostNeighbour();
+  if (lost < 0) return;
+  comm->lostRank.store(lost);
+  cclResult_t ok = cclSuccess;
+  if (!comm->asyncError.compare_exchange_strong(ok, cclRemoteError)) return;
+  CCL_WARN("comm %p rank %d: rank %d is gone (its process exited or it aborted the communicator)",
+           static_cast<void*>(comm), comm->rank, lost);
+  comm->bootstrap->relayLost(lost);
+  // Calls in progress here, and the peers', fail now rather than at CCL_TIMEOUT. (A device
+  // call waiting on NCCL is left to NCCL: comm->nccl may be replaced while the watcher looks.)
+  comm->transport->abort();
+}
+
+void run() {
+  Watched& w = watched();
+  std::vector<pollfd> fds;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(w.mu);
+      fds.assign(1, pollfd{w.wake, POLLIN, 0});
+      for (cclComm_t comm : w.comms)
+        if (watchable(comm))
+          for (int fd : comm->bootstrap->ringFds()) fds.push_back({fd, POLLRDHUP, 0});
+    }
+    // A descriptor closed meanwhile (its communicator destroyed) wakes nobody; the wake
+    // eventfd rebuilds the set.
+    if (::poll(fds.data(), fds.size(), static_cast<int>(kWatchPeriod.count())) > 0 && fds[0].revents) {
+      uint64_t drained;
+      [[maybe_unused]] ssize_t n = ::read(w.wake, &drained, sizeof drained);
+    }
+    std::lock_guard<std::mutex> lock(w.mu);
+    for (cclComm_t comm : w.comms) lookAt(comm);
+  }
+}
+
+void wakeWatcher(Watched& w) {
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(w.wake, &one, sizeof one);
+}
+
+// A process that exits with communicators alive leaves its goodbyes: its peers' watchers
+// must not take a finished program for a lost rank.
+void goodbyeAtExit() {
+  Watched& w = watched();
+  std::lock_guard<std::mutex> lock(w.mu);
+  for (cclComm_t comm : w.comms) comm->bootstrap->goodbye();
+}
+
+// fork(): the child has no watcher thread, and the lock must not be inherited held.
+void beforeFork() { watched().mu.lock(); }
+void afterForkParent() { watched().mu.unlock(); }
+void afterForkChild() {
+  Watched& w = watched();
+  // The eventfd is the parent's too: the child wakes its own watcher only.
+  ::close(w.wake);
+  w.wake = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  w.running = false;
+  w.comms.clear();  // the parent's communicators are not the child's to watch
+  w.mu.unlock();
+}
+
+}  // namespace
+
+void watch(cclComm_t comm) {
+  Watched& w = watched();
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    w.wake = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    pthread_atfork(beforeFork, afterForkParent, afterForkChild);
+    std::atexit(goodbyeAtExit);
+  });
+  if (w.wake < 0) return;  // no eventfd: between calls, losses are found by the next call
+  std::lock_guard<std::mutex> lock(w.mu);
+  w.comms.push_back(comm);
+  if (!w.running) {
+    std::thread(run).detach();
+    w.running = true;
+  }
+  wakeWatcher(w);
+}
+
+void unwatch(cclComm_t comm) {
+  Watched& w = watched();
+  std::lock_guard<std::mutex> lock(w.mu);
+  const auto it = std::remove(w.comms.begin(), w.comms.end(), comm);
+  if (it == w.comms.end()) return;
+  w.comms.erase(it, w.comms.end());
+  wakeWatcher(w);
+}
+
+}  // namespace ccl::api

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The watcher: finds a lost rank while this one is idle. One thread per process waits on
+// the ring connections of every live communicator's bootstrap (api/comm.h); a neighbour's
+// connection that ends without a goodbye (its process died, or it aborted the communicator)
+// or that brings a neighbour's news of a lost rank fails the communicator at once: its
+// asynchronous error turns to cclRemoteError, later calls name the lost rank, the news goes
+// on round the ring, and the transport is aborted so that calls in progress here and on
+// the peers fail instead of waiting for CCL_TIMEOUT. Calls learn of a loss through their
+// transport too; the watcher covers the time between calls. It costs the hot path nothing:
+// it sleeps in poll() on its own thread and wakes only when a connection ends or a
+// communicator comes or goes.
+#pragma once
+
+#include <chrono>
+
+#include "ccl/ccl.h"
+
+namespace ccl::api {
+
+// The longest the watcher sleeps between looks when nothing wakes it.
+constexpr std::chrono::milliseconds kWatchPeriod{1000};
+
+// From the end of createComm to the start of destroyComm.
+void watch(cclComm_t comm);
+void unwatch(cclComm_t comm);
+
+}  // namespace ccl::api
