@@ -377,7 +377,15 @@ CCL_API cclResult_t cclCommRevoke(cclComm_t comm, int flags);
 CCL_API cclResult_t cclCommShrink(cclComm_t comm, const int* excludeRanks, int excludeCount, cclComm_t* newcomm,
                                   cclConfig_t* config, int flags);
 
-/* The asynchronous error state of `comm`: cclSuccess, cclInProgress or the failure seen. */
+/*
+ * The asynchronous error state of `comm`: cclSuccess, cclInProgress or the failure seen.
+ * A lost rank turns it to cclRemoteError even while no call runs: a thread of the library
+ * waits on every communicator's bootstrap connections, and a process that dies (or aborts the
+ * communicator) is found by its ring neighbours as soon as its connections close, and by the
+ * other ranks as the news goes round; the next call then names the rank that was lost. A
+ * rank whose host goes silent is found by the next call's CCL_TIMEOUT. A communicator that is
+ * destroyed, or whose process exits normally, is not taken for a lost rank.
+ */
 CCL_API cclResult_t cclCommGetAsyncError(cclComm_t comm, cclResult_t* asyncError);
 
 /* Number of ranks of `comm`. */

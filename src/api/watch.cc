@@ -36,40 +36,48 @@ bool watchable(cclComm_t comm) {
   return !comm->aborted.load() && !comm->revoked.load() && comm->asyncError.load() == cclSuccess;
 }
 
-void lookAt(cclComm_t comm) {
-  if (!watchable(comm)) return;
+// Looks at one communicator; false when it must be looked at again later without waiting on
+// its connections (one ended behind bytes still to be read, so poll would not sleep).
+bool lookAt(cclComm_t comm) {
+  if (!watchable(comm)) return true;
   const int lost = comm->bootstrap->lostNeighbour();
-  if (lost < 0) return;
+  if (lost == bootstrap::Bootstrap::kUndecided) return false;
+  if (lost < 0) return true;
   comm->lostRank.store(lost);
   cclResult_t ok = cclSuccess;
-  if (!comm->asyncError.compare_exchange_strong(ok, cclRemoteError)) return;
+  if (!comm->asyncError.compare_exchange_strong(ok, cclRemoteError)) return true;
   CCL_WARN("comm %p rank %d: rank %d is gone (its process exited or it aborted the communicator)",
            static_cast<void*>(comm), comm->rank, lost);
   comm->bootstrap->relayLost(lost);
   // Calls in progress here, and the peers', fail now rather than at CCL_TIMEOUT. (A device
   // call waiting on NCCL is left to NCCL: comm->nccl may be replaced while the watcher looks.)
   comm->transport->abort();
+  return true;
 }
 
 void run() {
   Watched& w = watched();
   std::vector<pollfd> fds;
+  std::vector<cclComm_t> later;  // undecided at the last look: looked at again, not waited on
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(w.mu);
       fds.assign(1, pollfd{w.wake, POLLIN, 0});
       for (cclComm_t comm : w.comms)
-        if (watchable(comm))
+        if (watchable(comm) && std::find(later.begin(), later.end(), comm) == later.end())
           for (int fd : comm->bootstrap->ringFds()) fds.push_back({fd, POLLRDHUP, 0});
     }
     // A descriptor closed meanwhile (its communicator destroyed) wakes nobody; the wake
     // eventfd rebuilds the set.
-    if (::poll(fds.data(), fds.size(), static_cast<int>(kWatchPeriod.count())) > 0 && fds[0].revents) {
+    const auto wait = later.empty() ? kWatchPeriod : kUndecidedPeriod;
+    if (::poll(fds.data(), fds.size(), static_cast<int>(wait.count())) > 0 && fds[0].revents) {
       uint64_t drained;
       [[maybe_unused]] ssize_t n = ::read(w.wake, &drained, sizeof drained);
     }
     std::lock_guard<std::mutex> lock(w.mu);
-    for (cclComm_t comm : w.comms) lookAt(comm);
+    later.clear();
+    for (cclComm_t comm : w.comms)
+      if (!lookAt(comm)) later.push_back(comm);
   }
 }
 

@@ -19,6 +19,8 @@ namespace ccl::api {
 
 // The longest the watcher sleeps between looks when nothing wakes it.
 constexpr std::chrono::milliseconds kWatchPeriod{1000};
+// How soon a connection that ended behind unread bytes is looked at again.
+constexpr std::chrono::milliseconds kUndecidedPeriod{20};
 
 // From the end of createComm to the start of destroyComm.
 void watch(cclComm_t comm);

@@ -55,6 +55,9 @@ class Bootstrap {
   virtual std::vector<int> ringFds() const = 0;
   // Non-blocking: the rank lost by this rank's view (a neighbour whose connection ended
   // without a goodbye, or the rank a neighbour's relay names), or -1; -1 after abort().
+  // kUndecided: a connection ended after bytes a collective of this rank has still to read;
+  // ask again later.
+  static constexpr int kUndecided = -2;
   virtual int lostNeighbour() = 0;
   // Tells both neighbours that `lost` is gone and closes the ring, as abort() does.
   virtual void relayLost(int lost) = 0;
