@@ -20,8 +20,7 @@ bool siteFromName(const std::string& name, Site* out) {
 namespace {
 
 void check(cclResult_t r, const std::string& what, cclComm_t comm) {
-  if (r != cclSuccess)
-    throw std::runtime_error(what + " failed: " + cclGetErrorString(r) + ": " + cclGetLastError(comm));
+  if (r != cclSuccess) throw CommError(what + " failed: " + cclGetErrorString(r) + ": " + cclGetLastError(comm), r);
 }
 
 struct Sent {

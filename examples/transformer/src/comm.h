@@ -10,6 +10,7 @@
 #include <array>
 #include <cstddef>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,6 +53,12 @@ struct PeerTransfer {
   int microbatch = -1;
   int phase = -1;
   size_t cols = 0;  // the matrix's row length, for a low-rank codec (0: not a matrix)
+};
+
+// A ccl call of the trainer failed: what --elastic goes on after.
+struct CommError : std::runtime_error {
+  CommError(const std::string& what, cclResult_t code) : std::runtime_error(what), code(code) {}
+  cclResult_t code;
 };
 
 class Comm {

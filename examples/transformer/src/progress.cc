@@ -52,9 +52,9 @@ void Progress::finish() {
   open_ = false;
 }
 
-JsonLog::JsonLog(const std::string& path) {
+JsonLog::JsonLog(const std::string& path, bool append) {
   if (path.empty()) return;
-  f_ = std::fopen(path.c_str(), "w");
+  f_ = std::fopen(path.c_str(), append ? "a" : "w");
   if (!f_) throw std::runtime_error("cannot write the log " + path);
 }
 

@@ -43,7 +43,7 @@ std::vector<SiteStats> siteTotals(const GridCounters& now, const GridCounters* s
 // tensor-parallel sites.
 class JsonLog {
  public:
-  explicit JsonLog(const std::string& path);  // empty: no log
+  explicit JsonLog(const std::string& path, bool append = false);  // empty: no log
   ~JsonLog();
   JsonLog(const JsonLog&) = delete;
   JsonLog& operator=(const JsonLog&) = delete;

@@ -173,7 +173,15 @@ double commTotal(const Comm& comm) {
   return s;
 }
 
-TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
+// --elastic: the state every rank keeps of its last completed step (the whole model and
+// optimizer state: data parallel only), from which the survivors of a lost rank go on.
+struct ElasticState {
+  bool valid = false;
+  Checkpoint ck;
+  bool restarted = false;  // trainOn runs again after a shrink
+};
+
+TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm, ElasticState* elastic) {
   const bool lead = comm.rank(Group::kWorld) == 0;
   const GridPlace at = placeOf(grid, comm.rank(Group::kWorld));
   for (const SiteInfo& s : kSites) comm.setCodec(s.site, o.codecs[static_cast<size_t>(s.site)]);
@@ -228,8 +236,9 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
 
   int startStep = 0;
   uint64_t dataSeed = o.seed;
-  if (!o.resumePath.empty()) {
-    const Checkpoint ck = loadCheckpoint(o.resumePath);
+  const bool resumeElastic = elastic && elastic->valid;
+  if (resumeElastic || !o.resumePath.empty()) {
+    const Checkpoint ck = resumeElastic ? elastic->ck : loadCheckpoint(o.resumePath);
     if (parameterCount(ck.config) != parameterCount(o.model) || ck.config.layers != o.model.layers ||
         ck.config.channels != o.model.channels || ck.config.heads != o.model.heads ||
         ck.config.maxSeq != o.model.maxSeq)
@@ -247,7 +256,7 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
   }
 
   const long long tokensPerStep = static_cast<long long>(grid.dp) * o.accum * o.batch * o.seq;
-  JsonLog log(lead ? o.logPath : "");
+  JsonLog log(lead ? o.logPath : "", elastic && elastic->restarted);
   Progress progress(lead && o.progress, o.steps);
   TrainResult result;
   result.layout = layoutName(grid, o);
@@ -326,6 +335,18 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
     const double u1 = Timeline::now();
     timeline.add({u0, u1, SpanKind::kUpdate});
     dp.shareParameters();
+    if (elastic) {
+      // The step is complete here: what the survivors go on from if a rank is lost later.
+      // (One more copy of the parameters and both moments, a cost of --elastic.)
+      elastic->ck.config = o.model;
+      elastic->ck.step = static_cast<uint64_t>(step + 1);
+      elastic->ck.optimizerSteps = opt.steps;
+      elastic->ck.seed = dataSeed;
+      elastic->ck.params = model.params;
+      elastic->ck.m = opt.m;
+      elastic->ck.v = opt.v;
+      elastic->valid = true;
+    }
     const auto t1 = Clock::now();
     const double compute = opTotal(model) - ops0 + (u1 - u0), communication = commTotal(comm) - comm0;
     computeTotal += compute;
@@ -367,6 +388,50 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm) {
   if (lead) result.sites = siteTotals(result.counters, nullptr);
   log.summary(result, result.layout, computeTotal, commSeconds, elapsed, result.counters);
   return result;
+}
+
+}  // namespace
+
+namespace {
+
+// --elastic, after a failed call: the survivors shrink `world` to the ranks that are alive
+// (revoking it: calls still waiting on it fail), then take the latest state any of them
+// completed from the lowest rank that holds it (a rank that failed inside that step was not
+// there yet). Returns the new world.
+cclComm_t goOnWithoutLost(cclComm_t world, const TrainOptions& o, ElasticState& state) {
+  auto check = [](cclResult_t r, const char* what, cclComm_t c) {
+    if (r != cclSuccess)
+      throw std::runtime_error(std::string("--elastic: ") + what + " failed: " + cclGetErrorString(r) + ": " +
+                               cclGetLastError(c));
+  };
+  cclComm_t next = nullptr;
+  check(cclCommShrink(world, nullptr, 0, &next, nullptr, CCL_SHRINK_ALIVE | CCL_SHRINK_ABORT), "cclCommShrink", world);
+  int rank = 0, size = 0;
+  cclCommUserRank(next, &rank);
+  cclCommCount(next, &size);
+  int64_t mine = state.valid ? static_cast<int64_t>(state.ck.step) : -1, latest = 0;
+  check(cclAllReduce(&mine, &latest, 1, cclInt64, cclMax, next, nullptr), "agreeing on the step", next);
+  int32_t holder = mine == latest ? rank : size, root = 0;
+  check(cclAllReduce(&holder, &root, 1, cclInt32, cclMin, next, nullptr), "agreeing on the holder", next);
+  if (latest >= 0) {
+    Checkpoint& ck = state.ck;
+    uint64_t counters[3] = {ck.step, ck.optimizerSteps, ck.seed};
+    check(cclBroadcast(counters, counters, 3, cclUint64, root, next, nullptr), "sharing the step", next);
+    const size_t n = parameterCount(o.model);
+    ck.config = o.model;
+    ck.params.resize(n);
+    ck.m.resize(n);
+    ck.v.resize(n);
+    for (std::vector<float>* v : {&ck.params, &ck.m, &ck.v})
+      check(cclBroadcast(v->data(), v->data(), n, cclFloat32, root, next, nullptr), "sharing the state", next);
+    ck.step = counters[0];
+    ck.optimizerSteps = counters[1];
+    ck.seed = counters[2];
+    state.valid = true;
+  }
+  std::fprintf(stderr, "gpt_train: elastic: going on with %d ranks from step %lld (rank %d now)\n", size,
+               static_cast<long long>(std::max<int64_t>(latest, 0)), rank);
+  return next;
 }
 
 }  // namespace
@@ -415,12 +480,44 @@ TrainResult train(const TrainOptions& o, cclComm_t world) {
       if (o.codecs[static_cast<size_t>(s)].compression.codec == cclCodecPowerSgd)
         throw std::invalid_argument(std::string(siteName(s)) +
                                     "=powersgd compresses all-reduces: not with --sp (reduce-scatter, all-gather)");
-  Comm comm(splitGroups(world, grid, o.fuseEmbeddingSync), o.model.layers);
-  try {
-    return trainOn(o, grid, comm);
-  } catch (...) {
-    comm.abort();  // peers blocked in this rank's groups fail instead of waiting
-    throw;
+  if (o.elastic && (grid.tp != 1 || grid.pp != 1 || o.zero))
+    throw std::invalid_argument(
+        "--elastic goes on from any survivor's copy of the whole model and optimizer state: data parallel only "
+        "(--tp 1 --pp 1, no --zero)");
+  if (!o.elastic) {
+    Comm comm(splitGroups(world, grid, o.fuseEmbeddingSync), o.model.layers);
+    try {
+      return trainOn(o, grid, comm, nullptr);
+    } catch (...) {
+      comm.abort();  // peers blocked in this rank's groups fail instead of waiting
+      throw;
+    }
+  }
+  ElasticState state;
+  std::vector<cclComm_t> shrunk;  // the worlds made here, destroyed on the way out
+  struct Owned {
+    std::vector<cclComm_t>& comms;
+    ~Owned() {
+      for (auto it = comms.rbegin(); it != comms.rend(); ++it) cclCommDestroy(*it);
+    }
+  } owned{shrunk};
+  for (cclComm_t current = world;;) {
+    Comm comm(splitGroups(current, grid, o.fuseEmbeddingSync), o.model.layers);
+    try {
+      return trainOn(o, grid, comm, &state);
+    } catch (const CommError& e) {
+      comm.abort();
+      std::fprintf(stderr, "gpt_train: %s\n", e.what());
+      current = goOnWithoutLost(current, o, state);
+      shrunk.push_back(current);
+      int size = 1;
+      cclCommCount(current, &size);
+      grid.dp = size;
+      state.restarted = true;
+    } catch (...) {
+      comm.abort();
+      throw;
+    }
   }
 }
 

@@ -33,10 +33,14 @@ struct TrainOptions {
   AdamWConfig adamw;
   float clip = 1.0f;  // global gradient-norm clipping; 0: off
   uint64_t seed = 1337;
-  int valEvery = 50;               // validation every this many steps (and at the end); 0: only at the end
-  int codecErrorEvery = 0;         // every this many steps, compressed allreduces are also run exactly (0: never)
-  int valSequences = 64;           // validation windows
-  bool zero = false;               // ZeRO-1: reduce-scatter gradients, shard AdamW, all-gather parameters
+  int valEvery = 50;        // validation every this many steps (and at the end); 0: only at the end
+  int codecErrorEvery = 0;  // every this many steps, compressed allreduces are also run exactly (0: never)
+  int valSequences = 64;    // validation windows
+  bool zero = false;        // ZeRO-1: reduce-scatter gradients, shard AdamW, all-gather parameters
+  // Go on without a lost rank (data parallel only): the survivors shrink the world
+  // (cclCommShrink), take the latest state any of them completed, and train on with fewer
+  // ranks (a smaller global batch) instead of stopping.
+  bool elastic = false;
   bool fuseEmbeddingSync = false;  // wte's gradient: one collective over both end stages and all DP ranks
   int autoencoderDim = 0;          // Bian et al.'s learned autoencoder on tp.fwd: code width (0: off)
   int autoencoderFirst = 0, autoencoderEnd = 1 << 30;  // the blocks it covers
