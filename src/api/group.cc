@@ -2,6 +2,7 @@
 #include "api/group.h"
 
 #include "api/device_calls.h"
+#include "api/watch.h"
 
 #include <algorithm>
 #include <chrono>
@@ -53,6 +54,12 @@ void execute(std::span<const coll::Job> jobs, std::span<const Op> ops, const col
   } catch (const Error& e) {
     for (const Op& op : ops)
       if (!op.comm->aborted.load()) op.comm->asyncError = e.code();
+    // A peer's error may be the relay of a loss: the transport names the rank that aborted,
+    // the watcher (api/watch.h) the rank that was lost, within milliseconds of each other.
+    if (e.code() == cclRemoteError && !ops.empty()) {
+      const int lost = lostRankSoon(ops.front().comm);
+      if (lost >= 0) throw Error(e.code(), std::string(e.what()) + " (rank " + std::to_string(lost) + " is gone)");
+    }
     throw;
   }
 }

@@ -32,9 +32,9 @@ Watched& watched() {
   return *w;
 }
 
-bool watchable(cclComm_t comm) {
-  return !comm->aborted.load() && !comm->revoked.load() && comm->asyncError.load() == cclSuccess;
-}
+// A communicator that failed is still watched: its error may be a lost rank's, which the
+// watcher names and passes on.
+bool watchable(cclComm_t comm) { return !comm->aborted.load() && !comm->revoked.load(); }
 
 // Looks at one communicator; false when it must be looked at again later without waiting on
 // its connections (one ended behind bytes still to be read, so poll would not sleep).
@@ -43,9 +43,10 @@ bool lookAt(cclComm_t comm) {
   const int lost = comm->bootstrap->lostNeighbour();
   if (lost == bootstrap::Bootstrap::kUndecided) return false;
   if (lost < 0) return true;
-  comm->lostRank.store(lost);
+  int none = -1;
+  if (!comm->lostRank.compare_exchange_strong(none, lost)) return true;
   cclResult_t ok = cclSuccess;
-  if (!comm->asyncError.compare_exchange_strong(ok, cclRemoteError)) return true;
+  comm->asyncError.compare_exchange_strong(ok, cclRemoteError);
   CCL_WARN("comm %p rank %d: rank %d is gone (its process exited or it aborted the communicator)",
            static_cast<void*>(comm), comm->rank, lost);
   comm->bootstrap->relayLost(lost);
@@ -125,6 +126,16 @@ void watch(cclComm_t comm) {
     w.running = true;
   }
   wakeWatcher(w);
+}
+
+int lostRankSoon(cclComm_t comm) {
+  const auto until = std::chrono::steady_clock::now() + kLostRankWait;
+  int lost = comm->lostRank.load();
+  while (lost < 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    lost = comm->lostRank.load();
+  }
+  return lost;
 }
 
 void unwatch(cclComm_t comm) {

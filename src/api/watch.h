@@ -22,6 +22,11 @@ constexpr std::chrono::milliseconds kWatchPeriod{1000};
 // How soon a connection that ended behind unread bytes is looked at again.
 constexpr std::chrono::milliseconds kUndecidedPeriod{20};
 
+// The rank the watcher found lost on `comm`, waiting up to kLostRankWait for it (a call that
+// failed on a peer's abort learns it a little before the watcher); -1 if none.
+constexpr std::chrono::milliseconds kLostRankWait{50};
+int lostRankSoon(cclComm_t comm);
+
 // From the end of createComm to the start of destroyComm.
 void watch(cclComm_t comm);
 void unwatch(cclComm_t comm);
