@@ -643,7 +643,11 @@ static std::vector<int> shrinkSurvivors(cclComm_t comm, const int* exclude, int 
     CCL_CHECK(
         !exclude && excludeCount == 0, cclInvalidArgument,
         "with CCL_SHRINK_ALIVE the survivors are found, not listed: excludeRanks must be NULL and excludeCount 0");
-    return comm->bootstrap->reachable(kShrinkProbe);
+    std::vector<int> alive = comm->bootstrap->reachable(kShrinkProbe);
+    // A rank the watcher found lost is gone, whether or not its listener has closed yet.
+    const int lost = comm->lostRank.load();
+    alive.erase(std::remove(alive.begin(), alive.end(), lost), alive.end());
+    return alive;
   }
   CCL_CHECK(excludeCount >= 0 && (excludeCount == 0 || exclude), cclInvalidArgument,
             "excludeRanks is NULL with a count of " + std::to_string(excludeCount));

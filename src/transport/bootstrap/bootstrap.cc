@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/error.h"
@@ -129,6 +130,9 @@ Socket acceptPrev(Socket& listener, const IdLayout& id, int prev, int nranks, De
 constexpr char kGoodbye = 'G';
 constexpr char kLost = 'L';
 
+// How long reachable() lets accepted connections settle before it trusts them.
+constexpr std::chrono::milliseconds kReachableSettle{100};
+
 // How long a derived rendezvous waits for a left-out rank's listener to accept its probe: a
 // silent host costs this much once, at the start of a shrink.
 constexpr std::chrono::milliseconds kProbeWait{1000};
@@ -209,7 +213,7 @@ int RingBootstrap::lostNeighbour() {
     if (n == static_cast<ssize_t>(sizeof msg) && msg[0] == kLost) {
       int32_t origin;
       std::memcpy(&origin, msg + 1, sizeof origin);
-      if (origin >= 0 && origin < size_ && origin != rank_) return origin;
+      return origin >= 0 && origin < size_ && origin != rank_ ? origin : neighbour[i];
     }
     // Bytes of a collective this rank has not read yet come before the end (the neighbour
     // finished its part and left): what follows them is known once they are read.
@@ -333,10 +337,22 @@ std::vector<int> RingBootstrap::reachable(std::chrono::milliseconds wait) {
   std::vector<WireAddr> others;
   for (int r = 0; r < size_; ++r)
     if (r != rank_) others.push_back(listeners_[r]);
-  const std::vector<Socket> answered = connectAll(others, deadlineAfter(wait));
+  std::vector<Socket> answered = connectAll(others, deadlineAfter(wait));
+  // A process that is exiting may still accept for a moment (its descriptors close one by
+  // one); then its listener's close resets the connection. Settle, and look again.
+  std::this_thread::sleep_for(kReachableSettle);
   std::vector<int> out;
-  for (int r = 0, i = 0; r < size_; ++r)
-    if (r == rank_ || answered[i++].valid()) out.push_back(r);
+  for (int r = 0, i = 0; r < size_; ++r) {
+    if (r == rank_) {
+      out.push_back(r);
+      continue;
+    }
+    Socket& s = answered[static_cast<size_t>(i++)];
+    if (!s.valid()) continue;
+    pollfd p{s.fd(), POLLRDHUP, 0};
+    if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) continue;
+    out.push_back(r);
+  }
   return out;
 }
 

@@ -284,12 +284,15 @@ void RootService::admit(Pending& p) {
     return;
   }
   const int creator = creator_->nranks.load(std::memory_order_acquire);
-  if (creator > 0 && h.nranks != creator) {
+  // A derived rendezvous's ranks all know its size and agreement: a hello with either wrong
+  // is a rank with another view of who is gone, and none of them may form a communicator.
+  const bool derived = !labels_.empty();
+  if (creator > 0 && h.nranks != creator && !derived) {
     refuse(p.sock, h, "the communicator of this id has " + std::to_string(creator) + " ranks (its creator's init)");
     return;
   }
   if (expected_ < 0) expected_ = h.nranks;
-  if (h.agreement != agreement_) {
+  if (h.agreement != agreement_ || (derived && h.nranks != creator)) {
     // The ranks of a derived id see different communicators (a shrink's survivors disagree
     // on who is gone): none may form one.
     joined_.emplace(-1 - int(joined_.size()), Joined{std::move(p.sock), h});
