@@ -166,6 +166,28 @@ TEST(Shrink, ListsThatDisagreeFailEveryRankThatMeets) {
   destroyAll(comms);
 }
 
+// The same when the lists differ in length too: a hello of another size fails them all at
+// once (it is not refused alone while the others wait for CCL_TIMEOUT).
+TEST(Shrink, ListsOfDifferentLengthsFailEveryRankAtOnce) {
+  ScopedEnv timeout("CCL_TIMEOUT", "30");
+  std::vector<cclComm_t> comms = makeRanks(4);
+  std::vector<cclResult_t> got(4, cclSuccess);
+  expectNoneThrew(runRanks(4, [&](int r) {
+    if (r == 3) return;
+    // Ranks 0 and 1 keep {0, 1, 2}; rank 2 keeps {0, 2}: one root, two sizes.
+    const int drop3[] = {3}, drop13[] = {1, 3};
+    cclComm_t next = nullptr;
+    const auto start = std::chrono::steady_clock::now();
+    got[static_cast<size_t>(r)] =
+        cclCommShrink(comms[static_cast<size_t>(r)], r == 2 ? drop13 : drop3, r == 2 ? 2 : 1, &next, nullptr, 0);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 20.0)
+        << "rank " << r << " waited for the timeout";
+    EXPECT_EQ(next, nullptr);
+  }));
+  for (int r : {0, 1, 2}) EXPECT_EQ(got[static_cast<size_t>(r)], cclInvalidUsage) << "rank " << r;
+  destroyAll(comms);
+}
+
 // Two groups that each drop the other meet at different roots: never do both form, and a
 // group that does not form fails on every one of its ranks.
 TEST(Shrink, TwoGroupsThatDropEachOtherNeverBothForm) {
