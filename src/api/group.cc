@@ -8,6 +8,7 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "collectives/executor.h"
@@ -21,6 +22,7 @@ struct GroupState {
   int depth = 0;
   std::vector<Op> queued;
   cclResult_t error = cclSuccess;
+  std::string errorMessage;  // the failed call's (its cclGetLastError), which cclGroupEnd repeats
 };
 thread_local GroupState tlsGroup;
 
@@ -200,7 +202,9 @@ void groupForget(cclComm_t comm) {
 }
 
 void groupFail(cclResult_t code) {
-  if (tlsGroup.depth > 0 && tlsGroup.error == cclSuccess) tlsGroup.error = code;
+  if (tlsGroup.depth == 0 || tlsGroup.error != cclSuccess) return;
+  tlsGroup.error = code;
+  tlsGroup.errorMessage = cclGetLastError(nullptr);  // what the call's guard just recorded
 }
 
 void submit(Op&& op) {
@@ -236,7 +240,9 @@ CCL_API cclResult_t cclGroupEnd(void) {
     std::vector<api::Op> ops = std::move(g.queued);
     g.queued.clear();
     cclResult_t failed = g.error;
+    const std::string firstError = std::move(g.errorMessage);
     g.error = cclSuccess;
+    g.errorMessage.clear();
     // A group refused here runs none of its calls: the sequence numbers they took are given
     // back (latest first), or this rank's later calls would no longer match its peers'.
     auto refuse = [&](cclResult_t code, const char* why) {
@@ -244,7 +250,8 @@ CCL_API cclResult_t cclGroupEnd(void) {
         if (it->seq) --*it->seq;
       throw Error(code, why);
     };
-    if (failed != cclSuccess) refuse(failed, "an operation of the group was invalid; the whole group was dropped");
+    if (failed != cclSuccess)
+      refuse(failed, ("an operation of the group failed (" + firstError + "); the whole group was dropped").c_str());
     if (ops.empty()) return;
     if (std::any_of(ops.begin(), ops.end(), [](const api::Op& o) { return o.device != nullptr; })) {
       std::vector<api::DeviceCall> calls;
