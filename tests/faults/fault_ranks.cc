@@ -29,6 +29,7 @@
 #include <dirent.h>
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
@@ -590,6 +591,7 @@ struct Line {
   std::vector<double> tError;
   Footprint before, after;
   long inputs = -1;
+  int named = -1;  // kill and stop trials: survivors whose error names the lost rank
   bool good = true;
   std::string detail;
   void print() const {
@@ -606,6 +608,7 @@ struct Line {
                    "\"fds_before\": %d, \"fds_after\": %d",
                    before.rssKib, after.rssKib, before.heapKib, after.heapKib, before.fds, after.fds);
     if (inputs >= 0) std::fprintf(jsonOut, ", \"inputs\": %ld", inputs);
+    if (named >= 0) std::fprintf(jsonOut, ", \"named\": %d", named);
     std::string d = detail;
     std::replace(d.begin(), d.end(), '"', '\'');
     std::fprintf(jsonOut, ", \"detail\": \"%s\"}\n", d.c_str());
@@ -625,6 +628,17 @@ bool waitUntil(pid_t pid, double deadline, int* status) {
 }
 
 // One kill or stop trial of N processes.
+// Whether an error message names rank `r` ("rank 3 is gone", "from rank 3", "recv from 3 ...").
+bool namesRank(const char* message, int r) {
+  const std::string m = message, want[] = {"rank " + std::to_string(r), "from " + std::to_string(r)};
+  for (const std::string& w : want)
+    for (size_t at = m.find(w); at != std::string::npos; at = m.find(w, at + 1)) {
+      const size_t end = at + w.size();
+      if (end == m.size() || !std::isdigit(static_cast<unsigned char>(m[end]))) return true;
+    }
+  return false;
+}
+
 Line processTrial(const Options& o, int trial, std::mt19937_64& g) {
   const bool stop = o.mode == "stop";
   const int n = o.ranks;
@@ -662,6 +676,7 @@ Line processTrial(const Options& o, int trial, std::mt19937_64& g) {
   // Every survivor must fail (or finish) within CCL_TIMEOUT + 5 s.
   const double deadline = faultAt + o.timeout + 5;
   line.survivors = n - 1;
+  line.named = 0;
   for (int r = 0; r < n; ++r) {
     if (r == victim) continue;
     while (sh->slots[r].state.load() == kRunning && now() < deadline)
@@ -689,6 +704,7 @@ Line processTrial(const Options& o, int trial, std::mt19937_64& g) {
       ++line.completed;
     else {
       ++line.errors;
+      if (namesRank(s.message, victim)) ++line.named;
       line.tError.push_back(std::max(0.0, s.errorAt - faultAt));
       worst = std::max(worst, s.abortSeconds);
       if (firstError.empty()) firstError = "rank " + std::to_string(r) + ": " + s.message;
