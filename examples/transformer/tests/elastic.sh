@@ -4,32 +4,14 @@
 # --elastic and --steps STEPS as processes (as kill_rank.sh does), kills rank VICTIM (not 0,
 # which writes the log) with SIGKILL once rank 0 has logged a few steps, and passes when every
 # other rank goes on without it: each says it went on with N-1 ranks, exits 0, and the log
-# reaches the last step with finite losses.
+# reaches the last step with finite losses. STEPS must leave the kill time to land: a run that
+# ends first fails the check (no rank says it went on).
 set -u
 n=$1 victim=$2 steps=$3 train=$4
 shift 4
-dir=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-export CCL_TIMEOUT=${CCL_TIMEOUT:-30} WORLD_SIZE=$n
-for r in $(seq 0 $((n - 1))); do
-  RANK=$r "$train" "$@" --elastic --steps "$steps" --rendezvous "$dir/id" --log "$dir/log.jsonl" >"$dir/out.$r" 2>&1 &
-  pids[r]=$!
-done
-logged() { grep -c '"type":"step"' "$dir/log.jsonl" 2>/dev/null || true; }
-for _ in $(seq 600); do
-  [ "$(logged)" -ge 3 ] 2>/dev/null && break
-  sleep 0.1
-done
-if ! [ "$(logged)" -ge 3 ] 2>/dev/null; then
-  echo "elastic: the ranks did not start training"; cat "$dir"/out.*; exit 1
-fi
-kill -9 "${pids[victim]}"
-wait "${pids[victim]}" 2>/dev/null
+. "$(dirname "$0")/ranks.sh"
+start_ranks "$n" "$train" "$@" --elastic --steps "$steps"
+kill_after_steps elastic "$victim"
 status=0
 for r in $(seq 0 $((n - 1))); do
   [ "$r" = "$victim" ] && continue

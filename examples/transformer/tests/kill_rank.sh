@@ -8,28 +8,9 @@
 set -u
 n=$1 victim=$2 train=$3
 shift 3
-dir=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-export CCL_TIMEOUT=${CCL_TIMEOUT:-30} WORLD_SIZE=$n
-for r in $(seq 0 $((n - 1))); do
-  RANK=$r "$train" "$@" --rendezvous "$dir/id" --log "$dir/log.jsonl" >"$dir/out.$r" 2>&1 &
-  pids[r]=$!
-done
-steps() { grep -c '"type":"step"' "$dir/log.jsonl" 2>/dev/null || true; }
-for _ in $(seq 600); do
-  [ "$(steps)" -ge 3 ] 2>/dev/null && break
-  sleep 0.1
-done
-if ! [ "$(steps)" -ge 3 ] 2>/dev/null; then
-  echo "kill_rank: the ranks did not start training"; cat "$dir"/out.*; exit 1
-fi
-kill -9 "${pids[victim]}"
-wait "${pids[victim]}" 2>/dev/null
+. "$(dirname "$0")/ranks.sh"
+start_ranks "$n" "$train" "$@"
+kill_after_steps kill_rank "$victim"
 killed=$(date +%s%N)
 status=0
 for r in $(seq 0 $((n - 1))); do
