@@ -94,6 +94,8 @@ class RootService {
   void fail(cclResult_t code, const std::string& message);
   void sendReply(Socket& s, cclResult_t code, const std::string& message, const std::vector<WireAddr>* table);
   bool complete() const { return expected_ > 0 && joinedCount_ == expected_; }
+  // Serving a derived id (serveRendezvous), whose ranks all know its size and agreement.
+  bool derived() const { return !labels_.empty(); }
 
   static constexpr size_t kReserve = 256;
   // Connections kept while their hello is incomplete. Anyone who reaches the port can open
@@ -140,11 +142,10 @@ void RootService::run() noexcept {
       // The ranks that came are told which did not, so each error names the ranks at fault.
       std::string missing;
       int named = 0;
-      const bool derived = static_cast<int>(labels_.size()) == expected_;
       for (int r = 0; r < expected_ && named < 8; ++r)
-        if (!joined_.count(r)) missing += (named++ ? ", " : "") + std::to_string(derived ? labels_[r] : r);
+        if (!joined_.count(r)) missing += (named++ ? ", " : "") + std::to_string(derived() ? labels_[r] : r);
       if (expected_ - joinedCount_ > named) missing += ", ...";
-      fail(cclSystemError, "timeout: rank(s) " + missing + (derived ? " of the parent communicator" : "") +
+      fail(cclSystemError, "timeout: rank(s) " + missing + (derived() ? " of the parent communicator" : "") +
                                " never joined the rendezvous of " + std::to_string(expected_) +
                                " ranks (gone, or alive but not calling)");
     } else if (errorCode_ == cclSuccess) {
@@ -284,21 +285,18 @@ void RootService::admit(Pending& p) {
     return;
   }
   const int creator = creator_->nranks.load(std::memory_order_acquire);
-  // A derived rendezvous's ranks all know its size and agreement: a hello with either wrong
-  // is a rank with another view of who is gone, and none of them may form a communicator.
-  const bool derived = !labels_.empty();
-  if (creator > 0 && h.nranks != creator && !derived) {
-    refuse(p.sock, h, "the communicator of this id has " + std::to_string(creator) + " ranks (its creator's init)");
-    return;
-  }
-  if (expected_ < 0) expected_ = h.nranks;
-  if (h.agreement != agreement_ || (derived && h.nranks != creator)) {
-    // The ranks of a derived id see different communicators (a shrink's survivors disagree
-    // on who is gone): none may form one.
+  if (derived() && (h.nranks != creator || h.agreement != agreement_)) {
+    // A derived rendezvous's ranks all know its size and agreement: a hello with either
+    // wrong is a rank with another view of who is gone, and none of them may form one.
     joined_.emplace(-1 - int(joined_.size()), Joined{std::move(p.sock), h});
     fail(cclInvalidUsage, "the ranks disagree on which of them take part (they passed different lists)");
     return;
   }
+  if (creator > 0 && h.nranks != creator) {
+    refuse(p.sock, h, "the communicator of this id has " + std::to_string(creator) + " ranks (its creator's init)");
+    return;
+  }
+  if (expected_ < 0) expected_ = h.nranks;
   if (h.nranks != expected_) {
     // Neither side is known to be right: every rank gets the error, none waits for ever.
     joined_.emplace(-1 - int(joined_.size()), Joined{std::move(p.sock), h});  // so that fail() answers it too
