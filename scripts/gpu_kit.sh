@@ -8,7 +8,10 @@
 #   scripts/gpu_kit.sh            build into gpu-kit/ and pack gpu-kit.tar.xz (at most 60 MiB)
 #   scripts/gpu_kit.sh --check    the same, then run the kit here with an empty environment and
 #                                 only the kit's libraries: every step must load and, without a
-#                                 device, say so (what CI runs)
+#                                 device, say so (what CI runs). It builds the quantizers' one
+#                                 generic loop (CCL_CODEC_SPECIALIZE=OFF: the main build compiles
+#                                 and tests the specialised ones), so its kit is a few MiB
+#                                 smaller than the one a device runs, which is built without it
 # On the device machine: tar xJf gpu-kit.tar.xz && gpu-kit/run.sh (tests/gpu_kit/run.sh). xz, not
 # gzip: the kit with nccl-tests is 57 MiB under gzip and 29 under xz, and what travels to the
 # device machine (the checkout and the kit) must stay under 64 MiB.
@@ -29,9 +32,11 @@ if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   exit 0
 fi
 
+specialize=ON
+[ $check -eq 1 ] && specialize=OFF
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DCCL_ENABLE_CUDA=ON -DCCL_ENABLE_NCCL=ON -DCCL_ENABLE_UCX=ON -DCCL_BUILD_EXAMPLES=OFF \
-  -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON >/dev/null
+  -DCCL_CODEC_SPECIALIZE=$specialize -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON >/dev/null
 targets=(ccl ccl_nccl ccl_nccl_dropin codecs_gpu_test stream_executor_gpu_test api_gpu_test face_device_check
   all_reduce_perf codecs_gpu_bench ccltest_standin_nccl)
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"

@@ -37,16 +37,20 @@ if [ "${CCL_TEST_QUICK:-0}" != 1 ]; then
   # process must still build and pass (the trainer's examples run in the main build).
   step "build without UCX"
   # The builds below only run tests: one generic quantizer loop each (CCL_CODEC_SPECIALIZE=OFF,
-  # bit-identical to the specialised ones the main build tests) saves a third of their time.
+  # bit-identical to the specialised ones the main build tests) saves a third of their time,
+  # and each runs a different third of the test matrices the main build runs whole
+  # (CCL_TEST_SHARD, tests/harness/shard.h).
   lean=(-DCCL_ENABLE_CUDA=OFF -DCCL_BUILD_PERF=OFF -DCCL_BUILD_EXAMPLES=OFF -DCCL_CODEC_SPECIALIZE=OFF)
-  BUILD_DIR="$root/build-noucx" "$root/scripts/build.sh" -DCCL_ENABLE_UCX=OFF "${lean[@]}"
+  BUILD_DIR="$root/build-noucx" "$root/scripts/build.sh" -DCCL_ENABLE_UCX=OFF "${lean[@]}" -DCCL_TEST_SHARD=0/3
   step "test suite without UCX"
   ctest --test-dir "$root/build-noucx" --output-on-failure -j "$jobs" --timeout 900 || status=1
 
   sup="$root/tests/sanitizers"
+  shard=1
   for san in address thread; do
     step "$san sanitizer build"
-    BUILD_DIR="$root/build-$san" "$root/scripts/build.sh" -DCCL_SANITIZE=$san "${lean[@]}"
+    BUILD_DIR="$root/build-$san" "$root/scripts/build.sh" -DCCL_SANITIZE=$san "${lean[@]}" -DCCL_TEST_SHARD=$shard/3
+    shard=$((shard + 1))
     step "$san sanitizer test suite"
     # The collectives matrix runs over UCX here; over the in-process transport it runs in the
     # main build only (twice the matrix would not fit the time a sanitizer build takes).

@@ -8,6 +8,7 @@
 
 #include "collective_case.h"
 #include "dtype_ref.h"
+#include "shard.h"
 
 namespace ccltest {
 namespace {
@@ -138,12 +139,15 @@ std::vector<Case> misalignedCases() {
   return unique(cases);
 }
 
-INSTANTIATE_TEST_SUITE_P(DtypeOp, CollectiveTest, ::testing::ValuesIn(dtypeOpCases()), paramName);
-INSTANTIATE_TEST_SUITE_P(CountRanks, CollectiveTest, ::testing::ValuesIn(countRanksCases()), paramName);
-INSTANTIATE_TEST_SUITE_P(InPlace, CollectiveTest, ::testing::ValuesIn(inPlaceCases()), paramName);
-INSTANTIATE_TEST_SUITE_P(Roots, CollectiveTest, ::testing::ValuesIn(rootCases()), paramName);
-INSTANTIATE_TEST_SUITE_P(Large, CollectiveTest, ::testing::ValuesIn(largeCases()), paramName);
-INSTANTIATE_TEST_SUITE_P(Misaligned, CollectiveTest, ::testing::ValuesIn(misalignedCases()), paramName);
+// Under a sanitizer or without UCX, one shard of each (harness/shard.h).
+INSTANTIATE_TEST_SUITE_P(DtypeOp, CollectiveTest, ::testing::ValuesIn(Shard::fromEnv().of(dtypeOpCases())), paramName);
+INSTANTIATE_TEST_SUITE_P(CountRanks, CollectiveTest, ::testing::ValuesIn(Shard::fromEnv().of(countRanksCases())),
+                         paramName);
+INSTANTIATE_TEST_SUITE_P(InPlace, CollectiveTest, ::testing::ValuesIn(Shard::fromEnv().of(inPlaceCases())), paramName);
+INSTANTIATE_TEST_SUITE_P(Roots, CollectiveTest, ::testing::ValuesIn(Shard::fromEnv().of(rootCases())), paramName);
+INSTANTIATE_TEST_SUITE_P(Large, CollectiveTest, ::testing::ValuesIn(Shard::fromEnv().of(largeCases())), paramName);
+INSTANTIATE_TEST_SUITE_P(Misaligned, CollectiveTest, ::testing::ValuesIn(Shard::fromEnv().of(misalignedCases())),
+                         paramName);
 
 }  // namespace
 }  // namespace ccltest

@@ -12,6 +12,7 @@
 
 #include "collectives/algorithms.h"
 #include "plan_runner.h"
+#include "shard.h"
 
 namespace ccl::coll {
 namespace {
@@ -155,7 +156,8 @@ std::string qname(const ::testing::TestParamInfo<QCase>& i) {
          std::to_string(c.count) + "_chunk" + std::to_string(c.chunkBytes) + (c.inPlace ? "_inplace" : "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Codecs, CompressedAllReduce, ::testing::ValuesIn(qcases()), qname);
+INSTANTIATE_TEST_SUITE_P(Codecs, CompressedAllReduce, ::testing::ValuesIn(ccltest::Shard::fromEnv().of(qcases())),
+                         qname);
 
 // Keeping every element makes a sparsifier lossless: the sum in rank order is exact.
 TEST(CompressedSparse, LosslessSettingsMatchRankOrderSum) {

@@ -23,6 +23,7 @@
 #include "collectives/topology.h"
 #include "common/tags.h"
 #include "plan_runner.h"
+#include "shard.h"
 
 namespace ccl::coll {
 namespace {
@@ -39,7 +40,8 @@ constexpr int kThin = 8;
 constexpr int kThin = 1;
 #endif
 
-// Every way to cut n ranks into consecutive nodes (compositions of n), n <= 8.
+// Every way to cut n ranks into consecutive nodes (compositions of n), n <= 8; in a build that
+// runs one shard of the matrices, that shard of them (harness/shard.h).
 std::vector<std::vector<int>> splits(int n) {
   std::vector<std::vector<int>> out;
   for (unsigned mask = 0; mask < (1u << (n - 1)); ++mask) {
@@ -53,8 +55,12 @@ std::vector<std::vector<int>> splits(int n) {
     }
     out.push_back(sizes);
   }
-  return out;
+  return ccltest::Shard::fromEnv().of(out);
 }
+
+// The fewest cases a test over every split must run: `all` on the main build, less where the
+// splits are sampled (kThin) or sharded.
+int atLeast(int all) { return all / kThin / static_cast<int>(ccltest::Shard::fromEnv().count()); }
 
 TEST(Topology, NodesFromHostIdsInOrderOfTheirFirstRank) {
   const uint64_t ids[] = {7, 9, 7, 3, 9, 7};
@@ -129,7 +135,7 @@ TEST(HierarchicalAllReduce, ExactForEverySplitIntoNodes) {
       }
     }
   }
-  EXPECT_GT(ran, 1500 / kThin);
+  EXPECT_GT(ran, atLeast(1500));
 }
 
 // An average divides the sum once, by every rank of the communicator.
@@ -373,7 +379,7 @@ TEST(HierarchicalRooted, BroadcastAndReduceExactForEverySplit) {
       }
     }
   }
-  EXPECT_GT(ran, 2000 / kThin);
+  EXPECT_GT(ran, atLeast(2000));
 }
 
 // A compressed broadcast: the root's data quantized once across nodes (and once more inside
@@ -446,7 +452,7 @@ TEST(HierarchicalAllGather, ExactForEverySplitAndOneQuantizationCompressed) {
       }
     }
   }
-  EXPECT_GT(ran, 700 / kThin);
+  EXPECT_GT(ran, atLeast(700));
 
   const int sizes[] = {3, 1, 2};
   const Topology t = Topology::blocks(sizes);
@@ -516,7 +522,7 @@ TEST(HierarchicalReduceScatter, ExactForEverySplitAndOneQuantizationPerNodeCompr
       }
     }
   }
-  EXPECT_GT(ran, 700 / kThin);
+  EXPECT_GT(ran, atLeast(700));
 
   for (cclRedOp_t op : {cclSum, cclAvg}) {
     const int sizes[] = {2, 3};
@@ -600,7 +606,7 @@ TEST(HierarchicalAlltoAll, ExactForEverySplitAndOneQuantizationBetweenNodes) {
       }
     }
   }
-  EXPECT_GT(ran, 700 / kThin);
+  EXPECT_GT(ran, atLeast(700));
 
   const int sizes[] = {2, 1, 3};
   const Topology t = Topology::blocks(sizes);
@@ -703,6 +709,7 @@ TEST(Tags, PlansOfEveryAlgorithmAt65536RanksPairEveryMessage) {
   const auto start = std::chrono::steady_clock::now();
   size_t steps = 0;
   int cases = 0;
+  ccltest::Shard shard = ccltest::Shard::fromEnv();  // a sharded build: its share of the algorithms
   for (int c = 0; c < kNumColls; ++c) {
     const Coll coll = static_cast<Coll>(c);
     const CollInfo& info = collInfo(coll);
@@ -721,6 +728,7 @@ TEST(Tags, PlansOfEveryAlgorithmAt65536RanksPairEveryMessage) {
       algos.push_back({Algo::kHier, cclCodecInt8});
     }
     for (auto [algo, codec] : algos) {
+      if (!shard.next()) continue;
       SCOPED_TRACE(std::string(info.name) + " " + algoName(algo) + " " + cclCodecName(codec));
       // One element per rank (more for the rooted and per-rank collectives would only repeat
       // the same steps): the step fields reach their largest values.

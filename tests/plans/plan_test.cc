@@ -12,6 +12,7 @@
 #include "collectives/algorithms.h"
 #include "collectives/executor.h"
 #include "plan_runner.h"
+#include "shard.h"
 
 namespace ccl::coll {
 namespace {
@@ -185,7 +186,7 @@ std::string caseName(const ::testing::TestParamInfo<Case>& info) {
          "_" + algoName(c.algo) + (c.inPlace ? "_inplace" : "_outofplace");
 }
 
-INSTANTIATE_TEST_SUITE_P(Algorithms, PlanTest, ::testing::ValuesIn(cases()), caseName);
+INSTANTIATE_TEST_SUITE_P(Algorithms, PlanTest, ::testing::ValuesIn(ccltest::Shard::fromEnv().of(cases())), caseName);
 
 TEST(PlanShape, RingPipelinesChunks) {
   CollArgs a;

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "collectives/algorithms.h"
@@ -19,6 +20,7 @@
 #include "collectives/topology.h"
 #include "common/dtype.h"
 #include "rank_threads.h"
+#include "shard.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/factory.h"
 #include "transport/local/local_transport.h"
@@ -174,15 +176,20 @@ TEST_P(ReadInPlace, SameBitsAsReceivingIntoScratch) {
 
 const Shape kShapes[] = {{"flat2", {2}}, {"flat3", {3}}, {"flat5", {5}}, {"nodes2x2", {2, 2}}, {"nodes3and2", {3, 2}}};
 
-INSTANTIATE_TEST_SUITE_P(Plans, ReadInPlace,
-                         ::testing::Combine(::testing::ValuesIn(kShapes),
-                                            ::testing::Values(cclFloat32, cclBfloat16, cclInt32),
-                                            ::testing::Values(cclSum, cclMax, cclAvg), ::testing::Bool()),
-                         [](const auto& info) {
-                           return std::string(std::get<0>(info.param).name) + "_" +
-                                  dataTypeName(std::get<1>(info.param)) + "_" + redOpName(std::get<2>(info.param)) +
-                                  (std::get<3>(info.param) ? "_InPlace" : "_OutOfPlace");
-                         });
+// Every shape x type x op x placement (in a sharded build, its shard: harness/shard.h).
+std::vector<std::tuple<Shape, cclDataType_t, cclRedOp_t, bool>> readInPlaceCases() {
+  std::vector<std::tuple<Shape, cclDataType_t, cclRedOp_t, bool>> all;
+  for (const Shape& shape : kShapes)
+    for (cclDataType_t dtype : {cclFloat32, cclBfloat16, cclInt32})
+      for (cclRedOp_t op : {cclSum, cclMax, cclAvg})
+        for (bool inPlace : {false, true}) all.emplace_back(shape, dtype, op, inPlace);
+  return ccltest::Shard::fromEnv().of(all);
+}
+
+INSTANTIATE_TEST_SUITE_P(Plans, ReadInPlace, ::testing::ValuesIn(readInPlaceCases()), [](const auto& info) {
+  return std::string(std::get<0>(info.param).name) + "_" + dataTypeName(std::get<1>(info.param)) + "_" +
+         redOpName(std::get<2>(info.param)) + (std::get<3>(info.param) ? "_InPlace" : "_OutOfPlace");
+});
 
 // A receive read in place is priced by its own measured rate, where one is measured.
 TEST(ReadInPlaceCost, PricedByTheMeasuredRate) {
