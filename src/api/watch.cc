@@ -47,8 +47,10 @@ bool lookAt(cclComm_t comm) {
   if (!comm->lostRank.compare_exchange_strong(none, lost)) return true;
   cclResult_t ok = cclSuccess;
   comm->asyncError.compare_exchange_strong(ok, cclRemoteError);
-  CCL_WARN("comm %p rank %d: rank %d is gone (its process exited or it aborted the communicator)",
-           static_cast<void*>(comm), comm->rank, lost);
+  CCL_WARN(
+      "comm %p rank %d: rank %d is gone (its process exited, it aborted the communicator or its host went "
+      "silent)",
+      static_cast<void*>(comm), comm->rank, lost);
   comm->bootstrap->relayLost(lost);
   // Calls in progress here, and the peers', fail now rather than at CCL_TIMEOUT. (A device
   // call waiting on NCCL is left to NCCL: comm->nccl may be replaced while the watcher looks.)
@@ -59,26 +61,34 @@ bool lookAt(cclComm_t comm) {
 void run() {
   Watched& w = watched();
   std::vector<pollfd> fds;
-  std::vector<cclComm_t> later;  // undecided at the last look: looked at again, not waited on
+  std::vector<cclComm_t> later;                       // undecided at the last look: looked at again, not waited on
+  std::chrono::milliseconds pulseDue = kWatchPeriod;  // the soonest pulse any communicator owes
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(w.mu);
       fds.assign(1, pollfd{w.wake, POLLIN, 0});
       for (cclComm_t comm : w.comms)
-        if (watchable(comm) && std::find(later.begin(), later.end(), comm) == later.end())
+        if (watchable(comm) && std::find(later.begin(), later.end(), comm) == later.end()) {
           for (int fd : comm->bootstrap->ringFds()) fds.push_back({fd, POLLRDHUP, 0});
+          for (int fd : comm->bootstrap->pulseFds()) fds.push_back({fd, POLLIN, 0});
+        }
     }
     // A descriptor closed meanwhile (its communicator destroyed) wakes nobody; the wake
     // eventfd rebuilds the set.
-    const auto wait = later.empty() ? kWatchPeriod : kUndecidedPeriod;
+    const auto wait = later.empty() ? pulseDue : std::min(pulseDue, kUndecidedPeriod);
     if (::poll(fds.data(), fds.size(), static_cast<int>(wait.count())) > 0 && fds[0].revents) {
       uint64_t drained;
       [[maybe_unused]] ssize_t n = ::read(w.wake, &drained, sizeof drained);
     }
     std::lock_guard<std::mutex> lock(w.mu);
     later.clear();
-    for (cclComm_t comm : w.comms)
+    pulseDue = kWatchPeriod;
+    for (cclComm_t comm : w.comms) {
       if (!lookAt(comm)) later.push_back(comm);
+      if (!watchable(comm)) continue;
+      const auto due = comm->bootstrap->pulse();
+      if (due.count() > 0) pulseDue = std::min(pulseDue, due);
+    }
   }
 }
 

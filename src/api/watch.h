@@ -6,9 +6,12 @@
 // asynchronous error turns to cclRemoteError, later calls name the lost rank, the news goes
 // on round the ring, and the transport is aborted so that calls in progress here and on
 // the peers fail instead of waiting for CCL_TIMEOUT. Calls learn of a loss through their
-// transport too; the watcher covers the time between calls. It costs the hot path nothing:
-// it sleeps in poll() on its own thread and wakes only when a connection ends or a
-// communicator comes or goes.
+// transport too; the watcher covers the time between calls. A neighbour whose host goes
+// silent ends no connection: the watcher also sends the bootstrap's pulses (one byte to each
+// ring neighbour every quarter of CCL_PEER_SILENCE_MS) and fails the communicator when the
+// kernel gives up on them (Bootstrap::pulse). It costs the hot path nothing: it sleeps in
+// poll() on its own thread and wakes when a connection ends, a communicator comes or goes, or
+// a pulse is due.
 #pragma once
 
 #include <chrono>

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/tags.h"
@@ -64,11 +66,14 @@ std::vector<WireAddr> rendezvous(const IdLayout& id, int rank, int nranks, const
   return table;
 }
 
-// Accepts connections until the previous rank arrives with the secret; others are dropped.
-// Anyone who can reach the port can connect, so every connection's proof is read side by
-// side (as the root reads hellos): one that sends nothing must not hold up the previous
-// rank's behind it, each for seconds, until the init's deadline.
-Socket acceptPrev(Socket& listener, const IdLayout& id, int prev, int nranks, Deadline deadline) {
+// Accepts connections until the previous rank's two (its ring's and its pulses', in either
+// order) arrive with the secret; others are dropped. Anyone who can reach the port can
+// connect, so every connection's proof is read side by side (as the root reads hellos): one
+// that sends nothing must not hold up the previous rank's behind it, each for seconds, until
+// the init's deadline.
+std::array<Socket, kChannels> acceptPrev(Socket& listener, const IdLayout& id, int prev, int nranks,
+                                         Deadline deadline) {
+  std::array<Socket, kChannels> got;
   struct Candidate {
     Socket sock;
     RingProof proof{};
@@ -103,10 +108,15 @@ Socket acceptPrev(Socket& listener, const IdLayout& id, int prev, int nranks, De
       }
       if (!drop && c.got == sizeof(c.proof)) {
         const RingProof& p = c.proof;
-        if (p.magic == kRingMagic && sameSecret(p.secret, id.secret) && p.rank == prev && p.nranks == nranks)
-          return std::move(c.sock);
-        CCL_WARN("bootstrap: dropped a ring connection without the right secret or rank (claimed rank %d)", p.rank);
-        drop = true;
+        if (p.magic == kRingMagic && sameSecret(p.secret, id.secret) && p.rank == prev && p.nranks == nranks &&
+            p.channel >= 0 && p.channel < kChannels && !got[p.channel].valid()) {
+          got[p.channel] = std::move(c.sock);
+          if (std::all_of(got.begin(), got.end(), [](const Socket& s) { return s.valid(); })) return got;
+        } else {
+          CCL_WARN("bootstrap: dropped a ring connection without the right secret, rank or channel (claimed rank %d)",
+                   p.rank);
+        }
+        drop = true;  // taken, or dropped
       } else if (!drop && Clock::now() >= c.until) {
         CCL_WARN("bootstrap: dropped a ring connection that sent no proof in time");
         drop = true;
@@ -130,6 +140,14 @@ Socket acceptPrev(Socket& listener, const IdLayout& id, int prev, int nranks, De
 constexpr char kGoodbye = 'G';
 constexpr char kLost = 'L';
 
+// CCL_PEER_SILENCE_MS, checked: how long a neighbour's host may leave pulses unacknowledged.
+std::chrono::milliseconds peerSilence() {
+  const int64_t ms = config::peerSilenceMs();
+  CCL_CHECK(ms >= 0 && ms <= 3'600'000, cclInvalidArgument,
+            "CCL_PEER_SILENCE_MS=" + std::to_string(ms) + ": expected 0 (no pulses) to 3600000 milliseconds");
+  return std::chrono::milliseconds(ms);
+}
+
 // How long reachable() lets accepted connections settle before it trusts them.
 constexpr std::chrono::milliseconds kReachableSettle{100};
 
@@ -137,17 +155,28 @@ constexpr std::chrono::milliseconds kReachableSettle{100};
 // silent host costs this much once, at the start of a shrink.
 constexpr std::chrono::milliseconds kProbeWait{1000};
 
+// The errors with which the kernel ends a pulse connection whose bytes nobody acknowledged
+// (TCP_USER_TIMEOUT: ETIMEDOUT, or the last soft error seen meanwhile, e.g. no route). A reset
+// or an end means a process closed it, which the ring connection beside it explains.
+bool silentHostError(int err) {
+  return err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH || err == EHOSTDOWN;
+}
+
 class RingBootstrap final : public Bootstrap {
  public:
-  RingBootstrap(int rank, int nranks, Socket next, Socket prev, Socket listener, std::vector<WireAddr> listeners,
-                const IdLayout& id)
+  // next/prev: the connections to the next and previous rank, per channel (wire.h).
+  RingBootstrap(int rank, int nranks, std::array<Socket, kChannels> next, std::array<Socket, kChannels> prev,
+                Socket listener, std::vector<WireAddr> listeners, const IdLayout& id, std::chrono::milliseconds silence)
       : rank_(rank),
         size_(nranks),
-        next_(std::move(next)),
-        prev_(std::move(prev)),
+        next_(std::move(next[kRingChannel])),
+        prev_(std::move(prev[kRingChannel])),
+        pulsePrev_(std::move(prev[kPulseChannel])),
+        pulseNext_(std::move(next[kPulseChannel])),
         listener_(std::move(listener)),
         listeners_(std::move(listeners)),
-        id_(id) {}
+        id_(id),
+        silence_(silence) {}
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -166,6 +195,14 @@ class RingBootstrap final : public Bootstrap {
   }
   int lostNeighbour() override;
   void relayLost(int lost) override;
+  std::vector<int> pulseFds() const override {
+    std::vector<int> out;
+    if (size_ == 1 || aborted_.load() || saidGoodbye_.load()) return out;
+    for (int i = 0; i < 2; ++i)
+      if (pulseEnd_[i] == 0 && !leftOnPurpose_[i].load()) out.push_back(pulseSockets()[i]->fd());
+    return out;
+  }
+  std::chrono::milliseconds pulse() override;
   void goodbye() override {
     // Nothing reads the byte: it only marks the connection's end as meant. Once.
     if (size_ == 1 || aborted_.load() || saidGoodbye_.exchange(true)) return;
@@ -185,9 +222,16 @@ class RingBootstrap final : public Bootstrap {
     next_.shutdown();
     prev_.shutdown();
   }
+  std::array<const Socket*, 2> pulseSockets() const { return {&pulsePrev_, &pulseNext_}; }
+  void drainPulses();
 
   int rank_, size_;
   Socket next_, prev_;
+  // The pulse connections (Bootstrap::pulse), and how each ended: 0 while open, an errno, or
+  // kPulseClosed when the peer closed it. Only the watcher's thread reads and writes them.
+  static constexpr int kPulseClosed = -1;
+  Socket pulsePrev_, pulseNext_;
+  int pulseEnd_[2] = {0, 0};
   // The rendezvous listener of every rank (this one's kept open): derived ids' roots.
   Socket listener_;
   std::vector<WireAddr> listeners_;
@@ -195,15 +239,57 @@ class RingBootstrap final : public Bootstrap {
   std::atomic<bool> aborted_{false};
   std::atomic<bool> saidGoodbye_{false};
   std::atomic<bool> leftOnPurpose_[2] = {false, false};  // prev_, next_ ended with a goodbye
+  std::chrono::milliseconds silence_;                    // CCL_PEER_SILENCE_MS at init; 0: this rank sends no pulses
+  Clock::time_point nextPulse_{};
 };
+
+void RingBootstrap::drainPulses() {
+  char sink[64];
+  for (int i = 0; i < 2; ++i) {
+    if (pulseEnd_[i] != 0) continue;
+    for (;;) {
+      const ssize_t n = ::recv(pulseSockets()[i]->fd(), sink, sizeof sink, MSG_DONTWAIT);
+      if (n > 0) continue;
+      if (n == 0) {
+        pulseEnd_[i] = kPulseClosed;
+      } else if (errno == EINTR) {
+        continue;
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        pulseEnd_[i] = errno;
+      }
+      break;
+    }
+  }
+}
+
+std::chrono::milliseconds RingBootstrap::pulse() {
+  if (size_ == 1 || aborted_.load() || saidGoodbye_.load()) return {};
+  // Drained whatever this rank's own setting: a neighbour may pulse when this rank does not,
+  // and a full receive buffer would stall its pulses until its kernel gave up on them.
+  drainPulses();
+  if (silence_.count() == 0) return {};
+  const auto now = Clock::now();
+  if (now >= nextPulse_) {
+    const char beat = 'P';
+    for (int i = 0; i < 2; ++i)
+      if (pulseEnd_[i] == 0) (void)::send(pulseSockets()[i]->fd(), &beat, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    nextPulse_ = now + silence_ / 4;
+  }
+  return std::max(std::chrono::milliseconds(1), std::chrono::ceil<std::chrono::milliseconds>(nextPulse_ - now));
+}
 
 int RingBootstrap::lostNeighbour() {
   if (size_ == 1 || aborted_.load() || saidGoodbye_.load()) return -1;
   const int neighbour[2] = {(rank_ - 1 + size_) % size_, (rank_ + 1) % size_};
   const Socket* sockets[2] = {&prev_, &next_};
+  drainPulses();
   for (int i = 0; i < 2; ++i) {
     pollfd p{sockets[i]->fd(), POLLRDHUP, 0};
-    if (::poll(&p, 1, 0) <= 0 || !(p.revents & (POLLRDHUP | POLLHUP | POLLERR))) continue;
+    if (::poll(&p, 1, 0) <= 0 || !(p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+      // The ring connection stands, but the kernel gave up on the pulses: its host is silent.
+      if (!leftOnPurpose_[i].load() && silentHostError(pulseEnd_[i])) return neighbour[i];
+      continue;
+    }
     char msg[1 + sizeof(int32_t)];
     const ssize_t n = ::recv(sockets[i]->fd(), msg, sizeof msg, MSG_PEEK | MSG_DONTWAIT);
     if (n >= 1 && msg[0] == kGoodbye) {  // left on purpose: nothing more to watch there
@@ -375,20 +461,32 @@ std::unique_ptr<Bootstrap> Bootstrap::connect(const cclUniqueId& id, int rank, i
   WireAddr local = pickLocalAddress();
   Socket listener = Socket::listenOn(local);
   std::vector<WireAddr> table = rendezvous(layout, rank, nranks, listener.localAddr(), agreement, deadline);
-  Socket next, prev;
+  const std::chrono::milliseconds silence = peerSilence();
+  std::array<Socket, kChannels> next, prev;
   if (nranks > 1) {
-    next = Socket::connectTo(table[(rank + 1) % nranks], deadline);
-    RingProof proof{};
-    proof.magic = kRingMagic;
-    std::memcpy(proof.secret, layout.secret, kSecretBytes);
-    proof.rank = rank;
-    proof.nranks = nranks;
-    next.sendAll(&proof, sizeof(proof), deadline);
+    // Both connections to the next rank first (their proofs fit the socket buffers), then
+    // the previous rank's two, in whichever order they come.
+    for (int32_t channel = 0; channel < kChannels; ++channel) {
+      next[channel] = Socket::connectTo(table[(rank + 1) % nranks], deadline);
+      RingProof proof{};
+      proof.magic = kRingMagic;
+      std::memcpy(proof.secret, layout.secret, kSecretBytes);
+      proof.rank = rank;
+      proof.nranks = nranks;
+      proof.channel = channel;
+      next[channel].sendAll(&proof, sizeof(proof), deadline);
+    }
     prev = acceptPrev(listener, layout, (rank - 1 + nranks) % nranks, nranks, deadline);
+    if (silence.count() > 0)
+      for (Socket* s : {&next[kPulseChannel], &prev[kPulseChannel]}) {
+        const unsigned ms = static_cast<unsigned>(silence.count());
+        if (setsockopt(s->fd(), IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms) != 0)
+          throwSystemError("setsockopt(TCP_USER_TIMEOUT)", errno);
+      }
   }
   CCL_INFO("bootstrap: rank %d of %d joined", rank, nranks);
   return std::make_unique<RingBootstrap>(rank, nranks, std::move(next), std::move(prev), std::move(listener),
-                                         std::move(table), layout);
+                                         std::move(table), layout, silence);
 }
 
 }  // namespace ccl::bootstrap

@@ -54,7 +54,8 @@ class Bootstrap {
   // The ring connections, for a watcher to wait on (their end: POLLRDHUP).
   virtual std::vector<int> ringFds() const = 0;
   // Non-blocking: the rank lost by this rank's view (a neighbour whose connection ended
-  // without a goodbye, or the rank a neighbour's relay names), or -1; -1 after abort().
+  // without a goodbye, one whose host left its pulses unacknowledged for CCL_PEER_SILENCE_MS,
+  // or the rank a neighbour's relay names), or -1; -1 after abort().
   // kUndecided: a connection ended after bytes a collective of this rank has still to read;
   // ask again later.
   static constexpr int kUndecided = -2;
@@ -63,6 +64,17 @@ class Bootstrap {
   virtual void relayLost(int lost) = 0;
   // Leaves the goodbye now (the process is exiting without destroying this bootstrap).
   virtual void goodbye() = 0;
+  // A silent host (crashed, powered off, cut off) ends no connection: nothing arrives, not
+  // even a reset. So each rank also holds a pulse connection to each ring neighbour, on which
+  // the watcher sends a byte every quarter of CCL_PEER_SILENCE_MS; the kernel fails it
+  // (TCP_USER_TIMEOUT) when those bytes stay unacknowledged that long. A process that is
+  // stopped or stuck still acknowledges them (its kernel does): CCL_TIMEOUT reports it.
+  // The pulse connections, for a watcher to wait on (POLLIN: pulses to drain; their errors).
+  virtual std::vector<int> pulseFds() const = 0;
+  // Non-blocking: drains the neighbours' pulses and sends this rank's when one is due.
+  // Returns how long until the next is due; zero when this bootstrap sends none
+  // (CCL_PEER_SILENCE_MS=0, one rank, after abort() or goodbye()).
+  virtual std::chrono::milliseconds pulse() = 0;
 
   // The id of a communicator of `ranks` (ascending, this rank among them), made without a
   // message: cclCommShrink's, whose survivors cannot count on this ring (a lost rank broke

@@ -16,7 +16,7 @@ namespace ccl::bootstrap {
 constexpr size_t kSecretBytes = 32;
 constexpr uint64_t kIdMagic = 0x31306469'2d6c6363ull;     // "ccl-id01"
 constexpr uint64_t kHelloMagic = 0x3130686c'2d6c6363ull;  // "ccl-hl01"
-constexpr uint64_t kRingMagic = 0x31306772'2d6c6363ull;   // "ccl-rg01"
+constexpr uint64_t kRingMagic = 0x32306772'2d6c6363ull;   // "ccl-rg02"
 
 struct IdLayout {
   uint64_t magic;
@@ -50,12 +50,18 @@ struct Reply {
   char message[124];
 };
 
-// Rank -> next rank in the ring, right after connecting.
+// Rank -> next rank in the ring, right after connecting; once on each of its two connections:
+// the ring's (allGather, barrier, broadcast, goodbyes) and the pulses' (Bootstrap::pulse).
+constexpr int32_t kRingChannel = 0;
+constexpr int32_t kPulseChannel = 1;
+constexpr int kChannels = 2;
 struct RingProof {
   uint64_t magic;
   uint8_t secret[kSecretBytes];
   int32_t rank;
   int32_t nranks;
+  int32_t channel;
+  int32_t reserved;
 };
 
 // Tells the rendezvous service of an id made in this process (createUniqueId) the size of

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# A silent host (silent_host.cc): three ranks, each in a network namespace of its own behind a
+# bridge (perf/slowlink/links.sh, no rate limit). After one call, the last rank is stopped
+# (SIGSTOP) for three times CCL_PEER_SILENCE_MS and resumed: nobody may take it for lost. Then
+# its bridge port goes down: from then on nothing of it arrives and nothing reaches it, as when
+# a host loses power. The other two must find it, name it in an error, shrink it away
+# (CCL_SHRINK_ALIVE) and make a call; twice: idle between calls, then inside a call. CCL_TIMEOUT is
+# 60 s, longer than the wait, so only the pulses can find it. Prints each rank's JSON line
+# (detected_s: seconds from the cut to the communicator's error).
+#   tests/faults/silent_host.sh BUILD_DIR
+# Needs root (network namespaces); exits 77 (skipped) without.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+bin=$1/tests/faults/silent_host
+[[ -x $bin ]] || { echo "silent_host.sh: $bin not built" >&2; exit 1; }
+if ! ip netns add "cclsh-probe-$$" 2>/dev/null; then
+  echo "silent_host.sh: cannot create network namespaces here (root needed): skipped"
+  exit 77
+fi
+ip netns del "cclsh-probe-$$"
+
+ranks=3
+# shellcheck source=../../perf/slowlink/links.sh
+source "$here/../../perf/slowlink/links.sh"
+links_setup
+build_links
+silence=${CCL_PEER_SILENCE_MS:-500}
+export CCL_PEER_SILENCE_MS=$silence CCL_TIMEOUT=60 CCL_SOCKET_IFNAME=$ifname CCL_TRANSPORT=ucx UCX_NET_DEVICES=$ifname
+
+# One trial of MODE (idle or call); its ranks' JSON lines on stdout; non-zero if one is wrong.
+trial() {
+  local mode=$1 r i n line status=0
+  local pids=()
+  rm -f "$work"/id "$work"/ready.* "$work"/silenced "$work"/silenced.tmp "$work"/result.*
+  ip -n "$hub" link set "slh$last" up
+  for ((r = 0; r < ranks; r++)); do
+    rank_exec "$r" "$bin" "$r" "$ranks" "$work" "$mode" >"$work/out.$r" 2>"$work/err.$r" &
+    pids+=($!)
+    children+=($!)
+  done
+  for ((i = 0; i < 300; i++)); do
+    n=$(find "$work" -maxdepth 1 -name 'ready.*' | wc -l)
+    [[ $n -eq $ranks ]] && break
+    sleep 0.1
+  done
+  if [[ $n -ne $ranks ]]; then
+    echo "silent_host.sh: $mode: only $n of $ranks ranks made their communicator" >&2
+    cat "$work"/err.* >&2
+    return 1
+  fi
+
+  # Stopped, not silent: its kernel still acknowledges the pulses.
+  kill -STOP "${pids[$last]}"
+  sleep "$(awk -v s="$silence" 'BEGIN { print 3 * s / 1000 }')"
+  kill -CONT "${pids[$last]}"
+  sleep 0.5
+
+  # Silent: its bridge port down (the time written first, so detected_s is not understated).
+  python3 -c 'import struct, sys, time; open(sys.argv[1], "wb").write(struct.pack("d", time.time()))' \
+    "$work/silenced.tmp"
+  ip -n "$hub" link set "slh$last" down
+  mv "$work/silenced.tmp" "$work/silenced"
+
+  for ((r = 0; r < last; r++)); do
+    wait "${pids[$r]}" || { echo "silent_host.sh: $mode: rank $r exited with $?" >&2; status=1; }
+  done
+  kill -9 "${pids[$last]}" 2>/dev/null || true
+  wait "${pids[$last]}" 2>/dev/null || true
+  for ((r = 0; r < last; r++)); do
+    line=$(cat "$work/result.$r" 2>/dev/null || echo '{}')
+    echo "$line"
+    python3 - "$line" "$last" <<'PY' || status=1
+import json, sys
+r = json.loads(sys.argv[1])
+want = {"found": True, "early": False, "named": True, "shrunk_to": int(sys.argv[2]), "after_ok": True}
+bad = {k: r.get(k) for k, v in want.items() if r.get(k) != v}
+if bad:
+    print("silent_host.sh: %s rank %s: %s (want %s)" % (r.get("mode"), r.get("rank"), bad, {k: want[k] for k in bad}),
+          file=sys.stderr)
+    sys.exit(1)
+PY
+  done
+  [[ $status -eq 0 ]] || cat "$work"/err.* >&2
+  return $status
+}
+
+last=$((ranks - 1))
+status=0
+for mode in idle call; do trial "$mode" || status=1; done
+exit $status
