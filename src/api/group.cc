@@ -62,6 +62,19 @@ void execute(std::span<const coll::Job> jobs, std::span<const Op> ops, const col
       const int lost = lostRankSoon(ops.front().comm);
       if (lost >= 0) throw Error(e.code(), std::string(e.what()) + " (rank " + std::to_string(lost) + " is gone)");
     }
+    // A call that made no progress for CCL_TIMEOUT: a stopped rank's neighbours know it (its
+    // kernel acknowledges, its pulses stopped) and tell the others, who name it in turn.
+    if (e.code() == cclSystemError && !ops.empty()) {
+      cclComm_t c = ops.front().comm;
+      const int quiet = c->bootstrap->quietNeighbour();
+      if (quiet >= 0) {
+        declareLost(c, quiet, "it sends no pulses: stopped, or its process cannot run");
+        throw Error(e.code(), std::string(e.what()) + " (rank " + std::to_string(quiet) +
+                                  " sends no pulses: stopped, or its process cannot run)");
+      }
+      const int lost = lostRankSoon(c, kQuietRankWait);
+      if (lost >= 0) throw Error(e.code(), std::string(e.what()) + " (rank " + std::to_string(lost) + " is gone)");
+    }
     throw;
   }
 }

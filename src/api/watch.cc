@@ -36,25 +36,28 @@ Watched& watched() {
 // watcher names and passes on.
 bool watchable(cclComm_t comm) { return !comm->aborted.load() && !comm->revoked.load(); }
 
+// declareLost with the watcher's lock held.
+bool declareLostLocked(cclComm_t comm, int lost, const char* why) {
+  int none = -1;
+  if (!comm->lostRank.compare_exchange_strong(none, lost)) return false;
+  cclResult_t ok = cclSuccess;
+  comm->asyncError.compare_exchange_strong(ok, cclRemoteError);
+  CCL_WARN("comm %p rank %d: rank %d is gone (%s)", static_cast<void*>(comm), comm->rank, lost, why);
+  comm->bootstrap->relayLost(lost);
+  // Calls in progress here, and the peers', fail now rather than at CCL_TIMEOUT. (A device
+  // call waiting on NCCL is left to NCCL: comm->nccl may be replaced while the watcher looks.)
+  comm->transport->abort();
+  return true;
+}
+
 // Looks at one communicator; false when it must be looked at again later without waiting on
 // its connections (one ended behind bytes still to be read, so poll would not sleep).
 bool lookAt(cclComm_t comm) {
   if (!watchable(comm)) return true;
   const int lost = comm->bootstrap->lostNeighbour();
   if (lost == bootstrap::Bootstrap::kUndecided) return false;
-  if (lost < 0) return true;
-  int none = -1;
-  if (!comm->lostRank.compare_exchange_strong(none, lost)) return true;
-  cclResult_t ok = cclSuccess;
-  comm->asyncError.compare_exchange_strong(ok, cclRemoteError);
-  CCL_WARN(
-      "comm %p rank %d: rank %d is gone (its process exited, it aborted the communicator or its host went "
-      "silent)",
-      static_cast<void*>(comm), comm->rank, lost);
-  comm->bootstrap->relayLost(lost);
-  // Calls in progress here, and the peers', fail now rather than at CCL_TIMEOUT. (A device
-  // call waiting on NCCL is left to NCCL: comm->nccl may be replaced while the watcher looks.)
-  comm->transport->abort();
+  if (lost >= 0)
+    declareLostLocked(comm, lost, "its process exited, it aborted the communicator or its host went silent");
   return true;
 }
 
@@ -138,8 +141,13 @@ void watch(cclComm_t comm) {
   wakeWatcher(w);
 }
 
-int lostRankSoon(cclComm_t comm) {
-  const auto until = std::chrono::steady_clock::now() + kLostRankWait;
+bool declareLost(cclComm_t comm, int lost, const char* why) {
+  std::lock_guard<std::mutex> lock(watched().mu);
+  return declareLostLocked(comm, lost, why);
+}
+
+int lostRankSoon(cclComm_t comm, std::chrono::milliseconds wait) {
+  const auto until = std::chrono::steady_clock::now() + wait;
   int lost = comm->lostRank.load();
   while (lost < 0 && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));

@@ -25,10 +25,17 @@ constexpr std::chrono::milliseconds kWatchPeriod{1000};
 // How soon a connection that ended behind unread bytes is looked at again.
 constexpr std::chrono::milliseconds kUndecidedPeriod{20};
 
-// The rank the watcher found lost on `comm`, waiting up to kLostRankWait for it (a call that
-// failed on a peer's abort learns it a little before the watcher); -1 if none.
+// The rank the watcher found lost on `comm`, waiting up to `wait` for it (a call that failed
+// on a peer's abort learns it a little before the watcher; one that timed out, a little
+// before a neighbour of a stopped rank names it: kQuietRankWait); -1 if none.
 constexpr std::chrono::milliseconds kLostRankWait{50};
-int lostRankSoon(cclComm_t comm);
+constexpr std::chrono::milliseconds kQuietRankWait{250};
+int lostRankSoon(cclComm_t comm, std::chrono::milliseconds wait = kLostRankWait);
+
+// Fails `comm` for the loss of rank `lost`, as the watcher does when it finds one: its
+// asynchronous error turns to cclRemoteError, later calls name `lost`, the news goes round
+// the ring and the transport is aborted. False when a loss was declared already. Any thread.
+bool declareLost(cclComm_t comm, int lost, const char* why);
 
 // From the end of createComm to the start of destroyComm.
 void watch(cclComm_t comm);

@@ -123,13 +123,15 @@ def summarise(lines):
     for l in lines:
         k = kinds.setdefault(l.get("kind", "?"), {"trials": 0, "ok": 0, "survivors": 0, "errors": 0, "completed": 0,
                                                    "hangs": 0, "wrong": 0, "crashes": 0, "t": [], "inputs": 0,
-                                                   "rss": [], "heap": [], "fds": [], "bad": []})
+                                                   "rss": [], "heap": [], "fds": [], "bad": [], "named": None})
         k["trials"] += 1
         k["ok"] += 1 if l.get("ok") else 0
         for f in ("survivors", "errors", "completed", "hangs", "wrong", "crashes"):
             k[f] += int(l.get(f, 0) or 0)
         k["t"] += [float(x) for x in l.get("t_error", []) or []]
         k["inputs"] += int(l.get("inputs", 0) or 0)
+        if l.get("named") is not None:  # survivors whose error names the lost rank
+            k["named"] = (k["named"] or 0) + int(l["named"])
         if l.get("rss_before", -1) is not None and l.get("rss_before", -1) >= 0:
             k["rss"].append((l["rss_before"], l["rss_after"]))
         if l.get("heap_before", -1) is not None and l.get("heap_before", -1) >= 0:
@@ -142,10 +144,10 @@ def summarise(lines):
 
 
 def table(kinds, skipped):
-    rows = ["| fault kind | trials ok | survivors: error / completed | hangs | wrong results | crashes "
-            "| time to error, median / worst (s) | RSS before → after (MiB) | heap in use before → after (KiB) "
-            "| descriptors before → after | inputs |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| fault kind | trials ok | survivors: error / completed | errors naming the lost rank | hangs "
+            "| wrong results | crashes | time to error, median / worst (s) | RSS before → after (MiB) "
+            "| heap in use before → after (KiB) | descriptors before → after | inputs |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in sorted(kinds):
         k = kinds[name]
         t = "%.2f / %.2f" % (statistics.median(k["t"]), max(k["t"])) if k["t"] else "–"
@@ -154,12 +156,13 @@ def table(kinds, skipped):
             rss = "%.0f → %.0f" % (max(a for a, _ in k["rss"]) / 1024, max(b for _, b in k["rss"]) / 1024)
         heap = "%d → %d" % (max(a for a, _ in k["heap"]), max(b for _, b in k["heap"])) if k["heap"] else "–"
         fds = "%d → %d" % (max(a for a, _ in k["fds"]), max(b for _, b in k["fds"])) if k["fds"] else "–"
-        rows.append("| %s | %d / %d | %d / %d | %d | %d | %d | %s | %s | %s | %s | %s |" % (
-            name, k["ok"], k["trials"], k["errors"], k["completed"], k["hangs"], k["wrong"], k["crashes"], t, rss, heap,
-            fds,
+        named = "%d / %d" % (k["named"], k["errors"]) if k["named"] is not None else "–"
+        rows.append("| %s | %d / %d | %d / %d | %s | %d | %d | %d | %s | %s | %s | %s | %s |" % (
+            name, k["ok"], k["trials"], k["errors"], k["completed"], named, k["hangs"], k["wrong"], k["crashes"], t,
+            rss, heap, fds,
             "{:,}".format(k["inputs"]) if k["inputs"] else "–"))
     for name, why in skipped:
-        rows.append("| %s | skipped: %s | | | | | | | | | |" % (name, why))
+        rows.append("| %s | skipped: %s | | | | | | | | | | |" % (name, why))
     return "\n".join(rows)
 
 

@@ -6,9 +6,11 @@
 //   silent_host RANK NRANKS DIR MODE
 // MODE idle: the others wait between calls (as a trainer between steps) and learn of the loss
 // from cclCommGetAsyncError, then from their next call. MODE call: the others are inside an
-// allreduce that the silent rank never joins, which must fail.
+// allreduce that the silent rank never joins, which must fail. MODE stopped: the same, but the
+// last rank is stopped instead (SIGSTOP, never resumed): the call fails at CCL_TIMEOUT, naming
+// it (its kernel acknowledges, its pulses stopped), and the shrink leaves it out.
 // Files in DIR (a folder every rank's namespace sees): id (rank 0 writes the unique id),
-// ready.R (rank R made its communicator and one call), silenced (the driver's CLOCK_REALTIME
+// ready.R (rank R made its communicator and one call; its process id, as text), silenced (the driver's CLOCK_REALTIME
 // when it cut the host off, in seconds), result.R (rank R's JSON line).
 #include <unistd.h>
 
@@ -63,10 +65,10 @@ bool sumOk(cclComm_t comm, int n, std::string* why) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 5) die("usage: silent_host RANK NRANKS DIR idle|call");
+  if (argc != 5) die("usage: silent_host RANK NRANKS DIR idle|call|stopped");
   const int rank = std::atoi(argv[1]), n = std::atoi(argv[2]);
   const std::string dir = argv[3], mode = argv[4];
-  if (mode != "idle" && mode != "call") die("MODE must be idle or call");
+  if (mode != "idle" && mode != "call" && mode != "stopped") die("MODE must be idle, call or stopped");
   const int silent = n - 1;  // the rank whose host the driver cuts off
 
   cclUniqueId id{};
@@ -85,8 +87,8 @@ int main(int argc, char** argv) {
   if (cclCommInitRank(&comm, n, id, rank) != cclSuccess) die("cclCommInitRank failed");
   std::string why;
   if (!sumOk(comm, n, &why)) die("the first allreduce failed: " + why);
-  const char one = '1';
-  writeFile(dir + "/ready." + std::to_string(rank), &one, 1);
+  const std::string pid = std::to_string(getpid());
+  writeFile(dir + "/ready." + std::to_string(rank), pid.data(), pid.size());
 
   if (rank == silent) {  // cut off, then killed by the driver
     std::this_thread::sleep_for(std::chrono::seconds(60));
@@ -96,7 +98,7 @@ int main(int argc, char** argv) {
   double silencedAt = 0, errorAt = 0;
   bool earlyError = false;
   std::string message;
-  if (mode == "call") {  // blocked until the loss is found (CCL_TIMEOUT is far longer)
+  if (mode != "idle") {  // blocked until the loss is found, or CCL_TIMEOUT (stopped)
     float x = 1, y = 0;
     if (cclAllReduce(&x, &y, 1, cclFloat32, cclSum, comm, nullptr) != cclSuccess) {
       errorAt = wallNow();
@@ -124,7 +126,9 @@ int main(int argc, char** argv) {
     float x = 1, y = 0;
     if (cclAllReduce(&x, &y, 1, cclFloat32, cclSum, comm, nullptr) != cclSuccess) message = cclGetLastError(comm);
   }
-  const bool named = message.find("rank " + std::to_string(silent) + " is gone") != std::string::npos;
+  const std::string who = "rank " + std::to_string(silent);
+  const bool named = message.find(who + " is gone") != std::string::npos ||
+                     message.find(who + " sends no pulses") != std::string::npos;
   // The survivors agree on who is alive (the silent host's listener does not answer) and go on.
   int shrunkTo = 0;
   bool after = false;

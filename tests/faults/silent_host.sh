@@ -5,7 +5,10 @@
 # (SIGSTOP) for three times CCL_PEER_SILENCE_MS and resumed: nobody may take it for lost. Then
 # its bridge port goes down: from then on nothing of it arrives and nothing reaches it, as when
 # a host loses power. The other two must find it, name it in an error, shrink it away
-# (CCL_SHRINK_ALIVE) and make a call; twice: idle between calls, then inside a call. CCL_TIMEOUT is
+# (CCL_SHRINK_ALIVE) and make a call; twice: idle between calls, then inside a call. A third
+# trial stops the last rank for good while the others are inside a call (CCL_TIMEOUT 3 s): the
+# call must fail naming it, and the shrink must leave it out although its kernel still
+# accepts connections. CCL_TIMEOUT is
 # 60 s, longer than the wait, so only the pulses can find it. Prints each rank's JSON line
 # (detected_s: seconds from the cut to the communicator's error).
 #   tests/faults/silent_host.sh BUILD_DIR
@@ -34,8 +37,11 @@ trial() {
   local pids=()
   rm -f "$work"/id "$work"/ready.* "$work"/silenced "$work"/silenced.tmp "$work"/result.*
   ip -n "$hub" link set "slh$last" up
+  # Stopped: CCL_TIMEOUT short, so that the call fails in time and names the stopped rank.
+  local timeout=60
+  [[ $mode == stopped ]] && timeout=3
   for ((r = 0; r < ranks; r++)); do
-    rank_exec "$r" "$bin" "$r" "$ranks" "$work" "$mode" >"$work/out.$r" 2>"$work/err.$r" &
+    CCL_TIMEOUT=$timeout rank_exec "$r" "$bin" "$r" "$ranks" "$work" "$mode" >"$work/out.$r" 2>"$work/err.$r" &
     pids+=($!)
     children+=($!)
   done
@@ -49,23 +55,33 @@ trial() {
     cat "$work"/err.* >&2
     return 1
   fi
+  # The rank's own process (what rank_exec started in the background is a shell around it).
+  local victim
+  victim=$(cat "$work/ready.$last")
 
-  # Stopped, not silent: its kernel still acknowledges the pulses.
-  kill -STOP "${pids[$last]}"
-  sleep "$(awk -v s="$silence" 'BEGIN { print 3 * s / 1000 }')"
-  kill -CONT "${pids[$last]}"
-  sleep 0.5
+  if [[ $mode != stopped ]]; then
+    # Stopped, not silent: its kernel still acknowledges the pulses.
+    kill -STOP "$victim"
+    sleep "$(awk -v s="$silence" 'BEGIN { print 3 * s / 1000 }')"
+    kill -CONT "$victim"
+    sleep 0.5
+  fi
 
-  # Silent: its bridge port down (the time written first, so detected_s is not understated).
+  # Silent (its bridge port down), or stopped for good. The time is written first, so
+  # detected_s is not understated.
   python3 -c 'import struct, sys, time; open(sys.argv[1], "wb").write(struct.pack("d", time.time()))' \
     "$work/silenced.tmp"
-  ip -n "$hub" link set "slh$last" down
+  if [[ $mode == stopped ]]; then
+    kill -STOP "$victim"
+  else
+    ip -n "$hub" link set "slh$last" down
+  fi
   mv "$work/silenced.tmp" "$work/silenced"
 
   for ((r = 0; r < last; r++)); do
     wait "${pids[$r]}" || { echo "silent_host.sh: $mode: rank $r exited with $?" >&2; status=1; }
   done
-  kill -9 "${pids[$last]}" 2>/dev/null || true
+  kill -9 "$victim" "${pids[$last]}" 2>/dev/null || true
   wait "${pids[$last]}" 2>/dev/null || true
   for ((r = 0; r < last; r++)); do
     line=$(cat "$work/result.$r" 2>/dev/null || echo '{}')
@@ -87,5 +103,5 @@ PY
 
 last=$((ranks - 1))
 status=0
-for mode in idle call; do trial "$mode" || status=1; done
+for mode in idle call stopped; do trial "$mode" || status=1; done
 exit $status

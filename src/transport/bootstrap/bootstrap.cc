@@ -199,10 +199,11 @@ class RingBootstrap final : public Bootstrap {
     std::vector<int> out;
     if (size_ == 1 || aborted_.load() || saidGoodbye_.load()) return out;
     for (int i = 0; i < 2; ++i)
-      if (pulseEnd_[i] == 0 && !leftOnPurpose_[i].load()) out.push_back(pulseSockets()[i]->fd());
+      if (pulseEnd_[i].load() == 0 && !leftOnPurpose_[i].load()) out.push_back(pulseSockets()[i]->fd());
     return out;
   }
   std::chrono::milliseconds pulse() override;
+  int quietNeighbour() const override;
   void goodbye() override {
     // Nothing reads the byte: it only marks the connection's end as meant. Once.
     if (size_ == 1 || aborted_.load() || saidGoodbye_.exchange(true)) return;
@@ -227,11 +228,13 @@ class RingBootstrap final : public Bootstrap {
 
   int rank_, size_;
   Socket next_, prev_;
-  // The pulse connections (Bootstrap::pulse), and how each ended: 0 while open, an errno, or
-  // kPulseClosed when the peer closed it. Only the watcher's thread reads and writes them.
+  // The pulse connections (Bootstrap::pulse); how each ended: 0 while open, an errno, or
+  // kPulseClosed when the peer closed it; when a pulse last came from each (steady clock
+  // nanoseconds, 0: never). Only the watcher's thread reads the sockets.
   static constexpr int kPulseClosed = -1;
   Socket pulsePrev_, pulseNext_;
-  int pulseEnd_[2] = {0, 0};
+  std::atomic<int> pulseEnd_[2] = {0, 0};
+  std::atomic<int64_t> lastPulseNs_[2] = {0, 0};
   // The rendezvous listener of every rank (this one's kept open): derived ids' roots.
   Socket listener_;
   std::vector<WireAddr> listeners_;
@@ -246,10 +249,13 @@ class RingBootstrap final : public Bootstrap {
 void RingBootstrap::drainPulses() {
   char sink[64];
   for (int i = 0; i < 2; ++i) {
-    if (pulseEnd_[i] != 0) continue;
+    if (pulseEnd_[i].load() != 0) continue;
     for (;;) {
       const ssize_t n = ::recv(pulseSockets()[i]->fd(), sink, sizeof sink, MSG_DONTWAIT);
-      if (n > 0) continue;
+      if (n > 0) {
+        lastPulseNs_[i].store(Clock::now().time_since_epoch() / std::chrono::nanoseconds(1));
+        continue;
+      }
       if (n == 0) {
         pulseEnd_[i] = kPulseClosed;
       } else if (errno == EINTR) {
@@ -272,10 +278,23 @@ std::chrono::milliseconds RingBootstrap::pulse() {
   if (now >= nextPulse_) {
     const char beat = 'P';
     for (int i = 0; i < 2; ++i)
-      if (pulseEnd_[i] == 0) (void)::send(pulseSockets()[i]->fd(), &beat, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (pulseEnd_[i].load() == 0) (void)::send(pulseSockets()[i]->fd(), &beat, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
     nextPulse_ = now + silence_ / 4;
   }
   return std::max(std::chrono::milliseconds(1), std::chrono::ceil<std::chrono::milliseconds>(nextPulse_ - now));
+}
+
+int RingBootstrap::quietNeighbour() const {
+  if (size_ == 1 || silence_.count() == 0 || aborted_.load() || saidGoodbye_.load()) return -1;
+  const int64_t now = Clock::now().time_since_epoch() / std::chrono::nanoseconds(1);
+  const int64_t limit = silence_ / std::chrono::nanoseconds(1);
+  for (int i = 0; i < 2; ++i) {
+    const int64_t last = lastPulseNs_[i].load();
+    // Never pulsed (pulses off there): nothing to judge by.
+    if (last != 0 && pulseEnd_[i].load() == 0 && !leftOnPurpose_[i].load() && now - last > limit)
+      return i == 0 ? (rank_ - 1 + size_) % size_ : (rank_ + 1) % size_;
+  }
+  return -1;
 }
 
 int RingBootstrap::lostNeighbour() {
@@ -287,7 +306,7 @@ int RingBootstrap::lostNeighbour() {
     pollfd p{sockets[i]->fd(), POLLRDHUP, 0};
     if (::poll(&p, 1, 0) <= 0 || !(p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
       // The ring connection stands, but the kernel gave up on the pulses: its host is silent.
-      if (!leftOnPurpose_[i].load() && silentHostError(pulseEnd_[i])) return neighbour[i];
+      if (!leftOnPurpose_[i].load() && silentHostError(pulseEnd_[i].load())) return neighbour[i];
       continue;
     }
     char msg[1 + sizeof(int32_t)];

@@ -75,6 +75,11 @@ class Bootstrap {
   // Returns how long until the next is due; zero when this bootstrap sends none
   // (CCL_PEER_SILENCE_MS=0, one rank, after abort() or goodbye()).
   virtual std::chrono::milliseconds pulse() = 0;
+  // Any thread: a ring neighbour that has pulsed but sent none for CCL_PEER_SILENCE_MS while
+  // its kernel still acknowledges this rank's (a process stopped, or whose watcher cannot
+  // run), or -1. Not a loss by itself: what a call that timed out names (api/group.cc).
+  // Assumes CCL_PEER_SILENCE_MS is alike on every rank.
+  virtual int quietNeighbour() const = 0;
 
   // The id of a communicator of `ranks` (ascending, this rank among them), made without a
   // message: cclCommShrink's, whose survivors cannot count on this ring (a lost rank broke
