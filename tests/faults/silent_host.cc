@@ -98,6 +98,11 @@ int main(int argc, char** argv) {
   double silencedAt = 0, errorAt = 0;
   bool earlyError = false;
   std::string message;
+  if (mode == "stopped") {  // into the call once the last rank is stopped: CCL_TIMEOUT counts from here
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!readFile(dir + "/silenced", &silencedAt, sizeof silencedAt) && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
   if (mode != "idle") {  // blocked until the loss is found, or CCL_TIMEOUT (stopped)
     float x = 1, y = 0;
     if (cclAllReduce(&x, &y, 1, cclFloat32, cclSum, comm, nullptr) != cclSuccess) {

@@ -139,6 +139,19 @@ std::array<Socket, kChannels> acceptPrev(Socket& listener, const IdLayout& id, i
 // int32), which the neighbours pass on. Nothing at all: the rank itself was lost.
 constexpr char kGoodbye = 'G';
 constexpr char kLost = 'L';
+using LostNews = std::array<char, 1 + sizeof(int32_t)>;
+LostNews lostNews(int32_t lost) {
+  LostNews msg;
+  msg[0] = kLost;
+  std::memcpy(msg.data() + 1, &lost, sizeof lost);
+  return msg;
+}
+// The rank a relay names, when `bytes` (a LostNews' size) is one; -1 otherwise.
+int32_t newsOf(const char* bytes) {
+  int32_t lost = -1;
+  if (bytes[0] == kLost) std::memcpy(&lost, bytes + 1, sizeof lost);
+  return lost;
+}
 
 // CCL_PEER_SILENCE_MS, checked: how long a neighbour's host may leave pulses unacknowledged.
 std::chrono::milliseconds peerSilence() {
@@ -225,6 +238,7 @@ class RingBootstrap final : public Bootstrap {
   }
   std::array<const Socket*, 2> pulseSockets() const { return {&pulsePrev_, &pulseNext_}; }
   void drainPulses();
+  int lostAfterFailure();
 
   int rank_, size_;
   Socket next_, prev_;
@@ -309,15 +323,14 @@ int RingBootstrap::lostNeighbour() {
       if (!leftOnPurpose_[i].load() && silentHostError(pulseEnd_[i].load())) return neighbour[i];
       continue;
     }
-    char msg[1 + sizeof(int32_t)];
-    const ssize_t n = ::recv(sockets[i]->fd(), msg, sizeof msg, MSG_PEEK | MSG_DONTWAIT);
+    LostNews msg;
+    const ssize_t n = ::recv(sockets[i]->fd(), msg.data(), msg.size(), MSG_PEEK | MSG_DONTWAIT);
     if (n >= 1 && msg[0] == kGoodbye) {  // left on purpose: nothing more to watch there
       leftOnPurpose_[i].store(true);
       continue;
     }
-    if (n == static_cast<ssize_t>(sizeof msg) && msg[0] == kLost) {
-      int32_t origin;
-      std::memcpy(&origin, msg + 1, sizeof origin);
+    if (n == static_cast<ssize_t>(msg.size()) && msg[0] == kLost) {
+      const int32_t origin = newsOf(msg.data());
       return origin >= 0 && origin < size_ && origin != rank_ ? origin : neighbour[i];
     }
     // Bytes of a collective this rank has not read yet come before the end (the neighbour
@@ -330,19 +343,46 @@ int RingBootstrap::lostNeighbour() {
 
 void RingBootstrap::relayLost(int lost) {
   if (size_ == 1 || aborted_.exchange(true)) return;
-  char msg[1 + sizeof(int32_t)];
-  msg[0] = kLost;
-  const int32_t origin = lost;
-  std::memcpy(msg + 1, &origin, sizeof origin);
+  const LostNews msg = lostNews(lost);
   for (Socket* s : {&next_, &prev_}) try {
-      s->sendSome(msg, sizeof msg);  // 5 bytes into an idle connection's empty buffer
+      s->sendSome(msg.data(), msg.size());  // 5 bytes into an idle connection's empty buffer
     } catch (const Error&) {
     }
   shutdownAll();
 }
 
+// After a failed collective: the rank whose loss explains it, read from the ends of the ring
+// connections as they stand (no wait: a failure that a lost rank explains comes from an end
+// already here, and waiting would hold up every rank of a cascade in turn). A neighbour whose
+// connection ended with nothing said (or was reset) died or aborted; one that failed before
+// this rank left as its last bytes the news of a lost rank (kLost and the rank), or a goodbye
+// when it knew none. -1 when neither end tells.
+int RingBootstrap::lostAfterFailure() {
+  const int neighbour[2] = {(rank_ - 1 + size_) % size_, (rank_ + 1) % size_};
+  Socket* sockets[2] = {&prev_, &next_};
+  for (int i = 0; i < 2; ++i) {
+    char buf[4096];
+    try {
+      while (sockets[i]->recvSome(buf, sizeof buf) > 0) {
+      }
+      continue;               // still open: nothing to tell
+    } catch (const Error&) {  // ended (closed or reset)
+    }
+    // What it said last, whether the failed collective or the loop above read it.
+    const std::string_view tail = sockets[i]->lastBytes();
+    if (tail.size() >= sizeof(LostNews)) {
+      const int32_t origin = newsOf(tail.data() + tail.size() - sizeof(LostNews));
+      if (origin >= 0 && origin < size_ && origin != rank_) return origin;
+    }
+    if (tail.empty() || tail.back() != kGoodbye) return neighbour[i];
+  }
+  return -1;
+}
+
 // A failed collective leaves the ring out of step, so it shuts the sockets down: neighbours
-// blocked in the same collective fail at once instead of at their timeout.
+// blocked in the same collective fail at once instead of at their timeout. The error names the
+// rank whose loss explains the failure when the ring tells (lostAfterFailure), and passes the
+// news on; otherwise this rank leaves a goodbye: it is not lost, only its ring is out of step.
 template <typename F>
 void RingBootstrap::guarded(const char* what, F&& body) {
   if (aborted_.load()) throw Error(cclRemoteError, std::string("bootstrap ") + what + ": communicator was aborted");
@@ -350,9 +390,16 @@ void RingBootstrap::guarded(const char* what, F&& body) {
     body();
   } catch (const Error& e) {
     if (aborted_.load()) throw Error(cclRemoteError, std::string("bootstrap ") + what + ": communicator was aborted");
-    goodbye();  // this rank is not lost: only its ring is out of step
-    shutdownAll();
-    throw Error(e.code(), std::string("bootstrap ") + what + ": " + e.what());
+    const int lost = lostAfterFailure();
+    std::string message = std::string("bootstrap ") + what + ": " + e.what();
+    if (lost >= 0) {
+      relayLost(lost);
+      message += " (rank " + std::to_string(lost) + " is gone)";
+    } else {
+      goodbye();
+      shutdownAll();
+    }
+    throw Error(e.code(), message);
   }
 }
 
@@ -495,7 +542,20 @@ std::unique_ptr<Bootstrap> Bootstrap::connect(const cclUniqueId& id, int rank, i
       proof.channel = channel;
       next[channel].sendAll(&proof, sizeof(proof), deadline);
     }
-    prev = acceptPrev(listener, layout, (rank - 1 + nranks) % nranks, nranks, deadline);
+    const int prevRank = (rank - 1 + nranks) % nranks;
+    try {
+      prev = acceptPrev(listener, layout, prevRank, nranks, deadline);
+    } catch (const Error& e) {
+      // The next rank may already be past its own setup, waiting on this ring: it learns who
+      // never came (as from relayLost) rather than blaming this rank for closing.
+      const LostNews msg = lostNews(prevRank);
+      try {
+        next[kRingChannel].sendSome(msg.data(), msg.size());
+      } catch (const Error&) {
+      }
+      throw Error(e.code(), std::string(e.what()) + " (rank " + std::to_string(prevRank) +
+                                ", the previous one in the ring, never connected: gone, or not calling)");
+    }
     if (silence.count() > 0)
       for (Socket* s : {&next[kPulseChannel], &prev[kPulseChannel]}) {
         const unsigned ms = static_cast<unsigned>(silence.count());

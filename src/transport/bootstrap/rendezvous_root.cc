@@ -145,9 +145,9 @@ void RootService::run() noexcept {
       for (int r = 0; r < expected_ && named < 8; ++r)
         if (!joined_.count(r)) missing += (named++ ? ", " : "") + std::to_string(derived() ? labels_[r] : r);
       if (expected_ - joinedCount_ > named) missing += ", ...";
-      fail(cclSystemError, "timeout: rank(s) " + missing + (derived() ? " of the parent communicator" : "") +
-                               " never joined the rendezvous of " + std::to_string(expected_) +
-                               " ranks (gone, or alive but not calling)");
+      fail(cclSystemError, std::string("timeout: ") + (expected_ - joinedCount_ > 1 ? "ranks " : "rank ") + missing +
+                               (derived() ? " of the parent communicator" : "") + " never joined the rendezvous of " +
+                               std::to_string(expected_) + " ranks (gone, or alive but not calling)");
     } else if (errorCode_ == cclSuccess) {
       CCL_WARN("bootstrap root %s: timeout before any rank joined", toString(id_.root).c_str());
     }

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -138,6 +139,8 @@ Socket& Socket::operator=(Socket&& o) noexcept {
   if (this != &o) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = o.release();
+    tail_ = o.tail_;
+    tailLen_ = std::exchange(o.tailLen_, 0);
   }
   return *this;
 }
@@ -288,7 +291,15 @@ size_t Socket::recvSome(void* buf, size_t bytes) {
   if (bytes == 0) return 0;
   for (;;) {
     ssize_t n = ::recv(fd_, buf, bytes, MSG_DONTWAIT);
-    if (n > 0) return static_cast<size_t>(n);
+    if (n > 0) {
+      // Keep the last kTailBytes, right-aligned.
+      const size_t got = static_cast<size_t>(n), take = std::min(got, kTailBytes),
+                   keep = std::min(tailLen_, kTailBytes - take);
+      std::memmove(tail_.data() + kTailBytes - keep - take, tail_.data() + kTailBytes - keep, keep);
+      std::memcpy(tail_.data() + kTailBytes - take, static_cast<const char*>(buf) + got - take, take);
+      tailLen_ = keep + take;
+      return got;
+    }
     if (n == 0) throw Error(cclRemoteError, "bootstrap peer closed the connection");
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;

@@ -7,10 +7,13 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ccl::bootstrap {
@@ -41,7 +44,7 @@ class Socket {
   Socket() = default;
   explicit Socket(int fd) : fd_(fd) {}
   ~Socket();
-  Socket(Socket&& o) noexcept : fd_(o.release()) {}
+  Socket(Socket&& o) noexcept : fd_(o.release()), tail_(o.tail_), tailLen_(std::exchange(o.tailLen_, 0)) {}
   Socket& operator=(Socket&& o) noexcept;
   Socket(const Socket&) = delete;
   Socket& operator=(const Socket&) = delete;
@@ -72,11 +75,18 @@ class Socket {
   size_t recvSome(void* buf, size_t bytes);
   // True when the peer has closed the connection and no unread data is left before that.
   bool peerClosed() const;
+  // The last bytes recvSome received (at most kTailBytes), whoever asked for them: what the
+  // peer said last before its end (the bootstrap's goodbye, or its news of a lost rank, even
+  // when a collective took them for data).
+  static constexpr size_t kTailBytes = 8;
+  std::string_view lastBytes() const { return {tail_.data() + kTailBytes - tailLen_, tailLen_}; }
   // Wakes every thread blocked on this socket; later I/O fails. Thread-safe.
   void shutdown();
 
  private:
   int fd_ = -1;
+  std::array<char, kTailBytes> tail_{};  // right-aligned
+  size_t tailLen_ = 0;
 };
 
 // Sends `sendBytes` on `out` while receiving `recvBytes` on `in`, both at once so that a
