@@ -420,6 +420,12 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
   comm->recvSeq.assign(nranks, 0);
   log::RankScope scope(rank);
   comm->bootstrap = bootstrap::Bootstrap::connect(id, rank, nranks, comm->timeout, agreement);
+  // Pulsed from here (a rank stopped during the rest of the init is named), watched from the end.
+  pulseWhileStarting(comm->bootstrap.get());
+  struct Starting {
+    bootstrap::Bootstrap* b;
+    ~Starting() { stopPulsing(b); }
+  } starting{comm->bootstrap.get()};
   comm->topology = exchangeTopology(*comm, me);
   comm->transport = transport::createTransport(config::transport(), *comm->bootstrap, me.id);
   comm->deviceLink = config::deviceTransport();

@@ -24,6 +24,9 @@ namespace {
 struct Watched {
   std::mutex mu;  // comms, and a look at them (destroyComm waits for one to end)
   std::vector<cclComm_t> comms;
+  // Bootstraps of communicators still being made: only their pulses are sent and drained, so
+  // that a rank stopped during the rest of the init is told from a slow one (quietNeighbour).
+  std::vector<bootstrap::Bootstrap*> starting;
   int wake = -1;         // an eventfd: the set of communicators changed
   bool running = false;  // the watcher thread of this process exists
 };
@@ -75,6 +78,8 @@ void run() {
           for (int fd : comm->bootstrap->ringFds()) fds.push_back({fd, POLLRDHUP, 0});
           for (int fd : comm->bootstrap->pulseFds()) fds.push_back({fd, POLLIN, 0});
         }
+      for (bootstrap::Bootstrap* b : w.starting)
+        for (int fd : b->pulseFds()) fds.push_back({fd, POLLIN, 0});
     }
     // A descriptor closed meanwhile (its communicator destroyed) wakes nobody; the wake
     // eventfd rebuilds the set.
@@ -90,6 +95,10 @@ void run() {
       if (!lookAt(comm)) later.push_back(comm);
       if (!watchable(comm)) continue;
       const auto due = comm->bootstrap->pulse();
+      if (due.count() > 0) pulseDue = std::min(pulseDue, due);
+    }
+    for (bootstrap::Bootstrap* b : w.starting) {
+      const auto due = b->pulse();
       if (due.count() > 0) pulseDue = std::min(pulseDue, due);
     }
   }
@@ -118,12 +127,13 @@ void afterForkChild() {
   w.wake = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   w.running = false;
   w.comms.clear();  // the parent's communicators are not the child's to watch
+  w.starting.clear();
   w.mu.unlock();
 }
 
-}  // namespace
-
-void watch(cclComm_t comm) {
+// Adds to the watcher's work (under its lock), starting its thread when there is none.
+template <typename F>
+void addWork(F&& add) {
   Watched& w = watched();
   static std::once_flag once;
   std::call_once(once, [&] {
@@ -133,11 +143,30 @@ void watch(cclComm_t comm) {
   });
   if (w.wake < 0) return;  // no eventfd: between calls, losses are found by the next call
   std::lock_guard<std::mutex> lock(w.mu);
-  w.comms.push_back(comm);
+  add(w);
   if (!w.running) {
     std::thread(run).detach();
     w.running = true;
   }
+  wakeWatcher(w);
+}
+
+}  // namespace
+
+void watch(cclComm_t comm) {
+  addWork([&](Watched& w) { w.comms.push_back(comm); });
+}
+
+void pulseWhileStarting(bootstrap::Bootstrap* b) {
+  addWork([&](Watched& w) { w.starting.push_back(b); });
+}
+
+void stopPulsing(bootstrap::Bootstrap* b) {
+  Watched& w = watched();
+  std::lock_guard<std::mutex> lock(w.mu);
+  const auto it = std::remove(w.starting.begin(), w.starting.end(), b);
+  if (it == w.starting.end()) return;
+  w.starting.erase(it, w.starting.end());
   wakeWatcher(w);
 }
 

@@ -18,6 +18,10 @@
 
 #include "ccl/ccl.h"
 
+namespace ccl::bootstrap {
+class Bootstrap;
+}
+
 namespace ccl::api {
 
 // The longest the watcher sleeps between looks when nothing wakes it.
@@ -29,7 +33,7 @@ constexpr std::chrono::milliseconds kUndecidedPeriod{20};
 // on a peer's abort learns it a little before the watcher; one that timed out, a little
 // before a neighbour of a stopped rank names it: kQuietRankWait); -1 if none.
 constexpr std::chrono::milliseconds kLostRankWait{50};
-constexpr std::chrono::milliseconds kQuietRankWait{250};
+constexpr std::chrono::milliseconds kQuietRankWait{1000};
 int lostRankSoon(cclComm_t comm, std::chrono::milliseconds wait = kLostRankWait);
 
 // Fails `comm` for the loss of rank `lost`, as the watcher does when it finds one: its
@@ -40,5 +44,11 @@ bool declareLost(cclComm_t comm, int lost, const char* why);
 // From the end of createComm to the start of destroyComm.
 void watch(cclComm_t comm);
 void unwatch(cclComm_t comm);
+
+// While a communicator is made, from its bootstrap's ring to watch(): its pulses only (sent,
+// and drained, so that its neighbours and this rank can tell a stopped rank during the rest
+// of the init: Bootstrap::quietNeighbour). stopPulsing before the bootstrap goes.
+void pulseWhileStarting(bootstrap::Bootstrap* b);
+void stopPulsing(bootstrap::Bootstrap* b);
 
 }  // namespace ccl::api

@@ -357,6 +357,10 @@ void RingBootstrap::relayLost(int lost) {
 // connection ended with nothing said (or was reset) died or aborted; one that failed before
 // this rank left as its last bytes the news of a lost rank (kLost and the rank), or a goodbye
 // when it knew none. -1 when neither end tells.
+// How long a bootstrap collective that timed out waits for its neighbours' news of a stopped
+// rank (they time out about when it does).
+constexpr std::chrono::milliseconds kTimeoutNews{250};
+
 int RingBootstrap::lostAfterFailure() {
   const int neighbour[2] = {(rank_ - 1 + size_) % size_, (rank_ + 1) % size_};
   Socket* sockets[2] = {&prev_, &next_};
@@ -390,11 +394,25 @@ void RingBootstrap::guarded(const char* what, F&& body) {
     body();
   } catch (const Error& e) {
     if (aborted_.load()) throw Error(cclRemoteError, std::string("bootstrap ") + what + ": communicator was aborted");
-    const int lost = lostAfterFailure();
+    int lost = lostAfterFailure();
+    std::string why = " is gone";
+    if (lost < 0 && e.code() == cclSystemError) {
+      // A timeout. A stopped rank's neighbours know it by its pulses (sent from the start of
+      // the init: api/watch.h); the other ranks, timing out about now too, hear it from them.
+      lost = quietNeighbour();
+      if (lost >= 0) why = " sends no pulses: stopped, or its process cannot run";
+      const Deadline until = deadlineAfter(kTimeoutNews);
+      while (lost < 0 && Clock::now() < until) {
+        pollfd ends[2] = {{prev_.fd(), POLLIN | POLLRDHUP, 0}, {next_.fd(), POLLIN | POLLRDHUP, 0}};
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+        if (::poll(ends, 2, static_cast<int>(std::max<long long>(left, 1))) < 0 && errno != EINTR) break;
+        lost = lostAfterFailure();
+      }
+    }
     std::string message = std::string("bootstrap ") + what + ": " + e.what();
     if (lost >= 0) {
       relayLost(lost);
-      message += " (rank " + std::to_string(lost) + " is gone)";
+      message += " (rank " + std::to_string(lost) + why + ")";
     } else {
       goodbye();
       shutdownAll();
