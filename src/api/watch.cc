@@ -131,16 +131,21 @@ void afterForkChild() {
   w.mu.unlock();
 }
 
-// Adds to the watcher's work (under its lock), starting its thread when there is none.
-template <typename F>
-void addWork(F&& add) {
-  Watched& w = watched();
+// The process's first use of the watcher (once, whichever kind of work comes first).
+void setUpOnce(Watched& w) {
   static std::once_flag once;
   std::call_once(once, [&] {
     w.wake = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     pthread_atfork(beforeFork, afterForkParent, afterForkChild);
     std::atexit(goodbyeAtExit);
   });
+}
+
+// Adds to the watcher's work (under its lock), starting its thread when there is none.
+template <typename F>
+void addWork(F&& add) {
+  Watched& w = watched();
+  setUpOnce(w);
   if (w.wake < 0) return;  // no eventfd: between calls, losses are found by the next call
   std::lock_guard<std::mutex> lock(w.mu);
   add(w);
