@@ -704,7 +704,10 @@ Line processTrial(const Options& o, int trial, std::mt19937_64& g) {
       ++line.completed;
     else {
       ++line.errors;
-      if (namesRank(s.message, victim)) ++line.named;
+      if (namesRank(s.message, victim))
+        ++line.named;
+      else if (line.detail.find("names no rank") == std::string::npos)  // the first such error, whole
+        line.detail += "rank " + std::to_string(r) + "'s error names no rank: " + s.message + "; ";
       line.tError.push_back(std::max(0.0, s.errorAt - faultAt));
       worst = std::max(worst, s.abortSeconds);
       if (firstError.empty()) firstError = "rank " + std::to_string(r) + ": " + s.message;
