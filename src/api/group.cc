@@ -58,22 +58,25 @@ void execute(std::span<const coll::Job> jobs, std::span<const Op> ops, const col
       if (!op.comm->aborted.load()) op.comm->asyncError = e.code();
     // A peer's error may be the relay of a loss: the transport names the rank that aborted,
     // the watcher (api/watch.h) the rank that was lost, within milliseconds of each other.
-    if (e.code() == cclRemoteError && !ops.empty()) {
-      const int lost = lostRankSoon(ops.front().comm);
-      if (lost >= 0) throw Error(e.code(), std::string(e.what()) + " (rank " + std::to_string(lost) + " is gone)");
+    if (ops.empty()) throw;
+    cclComm_t c = ops.front().comm;
+    auto naming = [&](int rank, const char* why) {
+      return Error(e.code(), std::string(e.what()) + " (rank " + std::to_string(rank) + " " + why + ")");
+    };
+    if (e.code() == cclRemoteError) {
+      const int lost = lostRankSoon(c);
+      if (lost >= 0) throw naming(lost, "is gone");
     }
     // A call that made no progress for CCL_TIMEOUT: a stopped rank's neighbours know it (its
     // kernel acknowledges, its pulses stopped) and tell the others, who name it in turn.
-    if (e.code() == cclSystemError && !ops.empty()) {
-      cclComm_t c = ops.front().comm;
+    if (e.code() == cclSystemError) {
       const int quiet = c->bootstrap->quietNeighbour();
       if (quiet >= 0) {
-        declareLost(c, quiet, "it sends no pulses: stopped, or its process cannot run");
-        throw Error(e.code(), std::string(e.what()) + " (rank " + std::to_string(quiet) +
-                                  " sends no pulses: stopped, or its process cannot run)");
+        declareLost(c, quiet, bootstrap::Bootstrap::kQuietReason);
+        throw naming(quiet, bootstrap::Bootstrap::kQuietReason);
       }
       const int lost = lostRankSoon(c, kQuietRankWait);
-      if (lost >= 0) throw Error(e.code(), std::string(e.what()) + " (rank " + std::to_string(lost) + " is gone)");
+      if (lost >= 0) throw naming(lost, "is gone");
     }
     throw;
   }

@@ -91,16 +91,15 @@ void run() {
     std::lock_guard<std::mutex> lock(w.mu);
     later.clear();
     pulseDue = kWatchPeriod;
-    for (cclComm_t comm : w.comms) {
-      if (!lookAt(comm)) later.push_back(comm);
-      if (!watchable(comm)) continue;
-      const auto due = comm->bootstrap->pulse();
-      if (due.count() > 0) pulseDue = std::min(pulseDue, due);
-    }
-    for (bootstrap::Bootstrap* b : w.starting) {
+    auto pulse = [&](bootstrap::Bootstrap* b) {
       const auto due = b->pulse();
       if (due.count() > 0) pulseDue = std::min(pulseDue, due);
+    };
+    for (cclComm_t comm : w.comms) {
+      if (!lookAt(comm)) later.push_back(comm);
+      if (watchable(comm)) pulse(comm->bootstrap.get());
     }
+    for (bootstrap::Bootstrap* b : w.starting) pulse(b);
   }
 }
 

@@ -146,12 +146,6 @@ LostNews lostNews(int32_t lost) {
   std::memcpy(msg.data() + 1, &lost, sizeof lost);
   return msg;
 }
-// The rank a relay names, when `bytes` (a LostNews' size) is one; -1 otherwise.
-int32_t newsOf(const char* bytes) {
-  int32_t lost = -1;
-  if (bytes[0] == kLost) std::memcpy(&lost, bytes + 1, sizeof lost);
-  return lost;
-}
 
 // CCL_PEER_SILENCE_MS, checked: how long a neighbour's host may leave pulses unacknowledged.
 std::chrono::milliseconds peerSilence() {
@@ -237,6 +231,15 @@ class RingBootstrap final : public Bootstrap {
     prev_.shutdown();
   }
   std::array<const Socket*, 2> pulseSockets() const { return {&pulsePrev_, &pulseNext_}; }
+  // The previous (0) or next (1) rank of the ring.
+  int neighbour(int i) const { return i == 0 ? (rank_ - 1 + size_) % size_ : (rank_ + 1) % size_; }
+  // The rank a relay at `bytes` (a LostNews' size) names, when it is one and names another
+  // rank of this ring; -1 otherwise.
+  int newsIn(const char* bytes) const {
+    int32_t lost = -1;
+    if (bytes[0] == kLost) std::memcpy(&lost, bytes + 1, sizeof lost);
+    return lost >= 0 && lost < size_ && lost != rank_ ? lost : -1;
+  }
   void drainPulses();
   int lostAfterFailure();
 
@@ -305,22 +308,20 @@ int RingBootstrap::quietNeighbour() const {
   for (int i = 0; i < 2; ++i) {
     const int64_t last = lastPulseNs_[i].load();
     // Never pulsed (pulses off there): nothing to judge by.
-    if (last != 0 && pulseEnd_[i].load() == 0 && !leftOnPurpose_[i].load() && now - last > limit)
-      return i == 0 ? (rank_ - 1 + size_) % size_ : (rank_ + 1) % size_;
+    if (last != 0 && pulseEnd_[i].load() == 0 && !leftOnPurpose_[i].load() && now - last > limit) return neighbour(i);
   }
   return -1;
 }
 
 int RingBootstrap::lostNeighbour() {
   if (size_ == 1 || aborted_.load() || saidGoodbye_.load()) return -1;
-  const int neighbour[2] = {(rank_ - 1 + size_) % size_, (rank_ + 1) % size_};
   const Socket* sockets[2] = {&prev_, &next_};
   drainPulses();
   for (int i = 0; i < 2; ++i) {
     pollfd p{sockets[i]->fd(), POLLRDHUP, 0};
     if (::poll(&p, 1, 0) <= 0 || !(p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
       // The ring connection stands, but the kernel gave up on the pulses: its host is silent.
-      if (!leftOnPurpose_[i].load() && silentHostError(pulseEnd_[i].load())) return neighbour[i];
+      if (!leftOnPurpose_[i].load() && silentHostError(pulseEnd_[i].load())) return neighbour(i);
       continue;
     }
     LostNews msg;
@@ -330,8 +331,8 @@ int RingBootstrap::lostNeighbour() {
       continue;
     }
     if (n == static_cast<ssize_t>(msg.size()) && msg[0] == kLost) {
-      const int32_t origin = newsOf(msg.data());
-      return origin >= 0 && origin < size_ && origin != rank_ ? origin : neighbour[i];
+      const int origin = newsIn(msg.data());
+      return origin >= 0 ? origin : neighbour(i);
     }
     // Bytes of a collective this rank has not read yet come before the end (the neighbour
     // finished its part and left): what follows them is known once they are read.
@@ -351,18 +352,17 @@ void RingBootstrap::relayLost(int lost) {
   shutdownAll();
 }
 
+// How long a bootstrap collective that timed out waits for its neighbours' news of a stopped
+// rank (they time out about when it does).
+constexpr std::chrono::milliseconds kTimeoutNews{250};
+
 // After a failed collective: the rank whose loss explains it, read from the ends of the ring
 // connections as they stand (no wait: a failure that a lost rank explains comes from an end
 // already here, and waiting would hold up every rank of a cascade in turn). A neighbour whose
 // connection ended with nothing said (or was reset) died or aborted; one that failed before
 // this rank left as its last bytes the news of a lost rank (kLost and the rank), or a goodbye
 // when it knew none. -1 when neither end tells.
-// How long a bootstrap collective that timed out waits for its neighbours' news of a stopped
-// rank (they time out about when it does).
-constexpr std::chrono::milliseconds kTimeoutNews{250};
-
 int RingBootstrap::lostAfterFailure() {
-  const int neighbour[2] = {(rank_ - 1 + size_) % size_, (rank_ + 1) % size_};
   Socket* sockets[2] = {&prev_, &next_};
   for (int i = 0; i < 2; ++i) {
     char buf[4096];
@@ -375,10 +375,10 @@ int RingBootstrap::lostAfterFailure() {
     // What it said last, whether the failed collective or the loop above read it.
     const std::string_view tail = sockets[i]->lastBytes();
     if (tail.size() >= sizeof(LostNews)) {
-      const int32_t origin = newsOf(tail.data() + tail.size() - sizeof(LostNews));
-      if (origin >= 0 && origin < size_ && origin != rank_) return origin;
+      const int origin = newsIn(tail.data() + tail.size() - sizeof(LostNews));
+      if (origin >= 0) return origin;
     }
-    if (tail.empty() || tail.back() != kGoodbye) return neighbour[i];
+    if (tail.empty() || tail.back() != kGoodbye) return neighbour(i);
   }
   return -1;
 }
@@ -400,7 +400,7 @@ void RingBootstrap::guarded(const char* what, F&& body) {
       // A timeout. A stopped rank's neighbours know it by its pulses (sent from the start of
       // the init: api/watch.h); the other ranks, timing out about now too, hear it from them.
       lost = quietNeighbour();
-      if (lost >= 0) why = " sends no pulses: stopped, or its process cannot run";
+      if (lost >= 0) why = std::string(" ") + kQuietReason;
       const Deadline until = deadlineAfter(kTimeoutNews);
       while (lost < 0 && Clock::now() < until) {
         pollfd ends[2] = {{prev_.fd(), POLLIN | POLLRDHUP, 0}, {next_.fd(), POLLIN | POLLRDHUP, 0}};

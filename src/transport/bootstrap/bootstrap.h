@@ -80,6 +80,8 @@ class Bootstrap {
   // run), or -1. Not a loss by itself: what a call that timed out names (api/group.cc).
   // Assumes CCL_PEER_SILENCE_MS is alike on every rank.
   virtual int quietNeighbour() const = 0;
+  // What an error says of the rank quietNeighbour found, after "rank N ".
+  static constexpr const char* kQuietReason = "sends no pulses: stopped, or its process cannot run";
 
   // The id of a communicator of `ranks` (ascending, this rank among them), made without a
   // message: cclCommShrink's, whose survivors cannot count on this ring (a lost rank broke
