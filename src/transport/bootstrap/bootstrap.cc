@@ -337,7 +337,7 @@ int RingBootstrap::lostNeighbour() {
     // Bytes of a collective this rank has not read yet come before the end (the neighbour
     // finished its part and left): what follows them is known once they are read.
     if (n > 0) return kUndecided;
-    return neighbour[i];  // its connection ended with nothing said: that rank is gone
+    return neighbour(i);  // its connection ended with nothing said: that rank is gone
   }
   return -1;
 }
