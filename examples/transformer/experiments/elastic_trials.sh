@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# elastic_trials.sh GPT_TRAIN DATA [TRIALS] [STEPS]: what --elastic does to a run. N=4 data-
+# elastic_trials.sh GPT_TRAIN DATA [TRIALS] [STEPS] [ARGS...]: what --elastic does to a run
+# (ARGS go to every rank: --zero for ZeRO-1). N=4 data-
 # parallel ranks as processes train STEPS steps (default 300) with --elastic. In each of TRIALS
 # trials (default 10) a random rank other than 0 is killed (SIGKILL) after a random number of
 # logged steps. Beside them, uninterrupted runs of 4 ranks with seeds 1-5 give the
@@ -9,9 +10,10 @@
 # runs. Model: 2 layers of 32 channels, sequences of 32 tokens.
 set -u
 train=$1 data=$2 trials=${3:-10} steps=${4:-300}
+shift $(($# < 4 ? $# : 4))
 n=4
 model=(--data "$data" --layers 2 --channels 32 --heads 2 --max-seq 32 --seq 32 --batch 4 --accum 1 --no-progress
-  --dp $n --steps "$steps" --val-every 0)
+  --dp $n --steps "$steps" --val-every 0 "$@")
 export CCL_TIMEOUT=${CCL_TIMEOUT:-30} WORLD_SIZE=$n OMP_NUM_THREADS=1
 now() { date +%s%N; }
 val_of() { grep '"type":"val"' "$1" | tail -1 | sed 's/.*"val_loss":\([0-9.]*\).*/\1/'; }

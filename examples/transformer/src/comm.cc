@@ -375,4 +375,21 @@ void Comm::gatherToRoot(Site s, const void* send, void* recv, size_t bytes) {
   run(s, "cclGather", -1, [&](cclComm_t c) { return cclGather(send, recv, bytes, cclUint8, 0, c, nullptr); });
 }
 
+void Comm::passDown(Site s, const float* send, float* recv, size_t count) {
+  const int n = size(siteInfo(s).group), me = rank(siteInfo(s).group);
+  if (n == 1) {
+    std::copy(send, send + count, recv);
+    return;
+  }
+  const cclCompression_t exact = CCL_COMPRESSION_INITIALIZER;
+  run(s, "cclSend/cclRecv group", -1, [&](cclComm_t c) {
+    cclResult_t r = cclGroupStart();
+    if (r != cclSuccess) return r;
+    r = cclSendEx(send, count, cclFloat32, (me + n - 1) % n, c, nullptr, &exact, nullptr);
+    if (r == cclSuccess) r = cclRecvEx(recv, count, cclFloat32, (me + 1) % n, c, nullptr, &exact);
+    const cclResult_t end = cclGroupEnd();
+    return r != cclSuccess ? r : end;
+  });
+}
+
 }  // namespace gpt

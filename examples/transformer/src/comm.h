@@ -128,6 +128,9 @@ class Comm {
   void reduceToRoot(Site s, const float* send, float* recv, size_t count);
   // Uncompressed: every rank's `bytes` bytes at rank 0, by rank.
   void gatherToRoot(Site s, const void* send, void* recv, size_t bytes);
+  // Uncompressed, whatever the site's codec: `send` to the previous rank of the site's group
+  // (in ring order) and `recv` from the next, `count` floats each way.
+  void passDown(Site s, const float* send, float* recv, size_t count);
 
   // Counters of site s: of block `layer`, or (-1) of every call.
   SiteStats stats(Site s, int layer = -1) const;

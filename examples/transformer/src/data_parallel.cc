@@ -13,19 +13,25 @@ namespace {
 constexpr int kBlockTensorBase = 1 << 20;
 }  // namespace
 
+ZeroShard zeroShard(size_t count, size_t ranks, size_t rank) {
+  const size_t length = (count + ranks - 1) / ranks, begin = length * rank;
+  return {begin, std::max(begin, std::min(begin + length, count)), length};
+}
+
 DataParallel::DataParallel(Comm& comm, const TrainOptions& o, Model<float>& m)
     : comm_(comm),
       zero_(o.zero && comm.size(Group::kDp) > 1),
       lowRank_(o.codecs[static_cast<size_t>(Site::kDpGrad)].compression.codec == cclCodecPowerSgd),
       fused_(o.fuseEmbeddingSync && comm.has(Group::kEmb)),
       model_(m) {
-  const size_t P = shardCount(m.layout), n = static_cast<size_t>(comm.size(Group::kDp));
-  // ZeRO-1 pads the flat buffers to a multiple of the rank count: shards need no tensor
-  // to divide evenly.
-  padded_ = zero_ ? (P + n - 1) / n * n : P;
-  shard_ = padded_ / n;
-  begin_ = zero_ ? shard_ * static_cast<size_t>(comm.rank(Group::kDp)) : 0;
-  end_ = zero_ ? std::min(begin_ + shard_, P) : P;
+  const size_t P = shardCount(m.layout);
+  const ZeroShard z =
+      zero_ ? zeroShard(P, static_cast<size_t>(comm.size(Group::kDp)), static_cast<size_t>(comm.rank(Group::kDp)))
+            : ZeroShard{0, P, P};
+  padded_ = zero_ ? z.length * static_cast<size_t>(comm.size(Group::kDp)) : P;
+  shard_ = z.length;
+  begin_ = z.begin;
+  end_ = z.end;
   m.params.resize(padded_, 0.0f);
   m.grads.resize(padded_, 0.0f);
   rebind(m);

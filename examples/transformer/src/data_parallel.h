@@ -21,6 +21,14 @@
 
 namespace gpt {
 
+// ZeRO-1's shard of data-parallel rank `rank` of `ranks` in a buffer of `count` elements: the
+// buffer is padded to a multiple of `ranks` (shards need no tensor to divide evenly), every
+// shard `length` long; [begin, end) holds real elements (end < begin + length in the last).
+struct ZeroShard {
+  size_t begin, end, length;
+};
+ZeroShard zeroShard(size_t count, size_t ranks, size_t rank);
+
 class DataParallel {
  public:
   // Pads the model's buffers for ZeRO-1 (a multiple of the rank count) and rebinds them.

@@ -96,8 +96,9 @@ void addFlags(CLI::App& app, Cli& c) {
   app.add_option("--threads", t.threads, "OpenMP/BLAS threads per rank")->capture_default_str();
   app.add_flag("--zero", t.zero, "ZeRO-1: shard the optimiser state, reduce-scatter gradients, all-gather parameters");
   app.add_flag("--elastic", t.elastic,
-               "Data parallel only: when a rank is lost, the others shrink the world to themselves, take the latest "
-               "state any of them completed, and go on with fewer ranks (a smaller global batch)");
+               "Data parallel only (plain or --zero): when a rank is lost, the others shrink the world to "
+               "themselves, rebuild the state of a step they completed (ZeRO-1: a lost rank's optimizer shard from "
+               "the replica its previous rank keeps), and go on with fewer ranks (a smaller global batch)");
   app.add_option("--bucket-mb", c.bucketMb, "Gradient all-reduce bucket size in MiB")->capture_default_str();
   app.add_flag("--overlap-dp", t.overlapDp,
                "All-reduce each block's gradient on a host stream as soon as the step's last backward has passed "

@@ -46,7 +46,8 @@ inline constexpr SiteInfo kSites[] = {
     {Site::kDpGrad, "dp.grad", Group::kDp, true, Scope::kStages,
      "gradients averaged over the data-parallel group (all-reduce in buckets; ZeRO-1: reduce-scatter)"},
     {Site::kDpParam, "dp.param", Group::kDp, false, Scope::kNone,
-     "ZeRO-1: updated parameters (and, for checkpoints, AdamW state) all-gathered"},
+     "ZeRO-1: updated parameters (and, for checkpoints, AdamW state) all-gathered; with --elastic, each rank's "
+     "AdamW shard copied to the previous rank after each step"},
     {Site::kEmbSync, "emb.sync", Group::kEmb, true, Scope::kNone,
      "wte's gradient summed between the first and the last pipeline stage"},
     {Site::kStat, "stat", Group::kWorld, false, Scope::kNone,

@@ -17,6 +17,7 @@
 #include "checkpoint.h"
 #include "data.h"
 #include "data_parallel.h"
+#include "elastic.h"
 #include "model.h"
 #include "params.h"
 #include "pipeline.h"
@@ -173,14 +174,6 @@ double commTotal(const Comm& comm) {
   return s;
 }
 
-// --elastic: the state every rank keeps of its last completed step (the whole model and
-// optimizer state: data parallel only), from which the survivors of a lost rank go on.
-struct ElasticState {
-  bool valid = false;
-  Checkpoint ck;
-  bool restarted = false;  // trainOn runs again after a shrink
-};
-
 TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm, ElasticState* elastic) {
   const bool lead = comm.rank(Group::kWorld) == 0;
   const GridPlace at = placeOf(grid, comm.rank(Group::kWorld));
@@ -236,9 +229,10 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm, Elastic
 
   int startStep = 0;
   uint64_t dataSeed = o.seed;
-  const bool resumeElastic = elastic && elastic->valid;
+  const bool resumeElastic = elastic && elastic->resume >= 0;
   if (resumeElastic || !o.resumePath.empty()) {
-    const Checkpoint ck = resumeElastic ? elastic->ck : loadCheckpoint(o.resumePath);
+    const Checkpoint ck =
+        resumeElastic ? elastic->kept[static_cast<size_t>(elastic->resume)].ck : loadCheckpoint(o.resumePath);
     if (parameterCount(ck.config) != parameterCount(o.model) || ck.config.layers != o.model.layers ||
         ck.config.channels != o.model.channels || ck.config.heads != o.model.heads ||
         ck.config.maxSeq != o.model.maxSeq)
@@ -335,18 +329,8 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm, Elastic
     const double u1 = Timeline::now();
     timeline.add({u0, u1, SpanKind::kUpdate});
     dp.shareParameters();
-    if (elastic) {
-      // The step is complete here: what the survivors go on from if a rank is lost later.
-      // (One more copy of the parameters and both moments, a cost of --elastic.)
-      elastic->ck.config = o.model;
-      elastic->ck.step = static_cast<uint64_t>(step + 1);
-      elastic->ck.optimizerSteps = opt.steps;
-      elastic->ck.seed = dataSeed;
-      elastic->ck.params = model.params;
-      elastic->ck.m = opt.m;
-      elastic->ck.v = opt.v;
-      elastic->valid = true;
-    }
+    // The step is complete here: what the survivors go on from if a rank is lost later.
+    if (elastic) keepStep(*elastic, comm, dp, model, opt, step, dataSeed);
     const auto t1 = Clock::now();
     const double compute = opTotal(model) - ops0 + (u1 - u0), communication = commTotal(comm) - comm0;
     computeTotal += compute;
@@ -388,50 +372,6 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm, Elastic
   if (lead) result.sites = siteTotals(result.counters, nullptr);
   log.summary(result, result.layout, computeTotal, commSeconds, elapsed, result.counters);
   return result;
-}
-
-}  // namespace
-
-namespace {
-
-// --elastic, after a failed call: the survivors shrink `world` to the ranks that are alive
-// (revoking it: calls still waiting on it fail), then take the latest state any of them
-// completed from the lowest rank that holds it (a rank that failed inside that step was not
-// there yet). Returns the new world.
-cclComm_t goOnWithoutLost(cclComm_t world, const TrainOptions& o, ElasticState& state) {
-  auto check = [](cclResult_t r, const char* what, cclComm_t c) {
-    if (r != cclSuccess)
-      throw std::runtime_error(std::string("--elastic: ") + what + " failed: " + cclGetErrorString(r) + ": " +
-                               cclGetLastError(c));
-  };
-  cclComm_t next = nullptr;
-  check(cclCommShrink(world, nullptr, 0, &next, nullptr, CCL_SHRINK_ALIVE | CCL_SHRINK_ABORT), "cclCommShrink", world);
-  int rank = 0, size = 0;
-  cclCommUserRank(next, &rank);
-  cclCommCount(next, &size);
-  int64_t mine = state.valid ? static_cast<int64_t>(state.ck.step) : -1, latest = 0;
-  check(cclAllReduce(&mine, &latest, 1, cclInt64, cclMax, next, nullptr), "agreeing on the step", next);
-  int32_t holder = mine == latest ? rank : size, root = 0;
-  check(cclAllReduce(&holder, &root, 1, cclInt32, cclMin, next, nullptr), "agreeing on the holder", next);
-  if (latest >= 0) {
-    Checkpoint& ck = state.ck;
-    uint64_t counters[3] = {ck.step, ck.optimizerSteps, ck.seed};
-    check(cclBroadcast(counters, counters, 3, cclUint64, root, next, nullptr), "sharing the step", next);
-    const size_t n = parameterCount(o.model);
-    ck.config = o.model;
-    ck.params.resize(n);
-    ck.m.resize(n);
-    ck.v.resize(n);
-    for (std::vector<float>* v : {&ck.params, &ck.m, &ck.v})
-      check(cclBroadcast(v->data(), v->data(), n, cclFloat32, root, next, nullptr), "sharing the state", next);
-    ck.step = counters[0];
-    ck.optimizerSteps = counters[1];
-    ck.seed = counters[2];
-    state.valid = true;
-  }
-  std::fprintf(stderr, "gpt_train: elastic: going on with %d ranks from step %lld (rank %d now)\n", size,
-               static_cast<long long>(std::max<int64_t>(latest, 0)), rank);
-  return next;
 }
 
 }  // namespace
@@ -480,10 +420,10 @@ TrainResult train(const TrainOptions& o, cclComm_t world) {
       if (o.codecs[static_cast<size_t>(s)].compression.codec == cclCodecPowerSgd)
         throw std::invalid_argument(std::string(siteName(s)) +
                                     "=powersgd compresses all-reduces: not with --sp (reduce-scatter, all-gather)");
-  if (o.elastic && (grid.tp != 1 || grid.pp != 1 || o.zero))
+  if (o.elastic && (grid.tp != 1 || grid.pp != 1))
     throw std::invalid_argument(
-        "--elastic goes on from any survivor's copy of the whole model and optimizer state: data parallel only "
-        "(--tp 1 --pp 1, no --zero)");
+        "--elastic goes on from the survivors' copies of the model and optimizer state: data parallel only "
+        "(--tp 1 --pp 1; a lost tensor- or pipeline-parallel rank's weights exist nowhere else)");
   if (!o.elastic) {
     Comm comm(splitGroups(world, grid, o.fuseEmbeddingSync), o.model.layers);
     try {
@@ -508,7 +448,7 @@ TrainResult train(const TrainOptions& o, cclComm_t world) {
     } catch (const CommError& e) {
       comm.abort();
       std::fprintf(stderr, "gpt_train: %s\n", e.what());
-      current = goOnWithoutLost(current, o, state);
+      current = goOnWithoutLost(current, o.model, state);
       shrunk.push_back(current);
       int size = 1;
       cclCommCount(current, &size);

@@ -37,9 +37,9 @@ struct TrainOptions {
   int codecErrorEvery = 0;  // every this many steps, compressed allreduces are also run exactly (0: never)
   int valSequences = 64;    // validation windows
   bool zero = false;        // ZeRO-1: reduce-scatter gradients, shard AdamW, all-gather parameters
-  // Go on without a lost rank (data parallel only): the survivors shrink the world
-  // (cclCommShrink), take the latest state any of them completed, and train on with fewer
-  // ranks (a smaller global batch) instead of stopping.
+  // Go on without a lost rank (data parallel only, plain or ZeRO-1): the survivors shrink the
+  // world (cclCommShrink), rebuild the state of a step they completed (elastic.h), and train
+  // on with fewer ranks (a smaller global batch) instead of stopping.
   bool elastic = false;
   bool fuseEmbeddingSync = false;  // wte's gradient: one collective over both end stages and all DP ranks
   int autoencoderDim = 0;          // Bian et al.'s learned autoencoder on tp.fwd: code width (0: off)

@@ -1,28 +1,61 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# elastic.sh N VICTIM STEPS GPT_TRAIN ARGS...: starts N data-parallel ranks of GPT_TRAIN with
-# --elastic and --steps STEPS as processes (as kill_rank.sh does), kills rank VICTIM (not 0,
-# which writes the log) with SIGKILL once rank 0 has logged a few steps, and passes when every
-# other rank goes on without it: each says it went on with N-1 ranks, exits 0, and the log
-# reaches the last step with finite losses. STEPS must leave the kill time to land: a run that
-# ends first fails the check (no rank says it went on).
+# elastic.sh N VICTIMS STEPS GPT_TRAIN ARGS...: starts N data-parallel ranks of GPT_TRAIN with
+# --elastic and --steps STEPS as processes (as kill_rank.sh does) and kills the ranks VICTIMS
+# (comma-separated, never 0, which writes the log) together with SIGKILL once rank 0 has
+# logged a few steps. STEPS must leave the kill time to land: a run that ends first fails.
+#
+# By default every other rank must go on without them: each says it went on with N - k ranks
+# from some step S and exits 0, and the log reaches the last step with finite losses. Then the
+# state the survivors rebuilt must be exact: their final checkpoint must equal, byte for
+# byte, that of N ranks stopped after S steps (--stop-after) and resumed from their
+# checkpoint on N - k ranks.
+#
+# With ELASTIC_EXPECT=refuse the state cannot be rebuilt: every other rank must fail, with
+# the same message, naming the ranks lost.
 set -u
-n=$1 victim=$2 steps=$3 train=$4
+n=$1 victims=$2 steps=$3 train=$4
 shift 4
 . "$(dirname "$0")/ranks.sh"
-start_ranks "$n" "$train" "$@" --elastic --steps "$steps"
-kill_after_steps elastic "$victim"
+IFS=, read -r -a lost <<<"$victims"
+k=${#lost[@]}
+start_ranks "$n" "$train" "$@" --elastic --steps "$steps" --checkpoint "$dir/elastic.ck"
+kill_after_steps elastic "${lost[@]}"
 status=0
+survivor() {
+  local r=$1 v
+  for v in "${lost[@]}"; do [ "$r" = "$v" ] && return 1; done
+  return 0
+}
+messages=()
 for r in $(seq 0 $((n - 1))); do
-  [ "$r" = "$victim" ] && continue
+  survivor "$r" || continue
   wait "${pids[r]}"
   rc=$?
-  went_on=$(grep -c "elastic: going on with $((n - 1)) ranks" "$dir/out.$r")
+  if [ "${ELASTIC_EXPECT:-go_on}" = refuse ]; then
+    said=$(grep -o -- '--elastic: .*' "$dir/out.$r" | tail -1)
+    echo "rank $r: exit $rc; $said"
+    messages+=("$said")
+    if [ "$rc" -eq 0 ] || [ -z "$said" ]; then
+      echo "elastic: rank $r did not refuse to go on"; cat "$dir/out.$r"; status=1
+    fi
+    continue
+  fi
+  went_on=$(grep -c "elastic: going on with $((n - k)) ranks" "$dir/out.$r")
   echo "rank $r: exit $rc; $(grep 'elastic: going on' "$dir/out.$r" | tail -1)"
   if [ "$rc" -ne 0 ] || [ "$went_on" -ne 1 ]; then
-    echo "elastic: rank $r did not go on without rank $victim"; cat "$dir/out.$r"; status=1
+    echo "elastic: rank $r did not go on without ranks $victims"; cat "$dir/out.$r"; status=1
   fi
 done
+if [ "${ELASTIC_EXPECT:-go_on}" = refuse ]; then
+  if [ "$(printf '%s\n' "${messages[@]}" | sort -u | wc -l)" -ne 1 ]; then
+    echo "elastic: the survivors did not fail alike"; status=1
+  fi
+  for v in "${lost[@]}"; do
+    printf '%s\n' "${messages[0]}" | grep -q "\b$v\b" || { echo "elastic: the message does not name rank $v"; status=1; }
+  done
+  exit $status
+fi
 last=$(grep '"type":"step"' "$dir/log.jsonl" | tail -1)
 echo "last step logged: $last"
 if ! printf '%s\n' "$last" | grep -q "\"step\":$((steps - 1)),"; then
@@ -30,5 +63,40 @@ if ! printf '%s\n' "$last" | grep -q "\"step\":$((steps - 1)),"; then
 fi
 if grep '"type":"step"' "$dir/log.jsonl" | grep -qiE '"loss":(nan|inf|-inf)'; then
   echo "elastic: a logged loss is not finite"; status=1
+fi
+[ $status -eq 0 ] || exit $status
+
+# The same steps without the loss: N ranks to step S, then N - k from its checkpoint.
+from=$(grep -o 'going on with [0-9]* ranks from step [0-9]*' "$dir/out.0" | tail -1 | grep -o '[0-9]*$')
+run_ranks() {  # run_ranks RANKS SUBDIR ARGS...
+  local ranks=$1 sub=$2 r rc=0
+  shift 2
+  mkdir -p "$dir/$sub"
+  for r in $(seq 0 $((ranks - 1))); do
+    WORLD_SIZE=$ranks RANK=$r "$train" "$@" --rendezvous "$dir/$sub/id" >"$dir/$sub/out.$r" 2>&1 &
+    pids[r]=$!
+  done
+  for r in $(seq 0 $((ranks - 1))); do wait "${pids[r]}" || rc=1; done
+  [ $rc -eq 0 ] || { echo "elastic: the run without a loss ($sub) failed"; cat "$dir/$sub"/out.*; exit 1; }
+}
+pids=()
+if [ "$from" -gt 0 ]; then
+  run_ranks "$n" before "$@" --steps "$steps" --stop-after "$from" --checkpoint "$dir/before.ck"
+  resume=(--resume "$dir/before.ck")
+else
+  resume=()
+fi
+dp=$((n - k))
+args=("$@")
+for i in "${!args[@]}"; do  # the survivors' data-parallel width
+  [ "${args[i]}" = --dp ] && args[i + 1]=$dp
+done
+run_ranks "$dp" after "${args[@]}" --steps "$steps" "${resume[@]}" --checkpoint "$dir/after.ck"
+if cmp -s "$dir/elastic.ck" "$dir/after.ck"; then
+  echo "elastic: the survivors' final checkpoint equals that of $n ranks to step $from and $dp from there"
+else
+  echo "elastic: the survivors' final checkpoint differs from that of $n ranks to step $from and $dp from there"
+  cmp "$dir/elastic.ck" "$dir/after.ck" | head -3
+  status=1
 fi
 exit $status

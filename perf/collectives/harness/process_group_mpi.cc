@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// MPI process group. MPI is initialised in every run (a run without mpirun is an MPI
-// singleton of size 1), so detection needs no environment variables.
+// MPI process group, for runs an MPI launcher started (its environment says so); a run
+// started alone gets the local group of one process, what an MPI singleton would be.
 #include <mpi.h>
 
+#include <cstdlib>
 #include <stdexcept>
 
 #include "harness/process_group.h"
@@ -84,8 +85,20 @@ class MpiProcessGroup final : public ProcessGroup {
 
 }  // namespace
 
+// Whether a launcher (mpirun, srun, hydra) started this process: each sets one of these.
+bool launchedByMpi() {
+  for (const char* name :
+       {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS", "SLURM_PROCID"})
+    if (std::getenv(name) != nullptr) return true;
+  return false;
+}
+
 std::unique_ptr<ProcessGroup> makeProcessGroup(int* argc, char*** argv) {
   if (auto forked = forkedProcessGroupIfAsked(argc, argv)) return forked;  // -np: no MPI at all
+  // Started alone, MPI would be a singleton of one process: the local group is the same
+  // without it. (Open MPI's singletons started together race to create their session folder
+  // in /tmp, and one fails with "File exists".)
+  if (!launchedByMpi()) return makeLocalProcessGroup();
   return std::make_unique<MpiProcessGroup>(argc, argv);
 }
 
