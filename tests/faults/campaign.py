@@ -225,6 +225,9 @@ def main():
     if want("ranks"):
         for mode in ("kill", "stop", "abort", "revoke"):
             add(mode, [fr, mode, "--trials", str(trials)] + common, 120 + trials * (4 * a.timeout + 60))
+        # Two ranks lost, each at its own moment: the survivors shrink past both.
+        add("kill2", [fr, "kill", "--victims", "2", "--trials", str(trials)] + common,
+            120 + trials * (4 * a.timeout + 60))
     if want("hostile"):
         h = os.path.join(b, "tests", "faults", "hostile")
         add("api_fuzz", [os.path.join(h, "api_fuzz"), "--inputs", str(api_inputs), "--seed", seed], 3600)

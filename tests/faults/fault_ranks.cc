@@ -9,7 +9,8 @@
 //               CCL_TIMEOUT + 5 s (or complete correctly) and revoke its communicator; once
 //               the lost rank is dead, the survivors shrink it to a working communicator
 //               (cclCommShrink, CCL_SHRINK_ALIVE: no id handed out). A stopped rank that is
-//               resumed afterwards must fail too, not hang.
+//               resumed afterwards must fail too, not hang. --victims K: K random ranks are
+//               lost, each at its own random moment (kind "kill2", "stop2", ... for K > 1).
 //   abort       the same with ranks as threads of one process: a random rank's communicator
 //               is aborted from another thread while that rank waits inside a random call.
 //   soak        N ranks loop random collectives (kinds, sizes, codecs, error feedback, groups,
@@ -99,13 +100,14 @@ struct Options {
   long calls = 1000;   // soak
   double minutes = 0;  // soak: at least this long as well
   int cycles = 100;    // churn
+  int victims = 1;     // kill, stop: ranks lost per trial
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(
       stderr,
       "fault_ranks: %s\nusage: fault_ranks kill|stop|abort|revoke|soak|churn [--ranks N] [--trials N] [--seed S] "
-      "[--timeout SECONDS] [--max-bytes B] [--calls N] [--minutes M] [--cycles N]\n",
+      "[--timeout SECONDS] [--max-bytes B] [--calls N] [--minutes M] [--cycles N] [--victims K]\n",
       why);
   std::exit(2);
 }
@@ -134,11 +136,14 @@ Options parse(int argc, char** argv) {
       o.minutes = std::atof(v);
     else if (a == "--cycles")
       o.cycles = std::atoi(v);
+    else if (a == "--victims")
+      o.victims = std::atoi(v);
     else
       usage(("unknown option " + a).c_str());
   }
   if (o.ranks < 2 || o.ranks > 16) usage("--ranks must be 2..16");
   if (o.timeout < 1) usage("--timeout must be >= 1");
+  if (o.victims < 1 || o.victims >= o.ranks) usage("--victims must be 1..ranks-1");
   return o;
 }
 
@@ -431,8 +436,20 @@ struct Shared {
   cclUniqueId id;
   cclUniqueId recoverId;          // kJoin's
   std::atomic<int> recoverReady;  // 0 until the parent decides; then a Recovery
-  int victim;
+  bool lost[16];                  // the trial's victims
   Slot slots[16];
+  // Rank r's place among the survivors (-1: a victim).
+  int survivorRank(int r) const {
+    if (lost[r]) return -1;
+    int below = 0;
+    for (int q = 0; q < r; ++q) below += lost[q] ? 1 : 0;
+    return r - below;
+  }
+  int lostCount(int n) const {
+    int k = 0;
+    for (int q = 0; q < n; ++q) k += lost[q] ? 1 : 0;
+    return k;
+  }
 };
 
 Shared* mapShared() {
@@ -559,18 +576,18 @@ bool shrinkSurvivors(cclComm_t failed, int n, int expected, double* seconds, std
   const double deadline = now() + 120;
   while (sh->recoverReady.load() == 0 && now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   const int how = sh->recoverReady.load();
-  if ((how != kShrink && how != kJoin) || sh->victim == r) {
+  if ((how != kShrink && how != kJoin) || sh->lost[r]) {
     if (failed) cclCommDestroy(failed);
     _exit(0);
   }
   std::string why;
-  const int newRank = r < sh->victim ? r : r - 1;
+  const int newRank = sh->survivorRank(r), survivors = n - sh->lostCount(n);
   bool good = false;
   if (how == kShrink) {
-    good = shrinkSurvivors(failed, n - 1, newRank, &me.shrinkSeconds, &why);
+    good = shrinkSurvivors(failed, survivors, newRank, &me.shrinkSeconds, &why);
   } else {
     if (failed) cclCommDestroy(failed);
-    good = joinSurvivors(n - 1, sh->recoverId, newRank, &why);
+    good = joinSurvivors(survivors, sh->recoverId, newRank, &why);
   }
   if (!good) copyText(me.message, sizeof me.message, "after the fault, the survivors' communicator: " + why);
   me.after = measure();
@@ -654,10 +671,21 @@ Line processTrial(const Options& o, int trial, std::mt19937_64& g) {
   }
   const uint64_t callSeed = g();
   const bool twoNodes = n >= 4 && g() % 2 == 0;
-  const int victim = static_cast<int>(g() % static_cast<uint64_t>(n));
-  const long atCall = static_cast<long>(g() % 12);
-  const int delayUs = static_cast<int>(g() % 20000);
-  sh->victim = victim;
+  // Each victim: its rank, the calls it completes first, and up to 20 ms more.
+  struct Victim {
+    int rank;
+    long atCall;
+    int delayUs;
+  };
+  std::vector<Victim> victims;
+  for (int i = 0; i < o.victims; ++i) {
+    int rank = static_cast<int>(g() % static_cast<uint64_t>(n));
+    while (sh->lost[rank]) rank = (rank + 1) % n;
+    sh->lost[rank] = true;
+    victims.push_back({rank, static_cast<long>(g() % 12), static_cast<int>(g() % 20000)});
+  }
+  auto isVictim = [&](int r) { return sh->lost[r]; };
+  if (o.victims > 1) line.kind += std::to_string(o.victims);
   line.kind += twoNodes ? ".2nodes" : ".flat";
   std::vector<pid_t> pids(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
@@ -665,27 +693,31 @@ Line processTrial(const Options& o, int trial, std::mt19937_64& g) {
     if (p == 0) faultRank(sh, r, n, callSeed, o.maxBytes, twoNodes);
     pids[static_cast<size_t>(r)] = p;
   }
-  // The fault: once the victim has completed `atCall` calls, after up to 20 ms more.
+  // The faults, in turn: once a victim has completed its calls (or failed, after an earlier
+  // victim's loss), after its delay. Times count from the first.
   const double startDeadline = now() + 120;
-  Slot& v = sh->slots[victim];
-  while (v.calls.load() < atCall && v.state.load() == kRunning && now() < startDeadline)
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  std::this_thread::sleep_for(std::chrono::microseconds(delayUs));
-  const double faultAt = now();
-  kill(pids[static_cast<size_t>(victim)], stop ? SIGSTOP : SIGKILL);
-  // Every survivor must fail (or finish) within CCL_TIMEOUT + 5 s.
-  const double deadline = faultAt + o.timeout + 5;
-  line.survivors = n - 1;
+  double faultAt = 0;
+  for (const Victim& vi : victims) {
+    const Slot& v = sh->slots[vi.rank];
+    while (v.calls.load() < vi.atCall && v.state.load() == kRunning && now() < startDeadline)
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    std::this_thread::sleep_for(std::chrono::microseconds(vi.delayUs));
+    if (faultAt == 0) faultAt = now();
+    kill(pids[static_cast<size_t>(vi.rank)], stop ? SIGSTOP : SIGKILL);
+  }
+  // Every survivor must fail (or finish) within CCL_TIMEOUT + 5 s of the last fault.
+  const double deadline = now() + o.timeout + 5;
+  line.survivors = n - o.victims;
   line.named = 0;
   for (int r = 0; r < n; ++r) {
-    if (r == victim) continue;
+    if (isVictim(r)) continue;
     while (sh->slots[r].state.load() == kRunning && now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   std::string firstError;
   double worst = 0;
   for (int r = 0; r < n; ++r) {
-    if (r == victim) continue;
+    if (isVictim(r)) continue;
     const Slot& s = sh->slots[r];
     const int st = s.state.load();
     if (st == kRunning) {
@@ -704,7 +736,7 @@ Line processTrial(const Options& o, int trial, std::mt19937_64& g) {
       ++line.completed;
     else {
       ++line.errors;
-      if (namesRank(s.message, victim))
+      if (std::any_of(victims.begin(), victims.end(), [&](const Victim& vi) { return namesRank(s.message, vi.rank); }))
         ++line.named;
       else if (line.detail.find("names no rank") == std::string::npos)  // the first such error, whole
         line.detail += "rank " + std::to_string(r) + "'s error names no rank: " + s.message + "; ";
@@ -717,21 +749,27 @@ Line processTrial(const Options& o, int trial, std::mt19937_64& g) {
   }
   // A stopped rank resumed now must fail too (its peers are gone), not hang.
   if (stop) {
-    kill(pids[static_cast<size_t>(victim)], SIGCONT);
+    for (const Victim& vi : victims) kill(pids[static_cast<size_t>(vi.rank)], SIGCONT);
     const double resumedBy = now() + o.timeout + 5;
-    while (v.state.load() == kRunning && now() < resumedBy) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    if (v.state.load() == kRunning) {
-      ++line.hangs;
-      line.detail += "the stopped rank, resumed, still ran " + std::to_string(o.timeout + 5) + " s later; ";
+    for (const Victim& vi : victims) {
+      const Slot& v = sh->slots[vi.rank];
+      while (v.state.load() == kRunning && now() < resumedBy) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      if (v.state.load() == kRunning) {
+        ++line.hangs;
+        line.detail += "stopped rank " + std::to_string(vi.rank) + ", resumed, still ran " +
+                       std::to_string(o.timeout + 5) + " s later; ";
+      }
     }
   }
-  kill(pids[static_cast<size_t>(victim)], SIGKILL);
-  waitpid(pids[static_cast<size_t>(victim)], nullptr, 0);
+  for (const Victim& vi : victims) {
+    kill(pids[static_cast<size_t>(vi.rank)], SIGKILL);
+    waitpid(pids[static_cast<size_t>(vi.rank)], nullptr, 0);
+  }
   // The survivors that failed shrink to a new communicator (all of them, or it cannot form),
   // now that the lost rank is dead.
   bool allHaveComm = true;
   for (int r = 0; r < n; ++r)
-    if (r != victim && !sh->slots[r].hasComm) allHaveComm = false;
+    if (!isVictim(r) && !sh->slots[r].hasComm) allHaveComm = false;
   if (line.hangs != 0 || line.crashes != 0 || line.completed != 0) {
     sh->recoverReady = kNone;
   } else if (allHaveComm) {
@@ -742,7 +780,7 @@ Line processTrial(const Options& o, int trial, std::mt19937_64& g) {
   int recovered = 0;
   double worstShrink = 0;
   for (int r = 0; r < n; ++r) {
-    if (r == victim) continue;
+    if (isVictim(r)) continue;
     int status = 0;
     if (!waitUntil(pids[static_cast<size_t>(r)], now() + o.timeout + 60, &status)) {
       kill(pids[static_cast<size_t>(r)], SIGKILL);
@@ -768,10 +806,12 @@ Line processTrial(const Options& o, int trial, std::mt19937_64& g) {
   line.good = line.hangs == 0 && line.crashes == 0 && line.wrong == 0 && (!needRecovery || recovered == line.errors);
   if (needRecovery && recovered != line.errors)
     line.detail += std::to_string(recovered) + " of " + std::to_string(line.errors) + " survivors recovered; ";
-  char head[200];
-  std::snprintf(head, sizeof head, "victim rank %d after %ld calls; revoke took up to %.3f s, shrink up to %.3f s; ",
-                victim, atCall, worst, worstShrink);
-  line.detail = head + line.detail + firstError;
+  std::string head;
+  for (const Victim& vi : victims)
+    head += "victim rank " + std::to_string(vi.rank) + " after " + std::to_string(vi.atCall) + " calls; ";
+  char took[120];
+  std::snprintf(took, sizeof took, "revoke took up to %.3f s, shrink up to %.3f s; ", worst, worstShrink);
+  line.detail = head + took + line.detail + firstError;
   munmap(sh, sizeof(Shared));
   return line;
 }
