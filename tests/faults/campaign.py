@@ -242,6 +242,8 @@ def main():
             for sig in ("kill", "stop"):
                 add("ddp_" + sig, [py, os.path.join(HERE, "frameworks", "ddp_kill.py"), "--signal", sig,
                                    "--trials", str(max(1, trials // 2)), "--seed", seed], 300 + trials * 120)
+            add("ddp_shrink", [py, os.path.join(HERE, "frameworks", "ddp_kill.py"), "--shrink", "--trials",
+                               str(trials), "--seed", seed], 300 + trials * 120)
         else:
             skipped.append(("ddp_kill", "no PyTorch environment (scripts/torch_venv.sh)"))
         gpt = os.path.join(b, "examples", "transformer", "gpt_train")

@@ -7,16 +7,16 @@
 #include <string>
 
 #include "params.h"
-#include "shard.h"
 
 namespace gpt {
 
 void keepStep(ElasticState& state, Comm& comm, const DataParallel& dp, const Model<float>& model, const AdamW& opt,
               int step, uint64_t dataSeed) {
-  // ZeRO-1 overwrites the older (or an empty) one of its two steps; plain data parallel keeps one.
+  // A whole model keeps one step; a part of one overwrites the older (or an empty) one of two.
   const bool sharded = dp.zero();
   ElasticState::Kept *a = &state.kept[0], *b = &state.kept[1];
-  ElasticState::Kept& k = !sharded || !a->held ? *a : !b->held || b->ck.step < a->ck.step ? *b : *a;
+  const bool whole = model.shard.whole() && !sharded;
+  ElasticState::Kept& k = whole || !a->held ? *a : !b->held || b->ck.step < a->ck.step ? *b : *a;
   k.held = false;  // until the exchange below is through
   const size_t P = shardCount(model.layout);
   Checkpoint& ck = k.ck;
@@ -27,10 +27,12 @@ void keepStep(ElasticState& state, Comm& comm, const DataParallel& dp, const Mod
   ck.params.assign(model.params.begin(), model.params.begin() + static_cast<std::ptrdiff_t>(P));
   ck.m = opt.m;
   ck.v = opt.v;
-  k.ranks = sharded ? comm.size(Group::kDp) : 1;
-  k.rank = sharded ? comm.rank(Group::kDp) : 0;
+  k.shard = model.shard;
+  k.replica = comm.rank(Group::kDp);
+  k.replicas = comm.size(Group::kDp);
+  k.zero = sharded;
   if (sharded) {
-    const size_t length = zeroShard(P, static_cast<size_t>(k.ranks), 0).length;
+    const size_t length = zeroShard(P, static_cast<size_t>(k.replicas), 0).length;
     std::vector<float> mine(2 * length, 0.0f), next(2 * length);
     std::copy(opt.m.begin(), opt.m.end(), mine.begin());
     std::copy(opt.v.begin(), opt.v.end(), mine.begin() + static_cast<std::ptrdiff_t>(length));
@@ -52,13 +54,13 @@ void check(cclResult_t r, const char* what, cclComm_t c) {
 int64_t latestStep(const ElasticState& state, bool wholeOnly) {
   int64_t latest = -1;
   for (const ElasticState::Kept& k : state.kept)
-    if (k.held && (!wholeOnly || k.ranks == 1)) latest = std::max(latest, static_cast<int64_t>(k.ck.step));
+    if (k.held && (!wholeOnly || k.whole())) latest = std::max(latest, static_cast<int64_t>(k.ck.step));
   return latest;
 }
 
 ElasticState::Kept* keptAt(ElasticState& state, int64_t step, bool whole) {
   for (ElasticState::Kept& k : state.kept)
-    if (k.held && static_cast<int64_t>(k.ck.step) == step && (k.ranks == 1) == whole) return &k;
+    if (k.held && static_cast<int64_t>(k.ck.step) == step && k.whole() == whole) return &k;
   return nullptr;
 }
 
@@ -85,69 +87,118 @@ void shareWhole(cclComm_t next, const ModelConfig& model, ElasticState& state, i
   into.seed = counters[2];
 }
 
-// ZeRO-1: the moments of step `step` assembled whole from every survivor's own shard and, for
-// each lost rank, its previous rank's replica (each element from one rank, the others adding
-// zeros: exact). `oldRank` of `oldSize` is this rank in the world that lost ranks.
-void assembleShards(cclComm_t next, const ModelConfig& model, ElasticState& state, int64_t step, int oldRank,
-                    int oldSize, Checkpoint& into) {
-  int size = 0;
-  cclCommCount(next, &size);
+// The state of step `step` assembled whole from the survivors' parts (elastic.h). `alive`:
+// which data-parallel replicas of the world that lost ranks survive (ZeRO-1's shards).
+void assembleParts(cclComm_t next, const ModelConfig& model, ElasticState& state, int64_t step,
+                   const std::vector<char>& alive, Checkpoint& into) {
   const ElasticState::Kept* mine = keptAt(state, step, false);
-  // Every survivor holds the step (see elastic.h); one that does not fails them all alike.
-  int32_t missing = mine && mine->ranks == oldSize && mine->rank == oldRank ? 0 : 1, anyMissing = 0;
-  check(cclAllReduce(&missing, &anyMissing, 1, cclInt32, cclMax, next, nullptr), "agreeing on the shards", next);
+  // Every survivor holds the step (elastic.h); one that does not fails them all alike.
+  int32_t missing = mine ? 0 : 1, anyMissing = 0;
+  check(cclAllReduce(&missing, &anyMissing, 1, cclInt32, cclMax, next, nullptr), "agreeing on the parts", next);
   if (anyMissing)
-    throw std::runtime_error("--elastic: a survivor does not hold ZeRO-1's shards of step " + std::to_string(step));
-  std::vector<int32_t> survivors(static_cast<size_t>(size));
-  const int32_t me = oldRank;
-  check(cclAllGather(&me, survivors.data(), 1, cclInt32, next, nullptr), "naming the survivors", next);
-  std::vector<char> alive(static_cast<size_t>(oldSize), 0);
-  for (int32_t r : survivors) alive[static_cast<size_t>(r)] = 1;
-  // Every survivor reads the same list: the same verdict everywhere.
-  for (int r = 0; r < oldSize; ++r) {
-    const int previous = (r + oldSize - 1) % oldSize;
-    if (!alive[static_cast<size_t>(r)] && !alive[static_cast<size_t>(previous)])
-      throw std::runtime_error(
-          "--elastic: ranks " + std::to_string(previous) + " and " + std::to_string(r) + " of " +
-          std::to_string(oldSize) +
-          " were both lost: ZeRO-1 keeps a rank's AdamW shard on the previous rank only, so rank " + std::to_string(r) +
-          "'s is gone (go on from a checkpoint: --resume)");
-  }
+    throw std::runtime_error("--elastic: a survivor does not hold its part of step " + std::to_string(step));
+  // The lowest replica speaks for the parameters (and, without ZeRO-1, the moments).
+  int32_t replica = mine->replica, speaker = 0;
+  check(cclAllReduce(&replica, &speaker, 1, cclInt32, cclMin, next, nullptr), "agreeing on the replica", next);
+  const int replicas = mine->replicas;
+  if (mine->zero)  // the same verdict on every survivor: they read the same list
+    for (int r = 0; r < replicas; ++r) {
+      const int previous = (r + replicas - 1) % replicas;
+      if (!alive[static_cast<size_t>(r)] && !alive[static_cast<size_t>(previous)])
+        throw std::runtime_error("--elastic: ranks " + std::to_string(previous) + " and " + std::to_string(r) + " of " +
+                                 std::to_string(replicas) +
+                                 " were both lost: ZeRO-1 keeps a rank's AdamW shard on the previous rank only, so "
+                                 "rank " +
+                                 std::to_string(r) + "'s is gone (go on from a checkpoint: --resume)");
+    }
   const size_t P = parameterCount(model);
   into = mine->ck;
-  std::vector<float> m(P, 0.0f), v(P, 0.0f);
-  auto place = [&](int owner, const std::vector<float>& fromM, const std::vector<float>& fromV) {
-    const ZeroShard z = zeroShard(P, static_cast<size_t>(oldSize), static_cast<size_t>(owner));
-    const auto len = static_cast<std::ptrdiff_t>(z.end - z.begin);
-    std::copy(fromM.begin(), fromM.begin() + len, m.begin() + static_cast<std::ptrdiff_t>(z.begin));
-    std::copy(fromV.begin(), fromV.begin() + len, v.begin() + static_cast<std::ptrdiff_t>(z.begin));
-  };
-  place(oldRank, mine->ck.m, mine->ck.v);
-  const int following = (oldRank + 1) % oldSize;
-  if (!alive[static_cast<size_t>(following)]) place(following, mine->nextM, mine->nextV);
+  std::vector<float> params(P, 0.0f), m(P, 0.0f), v(P, 0.0f);
+  const std::vector<TensorInfo> layout = shardLayout(model, mine->shard);
+  const size_t local = shardCount(layout);
+  const bool speaks = mine->replica == speaker;
+  if (speaks) insertShard(layout, mine->shard, mine->ck.params.data(), 0, local, params.data());
+  if (!mine->zero && speaks) {
+    insertShard(layout, mine->shard, mine->ck.m.data(), 0, local, m.data());
+    insertShard(layout, mine->shard, mine->ck.v.data(), 0, local, v.data());
+  } else if (mine->zero) {
+    // ZeRO-1 runs on the whole model: the shards' indices are the model's.
+    auto place = [&](int owner, const std::vector<float>& fromM, const std::vector<float>& fromV) {
+      const ZeroShard z = zeroShard(P, static_cast<size_t>(replicas), static_cast<size_t>(owner));
+      const auto len = static_cast<std::ptrdiff_t>(z.end - z.begin);
+      std::copy(fromM.begin(), fromM.begin() + len, m.begin() + static_cast<std::ptrdiff_t>(z.begin));
+      std::copy(fromV.begin(), fromV.begin() + len, v.begin() + static_cast<std::ptrdiff_t>(z.begin));
+    };
+    place(mine->replica, mine->ck.m, mine->ck.v);
+    const int following = (mine->replica + 1) % replicas;
+    if (!alive[static_cast<size_t>(following)]) place(following, mine->nextM, mine->nextV);
+  }
   const cclCompression_t exact = CCL_COMPRESSION_INITIALIZER;
-  for (std::vector<float>* x : {&m, &v})
+  for (std::vector<float>* x : {&params, &m, &v})
     check(cclAllReduceEx(x->data(), x->data(), P, cclFloat32, cclSum, next, nullptr, &exact, nullptr),
-          "assembling the optimizer state", next);
+          "assembling the state", next);
+  into.params = std::move(params);
   into.m = std::move(m);
   into.v = std::move(v);
 }
 
+std::string rankList(const std::vector<int>& ranks) {
+  std::string s;
+  for (int r : ranks) s += (s.empty() ? "" : ", ") + std::to_string(r);
+  return s;
+}
+
 }  // namespace
 
-cclComm_t goOnWithoutLost(cclComm_t world, const ModelConfig& model, ElasticState& state) {
+cclComm_t goOnWithoutLost(cclComm_t world, const ModelConfig& model, Grid& grid, ElasticState& state) {
   int oldRank = 0, oldSize = 0;
   cclCommUserRank(world, &oldRank);
   cclCommCount(world, &oldSize);
-  cclComm_t next = nullptr;
-  check(cclCommShrink(world, nullptr, 0, &next, nullptr, CCL_SHRINK_ALIVE | CCL_SHRINK_ABORT), "cclCommShrink", world);
+  cclComm_t alive = nullptr;
+  check(cclCommShrink(world, nullptr, 0, &alive, nullptr, CCL_SHRINK_ALIVE | CCL_SHRINK_ABORT), "cclCommShrink", world);
+  int aliveCount = 0;
+  cclCommCount(alive, &aliveCount);
+  std::vector<int32_t> survivors(static_cast<size_t>(aliveCount));
+  const int32_t me = oldRank;
+  check(cclAllGather(&me, survivors.data(), 1, cclInt32, alive, nullptr), "naming the survivors", alive);
+  std::vector<char> isAlive(static_cast<size_t>(oldSize), 0);
+  for (int32_t r : survivors) isAlive[static_cast<size_t>(r)] = 1;
+  std::vector<int> lost;
+  for (int r = 0; r < oldSize; ++r)
+    if (!isAlive[static_cast<size_t>(r)]) lost.push_back(r);
+  // A replica goes on only whole; every survivor reads the same list, so all decide alike.
+  std::vector<char> whole(static_cast<size_t>(grid.dp), 1);
+  for (int r : lost) whole[static_cast<size_t>(placeOf(grid, r).d)] = 0;
+  const int replicasLeft = static_cast<int>(std::count(whole.begin(), whole.end(), 1));
+  if (replicasLeft == 0) {
+    cclCommDestroy(alive);
+    throw std::runtime_error("--elastic: every data-parallel replica lost a rank (lost: " + rankList(lost) +
+                             "): nothing whole is left to go on from (go on from a checkpoint: --resume)");
+  }
+  std::vector<int> leaving;  // ranks of `alive` whose replica lost a rank
+  for (int i = 0; i < aliveCount; ++i)
+    if (!whole[static_cast<size_t>(placeOf(grid, survivors[static_cast<size_t>(i)]).d)]) leaving.push_back(i);
+  cclComm_t next = alive;
+  if (!leaving.empty()) {
+    if (!whole[static_cast<size_t>(placeOf(grid, oldRank).d)]) {
+      std::fprintf(stderr, "gpt_train: elastic: rank %d leaves the run: its data-parallel replica lost rank(s) %s\n",
+                   oldRank, rankList(lost).c_str());
+      cclCommDestroy(alive);
+      state = ElasticState{};
+      return nullptr;
+    }
+    check(cclCommShrink(alive, leaving.data(), static_cast<int>(leaving.size()), &next, nullptr, 0),
+          "cclCommShrink of the whole replicas", alive);
+    cclCommDestroy(alive);
+  }
+  grid.dp = replicasLeft;
   int rank = 0, size = 0;
   cclCommUserRank(next, &rank);
   cclCommCount(next, &size);
-  // A whole copy at the latest step any survivor holds one, or else ZeRO-1's shards at the
-  // latest step every survivor completed.
-  int64_t whole = latestStep(state, true), any = latestStep(state, false), wholeMax = -1, anyMin = -1;
-  check(cclAllReduce(&whole, &wholeMax, 1, cclInt64, cclMax, next, nullptr), "agreeing on the step", next);
+  // A whole copy at the latest step any survivor holds one, or else the parts at the latest
+  // step every survivor completed.
+  int64_t wholeStep = latestStep(state, true), any = latestStep(state, false), wholeMax = -1, anyMin = -1;
+  check(cclAllReduce(&wholeStep, &wholeMax, 1, cclInt64, cclMax, next, nullptr), "agreeing on the step", next);
   check(cclAllReduce(&any, &anyMin, 1, cclInt64, cclMin, next, nullptr), "agreeing on the step", next);
   Checkpoint ck;
   int64_t from = -1;
@@ -156,14 +207,16 @@ cclComm_t goOnWithoutLost(cclComm_t world, const ModelConfig& model, ElasticStat
     if (from >= 0) shareWhole(next, model, state, from, ck);
   } else {
     from = anyMin;
-    assembleShards(next, model, state, from, oldRank, oldSize, ck);
+    // ZeRO-1's replicas are the world's ranks (it runs without tp and pp).
+    assembleParts(next, model, state, from, isAlive, ck);
   }
-  // What this rank holds now is the whole state of `from` only: shards of the old layout go.
+  // What this rank holds now is the whole state of `from` only: parts of the old layout go.
   state.kept = {};
   state.resume = -1;
   if (from >= 0) {
     state.kept[0].held = true;
     state.kept[0].ck = std::move(ck);
+    state.kept[0].shard = wholeModel(model);
     state.resume = 0;
   }
   std::fprintf(stderr, "gpt_train: elastic: going on with %d ranks from step %lld (rank %d now)\n", size,

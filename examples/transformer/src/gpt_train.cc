@@ -96,9 +96,10 @@ void addFlags(CLI::App& app, Cli& c) {
   app.add_option("--threads", t.threads, "OpenMP/BLAS threads per rank")->capture_default_str();
   app.add_flag("--zero", t.zero, "ZeRO-1: shard the optimiser state, reduce-scatter gradients, all-gather parameters");
   app.add_flag("--elastic", t.elastic,
-               "Data parallel only (plain or --zero): when a rank is lost, the others shrink the world to "
-               "themselves, rebuild the state of a step they completed (ZeRO-1: a lost rank's optimizer shard from "
-               "the replica its previous rank keeps), and go on with fewer ranks (a smaller global batch)");
+               "When a rank is lost, the others shrink the world to themselves (with --tp or --pp, the "
+               "data-parallel replicas that lost a rank leave), rebuild the state of a step they completed (ZeRO-1: "
+               "a lost rank's optimizer shard from the replica its previous rank keeps), and go on with fewer "
+               "replicas (a smaller global batch)");
   app.add_option("--bucket-mb", c.bucketMb, "Gradient all-reduce bucket size in MiB")->capture_default_str();
   app.add_flag("--overlap-dp", t.overlapDp,
                "All-reduce each block's gradient on a host stream as soon as the step's last backward has passed "
@@ -280,7 +281,7 @@ int main(int argc, char** argv) {
       gpt::TrainOptions o = c.train;
       o.progress = o.progress && rank == 0;
       gpt::TrainResult r = gpt::train(o, comm);
-      if (rank != 0) return;
+      if (rank != 0 || r.left) return;
       std::lock_guard<std::mutex> g(mu);
       lead = std::move(r);
       ranks = n;

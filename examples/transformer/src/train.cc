@@ -420,10 +420,12 @@ TrainResult train(const TrainOptions& o, cclComm_t world) {
       if (o.codecs[static_cast<size_t>(s)].compression.codec == cclCodecPowerSgd)
         throw std::invalid_argument(std::string(siteName(s)) +
                                     "=powersgd compresses all-reduces: not with --sp (reduce-scatter, all-gather)");
-  if (o.elastic && (grid.tp != 1 || grid.pp != 1))
+  if (o.elastic && o.zero && (grid.tp != 1 || grid.pp != 1))
+    throw std::invalid_argument("--elastic with --zero keeps ZeRO-1's shards on ring neighbours: --tp 1 --pp 1");
+  if (o.elastic && (o.autoencoderDim > 0 || localUpdates(o.pipeSchedule)))
     throw std::invalid_argument(
-        "--elastic goes on from the survivors' copies of the model and optimizer state: data parallel only "
-        "(--tp 1 --pp 1; a lost tensor- or pipeline-parallel rank's weights exist nowhere else)");
+        "--elastic goes on from the model's and AdamW's state: not with --autoencoder or a local-update schedule "
+        "(their own state is not kept)");
   if (!o.elastic) {
     Comm comm(splitGroups(world, grid, o.fuseEmbeddingSync), o.model.layers);
     try {
@@ -448,11 +450,13 @@ TrainResult train(const TrainOptions& o, cclComm_t world) {
     } catch (const CommError& e) {
       comm.abort();
       std::fprintf(stderr, "gpt_train: %s\n", e.what());
-      current = goOnWithoutLost(current, o.model, state);
+      current = goOnWithoutLost(current, o.model, grid, state);
+      if (!current) {  // this rank's replica lost a rank: the others go on without it
+        TrainResult left;
+        left.left = true;
+        return left;
+      }
       shrunk.push_back(current);
-      int size = 1;
-      cclCommCount(current, &size);
-      grid.dp = size;
       state.restarted = true;
     } catch (...) {
       comm.abort();

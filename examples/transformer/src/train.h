@@ -37,9 +37,10 @@ struct TrainOptions {
   int codecErrorEvery = 0;  // every this many steps, compressed allreduces are also run exactly (0: never)
   int valSequences = 64;    // validation windows
   bool zero = false;        // ZeRO-1: reduce-scatter gradients, shard AdamW, all-gather parameters
-  // Go on without a lost rank (data parallel only, plain or ZeRO-1): the survivors shrink the
-  // world (cclCommShrink), rebuild the state of a step they completed (elastic.h), and train
-  // on with fewer ranks (a smaller global batch) instead of stopping.
+  // Go on without a lost rank: the survivors shrink the world (cclCommShrink), the
+  // data-parallel replicas that lost a rank leave, and the rest rebuild the state of a step
+  // they completed (elastic.h) and train on with fewer replicas (a smaller global batch)
+  // instead of stopping.
   bool elastic = false;
   bool fuseEmbeddingSync = false;  // wte's gradient: one collective over both end stages and all DP ranks
   int autoencoderDim = 0;          // Bian et al.'s learned autoencoder on tp.fwd: code width (0: off)
@@ -84,6 +85,7 @@ struct TrainResult {
   std::vector<int> sliceBounds;                           // token slices used ({0, seq}: none)
   double predictedSliceSeconds = 0;                       // the planner's m * sum t + (p - 1) * max t
   GridCounters counters;                                  // every rank's, at the end (rank 0)
+  bool left = false;  // --elastic: this rank's data-parallel replica lost a rank, and it left the run
 };
 
 // Trains on `world` (one rank of the grid o.grid lays over it); every rank must call it with

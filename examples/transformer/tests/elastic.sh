@@ -2,14 +2,16 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # elastic.sh N VICTIMS STEPS GPT_TRAIN ARGS...: starts N data-parallel ranks of GPT_TRAIN with
 # --elastic and --steps STEPS as processes (as kill_rank.sh does) and kills the ranks VICTIMS
-# (comma-separated, never 0, which writes the log) together with SIGKILL once rank 0 has
+# (comma-separated, never 0, which writes the log until then) together with SIGKILL once rank 0 has
 # logged a few steps. STEPS must leave the kill time to land: a run that ends first fails.
 #
-# By default every other rank must go on without them: each says it went on with N - k ranks
-# from some step S and exits 0, and the log reaches the last step with finite losses. Then the
-# state the survivors rebuilt must be exact: their final checkpoint must equal, byte for
-# byte, that of N ranks stopped after S steps (--stop-after) and resumed from their
-# checkpoint on N - k ranks.
+# By default every other rank must go on without them: each says it went on with M ranks from
+# some step S and exits 0, and the log reaches the last step with finite losses. With --tp or
+# --pp a data-parallel replica (the N / dp consecutive ranks of one data-parallel index) that
+# lost a rank leaves whole: its other ranks must say so and exit 0, and M counts the whole
+# replicas' ranks (else M = N - k). Then the state the survivors rebuilt must be exact: their
+# final checkpoint must equal, byte for byte, that of N ranks stopped after S steps
+# (--stop-after) and resumed from their checkpoint on M ranks.
 #
 # With ELASTIC_EXPECT=refuse the state cannot be rebuilt: every other rank must fail, with
 # the same message, naming the ranks lost.
@@ -18,7 +20,18 @@ n=$1 victims=$2 steps=$3 train=$4
 shift 4
 . "$(dirname "$0")/ranks.sh"
 IFS=, read -r -a lost <<<"$victims"
-k=${#lost[@]}
+args=("$@")
+dp_before=$n
+for i in "${!args[@]}"; do [ "${args[i]}" = --dp ] && dp_before=${args[i + 1]}; done
+replica=$((n / dp_before))  # ranks per data-parallel replica
+broken=" "
+for v in "${lost[@]}"; do broken+="$((v / replica)) "; done
+leaves() {  # whether surviving rank $1's replica lost a rank
+  case "$broken" in *" $(($1 / replica)) "*) return 0 ;; esac
+  return 1
+}
+after=0
+for r in $(seq 0 $((n - 1))); do leaves "$r" || after=$((after + 1)); done
 start_ranks "$n" "$train" "$@" --elastic --steps "$steps" --checkpoint "$dir/elastic.ck"
 kill_after_steps elastic "${lost[@]}"
 status=0
@@ -41,7 +54,14 @@ for r in $(seq 0 $((n - 1))); do
     fi
     continue
   fi
-  went_on=$(grep -c "elastic: going on with $((n - k)) ranks" "$dir/out.$r")
+  if leaves "$r"; then
+    echo "rank $r: exit $rc; $(grep 'leaves the run' "$dir/out.$r" | tail -1)"
+    if [ "$rc" -ne 0 ] || ! grep -q "elastic: rank $r leaves the run" "$dir/out.$r"; then
+      echo "elastic: rank $r, whose replica lost a rank, did not leave"; cat "$dir/out.$r"; status=1
+    fi
+    continue
+  fi
+  went_on=$(grep -c "elastic: going on with $after ranks" "$dir/out.$r")
   echo "rank $r: exit $rc; $(grep 'elastic: going on' "$dir/out.$r" | tail -1)"
   if [ "$rc" -ne 0 ] || [ "$went_on" -ne 1 ]; then
     echo "elastic: rank $r did not go on without ranks $victims"; cat "$dir/out.$r"; status=1
@@ -67,7 +87,9 @@ fi
 [ $status -eq 0 ] || exit $status
 
 # The same steps without the loss: N ranks to step S, then N - k from its checkpoint.
-from=$(grep -o 'going on with [0-9]* ranks from step [0-9]*' "$dir/out.0" | tail -1 | grep -o '[0-9]*$')
+first=0
+while leaves "$first" || ! survivor "$first"; do first=$((first + 1)); done
+from=$(grep -o 'going on with [0-9]* ranks from step [0-9]*' "$dir/out.$first" | tail -1 | grep -o '[0-9]*$')
 run_ranks() {  # run_ranks RANKS SUBDIR ARGS...
   local ranks=$1 sub=$2 r rc=0
   shift 2
@@ -86,16 +108,14 @@ if [ "$from" -gt 0 ]; then
 else
   resume=()
 fi
-dp=$((n - k))
-args=("$@")
 for i in "${!args[@]}"; do  # the survivors' data-parallel width
-  [ "${args[i]}" = --dp ] && args[i + 1]=$dp
+  [ "${args[i]}" = --dp ] && args[i + 1]=$((after / replica))
 done
-run_ranks "$dp" after "${args[@]}" --steps "$steps" "${resume[@]}" --checkpoint "$dir/after.ck"
+run_ranks "$after" after "${args[@]}" --steps "$steps" "${resume[@]}" --checkpoint "$dir/after.ck"
 if cmp -s "$dir/elastic.ck" "$dir/after.ck"; then
-  echo "elastic: the survivors' final checkpoint equals that of $n ranks to step $from and $dp from there"
+  echo "elastic: the survivors' final checkpoint equals that of $n ranks to step $from and $after from there"
 else
-  echo "elastic: the survivors' final checkpoint differs from that of $n ranks to step $from and $dp from there"
+  echo "elastic: the survivors' final checkpoint differs from that of $n ranks to step $from and $after from there"
   cmp "$dir/elastic.ck" "$dir/after.ck" | head -3
   status=1
 fi

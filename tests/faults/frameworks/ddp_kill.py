@@ -42,7 +42,15 @@ timeout after a SIGSTOP). With the hook, backward() raises the hook's own ccl er
 Future is chained with then(), which DDP's reducer reads as a failure), and the hook's
 communicator waits the group's timeout (CompressionState's timeout).
 
-    <torch venv python> ddp_kill.py --trials N --seed S [--signal kill|stop] [--timeout 10]
+With --shrink the survivors go on instead (kind ddp_shrink): once their launcher (here, the
+parent, through a file) names the lost rank, each calls torch.distributed.shrink_group on the
+default group (cclz: ccl's cclCommShrink, nothing sent to the lost rank), shrinks the hook's
+state with it, wraps the model in a new DDP on the smaller group (which broadcasts rank 0's
+parameters: survivors may have been one step apart), takes rank 0's step and momentum, and
+trains to the last step. Checked: every survivor finishes, and the replicas agree after
+every step on the smaller group.
+
+    <torch venv python> ddp_kill.py --trials N --seed S [--signal kill|stop] [--timeout 10] [--shrink]
 
 One JSON line per trial on stdout (tests/faults' shape); exits 0 when every trial is ok,
 1 otherwise, 77 when torch or ccl.torch cannot be imported (the test is then skipped).
@@ -117,6 +125,9 @@ def worker(args):
             opt.step()
     except Exception as e:  # noqa: BLE001 - what a training loop sees is the point
         say("error", type=type(e).__name__, text=str(e).replace("\n", " ")[:600])
+        if args.shrink:
+            go_on(args, dist, torch, nn, ddp, model, opt, g, target, state if args.hook else None, step)
+            return
         # One more collective on the group: work.wait() must raise (not return, not hang).
         start = time.monotonic()
         try:
@@ -138,6 +149,49 @@ def worker(args):
             dist.distributed_c10d._abort_process_group()
         say("teardown", seconds=time.monotonic() - start)
         sys.exit(1)
+    say("done")
+    dist.destroy_process_group()
+
+
+def go_on(args, dist, torch, nn, ddp, model, opt, g, target, state, step):
+    """--shrink: the survivors' way on after the error, without the lost rank."""
+    import ccl.torch
+
+    start = time.monotonic()
+    path = os.path.join(args.shrink, "lost")
+    while not os.path.exists(path):  # what the launcher knows: which rank's process ended
+        if time.monotonic() - start > 2 * args.timeout:
+            raise RuntimeError("the launcher did not name the lost rank")
+        time.sleep(0.01)
+    with open(path) as f:
+        lost = int(f.read())
+    small = dist.shrink_group([lost], shrink_flags=dist.distributed_c10d.SHRINK_ABORT)
+    if state is not None:
+        state.shrink([lost], process_group=small)
+    # Survivors may be one step apart (a rank whose buckets all completed before the loss took
+    # its optimizer step): rank 0's parameters (DDP broadcasts them), momentum and step go on.
+    ddp2 = nn.parallel.DistributedDataParallel(model, process_group=small, bucket_cap_mb=0.5)
+    if state is not None:
+        ddp2.register_comm_hook(state, ccl.torch.hooks.compressed_allreduce_hook)
+    for p in model.parameters():
+        buf = opt.state.get(p, {}).get("momentum_buffer")
+        if buf is None:
+            buf = torch.zeros_like(p)
+            opt.state.setdefault(p, {})["momentum_buffer"] = buf
+        dist.broadcast(buf, group_src=0, group=small)
+    at = torch.tensor([step], dtype=torch.int64)
+    dist.broadcast(at, group_src=0, group=small)
+    say("shrunk", seconds=time.monotonic() - start, ranks=small.size(), rank=small.rank(), step=int(at.item()))
+    for step in range(int(at.item()), args.steps):
+        checksum = float(sum(p.detach().double().sum() for p in model.parameters()))
+        say("step_after", step=step, checksum=checksum.hex())
+        x = torch.randn(64, 128, generator=g)
+        loss = nn.functional.mse_loss(ddp2(x), torch.tanh(x @ target))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    if state is not None:
+        state.close()
     say("done")
     dist.destroy_process_group()
 
@@ -175,14 +229,19 @@ def run_trial(args, trial, logdir):
     kill_step = rng.randint(2, args.steps - 4)
     delay_fraction = rng.random()  # where in the step, as a fraction of the last step's time
     on_error = rng.choice(("exit", "destroy", "abort"))  # what the survivors do after the exception
-    result = {"kind": "ddp_stop" if stop else "ddp_kill", "trial": trial, "ok": False, "survivors": RANKS - 1,
+    shrinking = args.shrink is not None
+    kind = "ddp_shrink" if shrinking else "ddp_stop" if stop else "ddp_kill"
+    result = {"kind": kind, "trial": trial, "ok": False, "survivors": RANKS - 1,
               "errors": 0, "completed": 0, "hangs": 0, "wrong": 0, "crashes": 0, "t_error": [], "detail": ""}
 
     port = free_port()
     events = queue.Queue()
     procs, errfiles = [], []
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--timeout", str(args.timeout), "--steps",
-           str(args.steps), "--on-error", on_error] + (["--hook"] if hook else [])
+           str(args.steps), "--on-error", on_error] + (["--hook"] if hook else []) + \
+        (["--shrink", logdir + f"/trial{trial}"] if shrinking else [])
+    if shrinking:
+        os.makedirs(logdir + f"/trial{trial}", exist_ok=True)
     for rank in range(RANKS):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(RANKS), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=str(port), OMP_NUM_THREADS="1", CCL_TIMEOUT=str(args.timeout))
@@ -195,6 +254,8 @@ def run_trial(args, trial, logdir):
     steps = {r: {} for r in range(RANKS)}  # rank -> step -> checksum
     step_times = []  # the victim's step start times
     errors, followups, teardowns, eof = {}, {}, {}, set()
+    after = {r: {} for r in range(RANKS)}  # --shrink: rank -> step -> checksum on the smaller group
+    shrunk, done = {}, set()
     t_kill = None
     start_deadline = time.monotonic() + args.startup
     problem = ""
@@ -211,6 +272,12 @@ def run_trial(args, trial, logdir):
             followups[rank] = ev
         elif k == "teardown":
             teardowns[rank] = ev
+        elif k == "step_after":
+            after[rank][ev["step"]] = ev["checksum"]
+        elif k == "shrunk":
+            shrunk[rank] = ev
+        elif k == "done":
+            done.add(rank)
         elif k == "eof":
             eof.add(rank)
 
@@ -227,6 +294,12 @@ def run_trial(args, trial, logdir):
             time.sleep(delay_fraction * last)
             os.kill(procs[victim].pid, signal.SIGSTOP if stop else signal.SIGKILL)
             t_kill = time.monotonic()
+            if shrinking:  # the launcher names the process that ended (a stopped one is killed)
+                if stop:
+                    os.kill(procs[victim].pid, signal.SIGKILL)
+                with open(logdir + f"/trial{trial}/lost.tmp", "w") as f:
+                    f.write(str(victim))
+                os.rename(logdir + f"/trial{trial}/lost.tmp", logdir + f"/trial{trial}/lost")
         elif errors or eof or any(p.poll() is not None for p in procs):
             problem = "a rank failed or ended before the fault was injected"
             break
@@ -239,6 +312,8 @@ def run_trial(args, trial, logdir):
     # a second timeout (with the hook, after a SIGSTOP), hence twice the timeout.
     survivors = [r for r in range(RANKS) if r != victim]
     exit_deadline = (t_kill or time.monotonic()) + 2 * args.timeout + args.exit_grace
+    if shrinking:  # and the steps left on the smaller group
+        exit_deadline += args.startup
     exited = {}  # rank -> when its process ended
     if problem:  # no fault was injected: nothing to wait for
         for p in procs:
@@ -282,6 +357,13 @@ def run_trial(args, trial, logdir):
             texts.append(f"rank {r} died of signal {-code}")
         elif code == 0 and err is None:
             result["completed"] += 1
+        elif shrinking and err is not None and code == 0 and r in done and r in shrunk:
+            named = CCL_NAMED.search(err["text"]) and CAUSE_NAMED.search(err["text"])
+            if named and t is not None and t <= args.timeout + args.margin:
+                result["errors"] += 1
+                texts.append(f"rank {r} {err['type']}: {err['text']}")
+            else:
+                texts.append(f"rank {r}'s error came late or names no ccl error: {err['type']}: {err['text']}")
         elif err is not None and code != 0:
             named = CCL_NAMED.search(err["text"]) and CAUSE_NAMED.search(err["text"])
             if named and t is not None and t <= args.timeout + args.margin:
@@ -301,13 +383,24 @@ def run_trial(args, trial, logdir):
         if len(sums) > 1:
             result["wrong"] += 1
             texts.insert(0, f"replicas disagree before step {step}: {sorted(sums)}")
+    unfinished = 0
+    if shrinking:  # on the smaller group: every survivor to the last step, replicas alike
+        for step in sorted({s for r in survivors for s in after[r]}):
+            sums = {after[r][step] for r in survivors if step in after[r]}
+            if len(sums) > 1:
+                result["wrong"] += 1
+                texts.insert(0, f"replicas disagree before step {step} on the smaller group: {sorted(sums)}")
+        for r in survivors:
+            if r not in done and r not in hung and not problem:
+                texts.insert(0, f"rank {r} did not finish on the smaller group")
+                unfinished += 1
     # A follow-up wait() that returned on a group with a dead member is a wrong result.
     for r, f in followups.items():
         if f["outcome"] == "returned":
             result["wrong"] += 1
             texts.insert(0, f"rank {r}: an all_reduce after the fault returned successfully")
 
-    result["ok"] = (not problem and result["errors"] == len(survivors) and result["hangs"] == 0
+    result["ok"] = (not problem and unfinished == 0 and result["errors"] == len(survivors) and result["hangs"] == 0
                     and result["crashes"] == 0 and result["wrong"] == 0)
     where = f"victim rank {victim} at step {kill_step}{' (hook int8)' if hook else ''}, then {on_error}"
     if problem:
@@ -320,6 +413,11 @@ def run_trial(args, trial, logdir):
                 why = f"; rank {r} exited {p.returncode}: {lines[-1]}"
                 break
         detail = problem + why
+    elif result["ok"] and shrinking:
+        took = max(v["seconds"] for v in shrunk.values())
+        at = min(v["step"] for v in shrunk.values())
+        detail = (f"all {len(survivors)} survivors shrank within {took:.2f} s of their error and trained steps "
+                  f"{at}-{args.steps - 1} on {len(survivors)} ranks, replicas alike; {texts[0]}")
     elif result["ok"]:
         waits = max(f["seconds"] for f in followups.values()) if followups else float("nan")
         teardown = max(t["seconds"] for t in teardowns.values()) if teardowns else float("nan")
@@ -351,6 +449,8 @@ def main():
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--hook", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--on-error", choices=("exit", "destroy", "abort"), default="exit", help=argparse.SUPPRESS)
+    ap.add_argument("--shrink", nargs="?", const="", default=None,
+                    help="the survivors shrink the group and train on (the workers get the trial's folder)")
     args = ap.parse_args()
     if args.steps < 6 or args.timeout < 1:
         ap.error("--steps must be at least 6 and --timeout at least 1")
