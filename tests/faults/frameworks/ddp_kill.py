@@ -42,8 +42,11 @@ timeout after a SIGSTOP). With the hook, backward() raises the hook's own ccl er
 Future is chained with then(), which DDP's reducer reads as a failure), and the hook's
 communicator waits the group's timeout (CompressionState's timeout).
 
-With --shrink the survivors go on instead (kind ddp_shrink): once their launcher (here, the
-parent, through a file) names the lost rank, each calls torch.distributed.shrink_group on the
+With --shrink the survivors go on instead (kind ddp_shrink). The parent hosts the job's
+TCPStore, as torchrun's agent does (TORCHELASTIC_USE_AGENT_STORE): shrink_group makes the
+smaller group through the store, which must outlive any rank (hosted by rank 0, as a plain
+init_process_group does, it dies with rank 0 and every shrink times out). Once their launcher
+(here, the parent, through a file) names the lost rank, each calls torch.distributed.shrink_group on the
 default group (cclz: ccl's cclCommShrink, nothing sent to the lost rank), shrinks the hook's
 state with it, wraps the model in a new DDP on the smaller group (which broadcasts rank 0's
 parameters: survivors may have been one step apart), takes rank 0's step and momentum, and
@@ -235,6 +238,12 @@ def run_trial(args, trial, logdir):
               "errors": 0, "completed": 0, "hangs": 0, "wrong": 0, "crashes": 0, "t_error": [], "detail": ""}
 
     port = free_port()
+    store = None
+    if shrinking:  # the launcher's store (torchrun's agent store): it outlives any rank
+        import torch.distributed as dist
+
+        store = dist.TCPStore("127.0.0.1", port, RANKS, True, timeout=datetime.timedelta(seconds=60),
+                              wait_for_workers=False)
     events = queue.Queue()
     procs, errfiles = [], []
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--timeout", str(args.timeout), "--steps",
@@ -245,6 +254,8 @@ def run_trial(args, trial, logdir):
     for rank in range(RANKS):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(RANKS), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=str(port), OMP_NUM_THREADS="1", CCL_TIMEOUT=str(args.timeout))
+        if shrinking:
+            env["TORCHELASTIC_USE_AGENT_STORE"] = "True"
         err = open(os.path.join(logdir, f"trial{trial}.rank{rank}.stderr"), "w+")
         errfiles.append(err)
         p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
@@ -431,6 +442,7 @@ def run_trial(args, trial, logdir):
     result["detail"] = one_line(f"{where}: {detail}")
     for f in errfiles:
         f.close()
+    del store
     return result
 
 
