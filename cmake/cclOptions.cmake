@@ -19,6 +19,10 @@ if(CMAKE_BUILD_TYPE STREQUAL "RelWithDebInfo")
   add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-O3>)
 endif()
 
+if(CCL_DEBUG_LINES_ONLY)
+  add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-g1>)  # after the build type's -g: the last one wins
+endif()
+
 if(CCL_SANITIZE STREQUAL "address")
   # -O1 (the last -O wins): ASan+UBSan instrumentation at -O3 takes twice as long to compile
   # (53 s against 24 s for codecs/quantizer_int.cc), the largest step of CI.

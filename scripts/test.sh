@@ -38,9 +38,11 @@ if [ "${CCL_TEST_QUICK:-0}" != 1 ]; then
   step "build without UCX"
   # The builds below only run tests: one generic quantizer loop each (CCL_CODEC_SPECIALIZE=OFF,
   # bit-identical to the specialised ones the main build tests) saves a third of their time,
-  # and each runs a different third of the test matrices the main build runs whole
-  # (CCL_TEST_SHARD, tests/harness/shard.h).
-  lean=(-DCCL_ENABLE_CUDA=OFF -DCCL_BUILD_PERF=OFF -DCCL_BUILD_EXAMPLES=OFF -DCCL_CODEC_SPECIALIZE=OFF)
+  # line tables for debug information (CCL_DEBUG_LINES_ONLY: reports keep files and lines) a
+  # quarter of the rest, and each runs a different third of the test matrices the main build
+  # runs whole (CCL_TEST_SHARD, tests/harness/shard.h).
+  lean=(-DCCL_ENABLE_CUDA=OFF -DCCL_BUILD_PERF=OFF -DCCL_BUILD_EXAMPLES=OFF -DCCL_CODEC_SPECIALIZE=OFF
+    -DCCL_DEBUG_LINES_ONLY=ON)
   BUILD_DIR="$root/build-noucx" "$root/scripts/build.sh" -DCCL_ENABLE_UCX=OFF "${lean[@]}" -DCCL_TEST_SHARD=0/3
   step "test suite without UCX"
   ctest --test-dir "$root/build-noucx" --output-on-failure -j "$jobs" --timeout 900 || status=1
