@@ -237,6 +237,8 @@ def main():
         f = os.path.join(b, "tests", "faults", "frameworks")
         add("nccl_face_kill", [os.path.join(f, "nccl_face_kill"), "--trials", str(trials), "--seed", seed],
             120 + trials * 60)
+        add("nccl_face_shrink", [os.path.join(f, "nccl_face_kill"), "--after", "shrink", "--trials", str(trials),
+                                 "--seed", seed], 120 + trials * 60)
         py = torch_python()
         if py:
             for sig in ("kill", "stop"):

@@ -17,6 +17,10 @@
 //
 // --signal stop stops the victim (SIGSTOP) instead: a peer that hangs rather than dies; the
 // survivors' calls then fail when CCL_TIMEOUT passes without progress ("nccl_face_stop").
+// --after shrink: the survivors go on instead ("nccl_face_shrink"), as ProcessGroupNCCL's
+// shrink does: told which rank was lost (by their launcher: here the parent, on the command
+// line), each calls ncclCommShrink with that rank excluded and NCCL_SHRINK_ABORT, checks
+// three all-reduces on the smaller communicator, destroys it and aborts the failed one.
 // The build's run path finds the drop-in (<build>/src/nccl/dropin); a copy elsewhere needs
 // that folder on LD_LIBRARY_PATH. The program refuses to run on another libnccl.so.2.
 // The parent makes each trial's id (its rendezvous service serves the ranks) and starts
@@ -53,9 +57,9 @@ double now() {
 
 // What a rank tells the parent; one write each (smaller than PIPE_BUF, so never torn).
 struct Report {
-  enum Kind : int32_t { kProgress, kWrong, kError, kAborted };
+  enum Kind : int32_t { kProgress, kWrong, kError, kAborted, kShrunk };
   int32_t kind = kProgress;
-  int32_t code = 0;       // kError: the call's result; kAborted: ncclCommAbort's
+  int32_t code = 0;       // kError: the call's result; kAborted: ncclCommAbort's; kShrunk: the first failure's
   int32_t asyncCode = 0;  // kError: ncclCommGetAsyncError's answer
   int32_t asyncCall = 0;  // kError: ncclCommGetAsyncError's own result
   int64_t iteration = 0;
@@ -133,10 +137,55 @@ void tell(int fd, const Report& r) {
   }
 }
 
+// --after shrink: the survivors' communicator without `lost`, checked with three all-reduces
+// of integers (this rank's place among the survivors renumbered as NCCL's shrink does).
+Report shrinkAndCheck(ncclComm_t comm, int rank, int nranks, int lost) {
+  Report rep;
+  rep.kind = Report::kShrunk;
+  ncclComm_t small = nullptr;
+  int excluded = lost;
+  ncclResult_t r = ncclCommShrink(comm, &excluded, 1, &small, nullptr, NCCL_SHRINK_ABORT);
+  const int want = rank < lost ? rank : rank - 1;
+  int got = -1, count = 0;
+  if (r == ncclSuccess && (ncclCommUserRank(small, &got) != ncclSuccess ||
+                           ncclCommCount(small, &count) != ncclSuccess || got != want || count != nranks - 1)) {
+    snprintf(rep.text, sizeof rep.text, "the shrunk communicator has this rank as %d of %d, not %d of %d", got, count,
+             want, nranks - 1);
+    r = ncclInternalError;
+  } else if (r != ncclSuccess) {
+    snprintf(rep.text, sizeof rep.text, "ncclCommShrink returned %s: %s", ncclGetErrorString(r),
+             ncclGetLastError(comm));
+  }
+  std::vector<int32_t> buf(1000);
+  for (int64_t it = 1000000; it < 1000003 && r == ncclSuccess; ++it) {
+    fill(buf.data(), ncclInt32, want, it, 0, buf.size());
+    r = ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclInt32, ncclSum, small, nullptr);
+    if (r != ncclSuccess) {
+      snprintf(rep.text, sizeof rep.text, "ncclAllReduce on the shrunk communicator returned %s: %s",
+               ncclGetErrorString(r), ncclGetLastError(small));
+      break;
+    }
+    const Call sum{kAllReduce, buf.size(), ncclInt32, ncclSum, 0};
+    for (size_t i = 0; i < buf.size(); ++i)
+      if (buf[i] != reduced(sum, nranks - 1, it, i)) {
+        snprintf(rep.text, sizeof rep.text, "an all-reduce on the shrunk communicator gave %d at %zu, not %g", buf[i],
+                 i, reduced(sum, nranks - 1, it, i));
+        r = ncclInternalError;
+        break;
+      }
+  }
+  if (small) ncclCommDestroy(small);
+  rep.code = r;
+  rep.t = now();
+  return rep;
+}
+
 // One rank: loops until a call fails, then handles the failure as an NCCL user would and
-// returns from main. Exit status: 0 (handled, every checked result right), 1 (a wrong
-// result), 2 (init failed), 3 (ncclCommAbort failed), 5 (the exec failed).
-int rankMain(int rank, int nranks, const ncclUniqueId& id, uint64_t seed, int trial, size_t maxCount, int fd) {
+// returns from main (`lost` >= 0: it shrinks past that rank first). Exit status: 0 (handled,
+// every checked result right), 1 (a wrong result), 2 (init failed), 3 (ncclCommAbort failed),
+// 5 (the exec failed), 6 (the shrink or a call after it failed).
+int rankMain(int rank, int nranks, const ncclUniqueId& id, uint64_t seed, int trial, size_t maxCount, int fd,
+             int lost) {
   ncclComm_t comm = nullptr;
   Report rep;
   if (ncclCommInitRank(&comm, nranks, id, rank) != ncclSuccess) {
@@ -189,6 +238,11 @@ int rankMain(int rank, int nranks, const ncclUniqueId& id, uint64_t seed, int tr
       rep.asyncCall = ncclCommGetAsyncError(comm, &async);
       rep.asyncCode = async;
       tell(fd, rep);
+      Report shrunk;
+      if (lost >= 0) {
+        shrunk = shrinkAndCheck(comm, rank, nranks, lost);
+        tell(fd, shrunk);
+      }
       Report done;
       done.kind = Report::kAborted;
       done.code = ncclCommAbort(comm);
@@ -196,6 +250,7 @@ int rankMain(int rank, int nranks, const ncclUniqueId& id, uint64_t seed, int tr
       if (done.code != ncclSuccess) snprintf(done.text, sizeof done.text, "%s", ncclGetLastError(nullptr));
       tell(fd, done);
       if (done.code != ncclSuccess) return 3;
+      if (lost >= 0 && shrunk.code != ncclSuccess) return 6;
       return wrong ? 1 : 0;
     }
     // The call returned success: its values must be right.
@@ -240,7 +295,9 @@ struct Options {
   int ranks = 4;
   int timeout = 10;
   size_t maxCount = 1 << 16;
-  bool stop = false;  // --signal stop: the victim is stopped (SIGSTOP), not killed
+  bool stop = false;    // --signal stop: the victim is stopped (SIGSTOP), not killed
+  bool shrink = false;  // --after shrink: the survivors shrink past the victim and go on
+  int lost = -1;        // rank mode, --after shrink: the victim
   // Rank mode (the parent starts the ranks so): this rank, its trial, the id and the pipe.
   int rank = -1, trial = 0, reportFd = -1;
   std::string id;
@@ -268,7 +325,8 @@ struct RankState {
   int fd = -1;
   int64_t iterations = 0;                                               // progress reports read
   bool error = false, aborted = false, exited = false, killed = false;  // killed: by the parent
-  Report errorReport, abortReport;
+  bool shrunk = false;
+  Report errorReport, abortReport, shrinkReport;
   int status = 0;
   double exitTime = 0;
 };
@@ -338,6 +396,10 @@ void drain(std::vector<RankState>& ranks, int ms, int& wrong, std::string& wrong
           s.aborted = true;
           s.abortReport = rep;
           break;
+        case Report::kShrunk:
+          s.shrunk = true;
+          s.shrinkReport = rep;
+          break;
         default:
           break;
       }
@@ -394,6 +456,7 @@ bool runTrial(const Options& o, int trial) {
                                        std::to_string(o.maxCount),
                                        "--id",
                                        hexOf(id)};
+      if (o.shrink) args.insert(args.end(), {"--victim", std::to_string(victim)});
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -488,14 +551,19 @@ bool runTrial(const Options& o, int trial) {
       note(who + ": ncclCommAbort " +
            (s.aborted ? std::string("returned ") + resultName(s.abortReport.code) + ": " + s.abortReport.text
                       : std::string("did not return")));
+    } else if (o.shrink && (!s.shrunk || s.shrinkReport.code != ncclSuccess)) {
+      note(who + (s.shrunk ? std::string(": ") + s.shrinkReport.text : std::string(" did not report its shrink")));
     } else if (!WIFEXITED(s.status) || (WEXITSTATUS(s.status) != 0 && WEXITSTATUS(s.status) != 1)) {
       note(who + " exited with status " + std::to_string(WEXITSTATUS(s.status)));
     } else {
       ++errors;  // a wrong result before the error (status 1) is counted in `wrong`
       if (firstError.empty())
-        firstError = who + ": " + s.errorReport.text + "; async " + resultName(s.errorReport.asyncCode) +
-                     "; ncclCommAbort ok after " + std::to_string(s.abortReport.t - s.errorReport.t).substr(0, 5) +
-                     " s";
+        firstError =
+            who + ": " + s.errorReport.text + "; async " + resultName(s.errorReport.asyncCode) +
+            "; ncclCommAbort ok after " + std::to_string(s.abortReport.t - s.errorReport.t).substr(0, 5) + " s" +
+            (o.shrink ? "; ncclCommShrink and 3 checked all-reduces on " + std::to_string(o.ranks - 1) + " ranks in " +
+                            std::to_string(s.shrinkReport.t - s.errorReport.t).substr(0, 5) + " s"
+                      : "");
     }
   }
   if (wrong > 0) detail = wrongText + (detail.empty() ? "" : "; " + detail);
@@ -521,8 +589,11 @@ bool runTrial(const Options& o, int trial) {
   printf(
       "{\"kind\": \"%s\", \"trial\": %d, \"ok\": %s, \"survivors\": %d, \"errors\": %d, \"completed\": "
       "0, \"hangs\": %d, \"wrong\": %d, \"crashes\": %d, \"t_error\": [%s], \"detail\": %s}\n",
-      o.stop ? "nccl_face_stop" : "nccl_face_kill", trial, ok ? "true" : "false", survivors, errors, hangs, wrong,
-      crashes, times.c_str(), jsonString(line.substr(0, 600)).c_str());
+      o.shrink ? "nccl_face_shrink"
+      : o.stop ? "nccl_face_stop"
+               : "nccl_face_kill",
+      trial, ok ? "true" : "false", survivors, errors, hangs, wrong, crashes, times.c_str(),
+      jsonString(line.substr(0, 600)).c_str());
   fflush(stdout);
   return ok;
 }
@@ -545,6 +616,10 @@ bool parse(int argc, char** argv, Options& o) {
       o.maxCount = strtoull(v, nullptr, 10);
     else if (a == "--signal" && (std::string(v) == "kill" || std::string(v) == "stop"))
       o.stop = std::string(v) == "stop";
+    else if (a == "--after" && (std::string(v) == "abort" || std::string(v) == "shrink"))
+      o.shrink = std::string(v) == "shrink";
+    else if (a == "--victim")
+      o.lost = atoi(v);
     else if (a == "--rank")
       o.rank = atoi(v);
     else if (a == "--trial")
@@ -556,7 +631,7 @@ bool parse(int argc, char** argv, Options& o) {
     else
       return false;
   }
-  return o.trials > 0 && o.ranks >= 2 && o.timeout > 0 && o.maxCount > 0;
+  return o.trials > 0 && o.ranks >= 2 && o.timeout > 0 && o.maxCount > 0 && !(o.shrink && o.stop);
 }
 
 }  // namespace
@@ -565,8 +640,8 @@ int main(int argc, char** argv) {
   Options o;
   if (!parse(argc, argv, o)) {
     fprintf(stderr,
-            "usage: nccl_face_kill --trials N --seed S [--signal kill|stop] [--ranks 4] [--timeout SECONDS] "
-            "[--max-count ELEMENTS]\n");
+            "usage: nccl_face_kill --trials N --seed S [--signal kill|stop] [--after abort|shrink (kill only)] "
+            "[--ranks 4] [--timeout SECONDS] [--max-count ELEMENTS]\n");
     return 2;
   }
   // The face must be ccl's: NVIDIA's library would not serve host memory.
@@ -582,7 +657,7 @@ int main(int argc, char** argv) {
     // The trial's stdout carries JSON lines only; UCX logs its warnings (those of an abort
     // that abandons sends to a dead peer among them) on stdout.
     dup2(STDERR_FILENO, STDOUT_FILENO);
-    return rankMain(o.rank, o.ranks, id, o.seed, o.trial, o.maxCount, o.reportFd);
+    return rankMain(o.rank, o.ranks, id, o.seed, o.trial, o.maxCount, o.reportFd, o.lost);
   }
   setenv("CCL_TIMEOUT", std::to_string(o.timeout).c_str(), 1);  // the ranks inherit it
   signal(SIGPIPE, SIG_IGN);
