@@ -6,6 +6,9 @@
  * the deadline; the exit status is 0 only when every rank passed. With an argument L, rank r
  * sets CCL_HOST_ID to "node<r / L>" before it joins: nodes of L ranks, so every collective
  * that has a hierarchical algorithm runs it (CCL_ALGO=auto), between processes.
+ * The ranks run with CCL_TIMEOUT at a third of the deadline (unless set): a wait that stalls
+ * reports itself, saying what it waited for, before the parent kills anything. A rank that
+ * still misses the deadline has each of its threads' kernel state printed (/proc) first.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -17,6 +20,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <dirent.h>
 
 #include <ccl/ccl.h>
 
@@ -233,6 +238,34 @@ static double now_seconds(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* What each thread of a stuck rank is doing, as the kernel sees it: its name, state and wait. */
+static void print_threads(pid_t pid) {
+  char path[320], line[256];  /* room for any d_name */
+  DIR* tasks;
+  struct dirent* t;
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  tasks = opendir(path);
+  if (!tasks) return;
+  while ((t = readdir(tasks)) != NULL) {
+    const char* fields[] = {"comm", "wchan", "syscall"};
+    size_t k;
+    if (t->d_name[0] == '.') continue;
+    fprintf(stderr, "  thread %s:", t->d_name);
+    for (k = 0; k < sizeof fields / sizeof fields[0]; ++k) {
+      FILE* f;
+      snprintf(path, sizeof path, "/proc/%d/task/%s/%s", (int)pid, t->d_name, fields[k]);
+      f = fopen(path, "r");
+      if (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        fprintf(stderr, " %s=%s", fields[k], line);
+      }
+      if (f) fclose(f);
+    }
+    fprintf(stderr, "\n");
+  }
+  closedir(tasks);
+}
+
 /* Waits for the ranks until the deadline, then kills the rest; returns the number that passed. */
 static int wait_ranks(pid_t* pids, int* passed) {
   const double deadline = now_seconds() + DEADLINE_SECONDS;
@@ -252,7 +285,8 @@ static int wait_ranks(pid_t* pids, int* passed) {
   }
   for (r = 0; r < NRANKS; ++r) {
     if (pids[r] <= 0) continue;
-    fprintf(stderr, "rank %d missed the %d s deadline; killing it\n", r, DEADLINE_SECONDS);
+    fprintf(stderr, "rank %d missed the %d s deadline; killing it. Its threads:\n", r, DEADLINE_SECONDS);
+    print_threads(pids[r]);
     kill(pids[r], SIGKILL);
     waitpid(pids[r], NULL, 0);
   }
@@ -265,6 +299,9 @@ int main(int argc, char** argv) {
   pid_t pids[NRANKS];
   int passed[NRANKS] = {0};
   int r, good;
+  char timeout[16];
+  snprintf(timeout, sizeof timeout, "%d", DEADLINE_SECONDS / 3);
+  setenv("CCL_TIMEOUT", timeout, 0);
   if (cclGetUniqueId(&id) != cclSuccess) {
     fprintf(stderr, "cclGetUniqueId: %s\n", cclGetLastError(NULL));
     return 1;
