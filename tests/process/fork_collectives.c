@@ -240,7 +240,7 @@ static double now_seconds(void) {
 
 /* What each thread of a stuck rank is doing, as the kernel sees it: its name, state and wait. */
 static void print_threads(pid_t pid) {
-  char path[320], line[256];  /* room for any d_name */
+  char path[320], line[256]; /* room for any d_name */
   DIR* tasks;
   struct dirent* t;
   snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
