@@ -92,6 +92,21 @@ def say(kind, **fields):
     sys.stdout.flush()
 
 
+def train_step(kind, step, model, wrapped, opt, g, target):
+    """One step of the MLP through `wrapped` (a DDP module), after reporting the checksum of
+    the parameters every replica must agree on after the steps before it."""
+    import torch
+    import torch.nn as nn
+
+    checksum = float(sum(p.detach().double().sum() for p in model.parameters()))
+    say(kind, step=step, checksum=checksum.hex())
+    x = torch.randn(64, 128, generator=g)
+    loss = nn.functional.mse_loss(wrapped(x), torch.tanh(x @ target))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+
+
 def worker(args):
     import torch
     import torch.distributed as dist
@@ -118,14 +133,7 @@ def worker(args):
     target = torch.randn(128, 16, generator=torch.Generator().manual_seed(7))
     try:
         for step in range(args.steps):
-            # The parameters every replica must agree on after the steps before this one.
-            checksum = float(sum(p.detach().double().sum() for p in model.parameters()))
-            say("step", step=step, checksum=checksum.hex())
-            x = torch.randn(64, 128, generator=g)
-            loss = nn.functional.mse_loss(ddp(x), torch.tanh(x @ target))
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            train_step("step", step, model, ddp, opt, g, target)
     except Exception as e:  # noqa: BLE001 - what a training loop sees is the point
         say("error", type=type(e).__name__, text=str(e).replace("\n", " ")[:600])
         if args.shrink:
@@ -186,13 +194,7 @@ def go_on(args, dist, torch, nn, ddp, model, opt, g, target, state, step):
     dist.broadcast(at, group_src=0, group=small)
     say("shrunk", seconds=time.monotonic() - start, ranks=small.size(), rank=small.rank(), step=int(at.item()))
     for step in range(int(at.item()), args.steps):
-        checksum = float(sum(p.detach().double().sum() for p in model.parameters()))
-        say("step_after", step=step, checksum=checksum.hex())
-        x = torch.randn(64, 128, generator=g)
-        loss = nn.functional.mse_loss(ddp2(x), torch.tanh(x @ target))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        train_step("step_after", step, model, ddp2, opt, g, target)
     if state is not None:
         state.close()
     say("done")
