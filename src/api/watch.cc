@@ -155,6 +155,19 @@ void addWork(F&& add) {
   wakeWatcher(w);
 }
 
+// Removes `item` from one of the watcher's lists (under its lock) and wakes it to make its
+// set of descriptors again.
+template <typename T>
+void dropWork(std::vector<T> Watched::*list, T item) {
+  Watched& w = watched();
+  std::lock_guard<std::mutex> lock(w.mu);
+  std::vector<T>& v = w.*list;
+  const auto it = std::remove(v.begin(), v.end(), item);
+  if (it == v.end()) return;
+  v.erase(it, v.end());
+  wakeWatcher(w);
+}
+
 }  // namespace
 
 void watch(cclComm_t comm) {
@@ -165,14 +178,7 @@ void pulseWhileStarting(bootstrap::Bootstrap* b) {
   addWork([&](Watched& w) { w.starting.push_back(b); });
 }
 
-void stopPulsing(bootstrap::Bootstrap* b) {
-  Watched& w = watched();
-  std::lock_guard<std::mutex> lock(w.mu);
-  const auto it = std::remove(w.starting.begin(), w.starting.end(), b);
-  if (it == w.starting.end()) return;
-  w.starting.erase(it, w.starting.end());
-  wakeWatcher(w);
-}
+void stopPulsing(bootstrap::Bootstrap* b) { dropWork(&Watched::starting, b); }
 
 bool declareLost(cclComm_t comm, int lost, const char* why) {
   std::lock_guard<std::mutex> lock(watched().mu);
@@ -189,13 +195,6 @@ int lostRankSoon(cclComm_t comm, std::chrono::milliseconds wait) {
   return lost;
 }
 
-void unwatch(cclComm_t comm) {
-  Watched& w = watched();
-  std::lock_guard<std::mutex> lock(w.mu);
-  const auto it = std::remove(w.comms.begin(), w.comms.end(), comm);
-  if (it == w.comms.end()) return;
-  w.comms.erase(it, w.comms.end());
-  wakeWatcher(w);
-}
+void unwatch(cclComm_t comm) { dropWork(&Watched::comms, comm); }
 
 }  // namespace ccl::api
