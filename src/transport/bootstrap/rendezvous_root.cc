@@ -2,6 +2,7 @@
 // The root of the rendezvous: createUniqueId() and the thread that collects every rank's
 // Hello, checks that they agree, and sends each rank the table of ring addresses.
 #include <poll.h>
+#include <pthread.h>
 #include <sys/random.h>
 
 #include <algorithm>
@@ -46,6 +47,24 @@ struct CreatorRanks {
   std::atomic<int> nranks{0};
 };
 using Secret = std::array<uint8_t, kSecretBytes>;
+
+// Held by every service thread except while it waits in poll(), and taken by fork() first
+// (pthread_atfork), so a process forks only while its services allocate nothing. UCX's
+// libucm hooks mmap and madvise in every process that loads it, UCX context or not, and a
+// hooked call holds libucm's event read lock for its duration. A service's first allocation
+// makes its thread's malloc arena with mmap; forked meanwhile, the child gets that lock held
+// by a thread it does not have, and its first UCX context (ucp_init installing its memory
+// hooks, which takes the lock to write) waits forever: a rank forked after createUniqueId
+// hung so (process.fork_collectives_2x2, about one run in 200 under load). Left open: the
+// madvise of the thread's own exit, after the gate is released.
+std::mutex& forkGate() {
+  static std::mutex* gate = [] {
+    auto* m = new std::mutex;  // never destroyed: detached threads hold it
+    pthread_atfork([] { forkGate().lock(); }, [] { forkGate().unlock(); }, [] { forkGate().unlock(); });
+    return m;
+  }();
+  return *gate;
+}
 
 std::mutex& registryMutex() {
   static std::mutex m;
@@ -131,6 +150,7 @@ class RootService {
 };
 
 void RootService::run() noexcept {
+  std::unique_lock<std::mutex> gate(forkGate());
   try {
     while (!complete() && Clock::now() < deadline_) pollOnce();
     if (complete()) {
@@ -165,7 +185,10 @@ void RootService::pollOnce() {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
   // While the creator's size may still come (or change to a conflict), look every 50 ms.
   if (creator_->nranks.load(std::memory_order_acquire) <= 0) left = std::min<long long>(left, 50);
-  int rc = poll(fds_.data(), fds_.size(), static_cast<int>(std::clamp<long long>(left + 1, 0, 1 << 30)));
+  const int timeoutMs = static_cast<int>(std::clamp<long long>(left + 1, 0, 1 << 30));
+  forkGate().unlock();
+  int rc = poll(fds_.data(), fds_.size(), timeoutMs);
+  forkGate().lock();
   if (rc < 0 && errno != EINTR) throwSystemError("poll", errno);
   if (rc <= 0) return;
   if (fds_[0].revents) acceptAll();
@@ -375,6 +398,7 @@ void fillRandom(uint8_t* out, size_t bytes) {
 // allocator's, a sanitizer's thread registry), and a process that forks its ranks right
 // after must not copy them held into a child.
 void startService(std::unique_ptr<RootService> service) {
+  forkGate();  // the fork handlers, registered before the caller can fork
   std::promise<void> started;
   std::future<void> running = started.get_future();
   std::thread([svc = std::move(service), started = std::move(started)]() mutable {
