@@ -3,9 +3,9 @@
 # Sets up a fresh machine and runs every test: the main build (CUDA kernels compiled when
 # nvcc is present; GPU tests skip without a device), the Python package with the PyTorch
 # backend and DDP hook (in the torch environment of scripts/torch_venv.sh, made once) and
-# PyTorch's own distributed test suite on the backend (python/tests/torch_suite), a
-# build without UCX (in-process transport only), the same suite under ASan+UBSan and under
-# TSan, the device kit built and checked (scripts/gpu_kit.sh --check), and the decoder fuzzers
+# PyTorch's own distributed test suite on the backend (python/tests/torch_suite), the same
+# suite under ASan+UBSan and under TSan (built without UCX: in-process transport only), the
+# device kit built and checked (scripts/gpu_kit.sh --check), and the decoder fuzzers
 # for a bounded time. CCL_TEST_QUICK=1 runs only the main build's suite and the Python tests.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,7 +20,8 @@ status=0
 step() { printf '\n=== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
 
 step "main build"
-BUILD_DIR="$root/build" "$root/scripts/build.sh"
+# CUDA for sm_80 only here: the device kit below compiles every kernel for sm_90.
+BUILD_DIR="$root/build" "$root/scripts/build.sh" -DCMAKE_CUDA_ARCHITECTURES=80
 step "main test suite"
 ctest --test-dir "$root/build" --output-on-failure -j "$jobs" --timeout 900 || status=1
 # The package carries the main build's libccl (CCL_PYTHON_PREBUILT): the library the suite
@@ -33,37 +34,31 @@ step "PyTorch's distributed test suite on cclz, beside gloo"
 unset CCL_PYTHON_PREBUILT
 
 if [ "${CCL_TEST_QUICK:-0}" != 1 ]; then
-  # Without UCX only the in-process transport exists: everything that needs no second
-  # process must still build and pass (the trainer's examples run in the main build).
-  step "build without UCX"
   # The builds below only run tests: one generic quantizer loop each (CCL_CODEC_SPECIALIZE=OFF,
   # bit-identical to the specialised ones the main build tests) saves a third of their time,
   # line tables for debug information (CCL_DEBUG_LINES_ONLY: reports keep files and lines) a
   # quarter of the rest, and each runs a different third of the test matrices the main build
   # runs whole (CCL_TEST_SHARD, tests/harness/shard.h).
+  # The TSan build is also the build without UCX: there only the in-process transport exists,
+  # and everything that needs no second process must still build and pass. Its ranks are
+  # threads of one process, which is what TSan sees best; ASan keeps UCX and the process tests.
   lean=(-DCCL_ENABLE_CUDA=OFF -DCCL_BUILD_PERF=OFF -DCCL_BUILD_EXAMPLES=OFF -DCCL_CODEC_SPECIALIZE=OFF
     -DCCL_DEBUG_LINES_ONLY=ON)
-  BUILD_DIR="$root/build-noucx" "$root/scripts/build.sh" -DCCL_ENABLE_UCX=OFF "${lean[@]}" -DCCL_TEST_SHARD=0/3
-  step "test suite without UCX"
-  ctest --test-dir "$root/build-noucx" --output-on-failure -j "$jobs" --timeout 900 || status=1
-
   sup="$root/tests/sanitizers"
-  shard=1
   for san in address thread; do
-    step "$san sanitizer build"
-    BUILD_DIR="$root/build-$san" "$root/scripts/build.sh" -DCCL_SANITIZE=$san "${lean[@]}" -DCCL_TEST_SHARD=$shard/3
-    shard=$((shard + 1))
+    if [ $san = address ]; then extra=(-DCCL_TEST_SHARD=1/3); else extra=(-DCCL_ENABLE_UCX=OFF -DCCL_TEST_SHARD=2/3); fi
+    step "$san sanitizer build$([ $san = thread ] && echo ", without UCX")"
+    BUILD_DIR="$root/build-$san" "$root/scripts/build.sh" -DCCL_SANITIZE=$san "${lean[@]}" "${extra[@]}"
     step "$san sanitizer test suite"
     # The collectives matrix runs over UCX here; over the in-process transport it runs in the
-    # main build only (twice the matrix would not fit the time a sanitizer build takes).
+    # main build and the TSan build (twice the matrix would not fit the time a sanitizer build takes).
     ASAN_OPTIONS="detect_leaks=1:abort_on_error=0" LSAN_OPTIONS="suppressions=$sup/lsan.supp:print_suppressions=0" \
       UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
       TSAN_OPTIONS="suppressions=$sup/tsan.supp:halt_on_error=1:second_deadlock_stack=1:die_after_fork=0" \
-      UCX_MEM_EVENTS=$([ $san = thread ] && echo no || echo yes) \
       ctest --test-dir "$root/build-$san" --output-on-failure -j "$jobs" --timeout 900 -LE no_sanitizer \
       -E '^local[.]collectives[.]' || status=1
   done
-  # The device kit: built (CUDA for sm_90, no UCX, no MPI), packed within its size limit, and
+  # The device kit: built (CUDA for sm_90, no MPI), packed within its size limit, and
   # run here with an empty environment: every step must load and say it skipped (no device).
   step "device kit (scripts/gpu_kit.sh --check)"
   "$root/scripts/gpu_kit.sh" --check || status=1

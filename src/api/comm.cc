@@ -1,26 +1,24 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Communicator lifecycle: init, init-all, split, finalize, destroy, abort and queries.
+// Communicator lifecycle: init, init-all, split, finalize, destroy, abort, revoke, shrink and
+// queries. The cost model it agrees at init is tuning.cc's, the device calls' link device_link.cc's.
 #include "api/comm.h"
-#include "api/watch.h"
-
-#include "api/device_calls.h"
-#include "collectives/device.h"
-#include "collectives/links/factory.h"
 
 #include <sched.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <limits>
-#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
-#include <type_traits>
 #include <vector>
 
+#include "api/device_calls.h"
+#include "api/device_link.h"
 #include "api/group.h"
+#include "api/tuning.h"
+#include "api/watch.h"
+#include "collectives/device.h"
 #include "common/config.h"
 #include "common/host_id.h"
 #include "common/log.h"
@@ -95,297 +93,7 @@ std::shared_ptr<const coll::Topology> exchangeTopology(cclComm& comm, const host
   return topo;
 }
 
-// Links an earlier communicator of this process measured (LinkKey): the slowest pair's
-// figures of the probe that measured them. A communicator whose every probing rank finds its
-// pair here takes the slowest of theirs instead of probing again (tens of milliseconds per
-// level); noteCallTime removes links whose calls stray from their predictions.
-std::mutex linkCacheMutex;
-std::map<LinkKey, coll::LinkCost> linkCache;
-
-// The cost model's links when CCL_LINK_MODEL gives none (CCL_CODEC=auto, or
-// CCL_LINK_MODEL=probe), one level at a time, unless linkCache knows them: every rank with a
-// partner at that level (inside: the next rank of its node, pairs 0-1, 2-3, ...; across: the
-// rank of the same local index on the paired node, nodes 0-1, 2-3, ...) exchanges with it,
-// all pairs at once, as the plans' messages share the links. A message's time is
-// alpha + bytes / beta: alpha from 8 bytes (median of 15: a median of 3 right after init took
-// in the scheduling of ranks still timing their kernels, 80 us for a 5 us exchange), beta
-// from the growth to a larger exchange (median of 3, from 64 KiB up by 4x until it takes 2 ms
-// or reaches 1 MiB: enough bytes to weigh more than the latency on a fast link, tens of
-// milliseconds on a slow one). Every rank decides on the slowest pair's times, so all make
-// the same calls. One allreduce fitted to both levels (before) priced a node's shared memory
-// and its network link alike: on two nodes of two ranks it chose flat plans 1.3-2x slower
-// than the hierarchical one (perf/README). Returns false when no rank has a partner there.
-bool probeLevel(cclComm& comm, bool across, coll::LinkCost* link) {
-  const coll::Topology& t = *comm.topology;
-  const int node = t.nodeOf[static_cast<size_t>(comm.rank)];
-  const int local = t.localRank[static_cast<size_t>(comm.rank)];
-  int partner = -1;
-  if (!across && (local ^ 1) < t.nodeSize(node)) partner = t.rankOf(node, local ^ 1);
-  if (across && (node ^ 1) < t.nodes() && local < t.nodeSize(node ^ 1)) partner = t.rankOf(node ^ 1, local);
-  auto agree = [&](double* v, size_t n) {
-    const cclResult_t r = cclAllReduce(v, v, n, cclFloat64, cclMax, &comm, nullptr);
-    CCL_CHECK(r == cclSuccess, r, "the cost model's probe of the links failed");
-  };
-  // Every rank says whether it has a partner and whether its pair's links are known; all
-  // then probe, or all take the slowest known figures (max alpha, min beta).
-  const uint64_t peerHost = partner >= 0 ? comm.hostIds[static_cast<size_t>(partner)] : 0;
-  const LinkKey key{comm.transport->name(), across, std::min(comm.hostId, peerHost), std::max(comm.hostId, peerHost)};
-  double known[4] = {partner >= 0 ? 1.0 : 0.0, 0.0, 0.0, -std::numeric_limits<double>::max()};
-  if (partner >= 0) {
-    std::lock_guard<std::mutex> lock(linkCacheMutex);
-    const auto it = linkCache.find(key);
-    known[1] = it == linkCache.end() ? 1.0 : 0.0;
-    if (it != linkCache.end()) {
-      known[2] = it->second.alpha, known[3] = -it->second.beta;
-      comm.pricedLinks.emplace_back(key, it->second);
-    }
-  }
-  agree(known, 4);
-  if (known[0] == 0) return false;
-  if (known[1] == 0) {
-    *link = coll::LinkCost{known[2], -known[3], 0.0};
-    if (comm.rank == 0)
-      CCL_INFO("comm %p: the links %s nodes known from an earlier communicator of this process",
-               static_cast<void*>(&comm), across ? "between" : "inside");
-    return true;
-  }
-  std::vector<char> out(size_t{1} << 20), in(out.size());
-  auto exchange = [&](size_t bytes) {
-    if (partner < 0) return;
-    auto ok = [](cclResult_t r) { CCL_CHECK(r == cclSuccess, r, "the cost model's probe of the links failed"); };
-    ok(cclGroupStart());
-    ok(cclSend(out.data(), bytes, cclUint8, partner, &comm, nullptr));
-    ok(cclRecv(in.data(), bytes, cclUint8, partner, &comm, nullptr));
-    ok(cclGroupEnd());
-  };
-  // `samples` timed exchanges after one warm-up; the `pick`-th fastest, the slowest rank's.
-  auto time = [&](size_t bytes, int samples, int pick) {
-    std::vector<double> ts(static_cast<size_t>(samples) + 1, 0.0);
-    for (double& x : ts) {
-      const auto t0 = std::chrono::steady_clock::now();
-      exchange(bytes);
-      x = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
-    std::sort(ts.begin() + 1, ts.end());
-    double mine = ts[static_cast<size_t>(pick)];
-    agree(&mine, 1);
-    return mine;
-  };
-  const double small = time(8, 15, 8);
-  size_t bytes = size_t{1} << 16;
-  double large = time(bytes, 3, 2);
-  while (large < 2e-3 && bytes < out.size()) {
-    bytes *= 4;
-    large = time(bytes, 3, 2);
-  }
-  link->alpha = small;
-  link->overhead = 0;
-  // A larger exchange no slower than the small one (timer noise on a fast link): the
-  // bandwidth its bytes alone allow.
-  link->beta = static_cast<double>(bytes - 8) / std::max(large - small, large * 1e-3);
-  if (partner >= 0) {
-    std::lock_guard<std::mutex> lock(linkCacheMutex);
-    linkCache[key] = *link;
-    std::erase_if(comm.pricedLinks, [&](const auto& p) { return p.first == key; });
-    comm.pricedLinks.emplace_back(key, *link);
-  }
-  return true;
-}
-
-// Both levels; a level no rank can probe (one node; nodes of one rank) takes the other's.
-void probeLinks(cclComm& comm, coll::CostModel* m) {
-  CCL_CHECK(!groupActive(), cclInvalidUsage,
-            "the cost model probes the links at init (CCL_CODEC=auto or CCL_LINK_MODEL=probe), which cannot run inside "
-            "a group");
-  cclOpStats_t saved[cclNumOpKinds];
-  {
-    std::lock_guard<std::mutex> lock(comm.statsMutex);
-    std::copy(std::begin(comm.stats), std::end(comm.stats), saved);
-  }
-  const bool inside = probeLevel(comm, false, &m->inside);
-  const bool across = probeLevel(comm, true, &m->across);
-  if (!inside) m->inside = m->across;
-  if (!across) m->across = m->inside;
-  {
-    std::lock_guard<std::mutex> lock(comm.statsMutex);
-    std::copy(saved, saved + cclNumOpKinds, comm.stats);
-  }
-}
-
-// The cost model: this rank's (CCL_LINK_MODEL's links, this CPU's kernels timed), and
-// every rank's exchanged, so that all price calls on the same one: the slowest of each input.
-// Without CCL_LINK_MODEL on every rank the links are probed (probeLinks). A rank whose
-// CCL_LINK_MODEL is wrong still takes part, so that every rank fails.
-std::shared_ptr<const coll::CostModel> agreeCostModel(cclComm& comm) {
-  struct Mine {
-    coll::CostModel model;
-    int ok;
-    int given;  // CCL_LINK_MODEL set
-  };
-  static_assert(std::is_trivially_copyable_v<Mine>);
-  std::vector<Mine> all(static_cast<size_t>(comm.nranks), Mine{{}, 0, 0});
-  Mine& mine = all[static_cast<size_t>(comm.rank)];
-  std::string why;
-  try {
-    const std::string links = config::linkModel();
-    mine.given = links.empty() || links == "probe" ? 0 : 1;
-    if (mine.given) coll::parseLinkModel(links, &mine.model);
-    std::vector<codec::Params> timed = comm.policy.allowed;
-    timed.push_back(comm.policy.codec);
-    mine.model.compute = coll::measureComputeCost(timed);
-    mine.ok = 1;
-  } catch (const Error& e) {
-    why = e.what();
-  }
-  comm.bootstrap->allGather(all.data(), sizeof(Mine));
-  CCL_CHECK(why.empty(), cclInvalidArgument, why);
-  std::vector<coll::CostModel> models;
-  for (int r = 0; r < comm.nranks; ++r) {
-    const Mine& m = all[static_cast<size_t>(r)];
-    CCL_CHECK(m.ok, cclInvalidArgument, "the cost model: rank " + std::to_string(r) + " has no valid CCL_LINK_MODEL");
-    CCL_CHECK(
-        m.given == mine.given, cclInvalidArgument,
-        "the cost model: CCL_LINK_MODEL gives links on some ranks and not on others (rank " + std::to_string(r) + ")");
-    models.push_back(m.model);
-  }
-  coll::CostModel agreed = coll::slowestOf(models);
-  if (!mine.given && comm.nranks > 1) probeLinks(comm, &agreed);
-  auto m = std::make_shared<const coll::CostModel>(agreed);
-  if (comm.rank == 0)
-    CCL_INFO(
-        "comm %p: the cost model prices calls on links (%s) across %.3g us + %.3g GB/s, inside %.3g us + "
-        "%.3g GB/s; kernels (the ranks' slowest) copy %.3g GB/s, reduce %.3g GB/s",
-        static_cast<void*>(&comm), mine.given ? "CCL_LINK_MODEL" : "probed", m->across.alpha * 1e6,
-        m->across.beta / 1e9, m->inside.alpha * 1e6, m->inside.beta / 1e9, m->compute.copy / 1e9,
-        m->compute.reduce / 1e9);
-  return m;
-}
-
 }  // namespace
-
-void noteCallTime(cclComm& comm, double observed, double predicted) {
-  {
-    std::lock_guard<std::mutex> lock(comm.statsMutex);
-    ++comm.timedCalls;
-    const bool off = observed > predicted * kDriftRatio || observed * kDriftRatio < predicted;
-    comm.driftRun = off ? comm.driftRun + 1 : 0;
-    if (comm.driftRun < kDriftCalls || comm.driftMarked) return;
-    comm.driftMarked = true;
-  }
-  int forgotten = 0;
-  {
-    std::lock_guard<std::mutex> lock(linkCacheMutex);
-    for (const auto& [key, figures] : comm.pricedLinks) {
-      const auto it = linkCache.find(key);
-      // Only the figures this communicator took: a later probe's stay.
-      if (it != linkCache.end() && it->second.alpha == figures.alpha && it->second.beta == figures.beta) {
-        linkCache.erase(it);
-        ++forgotten;
-      }
-    }
-  }
-  CCL_INFO(
-      "comm %p: %d calls in a row took more than %gx or less than 1/%gx the cost model's prediction (the last "
-      "%.3g us against %.3g us); %s",
-      static_cast<void*>(&comm), kDriftCalls, kDriftRatio, kDriftRatio, observed * 1e6, predicted * 1e6,
-      forgotten ? "the next communicator of this process measures its links again"
-                : "its links were given (CCL_LINK_MODEL) or measured again already");
-}
-
-namespace {
-std::atomic<bool> gDeviceLinkLent{false};
-}  // namespace
-
-void deviceLinksAreLent() { gDeviceLinkLent.store(true); }
-
-// The model device calls are priced with: `host`'s links, the device kit's kernels, and
-// every stream at its bound over a link that cannot see lengths (NCCL's).
-static std::shared_ptr<const coll::CostModel> deviceModel(const coll::CostModel& host, const std::string& link) {
-  coll::CostModel m = host;
-  m.compute = coll::measuredDeviceCompute();
-  m.streamsAtBound = coll::linkNeedsNccl(link);
-  return std::make_shared<const coll::CostModel>(m);
-}
-
-// CCL_DEVICE_TRANSPORT=auto: NVIDIA's NCCL ("nccl") where every rank can make a communicator
-// of it, else "staged". A rank can when its device's driver runs NVIDIA's NCCL (CUDA's), the
-// library loads (CCL_NCCL_LIBRARY), and no other rank has the same GPU (same host and
-// device: NVIDIA's NCCL refuses two ranks on one GPU). Where the NCCL face lends its own
-// communicator (deviceLinksAreLent) none is made: staged until it is borrowed. Collective:
-// every rank decides from the same exchanged facts, so all decide alike.
-static std::string resolveAutoLink(cclComm& comm) {
-  coll::DeviceDriver* driver = coll::deviceDriver();
-  if (!driver || gDeviceLinkLent.load()) return "staged";  // alike on every rank of a process's build
-  struct Can {
-    int can;
-    int device;
-    uint64_t host;
-  };
-  std::vector<Can> all(static_cast<size_t>(comm.nranks));
-  Can& mine = all[static_cast<size_t>(comm.rank)];
-  mine = Can{0, comm.cudaDevice, comm.hostId};
-  std::string why = "its device's driver (" + std::string(driver->name()) + ") does not run NVIDIA's NCCL";
-  if (comm.cudaDevice < 0) {
-    why = "it has no device";
-  } else if (driver->runsNccl()) {
-    try {
-      transport::nccl::load(config::ncclLibrary());
-      mine.can = 1;
-    } catch (const Error& e) {
-      why = e.what();
-    }
-  }
-  comm.bootstrap->allGather(all.data(), sizeof(Can));
-  for (int r = 0; r < comm.nranks; ++r) {
-    const Can& c = all[static_cast<size_t>(r)];
-    if (!c.can) {
-      CCL_INFO("comm rank %d: device calls staged through host memory (CCL_DEVICE_TRANSPORT=auto): rank %d %s",
-               comm.rank, r, r == comm.rank ? why.c_str() : "cannot use NVIDIA's NCCL");
-      return "staged";
-    }
-    for (int q = 0; q < r; ++q)
-      if (all[static_cast<size_t>(q)].host == c.host && all[static_cast<size_t>(q)].device == c.device) {
-        CCL_INFO(
-            "comm rank %d: device calls staged through host memory (CCL_DEVICE_TRANSPORT=auto): ranks %d and %d "
-            "share a GPU, which NVIDIA's NCCL refuses",
-            comm.rank, q, r);
-        return "staged";
-      }
-  }
-  return "nccl";
-}
-
-// The link of the communicator's device calls (CCL_DEVICE_TRANSPORT, resolved) and, for
-// "nccl", NVIDIA's NCCL loaded from CCL_NCCL_LIBRARY and a communicator of it made over
-// ccl's bootstrap. Collective: whether every rank loaded the library is shared first, so a
-// rank that could not makes every rank fail instead of leaving them waiting in NCCL's init.
-static std::unique_ptr<transport::nccl::Transport> deviceNccl(cclComm& comm) {
-  std::string& mode = comm.deviceLink;
-  CCL_CHECK(mode == "auto" || coll::isLinkName(mode), cclInvalidArgument,
-            "CCL_DEVICE_TRANSPORT is '" + mode + "'; it takes auto, " + coll::linkNames());
-  if (mode == "auto") mode = resolveAutoLink(comm);
-  if (!coll::linkNeedsNccl(mode) || comm.cudaDevice < 0) return nullptr;
-  // NCCL makes its communicator on the current device: this rank's, not the thread's.
-  std::unique_ptr<coll::Device> device = coll::deviceDriver()->open(comm.cudaDevice);
-  coll::CurrentDevice current(*device);
-  transport::nccl::Functions fn;
-  std::string why;
-  try {
-    fn = transport::nccl::load(config::ncclLibrary());
-  } catch (const Error& e) {
-    why = e.what();
-  }
-  std::vector<int> loaded(static_cast<size_t>(comm.nranks), 0);
-  loaded[static_cast<size_t>(comm.rank)] = why.empty() ? 1 : 0;
-  comm.bootstrap->allGather(loaded.data(), sizeof(int));
-  CCL_CHECK(why.empty(), cclSystemError, "CCL_DEVICE_TRANSPORT=nccl: " + why);
-  for (int r = 0; r < comm.nranks; ++r)
-    CCL_CHECK(loaded[static_cast<size_t>(r)], cclSystemError,
-              "CCL_DEVICE_TRANSPORT=nccl: rank " + std::to_string(r) + " could not load NVIDIA's NCCL");
-  auto t = std::make_unique<transport::nccl::Transport>(fn, *comm.bootstrap);
-  CCL_INFO("comm rank %d: device calls over NVIDIA's NCCL (%s)", comm.rank, fn.library.c_str());
-  return t;
-}
 
 cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfig_t* config, int device,
                      const uint64_t* parentHostId, uint64_t agreement) {
@@ -444,15 +152,6 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
            comm->name.empty() ? "" : " ", comm->name.c_str(), rank, nranks, comm->transport->name());
   watch(comm.get());
   return comm.release();
-}
-
-void borrowDeviceNccl(cclComm_t comm, std::unique_ptr<transport::nccl::Transport> link) {
-  CCL_CHECK(!comm->device, cclInternalError, "borrowDeviceNccl after the communicator's first device call");
-  if (comm->cudaDevice < 0) return;  // no device path (a build without CUDA): nothing to move
-  comm->nccl = std::move(link);
-  comm->deviceLink = "nccl";
-  if (comm->costModel) comm->deviceCostModel = deviceModel(*comm->costModel, comm->deviceLink);
-  CCL_INFO("comm rank %d: device calls over a borrowed NCCL communicator", comm->rank);
 }
 
 void destroyComm(cclComm_t comm) {

@@ -116,7 +116,7 @@ struct cclComm {
   std::atomic<int> active{0};  // operations running on this communicator
   bool finalized = false;
   std::atomic<cclResult_t> asyncError{cclSuccess};  // set by a failed operation, whatever its thread
-  std::atomic<int> lostRank{-1};  // a rank the watcher found gone (api/watch.h); -1: none
+  std::atomic<int> lostRank{-1};                    // a rank the watcher found gone (api/watch.h); -1: none
 
   // Operations enqueued on a host stream that have not run yet, and that stream. One
   // communicator's operations run in the order they were issued, so a call on another
@@ -137,16 +137,6 @@ struct cclComm {
 };
 
 namespace ccl::api {
-
-// A call the cost model chose took `observed` seconds where it predicted `predicted`. After
-// kDriftCalls such calls in a row off by more than kDriftRatio either way, the links this
-// communicator was priced on leave the process's cache, so that the next communicator
-// measures them again (an INFO line says so, once per communicator). The communicator itself
-// keeps its model: re-measuring it would need every rank to stop at the same call, which a
-// rank's own timings cannot decide.
-inline constexpr double kDriftRatio = 3.0;
-inline constexpr int kDriftCalls = 16;
-void noteCallTime(cclComm& comm, double observed, double predicted);
 
 // Records `message` as the last error of this thread (and of `comm` when given), logs it
 // once at WARN, and returns `code`.

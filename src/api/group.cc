@@ -2,6 +2,7 @@
 #include "api/group.h"
 
 #include "api/device_calls.h"
+#include "api/tuning.h"
 #include "api/watch.h"
 
 #include <algorithm>

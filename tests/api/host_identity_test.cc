@@ -10,6 +10,7 @@
 
 #include "api/comm.h"
 #include "api/compression.h"
+#include "api/tuning.h"
 #include "common/error.h"
 #include "common/host_id.h"
 #include "rank_threads.h"
