@@ -96,7 +96,7 @@ inline Plan planAlltoAll(const CollArgs& a) { return planCollective(Coll::kAllto
 inline Plan planGather(const CollArgs& a) { return planCollective(Coll::kGather, a); }      // count per rank
 inline Plan planScatter(const CollArgs& a) { return planCollective(Coll::kScatter, a); }    // count per rank
 
-// Hierarchical plans (hierarchical.cc): allreduce inside each node, across nodes (compressed
+// Hierarchical plans (hierarchical/): allreduce inside each node, across nodes (compressed
 // when a.codec is a codec), inside each node again; broadcast, reduce, allgather,
 // reduce-scatter and all-to-all across and inside.
 // They apply when a.topo has more than one node and more than one rank in some node.
