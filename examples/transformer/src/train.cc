@@ -174,204 +174,318 @@ double commTotal(const Comm& comm) {
   return s;
 }
 
-TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm, ElasticState* elastic) {
-  const bool lead = comm.rank(Group::kWorld) == 0;
-  const GridPlace at = placeOf(grid, comm.rank(Group::kWorld));
-  for (const SiteInfo& s : kSites) comm.setCodec(s.site, o.codecs[static_cast<size_t>(s.site)]);
-  comm.setStage(at.p);
-  const Corpus corpus = loadCorpus(o.data, static_cast<size_t>(o.seq) + 1);
+// One rank's training run, in llm.c's manner: the state every verb below shares, made by
+// setUpRank and setUpPipeline in this order (the timeline is attached to the communicator
+// before the slice times are measured; model.tp is set before anything runs the model).
+struct Run {
+  Run(const TrainOptions& o, const Grid& grid, Comm& comm, ElasticState* elastic)
+      : o(o),
+        grid(grid),
+        comm(comm),
+        elastic(elastic),
+        lead(comm.rank(Group::kWorld) == 0),
+        at(placeOf(grid, comm.rank(Group::kWorld))),
+        timeline(o.tracePath.empty() ? 0 : o.traceStep, o.tracePath.empty() ? 0 : o.traceSteps),
+        dataSeed(o.seed),
+        tokensPerStep(static_cast<long long>(grid.dp) * o.accum * o.batch * o.seq),
+        batches(static_cast<size_t>(o.accum)) {}
+  Run(const Run&) = delete;  // the pipeline and the communicator keep pointers into it
+  Run& operator=(const Run&) = delete;
 
+  const TrainOptions& o;
+  const Grid& grid;
+  Comm& comm;
+  ElasticState* elastic;
+  const bool lead;
+  const GridPlace at;
+  Corpus corpus;
   Shard shard;
-  shard.tp = grid.tp;
-  shard.tpRank = at.t;
-  shard.sequenceParallel = o.sequenceParallel && grid.tp > 1;
-  shard.pp = grid.pp;
-  shard.stage = at.p;
-  std::tie(shard.firstLayer, shard.endLayer) = stageLayers(o.model.layers, grid.pp, at.p);
-  Model<float> model = makeModel<float>(o.model, shard, o.seed);
+  Model<float> model;
   std::unique_ptr<Autoencoder> autoencoder;
+  std::unique_ptr<TensorParallelComm> tensorParallel;
+  std::unique_ptr<DataParallel> dp;
+  AdamW opt;
+  Timeline timeline;
+  std::unique_ptr<LocalHead> localHead;  // local updates: the head of a stage's local loss
+  std::vector<int> bounds;               // TeraPipe's token slices (empty: none)
+  double predicted = 0;                  // their planned time
+  std::unique_ptr<Pipeline> pipe;
+  std::vector<int> stageOf;  // every world rank's pipeline stage
+  int startStep = 0;
+  uint64_t dataSeed;
+  const long long tokensPerStep;
+  std::unique_ptr<JsonLog> log;
+  std::unique_ptr<Progress> progress;
+  TrainResult result;
+  Clock::time_point start;
+  double computeTotal = 0, commSeconds = 0;
+  int ran = 0;  // steps run by this call
+  std::vector<float> pack;
+  std::vector<Batch> batches;
+};
+
+// The communicator's codecs and stage, the corpus, this rank's shard of the model, its
+// tensor- and data-parallel communication and its optimizer.
+void setUpRank(Run& r) {
+  const TrainOptions& o = r.o;
+  for (const SiteInfo& s : kSites) r.comm.setCodec(s.site, o.codecs[static_cast<size_t>(s.site)]);
+  r.comm.setStage(r.at.p);
+  r.corpus = loadCorpus(o.data, static_cast<size_t>(o.seq) + 1);
+  Shard& shard = r.shard;
+  shard.tp = r.grid.tp;
+  shard.tpRank = r.at.t;
+  shard.sequenceParallel = o.sequenceParallel && r.grid.tp > 1;
+  shard.pp = r.grid.pp;
+  shard.stage = r.at.p;
+  std::tie(shard.firstLayer, shard.endLayer) = stageLayers(o.model.layers, r.grid.pp, r.at.p);
+  r.model = makeModel<float>(o.model, shard, o.seed);
   if (o.autoencoderDim > 0)
-    autoencoder =
+    r.autoencoder =
         std::make_unique<Autoencoder>(o.model, o.autoencoderDim, std::max(o.autoencoderFirst, shard.firstLayer),
                                       std::min(o.autoencoderEnd, shard.endLayer), o.seed, o.adamw);
-  TensorParallelComm tensorParallel(comm, shard.sequenceParallel, o.model.channels, autoencoder.get());
-  model.tp = &tensorParallel;
-  DataParallel dp(comm, o, model);
-  AdamW opt = makeAdamW(o.adamw, model.layout, dp.begin(), dp.end());
-  Timeline timeline(o.tracePath.empty() ? 0 : o.traceStep, o.tracePath.empty() ? 0 : o.traceSteps);
-  comm.setTimeline(&timeline);
-  // Local updates: the head of stage s's local loss, on the stage that computes it.
-  std::unique_ptr<LocalHead> localHead;
+  r.tensorParallel =
+      std::make_unique<TensorParallelComm>(r.comm, shard.sequenceParallel, o.model.channels, r.autoencoder.get());
+  r.model.tp = r.tensorParallel.get();
+  r.dp = std::make_unique<DataParallel>(r.comm, o, r.model);
+  r.opt = makeAdamW(o.adamw, r.model.layout, r.dp->begin(), r.dp->end());
+  r.comm.setTimeline(&r.timeline);
   if (hostsLocalHead(o.pipeSchedule, shard)) {
     const int owner = o.pipeSchedule == PipeSchedule::kLocal ? shard.stage : shard.stage - 1;
-    localHead = std::make_unique<LocalHead>(o.model, o.seed + 0x10c4ull * static_cast<uint64_t>(owner + 1), o.adamw);
+    r.localHead = std::make_unique<LocalHead>(o.model, o.seed + 0x10c4ull * static_cast<uint64_t>(owner + 1), o.adamw);
   }
-  // TeraPipe: token slices, uniform or planned from this machine's measured slice times (the
-  // slowest rank's, so that every rank plans alike).
-  std::vector<int> bounds;
-  double predicted = 0;
+}
+
+// TeraPipe's token slices, uniform or planned from this machine's measured slice times (the
+// slowest rank's, so that every rank plans alike); then the pipeline that runs the steps.
+void setUpPipeline(Run& r) {
+  const TrainOptions& o = r.o;
   if (o.slices > 1 || o.planSlices) {
-    SliceTimes times = measureSliceTimes(model, o.seq, o.sliceGranularity);
-    comm.allReduceDoubles(Site::kStat, times.table.data(), times.table.size(), cclMax);
+    SliceTimes times = measureSliceTimes(r.model, o.seq, o.sliceGranularity);
+    r.comm.allReduceDoubles(Site::kStat, times.table.data(), times.table.size(), cclMax);
     if (o.planSlices) {
-      const SlicePlan plan = planSlices(times, grid.pp, o.accum);
-      bounds = plan.bounds;
-      predicted = plan.predicted;
+      const SlicePlan plan = planSlices(times, r.grid.pp, o.accum);
+      r.bounds = plan.bounds;
+      r.predicted = plan.predicted;
     } else {
-      bounds = uniformSlices(times, o.slices);
-      predicted = predictedTime(times, bounds, grid.pp, o.accum);
+      r.bounds = uniformSlices(times, o.slices);
+      r.predicted = predictedTime(times, r.bounds, r.grid.pp, o.accum);
     }
   }
-  Pipeline pipe(model, comm, o.pipeSchedule, o.accum, o.seq, &timeline, localHead.get(), bounds);
-  if (dp.overlaps()) pipe.setBlockDone([&dp](int layer) { dp.blockReady(layer); });
-  std::vector<int> stageOf;
-  for (int r = 0; r < grid.size(); ++r) stageOf.push_back(placeOf(grid, r).p);
+  r.pipe = std::make_unique<Pipeline>(r.model, r.comm, o.pipeSchedule, o.accum, o.seq, &r.timeline, r.localHead.get(),
+                                      r.bounds);
+  if (r.dp->overlaps()) r.pipe->setBlockDone([dp = r.dp.get()](int layer) { dp->blockReady(layer); });
+  for (int q = 0; q < r.grid.size(); ++q) r.stageOf.push_back(placeOf(r.grid, q).p);
+}
 
-  int startStep = 0;
-  uint64_t dataSeed = o.seed;
-  const bool resumeElastic = elastic && elastic->resume >= 0;
-  if (resumeElastic || !o.resumePath.empty()) {
-    const Checkpoint ck =
-        resumeElastic ? elastic->kept[static_cast<size_t>(elastic->resume)].ck : loadCheckpoint(o.resumePath);
-    if (parameterCount(ck.config) != parameterCount(o.model) || ck.config.layers != o.model.layers ||
-        ck.config.channels != o.model.channels || ck.config.heads != o.model.heads ||
-        ck.config.maxSeq != o.model.maxSeq)
-      throw std::runtime_error("checkpoint " + o.resumePath + " holds another model shape than the flags ask for");
-    extractShard(model.layout, shard, ck.params.data(), model.params.data());
-    std::vector<float> local(shardCount(model.layout));
-    for (auto [whole, moment] : {std::pair{&ck.m, &opt.m}, std::pair{&ck.v, &opt.v}}) {
-      extractShard(model.layout, shard, whole->data(), local.data());
-      std::copy(local.begin() + static_cast<std::ptrdiff_t>(dp.begin()),
-                local.begin() + static_cast<std::ptrdiff_t>(dp.end()), moment->begin());
-    }
-    opt.steps = ck.optimizerSteps;
-    startStep = static_cast<int>(ck.step);
-    dataSeed = ck.seed;
+// From --resume's checkpoint, or after a shrink from the step the survivors agreed on.
+void resume(Run& r) {
+  const TrainOptions& o = r.o;
+  const bool resumeElastic = r.elastic && r.elastic->resume >= 0;
+  if (!resumeElastic && o.resumePath.empty()) return;
+  const Checkpoint ck =
+      resumeElastic ? r.elastic->kept[static_cast<size_t>(r.elastic->resume)].ck : loadCheckpoint(o.resumePath);
+  if (parameterCount(ck.config) != parameterCount(o.model) || ck.config.layers != o.model.layers ||
+      ck.config.channels != o.model.channels || ck.config.heads != o.model.heads || ck.config.maxSeq != o.model.maxSeq)
+    throw std::runtime_error("checkpoint " + o.resumePath + " holds another model shape than the flags ask for");
+  Model<float>& model = r.model;
+  extractShard(model.layout, r.shard, ck.params.data(), model.params.data());
+  std::vector<float> local(shardCount(model.layout));
+  for (auto [whole, moment] : {std::pair{&ck.m, &r.opt.m}, std::pair{&ck.v, &r.opt.v}}) {
+    extractShard(model.layout, r.shard, whole->data(), local.data());
+    std::copy(local.begin() + static_cast<std::ptrdiff_t>(r.dp->begin()),
+              local.begin() + static_cast<std::ptrdiff_t>(r.dp->end()), moment->begin());
   }
+  r.opt.steps = ck.optimizerSteps;
+  r.startStep = static_cast<int>(ck.step);
+  r.dataSeed = ck.seed;
+}
 
-  const long long tokensPerStep = static_cast<long long>(grid.dp) * o.accum * o.batch * o.seq;
-  JsonLog log(lead ? o.logPath : "", elastic && elastic->restarted);
-  Progress progress(lead && o.progress, o.steps);
-  TrainResult result;
-  result.layout = layoutName(grid, o);
-  result.sliceBounds = bounds.empty() ? std::vector<int>{0, o.seq} : bounds;
-  result.predictedSliceSeconds = predicted;
-  result.compression = compressionName(o);
-  result.unigramEntropy = unigramEntropy(corpus.val);
-  auto wholeState = [&](const std::vector<float>& moment) {
-    std::vector<float> local(shardCount(model.layout), 0.0f);
-    std::copy(moment.begin(), moment.end(), local.begin() + static_cast<std::ptrdiff_t>(dp.begin()));
-    return assembleWhole(model, comm, local.data(), dp.spokenRange(true));
-  };
-  auto saveAt = [&](int nextStep) {
-    if (o.checkpointPath.empty()) return;
-    Checkpoint ck;
-    ck.config = o.model;
-    ck.step = static_cast<uint64_t>(nextStep);
-    ck.optimizerSteps = opt.steps;
-    ck.seed = dataSeed;
-    ck.params = assembleWhole(model, comm, model.params.data(), dp.spokenRange(false));
-    ck.m = wholeState(opt.m);
-    ck.v = wholeState(opt.v);
-    if (lead) saveCheckpoint(o.checkpointPath, ck);
-  };
+// The log, the progress line and the result's description of the run.
+void startLog(Run& r) {
+  const TrainOptions& o = r.o;
+  r.log = std::make_unique<JsonLog>(r.lead ? o.logPath : "", r.elastic && r.elastic->restarted);
+  r.progress = std::make_unique<Progress>(r.lead && o.progress, o.steps);
+  r.result.layout = layoutName(r.grid, o);
+  r.result.sliceBounds = r.bounds.empty() ? std::vector<int>{0, o.seq} : r.bounds;
+  r.result.predictedSliceSeconds = r.predicted;
+  r.result.compression = compressionName(o);
+  r.result.unigramEntropy = unigramEntropy(r.corpus.val);
+  r.start = Clock::now();
+}
 
-  const auto runStart = Clock::now();
-  double computeTotal = 0, commSeconds = 0;
-  std::vector<float> pack;
-  std::vector<Batch> batches(static_cast<size_t>(o.accum));
-  int ran = 0;
-  for (int step = startStep; step < o.steps; ++step) {
-    timeline.beginStep(step);
-    comm.setStep(step);
-    const auto t0 = Clock::now();
-    const double ops0 = opTotal(model), comm0 = commTotal(comm);
-    zeroGrads(model);
-    if (autoencoder) autoencoder->zeroGrads();
-    if (localHead) localHead->zeroGrads();
-    for (int a = 0; a < o.accum; ++a) {
-      Batch& b = batches[static_cast<size_t>(a)];
-      b = Batch{};
-      const uint64_t first = (static_cast<uint64_t>(at.d) * o.accum + a) * o.batch;
-      for (int i = 0; i < o.batch; ++i) appendTrainSequence(corpus, dataSeed, step, first + i, o.seq, b);
-    }
-    comm.setErrorSampling(o.codecErrorEvery > 0 && step % o.codecErrorEvery == 0);
-    const double headLoss = pipe.step(batches, 1.0f / static_cast<float>(o.accum));
-    comm.setErrorSampling(false);
-    if (!o.dumpGradsPath.empty() && step == o.dumpGradsStep) {
-      const std::string path = o.dumpGradsPath + "." + std::to_string(comm.rank(Group::kWorld));
-      std::FILE* f = std::fopen(path.c_str(), "wb");
-      const bool ok = f && std::fwrite(model.grads.data(), sizeof(float), model.grads.size(), f) == model.grads.size();
-      if (f) std::fclose(f);
-      if (!ok) throw std::runtime_error("cannot write the gradients to " + path);
-    }
-    sumWholeTensorGradients(model, comm, pack);
-    tensorParallel.reduceAutoencoderGradients();
-    if (localHead) reduceLocalHeadGradients(*localHead, shard, comm);
-    if (dp.zero()) {
-      dp.syncEmbedding();
-      dp.reduceGradients();
-    } else {
-      // After the data-parallel sum, so that both stages' copies of wte get the same bits.
-      dp.reduceGradients();
-      dp.syncEmbedding();
-    }
-    double stats[2] = {gradientSquares(model, dp.spokenRange(true)), reportsLoss(shard) ? headLoss / o.accum : 0.0};
-    comm.allReduceDoubles(Site::kStat, stats, 2, cclSum);
-    const double norm = std::sqrt(stats[0]), loss = stats[1] / grid.dp;
-    if (!std::isfinite(norm) || !std::isfinite(loss))
-      throw std::runtime_error("training diverged at step " + std::to_string(step) + " (loss or gradient not finite)");
-    const float lr = learningRate(o.schedule, step, o.steps);
-    const double u0 = Timeline::now();
-    adamwStep(opt, model.params.data(), model.grads.data(), lr, clipScale(norm, o.clip));
-    if (autoencoder) autoencoder->update(lr);
-    if (localHead) localHead->update(lr);
-    const double u1 = Timeline::now();
-    timeline.add({u0, u1, SpanKind::kUpdate});
-    dp.shareParameters();
-    // The step is complete here: what the survivors go on from if a rank is lost later.
-    if (elastic) keepStep(*elastic, comm, dp, model, opt, step, dataSeed);
-    const auto t1 = Clock::now();
-    const double compute = opTotal(model) - ops0 + (u1 - u0), communication = commTotal(comm) - comm0;
-    computeTotal += compute;
-    commSeconds += communication;
-    ++ran;
-    const double tokS = static_cast<double>(tokensPerStep) / seconds(t0, t1);
-    result.finalTrainLoss = loss;
-    result.losses.push_back(loss);
-    if (!o.logPath.empty()) log.step(step, loss, lr, norm, tokS, compute, communication, gatherCounters(comm, stageOf));
-    progress.step(step, loss, tokS);
-    const bool last = step + 1 == o.steps;
-    if ((o.valEvery > 0 && (step + 1) % o.valEvery == 0) || last) {
-      result.finalValLoss = validate(pipe, model, corpus, o, comm);
-      log.validation(step, result.finalValLoss, seconds(runStart, Clock::now()));
-      progress.note("step " + std::to_string(step + 1) + ": validation loss " + std::to_string(result.finalValLoss));
-    }
-    const bool stop = o.stopAfter > 0 && ran >= o.stopAfter;
-    if (last || stop || (o.saveEvery > 0 && (step + 1) % o.saveEvery == 0)) saveAt(step + 1);
-    if (stop) break;
+// An optimizer moment (this rank's slice of its shard) whole, at world rank 0.
+std::vector<float> wholeState(Run& r, const std::vector<float>& moment) {
+  std::vector<float> local(shardCount(r.model.layout), 0.0f);
+  std::copy(moment.begin(), moment.end(), local.begin() + static_cast<std::ptrdiff_t>(r.dp->begin()));
+  return assembleWhole(r.model, r.comm, local.data(), r.dp->spokenRange(true));
+}
+
+// The whole state before step `nextStep`, in --checkpoint's file (written by world rank 0).
+void saveAt(Run& r, int nextStep) {
+  if (r.o.checkpointPath.empty()) return;
+  Checkpoint ck;
+  ck.config = r.o.model;
+  ck.step = static_cast<uint64_t>(nextStep);
+  ck.optimizerSteps = r.opt.steps;
+  ck.seed = r.dataSeed;
+  ck.params = assembleWhole(r.model, r.comm, r.model.params.data(), r.dp->spokenRange(false));
+  ck.m = wholeState(r, r.opt.m);
+  ck.v = wholeState(r, r.opt.v);
+  if (r.lead) saveCheckpoint(r.o.checkpointPath, ck);
+}
+
+// The step's micro-batches of this data-parallel replica.
+void loadBatches(Run& r, int step) {
+  const TrainOptions& o = r.o;
+  for (int a = 0; a < o.accum; ++a) {
+    Batch& b = r.batches[static_cast<size_t>(a)];
+    b = Batch{};
+    const uint64_t first = (static_cast<uint64_t>(r.at.d) * o.accum + a) * o.batch;
+    for (int i = 0; i < o.batch; ++i) appendTrainSequence(r.corpus, r.dataSeed, step, first + i, o.seq, b);
   }
-  progress.finish();
-  const double elapsed = seconds(runStart, Clock::now());
-  result.stepsRun = ran;
-  result.tokensPerSecond = ran > 0 ? static_cast<double>(tokensPerStep) * ran / elapsed : 0;
-  result.gradRawBytes = comm.stats(Site::kDpGrad).rawBytes;
-  result.gradWireBytes = comm.stats(Site::kDpGrad).wireBytes;
+}
+
+// Forward and backward through the pipeline; the head's loss (summed over micro-batches).
+double forwardBackward(Run& r, int step) {
+  const TrainOptions& o = r.o;
+  zeroGrads(r.model);
+  if (r.autoencoder) r.autoencoder->zeroGrads();
+  if (r.localHead) r.localHead->zeroGrads();
+  loadBatches(r, step);
+  r.comm.setErrorSampling(o.codecErrorEvery > 0 && step % o.codecErrorEvery == 0);
+  const double headLoss = r.pipe->step(r.batches, 1.0f / static_cast<float>(o.accum));
+  r.comm.setErrorSampling(false);
+  if (!o.dumpGradsPath.empty() && step == o.dumpGradsStep) {
+    const std::string path = o.dumpGradsPath + "." + std::to_string(r.comm.rank(Group::kWorld));
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    const bool ok =
+        f && std::fwrite(r.model.grads.data(), sizeof(float), r.model.grads.size(), f) == r.model.grads.size();
+    if (f) std::fclose(f);
+    if (!ok) throw std::runtime_error("cannot write the gradients to " + path);
+  }
+  return headLoss;
+}
+
+// Every gradient summed where it must be: whole tensors over a sequence-parallel group, the
+// autoencoder's and a local head's, the data-parallel average, the shared embedding's.
+void reduceGradients(Run& r) {
+  sumWholeTensorGradients(r.model, r.comm, r.pack);
+  r.tensorParallel->reduceAutoencoderGradients();
+  if (r.localHead) reduceLocalHeadGradients(*r.localHead, r.shard, r.comm);
+  if (r.dp->zero()) {
+    r.dp->syncEmbedding();
+    r.dp->reduceGradients();
+  } else {
+    // After the data-parallel sum, so that both stages' copies of wte get the same bits.
+    r.dp->reduceGradients();
+    r.dp->syncEmbedding();
+  }
+}
+
+// The gradient's norm and the step's loss, agreed by every rank.
+std::pair<double, double> normAndLoss(Run& r, double headLoss, int step) {
+  double stats[2] = {gradientSquares(r.model, r.dp->spokenRange(true)),
+                     reportsLoss(r.shard) ? headLoss / r.o.accum : 0.0};
+  r.comm.allReduceDoubles(Site::kStat, stats, 2, cclSum);
+  const double norm = std::sqrt(stats[0]), loss = stats[1] / r.grid.dp;
+  if (!std::isfinite(norm) || !std::isfinite(loss))
+    throw std::runtime_error("training diverged at step " + std::to_string(step) + " (loss or gradient not finite)");
+  return {norm, loss};
+}
+
+// AdamW (and the autoencoder's and local head's own updates) at the schedule's rate;
+// returns the seconds it took. The new parameters then reach every rank that holds them.
+double update(Run& r, float lr, double norm) {
+  const double u0 = Timeline::now();
+  adamwStep(r.opt, r.model.params.data(), r.model.grads.data(), lr, clipScale(norm, r.o.clip));
+  if (r.autoencoder) r.autoencoder->update(lr);
+  if (r.localHead) r.localHead->update(lr);
+  const double u1 = Timeline::now();
+  r.timeline.add({u0, u1, SpanKind::kUpdate});
+  r.dp->shareParameters();
+  return u1 - u0;
+}
+
+// One training step, logged.
+void trainStep(Run& r, int step) {
+  r.timeline.beginStep(step);
+  r.comm.setStep(step);
+  const auto t0 = Clock::now();
+  const double ops0 = opTotal(r.model), comm0 = commTotal(r.comm);
+  const double headLoss = forwardBackward(r, step);
+  reduceGradients(r);
+  const auto [norm, loss] = normAndLoss(r, headLoss, step);
+  const float lr = learningRate(r.o.schedule, step, r.o.steps);
+  const double updateSeconds = update(r, lr, norm);
+  // The step is complete here: what the survivors go on from if a rank is lost later.
+  if (r.elastic) keepStep(*r.elastic, r.comm, *r.dp, r.model, r.opt, step, r.dataSeed);
+  const double compute = opTotal(r.model) - ops0 + updateSeconds, communication = commTotal(r.comm) - comm0;
+  r.computeTotal += compute;
+  r.commSeconds += communication;
+  ++r.ran;
+  const double tokS = static_cast<double>(r.tokensPerStep) / seconds(t0, Clock::now());
+  r.result.finalTrainLoss = loss;
+  r.result.losses.push_back(loss);
+  if (!r.o.logPath.empty())
+    r.log->step(step, loss, lr, norm, tokS, compute, communication, gatherCounters(r.comm, r.stageOf));
+  r.progress->step(step, loss, tokS);
+}
+
+// The validation loss every --val-every steps and after the last.
+void validateIfDue(Run& r, int step) {
+  const bool last = step + 1 == r.o.steps;
+  if (!(r.o.valEvery > 0 && (step + 1) % r.o.valEvery == 0) && !last) return;
+  r.result.finalValLoss = validate(*r.pipe, r.model, r.corpus, r.o, r.comm);
+  r.log->validation(step, r.result.finalValLoss, seconds(r.start, Clock::now()));
+  r.progress->note("step " + std::to_string(step + 1) + ": validation loss " + std::to_string(r.result.finalValLoss));
+}
+
+// The checkpoint every --save-every steps, after the last and where --stop-after stops;
+// whether the run stops here.
+bool checkpointIfDue(Run& r, int step) {
+  const bool last = step + 1 == r.o.steps, stop = r.o.stopAfter > 0 && r.ran >= r.o.stopAfter;
+  if (last || stop || (r.o.saveEvery > 0 && (step + 1) % r.o.saveEvery == 0)) saveAt(r, step + 1);
+  return stop;
+}
+
+// The result: throughput, bytes, the final parameters at world rank 0, the trace, counters.
+TrainResult finish(Run& r) {
+  r.progress->finish();
+  TrainResult& result = r.result;
+  const double elapsed = seconds(r.start, Clock::now());
+  result.stepsRun = r.ran;
+  result.tokensPerSecond = r.ran > 0 ? static_cast<double>(r.tokensPerStep) * r.ran / elapsed : 0;
+  result.gradRawBytes = r.comm.stats(Site::kDpGrad).rawBytes;
+  result.gradWireBytes = r.comm.stats(Site::kDpGrad).wireBytes;
   result.peakRssBytes = peakRss();
-  result.params = assembleWhole(model, comm, model.params.data(), dp.spokenRange(false));
-  if (!lead) result.params.clear();
-  for (size_t k = 0; k < model.opSeconds.size(); ++k)
-    result.opSeconds.emplace_back(opKindName(static_cast<OpKind>(k)), model.opSeconds[k]);
-  if (!o.tracePath.empty()) result.bubbles = writeTrace(o.tracePath, timeline, comm, grid, pipe);
-  result.counters = gatherCounters(comm, stageOf);
-  if (o.codecErrorEvery > 0) {
-    std::vector<double>& errors = comm.codecErrors();
-    comm.allReduceDoubles(Site::kStat, errors.data(), errors.size(), cclSum);
-    log.codecErrors(errors, comm.layers());
+  result.params = assembleWhole(r.model, r.comm, r.model.params.data(), r.dp->spokenRange(false));
+  if (!r.lead) result.params.clear();
+  for (size_t k = 0; k < r.model.opSeconds.size(); ++k)
+    result.opSeconds.emplace_back(opKindName(static_cast<OpKind>(k)), r.model.opSeconds[k]);
+  if (!r.o.tracePath.empty()) result.bubbles = writeTrace(r.o.tracePath, r.timeline, r.comm, r.grid, *r.pipe);
+  result.counters = gatherCounters(r.comm, r.stageOf);
+  if (r.o.codecErrorEvery > 0) {
+    std::vector<double>& errors = r.comm.codecErrors();
+    r.comm.allReduceDoubles(Site::kStat, errors.data(), errors.size(), cclSum);
+    r.log->codecErrors(errors, r.comm.layers());
   }
-  if (lead) result.sites = siteTotals(result.counters, nullptr);
-  log.summary(result, result.layout, computeTotal, commSeconds, elapsed, result.counters);
-  return result;
+  if (r.lead) result.sites = siteTotals(result.counters, nullptr);
+  r.log->summary(result, result.layout, r.computeTotal, r.commSeconds, elapsed, result.counters);
+  return std::move(result);
+}
+
+TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm, ElasticState* elastic) {
+  Run r(o, grid, comm, elastic);
+  setUpRank(r);
+  setUpPipeline(r);
+  resume(r);
+  startLog(r);
+  for (int step = r.startStep; step < o.steps; ++step) {
+    trainStep(r, step);
+    validateIfDue(r, step);
+    if (checkpointIfDue(r, step)) break;
+  }
+  return finish(r);
 }
 
 }  // namespace
