@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "ccl/ccl.h"
-#include "collectives/collective_info.h"
+#include "collectives/plan/collective_info.h"
 
 namespace {
 

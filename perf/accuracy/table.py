@@ -27,7 +27,7 @@ result compared with an fp64 reference of the same collective (sum of the ranks'
 inputs in double precision). %d cases; raw lines in `results.csv`.
 
 - **bound**: `cclCodecErrorBound` composed over the collective's round trips
-  (`codecRoundTrips` in `src/collectives/collective_info.h`: an allreduce n, a
+  (`codecRoundTrips` in `src/collectives/plan/collective_info.h`: an allreduce n, a
   reduce-scatter n - 1, the others 1; a hierarchical plan counts its 2 nodes), with absValue the
   sum of |inputs| at the element and absMax the largest such sum in the buffer, plus the
   algorithm's fp32 sums ((round trips + 2) * 2^-22 of absMax). Sparsifiers' bound is absValue

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The cost model's projection (collectives/cost.h) of an fp32 allreduce on GPU clusters of 8
+// The cost model's projection (collectives/plan/cost.h) of an fp32 allreduce on GPU clusters of 8
 // GPUs a node: flat ring, tree (recursive doubling), two-shot and hierarchical, uncompressed
 // and with int8, int4 and fp8_e4m3, for 8 to 65,536 ranks and inter-node links of 25, 100 and
 // 400 Gbit/s per GPU. A prediction, not a measurement: every input is printed with it.
@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "codecs/codec.h"
-#include "collectives/algorithms.h"
-#include "collectives/cost.h"
-#include "collectives/topology.h"
+#include "collectives/algorithms/algorithms.h"
+#include "collectives/plan/cost.h"
+#include "collectives/plan/topology.h"
 
 using namespace ccl::coll;
 

@@ -7,7 +7,7 @@
 #include <cstddef>
 
 #include "ccl/ccl.h"
-#include "collectives/collective_info.h"
+#include "collectives/plan/collective_info.h"
 
 namespace ccl::api {
 

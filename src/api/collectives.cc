@@ -10,10 +10,11 @@
 #include "api/device_calls.h"
 #include "api/group.h"
 #include "api/streams.h"
-#include "collectives/algorithms.h"
-#include "collectives/misaligned.h"
+#include "collectives/algorithms/algorithms.h"
+#include "collectives/algorithms/misaligned.h"
 #include "common/cuda_probe.h"
 #include "common/dtype.h"
+#include "common/hash.h"
 #include "common/log.h"
 #include "common/tags.h"
 
@@ -69,7 +70,6 @@ cclUncompressedReason_t notCompressible(coll::CollArgs a) {
 
 using coll::codecDigest;
 using coll::codecKey;
-using coll::fnv1a;
 
 // The cost model's choice for this call's shape, made once per shape (in a cache like the
 // plans'): under CCL_CODEC=auto (`codecToo`) the codec, none or one the user allowed, and

@@ -18,8 +18,9 @@
 #include "api/group.h"
 #include "api/tuning.h"
 #include "api/watch.h"
-#include "collectives/device.h"
+#include "collectives/exec/device.h"
 #include "common/config.h"
+#include "common/hash.h"
 #include "common/host_id.h"
 #include "common/log.h"
 #include "common/tags.h"
@@ -399,8 +400,8 @@ CCL_API cclResult_t cclCommShrink(cclComm_t comm, const int* excludeRanks, int e
     if (flags & CCL_SHRINK_ABORT) api::revoke(comm);
     // What the survivors must agree on: who goes on, and which shrink of this communicator
     // this is (each rank counts its own; survivors shrink a communicator in the same order).
-    uint64_t agreement = coll::fnv1a({0x73687269'6e6b3031ull, comm->shrinks++, keep.size()});
-    for (int r : keep) agreement = coll::fnv1a({uint64_t(r)}, agreement);
+    uint64_t agreement = fnv1a({0x73687269'6e6b3031ull, comm->shrinks++, keep.size()});
+    for (int r : keep) agreement = fnv1a({uint64_t(r)}, agreement);
     const cclUniqueId id = comm->bootstrap->derivedId(keep, agreement);
     const int newRank = static_cast<int>(std::lower_bound(keep.begin(), keep.end(), comm->rank) - keep.begin());
     cclConfig_t inherited = comm->config;

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "api/comm.h"
-#include "collectives/collective_info.h"
+#include "collectives/plan/collective_info.h"
 #include "common/config.h"
 #include "common/log.h"
 

@@ -23,7 +23,7 @@
 
 #include "api/comm.h"
 #include "api/compression.h"
-#include "collectives/algorithms.h"
+#include "collectives/algorithms/algorithms.h"
 
 namespace ccl::api {
 

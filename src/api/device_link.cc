@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "api/comm.h"
-#include "collectives/links/factory.h"
+#include "collectives/exec/links/factory.h"
 #include "common/config.h"
 #include "common/log.h"
 

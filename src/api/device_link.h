@@ -6,7 +6,7 @@
 #include <string>
 
 #include "api/comm.h"
-#include "collectives/cost.h"
+#include "collectives/plan/cost.h"
 
 namespace ccl::api {
 

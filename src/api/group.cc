@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "collectives/executor.h"
-#include "collectives/scratch_pool.h"
+#include "collectives/exec/executor.h"
+#include "collectives/exec/scratch_pool.h"
 #include "common/log.h"
 
 namespace ccl::api {

@@ -8,8 +8,8 @@
 #include <memory>
 #include "api/comm.h"
 
-#include "collectives/executor.h"
-#include "collectives/plan.h"
+#include "collectives/exec/executor.h"
+#include "collectives/plan/plan.h"
 
 namespace ccl::api {
 

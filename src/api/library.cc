@@ -3,7 +3,7 @@
 // build with CUDA, registers CUDA devices, so that calls on device buffers take the device
 // path (api/device_calls.h). The NCCL face's libraries compile it too.
 #ifdef CCL_WITH_CUDA
-#include "collectives/cuda/cuda_device.h"
+#include "collectives/exec/cuda/cuda_device.h"
 
 namespace {
 const bool kCudaRegistered = [] {

@@ -8,8 +8,8 @@
 #include "api/comm.h"
 #include "api/compression.h"
 #include "codecs/codec.h"
-#include "collectives/algorithms.h"
-#include "collectives/collective_info.h"
+#include "collectives/algorithms/algorithms.h"
+#include "collectives/plan/collective_info.h"
 
 extern "C" {
 

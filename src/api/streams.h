@@ -5,7 +5,7 @@
 #pragma once
 
 #include "ccl/ccl.h"
-#include "collectives/stream.h"
+#include "collectives/exec/stream.h"
 
 namespace ccl::api {
 

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "api/comm.h"
-#include "collectives/cost.h"
+#include "collectives/plan/cost.h"
 
 namespace ccl::api {
 

@@ -38,7 +38,7 @@ void expand(const float* p, const float* q, size_t cols, uint32_t r, size_t n, f
             float* out);
 
 // The PowerSGD allreduce's three local steps, around the sum of P and of Q over the ranks
-// (collectives/lowrank_allreduce.cc plans them). They work in an fp32 area of workFloats(s):
+// (collectives/algorithms/lowrank_allreduce.cc plans them). They work in an fp32 area of workFloats(s):
 // M (rows x cols, the n elements padded with zeros), then Q (cols x r), then P (rows x r).
 struct Work {
   float* m;

@@ -15,7 +15,7 @@
 // its steps in phases 0 and 1; a hierarchical plan runs up to three flat plans one after
 // another (inside a node, across nodes, inside a node again), each in phases of its own
 // (stageField), so kMaxPhases is 6. Chunks are made larger rather than more numerous than the
-// chunk field holds (collectives/algorithms.h). Matching is per (source, tag) in posting
+// chunk field holds (collectives/algorithms/algorithms.h). Matching is per (source, tag) in posting
 // order, so sequence numbers that wrap stay correct as long as fewer than 2^13 collectives
 // (2^32 messages per pair) are in flight, which groups and blocking calls keep.
 #pragma once

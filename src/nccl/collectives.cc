@@ -12,7 +12,7 @@
 
 #include "api/call.h"
 #include "api/group.h"
-#include "collectives/device.h"
+#include "collectives/exec/device.h"
 #include "common/cuda_probe.h"
 #include "common/error.h"
 #include "nccl/comm.h"

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "ccl/ccl.h"
-#include "collectives/collective_info.h"
+#include "collectives/plan/collective_info.h"
 #include "nccl/nccl_abi.h"
 
 namespace ccl::nccl {

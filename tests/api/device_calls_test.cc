@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "ccl/ccl.h"
-#include "collectives/links/transport_link.h"
+#include "collectives/exec/links/transport_link.h"
 #include "device_match.h"
 #include "rank_threads.h"
 #include "sim_device.h"

@@ -19,9 +19,9 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/algorithms.h"
-#include "collectives/device_runner.h"
-#include "collectives/links/transport_link.h"
+#include "collectives/algorithms/algorithms.h"
+#include "collectives/exec/device_runner.h"
+#include "collectives/exec/links/transport_link.h"
 #include "plan_runner.h"
 #include "rank_threads.h"
 #include "sim_device.h"

@@ -12,7 +12,7 @@
 #include <typeinfo>
 #include <vector>
 
-#include "collectives/stream_executor.h"
+#include "collectives/exec/stream_executor.h"
 #include "common/error.h"
 
 namespace ccltest {

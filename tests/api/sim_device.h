@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "ccl/ccl.h"
-#include "collectives/device.h"
+#include "collectives/exec/device.h"
 
 namespace ccltest {
 

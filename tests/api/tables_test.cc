@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "api/compression.h"
-#include "collectives/algorithms.h"
-#include "collectives/collective_info.h"
-#include "collectives/topology.h"
+#include "collectives/algorithms/algorithms.h"
+#include "collectives/plan/collective_info.h"
+#include "collectives/plan/topology.h"
 #include "common/error.h"
 #include "common/tags.h"
 

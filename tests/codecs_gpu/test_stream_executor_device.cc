@@ -14,12 +14,12 @@
 #include <tuple>
 #include <vector>
 
-#include "collectives/algorithms.h"
-#include "collectives/cuda/cuda_stream.h"
-#include "collectives/cuda/device_kernels.h"
-#include "collectives/executor.h"
-#include "collectives/links/nccl_link.h"
-#include "collectives/stream_executor.h"
+#include "collectives/algorithms/algorithms.h"
+#include "collectives/exec/cuda/cuda_stream.h"
+#include "collectives/exec/cuda/device_kernels.h"
+#include "collectives/exec/executor.h"
+#include "collectives/exec/links/nccl_link.h"
+#include "collectives/exec/stream_executor.h"
 #include "gpu_test_util.h"
 #include "rank_threads.h"
 #include "transport/bootstrap/bootstrap.h"

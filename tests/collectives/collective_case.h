@@ -10,13 +10,13 @@
 #include <vector>
 
 #include "ccl/ccl.h"
-#include "collectives/collective_info.h"
+#include "collectives/plan/collective_info.h"
 
 namespace ccltest {
 
 using CollKind = ccl::coll::Coll;
 
-// How the matrix calls a collective of the library's table (collectives/collective_info.h):
+// How the matrix calls a collective of the library's table (collectives/plan/collective_info.h):
 // through its own function, or in a form the table does not tell apart.
 enum class Form : uint8_t {
   kPlain,

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "collectives/algorithms.h"
+#include "collectives/algorithms/algorithms.h"
 #include "plan_runner.h"
 #include "shard.h"
 

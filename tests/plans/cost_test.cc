@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The cost model (collectives/cost.h): its arithmetic on hand-made plans (one message, a
+// The cost model (collectives/plan/cost.h): its arithmetic on hand-made plans (one message, a
 // rank's port shared by two messages, compute on one lane, a dependency chain), on the ring
 // allreduce whose time has a closed form, the same prediction from one block of plans as
 // from every rank's, and every algorithm at 65,536 ranks in seconds.
@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "collectives/algorithms.h"
-#include "collectives/cost.h"
-#include "collectives/topology.h"
+#include "collectives/algorithms/algorithms.h"
+#include "collectives/plan/cost.h"
+#include "collectives/plan/topology.h"
 #include "common/error.h"
 #include "shard.h"
 

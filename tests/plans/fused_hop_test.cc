@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "collectives/algorithms.h"
-#include "collectives/topology.h"
+#include "collectives/algorithms/algorithms.h"
+#include "collectives/plan/topology.h"
 #include "common/dtype.h"
 #include "plan_runner.h"
 

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "codecs/codec.h"
-#include "collectives/algorithms.h"
-#include "collectives/stream_executor.h"
-#include "collectives/topology.h"
+#include "collectives/algorithms/algorithms.h"
+#include "collectives/exec/stream_executor.h"
+#include "collectives/plan/topology.h"
 #include "common/tags.h"
 #include "plan_runner.h"
 #include "shard.h"

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "collectives/algorithms.h"
-#include "collectives/links/nccl_link.h"
-#include "collectives/stream_executor.h"
+#include "collectives/algorithms/algorithms.h"
+#include "collectives/exec/links/nccl_link.h"
+#include "collectives/exec/stream_executor.h"
 #include "common/error.h"
 #include "rank_threads.h"
 #include "transport/bootstrap/bootstrap.h"

@@ -8,7 +8,7 @@
 #include <functional>
 #include <vector>
 
-#include "collectives/executor.h"
+#include "collectives/exec/executor.h"
 #include "rank_threads.h"
 #include "transport/local/local_transport.h"
 

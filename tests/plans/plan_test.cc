@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/algorithms.h"
-#include "collectives/executor.h"
+#include "collectives/algorithms/algorithms.h"
+#include "collectives/exec/executor.h"
 #include "plan_runner.h"
 #include "shard.h"
 

@@ -14,10 +14,10 @@
 #include <tuple>
 #include <vector>
 
-#include "collectives/algorithms.h"
-#include "collectives/cost.h"
-#include "collectives/executor.h"
-#include "collectives/topology.h"
+#include "collectives/algorithms/algorithms.h"
+#include "collectives/plan/cost.h"
+#include "collectives/exec/executor.h"
+#include "collectives/plan/topology.h"
 #include "common/dtype.h"
 #include "rank_threads.h"
 #include "shard.h"

@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "codecs/codec_table.h"
-#include "collectives/algorithms.h"
-#include "collectives/links/transport_link.h"
-#include "collectives/stream_executor.h"
+#include "collectives/algorithms/algorithms.h"
+#include "collectives/exec/links/transport_link.h"
+#include "collectives/exec/stream_executor.h"
 #include "common/activity.h"
 #include "plan_runner.h"
 #include "shard.h"

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/stream.h"
+#include "collectives/exec/stream.h"
 #include "common/error.h"
 
 namespace ccl::coll {

@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "collectives/algorithms.h"
-#include "collectives/stream_executor.h"
-#include "collectives/topology.h"
+#include "collectives/algorithms/algorithms.h"
+#include "collectives/exec/stream_executor.h"
+#include "collectives/plan/topology.h"
 #include "common/error.h"
 #include "shard.h"
 

@@ -6,7 +6,7 @@
 #include <cstddef>
 
 #include "ccl/ccl.h"
-#include "collectives/collective_info.h"
+#include "collectives/plan/collective_info.h"
 #include "harness/codec_bound.h"
 #include "harness/data_model.h"
 #include "harness/datatypes.h"
@@ -61,7 +61,7 @@ struct RankInfo {
   int nranks;
 };
 
-// The facts that ccl's table of collectives holds (collectives/collective_info.h: rooted,
+// The facts that ccl's table of collectives holds (collectives/plan/collective_info.h: rooted,
 // reduction, buffer extents, in-place form, compressible) come from it; a binary adds how
 // to call, fill and check its collective, and nccl-tests' bandwidth formulas.
 class PerfCollective {

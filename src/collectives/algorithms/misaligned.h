@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Buffers that do not start at a multiple of their element size (a float at an odd address):
+// NCCL accepts them, and so does ccl, by construction. Element steps (reductions, codecs,
+// conversions) read and write whole aligned elements, on the CPU and on a GPU, so a plan
+// whose element steps would touch such a buffer gets a staged twin: the buffer is copied
+// to aligned scratch first (bytes: defined for any address, on every executor), the steps
+// work there, and the result is copied back. Plans that only move bytes (sends, receives,
+// copies) use the caller's buffers as they are.
+#pragma once
+
+#include <cstdint>
+
+#include "collectives/algorithms/algorithms.h"
+#include "collectives/plan/collective_info.h"
+#include "collectives/plan/plan.h"
+
+namespace ccl::coll {
+
+// Which of a call's buffers are off their element alignment (CollArgs::misaligned).
+enum Misaligned : uint8_t { kAlignedBuffers = 0, kSendMisaligned = 1, kRecvMisaligned = 2 };
+
+// The bits for a call's buffers (null buffers are aligned).
+uint8_t misalignment(const void* send, const void* recv, cclDataType_t dtype);
+
+// `p` (the plan of collective c with `a`) with the caller's buffers that a.misaligned names
+// staged through aligned scratch where element steps touch them; `p` itself when none do.
+// In place, the send and receive buffers share bytes, so one staged region holds both.
+Plan stageMisaligned(const Plan& p, Coll c, const CollArgs& a);
+
+}  // namespace ccl::coll

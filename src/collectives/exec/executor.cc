@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "collectives/exec/executor.h"
+
+#include <sched.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/exec/compute_steps.h"
+#include "collectives/exec/reduce_kernels.h"
+#include "common/dtype.h"
+#include "common/error.h"
+
+namespace ccl::coll {
+namespace {
+
+bool isCodecStep(StepKind k) {
+  return k == StepKind::kEncode || k == StepKind::kDecode || k == StepKind::kDecodeAdd ||
+         k == StepKind::kDecodeAddEncode;
+}
+
+struct Inflight {
+  StepId step;
+  std::unique_ptr<transport::Request> request;
+  bool landed = false;  // a kRecvReduce received into its landing, to be reduced from there
+};
+
+// A kRecvReduce's sink: each piece the transport hands over is reduced into the step's
+// destination at once (dst = local op piece), so the message is read once, where it lies.
+class ReduceSink final : public transport::Sink {
+ public:
+  void bind(const Plan& plan, const Step& s, const Buffers& b) {
+    dst_ = bufferAt(b, s.dst);
+    local_ = bufferAt(b, s.src);
+    dtype_ = plan.dtype;
+    op_ = plan.op;
+    es_ = dataTypeSize(plan.dtype);
+  }
+  void take(size_t offset, const void* data, size_t bytes) override {
+    reduce(dst_ + offset, local_ + offset, data, bytes / es_, dtype_, op_);
+  }
+
+ private:
+  char* dst_ = nullptr;
+  const char* local_ = nullptr;
+  cclDataType_t dtype_ = cclFloat32;
+  cclRedOp_t op_ = cclSum;
+  size_t es_ = 1;
+};
+
+// Per-job run state: dependency counters, successor lists, the ready queue and the
+// requests in flight.
+class JobRun {
+ public:
+  // Prepares to run `job`, reusing the vectors of the previous run (no allocation once the
+  // thread has run a plan this large).
+  void reset(const Job& job) {
+    job_ = &job;
+    plan_ = job.plan;
+    postSignature();
+    head_ = 0;
+    computeHead_ = 0;
+    completed_ = 0;
+    ready_.clear();
+    readyCompute_.clear();
+    inflight_.clear();
+    deferredSends_.clear();
+    deferredHead_ = 0;
+    sendsInFlight_ = 0;
+    lengths_.assign(plan_->lengthSlots, 0);
+    const size_t n = plan_->steps.size();
+    if (sinks_.size() < n) sinks_.resize(n);
+    waiting_.resize(n);
+    succStart_.assign(n + 1, 0);
+    for (size_t i = 0; i < n; ++i) {
+      const Step& s = plan_->steps[i];
+      waiting_[i] = s.numDeps;
+      for (uint32_t d = 0; d < s.numDeps; ++d) ++succStart_[plan_->deps[s.firstDep + d] + 1];
+    }
+    for (size_t i = 0; i < n; ++i) succStart_[i + 1] += succStart_[i];
+    succ_.resize(succStart_[n]);
+    fill_.assign(succStart_.begin(), succStart_.end() - 1);
+    for (size_t i = 0; i < n; ++i) {
+      const Step& s = plan_->steps[i];
+      for (uint32_t d = 0; d < s.numDeps; ++d) succ_[fill_[plan_->deps[s.firstDep + d]]++] = static_cast<StepId>(i);
+      if (s.numDeps == 0) makeReady(static_cast<StepId>(i));
+    }
+  }
+
+  bool finished() const { return completed_ == plan_->steps.size() && !sigSend_ && !sigRecv_; }
+  bool waitingOnTransport() const { return !inflight_.empty() || sigSend_ || sigRecv_; }
+  // What the job still waits for, for the timeout message: "3 of 12 steps pending; waiting
+  // for recv from 1 tag 0x100003, send to 2 tag 0x5 ...".
+  std::string describeWait() const {
+    std::string d = std::to_string(plan_->steps.size() - completed_) + " of " + std::to_string(plan_->steps.size()) +
+                    " steps pending";
+    size_t shown = 0;
+    for (const Inflight& f : inflight_) {
+      if (shown++ == 4) {
+        d += ", ...";
+        break;
+      }
+      const Step& s = plan_->steps[f.step];
+      char buf[96];
+      std::snprintf(buf, sizeof(buf), "%s %s %d tag 0x%llx", shown == 1 ? "; waiting for" : ",",
+                    s.kind == StepKind::kSend ? "send to" : "recv from", s.peer,
+                    static_cast<unsigned long long>(job_->tagBase | s.tag));
+      d += buf;
+    }
+    return d;
+  }
+
+  // Cancels what is still in flight (after a failure); the buffers are then free.
+  void drop() {
+    inflight_.clear();
+    sigSend_.reset();
+    sigRecv_.reset();
+  }
+
+  // Starts every ready send and receive, then runs ready compute steps, one at a time
+  // while the transport has work in flight: between two of them the caller progresses the
+  // transport, and a send a compute step makes ready is posted before the next one runs, so
+  // the link is fed while a long run of encodes is still queued.
+  bool startReady() {
+    bool moved = startTransport();
+    while (computeHead_ < readyCompute_.size()) {
+      start(readyCompute_[computeHead_++]);
+      moved = true;
+      startTransport();
+      if (waitingOnTransport()) break;
+    }
+    return moved;
+  }
+
+  bool pollRequests() {
+    bool moved = pollSignature();
+    for (size_t i = 0; i < inflight_.size();) {
+      if (!inflight_[i].request->test()) {
+        ++i;
+        continue;
+      }
+      StepId id = inflight_[i].step;
+      checkReceived(id, *inflight_[i].request);
+      if (inflight_[i].landed) sinks_[id].take(0, at(plan_->steps[id].in), plan_->steps[id].bytes);
+      if (plan_->steps[id].kind == StepKind::kSend) {
+        --sendsInFlight_;
+        if (deferredHead_ < deferredSends_.size()) ready_.push_back(deferredSends_[deferredHead_++]);
+      }
+      inflight_[i] = std::move(inflight_.back());
+      inflight_.pop_back();
+      complete(id);
+      moved = true;
+    }
+    return moved;
+  }
+
+  void checkAbort() const {
+    if (job_->aborted && job_->aborted->load(std::memory_order_relaxed))
+      throw Error(cclInvalidUsage, "the communicator was aborted during the operation");
+  }
+
+ private:
+  bool startTransport() {
+    bool moved = false;
+    while (head_ < ready_.size()) {
+      StepId id = ready_[head_++];
+      if (plan_->steps[id].kind == StepKind::kSend && sendsInFlight_ >= kMaxSendsInFlight) {
+        deferredSends_.push_back(id);
+        continue;
+      }
+      start(id);
+      moved = true;
+    }
+    return moved;
+  }
+
+  void makeReady(StepId id) {
+    const StepKind k = plan_->steps[id].kind;
+    (k == StepKind::kSend || isReceive(k) ? ready_ : readyCompute_).push_back(id);
+  }
+
+  void postSignature() {
+    sigSend_.reset();
+    sigRecv_.reset();
+    transport::Transport& t = *job_->transport;
+    if (job_->signature == 0 || t.size() < 2) return;
+    mySig_ = job_->signature;
+    sigSend_ = t.isend((t.rank() + 1) % t.size(), job_->tagBase | kSignatureTag, &mySig_, sizeof(mySig_));
+    sigRecv_ =
+        t.irecv((t.rank() + t.size() - 1) % t.size(), job_->tagBase | kSignatureTag, &peerSig_, sizeof(peerSig_));
+  }
+
+  bool pollSignature() {
+    bool moved = false;
+    if (sigSend_ && sigSend_->test()) {
+      sigSend_.reset();
+      moved = true;
+    }
+    if (sigRecv_ && sigRecv_->test()) {
+      const bool same = sigRecv_->receivedBytes() == sizeof(peerSig_) && peerSig_ == mySig_;
+      sigRecv_.reset();
+      moved = true;
+      if (!same) {
+        transport::Transport& t = *job_->transport;
+        t.abortMismatch();
+        throw Error(cclInvalidUsage, "rank " + std::to_string((t.rank() + t.size() - 1) % t.size()) +
+                                         " called this operation with another count, type, op, root or codec "
+                                         "than this rank; the communicator is aborted");
+      }
+    }
+    return moved;
+  }
+
+  char* at(Ref r) const { return bufferAt(job_->buffers, r); }
+
+  void start(StepId id) {
+    const Step& s = plan_->steps[id];
+    switch (s.kind) {
+      case StepKind::kSend: {
+        size_t bytes = s.slot == kNoSlot ? s.bytes : lengths_[s.slot];
+        if (job_->stats) {
+          job_->stats->addSend(s.peer, sendRawBytes(*plan_, s, bytes), bytes);
+        }
+        inflight_.push_back({id, job_->transport->isend(s.peer, job_->tagBase | s.tag, at(s.src), bytes)});
+        ++sendsInFlight_;
+        return;
+      }
+      case StepKind::kRecv:
+        inflight_.push_back({id, job_->transport->irecv(s.peer, job_->tagBase | s.tag, at(s.dst), s.bytes)});
+        return;
+      case StepKind::kRecvReduce: {
+        // Bound before the post: a transport may hand over a message that is already here
+        // from inside it. A landed message goes through the same sink, whole.
+        sinks_[id].bind(*plan_, s, job_->buffers);
+        transport::Transport& t = *job_->transport;
+        if (auto r = t.irecvInPlace(s.peer, job_->tagBase | s.tag, s.bytes, &sinks_[id]))
+          inflight_.push_back({id, std::move(r)});
+        else
+          inflight_.push_back({id, t.irecv(s.peer, job_->tagBase | s.tag, at(s.in), s.bytes), true});
+        return;
+      }
+      default:
+        try {
+          runCompute(*plan_, s, job_->buffers, ComputeContext{lengths_.data(), job_->callSeed, job_->stats});
+        } catch (const Error& e) {
+          // A stream this rank refuses came from a peer that called the operation otherwise:
+          // every rank's call fails, as for a message of the wrong size.
+          if (e.code() == cclInvalidUsage && isCodecStep(s.kind)) job_->transport->abortMismatch();
+          throw;
+        }
+        break;
+    }
+    complete(id);
+  }
+
+  void checkReceived(StepId id, const transport::Request& req) {
+    const Step& s = plan_->steps[id];
+    if (!isReceive(s.kind)) return;
+    if (s.slot != kNoSlot) {
+      lengths_[s.slot] = req.receivedBytes();
+      return;
+    }
+    if (req.receivedBytes() != s.bytes) {
+      job_->transport->abortMismatch();  // every rank's call fails, not only this one's
+      throw Error(cclInvalidUsage, "rank " + std::to_string(s.peer) + " sent " + std::to_string(req.receivedBytes()) +
+                                       " bytes where " + std::to_string(s.bytes) +
+                                       " were expected: ranks called the operation with different counts or types");
+    }
+  }
+
+  void complete(StepId id) {
+    ++completed_;
+    for (uint32_t i = succStart_[id]; i < succStart_[id + 1]; ++i)
+      if (--waiting_[succ_[i]] == 0) makeReady(succ_[i]);
+  }
+
+  const Job* job_ = nullptr;
+  const Plan* plan_ = nullptr;
+  std::vector<uint32_t> waiting_;
+  std::vector<uint32_t> succStart_;
+  std::vector<uint32_t> fill_;
+  std::vector<StepId> succ_;
+  std::vector<StepId> ready_;  // sends and receives
+  size_t head_ = 0;
+  std::vector<StepId> readyCompute_;  // every other step
+  size_t computeHead_ = 0;
+  size_t completed_ = 0;
+  std::vector<Inflight> inflight_;
+  std::vector<ReduceSink> sinks_;  // by step: a kRecvReduce's, at a stable address while posted
+  std::vector<size_t> lengths_;    // encoded-stream lengths, by slot
+  // Sends beyond the window wait here, in the order they became ready.
+  std::vector<StepId> deferredSends_;
+  size_t deferredHead_ = 0;
+  size_t sendsInFlight_ = 0;
+  uint64_t mySig_ = 0, peerSig_ = 0;
+  std::unique_ptr<transport::Request> sigSend_, sigRecv_;
+};
+
+constexpr int kSpinPasses = 64;
+
+// Run state kept per thread between calls, so a call allocates nothing in the steady state.
+thread_local std::vector<JobRun> tlsRuns;
+
+}  // namespace
+
+void execute(std::span<const Job> jobs, const ExecOptions& options) {
+  if (tlsRuns.size() < jobs.size()) tlsRuns.resize(jobs.size());
+  std::span<JobRun> runs(tlsRuns.data(), jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) runs[i].reset(jobs[i]);
+
+  // Whatever way this returns, nothing of this call may stay posted on the buffers.
+  struct Dropper {
+    std::span<JobRun> runs;
+    ~Dropper() {
+      for (JobRun& r : runs) r.drop();
+    }
+  } dropper{runs};
+
+  using Clock = std::chrono::steady_clock;
+  // Set when the spinning ends (no clock read on the path of a call that never waits: at
+  // 8 bytes one clock read was an eighth of a one-rank call's time).
+  Clock::time_point lastMove{};
+  int idlePasses = 0;
+  for (;;) {
+    bool moved = false, allDone = true, waiting = false;
+    for (JobRun& r : runs) {
+      moved |= r.startReady();
+      waiting |= r.waitingOnTransport();
+    }
+    if (waiting)
+      for (const Job& j : jobs) moved |= j.transport->progress();
+    for (JobRun& r : runs) {
+      moved |= r.pollRequests();
+      moved |= r.startReady();
+      allDone &= r.finished();
+    }
+    if (allDone) return;
+    if (moved) {
+      idlePasses = 0;
+      continue;
+    }
+    // Spin briefly (a peer on another core answers within microseconds), then give the
+    // core away on every idle pass so that oversubscribed peers can run.
+    if (++idlePasses < kSpinPasses) continue;
+    if (idlePasses == kSpinPasses) lastMove = Clock::now();
+    for (JobRun& r : runs) r.checkAbort();
+    if (Clock::now() - lastMove > options.timeout) {
+      std::string waits;
+      for (const JobRun& r : runs) waits += " [" + r.describeWait() + "]";
+      throw Error(cclSystemError, "no progress for " + std::to_string(options.timeout.count()) +
+                                      " ms (CCL_TIMEOUT): a peer is not taking part in the operation;" + waits);
+    }
+    if (options.yieldWhenIdle) sched_yield();
+  }
+}
+
+}  // namespace ccl::coll

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The host executor: runs plans on host memory over a transport. Sends and receives are
+// posted as soon as the steps they wait for are done, so with a chunked plan the transfer
+// of one chunk overlaps the reduction of the previous one. Several jobs (one per
+// communicator of a group) run together in one loop, so one thread can drive them all.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "collectives/plan/plan.h"
+#include "common/tags.h"
+#include "transport/transport.h"
+
+namespace ccl::coll {
+
+// Sends a job (or a staged link's group) keeps in flight at once. UCX 1.13's shared-memory
+// rendezvous stalls with hundreds of concurrent large sends between threads of one process
+// (seen with 3+ ranks and 64 KiB-256 KiB chunks); a window also keeps the pipeline in chunk
+// order.
+constexpr size_t kMaxSendsInFlight = 8;
+
+struct Buffers {
+  const void* send = nullptr;
+  void* recv = nullptr;
+  void* scratch = nullptr;    // at least plan.scratchBytes
+  float* feedback = nullptr;  // error-feedback residual, when the plan's encodes use one
+};
+
+// What a job moved and how long its codec steps took.
+struct ExecStats {
+  uint64_t rawBytes = 0;   // bytes sent, counted as the uncompressed elements they carry
+  uint64_t wireBytes = 0;  // bytes actually sent
+  uint64_t codecNs = 0;    // encode and decode time
+  // Of the sends, those to ranks of other nodes than `rank`'s in `topo` (none without one).
+  uint64_t acrossRawBytes = 0, acrossWireBytes = 0;
+  const std::vector<int>* nodeOf = nullptr;  // the topology's node of each rank, or null
+  int rank = 0;
+  // Counts a send to `peer` of `wire` bytes that carry `raw` bytes of data.
+  void addSend(int peer, uint64_t raw, uint64_t wire) {
+    rawBytes += raw;
+    wireBytes += wire;
+    if (nodeOf && (*nodeOf)[static_cast<size_t>(peer)] != (*nodeOf)[static_cast<size_t>(rank)]) {
+      acrossRawBytes += raw;
+      acrossWireBytes += wire;
+    }
+  }
+};
+
+struct Job {
+  const Plan* plan = nullptr;
+  Buffers buffers;
+  transport::Transport* transport = nullptr;
+  uint64_t tagBase = 0;                        // or'ed into every step tag (call sequence)
+  const std::atomic<bool>* aborted = nullptr;  // checked while waiting; may be null
+  uint64_t callSeed = 0;                       // mixed into the codec seed: the same on every rank for one call
+  ExecStats* stats = nullptr;                  // accumulated into when set
+  // Non-zero: a digest of how this rank called the operation (count, type, op, root,
+  // codec). Each rank sends it to the next and compares the previous rank's; a difference
+  // fails the job with cclInvalidUsage here and, through the transport's abort, on every
+  // rank, instead of leaving ranks waiting for messages that will never come.
+  uint64_t signature = 0;
+};
+
+// Step tag of the signature exchange; plans' own tags stay below it (common/tags.h).
+constexpr uint64_t kSignatureTag = tags::kSignatureTag;
+
+struct ExecOptions {
+  // A job fails with cclSystemError when nothing completes for this long.
+  std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+  // Yield the CPU when a pass finds nothing to do (ranks outnumber cores).
+  bool yieldWhenIdle = true;
+};
+
+// Runs every job to completion. Throws ccl::Error on the first failure (remote error,
+// size mismatch, abort, timeout); requests still in flight are then cancelled.
+void execute(std::span<const Job> jobs, const ExecOptions& options);
+
+}  // namespace ccl::coll
