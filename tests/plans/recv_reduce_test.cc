@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "collectives/algorithms/algorithms.h"
-#include "collectives/plan/cost.h"
 #include "collectives/exec/executor.h"
+#include "collectives/plan/cost.h"
 #include "collectives/plan/topology.h"
 #include "common/dtype.h"
 #include "rank_threads.h"

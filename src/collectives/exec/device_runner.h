@@ -17,12 +17,12 @@
 #include <span>
 #include <utility>
 
-#include "collectives/plan/call_args.h"
-#include "collectives/plan/collective_info.h"
-#include "collectives/plan/call_key.h"
 #include "collectives/exec/device.h"
-#include "collectives/plan/plan.h"
 #include "collectives/exec/stream_executor.h"
+#include "collectives/plan/call_args.h"
+#include "collectives/plan/call_key.h"
+#include "collectives/plan/collective_info.h"
+#include "collectives/plan/plan.h"
 
 namespace ccl::coll {
 

@@ -11,8 +11,8 @@
 #include <utility>
 
 #include "codecs/codec.h"
-#include "common/hash.h"
 #include "collectives/algorithms/algorithms.h"
+#include "common/hash.h"
 
 namespace ccl::coll {
 

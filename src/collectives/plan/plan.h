@@ -87,6 +87,7 @@ struct Step {
 
 // A step that takes a message from a peer (kRecv, kRecvReduce): matched with a send.
 constexpr bool isReceive(StepKind k) { return k == StepKind::kRecv || k == StepKind::kRecvReduce; }
+constexpr bool isTransfer(StepKind k) { return k == StepKind::kSend || k == StepKind::kRecv; }
 
 using StepId = uint32_t;
 using Deps = std::vector<StepId>;

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "common/hash.h"
 #include "common/error.h"
+#include "common/hash.h"
 
 namespace ccl::coll {
 
