@@ -76,6 +76,9 @@ void execute(std::span<const coll::Job> jobs, std::span<const Op> ops, const col
         declareLost(c, quiet, bootstrap::Bootstrap::kQuietReason);
         throw naming(quiet, bootstrap::Bootstrap::kQuietReason);
       }
+      // None here: the neighbours of a stopped rank may not have timed out (idle, their part
+      // done), so ask them.
+      c->bootstrap->askQuiet();
       const int lost = lostRankSoon(c, kQuietRankWait);
       if (lost >= 0) throw naming(lost, "is gone");
     }

@@ -95,11 +95,20 @@ void run() {
       const auto due = b->pulse();
       if (due.count() > 0) pulseDue = std::min(pulseDue, due);
     };
+    // A rank whose call timed out asked for a quiet neighbour (Bootstrap::askQuiet): one of
+    // this rank's is declared lost, which names it on every rank.
     for (cclComm_t comm : w.comms) {
       if (!lookAt(comm)) later.push_back(comm);
-      if (watchable(comm)) pulse(comm->bootstrap.get());
+      if (!watchable(comm)) continue;
+      pulse(comm->bootstrap.get());
+      const int quiet = comm->bootstrap->answerAsked();
+      if (quiet >= 0) declareLostLocked(comm, quiet, bootstrap::Bootstrap::kQuietReason);
     }
-    for (bootstrap::Bootstrap* b : w.starting) pulse(b);
+    for (bootstrap::Bootstrap* b : w.starting) {
+      pulse(b);
+      const int quiet = b->answerAsked();
+      if (quiet >= 0) b->relayLost(quiet);  // a communicator being made: its init fails naming it
+    }
   }
 }
 

@@ -140,6 +140,10 @@ std::array<Socket, kChannels> acceptPrev(Socket& listener, const IdLayout& id, i
 constexpr char kGoodbye = 'G';
 constexpr char kLost = 'L';
 using LostNews = std::array<char, 1 + sizeof(int32_t)>;
+// The bytes of the pulse connections: a pulse, and a question for a quiet neighbour
+// (Bootstrap::askQuiet). Any byte shows its sender alive.
+constexpr char kPulse = 'P';
+constexpr char kAskQuiet = 'Q';
 LostNews lostNews(int32_t lost) {
   LostNews msg;
   msg[0] = kLost;
@@ -211,6 +215,8 @@ class RingBootstrap final : public Bootstrap {
   }
   std::chrono::milliseconds pulse() override;
   int quietNeighbour() const override;
+  void askQuiet() override;
+  int answerAsked() override;
   void goodbye() override {
     // Nothing reads the byte: it only marks the connection's end as meant. Once.
     if (size_ == 1 || aborted_.load() || saidGoodbye_.exchange(true)) return;
@@ -252,6 +258,10 @@ class RingBootstrap final : public Bootstrap {
   Socket pulsePrev_, pulseNext_;
   std::atomic<int> pulseEnd_[2] = {0, 0};
   std::atomic<int64_t> lastPulseNs_[2] = {0, 0};
+  // A question (askQuiet) came from each side since the watcher last looked; when this rank
+  // last passed one on towards each side. Only the watcher's thread touches them.
+  bool asked_[2] = {false, false};
+  Clock::time_point passedOn_[2] = {};
   // The rendezvous listener of every rank (this one's kept open): derived ids' roots.
   Socket listener_;
   std::vector<WireAddr> listeners_;
@@ -271,6 +281,7 @@ void RingBootstrap::drainPulses() {
       const ssize_t n = ::recv(pulseSockets()[i]->fd(), sink, sizeof sink, MSG_DONTWAIT);
       if (n > 0) {
         lastPulseNs_[i].store(Clock::now().time_since_epoch() / std::chrono::nanoseconds(1));
+        if (std::memchr(sink, kAskQuiet, static_cast<size_t>(n))) asked_[i] = true;
         continue;
       }
       if (n == 0) {
@@ -293,7 +304,7 @@ std::chrono::milliseconds RingBootstrap::pulse() {
   if (silence_.count() == 0) return {};
   const auto now = Clock::now();
   if (now >= nextPulse_) {
-    const char beat = 'P';
+    const char beat = kPulse;
     for (int i = 0; i < 2; ++i)
       if (pulseEnd_[i].load() == 0) (void)::send(pulseSockets()[i]->fd(), &beat, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
     nextPulse_ = now + silence_ / 4;
@@ -309,6 +320,31 @@ int RingBootstrap::quietNeighbour() const {
     const int64_t last = lastPulseNs_[i].load();
     // Never pulsed (pulses off there): nothing to judge by.
     if (last != 0 && pulseEnd_[i].load() == 0 && !leftOnPurpose_[i].load() && now - last > limit) return neighbour(i);
+  }
+  return -1;
+}
+
+void RingBootstrap::askQuiet() {
+  if (size_ == 1 || silence_.count() == 0 || aborted_.load() || saidGoodbye_.load()) return;
+  const char ask = kAskQuiet;
+  for (int i = 0; i < 2; ++i)
+    if (pulseEnd_[i].load() == 0) (void)::send(pulseSockets()[i]->fd(), &ask, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+int RingBootstrap::answerAsked() {
+  if (!asked_[0] && !asked_[1]) return -1;
+  const bool from[2] = {asked_[0], asked_[1]};
+  asked_[0] = asked_[1] = false;
+  const int quiet = quietNeighbour();
+  if (quiet >= 0) return quiet;
+  if (size_ == 1 || aborted_.load() || saidGoodbye_.load()) return -1;
+  const auto now = Clock::now();
+  const char ask = kAskQuiet;
+  for (int i = 0; i < 2; ++i) {
+    const int to = 1 - i;  // away from the side it came from
+    if (!from[i] || pulseEnd_[to].load() != 0 || now - passedOn_[to] < silence_) continue;
+    passedOn_[to] = now;
+    (void)::send(pulseSockets()[to]->fd(), &ask, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
   }
   return -1;
 }
@@ -401,6 +437,7 @@ void RingBootstrap::guarded(const char* what, F&& body) {
       // the init: api/watch.h); the other ranks, timing out about now too, hear it from them.
       lost = quietNeighbour();
       if (lost >= 0) why = std::string(" ") + kQuietReason;
+      if (lost < 0) askQuiet();
       const Deadline until = deadlineAfter(kTimeoutNews);
       while (lost < 0 && Clock::now() < until) {
         pollfd ends[2] = {{prev_.fd(), POLLIN | POLLRDHUP, 0}, {next_.fd(), POLLIN | POLLRDHUP, 0}};

@@ -82,6 +82,17 @@ class Bootstrap {
   virtual int quietNeighbour() const = 0;
   // What an error says of the rank quietNeighbour found, after "rank N ".
   static constexpr const char* kQuietReason = "sends no pulses: stopped, or its process cannot run";
+  // A call that timed out with no quiet neighbour of its own (api/group.cc) asks the ring:
+  // a byte on both pulse connections that each rank's watcher answers (answerAsked) or
+  // passes on, so that the neighbours of a stopped rank name it even when their own calls
+  // have not timed out (they may be idle, their part of the call done). The answer comes as
+  // the news of a loss (relayLost).
+  virtual void askQuiet() = 0;
+  // The watcher's part, after pulse(): when a neighbour asked since the last look, this
+  // rank's quiet neighbour (to be declared lost), or -1 after passing the question on away
+  // from the side it came from (at most once per CCL_PEER_SILENCE_MS each way, so that a
+  // question nobody can answer dies out instead of circling the ring).
+  virtual int answerAsked() = 0;
 
   // The id of a communicator of `ranks` (ascending, this rank among them), made without a
   // message: cclCommShrink's, whose survivors cannot count on this ring (a lost rank broke
