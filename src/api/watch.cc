@@ -104,11 +104,7 @@ void run() {
       const int quiet = comm->bootstrap->answerAsked();
       if (quiet >= 0) declareLostLocked(comm, quiet, bootstrap::Bootstrap::kQuietReason);
     }
-    for (bootstrap::Bootstrap* b : w.starting) {
-      pulse(b);
-      const int quiet = b->answerAsked();
-      if (quiet >= 0) b->relayLost(quiet);  // a communicator being made: its init fails naming it
-    }
+    for (bootstrap::Bootstrap* b : w.starting) pulse(b);
   }
 }
 

@@ -428,7 +428,7 @@ struct Slot {
   bool hasComm;          // the failed rank had a communicator (its init had completed)
   long wrong;
   Footprint before, after;
-  char message[320];
+  char message[2048];  // a timeout lists what it waited for before the lost rank's name
   char firstWrong[256];
 };
 
@@ -959,7 +959,7 @@ struct LoadSlot {
   std::atomic<int> state;
   long wrong;
   Footprint warm, end;
-  char message[320];
+  char message[2048];  // a timeout lists what it waited for before the lost rank's name
   char firstWrong[256];
 };
 struct LoadShared {

@@ -437,7 +437,6 @@ void RingBootstrap::guarded(const char* what, F&& body) {
       // the init: api/watch.h); the other ranks, timing out about now too, hear it from them.
       lost = quietNeighbour();
       if (lost >= 0) why = std::string(" ") + kQuietReason;
-      if (lost < 0) askQuiet();
       const Deadline until = deadlineAfter(kTimeoutNews);
       while (lost < 0 && Clock::now() < until) {
         pollfd ends[2] = {{prev_.fd(), POLLIN | POLLRDHUP, 0}, {next_.fd(), POLLIN | POLLRDHUP, 0}};
