@@ -187,7 +187,12 @@ class RingBootstrap final : public Bootstrap {
         listener_(std::move(listener)),
         listeners_(std::move(listeners)),
         id_(id),
-        silence_(silence) {}
+        silence_(silence) {
+    // Judged from the ring's making: a neighbour stopped before its first pulse is as quiet
+    // as one stopped after it (CCL_PEER_SILENCE_MS is alike on every rank, so it pulses).
+    const int64_t now = Clock::now().time_since_epoch() / std::chrono::nanoseconds(1);
+    for (auto& last : lastPulseNs_) last.store(now);
+  }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -253,7 +258,8 @@ class RingBootstrap final : public Bootstrap {
   Socket next_, prev_;
   // The pulse connections (Bootstrap::pulse); how each ended: 0 while open, an errno, or
   // kPulseClosed when the peer closed it; when a pulse last came from each (steady clock
-  // nanoseconds, 0: never). Only the watcher's thread reads the sockets.
+  // nanoseconds; the ring's making before the first). Only the watcher's thread reads the
+  // sockets.
   static constexpr int kPulseClosed = -1;
   Socket pulsePrev_, pulseNext_;
   std::atomic<int> pulseEnd_[2] = {0, 0};
@@ -318,7 +324,6 @@ int RingBootstrap::quietNeighbour() const {
   const int64_t limit = silence_ / std::chrono::nanoseconds(1);
   for (int i = 0; i < 2; ++i) {
     const int64_t last = lastPulseNs_[i].load();
-    // Never pulsed (pulses off there): nothing to judge by.
     if (last != 0 && pulseEnd_[i].load() == 0 && !leftOnPurpose_[i].load() && now - last > limit) return neighbour(i);
   }
   return -1;
