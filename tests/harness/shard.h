@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // One shard of a test matrix. The main build runs every matrix whole; a build that repeats the
-// matrices for another reason (ASan, TSan, no UCX) runs one shard each, a different one per
-// build, so the three together still cover every case once (CCL_TEST_SHARD=INDEX/COUNT, set
-// on the test by ccl_test_matrix in tests/CMakeLists.txt). A matrix is thousands of variations
-// of the same code paths: a third of them under a sanitizer still runs every path.
+// matrices for another reason (ASan, TSan without UCX) runs one shard each, a different one
+// per build (CCL_TEST_SHARD=INDEX/COUNT, set on the test by ccl_test_matrix in
+// tests/CMakeLists.txt). A matrix is thousands of variations of the same code paths: a third
+// of them under a sanitizer still runs every path.
 #pragma once
 
 #include <cstddef>
