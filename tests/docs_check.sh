@@ -8,9 +8,12 @@
 set -u
 root=${1:?usage: docs_check.sh SOURCE_DIR}
 phrases='no device has run|has not run on a device|have not run on a device|has run none of it|no GPU has (run|met)|never (ran|run) on a (GPU|device)'
-hits=$(cd "$root" && git ls-files '*.md' 2>/dev/null | xargs -r grep -nEi "$phrases" 2>/dev/null)
-if [ -z "$(cd "$root" && git ls-files '*.md' 2>/dev/null)" ]; then
-  hits=$(grep -rnEi --include='*.md' "$phrases" "$root" 2>/dev/null | grep -v '/build')
+# The tracked READMEs; outside a git checkout, every README but build folders'.
+files=$(cd "$root" && git ls-files '*.md' 2>/dev/null)
+if [ -n "$files" ]; then
+  hits=$(cd "$root" && echo "$files" | xargs grep -nEi "$phrases")
+else
+  hits=$(grep -rnEi --include='*.md' "$phrases" "$root" | grep -v '/build')
 fi
 if [ -n "$hits" ]; then
   echo "docs: blanket claims that no device has run something (say which configuration, or update them from the device runs):"

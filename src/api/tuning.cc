@@ -15,6 +15,7 @@
 
 #include "api/comm.h"
 #include "api/group.h"
+#include "collectives/exec/compute_cost.h"
 #include "common/config.h"
 #include "common/log.h"
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "collectives/algorithms/algorithms.h"
+#include "collectives/exec/compute_cost.h"
 #include "collectives/plan/cost.h"
 #include "collectives/plan/topology.h"
 #include "common/error.h"

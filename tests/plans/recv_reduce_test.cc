@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "collectives/algorithms/algorithms.h"
+#include "collectives/exec/compute_cost.h"
 #include "collectives/exec/executor.h"
 #include "collectives/plan/cost.h"
 #include "collectives/plan/topology.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// This CPU's kernels timed for the cost model (plan/cost.h, measureComputeCost): the host
-// executor's copy and reduce and every codec's encode and decode, as they run here.
+#include "collectives/exec/compute_cost.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -8,7 +8,6 @@
 
 #include "codecs/codec.h"
 #include "collectives/exec/reduce_kernels.h"
-#include "collectives/plan/cost.h"
 
 namespace ccl::coll {
 

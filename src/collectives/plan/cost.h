@@ -119,10 +119,4 @@ CostModel slowestOf(std::span<const CostModel> models);
 // GPU's kernels. Codecs the kit did not time price as untimed (ComputeCost::timed).
 ComputeCost measuredDeviceCompute();
 
-// This process's kernel throughputs, timed on its CPU over 4 MiB of fp32 (copy, reduce, a
-// reduce from a 256 KiB ring in 64 KiB pieces as a receive in place runs it, and
-// encode, decode and decode-accumulate of each codec in `codecs`), best of three runs. Takes
-// a few milliseconds per codec.
-ComputeCost measureComputeCost(std::span<const codec::Params> codecs);
-
 }  // namespace ccl::coll

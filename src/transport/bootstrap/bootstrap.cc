@@ -324,7 +324,7 @@ int RingBootstrap::quietNeighbour() const {
   const int64_t limit = silence_ / std::chrono::nanoseconds(1);
   for (int i = 0; i < 2; ++i) {
     const int64_t last = lastPulseNs_[i].load();
-    if (last != 0 && pulseEnd_[i].load() == 0 && !leftOnPurpose_[i].load() && now - last > limit) return neighbour(i);
+    if (pulseEnd_[i].load() == 0 && !leftOnPurpose_[i].load() && now - last > limit) return neighbour(i);
   }
   return -1;
 }
