@@ -43,7 +43,7 @@ cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 
 rm -rf "$kit"
 mkdir -p "$kit/bin" "$kit/lib" "$kit/dropin" "$kit/standin"
-for f in tests/codecs_gpu/codecs_gpu_test tests/codecs_gpu/stream_executor_gpu_test tests/codecs_gpu/api_gpu_test \
+for f in tests/unit/codecs/codecs_gpu_test tests/unit/collectives/stream_executor_gpu_test tests/e2e/api/api_gpu_test \
   tests/gpu_kit/face_device_check perf/collectives/all_reduce_perf perf/codecs/codecs_gpu_bench; do
   strip --strip-unneeded -o "$kit/bin/$(basename "$f")" "$build/$f"
 done

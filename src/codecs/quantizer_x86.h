@@ -6,7 +6,7 @@
 // steps the saturating packs do at once (perf/codecs/README.md has the side-by-side
 // measurements). Every function here is bit-equal to the shared element math of
 // codecs/math/ (K::quant, K::dequant) for every value the encoder can give it, which
-// tests/codecs checks code by code, so the CPU tests still check what the GPU computes.
+// tests/unit/codecs checks code by code, so the CPU tests still check what the GPU computes.
 //
 // Each function handles a prefix of a block (a multiple of its vector width) and returns its
 // length; the caller finishes the block with the portable math. Included by quantizer_loops.h only.

@@ -5,7 +5,7 @@
 // permutation looked up from the comparison's bit mask, then stored together. No branch
 // depends on the data, so a density of a few percent, where almost every group of 32 holds
 // one hit at an unpredictable place, costs the same as none. Bit-equal to the portable loops
-// in topk_select.cc (tests/codecs checks both). Included by topk_select.cc only.
+// in topk_select.cc (tests/unit/codecs checks both). Included by topk_select.cc only.
 #pragma once
 
 #include <array>

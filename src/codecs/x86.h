@@ -35,7 +35,7 @@ inline bool cpuHasThem() { return false; }
 #endif
 
 // Whether the x86 loops may run where the CPU has them. The tests switch them off to check
-// the portable loops on the same CPU (tests/codecs: PortableLoopsOnly); nothing else does.
+// the portable loops on the same CPU (tests/unit/codecs: PortableLoopsOnly); nothing else does.
 inline std::atomic<bool> allowed{true};
 
 // Whether the codecs use the x86 loops now.

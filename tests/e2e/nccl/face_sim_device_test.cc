@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The NCCL face on device buffers of the simulated device (tests/api/sim_device.h), as a GPU
+// The NCCL face on device buffers of the simulated device (tests/harness/sim_device.h), as a GPU
 // node meets it: 8 ranks as processes on 2 nodes of 4 (CCL_HOST_ID), CCL_CODEC=int8 and
 // nothing else. Each child is one rank; it registers the simulated device with ccl's api and
 // calls the face with NVIDIA's types, as an NCCL program does (no real NCCL: device calls take
