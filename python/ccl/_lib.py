@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Loading libccl and declaring its C functions and structs for ctypes.
 
-The structs mirror include/ccl/ccl.h field for field. Every versioned struct starts with
-``size, magic, version``; the bindings fill ``size`` with the layout they know, which the
-library accepts from older and newer callers alike.
+The structs mirror include/ccl/ccl.h (and compression.h, which it includes) field for
+field. Every versioned struct starts with ``size, magic, version``; the bindings fill
+``size`` with the layout they know, which the library accepts from older and newer
+callers alike.
 """
 from __future__ import annotations
 

@@ -8,10 +8,10 @@
 #include "codecs/cuda/cuda_check.h"
 #include "codecs/cuda/device_elements.cuh"
 #include "codecs/cuda/device_wire.cuh"
-#include "codecs/cuda/kernel_preload.h"
 #include "codecs/cuda/kernels_internal.h"
 #include "codecs/math/feedback_add.h"
 #include "common/activity.h"
+#include "common/kernel_registry.h"
 
 namespace ccl::codec::cuda {
 
@@ -60,8 +60,8 @@ __global__ void copyStatus(const DecodeState* st, uint32_t* status, bool orInto)
     *status |= st->status;
 }
 
-// Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
-const ::ccl::codec::cuda::KernelLibrary kKernels(&copyStatus);
+// Loaded with the rest of this file's kernels before any flag kernel runs (collectives/exec/cuda/kernel_preload.h).
+const ::ccl::KernelLibrary kKernels(&copyStatus);
 
 constexpr unsigned kThreads = 256;
 

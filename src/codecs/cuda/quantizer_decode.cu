@@ -13,10 +13,10 @@
 #include "codecs/cuda/cuda_check.h"
 #include "codecs/cuda/device_elements.cuh"
 #include "codecs/cuda/device_wire.cuh"
-#include "codecs/cuda/kernel_preload.h"
 #include "codecs/cuda/kernels_internal.h"
 #include "codecs/cuda/quantizer_view.cuh"
 #include "codecs/quantizer_kinds.h"
+#include "common/kernel_registry.h"
 
 namespace ccl::codec::cuda::detail {
 namespace {
@@ -35,8 +35,8 @@ __global__ void checkRawCount(DecodeState* st) {
     st->status |= kStatusBadRawBlocks;
 }
 
-// Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
-const ::ccl::codec::cuda::KernelLibrary kKernels(&checkRawCount);
+// Loaded with the rest of this file's kernels before any flag kernel runs (collectives/exec/cuda/kernel_preload.h).
+const ::ccl::KernelLibrary kKernels(&checkRawCount);
 
 template <class T>
 struct StoreSink {

@@ -16,9 +16,9 @@
 #include "codecs/cuda/cuda_check.h"
 #include "codecs/cuda/device_elements.cuh"
 #include "codecs/cuda/device_wire.cuh"
-#include "codecs/cuda/kernel_preload.h"
 #include "codecs/cuda/kernels_internal.h"
 #include "codecs/cuda/sparse_common.cuh"
+#include "common/kernel_registry.h"
 
 namespace ccl::codec::cuda::detail {
 namespace {
@@ -201,8 +201,8 @@ __global__ void checkRandK(DecodeState* st) {
   if (st->status == 0 && st->h.count > 0 && st->h.aux == 0) st->status = kStatusBadIndices;
 }
 
-// Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
-const ::ccl::codec::cuda::KernelLibrary kKernels(&checkRandK);
+// Loaded with the rest of this file's kernels before any flag kernel runs (collectives/exec/cuda/kernel_preload.h).
+const ::ccl::KernelLibrary kKernels(&checkRandK);
 
 template <class Sink>
 __global__ void __launch_bounds__(kThreads) scatterRandK(const uint8_t* in, const DecodeState* st, Sink sink) {

@@ -23,11 +23,11 @@
 #include "codecs/cuda/cuda_check.h"
 #include "codecs/cuda/device_elements.cuh"
 #include "codecs/cuda/device_wire.cuh"
-#include "codecs/cuda/kernel_preload.h"
 #include "codecs/cuda/kernels_internal.h"
 #include "codecs/cuda/sparse_common.cuh"
 #include "codecs/math/quant_int.h"
 #include "codecs/math/radix_select.h"
+#include "common/kernel_registry.h"
 
 namespace ccl::codec::cuda::detail {
 namespace {
@@ -165,8 +165,8 @@ __global__ void allIndices(uint64_t n, uint32_t* idx, SparseState* st) {
   if (firstThread() == 0) st->kept = n;
 }
 
-// Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
-const ::ccl::codec::cuda::KernelLibrary kKernels(&allIndices);
+// Loaded with the rest of this file's kernels before any flag kernel runs (collectives/exec/cuda/kernel_preload.h).
+const ::ccl::KernelLibrary kKernels(&allIndices);
 
 __device__ inline uint32_t varintBytes(uint32_t v) {
   return v < (1u << 7) ? 1 : v < (1u << 14) ? 2 : v < (1u << 21) ? 3 : v < (1u << 28) ? 4 : 5;

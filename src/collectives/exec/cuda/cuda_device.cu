@@ -6,10 +6,10 @@
 #include <mutex>
 #include <string>
 
-#include "codecs/cuda/kernel_preload.h"
 #include "collectives/exec/cuda/cuda_device.h"
 #include "collectives/exec/cuda/cuda_stream.h"
 #include "collectives/exec/cuda/device_kernels.h"
+#include "collectives/exec/cuda/kernel_preload.h"
 #include "common/activity.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -37,7 +37,7 @@ class CudaDevice final : public Device {
     // Before any of this device's streams can hold a flag-waiting kernel (kernel_preload.h).
     ActivityScope busy("loading ccl's kernels");
     const int previous = makeCurrent();
-    const codec::cuda::Preloaded p = codec::cuda::preloadKernels();
+    const Preloaded p = preloadKernels();
     restore(previous);
     static std::once_flag said;
     std::call_once(said, [&] {

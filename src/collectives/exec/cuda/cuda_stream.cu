@@ -8,11 +8,11 @@
 #include <utility>
 #include <vector>
 
-#include "codecs/cuda/kernel_preload.h"
 #include "collectives/exec/cuda/cuda_stream.h"
 #include "common/activity.h"
 #include "common/config.h"
 #include "common/error.h"
+#include "common/kernel_registry.h"
 #include "common/log.h"
 
 namespace ccl::coll {
@@ -29,8 +29,8 @@ __global__ void waitFlagKernel(const volatile unsigned long long* flag, unsigned
   while (*flag < value) __nanosleep(2000);
 }
 
-// Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
-const ::ccl::codec::cuda::KernelLibrary kKernels(&waitFlagKernel);
+// Loaded with the rest of this file's kernels before any flag kernel runs (collectives/exec/cuda/kernel_preload.h).
+const ::ccl::KernelLibrary kKernels(&waitFlagKernel);
 
 // Stores a flag the host polls, after everything before it on the stream.
 __global__ void setFlagKernel(volatile unsigned long long* flag, unsigned long long value) {

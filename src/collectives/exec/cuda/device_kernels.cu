@@ -5,12 +5,12 @@
 #include <vector>
 
 #include "codecs/cuda/cuda_check.h"
-#include "codecs/cuda/kernel_preload.h"
 #include "collectives/exec/compute_steps.h"
 #include "collectives/exec/cuda/device_kernels.h"
 #include "collectives/exec/element_ops.h"
 #include "common/activity.h"
 #include "common/error.h"
+#include "common/kernel_registry.h"
 
 namespace ccl::coll {
 namespace {
@@ -92,8 +92,8 @@ struct DivideFloatOp {
   __device__ void operator()(const Piece& p, uint64_t i) const { static_cast<float*>(p.dst)[i] /= divisor; }
 };
 
-// Loaded with the rest of this file's kernels before any flag kernel runs (kernel_preload.h).
-const ::ccl::codec::cuda::KernelLibrary kKernels(&tableKernel<DivideFloatOp>);
+// Loaded with the rest of this file's kernels before any flag kernel runs (collectives/exec/cuda/kernel_preload.h).
+const ::ccl::KernelLibrary kKernels(&tableKernel<DivideFloatOp>);
 
 // Launches `f` over `pieces` in tables of kPieces; returns the launches.
 template <class F>

@@ -6,20 +6,11 @@
 #include <mutex>
 #include <vector>
 
-#include "codecs/cuda/kernel_preload.h"
+#include "collectives/exec/cuda/kernel_preload.h"
+#include "common/kernel_registry.h"
 
-namespace ccl::codec::cuda {
+namespace ccl::coll {
 namespace {
-
-std::mutex& mutex() {
-  static std::mutex m;
-  return m;
-}
-
-std::vector<const void*>& registered() {
-  static std::vector<const void*> v;
-  return v;
-}
 
 // A driver function, found through the runtime (ccl does not link libcuda).
 template <class F>
@@ -40,7 +31,7 @@ Preloaded load() {
   auto* kernelGetLibrary = driverFunction<CUresult(CUlibrary*, CUkernel)>("cuKernelGetLibrary", &r.failure);
   auto* kernelGetFunction = driverFunction<CUresult(CUfunction*, CUkernel)>("cuKernelGetFunction", &r.failure);
   auto* funcLoad = driverFunction<CUresult(CUfunction)>("cuFuncLoad", &r.failure);
-  for (const void* k : registered()) {
+  for (const void* k : registeredKernelLibraries()) {
     // The registered kernel itself, whatever the driver offers.
     cudaFuncAttributes attributes{};
     if (cudaFuncGetAttributes(&attributes, k) != cudaSuccess) {
@@ -79,13 +70,9 @@ Preloaded load() {
 
 }  // namespace
 
-void registerKernelLibrary(const void* kernel) {
-  std::lock_guard<std::mutex> lock(mutex());
-  registered().push_back(kernel);
-}
-
 Preloaded preloadKernels() {
-  std::lock_guard<std::mutex> lock(mutex());
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
   static std::map<int, Preloaded> done;
   int device = -1;
   if (cudaGetDevice(&device) != cudaSuccess) {
@@ -97,4 +84,4 @@ Preloaded preloadKernels() {
   return it->second;
 }
 
-}  // namespace ccl::codec::cuda
+}  // namespace ccl::coll

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The bootstrap of a rank once it has joined: the ring of sockets to its neighbours (ring.cc:
+// allGather, barrier, broadcast, derived ids, abort) and the pulse connections beside it that
+// tell a neighbour's death or silence (pulses.cc). Bootstrap::connect (bootstrap.cc) makes it.
+// Internal to transport/bootstrap.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "common/error.h"
+#include "transport/bootstrap/bootstrap.h"
+#include "transport/bootstrap/socket.h"
+#include "transport/bootstrap/wire.h"
+
+namespace ccl::bootstrap {
+
+// What a bootstrap leaves on its ring connections before they end: a goodbye (it was
+// destroyed, or its process exited), or the news of a lost rank (kLost, then that rank as an
+// int32), which the neighbours pass on. Nothing at all: the rank itself was lost.
+constexpr char kGoodbye = 'G';
+constexpr char kLost = 'L';
+using LostNews = std::array<char, 1 + sizeof(int32_t)>;
+// The bytes of the pulse connections: a pulse, and a question for a quiet neighbour
+// (Bootstrap::askQuiet). Any byte shows its sender alive.
+constexpr char kPulse = 'P';
+constexpr char kAskQuiet = 'Q';
+inline LostNews lostNews(int32_t lost) {
+  LostNews msg;
+  msg[0] = kLost;
+  std::memcpy(msg.data() + 1, &lost, sizeof lost);
+  return msg;
+}
+
+// How long reachable() lets accepted connections settle before it trusts them.
+constexpr std::chrono::milliseconds kReachableSettle{100};
+
+// How long a derived rendezvous waits for a left-out rank's listener to accept its probe: a
+// silent host costs this much once, at the start of a shrink.
+constexpr std::chrono::milliseconds kProbeWait{1000};
+
+// The errors with which the kernel ends a pulse connection whose bytes nobody acknowledged
+// (TCP_USER_TIMEOUT: ETIMEDOUT, or the last soft error seen meanwhile, e.g. no route). A reset
+// or an end means a process closed it, which the ring connection beside it explains.
+inline bool silentHostError(int err) {
+  return err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH || err == EHOSTDOWN;
+}
+
+// How long a bootstrap collective that timed out waits for its neighbours' news of a stopped
+// rank (they time out about when it does).
+constexpr std::chrono::milliseconds kTimeoutNews{250};
+
+class RingBootstrap final : public Bootstrap {
+ public:
+  // next/prev: the connections to the next and previous rank, per channel (wire.h).
+  RingBootstrap(int rank, int nranks, std::array<Socket, kChannels> next, std::array<Socket, kChannels> prev,
+                Socket listener, std::vector<WireAddr> listeners, const IdLayout& id, std::chrono::milliseconds silence)
+      : rank_(rank),
+        size_(nranks),
+        next_(std::move(next[kRingChannel])),
+        prev_(std::move(prev[kRingChannel])),
+        pulsePrev_(std::move(prev[kPulseChannel])),
+        pulseNext_(std::move(next[kPulseChannel])),
+        listener_(std::move(listener)),
+        listeners_(std::move(listeners)),
+        id_(id),
+        silence_(silence) {
+    // Judged from the ring's making: a neighbour stopped before its first pulse is as quiet
+    // as one stopped after it (CCL_PEER_SILENCE_MS is alike on every rank, so it pulses).
+    const int64_t now = Clock::now().time_since_epoch() / std::chrono::nanoseconds(1);
+    for (auto& last : lastPulseNs_) last.store(now);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  void allGather(void* data, size_t bytes) override;
+  void barrier() override;
+  void broadcast(void* data, size_t bytes, int root) override;
+  void abort() override;
+  ~RingBootstrap() override { goodbye(); }
+  bool peerClosed() override { return size_ > 1 && (aborted_.load() || prev_.peerClosed() || next_.peerClosed()); }
+  std::vector<int> ringFds() const override {
+    std::vector<int> out;
+    if (size_ == 1 || aborted_.load() || saidGoodbye_.load()) return out;
+    if (!leftOnPurpose_[0].load()) out.push_back(prev_.fd());
+    if (!leftOnPurpose_[1].load()) out.push_back(next_.fd());
+    return out;
+  }
+  int lostNeighbour() override;
+  void relayLost(int lost) override;
+  std::vector<int> pulseFds() const override {
+    std::vector<int> out;
+    if (size_ == 1 || aborted_.load() || saidGoodbye_.load()) return out;
+    for (int i = 0; i < 2; ++i)
+      if (pulseEnd_[i].load() == 0 && !leftOnPurpose_[i].load()) out.push_back(pulseSockets()[i]->fd());
+    return out;
+  }
+  std::chrono::milliseconds pulse() override;
+  int quietNeighbour() const override;
+  void askQuiet() override;
+  int answerAsked() override;
+  void goodbye() override {
+    // Nothing reads the byte: it only marks the connection's end as meant. Once.
+    if (size_ == 1 || aborted_.load() || saidGoodbye_.exchange(true)) return;
+    const char bye = kGoodbye;
+    for (Socket* s : {&next_, &prev_}) try {
+        s->sendSome(&bye, 1);
+      } catch (const Error&) {
+      }
+  }
+  cclUniqueId derivedId(const std::vector<int>& ranks, uint64_t agreement) override;
+  std::vector<int> reachable(std::chrono::milliseconds wait) override;
+
+ private:
+  template <typename F>
+  void guarded(const char* what, F&& body);
+  void shutdownAll() {
+    next_.shutdown();
+    prev_.shutdown();
+  }
+  std::array<const Socket*, 2> pulseSockets() const { return {&pulsePrev_, &pulseNext_}; }
+  // The previous (0) or next (1) rank of the ring.
+  int neighbour(int i) const { return i == 0 ? (rank_ - 1 + size_) % size_ : (rank_ + 1) % size_; }
+  // The rank a relay at `bytes` (a LostNews' size) names, when it is one and names another
+  // rank of this ring; -1 otherwise.
+  int newsIn(const char* bytes) const {
+    int32_t lost = -1;
+    if (bytes[0] == kLost) std::memcpy(&lost, bytes + 1, sizeof lost);
+    return lost >= 0 && lost < size_ && lost != rank_ ? lost : -1;
+  }
+  void drainPulses();
+  int lostAfterFailure();
+
+  int rank_, size_;
+  Socket next_, prev_;
+  // The pulse connections (Bootstrap::pulse); how each ended: 0 while open, an errno, or
+  // kPulseClosed when the peer closed it; when a pulse last came from each (steady clock
+  // nanoseconds; the ring's making before the first). Only the watcher's thread reads the
+  // sockets.
+  static constexpr int kPulseClosed = -1;
+  Socket pulsePrev_, pulseNext_;
+  std::atomic<int> pulseEnd_[2] = {0, 0};
+  std::atomic<int64_t> lastPulseNs_[2] = {0, 0};
+  // A question (askQuiet) came from each side since the watcher last looked; when this rank
+  // last passed one on towards each side. Only the watcher's thread touches them.
+  bool asked_[2] = {false, false};
+  Clock::time_point passedOn_[2] = {};
+  // The rendezvous listener of every rank (this one's kept open): derived ids' roots.
+  Socket listener_;
+  std::vector<WireAddr> listeners_;
+  IdLayout id_;
+  std::atomic<bool> aborted_{false};
+  std::atomic<bool> saidGoodbye_{false};
+  std::atomic<bool> leftOnPurpose_[2] = {false, false};  // prev_, next_ ended with a goodbye
+  std::chrono::milliseconds silence_;                    // CCL_PEER_SILENCE_MS at init; 0: this rank sends no pulses
+  Clock::time_point nextPulse_{};
+};
+
+}  // namespace ccl::bootstrap
