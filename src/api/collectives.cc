@@ -43,12 +43,13 @@ codec::Params codecFor(cclComm_t comm, Coll c, bool ex, const cclCompression_t* 
   const int opKind = collInfo(c).op;
   if (!given) {
     if (!hasDefault) return none;
-    if (!((comm->policy.enabled >> opKind) & 1)) return off(cclUncompressedNotListed);
+    if (!((comm->compression.policy.enabled >> opKind) & 1)) return off(cclUncompressedNotListed);
     // Host calls: every peer over shared memory; device calls: every rank on one node.
-    if (onDevice ? comm->deviceCodecOff : comm->defaultCodecOff) return off(cclUncompressedOneNode);
-    if (comm->policy.autoChoice && onDevice) return off(cclUncompressedAuto);
+    if (onDevice ? comm->compression.deviceCodecOff : comm->compression.defaultCodecOff)
+      return off(cclUncompressedOneNode);
+    if (comm->compression.policy.autoChoice && onDevice) return off(cclUncompressedAuto);
   }
-  codec::Params p = given ? codec::resolveParams(explicitCodec) : comm->policy.codec;
+  codec::Params p = given ? codec::resolveParams(explicitCodec) : comm->compression.policy.codec;
   if (codec::isLowRank(p.codec) && onDevice) {
     if (given) throw Error(cclInvalidArgument, std::string(cclCodecName(p.codec)) + " compresses host memory only");
     return off(cclUncompressedCollective);
@@ -59,7 +60,7 @@ codec::Params codecFor(cclComm_t comm, Coll c, bool ex, const cclCompression_t* 
       throw Error(cclInvalidArgument, std::string(cclCodecName(p.codec)) + " compresses send, recv and allreduce");
     if (!runs) return off(cclUncompressedCollective);
   }
-  return bytes < comm->policy.minBytes ? off(cclUncompressedSmall) : p;
+  return bytes < comm->compression.policy.minBytes ? off(cclUncompressedSmall) : p;
 }
 
 // The reason a call cannot take its codec: its type, or its reduction.
@@ -82,8 +83,8 @@ using coll::codecKey;
 double chooseByCost(cclComm_t comm, const Call& c, int opKind, bool codecToo, bool device, coll::CollArgs& a) {
   // The key's codec field: the call's own codec (0 or odd, codecKey), or 2 for auto's.
   const PlanKey shape{opKind, c.count, c.dtype, c.op, c.root, a.inPlace, codecToo ? 2 : codecKey(a)};
-  const coll::CostModel& model = device ? *comm->deviceCostModel : *comm->costModel;
-  const coll::Choice& choice = (device ? comm->deviceChoices : comm->choices).get(shape, [&] {
+  const coll::CostModel& model = device ? *comm->tuning.deviceCostModel : *comm->tuning.costModel;
+  const coll::Choice& choice = (device ? comm->tuning.deviceChoices : comm->tuning.choices).get(shape, [&] {
     if (!codecToo) {
       coll::Choice made = coll::cheapestAlgorithm(c.kind, a, model);
       if (made.seconds == 0) made = coll::Choice{a.codec, a.algo, 0, 0};  // not carried on streams
@@ -92,7 +93,8 @@ double chooseByCost(cclComm_t comm, const Call& c, int opKind, bool codecToo, bo
                device ? " (device buffers: the device kit's kernels)" : "");
       return made;
     }
-    const coll::Choice made = coll::chooseCheapest(c.kind, a, comm->policy.allowed, *comm->costModel);
+    const coll::Choice made =
+        coll::chooseCheapest(c.kind, a, comm->compression.policy.allowed, *comm->tuning.costModel);
     CCL_INFO("%s count %zu %s: CCL_CODEC=auto chose %s with %s, %.3g us predicted (uncompressed: %.3g us)", c.fn,
              c.count, dataTypeName(c.dtype), cclCodecName(made.codec.codec), coll::algoName(made.algo),
              made.seconds * 1e6, made.uncompressed * 1e6);
@@ -110,8 +112,8 @@ double chooseByCost(cclComm_t comm, const Call& c, int opKind, bool codecToo, bo
 AutoFeedback::Slot feedbackFor(const Call& c, int opKind, codec::Params& p) {
   if (!collInfo(c.kind).feedback) return {};
   AutoFeedback::Slot fb{c.feedback, 0};
-  if (!fb.state && c.comm->policy.autoFeedback != cclFeedbackNone)
-    fb = c.comm->autoFeedback.get(c.send, c.count, c.dtype, opKind, c.comm->policy);
+  if (!fb.state && c.comm->compression.policy.autoFeedback != cclFeedbackNone)
+    fb = c.comm->compression.autoFeedback.get(c.send, c.count, c.dtype, opKind, c.comm->compression.policy);
   if (fb.state && fb.state->kind() == cclFeedbackNone && codec::isLowRank(p.codec) && p.warmStart) {
     p.residualFeedback = false;
     return fb;
@@ -164,7 +166,8 @@ Where whereToRun(cclComm_t comm, std::initializer_list<NamedBuffer> buffers, ccl
   // A call that moves nothing (count 0) has no memory to tell where it runs: on a
   // communicator with a device it is done now, whatever stream it names (NCCL programs pass
   // their CUDA stream); elsewhere a stream that is not a host stream is still refused.
-  if (comm->cudaDevice >= 0 && std::all_of(buffers.begin(), buffers.end(), [](const NamedBuffer& b) { return !b.ptr; }))
+  if (comm->device.ordinal >= 0 &&
+      std::all_of(buffers.begin(), buffers.end(), [](const NamedBuffer& b) { return !b.ptr; }))
     return w;
   w.hostStream = findHostStream(stream);
   CCL_CHECK(w.hostStream, cclInvalidUsage,
@@ -222,7 +225,7 @@ Where checkCall(const Call& c) {
 // The cached plan for `key`, built by `build` on first use.
 template <class Build>
 std::shared_ptr<const coll::Plan> cachedPlan(cclComm_t comm, const PlanKey& key, Build&& build) {
-  return comm->plans.get(key, [&] { return std::make_shared<const coll::Plan>(build()); });
+  return comm->links.plans.get(key, [&] { return std::make_shared<const coll::Plan>(build()); });
 }
 
 // Marks the open group failed when a call inside it fails, as NCCL does.
@@ -255,12 +258,12 @@ Prepared prepare(const Call& c) {
   a.inPlace =
       coll::isInPlace(c.kind, c.send, c.recv, c.count * dataTypeSize(c.dtype), comm->rank, comm->rank == c.root);
   a.misaligned = coll::misalignment(c.send, c.recv, c.dtype);
-  a.chunkBytes = comm->chunkBytes;
-  a.algo = comm->algo;
-  a.treeMaxBytes = comm->treeMaxBytes;
-  a.directMaxBytes = comm->directMaxBytes;
-  a.topo = comm->topology.get();
-  a.intraCodec = comm->intraCodec;
+  a.chunkBytes = comm->settings.chunkBytes;
+  a.algo = comm->settings.algo;
+  a.treeMaxBytes = comm->settings.treeMaxBytes;
+  a.directMaxBytes = comm->settings.directMaxBytes;
+  a.topo = comm->placement.topology.get();
+  a.intraCodec = comm->compression.intraCodec;
   const bool device = p.where.device;
   a.readInPlace = !device;  // host plans run on the host executor, which reads in place
   const int opKind = p.opKind = collInfo(c.kind).op;
@@ -271,9 +274,9 @@ Prepared prepare(const Call& c) {
   }
   // Device calls choose no codec by cost (CCL_CODEC=auto leaves them uncompressed); their
   // algorithm is priced with the device's kernels, not this CPU's.
-  const bool codecByCost = comm->costModel && comm->policy.autoChoice && !device && !(c.ex && c.compression) &&
-                           (comm->policy.enabled >> opKind) & 1;
-  const coll::CostModel* model = device ? comm->deviceCostModel.get() : comm->costModel.get();
+  const bool codecByCost = comm->tuning.costModel && comm->compression.policy.autoChoice && !device &&
+                           !(c.ex && c.compression) && (comm->compression.policy.enabled >> opKind) & 1;
+  const coll::CostModel* model = device ? comm->tuning.deviceCostModel.get() : comm->tuning.costModel.get();
   p.chosenByCost = codecByCost || (model && a.algo == coll::Algo::kAuto && model->compute.timed(a.codec));
   p.predicted = p.chosenByCost ? chooseByCost(comm, c, opKind, codecByCost, device, a) : 0.0;
   if (codecByCost) p.why = a.codec.codec != cclCodecNone ? -1 : p.why >= 0 ? p.why : cclUncompressedAuto;
@@ -290,8 +293,9 @@ DeviceCall deviceCall(const Call& c, Prepared& p, bool peek = false) {
   d.stream = c.stream;
   d.opKind = p.opKind;
   if (p.a.codec.codec != cclCodecNone && peek) {
-    d.args.feedback = collInfo(c.kind).feedback && (c.feedback ? c.feedback->kind() == cclFeedbackResidual
-                                                               : c.comm->policy.autoFeedback == cclFeedbackResidual);
+    d.args.feedback =
+        collInfo(c.kind).feedback && (c.feedback ? c.feedback->kind() == cclFeedbackResidual
+                                                 : c.comm->compression.policy.autoFeedback == cclFeedbackResidual);
   } else if (p.a.codec.codec != cclCodecNone) {
     const AutoFeedback::Slot fb = feedbackFor(c, p.opKind, p.a.codec);
     d.feedback = deviceFeedback(fb.state);
@@ -317,8 +321,8 @@ void runCollective(const Call& c) {
   if (p.where.device) {
     DeviceCall d = deviceCall(c, p);
     d.chosenByCost = chosenByCost;
-    d.tagBase = tags::collectiveBase(comm->collSeq++);
-    return submitDevice(std::move(d), &comm->collSeq);
+    d.tagBase = tags::collectiveBase(comm->seq.collectives++);
+    return submitDevice(std::move(d), &comm->seq.collectives);
   }
   Op op;
   op.comm = comm;
@@ -343,16 +347,16 @@ void runCollective(const Call& c) {
   });
   op.send = c.send;
   op.recv = c.recv;
-  op.seq = &comm->collSeq;
-  op.tagBase = tags::collectiveBase(comm->collSeq++);
+  op.seq = &comm->seq.collectives;
+  op.tagBase = tags::collectiveBase(comm->seq.collectives++);
   // The digest costs one extra message per call, a visible share of the smallest calls' time
   // (perf/README.md, 'Call digest'), so the smallest uncompressed calls go without: their
   // one-round exchange reaches every rank, whose size checks already report a different
   // count to all of them.
-  if (op.compressed || c.count * dataTypeSize(c.dtype) > comm->directMaxBytes)
+  if (op.compressed || c.count * dataTypeSize(c.dtype) > comm->settings.directMaxBytes)
     op.signature = fnv1a({uint64_t(opKind), c.count, uint64_t(c.dtype), info.reduction ? uint64_t(c.op) : 0,
                           info.rooted ? uint64_t(c.root) : 0, codecDigest(a.codec), codecDigest(a.intraCodec),
-                          comm->topology->digest()}) |
+                          comm->placement.topology->digest()}) |
                    1;
   CCL_TRACE("%s count %zu %s %s root %d inplace %d steps %zu", c.fn, c.count, dataTypeName(c.dtype), redOpName(c.op),
             c.root, a.inPlace, op.plan->steps.size());
@@ -385,7 +389,7 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
     op.comm = comm;
     // The pair's counter; a number is taken only once the call is accepted: a call refused
     // below (its codec parameters, its feedback, its plan) must leave the pair matched.
-    uint32_t& seq = isSend ? comm->sendSeq[peer] : comm->recvSeq[peer];
+    uint32_t& seq = isSend ? comm->seq.sends[peer] : comm->seq.recvs[peer];
     const Coll kind = isSend ? Coll::kSend : Coll::kRecv;
     op.opKind = collInfo(kind).op;
     coll::CollArgs a;
@@ -393,7 +397,7 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
     a.nranks = comm->nranks;
     a.count = count;
     a.dtype = dtype;
-    a.chunkBytes = comm->chunkBytes;
+    a.chunkBytes = comm->settings.chunkBytes;
     int why = -1;
     a.codec = codecFor(comm, kind, ex, compression, bytes, where.device, &why);
     if (a.codec.codec != cclCodecNone && !coll::compressible(a)) {
@@ -442,9 +446,11 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
 
 }  // namespace
 
-bool hasDevice(cclComm_t comm) { return comm->cudaDevice >= 0; }
+bool hasDevice(cclComm_t comm) { return comm->device.ordinal >= 0; }
 
-bool hasDefaultCodec(cclComm_t comm) { return comm->policy.codec.codec != cclCodecNone || comm->policy.autoChoice; }
+bool hasDefaultCodec(cclComm_t comm) {
+  return comm->compression.policy.codec.codec != cclCodecNone || comm->compression.policy.autoChoice;
+}
 
 DeviceOffer offerDevice(const Call& c) {
   DeviceOffer o;
@@ -453,7 +459,7 @@ DeviceOffer offerDevice(const Call& c) {
   o.why = p.why;
   if (p.a.codec.codec == cclCodecNone) return o;
   // LoCo keeps its 8-bit state on the host: the api refuses it for device buffers.
-  if (!c.feedback && c.comm->policy.autoFeedback == cclFeedbackLoco && collInfo(c.kind).feedback) {
+  if (!c.feedback && c.comm->compression.policy.autoFeedback == cclFeedbackLoco && collInfo(c.kind).feedback) {
     o.why = cclUncompressedFeedback;
     return o;
   }

@@ -82,8 +82,8 @@ host::Identity hostIdentity(const char* configured, const uint64_t* parentHostId
 std::shared_ptr<const coll::Topology> exchangeTopology(cclComm& comm, const host::Identity& me) {
   std::vector<uint64_t> ids(static_cast<size_t>(comm.nranks), 0);
   ids[static_cast<size_t>(comm.rank)] = me.id;
-  comm.bootstrap->allGather(ids.data(), sizeof(uint64_t));
-  comm.hostIds = ids;
+  comm.links.bootstrap->allGather(ids.data(), sizeof(uint64_t));
+  comm.placement.hostIds = ids;
   auto topo = std::make_shared<const coll::Topology>(coll::Topology::fromHostIds(ids));
   const void* self = &comm;
   if (comm.rank == 0) CCL_INFO("comm %p: %s", self, topo->describe().c_str());
@@ -110,47 +110,50 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
   comm->config = resolveConfig(config);
   if (comm->config.commName) comm->name = comm->config.commName;
   comm->config.commName = nullptr;  // the copy above is ours; do not keep the caller's pointer
-  comm->policy = policyFromEnv(comm->config.compression);
+  comm->compression.policy = policyFromEnv(comm->config.compression);
   comm->config.compression = nullptr;
-  comm->intraCodec = intraCodecFromEnv(comm->config.intraCompression);
+  comm->compression.intraCodec = intraCodecFromEnv(comm->config.intraCompression);
   comm->config.intraCompression = nullptr;
   const host::Identity me = hostIdentity(comm->config.hostId, parentHostId);
-  comm->hostId = me.id;
+  comm->placement.hostId = me.id;
   comm->config.hostId = nullptr;  // hashed above; the caller's text is not kept
-  comm->timeout = std::chrono::milliseconds(comm->config.timeoutMs);
-  comm->algo = coll::parseAlgo(config::algo());
-  comm->chunkBytes = static_cast<size_t>(std::max<int64_t>(config::chunkBytes(), 64));
-  comm->treeMaxBytes = static_cast<size_t>(std::max<int64_t>(config::treeMaxBytes(), 0));
-  comm->directMaxBytes = static_cast<size_t>(std::max<int64_t>(config::directMaxBytes(), 0));
-  comm->yieldWhenIdle = config::progressYield();
+  comm->settings.timeout = std::chrono::milliseconds(comm->config.timeoutMs);
+  comm->settings.algo = coll::parseAlgo(config::algo());
+  comm->settings.chunkBytes = static_cast<size_t>(std::max<int64_t>(config::chunkBytes(), 64));
+  comm->settings.treeMaxBytes = static_cast<size_t>(std::max<int64_t>(config::treeMaxBytes(), 0));
+  comm->settings.directMaxBytes = static_cast<size_t>(std::max<int64_t>(config::directMaxBytes(), 0));
+  comm->settings.yieldWhenIdle = config::progressYield();
   if (coll::DeviceDriver* driver = coll::deviceDriver())
-    comm->cudaDevice = device == kCurrentDevice ? driver->current() : device;
-  comm->sendSeq.assign(nranks, 0);
-  comm->recvSeq.assign(nranks, 0);
+    comm->device.ordinal = device == kCurrentDevice ? driver->current() : device;
+  comm->seq.sends.assign(nranks, 0);
+  comm->seq.recvs.assign(nranks, 0);
   log::RankScope scope(rank);
-  comm->bootstrap = bootstrap::Bootstrap::connect(id, rank, nranks, comm->timeout, agreement);
+  comm->links.bootstrap = bootstrap::Bootstrap::connect(id, rank, nranks, comm->settings.timeout, agreement);
   // Pulsed from here (a rank stopped during the rest of the init is named), watched from the end.
-  pulseWhileStarting(comm->bootstrap.get());
+  pulseWhileStarting(comm->links.bootstrap.get());
   struct Starting {
     bootstrap::Bootstrap* b;
     ~Starting() { stopPulsing(b); }
-  } starting{comm->bootstrap.get()};
-  comm->topology = exchangeTopology(*comm, me);
-  comm->transport = transport::createTransport(config::transport(), *comm->bootstrap, me.id);
-  comm->deviceLink = config::deviceTransport();
-  comm->nccl = deviceNccl(*comm);
-  comm->defaultCodecOff = allPeersOverSharedMemory(*comm->transport) && !codecOnSharedMemory();
-  comm->deviceCodecOff = comm->topology->nodes() == 1 && nranks > 1 && !codecOnSharedMemory();
+  } starting{comm->links.bootstrap.get()};
+  comm->placement.topology = exchangeTopology(*comm, me);
+  comm->links.transport = transport::createTransport(config::transport(), *comm->links.bootstrap, me.id);
+  comm->device.link = config::deviceTransport();
+  comm->device.nccl = deviceNccl(*comm);
+  comm->compression.defaultCodecOff = allPeersOverSharedMemory(*comm->links.transport) && !codecOnSharedMemory();
+  comm->compression.deviceCodecOff = comm->placement.topology->nodes() == 1 && nranks > 1 && !codecOnSharedMemory();
   // The cost model chooses under CCL_CODEC=auto, and wherever CCL_LINK_MODEL is set.
-  if (comm->policy.autoChoice || !config::linkModel().empty()) comm->costModel = agreeCostModel(*comm);
-  if (comm->costModel && comm->cudaDevice >= 0) comm->deviceCostModel = deviceModel(*comm->costModel, comm->deviceLink);
-  if (comm->policy.codec.codec != cclCodecNone)
-    CCL_INFO(
-        "comm %p: default codec %s for messages of at least %zu bytes%s", static_cast<void*>(comm.get()),
-        cclCodecName(comm->policy.codec.codec), comm->policy.minBytes,
-        comm->defaultCodecOff ? ", not applied: every peer is reached through shared memory (CCL_CODEC_SHM=auto)" : "");
+  if (comm->compression.policy.autoChoice || !config::linkModel().empty())
+    comm->tuning.costModel = agreeCostModel(*comm);
+  if (comm->tuning.costModel && comm->device.ordinal >= 0)
+    comm->tuning.deviceCostModel = deviceModel(*comm->tuning.costModel, comm->device.link);
+  if (comm->compression.policy.codec.codec != cclCodecNone)
+    CCL_INFO("comm %p: default codec %s for messages of at least %zu bytes%s", static_cast<void*>(comm.get()),
+             cclCodecName(comm->compression.policy.codec.codec), comm->compression.policy.minBytes,
+             comm->compression.defaultCodecOff
+                 ? ", not applied: every peer is reached through shared memory (CCL_CODEC_SHM=auto)"
+                 : "");
   CCL_INFO("comm %p%s%s rank %d nranks %d transport %s ready", static_cast<void*>(comm.get()),
-           comm->name.empty() ? "" : " ", comm->name.c_str(), rank, nranks, comm->transport->name());
+           comm->name.empty() ? "" : " ", comm->name.c_str(), rank, nranks, comm->links.transport->name());
   watch(comm.get());
   return comm.release();
 }
@@ -158,25 +161,25 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
 void destroyComm(cclComm_t comm) {
   unwatch(comm);
   comm->magic = 0;
-  comm->device.reset();  // its link uses the transport, or the NCCL communicator
-  comm->nccl.reset();
-  comm->transport.reset();
-  comm->bootstrap.reset();
+  comm->device.calls.reset();  // its link uses the transport, or the NCCL communicator
+  comm->device.nccl.reset();
+  comm->links.transport.reset();
+  comm->links.bootstrap.reset();
   delete comm;
 }
 
 void checkUsable(cclComm_t comm, bool afterRevoke) {
   CCL_CHECK(comm, cclInvalidArgument, "comm is NULL");
   CCL_CHECK(comm->magic == cclComm::kMagic, cclInvalidArgument, "comm is not a valid communicator");
-  CCL_CHECK(!comm->aborted.load(), cclInvalidUsage, "the communicator has been aborted");
-  CCL_CHECK(!comm->finalized, cclInvalidUsage, "the communicator has been finalized");
-  if (afterRevoke && comm->revoked.load()) return;
-  CCL_CHECK(!comm->revoked.load(), cclInvalidUsage,
+  CCL_CHECK(!comm->life.aborted.load(), cclInvalidUsage, "the communicator has been aborted");
+  CCL_CHECK(!comm->life.finalized, cclInvalidUsage, "the communicator has been finalized");
+  if (afterRevoke && comm->life.revoked.load()) return;
+  CCL_CHECK(!comm->life.revoked.load(), cclInvalidUsage,
             "the communicator was revoked (cclCommRevoke): shrink it to the ranks that go on (cclCommShrink), split "
             "it, or destroy it");
-  const int lost = comm->lostRank.load();
-  CCL_CHECK(comm->asyncError == cclSuccess, comm->asyncError,
-            std::string("the communicator failed earlier (") + cclGetErrorString(comm->asyncError) +
+  const int lost = comm->life.lostRank.load();
+  CCL_CHECK(comm->life.asyncError == cclSuccess, comm->life.asyncError,
+            std::string("the communicator failed earlier (") + cclGetErrorString(comm->life.asyncError) +
                 (lost >= 0 ? ": rank " + std::to_string(lost) + " is gone" : std::string()) +
                 "); shrink it to the ranks that go on (cclCommShrink), or destroy or abort it");
 }
@@ -259,7 +262,7 @@ CCL_API cclResult_t cclCommSplit(cclComm_t comm, int color, int key, cclComm_t* 
     };
     std::vector<Entry> all(comm->nranks);
     all[comm->rank] = {color, key, comm->rank};
-    comm->bootstrap->allGather(all.data(), sizeof(Entry));
+    comm->links.bootstrap->allGather(all.data(), sizeof(Entry));
     std::vector<Entry> mine;
     for (const Entry& e : all)
       if (color != CCL_SPLIT_NOCOLOR && e.color == color) mine.push_back(e);
@@ -269,7 +272,7 @@ CCL_API cclResult_t cclCommSplit(cclComm_t comm, int color, int key, cclComm_t* 
     std::vector<cclUniqueId> ids(comm->nranks);
     std::memset(ids.data(), 0, ids.size() * sizeof(cclUniqueId));
     if (!mine.empty() && mine.front().rank == comm->rank) bootstrap::createUniqueId(&ids[comm->rank]);
-    comm->bootstrap->allGather(ids.data(), sizeof(cclUniqueId));
+    comm->links.bootstrap->allGather(ids.data(), sizeof(cclUniqueId));
     if (color == CCL_SPLIT_NOCOLOR) {
       *newcomm = nullptr;
       return;
@@ -280,7 +283,7 @@ CCL_API cclResult_t cclCommSplit(cclComm_t comm, int color, int key, cclComm_t* 
     inherited.commName = comm->name.empty() ? nullptr : comm->name.c_str();
     // NCCL's split keeps the parent's device, whichever is current on the calling thread.
     *newcomm = api::createComm(ids[mine.front().rank], static_cast<int>(mine.size()), newRank,
-                               config ? config : &inherited, comm->cudaDevice, &comm->hostId);
+                               config ? config : &inherited, comm->device.ordinal, &comm->placement.hostId);
   });
 }
 
@@ -289,7 +292,7 @@ CCL_API cclResult_t cclCommFinalize(cclComm_t comm) {
     api::checkUsable(comm);
     CCL_CHECK(!api::groupHasComm(comm), cclInvalidUsage, "the communicator has operations queued in an open group");
     api::drainAsync(comm, nullptr);
-    comm->finalized = true;
+    comm->life.finalized = true;
   });
 }
 
@@ -307,13 +310,13 @@ CCL_API cclResult_t cclCommAbort(cclComm_t comm) {
   return guard(comm, "cclCommAbort", [&] {
     if (!comm) return;
     api::checkHandle(comm);
-    comm->aborted.store(true);
-    comm->transport->abort();
-    comm->bootstrap->abort();
-    if (comm->nccl) comm->nccl->abort();  // device calls waiting for peers return
+    comm->life.aborted.store(true);
+    comm->links.transport->abort();
+    comm->links.bootstrap->abort();
+    if (comm->device.nccl) comm->device.nccl->abort();  // device calls waiting for peers return
     // Operations running in other threads notice the flag within one progress pass; those
     // still queued on host streams fail as soon as they start.
-    while (comm->active.load() > 0) sched_yield();
+    while (comm->life.active.load() > 0) sched_yield();
     api::drainAsync(comm, nullptr);
     api::groupForget(comm);
     api::destroyComm(comm);
@@ -324,18 +327,18 @@ namespace ccl::api {
 
 // cclCommRevoke's work, once the handle is checked.
 static void revoke(cclComm_t comm) {
-  if (comm->revoked.exchange(true)) return;  // revoked already (here or by another thread)
+  if (comm->life.revoked.exchange(true)) return;  // revoked already (here or by another thread)
   // The transport's abort fails every request of this rank and reaches the peers', whatever
   // call each is in. The bootstrap stays: a split among the ranks that go on uses it.
-  comm->transport->abort();
-  if (comm->nccl) comm->nccl->abort();
+  comm->links.transport->abort();
+  if (comm->device.nccl) comm->device.nccl->abort();
   // Operations running in other threads notice within one progress pass; those queued on
   // host streams fail as soon as they start.
-  while (comm->active.load() > 0) sched_yield();
+  while (comm->life.active.load() > 0) sched_yield();
   api::drainAsync(comm, nullptr);
   // A transport may tell its peers from its progress (UCX sends its notices there): with no
   // operation left to drive it, this thread does, once (new ones are refused).
-  comm->transport->progress();
+  comm->links.transport->progress();
 }
 
 // How long CCL_SHRINK_ALIVE waits for a rank's rendezvous listener: a live process's kernel
@@ -349,9 +352,9 @@ static std::vector<int> shrinkSurvivors(cclComm_t comm, const int* exclude, int 
     CCL_CHECK(
         !exclude && excludeCount == 0, cclInvalidArgument,
         "with CCL_SHRINK_ALIVE the survivors are found, not listed: excludeRanks must be NULL and excludeCount 0");
-    std::vector<int> alive = comm->bootstrap->reachable(kShrinkProbe);
+    std::vector<int> alive = comm->links.bootstrap->reachable(kShrinkProbe);
     // A rank the watcher found lost is gone, whether or not its listener has closed yet.
-    const int lost = comm->lostRank.load();
+    const int lost = comm->life.lostRank.load();
     alive.erase(std::remove(alive.begin(), alive.end(), lost), alive.end());
     return alive;
   }
@@ -380,7 +383,7 @@ CCL_API cclResult_t cclCommRevoke(cclComm_t comm, int flags) {
   return guard(comm, "cclCommRevoke", [&] {
     api::checkHandle(comm);
     CCL_CHECK(flags == 0, cclInvalidArgument, "flags must be 0");
-    CCL_CHECK(!comm->aborted.load(), cclInvalidUsage, "the communicator has been aborted");
+    CCL_CHECK(!comm->life.aborted.load(), cclInvalidUsage, "the communicator has been aborted");
     api::revoke(comm);
   });
 }
@@ -393,25 +396,25 @@ CCL_API cclResult_t cclCommShrink(cclComm_t comm, const int* excludeRanks, int e
     CCL_CHECK(newcomm, cclInvalidArgument, "newcomm is NULL");
     CCL_CHECK((flags & ~(CCL_SHRINK_ABORT | CCL_SHRINK_ALIVE)) == 0, cclInvalidArgument,
               "flags " + std::to_string(flags) + ": only CCL_SHRINK_ABORT and CCL_SHRINK_ALIVE are defined");
-    CCL_CHECK(!comm->aborted.load(), cclInvalidUsage, "the communicator has been aborted");
-    CCL_CHECK(!comm->finalized, cclInvalidUsage, "the communicator has been finalized");
+    CCL_CHECK(!comm->life.aborted.load(), cclInvalidUsage, "the communicator has been aborted");
+    CCL_CHECK(!comm->life.finalized, cclInvalidUsage, "the communicator has been finalized");
     CCL_CHECK(!api::groupActive(), cclInvalidUsage, "cclCommShrink cannot be called inside a group");
     const std::vector<int> keep = api::shrinkSurvivors(comm, excludeRanks, excludeCount, flags);
     if (flags & CCL_SHRINK_ABORT) api::revoke(comm);
     // What the survivors must agree on: who goes on, and which shrink of this communicator
     // this is (each rank counts its own; survivors shrink a communicator in the same order).
-    uint64_t agreement = fnv1a({0x73687269'6e6b3031ull, comm->shrinks++, keep.size()});
+    uint64_t agreement = fnv1a({0x73687269'6e6b3031ull, comm->life.shrinks++, keep.size()});
     for (int r : keep) agreement = fnv1a({uint64_t(r)}, agreement);
-    const cclUniqueId id = comm->bootstrap->derivedId(keep, agreement);
+    const cclUniqueId id = comm->links.bootstrap->derivedId(keep, agreement);
     const int newRank = static_cast<int>(std::lower_bound(keep.begin(), keep.end(), comm->rank) - keep.begin());
     cclConfig_t inherited = comm->config;
     inherited.commName = comm->name.empty() ? nullptr : comm->name.c_str();
     cclComm_t made = api::createComm(id, static_cast<int>(keep.size()), newRank, config ? config : &inherited,
-                                     comm->cudaDevice, &comm->hostId, agreement);
+                                     comm->device.ordinal, &comm->placement.hostId, agreement);
     // The implicit error-feedback state of the tensors that go on: a survivor's residual is
     // what its own compression lost, whoever else is gone.
-    made->autoFeedback = std::move(comm->autoFeedback);
-    comm->autoFeedback = api::AutoFeedback{};
+    made->compression.autoFeedback = std::move(comm->compression.autoFeedback);
+    comm->compression.autoFeedback = api::AutoFeedback{};
     *newcomm = made;
   });
 }
@@ -419,13 +422,13 @@ CCL_API cclResult_t cclCommShrink(cclComm_t comm, const int* excludeRanks, int e
 CCL_API cclResult_t cclCommSetCompression(cclComm_t comm, const cclCompression_t* compression) {
   return guard(comm, "cclCommSetCompression", [&] {
     api::checkUsable(comm);
-    comm->policy.codec = codec::resolveParams(compression);
+    comm->compression.policy.codec = codec::resolveParams(compression);
     // A codec set here replaces CCL_CODEC=auto's choice; the model still chooses algorithms
     // for codecs it timed at init (others keep the size rules).
-    comm->policy.autoChoice = false;
-    comm->choices.clear();
-    comm->deviceChoices.clear();
-    comm->plans.clear();
+    comm->compression.policy.autoChoice = false;
+    comm->tuning.choices.clear();
+    comm->tuning.deviceChoices.clear();
+    comm->links.plans.clear();
   });
 }
 
@@ -438,13 +441,14 @@ CCL_API cclResult_t cclCommGetStats(cclComm_t comm, cclStats_t* stats) {
     CCL_CHECK(stats->size >= offsetof(cclStats_t, op), cclInvalidArgument, "stats->size is too small");
     cclStats_t full = CCL_STATS_INITIALIZER;
     {
-      std::lock_guard<std::mutex> lock(comm->statsMutex);
-      std::copy(std::begin(comm->stats), std::end(comm->stats), full.op);
-      std::copy(std::begin(comm->autoChosen), std::end(comm->autoChosen), full.autoChosen);
-      std::copy(std::begin(comm->autoCompressed), std::end(comm->autoCompressed), full.autoCompressed);
-      std::copy(std::begin(comm->uncompressed), std::end(comm->uncompressed), full.uncompressed);
-      full.acrossRawBytes = comm->acrossRawBytes;
-      full.acrossWireBytes = comm->acrossWireBytes;
+      std::lock_guard<std::mutex> lock(comm->counters.mutex);
+      std::copy(std::begin(comm->counters.stats), std::end(comm->counters.stats), full.op);
+      std::copy(std::begin(comm->counters.autoChosen), std::end(comm->counters.autoChosen), full.autoChosen);
+      std::copy(std::begin(comm->counters.autoCompressed), std::end(comm->counters.autoCompressed),
+                full.autoCompressed);
+      std::copy(std::begin(comm->counters.uncompressed), std::end(comm->counters.uncompressed), full.uncompressed);
+      full.acrossRawBytes = comm->counters.acrossRawBytes;
+      full.acrossWireBytes = comm->counters.acrossWireBytes;
     }
     const api::DeviceCounts device = api::deviceCounts(comm);
     full.deviceCommands = device.commands;
@@ -459,7 +463,7 @@ CCL_API cclResult_t cclCommGetAsyncError(cclComm_t comm, cclResult_t* asyncError
   return guard(comm, "cclCommGetAsyncError", [&] {
     api::checkHandle(comm);
     CCL_CHECK(asyncError, cclInvalidArgument, "asyncError is NULL");
-    *asyncError = comm->asyncError;
+    *asyncError = comm->life.asyncError;
   });
 }
 
@@ -475,7 +479,7 @@ CCL_API cclResult_t cclCommCuDevice(const cclComm_t comm, int* device) {
   return guard(comm, "cclCommCuDevice", [&] {
     api::checkHandle(comm);
     CCL_CHECK(device, cclInvalidArgument, "device is NULL");
-    *device = comm->cudaDevice;
+    *device = comm->device.ordinal;
   });
 }
 
@@ -490,7 +494,7 @@ CCL_API cclResult_t cclCommUserRank(const cclComm_t comm, int* rank) {
 CCL_API cclResult_t cclCommTopology(const cclComm_t comm, int* node, int* nnodes, int* localRank, int* localRanks) {
   return guard(comm, "cclCommTopology", [&] {
     api::checkHandle(comm);
-    const coll::Topology& t = *comm->topology;
+    const coll::Topology& t = *comm->placement.topology;
     const int mine = t.nodeOf[static_cast<size_t>(comm->rank)];
     if (node) *node = mine;
     if (nnodes) *nnodes = t.nodes();

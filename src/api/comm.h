@@ -47,68 +47,92 @@ struct LinkKey {
 
 }  // namespace ccl::api
 
-struct cclComm {
-  static constexpr uint64_t kMagic = 0x63636c636f6d6d31ull;  // "cclcomm1"
-  uint64_t magic = kMagic;
-  int rank = 0;
-  int nranks = 0;
-  std::string name;
-  cclConfig_t config{};  // resolved: every field defined
+// The communicator's parts, one concern each: cclComm is made of one of each (below).
+namespace ccl::api {
+
+// The settings a call's plan is built under, resolved at init (config, then CCL_*).
+struct CallSettings {
   std::chrono::milliseconds timeout{0};
-  ccl::coll::Algo algo = ccl::coll::Algo::kAuto;
+  coll::Algo algo = coll::Algo::kAuto;
   size_t chunkBytes = 0;
   size_t treeMaxBytes = 0;
   size_t directMaxBytes = 0;
   bool yieldWhenIdle = true;
+};
 
-  std::unique_ptr<ccl::bootstrap::Bootstrap> bootstrap;
-  std::unique_ptr<ccl::transport::Transport> transport;
-  ccl::coll::ScratchPool scratch;
-  ccl::coll::PlanCache<std::shared_ptr<const ccl::coll::Plan>> plans;
+// What moves a call's bytes: the bootstrap ring, the transport, scratch memory and the plans
+// built so far (calls repeat: a training loop issues the same collectives every step).
+struct Links {
+  std::unique_ptr<bootstrap::Bootstrap> bootstrap;
+  std::unique_ptr<transport::Transport> transport;
+  coll::ScratchPool scratch;
+  coll::PlanCache<std::shared_ptr<const coll::Plan>> plans;
+};
 
-  // Which ranks share a host: one host identity per rank, exchanged at init (cclCommTopology).
-  // Shared with what plans are built from; never changes after init.
-  std::shared_ptr<const ccl::coll::Topology> topology;
+// Which ranks share a host: one host identity per rank, exchanged at init (cclCommTopology).
+// Shared with what plans are built from; never changes after init.
+struct Placement {
+  std::shared_ptr<const coll::Topology> topology;
   uint64_t hostId = 0;            // this rank's identity, which a cclCommSplit child keeps
   std::vector<uint64_t> hostIds;  // every rank's, in rank order (exchangeTopology)
+};
 
-  ccl::api::Policy policy;  // default compression
+// What a call is compressed with when it names no codec.
+struct CallPolicy {
+  Policy policy;  // default compression
   // The codec of steps inside a node of hierarchical plans (config->intraCompression or
   // CCL_CODEC_INTRA); none: those steps go uncompressed. Steps across nodes use policy.codec,
   // and the rest of `policy` (sizes, collectives, feedback) applies to both.
-  ccl::codec::Params intraCodec;
+  codec::Params intraCodec;
   bool defaultCodecOff = false;  // every peer over shared memory and CCL_CODEC_SHM=auto
   // Calls on device buffers leave the default codec off: every rank is on one node (NVLink
   // moves their bytes faster than a codec), unless CCL_CODEC_SHM=on.
   bool deviceCodecOff = false;
+  AutoFeedback autoFeedback;  // feedback kept without a handle, by position in the step
+};
+
+// The cost model and what it chose (api/tuning.h).
+struct Tuning {
   // CCL_CODEC=auto: the model calls are priced on (the ranks' slowest, agreed at init), and
   // each call shape's choice, made once (a function of the shape and the model, so alike on
   // every rank).
-  std::shared_ptr<const ccl::coll::CostModel> costModel;
-  ccl::coll::PlanCache<ccl::coll::Choice> choices;
+  std::shared_ptr<const coll::CostModel> costModel;
+  coll::PlanCache<coll::Choice> choices;
   // Calls on device buffers (a communicator with a device and a cost model): the model's links
   // with the device kit's kernels (coll::measuredDeviceCompute), streams at their bound over
   // NCCL; and their choices.
-  std::shared_ptr<const ccl::coll::CostModel> deviceCostModel;
-  ccl::coll::PlanCache<ccl::coll::Choice> deviceChoices;
+  std::shared_ptr<const coll::CostModel> deviceCostModel;
+  coll::PlanCache<coll::Choice> deviceChoices;
   // The cached links the model was priced on (none when CCL_LINK_MODEL gave them), and how
   // the chosen calls' times compare with the model's predictions (noteCallTime, under
-  // statsMutex): a run of calls far from them marks those links for the next communicator of
-  // the process to measure again.
-  std::vector<std::pair<ccl::api::LinkKey, ccl::coll::LinkCost>> pricedLinks;
+  // Counters::mutex): a run of calls far from them marks those links for the next
+  // communicator of the process to measure again.
+  std::vector<std::pair<LinkKey, coll::LinkCost>> pricedLinks;
   unsigned long long timedCalls = 0;
   int driftRun = 0;
   bool driftMarked = false;
-  ccl::api::AutoFeedback autoFeedback;
-  std::mutex statsMutex;  // stats are added to on a host stream's thread, read on the caller's
+};
+
+// What cclCommGetStats returns. Added to on a host stream's thread, read on the caller's:
+// under `mutex`.
+struct Counters {
+  std::mutex mutex;
   cclOpStats_t stats[cclNumOpKinds] = {};
   unsigned long long autoChosen[cclNumOpKinds] = {};  // CCL_CODEC=auto's calls (cclStats_t)
   unsigned long long autoCompressed[cclNumOpKinds] = {};
   unsigned long long uncompressed[cclNumUncompressedReasons] = {};  // cclStats_t's, noteUncompressed
   unsigned long long acrossRawBytes = 0, acrossWireBytes = 0;       // cclStats_t's
+};
 
-  uint32_t collSeq = 0;                    // collectives issued, matched by order on every rank
-  std::vector<uint32_t> sendSeq, recvSeq;  // point-to-point messages per peer
+// What matches one rank's calls with its peers': collectives by order, messages by order per
+// peer.
+struct Sequence {
+  uint32_t collectives = 0;            // collectives issued
+  std::vector<uint32_t> sends, recvs;  // point-to-point messages per peer
+};
+
+// Where the communicator is in its life: aborted, revoked, failed, operations running.
+struct LifeState {
   std::atomic<bool> aborted{false};
   // cclCommRevoke: its calls failed and fail; the handle stays for destroy or split.
   std::atomic<bool> revoked{false};
@@ -117,23 +141,49 @@ struct cclComm {
   bool finalized = false;
   std::atomic<cclResult_t> asyncError{cclSuccess};  // set by a failed operation, whatever its thread
   std::atomic<int> lostRank{-1};                    // a rank the watcher found gone (api/watch.h); -1: none
+};
 
-  // Operations enqueued on a host stream that have not run yet, and that stream. One
-  // communicator's operations run in the order they were issued, so a call on another
-  // stream (or on none) first waits for these (api/group.h, drainAsync).
-  std::mutex asyncMutex;
-  std::condition_variable asyncDone;
-  int asyncPending = 0;
-  const void* asyncStream = nullptr;  // a host stream, or the device state: what runs them
+// Operations enqueued on a host stream that have not run yet, and that stream. One
+// communicator's operations run in the order they were issued, so a call on another stream
+// (or on none) first waits for these (api/group.h, drainAsync).
+struct AsyncQueue {
+  std::mutex mutex;
+  std::condition_variable done;
+  int pending = 0;
+  const void* stream = nullptr;  // a host stream, or the device state: what runs them
+};
 
-  // The device of the communicator (cclCommCuDevice): the calling thread's current device at
-  // init; -1 without one. Its calls' state is made at the first device call.
-  int cudaDevice = -1;
-  std::string deviceLink;  // the link of its device calls (collectives/links: CCL_DEVICE_TRANSPORT, auto resolved)
+// The communicator's device (cclCommCuDevice) and what its calls on device buffers use.
+struct DevicePart {
+  // The calling thread's current device at init; -1 without one. Its calls' state is made at
+  // the first device call.
+  int ordinal = -1;
+  std::string link;  // the link of its device calls (collectives/links: CCL_DEVICE_TRANSPORT, auto resolved)
   // CCL_DEVICE_TRANSPORT=nccl: the real NCCL communicator device calls move bytes over,
   // made at init (collectively); NULL: device calls are staged through host memory.
-  std::unique_ptr<ccl::transport::nccl::Transport> nccl;
-  std::unique_ptr<ccl::api::DeviceComm, ccl::api::DeviceCommDeleter> device;
+  std::unique_ptr<transport::nccl::Transport> nccl;
+  std::unique_ptr<DeviceComm, DeviceCommDeleter> calls;
+};
+
+}  // namespace ccl::api
+
+struct cclComm {
+  static constexpr uint64_t kMagic = 0x63636c636f6d6d31ull;  // "cclcomm1"
+  uint64_t magic = kMagic;
+  int rank = 0;
+  int nranks = 0;
+  std::string name;
+  cclConfig_t config{};  // resolved: every field defined
+  ccl::api::CallSettings settings;
+  ccl::api::Links links;
+  ccl::api::Placement placement;
+  ccl::api::CallPolicy compression;
+  ccl::api::Tuning tuning;
+  ccl::api::Counters counters;
+  ccl::api::Sequence seq;
+  ccl::api::LifeState life;
+  ccl::api::AsyncQueue async;
+  ccl::api::DevicePart device;
 };
 
 namespace ccl::api {

@@ -28,21 +28,22 @@ namespace ccl::api {
 struct DeviceComm {
   explicit DeviceComm(cclComm_t c) : runner(openDevice(c), [c](coll::Device& d) { return linkFor(c, d); }) {
     CCL_INFO("comm %p: device calls on %s device %d %s", static_cast<void*>(c), coll::deviceDriver()->name(),
-             c->cudaDevice,
-             c->nccl ? "over NVIDIA's NCCL"
-                     : (std::string("staged through host memory over ") + c->transport->name()).c_str());
+             c->device.ordinal,
+             c->device.nccl ? "over NVIDIA's NCCL"
+                            : (std::string("staged through host memory over ") + c->links.transport->name()).c_str());
   }
 
   static std::unique_ptr<coll::Device> openDevice(cclComm_t c) {
     coll::DeviceDriver* driver = coll::deviceDriver();
-    CCL_CHECK(driver && c->cudaDevice >= 0, cclInternalError, "a device call on a communicator without a device");
-    return driver->open(c->cudaDevice);
+    CCL_CHECK(driver && c->device.ordinal >= 0, cclInternalError, "a device call on a communicator without a device");
+    return driver->open(c->device.ordinal);
   }
   // The communicator's link (CCL_DEVICE_TRANSPORT): NCCL, or staged through pinned host memory
   // over the communicator's transport.
   static std::unique_ptr<coll::StreamLink> linkFor(cclComm_t c, coll::Device& d) {
-    return coll::makeLink(c->deviceLink, coll::LinkParts{c->transport.get(), c->nccl.get(), c->timeout, &c->aborted},
-                          d);
+    return coll::makeLink(
+        c->device.link,
+        coll::LinkParts{c->links.transport.get(), c->device.nccl.get(), c->settings.timeout, &c->life.aborted}, d);
   }
 
   std::mutex mutex;           // calls from several threads enqueue one at a time
@@ -53,8 +54,8 @@ void DeviceCommDeleter::operator()(DeviceComm* d) const { delete d; }
 
 DeviceCounts deviceCounts(cclComm_t comm) {
   DeviceCounts c;
-  if (!comm->device) return c;
-  const coll::StreamCounts& n = comm->device->runner.counts();
+  if (!comm->device.calls) return c;
+  const coll::StreamCounts& n = comm->device.calls->runner.counts();
   c.commands = n.commands.load(std::memory_order_relaxed);
   c.hostFunctions = n.hostFunctions.load(std::memory_order_relaxed);
   return c;
@@ -63,8 +64,8 @@ DeviceCounts deviceCounts(cclComm_t comm) {
 namespace {
 
 DeviceComm& deviceState(cclComm_t comm) {
-  if (!comm->device) comm->device.reset(new DeviceComm(comm));
-  return *comm->device;
+  if (!comm->device.calls) comm->device.calls.reset(new DeviceComm(comm));
+  return *comm->device.calls;
 }
 
 // The plan of this rank for call `c` with `args` and its wave schedule, which needs every
@@ -156,12 +157,12 @@ bool onDevice(cclComm_t comm, std::initializer_list<NamedBuffer> buffers, cclStr
       continue;
     }
     device = &b;
-    CCL_CHECK(comm->cudaDevice >= 0, cclInvalidUsage,
+    CCL_CHECK(comm->device.ordinal >= 0, cclInvalidUsage,
               std::string(b.name) + " is memory of device " + std::to_string(where) +
                   ", but the communicator has no device (none was current when it was made)");
-    CCL_CHECK(where == comm->cudaDevice, cclInvalidUsage,
+    CCL_CHECK(where == comm->device.ordinal, cclInvalidUsage,
               std::string(b.name) + " is memory of device " + std::to_string(where) + ", but the communicator's " +
-                  "device is " + std::to_string(comm->cudaDevice) + " (cclCommCuDevice)");
+                  "device is " + std::to_string(comm->device.ordinal) + " (cclCommCuDevice)");
   }
   if (!device) return false;
   CCL_CHECK(!host, cclInvalidUsage,

@@ -45,9 +45,9 @@ static std::string resolveAutoLink(cclComm& comm) {
   };
   std::vector<Can> all(static_cast<size_t>(comm.nranks));
   Can& mine = all[static_cast<size_t>(comm.rank)];
-  mine = Can{0, comm.cudaDevice, comm.hostId};
+  mine = Can{0, comm.device.ordinal, comm.placement.hostId};
   std::string why = "its device's driver (" + std::string(driver->name()) + ") does not run NVIDIA's NCCL";
-  if (comm.cudaDevice < 0) {
+  if (comm.device.ordinal < 0) {
     why = "it has no device";
   } else if (driver->runsNccl()) {
     try {
@@ -57,7 +57,7 @@ static std::string resolveAutoLink(cclComm& comm) {
       why = e.what();
     }
   }
-  comm.bootstrap->allGather(all.data(), sizeof(Can));
+  comm.links.bootstrap->allGather(all.data(), sizeof(Can));
   for (int r = 0; r < comm.nranks; ++r) {
     const Can& c = all[static_cast<size_t>(r)];
     if (!c.can) {
@@ -78,13 +78,13 @@ static std::string resolveAutoLink(cclComm& comm) {
 }
 
 std::unique_ptr<transport::nccl::Transport> deviceNccl(cclComm& comm) {
-  std::string& mode = comm.deviceLink;
+  std::string& mode = comm.device.link;
   CCL_CHECK(mode == "auto" || coll::isLinkName(mode), cclInvalidArgument,
             "CCL_DEVICE_TRANSPORT is '" + mode + "'; it takes auto, " + coll::linkNames());
   if (mode == "auto") mode = resolveAutoLink(comm);
-  if (!coll::linkNeedsNccl(mode) || comm.cudaDevice < 0) return nullptr;
+  if (!coll::linkNeedsNccl(mode) || comm.device.ordinal < 0) return nullptr;
   // NCCL makes its communicator on the current device: this rank's, not the thread's.
-  std::unique_ptr<coll::Device> device = coll::deviceDriver()->open(comm.cudaDevice);
+  std::unique_ptr<coll::Device> device = coll::deviceDriver()->open(comm.device.ordinal);
   coll::CurrentDevice current(*device);
   transport::nccl::Functions fn;
   std::string why;
@@ -95,22 +95,22 @@ std::unique_ptr<transport::nccl::Transport> deviceNccl(cclComm& comm) {
   }
   std::vector<int> loaded(static_cast<size_t>(comm.nranks), 0);
   loaded[static_cast<size_t>(comm.rank)] = why.empty() ? 1 : 0;
-  comm.bootstrap->allGather(loaded.data(), sizeof(int));
+  comm.links.bootstrap->allGather(loaded.data(), sizeof(int));
   CCL_CHECK(why.empty(), cclSystemError, "CCL_DEVICE_TRANSPORT=nccl: " + why);
   for (int r = 0; r < comm.nranks; ++r)
     CCL_CHECK(loaded[static_cast<size_t>(r)], cclSystemError,
               "CCL_DEVICE_TRANSPORT=nccl: rank " + std::to_string(r) + " could not load NVIDIA's NCCL");
-  auto t = std::make_unique<transport::nccl::Transport>(fn, *comm.bootstrap);
+  auto t = std::make_unique<transport::nccl::Transport>(fn, *comm.links.bootstrap);
   CCL_INFO("comm rank %d: device calls over NVIDIA's NCCL (%s)", comm.rank, fn.library.c_str());
   return t;
 }
 
 void borrowDeviceNccl(cclComm_t comm, std::unique_ptr<transport::nccl::Transport> link) {
-  CCL_CHECK(!comm->device, cclInternalError, "borrowDeviceNccl after the communicator's first device call");
-  if (comm->cudaDevice < 0) return;  // no device path (a build without CUDA): nothing to move
-  comm->nccl = std::move(link);
-  comm->deviceLink = "nccl";
-  if (comm->costModel) comm->deviceCostModel = deviceModel(*comm->costModel, comm->deviceLink);
+  CCL_CHECK(!comm->device.calls, cclInternalError, "borrowDeviceNccl after the communicator's first device call");
+  if (comm->device.ordinal < 0) return;  // no device path (a build without CUDA): nothing to move
+  comm->device.nccl = std::move(link);
+  comm->device.link = "nccl";
+  if (comm->tuning.costModel) comm->tuning.deviceCostModel = deviceModel(*comm->tuning.costModel, comm->device.link);
   CCL_INFO("comm rank %d: device calls over a borrowed NCCL communicator", comm->rank);
 }
 

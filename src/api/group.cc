@@ -34,9 +34,9 @@ coll::Job makeJob(const Op& op, void* scratch, coll::ExecStats* stats) {
       op.feedback ? op.feedback->prepare(op.opKind, op.feedbackFloats, op.feedbackErrorFloats, op.feedbackGeneration)
                   : nullptr;
   j.buffers = {op.send, op.recv, scratch, feedback};
-  j.transport = op.comm->transport.get();
+  j.transport = op.comm->links.transport.get();
   j.tagBase = op.tagBase;
-  j.aborted = &op.comm->aborted;
+  j.aborted = &op.comm->life.aborted;
   j.callSeed = op.tagBase;
   j.stats = stats;
   if (stats) *stats = statsFor(op.comm);
@@ -56,7 +56,7 @@ void execute(std::span<const coll::Job> jobs, std::span<const Op> ops, const col
     coll::execute(jobs, options);
   } catch (const Error& e) {
     for (const Op& op : ops)
-      if (!op.comm->aborted.load()) op.comm->asyncError = e.code();
+      if (!op.comm->life.aborted.load()) op.comm->life.asyncError = e.code();
     // A peer's error may be the relay of a loss: the transport names the rank that aborted,
     // the watcher (api/watch.h) the rank that was lost, within milliseconds of each other.
     if (ops.empty()) throw;
@@ -71,14 +71,14 @@ void execute(std::span<const coll::Job> jobs, std::span<const Op> ops, const col
     // A call that made no progress for CCL_TIMEOUT: a stopped rank's neighbours know it (its
     // kernel acknowledges, its pulses stopped) and tell the others, who name it in turn.
     if (e.code() == cclSystemError) {
-      const int quiet = c->bootstrap->quietNeighbour();
+      const int quiet = c->links.bootstrap->quietNeighbour();
       if (quiet >= 0) {
         declareLost(c, quiet, bootstrap::Bootstrap::kQuietReason);
         throw naming(quiet, bootstrap::Bootstrap::kQuietReason);
       }
       // None here: the neighbours of a stopped rank may not have timed out (idle, their part
       // done), so ask them.
-      c->bootstrap->askQuiet();
+      c->links.bootstrap->askQuiet();
       const int lost = lostRankSoon(c, kQuietRankWait);
       if (lost >= 0) throw naming(lost, "is gone");
     }
@@ -88,14 +88,14 @@ void execute(std::span<const coll::Job> jobs, std::span<const Op> ops, const col
 
 coll::ExecOptions optionsFor(cclComm_t c) {
   coll::ExecOptions o;
-  o.timeout = c->timeout;
-  o.yieldWhenIdle = c->yieldWhenIdle;
+  o.timeout = c->settings.timeout;
+  o.yieldWhenIdle = c->settings.yieldWhenIdle;
   return o;
 }
 
 void runOne(const Op& op) {
   ActiveGuard active(op.comm);
-  coll::ScratchLease scratch(op.comm->scratch, op.plan->scratchBytes);
+  coll::ScratchLease scratch(op.comm->links.scratch, op.plan->scratchBytes);
   coll::ExecStats stats;
   coll::Job job = makeJob(op, scratch.get(), &stats);
   // A call alone is timed against its prediction; in a group, calls share their time. The
@@ -119,10 +119,10 @@ void runGroup(const std::vector<Op>& ops) {
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     active.push_back(std::make_unique<ActiveGuard>(op.comm));
-    scratch.push_back(std::make_unique<coll::ScratchLease>(op.comm->scratch, op.plan->scratchBytes));
+    scratch.push_back(std::make_unique<coll::ScratchLease>(op.comm->links.scratch, op.plan->scratchBytes));
     jobs.push_back(makeJob(op, scratch.back()->get(), &stats[i]));
-    options.timeout = std::min(options.timeout, op.comm->timeout);
-    options.yieldWhenIdle = options.yieldWhenIdle && op.comm->yieldWhenIdle;
+    options.timeout = std::min(options.timeout, op.comm->settings.timeout);
+    options.yieldWhenIdle = options.yieldWhenIdle && op.comm->settings.yieldWhenIdle;
   }
   execute(jobs, ops, options);
   for (size_t i = 0; i < ops.size(); ++i) account(ops[i], stats[i]);
@@ -150,7 +150,7 @@ void enqueueAsync(coll::Stream* stream, const std::vector<cclComm_t>& comms, std
     } done{comms};
     try {
       for (cclComm_t c : comms)
-        CCL_CHECK(!c->aborted.load(), cclInvalidUsage, "the communicator was aborted before this operation ran");
+        CCL_CHECK(!c->life.aborted.load(), cclInvalidUsage, "the communicator was aborted before this operation ran");
       run();
     } catch (const Error& e) {
       for (cclComm_t c : comms) failAsync(c, e.code());
@@ -162,52 +162,52 @@ void enqueueAsync(coll::Stream* stream, const std::vector<cclComm_t>& comms, std
 }  // namespace
 
 void addStats(cclComm_t comm, int opKind, bool compressed, bool chosenByCost, const coll::ExecStats& s) {
-  std::lock_guard<std::mutex> lock(comm->statsMutex);
-  comm->autoChosen[opKind] += chosenByCost ? 1 : 0;
-  comm->autoCompressed[opKind] += chosenByCost && compressed ? 1 : 0;
-  cclOpStats_t& st = comm->stats[opKind];
+  std::lock_guard<std::mutex> lock(comm->counters.mutex);
+  comm->counters.autoChosen[opKind] += chosenByCost ? 1 : 0;
+  comm->counters.autoCompressed[opKind] += chosenByCost && compressed ? 1 : 0;
+  cclOpStats_t& st = comm->counters.stats[opKind];
   st.calls += 1;
   st.compressedCalls += compressed ? 1 : 0;
   st.rawBytes += s.rawBytes;
   st.wireBytes += s.wireBytes;
   st.codecSeconds += static_cast<double>(s.codecNs) * 1e-9;
-  comm->acrossRawBytes += s.acrossRawBytes;
-  comm->acrossWireBytes += s.acrossWireBytes;
+  comm->counters.acrossRawBytes += s.acrossRawBytes;
+  comm->counters.acrossWireBytes += s.acrossWireBytes;
 }
 
 coll::ExecStats statsFor(cclComm_t comm) {
   coll::ExecStats s;
-  if (comm->topology && comm->topology->nodes() > 1) s.nodeOf = &comm->topology->nodeOf;
+  if (comm->placement.topology && comm->placement.topology->nodes() > 1) s.nodeOf = &comm->placement.topology->nodeOf;
   s.rank = comm->rank;
   return s;
 }
 
 void noteUncompressed(cclComm_t comm, cclUncompressedReason_t why) {
-  std::lock_guard<std::mutex> lock(comm->statsMutex);
-  comm->uncompressed[why] += 1;
+  std::lock_guard<std::mutex> lock(comm->counters.mutex);
+  comm->counters.uncompressed[why] += 1;
 }
 
 void drainAsync(cclComm_t comm, const void* runner) {
-  std::unique_lock<std::mutex> lock(comm->asyncMutex);
-  comm->asyncDone.wait(lock, [&] { return comm->asyncPending == 0 || (runner && comm->asyncStream == runner); });
+  std::unique_lock<std::mutex> lock(comm->async.mutex);
+  comm->async.done.wait(lock, [&] { return comm->async.pending == 0 || (runner && comm->async.stream == runner); });
 }
 
 void beginAsync(cclComm_t comm, const void* runner) {
-  std::unique_lock<std::mutex> lock(comm->asyncMutex);
-  comm->asyncDone.wait(lock, [&] { return comm->asyncPending == 0 || comm->asyncStream == runner; });
-  ++comm->asyncPending;
-  comm->asyncStream = runner;
+  std::unique_lock<std::mutex> lock(comm->async.mutex);
+  comm->async.done.wait(lock, [&] { return comm->async.pending == 0 || comm->async.stream == runner; });
+  ++comm->async.pending;
+  comm->async.stream = runner;
 }
 
 void endAsync(cclComm_t comm) {
-  std::lock_guard<std::mutex> lock(comm->asyncMutex);
-  if (--comm->asyncPending == 0) comm->asyncStream = nullptr;
-  comm->asyncDone.notify_all();
+  std::lock_guard<std::mutex> lock(comm->async.mutex);
+  if (--comm->async.pending == 0) comm->async.stream = nullptr;
+  comm->async.done.notify_all();
 }
 
 void failAsync(cclComm_t comm, cclResult_t code) {
   cclResult_t none = cclSuccess;
-  if (!comm->aborted.load()) comm->asyncError.compare_exchange_strong(none, code);
+  if (!comm->life.aborted.load()) comm->life.asyncError.compare_exchange_strong(none, code);
 }
 
 bool groupActive() { return tlsGroup.depth > 0; }

@@ -71,8 +71,8 @@ void drainAsync(cclComm_t comm, const void* runner);
 // cclCommAbort from another thread waits for it before freeing the communicator.
 class ActiveGuard {
  public:
-  explicit ActiveGuard(cclComm_t c) : comm_(c) { comm_->active.fetch_add(1); }
-  ~ActiveGuard() { comm_->active.fetch_sub(1); }
+  explicit ActiveGuard(cclComm_t c) : comm_(c) { comm_->life.active.fetch_add(1); }
+  ~ActiveGuard() { comm_->life.active.fetch_sub(1); }
   ActiveGuard(const ActiveGuard&) = delete;
   ActiveGuard& operator=(const ActiveGuard&) = delete;
 

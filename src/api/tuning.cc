@@ -44,7 +44,7 @@ std::map<LinkKey, coll::LinkCost> linkCache;
 // and its network link alike: on two nodes of two ranks it chose flat plans 1.3-2x slower
 // than the hierarchical one (perf/README). Returns false when no rank has a partner there.
 bool probeLevel(cclComm& comm, bool across, coll::LinkCost* link) {
-  const coll::Topology& t = *comm.topology;
+  const coll::Topology& t = *comm.placement.topology;
   const int node = t.nodeOf[static_cast<size_t>(comm.rank)];
   const int local = t.localRank[static_cast<size_t>(comm.rank)];
   int partner = -1;
@@ -56,8 +56,9 @@ bool probeLevel(cclComm& comm, bool across, coll::LinkCost* link) {
   };
   // Every rank says whether it has a partner and whether its pair's links are known; all
   // then probe, or all take the slowest known figures (max alpha, min beta).
-  const uint64_t peerHost = partner >= 0 ? comm.hostIds[static_cast<size_t>(partner)] : 0;
-  const LinkKey key{comm.transport->name(), across, std::min(comm.hostId, peerHost), std::max(comm.hostId, peerHost)};
+  const uint64_t peerHost = partner >= 0 ? comm.placement.hostIds[static_cast<size_t>(partner)] : 0;
+  const LinkKey key{comm.links.transport->name(), across, std::min(comm.placement.hostId, peerHost),
+                    std::max(comm.placement.hostId, peerHost)};
   double known[4] = {partner >= 0 ? 1.0 : 0.0, 0.0, 0.0, -std::numeric_limits<double>::max()};
   if (partner >= 0) {
     std::lock_guard<std::mutex> lock(linkCacheMutex);
@@ -65,7 +66,7 @@ bool probeLevel(cclComm& comm, bool across, coll::LinkCost* link) {
     known[1] = it == linkCache.end() ? 1.0 : 0.0;
     if (it != linkCache.end()) {
       known[2] = it->second.alpha, known[3] = -it->second.beta;
-      comm.pricedLinks.emplace_back(key, it->second);
+      comm.tuning.pricedLinks.emplace_back(key, it->second);
     }
   }
   agree(known, 4);
@@ -114,8 +115,8 @@ bool probeLevel(cclComm& comm, bool across, coll::LinkCost* link) {
   if (partner >= 0) {
     std::lock_guard<std::mutex> lock(linkCacheMutex);
     linkCache[key] = *link;
-    std::erase_if(comm.pricedLinks, [&](const auto& p) { return p.first == key; });
-    comm.pricedLinks.emplace_back(key, *link);
+    std::erase_if(comm.tuning.pricedLinks, [&](const auto& p) { return p.first == key; });
+    comm.tuning.pricedLinks.emplace_back(key, *link);
   }
   return true;
 }
@@ -127,16 +128,16 @@ void probeLinks(cclComm& comm, coll::CostModel* m) {
             "a group");
   cclOpStats_t saved[cclNumOpKinds];
   {
-    std::lock_guard<std::mutex> lock(comm.statsMutex);
-    std::copy(std::begin(comm.stats), std::end(comm.stats), saved);
+    std::lock_guard<std::mutex> lock(comm.counters.mutex);
+    std::copy(std::begin(comm.counters.stats), std::end(comm.counters.stats), saved);
   }
   const bool inside = probeLevel(comm, false, &m->inside);
   const bool across = probeLevel(comm, true, &m->across);
   if (!inside) m->inside = m->across;
   if (!across) m->across = m->inside;
   {
-    std::lock_guard<std::mutex> lock(comm.statsMutex);
-    std::copy(saved, saved + cclNumOpKinds, comm.stats);
+    std::lock_guard<std::mutex> lock(comm.counters.mutex);
+    std::copy(saved, saved + cclNumOpKinds, comm.counters.stats);
   }
 }
 
@@ -156,14 +157,14 @@ std::shared_ptr<const coll::CostModel> agreeCostModel(cclComm& comm) {
     const std::string links = config::linkModel();
     mine.given = links.empty() || links == "probe" ? 0 : 1;
     if (mine.given) coll::parseLinkModel(links, &mine.model);
-    std::vector<codec::Params> timed = comm.policy.allowed;
-    timed.push_back(comm.policy.codec);
+    std::vector<codec::Params> timed = comm.compression.policy.allowed;
+    timed.push_back(comm.compression.policy.codec);
     mine.model.compute = coll::measureComputeCost(timed);
     mine.ok = 1;
   } catch (const Error& e) {
     why = e.what();
   }
-  comm.bootstrap->allGather(all.data(), sizeof(Mine));
+  comm.links.bootstrap->allGather(all.data(), sizeof(Mine));
   CCL_CHECK(why.empty(), cclInvalidArgument, why);
   std::vector<coll::CostModel> models;
   for (int r = 0; r < comm.nranks; ++r) {
@@ -189,17 +190,17 @@ std::shared_ptr<const coll::CostModel> agreeCostModel(cclComm& comm) {
 
 void noteCallTime(cclComm& comm, double observed, double predicted) {
   {
-    std::lock_guard<std::mutex> lock(comm.statsMutex);
-    ++comm.timedCalls;
+    std::lock_guard<std::mutex> lock(comm.counters.mutex);
+    ++comm.tuning.timedCalls;
     const bool off = observed > predicted * kDriftRatio || observed * kDriftRatio < predicted;
-    comm.driftRun = off ? comm.driftRun + 1 : 0;
-    if (comm.driftRun < kDriftCalls || comm.driftMarked) return;
-    comm.driftMarked = true;
+    comm.tuning.driftRun = off ? comm.tuning.driftRun + 1 : 0;
+    if (comm.tuning.driftRun < kDriftCalls || comm.tuning.driftMarked) return;
+    comm.tuning.driftMarked = true;
   }
   int forgotten = 0;
   {
     std::lock_guard<std::mutex> lock(linkCacheMutex);
-    for (const auto& [key, figures] : comm.pricedLinks) {
+    for (const auto& [key, figures] : comm.tuning.pricedLinks) {
       const auto it = linkCache.find(key);
       // Only the figures this communicator took: a later probe's stay.
       if (it != linkCache.end() && it->second.alpha == figures.alpha && it->second.beta == figures.beta) {

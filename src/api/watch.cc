@@ -37,19 +37,19 @@ Watched& watched() {
 
 // A communicator that failed is still watched: its error may be a lost rank's, which the
 // watcher names and passes on.
-bool watchable(cclComm_t comm) { return !comm->aborted.load() && !comm->revoked.load(); }
+bool watchable(cclComm_t comm) { return !comm->life.aborted.load() && !comm->life.revoked.load(); }
 
 // declareLost with the watcher's lock held.
 bool declareLostLocked(cclComm_t comm, int lost, const char* why) {
   int none = -1;
-  if (!comm->lostRank.compare_exchange_strong(none, lost)) return false;
+  if (!comm->life.lostRank.compare_exchange_strong(none, lost)) return false;
   cclResult_t ok = cclSuccess;
-  comm->asyncError.compare_exchange_strong(ok, cclRemoteError);
+  comm->life.asyncError.compare_exchange_strong(ok, cclRemoteError);
   CCL_WARN("comm %p rank %d: rank %d is gone (%s)", static_cast<void*>(comm), comm->rank, lost, why);
-  comm->bootstrap->relayLost(lost);
+  comm->links.bootstrap->relayLost(lost);
   // Calls in progress here, and the peers', fail now rather than at CCL_TIMEOUT. (A device
   // call waiting on NCCL is left to NCCL: comm->nccl may be replaced while the watcher looks.)
-  comm->transport->abort();
+  comm->links.transport->abort();
   return true;
 }
 
@@ -57,7 +57,7 @@ bool declareLostLocked(cclComm_t comm, int lost, const char* why) {
 // its connections (one ended behind bytes still to be read, so poll would not sleep).
 bool lookAt(cclComm_t comm) {
   if (!watchable(comm)) return true;
-  const int lost = comm->bootstrap->lostNeighbour();
+  const int lost = comm->links.bootstrap->lostNeighbour();
   if (lost == bootstrap::Bootstrap::kUndecided) return false;
   if (lost >= 0)
     declareLostLocked(comm, lost, "its process exited, it aborted the communicator or its host went silent");
@@ -75,8 +75,8 @@ void run() {
       fds.assign(1, pollfd{w.wake, POLLIN, 0});
       for (cclComm_t comm : w.comms)
         if (watchable(comm) && std::find(later.begin(), later.end(), comm) == later.end()) {
-          for (int fd : comm->bootstrap->ringFds()) fds.push_back({fd, POLLRDHUP, 0});
-          for (int fd : comm->bootstrap->pulseFds()) fds.push_back({fd, POLLIN, 0});
+          for (int fd : comm->links.bootstrap->ringFds()) fds.push_back({fd, POLLRDHUP, 0});
+          for (int fd : comm->links.bootstrap->pulseFds()) fds.push_back({fd, POLLIN, 0});
         }
       for (bootstrap::Bootstrap* b : w.starting)
         for (int fd : b->pulseFds()) fds.push_back({fd, POLLIN, 0});
@@ -100,8 +100,8 @@ void run() {
     for (cclComm_t comm : w.comms) {
       if (!lookAt(comm)) later.push_back(comm);
       if (!watchable(comm)) continue;
-      pulse(comm->bootstrap.get());
-      const int quiet = comm->bootstrap->answerAsked();
+      pulse(comm->links.bootstrap.get());
+      const int quiet = comm->links.bootstrap->answerAsked();
       if (quiet >= 0) declareLostLocked(comm, quiet, bootstrap::Bootstrap::kQuietReason);
     }
     for (bootstrap::Bootstrap* b : w.starting) pulse(b);
@@ -118,7 +118,7 @@ void wakeWatcher(Watched& w) {
 void goodbyeAtExit() {
   Watched& w = watched();
   std::lock_guard<std::mutex> lock(w.mu);
-  for (cclComm_t comm : w.comms) comm->bootstrap->goodbye();
+  for (cclComm_t comm : w.comms) comm->links.bootstrap->goodbye();
 }
 
 // fork(): the child has no watcher thread, and the lock must not be inherited held.
@@ -192,10 +192,10 @@ bool declareLost(cclComm_t comm, int lost, const char* why) {
 
 int lostRankSoon(cclComm_t comm, std::chrono::milliseconds wait) {
   const auto until = std::chrono::steady_clock::now() + wait;
-  int lost = comm->lostRank.load();
+  int lost = comm->life.lostRank.load();
   while (lost < 0 && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    lost = comm->lostRank.load();
+    lost = comm->life.lostRank.load();
   }
   return lost;
 }

@@ -99,13 +99,13 @@ TEST(IntraCodec, KeptOnTheCommunicatorWithItsHostIdentity) {
   config.intraCompression = &intra;
   cclComm_t comm = nullptr;
   ASSERT_EQ(cclCommInitRankConfig(&comm, 1, id, 0, &config), cclSuccess) << cclGetLastError(nullptr);
-  EXPECT_EQ(comm->intraCodec.codec, cclCodecInt4);
-  EXPECT_EQ(comm->policy.codec.codec, cclCodecNone) << "the default codec is another setting";
-  EXPECT_EQ(comm->hostId, host::hashText("box-3"));
+  EXPECT_EQ(comm->compression.intraCodec.codec, cclCodecInt4);
+  EXPECT_EQ(comm->compression.policy.codec.codec, cclCodecNone) << "the default codec is another setting";
+  EXPECT_EQ(comm->placement.hostId, host::hashText("box-3"));
   EXPECT_EQ(comm->config.hostId, nullptr);
   EXPECT_EQ(comm->config.intraCompression, nullptr);
-  ASSERT_NE(comm->topology, nullptr);
-  EXPECT_EQ(comm->topology->nodes(), 1);
+  ASSERT_NE(comm->placement.topology, nullptr);
+  EXPECT_EQ(comm->placement.topology->nodes(), 1);
   EXPECT_EQ(cclCommDestroy(comm), cclSuccess);
 
   ScopedEnv bad("CCL_CODEC_INTRA", "zip");
@@ -131,8 +131,8 @@ TEST(LinkCache, ALaterCommunicatorTakesTheLinksAnEarlierOneMeasured) {
       config.hostId = host.c_str();
       cclComm_t comm = nullptr;
       ASSERT_EQ(cclCommInitRankConfig(&comm, 4, id, r, &config), cclSuccess) << cclGetLastError(nullptr);
-      ASSERT_NE(comm->costModel, nullptr);
-      got[static_cast<size_t>(r)] = *comm->costModel;
+      ASSERT_NE(comm->tuning.costModel, nullptr);
+      got[static_cast<size_t>(r)] = *comm->tuning.costModel;
       EXPECT_EQ(cclCommDestroy(comm), cclSuccess);
     }));
     return got[0];
@@ -172,9 +172,9 @@ TEST(LinkCache, CallsFarFromTheirPredictionsSendTheLinksToBeMeasuredAgain) {
       std::vector<float> v(1024, 1.0f);
       for (int i = 0; i < 3; ++i)
         ASSERT_EQ(cclAllReduce(v.data(), v.data(), v.size(), cclFloat32, cclSum, comm, nullptr), cclSuccess);
-      EXPECT_EQ(comm->timedCalls, 3u) << "every call the model chose is timed against its prediction";
+      EXPECT_EQ(comm->tuning.timedCalls, 3u) << "every call the model chose is timed against its prediction";
       if (r == 0) {
-        got = *comm->costModel;
+        got = *comm->tuning.costModel;
         api::noteCallTime(*comm, 1e-3, 1e-3);  // the real calls' run, whatever it was, ends
         for (int i = 0; i < far; ++i) {
           if (i == breakAfter) api::noteCallTime(*comm, 1e-3, 1e-3);
