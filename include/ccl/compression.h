@@ -135,8 +135,8 @@ CCL_API cclResult_t cclCodecErrorBound(const cclCompression_t* compression, doub
  * the links CCL_LINK_MODEL describes (ALPHA_US:GBYTES_PER_S[:OVERHEAD_US], or
  * across=...,inside=...; the same on every rank), else on links probed at init, each level
  * by pairs of its ranks exchanging 8 bytes and 64 KiB to 1 MiB (grown until an exchange
- * takes 2 ms; the slowest pair's times; a few dozen calls, so init cannot then be inside a
- * group; once per process and pair of hosts: a later communicator whose pairs were all
+ * takes 2 ms; the slowest pair's times; a few dozen exchanges of the library's own, which
+ * are not calls: init may be inside a group, and cclStats_t counts none; once per process and pair of hosts: a later communicator whose pairs were all
  * measured takes the slowest of those figures instead, unless 16 calls in a row of an
  * earlier one took over 3x or under 1/3 of their predicted time: its links are then
  * measured again),

@@ -81,8 +81,10 @@ using coll::codecKey;
 // links, the device kit's kernels), in a cache of their own, and choose only the algorithm.
 // Returns the predicted seconds (0 where the model does not price it).
 double chooseByCost(cclComm_t comm, const Call& c, int opKind, bool codecToo, bool device, coll::CollArgs& a) {
-  // The key's codec field: the call's own codec (0 or odd, codecKey), or 2 for auto's.
-  const PlanKey shape{opKind, c.count, c.dtype, c.op, c.root, a.inPlace, codecToo ? 2 : codecKey(a)};
+  // Staging does not change the choice; a codec the model chooses is no call's own.
+  PlanKey shape = PlanKey::of(opKind, a);
+  shape.misaligned = 0;
+  if (codecToo) shape.codec = coll::kAutoCodecKey;
   const coll::CostModel& model = device ? *comm->tuning.deviceCostModel : *comm->tuning.costModel;
   const coll::Choice& choice = (device ? comm->tuning.deviceChoices : comm->tuning.choices).get(shape, [&] {
     if (!codecToo) {
@@ -303,7 +305,7 @@ DeviceCall deviceCall(const Call& c, Prepared& p, bool peek = false) {
     d.args.feedback = d.feedback != nullptr;
     d.feedbackFloats = coll::feedbackFloats(c.kind, d.args);
   }
-  d.key = PlanKey{p.opKind, c.count, c.dtype, c.op, c.root, p.a.inPlace, codecKey(d.args), p.a.misaligned};
+  d.key = PlanKey::of(p.opKind, d.args);
   return d;
 }
 
@@ -339,7 +341,7 @@ void runCollective(const Call& c) {
     op.feedbackFloats = coll::feedbackFloats(c.kind, a);
     op.feedbackErrorFloats = codec::isLowRank(a.codec.codec) ? a.count : op.feedbackFloats;
   }
-  PlanKey key{opKind, c.count, c.dtype, c.op, c.root, a.inPlace, codecKey(a), a.misaligned};
+  const PlanKey key = PlanKey::of(opKind, a);
   op.plan = cachedPlan(comm, key, [&] {
     CCL_INFO("%s count %zu %s: codec %s, algorithm %s", c.fn, c.count, dataTypeName(c.dtype),
              cclCodecName(a.codec.codec), coll::algoName(coll::chooseAlgorithm(c.kind, a).algo));

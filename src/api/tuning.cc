@@ -10,14 +10,18 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "api/comm.h"
-#include "api/group.h"
+#include "collectives/algorithms/algorithms.h"
 #include "collectives/exec/compute_cost.h"
+#include "collectives/exec/executor.h"
+#include "collectives/exec/scratch_pool.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "common/tags.h"
 
 namespace ccl::api {
 
@@ -29,6 +33,29 @@ namespace {
 // level); noteCallTime removes links whose calls stray from their predictions.
 std::mutex linkCacheMutex;
 std::map<LinkKey, coll::LinkCost> linkCache;
+
+// Runs `plan` as one call of its own on this rank (the next collective sequence number, as
+// every rank does at the same point of init) through the executor: the tuner builds its
+// probes as plans and never re-enters the public API, whose calls would count in the
+// communicator's statistics and pass through its groups and policy.
+void runProbePlan(cclComm& comm, const coll::Plan& plan, const void* send, void* recv) {
+  coll::ScratchLease scratch(comm.links.scratch, plan.scratchBytes);
+  coll::Job job;
+  job.plan = &plan;
+  job.buffers = {send, recv, scratch.get(), nullptr};
+  job.transport = comm.links.transport.get();
+  job.tagBase = tags::collectiveBase(comm.seq.collectives++);
+  job.aborted = &comm.life.aborted;
+  job.callSeed = job.tagBase;
+  coll::ExecOptions options;
+  options.timeout = comm.settings.timeout;
+  options.yieldWhenIdle = comm.settings.yieldWhenIdle;
+  try {
+    coll::execute(std::span<const coll::Job>(&job, 1), options);
+  } catch (const Error& e) {
+    throw Error(e.code(), std::string("the cost model's probe of the links failed: ") + e.what());
+  }
+}
 
 // The cost model's links when CCL_LINK_MODEL gives none (CCL_CODEC=auto, or
 // CCL_LINK_MODEL=probe), one level at a time, unless linkCache knows them: every rank with a
@@ -51,8 +78,16 @@ bool probeLevel(cclComm& comm, bool across, coll::LinkCost* link) {
   if (!across && (local ^ 1) < t.nodeSize(node)) partner = t.rankOf(node, local ^ 1);
   if (across && (node ^ 1) < t.nodes() && local < t.nodeSize(node ^ 1)) partner = t.rankOf(node ^ 1, local);
   auto agree = [&](double* v, size_t n) {
-    const cclResult_t r = cclAllReduce(v, v, n, cclFloat64, cclMax, &comm, nullptr);
-    CCL_CHECK(r == cclSuccess, r, "the cost model's probe of the links failed");
+    coll::CollArgs a;
+    a.rank = comm.rank;
+    a.nranks = comm.nranks;
+    a.count = n;
+    a.dtype = cclFloat64;
+    a.op = cclMax;
+    a.inPlace = true;
+    a.readInPlace = true;
+    a.topo = comm.placement.topology.get();
+    runProbePlan(comm, coll::planAllReduce(a), v, v);
   };
   // Every rank says whether it has a partner and whether its pair's links are known; all
   // then probe, or all take the slowest known figures (max alpha, min beta).
@@ -79,13 +114,14 @@ bool probeLevel(cclComm& comm, bool across, coll::LinkCost* link) {
     return true;
   }
   std::vector<char> out(size_t{1} << 20), in(out.size());
+  // One message each way with the partner; a rank without one runs an empty plan, so that
+  // every rank takes the same sequence numbers.
   auto exchange = [&](size_t bytes) {
-    if (partner < 0) return;
-    auto ok = [](cclResult_t r) { CCL_CHECK(r == cclSuccess, r, "the cost model's probe of the links failed"); };
-    ok(cclGroupStart());
-    ok(cclSend(out.data(), bytes, cclUint8, partner, &comm, nullptr));
-    ok(cclRecv(in.data(), bytes, cclUint8, partner, &comm, nullptr));
-    ok(cclGroupEnd());
+    const uint32_t tag = static_cast<uint32_t>(tags::stepTag(0, comm.nranks, 0, 0));
+    const coll::Plan plan =
+        partner < 0 ? coll::Plan{}
+                    : coll::mergePlans(coll::planSend(partner, tag, bytes), coll::planRecv(partner, tag, bytes));
+    runProbePlan(comm, plan, out.data(), in.data());
   };
   // `samples` timed exchanges after one warm-up; the `pick`-th fastest, the slowest rank's.
   auto time = [&](size_t bytes, int samples, int pick) {
@@ -123,22 +159,10 @@ bool probeLevel(cclComm& comm, bool across, coll::LinkCost* link) {
 
 // Both levels; a level no rank can probe (one node; nodes of one rank) takes the other's.
 void probeLinks(cclComm& comm, coll::CostModel* m) {
-  CCL_CHECK(!groupActive(), cclInvalidUsage,
-            "the cost model probes the links at init (CCL_CODEC=auto or CCL_LINK_MODEL=probe), which cannot run inside "
-            "a group");
-  cclOpStats_t saved[cclNumOpKinds];
-  {
-    std::lock_guard<std::mutex> lock(comm.counters.mutex);
-    std::copy(std::begin(comm.counters.stats), std::end(comm.counters.stats), saved);
-  }
   const bool inside = probeLevel(comm, false, &m->inside);
   const bool across = probeLevel(comm, true, &m->across);
   if (!inside) m->inside = m->across;
   if (!across) m->across = m->inside;
-  {
-    std::lock_guard<std::mutex> lock(comm.counters.mutex);
-    std::copy(saved, saved + cclNumOpKinds, comm.counters.stats);
-  }
 }
 
 }  // namespace

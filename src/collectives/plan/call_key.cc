@@ -10,6 +10,10 @@ uint64_t codecDigest(const codec::Params& p) {
                 uint64_t(p.rank), uint64_t(p.rows), uint64_t(p.cols), uint64_t(p.warmStart)});
 }
 
+CallKey CallKey::of(int kind, const CollArgs& a) {
+  return CallKey{kind, a.count, a.dtype, a.op, a.root, a.inPlace, codecKey(a), a.misaligned};
+}
+
 uint64_t codecKey(const CollArgs& a) {
   if (a.codec.codec == cclCodecNone) return 0;
   // Whether the low-rank codec's feedback state keeps a residual is the caller's, per rank.

@@ -26,7 +26,14 @@ struct CallKey {
   uint64_t codec;          // codecKey(): 0 uncompressed
   uint8_t misaligned = 0;  // CollArgs::misaligned: buffers staged through aligned scratch
   bool operator==(const CallKey&) const = default;
+  // The key of a call of `kind` (count, type, op, root, in place, codec, staging) as its
+  // arguments say: the one way the API's caches key a collective.
+  static CallKey of(int kind, const CollArgs& a);
 };
+
+// The codec field of a shape whose codec the cost model chooses (CCL_CODEC=auto): codecKey()
+// is 0 or odd, so 2 is no call's own codec.
+inline constexpr uint64_t kAutoCodecKey = 2;
 
 // What the ranks must agree on about a call's codec (error feedback is each rank's own).
 uint64_t codecDigest(const codec::Params& p);

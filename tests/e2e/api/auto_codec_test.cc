@@ -211,6 +211,31 @@ TEST(AutoAlgorithm, ALinkModelAloneChoosesTheAlgorithmByCost) {
   });
 }
 
+// The probe at init runs plans of its own through the executor, not public calls: a
+// communicator made inside a group (as NCCL allows, one per device) is probed as one made
+// outside, and its probe counts in no statistics.
+TEST(AutoAlgorithm, LinksAreProbedForACommunicatorMadeInsideAGroup) {
+  ScopedEnv link("CCL_LINK_MODEL", "probe");
+  cclUniqueId id{};
+  ASSERT_EQ(cclGetUniqueId(&id), cclSuccess);
+  expectNoneThrew(runRanks(4, [&](int r) {
+    cclComm_t comm = nullptr;
+    ASSERT_EQ(cclGroupStart(), cclSuccess);
+    const cclResult_t init = cclCommInitRank(&comm, 4, id, r);
+    ASSERT_EQ(cclGroupEnd(), cclSuccess);
+    ASSERT_EQ(init, cclSuccess) << cclGetLastError(nullptr);
+    cclStats_t s = CCL_STATS_INITIALIZER;
+    ASSERT_EQ(cclCommGetStats(comm, &s), cclSuccess);
+    EXPECT_EQ(s.op[cclOpSend].calls + s.op[cclOpRecv].calls + s.op[cclOpAllReduce].calls, 0u);
+    std::vector<float> x(4096, static_cast<float>(r + 1)), y(x.size());
+    ASSERT_EQ(cclAllReduce(x.data(), y.data(), x.size(), cclFloat32, cclSum, comm, nullptr), cclSuccess);
+    for (float v : y) ASSERT_EQ(v, 10.0f);
+    ASSERT_EQ(cclCommGetStats(comm, &s), cclSuccess);
+    EXPECT_EQ(s.autoChosen[cclOpAllReduce], 1u) << "the probed model chose";
+    EXPECT_EQ(cclCommDestroy(comm), cclSuccess);
+  }));
+}
+
 TEST(AutoAlgorithm, ANamedAlgorithmOrAnUntimedCodecKeepsTheRules) {
   ScopedEnv link("CCL_LINK_MODEL", "1000:1000");
   {
