@@ -133,8 +133,10 @@ def test_installed_files_and_version():
 
 
 def test_dtype_and_op_enums_match_the_header():
-    with open(os.path.join(ccl.get_include(), "ccl", "ccl.h")) as f:
-        header = f.read()
+    header = ""
+    for name in ("ccl.h", "compression.h"):  # ccl.h includes compression.h
+        with open(os.path.join(ccl.get_include(), "ccl", name)) as f:
+            header += f.read()
     for name, enum in (("Float8e4m3", ccl.DataType.FLOAT8_E4M3), ("Bfloat16", ccl.DataType.BFLOAT16),
                        ("Uint64", ccl.DataType.UINT64), ("Avg", ccl.Op.AVG), ("Prod", ccl.Op.PROD),
                        ("CodecPowerSgd", ccl.Codec.POWERSGD), ("OpRecv", ccl.OpKind.RECV),
