@@ -60,7 +60,8 @@ __global__ void copyStatus(const DecodeState* st, uint32_t* status, bool orInto)
     *status |= st->status;
 }
 
-// Loaded with the rest of this file's kernels before any flag kernel runs (collectives/exec/cuda/kernel_preload.h).
+// Loaded with the rest of this file's kernels before any flag kernel runs
+// (collectives/exec/cuda/kernel_preload.h).
 const ::ccl::KernelLibrary kKernels(&copyStatus);
 
 constexpr unsigned kThreads = 256;

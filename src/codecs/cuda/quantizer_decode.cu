@@ -35,7 +35,8 @@ __global__ void checkRawCount(DecodeState* st) {
     st->status |= kStatusBadRawBlocks;
 }
 
-// Loaded with the rest of this file's kernels before any flag kernel runs (collectives/exec/cuda/kernel_preload.h).
+// Loaded with the rest of this file's kernels before any flag kernel runs
+// (collectives/exec/cuda/kernel_preload.h).
 const ::ccl::KernelLibrary kKernels(&checkRawCount);
 
 template <class T>

@@ -201,7 +201,8 @@ __global__ void checkRandK(DecodeState* st) {
   if (st->status == 0 && st->h.count > 0 && st->h.aux == 0) st->status = kStatusBadIndices;
 }
 
-// Loaded with the rest of this file's kernels before any flag kernel runs (collectives/exec/cuda/kernel_preload.h).
+// Loaded with the rest of this file's kernels before any flag kernel runs
+// (collectives/exec/cuda/kernel_preload.h).
 const ::ccl::KernelLibrary kKernels(&checkRandK);
 
 template <class Sink>

@@ -165,7 +165,8 @@ __global__ void allIndices(uint64_t n, uint32_t* idx, SparseState* st) {
   if (firstThread() == 0) st->kept = n;
 }
 
-// Loaded with the rest of this file's kernels before any flag kernel runs (collectives/exec/cuda/kernel_preload.h).
+// Loaded with the rest of this file's kernels before any flag kernel runs
+// (collectives/exec/cuda/kernel_preload.h).
 const ::ccl::KernelLibrary kKernels(&allIndices);
 
 __device__ inline uint32_t varintBytes(uint32_t v) {

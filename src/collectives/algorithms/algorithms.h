@@ -23,7 +23,8 @@ namespace ccl::coll {
 // shift (the wave schedule then reads one block of plans: planShifts). The choice is
 // chooseAlgorithm's: the row CCL_ALGO names when it has one for the collective and it
 // applies, else the first row in table order that applies and is preferred. The last row of
-// every collective applies to every call. AlgorithmTable.* (tests/unit/collectives/algorithms/algorithms_table_test.cc) checks every row.
+// every collective applies to every call. AlgorithmTable.* checks every row
+// (tests/unit/collectives/algorithms/algorithms_table_test.cc).
 struct AlgoEntry {
   Algo algo;
   Coll coll;

@@ -29,7 +29,8 @@ __global__ void waitFlagKernel(const volatile unsigned long long* flag, unsigned
   while (*flag < value) __nanosleep(2000);
 }
 
-// Loaded with the rest of this file's kernels before any flag kernel runs (collectives/exec/cuda/kernel_preload.h).
+// Loaded with the rest of this file's kernels before any flag kernel runs
+// (collectives/exec/cuda/kernel_preload.h).
 const ::ccl::KernelLibrary kKernels(&waitFlagKernel);
 
 // Stores a flag the host polls, after everything before it on the stream.

@@ -92,7 +92,8 @@ struct DivideFloatOp {
   __device__ void operator()(const Piece& p, uint64_t i) const { static_cast<float*>(p.dst)[i] /= divisor; }
 };
 
-// Loaded with the rest of this file's kernels before any flag kernel runs (collectives/exec/cuda/kernel_preload.h).
+// Loaded with the rest of this file's kernels before any flag kernel runs
+// (collectives/exec/cuda/kernel_preload.h).
 const ::ccl::KernelLibrary kKernels(&tableKernel<DivideFloatOp>);
 
 // Launches `f` over `pieces` in tables of kPieces; returns the launches.
