@@ -86,13 +86,6 @@ void execute(std::span<const coll::Job> jobs, std::span<const Op> ops, const col
   }
 }
 
-coll::ExecOptions optionsFor(cclComm_t c) {
-  coll::ExecOptions o;
-  o.timeout = c->settings.timeout;
-  o.yieldWhenIdle = c->settings.yieldWhenIdle;
-  return o;
-}
-
 void runOne(const Op& op) {
   ActiveGuard active(op.comm);
   coll::ScratchLease scratch(op.comm->links.scratch, op.plan->scratchBytes);
@@ -160,6 +153,13 @@ void enqueueAsync(coll::Stream* stream, const std::vector<cclComm_t>& comms, std
 }
 
 }  // namespace
+
+coll::ExecOptions optionsFor(cclComm_t c) {
+  coll::ExecOptions o;
+  o.timeout = c->settings.timeout;
+  o.yieldWhenIdle = c->settings.yieldWhenIdle;
+  return o;
+}
 
 void addStats(cclComm_t comm, int opKind, bool compressed, bool chosenByCost, const coll::ExecStats& s) {
   std::lock_guard<std::mutex> lock(comm->counters.mutex);

@@ -52,6 +52,9 @@ void groupFail(cclResult_t code);
 // open.
 void submit(Op&& op);
 
+// How the executor runs a communicator's jobs: its CCL_TIMEOUT and whether it yields when idle.
+coll::ExecOptions optionsFor(cclComm_t c);
+
 // Adds what one operation moved to `comm`'s statistics (cclCommGetStats).
 void addStats(cclComm_t comm, int opKind, bool compressed, bool chosenByCost, const coll::ExecStats& s);
 // Empty statistics of one operation of `comm`, which split its sends by node.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "api/comm.h"
+#include "api/group.h"
 #include "collectives/algorithms/algorithms.h"
 #include "collectives/exec/compute_cost.h"
 #include "collectives/exec/executor.h"
@@ -47,11 +48,8 @@ void runProbePlan(cclComm& comm, const coll::Plan& plan, const void* send, void*
   job.tagBase = tags::collectiveBase(comm.seq.collectives++);
   job.aborted = &comm.life.aborted;
   job.callSeed = job.tagBase;
-  coll::ExecOptions options;
-  options.timeout = comm.settings.timeout;
-  options.yieldWhenIdle = comm.settings.yieldWhenIdle;
   try {
-    coll::execute(std::span<const coll::Job>(&job, 1), options);
+    coll::execute(std::span<const coll::Job>(&job, 1), optionsFor(&comm));
   } catch (const Error& e) {
     throw Error(e.code(), std::string("the cost model's probe of the links failed: ") + e.what());
   }
