@@ -4,23 +4,18 @@
 #include "transport/bootstrap/ring.h"
 
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <array>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "common/tags.h"
 #include "transport/bootstrap/wire.h"
 
 namespace ccl::bootstrap {
