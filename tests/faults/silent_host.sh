@@ -31,12 +31,42 @@ build_links
 silence=${CCL_PEER_SILENCE_MS:-500}
 export CCL_PEER_SILENCE_MS=$silence CCL_TIMEOUT=60 CCL_SOCKET_IFNAME=$ifname CCL_TRANSPORT=ucx UCX_NET_DEVICES=$ifname
 
+# Waits (10 s at most) until rank FROM reaches rank TO's host: a connection to a port nobody
+# listens on is refused once the path works, and unreachable while the port brought back up
+# is not yet forwarding or a neighbour entry the cut left failed has not been renewed.
+wait_reachable() {
+  rank_exec "$1" python3 - "$(rank_addr "$2")" <<'PY'
+import errno, socket, sys, time
+end = time.time() + 10
+while True:
+    s = socket.socket()
+    s.settimeout(1)
+    try:
+        s.connect((sys.argv[1], 9))
+        sys.exit(0)
+    except ConnectionRefusedError:
+        sys.exit(0)
+    except OSError as e:
+        if time.time() > end:
+            sys.exit("silent_host.sh: %s still unreachable: %s" % (sys.argv[1], e))
+        time.sleep(0.1)
+    finally:
+        s.close()
+PY
+}
+
 # One trial of MODE (idle or call); its ranks' JSON lines on stdout; non-zero if one is wrong.
 trial() {
   local mode=$1 r i n line status=0
   local pids=()
   rm -f "$work"/id "$work"/ready.* "$work"/silenced "$work"/silenced.tmp "$work"/result.*
+  # The last rank's port comes back from the previous trial's cut: every rank must reach
+  # it (and it them) before the trial starts, or its rendezvous fails with no route to host.
   ip -n "$hub" link set "slh$last" up
+  for ((r = 0; r < last; r++)); do
+    wait_reachable "$last" "$r" || return 1
+    wait_reachable "$r" "$last" || return 1
+  done
   # Stopped: CCL_TIMEOUT short, so that the call fails in time and names the stopped rank.
   local timeout=60
   [[ $mode == stopped ]] && timeout=3
