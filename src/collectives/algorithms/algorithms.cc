@@ -179,18 +179,13 @@ bool evenRingChunks(const CollArgs& a, size_t count, size_t elemSize) {
          chunks(seg.size(static_cast<size_t>(a.nranks) - 1), elemSize, a.chunkBytes).parts;
 }
 
+std::optional<Plan> localAllReduce(const CollArgs& a) {
+  if (a.count != 0 && a.nranks != 1) return std::nullopt;
+  Plan p = detail::emptyPlan(a);
+  if (a.count && !a.inPlace) p.copy({Buf::kRecv, 0}, {Buf::kSend, 0}, a.count * dataTypeSize(a.dtype));
+  return p;
+}
+
 }  // namespace detail
-
-Plan planSend(int peer, uint32_t tag, size_t bytes) {
-  Plan p;
-  p.send(peer, tag, {Buf::kSend, 0}, bytes);
-  return p;
-}
-
-Plan planRecv(int peer, uint32_t tag, size_t bytes) {
-  Plan p;
-  p.recv(peer, tag, {Buf::kRecv, 0}, bytes);
-  return p;
-}
 
 }  // namespace ccl::coll

@@ -78,7 +78,7 @@ size_t hierarchicalFeedbackFloats(const CollArgs& a);
 // of one size, and an allreduce across nodes whose plans are the ring's rotations.
 bool hierarchicalAllReduceSymmetric(const CollArgs& a);
 
-// Compressed point to point (compressed.cc), a.misaligned's buffer staged (misaligned.h).
+// Compressed point to point (p2p.cc), a.misaligned's buffer staged (misaligned.h).
 Plan planCompressedSend(const CollArgs& a, int peer, uint32_t tag);
 Plan planCompressedRecv(const CollArgs& a, int peer, uint32_t tag);
 // fp32 values of error-feedback state the plan of collective c with `a` (an allreduce,
@@ -92,33 +92,39 @@ Plan planRecv(int peer, uint32_t tag, size_t bytes);
 // Shared by the builders.
 namespace detail {
 // The rows of the algorithm table (their collectives' trivial calls, no data or one rank,
-// included). Uncompressed:
-Plan directAllReduce(const CollArgs& a);             // every rank to every rank, one round
-Plan recursiveDoublingAllReduce(const CollArgs& a);  // CCL_ALGO=tree
-Plan ringAllReduce(const CollArgs& a);               // reduce-scatter, then allgather
+// included), by family; each family's file holds its uncompressed and compressed rows.
+// ring.cc:
+Plan ringAllReduce(const CollArgs& a);  // reduce-scatter, then allgather
 Plan ringReduceScatter(const CollArgs& a);
 Plan ringAllGather(const CollArgs& a);
+Plan compressedRingAllReduce(const CollArgs& a);  // random-k's values ring where they line up
+bool compressedRingPreferred(const CollArgs& a);  // when auto prefers it
+bool compressedRingSymmetric(const CollArgs& a);  // when its plans are the ring's rotations
+// two_shot.cc:
+Plan twoShotAllReduce(const CollArgs& a);
+bool twoShotSymmetric(const CollArgs& a);
+Plan compressedReduceScatter(const CollArgs& a);  // every rank's stream to each block's owner
+// direct.cc:
+Plan directAllReduce(const CollArgs& a);  // every rank to every rank, one round
 Plan directBroadcast(const CollArgs& a);  // the root to every rank
-Plan chainBroadcast(const CollArgs& a);   // CCL_ALGO=ring: pipelined along root, root+1, ...
 Plan directReduce(const CollArgs& a);     // every rank to the root
-Plan chainReduce(const CollArgs& a);      // CCL_ALGO=ring: root+1, root+2, ..., root
 Plan directAlltoAll(const CollArgs& a);
 Plan directGather(const CollArgs& a);
 Plan directScatter(const CollArgs& a);
-// Compressed (compressed.cc):
-Plan twoShotAllReduce(const CollArgs& a);
-Plan compressedRingAllReduce(const CollArgs& a);  // random-k's values ring where they line up
-Plan sparseAllReduce(const CollArgs& a);
-Plan compressedReduceScatter(const CollArgs& a);  // every rank's stream to each block's owner
-Plan compressedAllGather(const CollArgs& a);      // each rank's stream to every rank
-Plan compressedChainBroadcast(const CollArgs& a);
+Plan compressedAllGather(const CollArgs& a);  // each rank's stream to every rank
 Plan compressedAlltoAll(const CollArgs& a);
-Plan powerSgdAllReduce(const CollArgs& a);  // lowrank_allreduce.cc: codec powersgd
+// tree.cc:
+Plan recursiveDoublingAllReduce(const CollArgs& a);  // CCL_ALGO=tree
+// chain.cc:
+Plan chainBroadcast(const CollArgs& a);  // CCL_ALGO=ring: pipelined along root, root+1, ...
+Plan chainReduce(const CollArgs& a);     // CCL_ALGO=ring: root+1, root+2, ..., root
+Plan compressedChainBroadcast(const CollArgs& a);
+// sparse.cc:
+Plan sparseAllReduce(const CollArgs& a);
+// lowrank.cc (codec powersgd):
+Plan powerSgdAllReduce(const CollArgs& a);
 bool powerSgdSymmetric(const CollArgs& a);
-// When auto prefers a compressed row, and when its plans are the ring's rotations.
-bool compressedRingPreferred(const CollArgs& a);
-bool twoShotSymmetric(const CollArgs& a);
-bool compressedRingSymmetric(const CollArgs& a);
+// Shared by the builders (algorithms.cc; the compressed rows' own in codec_steps.h):
 inline int mod(int a, int n) { return ((a % n) + n) % n; }
 Plan emptyPlan(const CollArgs& a);
 // The uncompressed allreduce that nothing crosses (no data, or one rank); nullopt otherwise.

@@ -1,11 +1,18 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Ring reduce-scatter and allgather, and allreduce as the two back to back. Segment k of
-// the data ends up reduced on rank k; every segment is cut into chunks that travel the
-// ring independently, so one chunk's reduction overlaps the next chunk's transfer.
+// The ring family. Reduce-scatter and allgather, and allreduce as the two back to back.
+// Segment k of the data ends up reduced on rank k; every segment is cut into chunks that
+// travel the ring independently, so one chunk's reduction overlaps the next chunk's transfer.
+// Compressed allreduce: the partial sum is decoded, added and re-encoded at every hop (n
+// quantizations, one fused step each); the sums then go round the ring untouched. Random-k
+// draws the same positions on every rank, so the kept values of all ranks line up: an
+// uncompressed ring allreduce of just the k values inside each rank's stream, then one
+// decode; the sum stays k-sparse and each rank sends 2(n-1)/n * 4k bytes.
 #include <functional>
+#include <utility>
 #include <vector>
 
-#include "collectives/algorithms/algorithms.h"
+#include "codecs/wire.h"
+#include "collectives/algorithms/codec_steps.h"
 #include "common/dtype.h"
 
 namespace ccl::coll {
@@ -161,5 +168,111 @@ Plan detail::ringAllGather(const CollArgs& a) {
   allGatherSteps(p, a, L, a.inPlace ? Ref{Buf::kRecv, a.rank * bytes} : Ref{Buf::kSend, 0}, {}, nullptr);
   return p;
 }
+
+namespace detail {
+namespace {
+
+Plan quantizedRing(const CollArgs& a) {
+  const int n = a.nranks, r = a.rank, next = mod(r + 1, n), prev = mod(r - 1, n);
+  Builder b(a);
+  Plan& p = b.plan();
+  Split seg{a.count, static_cast<size_t>(n)};
+  // Per segment and chunk: the stream this rank sends on for it (its own input encoded at the
+  // first step; after that, what a hop made of it), and the steps that read its input.
+  std::vector<std::vector<Sent>> out(n);
+  std::vector<Deps> readDone(n);
+  for (int s = 0; s + 1 < n; ++s) {
+    const int sendSeg = mod(r - 1 - s, n), recvSeg = mod(r - 2 - s, n);
+    Pieces sc = pieces(a, seg.size(sendSeg));
+    for (size_t j = 0; j < sc.parts(); ++j) {
+      const size_t at = seg.offset(sendSeg) + sc.offset(j);
+      if (s == 0) {
+        out[sendSeg].push_back(b.encode(b.send(at), a.dtype, sc.size(j), b.residual(at), {}));
+        readDone[sendSeg].push_back(out[sendSeg][j].second);
+      }
+      b.sendTo(next, tag(0, n, s, j), out[sendSeg][j].first, {out[sendSeg][j].second});
+    }
+    // Each hop is one fused step: the partial sum received, plus this rank's chunk, encoded
+    // again for the next rank. The last hop makes the owner's sum (divided for cclAvg), which
+    // is encoded once and then travels the ring unchanged.
+    const bool owner = recvSeg == r;
+    Pieces rc = pieces(a, seg.size(recvSeg));
+    for (size_t j = 0; j < rc.parts(); ++j) {
+      const size_t at = seg.offset(recvSeg) + rc.offset(j);
+      auto [st, rid] = b.recvFrom(prev, tag(0, n, s, j), rc.size(j));
+      out[recvSeg].push_back(b.decodeAddEncode(st, b.send(at), a.dtype, owner && a.op == cclAvg,
+                                               b.residual(owner ? a.count + rc.offset(j) : at), {rid}));
+      readDone[recvSeg].push_back(out[recvSeg][j].second);
+    }
+  }
+  Pieces oc = pieces(a, seg.size(r));
+  for (size_t j = 0; j < oc.parts(); ++j) {
+    const auto& [st, e] = out[r][j];
+    b.sendTo(next, tag(1, n, 0, j), st, {e});
+    p.decode(b.recv(seg.offset(r) + oc.offset(j)), a.dtype, st.buf, st.slot, oc.size(j), {e});
+  }
+  for (int s = 0; s + 1 < n; ++s) {
+    const int recvSeg = mod(r - s - 1, n);
+    Pieces rc = pieces(a, seg.size(recvSeg));
+    for (size_t j = 0; j < rc.parts(); ++j) {
+      auto [st, rid] = b.recvFrom(prev, tag(1, n, s, j), rc.size(j));
+      if (s + 2 < n) b.sendTo(next, tag(1, n, s + 1, j), st, {rid});
+      p.decode(b.recv(seg.offset(recvSeg) + rc.offset(j)), a.dtype, st.buf, st.slot, rc.size(j),
+               {rid, readDone[recvSeg][j]});
+    }
+  }
+  return b.take();
+}
+
+// Where random-k's fp32 values sit in its stream (the layout follows from the header alone).
+codec::Layout randkLayout(const CollArgs& a) {
+  codec::Header h;
+  h.codec = static_cast<uint8_t>(cclCodecRandK);
+  h.count = a.count;
+  h.aux = codec::keptCount(a.codec, a.count);
+  return codec::layoutOf(h);
+}
+
+bool randkRingApplies(const CollArgs& a) {
+  return a.codec.codec == cclCodecRandK && a.dtype == cclFloat32 && !a.codec.fp16Values && a.nranks > 1;
+}
+
+Plan randkRingAllReduce(const CollArgs& a) {
+  Builder b(a);
+  Plan& p = b.plan();
+  auto [st, e] = b.encode(b.send(0), a.dtype, a.count, b.residual(0), {});
+  CollArgs values = a;
+  values.count = codec::keptCount(a.codec, a.count);
+  const size_t first = p.steps.size();
+  Deps done = detail::ringAllReduceInPlace(p, values, st.buf + randkLayout(a).codes, {e});
+  // Statistics: each value sent stands for count/k dense elements.
+  const double dense = static_cast<double>(a.count) / static_cast<double>(values.count);
+  for (size_t i = first; i < p.steps.size(); ++i)
+    if (p.steps[i].kind == StepKind::kSend) p.steps[i].rawBytes = static_cast<size_t>(p.steps[i].bytes * dense);
+  done.push_back(e);
+  p.decode(b.recv(0), a.dtype, st.buf, st.slot, a.count, done);
+  return b.take();
+}
+
+}  // namespace
+
+Plan compressedRingAllReduce(const CollArgs& a) {
+  if (auto local = localCompressedAllReduce(a)) return std::move(*local);
+  return randkRingApplies(a) ? randkRingAllReduce(a) : quantizedRing(a);
+}
+
+// Random-k's values ring when they are many; few go to everyone in one round.
+bool compressedRingPreferred(const CollArgs& a) {
+  return randkRingApplies(a) && codec::keptCount(a.codec, a.count) * sizeof(float) > a.treeMaxBytes;
+}
+
+bool compressedRingSymmetric(const CollArgs& a) {
+  if (!randkRingApplies(a)) return evenPieces(a, a.count);
+  CollArgs values = a;
+  values.count = codec::keptCount(a.codec, a.count);
+  return evenRingChunks(values, values.count, sizeof(float));
+}
+
+}  // namespace detail
 
 }  // namespace ccl::coll

@@ -1,27 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Broadcast and reduce. Small messages go straight between the root and every rank in one
-// round; large ones are pipelined in chunks along a chain that starts (broadcast) or ends
-// (reduce) at the root, which keeps every link busy with one copy of the data. Which of the
-// two runs is the algorithm table's choice (algorithms.cc).
-#include "collectives/algorithms/algorithms.h"
+// The chain family: broadcast and reduce pipelined in chunks along a chain that starts
+// (broadcast) or ends (reduce) at the root, which keeps every link busy with one copy of the
+// data (CCL_ALGO=ring; small messages go direct, direct.cc). The compressed broadcast is a
+// chain too: the root encodes once, the streams are forwarded untouched, every rank decodes.
+#include "collectives/algorithms/codec_steps.h"
 #include "common/dtype.h"
 
 namespace ccl::coll::detail {
-
-Plan directBroadcast(const CollArgs& a) {
-  Plan p = emptyPlan(a);
-  const int n = a.nranks, r = a.rank;
-  const size_t bytes = a.count * dataTypeSize(a.dtype);
-  if (a.count == 0) return p;
-  if (r != a.root) {
-    p.recv(a.root, 0, {Buf::kRecv, 0}, bytes);
-    return p;
-  }
-  if (!a.inPlace) p.copy({Buf::kRecv, 0}, {Buf::kSend, 0}, bytes);
-  for (int k = 0; k < n; ++k)
-    if (k != r) p.send(k, 0, {Buf::kSend, 0}, bytes);
-  return p;
-}
 
 Plan chainBroadcast(const CollArgs& a) {
   Plan p = emptyPlan(a);
@@ -41,37 +26,6 @@ Plan chainBroadcast(const CollArgs& a) {
       if (pos + 1 < n) p.send(next, t, Ref{Buf::kRecv, off}, len, {rid});
     }
   }
-  return p;
-}
-
-Plan directReduce(const CollArgs& a) {
-  Plan p = emptyPlan(a);
-  const int n = a.nranks, r = a.rank;
-  const size_t bytes = a.count * dataTypeSize(a.dtype);
-  if (a.count == 0) return p;
-  const Ref own{Buf::kSend, 0}, out{Buf::kRecv, 0};
-  if (n == 1) {
-    if (!a.inPlace) p.copy(out, own, bytes);
-    return p;
-  }
-  if (r != a.root) {
-    p.send(a.root, 0, own, bytes);
-    return p;
-  }
-  // The root folds in the others in rank order, starting from its own data so that an
-  // in-place call never reads what it has already overwritten.
-  Deps last;
-  bool first = true;
-  for (int k = 0; k < n; ++k) {
-    if (k == r) continue;
-    Ref tmp = p.scratch(bytes);
-    StepId rid = p.recv(k, 0, tmp, bytes);
-    Deps deps = last;
-    deps.push_back(rid);
-    last = {p.reduce(out, first ? own : out, tmp, a.count, deps)};
-    first = false;
-  }
-  if (a.op == cclAvg) p.divide(out, a.count, last);
   return p;
 }
 
@@ -102,6 +56,23 @@ Plan chainReduce(const CollArgs& a) {
     }
   }
   return p;
+}
+
+Plan compressedChainBroadcast(const CollArgs& a) {
+  const int n = a.nranks, r = a.rank;
+  if (a.count == 0) return codecPlan(a);
+  Builder b(a);
+  Plan& p = b.plan();
+  Pieces c = pieces(a, a.count);
+  const int pos = mod(r - a.root, n), next = mod(r + 1, n), prev = mod(r - 1, n);
+  for (size_t j = 0; j < c.parts(); ++j) {
+    const uint32_t t = static_cast<uint32_t>(j);
+    auto [st, got] =
+        pos == 0 ? b.encode(b.send(c.offset(j)), a.dtype, c.size(j), nullptr, {}) : b.recvFrom(prev, t, c.size(j));
+    if (pos + 1 < n) b.sendTo(next, t, st, {got});
+    p.decode(b.recv(c.offset(j)), a.dtype, st.buf, st.slot, c.size(j), {got});
+  }
+  return b.take();
 }
 
 }  // namespace ccl::coll::detail

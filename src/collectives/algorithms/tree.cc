@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Allreduce: recursive doubling for latency-bound sizes, the ring otherwise.
+// The tree family: allreduce by recursive doubling (CCL_ALGO=tree), for latency-bound sizes.
 #include "collectives/algorithms/algorithms.h"
 #include "common/dtype.h"
 
@@ -55,42 +55,9 @@ Plan recursiveDoubling(const CollArgs& a) {
   return p;
 }
 
-// One round: every rank sends its data to every other and reduces all n vectors itself, in
-// rank order, so every rank computes the same bits. n-1 times the traffic of a ring, but a
-// single message latency: the right trade for a few bytes, where waiting dominates.
-Plan allToAllReduce(const CollArgs& a) {
-  Plan p = detail::emptyPlan(a);
-  const int n = a.nranks, r = a.rank;
-  const size_t bytes = a.count * dataTypeSize(a.dtype);
-  const Ref slots = p.scratch(bytes * n), acc{Buf::kRecv, 0};
-  Deps have(n);
-  have[r] = p.copy(slots + r * bytes, {Buf::kSend, 0}, bytes);
-  for (int k = 1; k < n; ++k) p.send(detail::mod(r + k, n), 0, slots + r * bytes, bytes, {have[r]});
-  for (int k = 1; k < n; ++k) {
-    const int from = detail::mod(r - k, n);
-    have[from] = p.recv(from, 0, slots + from * bytes, bytes);
-  }
-  StepId last = p.reduce(acc, slots, slots + bytes, a.count, {have[0], have[1]});
-  for (int k = 2; k < n; ++k) last = p.reduce(acc, acc, slots + k * bytes, a.count, {last, have[k]});
-  if (a.op == cclAvg) p.divide(acc, a.count, {last});
-  return p;
-}
-
 }  // namespace
 
 namespace detail {
-
-std::optional<Plan> localAllReduce(const CollArgs& a) {
-  if (a.count != 0 && a.nranks != 1) return std::nullopt;
-  Plan p = detail::emptyPlan(a);
-  if (a.count && !a.inPlace) p.copy({Buf::kRecv, 0}, {Buf::kSend, 0}, a.count * dataTypeSize(a.dtype));
-  return p;
-}
-
-Plan directAllReduce(const CollArgs& a) {
-  if (auto local = localAllReduce(a)) return std::move(*local);
-  return allToAllReduce(a);
-}
 
 Plan recursiveDoublingAllReduce(const CollArgs& a) {
   if (auto local = localAllReduce(a)) return std::move(*local);
