@@ -7,6 +7,7 @@
 #include <string>
 
 #include "api/call.h"
+#include "api/call_policy.h"
 #include "api/device_calls.h"
 #include "api/group.h"
 #include "api/streams.h"
@@ -21,111 +22,10 @@
 namespace ccl::api {
 namespace {
 
-using coll::Coll;
-using coll::collInfo;
-
-// The codec a call uses: its own (an *Ex call), else the communicator's when the policy
-// enables it for this collective; none below the size threshold. The low-rank codec runs
-// send, recv and allreduce on host memory only: asked for explicitly elsewhere it is an
-// error, as the communicator's default it leaves the call uncompressed. `why` gets the
-// reason (cclUncompressedReason_t) the communicator's default codec was not applied, or -1.
-codec::Params codecFor(cclComm_t comm, Coll c, bool ex, const cclCompression_t* explicitCodec, size_t bytes,
-                       bool onDevice, int* why) {
-  codec::Params none;
-  const bool given = ex && explicitCodec;
-  const bool hasDefault = hasDefaultCodec(comm);
-  *why = -1;
-  auto off = [&](cclUncompressedReason_t r) {
-    if (!given && hasDefault) *why = r;
-    return none;
-  };
-  if (!collInfo(c).compressible) return off(cclUncompressedCollective);
-  const int opKind = collInfo(c).op;
-  if (!given) {
-    if (!hasDefault) return none;
-    if (!((comm->compression.policy.enabled >> opKind) & 1)) return off(cclUncompressedNotListed);
-    // Host calls: every peer over shared memory; device calls: every rank on one node.
-    if (onDevice ? comm->compression.deviceCodecOff : comm->compression.defaultCodecOff)
-      return off(cclUncompressedOneNode);
-    if (comm->compression.policy.autoChoice && onDevice) return off(cclUncompressedAuto);
-  }
-  codec::Params p = given ? codec::resolveParams(explicitCodec) : comm->compression.policy.codec;
-  if (codec::isLowRank(p.codec) && onDevice) {
-    if (given) throw Error(cclInvalidArgument, std::string(cclCodecName(p.codec)) + " compresses host memory only");
-    return off(cclUncompressedCollective);
-  }
-  if (codec::isLowRank(p.codec)) {
-    const bool runs = c == Coll::kSend || c == Coll::kRecv || c == Coll::kAllReduce;
-    if (!runs && given)
-      throw Error(cclInvalidArgument, std::string(cclCodecName(p.codec)) + " compresses send, recv and allreduce");
-    if (!runs) return off(cclUncompressedCollective);
-  }
-  return bytes < comm->compression.policy.minBytes ? off(cclUncompressedSmall) : p;
-}
-
-// The reason a call cannot take its codec: its type, or its reduction.
-cclUncompressedReason_t notCompressible(coll::CollArgs a) {
-  a.op = cclSum;
-  return coll::compressible(a) ? cclUncompressedOp : cclUncompressedDataType;
-}
-
 using coll::codecDigest;
 using coll::codecKey;
-
-// The cost model's choice for this call's shape, made once per shape (in a cache like the
-// plans'): under CCL_CODEC=auto (`codecToo`) the codec, none or one the user allowed, and
-// the algorithm; else, when CCL_ALGO=auto, the algorithm for the codec the call has (one
-// whose kernels the model timed: others keep the size rules).
-// Every rank has the same model and shape, so the same choice; the call digest checks it.
-// Calls on device buffers are priced with the device's model (deviceCostModel: the same
-// links, the device kit's kernels), in a cache of their own, and choose only the algorithm.
-// Returns the predicted seconds (0 where the model does not price it).
-double chooseByCost(cclComm_t comm, const Call& c, int opKind, bool codecToo, bool device, coll::CollArgs& a) {
-  // Staging does not change the choice; a codec the model chooses is no call's own.
-  PlanKey shape = PlanKey::of(opKind, a);
-  shape.misaligned = 0;
-  if (codecToo) shape.codec = coll::kAutoCodecKey;
-  const coll::CostModel& model = device ? *comm->tuning.deviceCostModel : *comm->tuning.costModel;
-  const coll::Choice& choice = (device ? comm->tuning.deviceChoices : comm->tuning.choices).get(shape, [&] {
-    if (!codecToo) {
-      coll::Choice made = coll::cheapestAlgorithm(c.kind, a, model);
-      if (made.seconds == 0) made = coll::Choice{a.codec, a.algo, 0, 0};  // not carried on streams
-      CCL_INFO("%s count %zu %s: CCL_ALGO=auto chose %s for codec %s, %.3g us predicted%s", c.fn, c.count,
-               dataTypeName(c.dtype), coll::algoName(made.algo), cclCodecName(a.codec.codec), made.seconds * 1e6,
-               device ? " (device buffers: the device kit's kernels)" : "");
-      return made;
-    }
-    const coll::Choice made =
-        coll::chooseCheapest(c.kind, a, comm->compression.policy.allowed, *comm->tuning.costModel);
-    CCL_INFO("%s count %zu %s: CCL_CODEC=auto chose %s with %s, %.3g us predicted (uncompressed: %.3g us)", c.fn,
-             c.count, dataTypeName(c.dtype), cclCodecName(made.codec.codec), coll::algoName(made.algo),
-             made.seconds * 1e6, made.uncompressed * 1e6);
-    return made;
-  });
-  a.codec = choice.codec;
-  a.algo = choice.algo;
-  return choice.seconds;
-}
-
-// The error-feedback state of a compressed call: the caller's handle, else the state kept
-// per position in the step (AutoFeedback) when CCL_FEEDBACK asks for it; with its generation.
-// The low-rank codec keeps its warm start in a handle of kind none too (ccl.h), without a
-// residual: p says which.
-AutoFeedback::Slot feedbackFor(const Call& c, int opKind, codec::Params& p) {
-  if (!collInfo(c.kind).feedback) return {};
-  AutoFeedback::Slot fb{c.feedback, 0};
-  if (!fb.state && c.comm->compression.policy.autoFeedback != cclFeedbackNone)
-    fb = c.comm->compression.autoFeedback.get(c.send, c.count, c.dtype, opKind, c.comm->compression.policy);
-  if (fb.state && fb.state->kind() == cclFeedbackNone && codec::isLowRank(p.codec) && p.warmStart) {
-    p.residualFeedback = false;
-    return fb;
-  }
-  if (!fb.state || fb.state->kind() == cclFeedbackNone) return {};
-  // LoCo keeps its state in 8 bits, which would round the low-rank codec's warm-start Q.
-  CCL_CHECK(!(codec::isLowRank(p.codec) && fb.state->kind() == cclFeedbackLoco), cclInvalidArgument,
-            std::string(cclCodecName(p.codec)) + " takes residual error feedback, not LoCo");
-  return fb;
-}
+using coll::Coll;
+using coll::collInfo;
 
 // A device call runs now, or at the end of the open group (`seq`: the counter its tag's
 // number came from, given back if the group is dropped).
@@ -279,7 +179,7 @@ Prepared prepare(const Call& c) {
   const bool codecByCost = comm->tuning.costModel && comm->compression.policy.autoChoice && !device &&
                            !(c.ex && c.compression) && (comm->compression.policy.enabled >> opKind) & 1;
   const coll::CostModel* model = device ? comm->tuning.deviceCostModel.get() : comm->tuning.costModel.get();
-  p.chosenByCost = codecByCost || (model && a.algo == coll::Algo::kAuto && model->compute.timed(a.codec));
+  p.chosenByCost = codecByCost || coll::modelChooses(a, model);
   p.predicted = p.chosenByCost ? chooseByCost(comm, c, opKind, codecByCost, device, a) : 0.0;
   if (codecByCost) p.why = a.codec.codec != cclCodecNone ? -1 : p.why >= 0 ? p.why : cclUncompressedAuto;
   return p;
@@ -309,40 +209,42 @@ DeviceCall deviceCall(const Call& c, Prepared& p, bool peek = false) {
   return d;
 }
 
-void runCollective(const Call& c) {
-  Prepared p = prepare(c);
-  coll::Stream* stream = p.where.hostStream;
+// The digest of a call's shape that every rank's must match (the executor's signature
+// exchange), or 0 where the call goes without: the digest costs one extra message per call,
+// a visible share of the smallest calls' time (perf/README.md, 'Call digest'), so the
+// smallest uncompressed calls skip it: their one-round exchange reaches every rank, whose
+// size checks already report a different count to all of them.
+uint64_t callSignature(const Call& c, const Prepared& p) {
   const coll::CollInfo info = collInfo(c.kind);
+  const bool compressed = p.a.codec.codec != cclCodecNone;
+  if (!compressed && c.count * dataTypeSize(c.dtype) <= c.comm->settings.directMaxBytes) return 0;
+  return fnv1a({uint64_t(p.opKind), c.count, uint64_t(c.dtype), info.reduction ? uint64_t(c.op) : 0,
+                info.rooted ? uint64_t(c.root) : 0, codecDigest(p.a.codec), codecDigest(p.a.intraCodec),
+                c.comm->placement.topology->digest()}) |
+         1;
+}
+
+// The host executor's operation of a prepared collective, but its tag (taken when it is
+// submitted): its feedback state, its plan (from the cache) and its digest.
+Op hostOp(const Call& c, Prepared& p) {
   cclComm_t comm = c.comm;
-  log::RankScope scope(comm->rank);
   coll::CollArgs& a = p.a;
-  const int opKind = p.opKind;
-  const bool chosenByCost = p.chosenByCost;
-  const double predicted = p.predicted;
-  if (p.why >= 0) noteUncompressed(comm, static_cast<cclUncompressedReason_t>(p.why));
-  if (p.where.device) {
-    DeviceCall d = deviceCall(c, p);
-    d.chosenByCost = chosenByCost;
-    d.tagBase = tags::collectiveBase(comm->seq.collectives++);
-    return submitDevice(std::move(d), &comm->seq.collectives);
-  }
   Op op;
   op.comm = comm;
-  op.stream = stream;
-  op.opKind = opKind;
+  op.stream = p.where.hostStream;
+  op.opKind = p.opKind;
   op.compressed = a.codec.codec != cclCodecNone;
-  op.chosenByCost = chosenByCost;
-  op.predicted = predicted;
+  op.chosenByCost = p.chosenByCost;
+  op.predicted = p.predicted;
   if (op.compressed) {
-    const AutoFeedback::Slot fb = feedbackFor(c, opKind, a.codec);
+    const AutoFeedback::Slot fb = feedbackFor(c, p.opKind, a.codec);
     op.feedback = fb.state;
     op.feedbackGeneration = fb.generation;
     a.feedback = op.feedback != nullptr;
     op.feedbackFloats = coll::feedbackFloats(c.kind, a);
     op.feedbackErrorFloats = codec::isLowRank(a.codec.codec) ? a.count : op.feedbackFloats;
   }
-  const PlanKey key = PlanKey::of(opKind, a);
-  op.plan = cachedPlan(comm, key, [&] {
+  op.plan = cachedPlan(comm, PlanKey::of(p.opKind, a), [&] {
     CCL_INFO("%s count %zu %s: codec %s, algorithm %s", c.fn, c.count, dataTypeName(c.dtype),
              cclCodecName(a.codec.codec), coll::algoName(coll::chooseAlgorithm(c.kind, a).algo));
     return coll::planCollective(c.kind, a);
@@ -350,18 +252,28 @@ void runCollective(const Call& c) {
   op.send = c.send;
   op.recv = c.recv;
   op.seq = &comm->seq.collectives;
-  op.tagBase = tags::collectiveBase(comm->seq.collectives++);
-  // The digest costs one extra message per call, a visible share of the smallest calls' time
-  // (perf/README.md, 'Call digest'), so the smallest uncompressed calls go without: their
-  // one-round exchange reaches every rank, whose size checks already report a different
-  // count to all of them.
-  if (op.compressed || c.count * dataTypeSize(c.dtype) > comm->settings.directMaxBytes)
-    op.signature = fnv1a({uint64_t(opKind), c.count, uint64_t(c.dtype), info.reduction ? uint64_t(c.op) : 0,
-                          info.rooted ? uint64_t(c.root) : 0, codecDigest(a.codec), codecDigest(a.intraCodec),
-                          comm->placement.topology->digest()}) |
-                   1;
+  op.signature = callSignature(c, p);
   CCL_TRACE("%s count %zu %s %s root %d inplace %d steps %zu", c.fn, c.count, dataTypeName(c.dtype), redOpName(c.op),
             c.root, a.inPlace, op.plan->steps.size());
+  return op;
+}
+
+// A collective in three moves: prepared (where it runs, its arguments, the codec and the
+// algorithm chosen), then routed to the device path or the host executor, which take the
+// call's tag in submission order.
+void runCollective(const Call& c) {
+  Prepared p = prepare(c);
+  cclComm_t comm = c.comm;
+  log::RankScope scope(comm->rank);
+  if (p.why >= 0) noteUncompressed(comm, static_cast<cclUncompressedReason_t>(p.why));
+  if (p.where.device) {
+    DeviceCall d = deviceCall(c, p);
+    d.chosenByCost = p.chosenByCost;
+    d.tagBase = tags::collectiveBase(comm->seq.collectives++);
+    return submitDevice(std::move(d), &comm->seq.collectives);
+  }
+  Op op = hostOp(c, p);
+  op.tagBase = tags::collectiveBase(comm->seq.collectives++);
   submit(std::move(op));
 }
 

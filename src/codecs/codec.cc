@@ -166,6 +166,20 @@ size_t encode(const Params& p, const void* x, cclDataType_t type, size_t n, void
   return kHeaderBytes + n * 4;
 }
 
+void runStage(const Params& p, int stage, const void* src, void* dst, cclDataType_t type, size_t n, float divisor,
+              float* state) {
+  if (!isLowRank(p.codec)) throw Error(cclInternalError, "codec " + std::to_string(p.codec) + " has no stages");
+  switch (stage) {
+    case 0:
+      return lowrank::allReduceStart(p, src, type, n, state, static_cast<float*>(dst));
+    case 1:
+      return lowrank::allReduceMiddle(p, n, state, static_cast<float*>(dst));
+    case 2:
+      return lowrank::allReduceFinish(p, n, divisor, state, static_cast<const float*>(src), dst, type);
+  }
+  throw Error(cclInternalError, "the low-rank codec has no stage " + std::to_string(stage));
+}
+
 Header inspect(const void* in, size_t inBytes) { return readHeader(in, inBytes); }
 
 size_t streamBytes(const void* in, size_t inBytes) { return layoutOf(readHeader(in, inBytes)).total; }

@@ -37,8 +37,8 @@ void projectBack(const float* m, size_t rows, size_t cols, const float* p, uint3
 void expand(const float* p, const float* q, size_t cols, uint32_t r, size_t n, float scale, bool accumulate,
             float* out);
 
-// The PowerSGD allreduce's three local steps, around the sum of P and of Q over the ranks
-// (collectives/algorithms/lowrank_allreduce.cc plans them). They work in an fp32 area of workFloats(s):
+// The PowerSGD allreduce's three local steps (codec::runStage's stages 0, 1, 2), around the
+// sums of P and Q (collectives/algorithms/lowrank.cc plans them). They work in an fp32 area of workFloats(s):
 // M (rows x cols, the n elements padded with zeros), then Q (cols x r), then P (rows x r).
 struct Work {
   float* m;

@@ -4,10 +4,11 @@
 // ring, every rank orthonormalises the same P and projects back (Q_i = M_i^T P), a second
 // ring sums Q, and the result is P Q^T (divided by the rank count for cclAvg). With error
 // feedback each rank keeps M_i - P Q_i^T and the summed Q warm-starts the next call, so the
-// ranks' Q stay identical. The matrix work is codec::lowrank's; what crosses the wire is P
-// and Q, rows x r and cols x r floats instead of rows x cols elements.
-#include "codecs/codec.h"
+// ranks' Q stay identical. The matrix work is the codec's three stages (kCodecStage steps,
+// codec::runStage); what crosses the wire is P and Q, rows x r and cols x r floats instead
+// of rows x cols elements.
 #include "codecs/lowrank.h"
+#include "codecs/codec.h"
 #include "collectives/algorithms/algorithms.h"
 #include "common/dtype.h"
 #include "common/tags.h"
@@ -38,13 +39,14 @@ Plan powerSgdAllReduce(const CollArgs& a) {
   const Ref work = p.scratch(codec::lowrank::workFloats(s) * sizeof(float));
   const Ref q = work + s.rows * s.cols * sizeof(float), pf = q + s.cols * s.rank * sizeof(float);
   const Ref in = a.inPlace ? Ref{Buf::kRecv, 0} : Ref{Buf::kSend, 0}, state{Buf::kFeedback, 0};
-  const StepId start = p.add({.kind = StepKind::kLowRankStart,
+  const StepId start = p.add({.kind = StepKind::kCodecStage,
                               .dst = work,
                               .src = in,
                               .src2 = state,
                               .count = a.count,
                               .type = a.dtype,
-                              .withFeedback = a.feedback});
+                              .withFeedback = a.feedback,
+                              .stage = 0});
   // Every step of a ring: its sends read the factor that the next local step overwrites.
   auto ring = [&](size_t floats, Ref at, StepId after, uint32_t tagOffset) {
     const size_t first = p.steps.size();
@@ -54,22 +56,24 @@ Plan powerSgdAllReduce(const CollArgs& a) {
     return all;
   };
   const size_t firstSend = p.steps.size();
-  const StepId middle = p.add({.kind = StepKind::kLowRankMiddle,
+  const StepId middle = p.add({.kind = StepKind::kCodecStage,
                                .dst = work,
                                .src2 = state,
                                .count = a.count,
                                .type = a.dtype,
-                               .withFeedback = a.feedback},
+                               .withFeedback = a.feedback,
+                               .stage = 1},
                               ring(s.rows * s.rank, pf, start, 0));
   const Deps summed = ring(s.cols * s.rank, q, middle, tags::stageOffset(1, a.nranks));
-  p.add({.kind = StepKind::kLowRankFinish,
+  p.add({.kind = StepKind::kCodecStage,
          .dst = {Buf::kRecv, 0},
          .src = work,
          .src2 = state,
          .count = a.count,
          .type = a.dtype,
          .withFeedback = a.feedback,
-         .divide = a.op == cclAvg},
+         .divide = a.op == cclAvg,
+         .stage = 2},
         summed);
   // Statistics: each factor value sent stands for count / (P + Q values) elements.
   const double dense =

@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "codecs/codec.h"
-#include "codecs/lowrank.h"
 #include "collectives/exec/reduce_kernels.h"
 #include "common/dtype.h"
 #include "common/error.h"
@@ -22,22 +21,6 @@ codec::Expect expect(const Plan& plan, const Step& s) {
   return e;
 }
 
-void runLowRank(const Plan& plan, const Step& s, const Buffers& b) {
-  float* state = s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr;
-  switch (s.kind) {
-    case StepKind::kLowRankStart:
-      codec::lowrank::allReduceStart(plan.codec, bufferAt(b, s.src), s.type, s.count, state,
-                                     reinterpret_cast<float*>(bufferAt(b, s.dst)));
-      return;
-    case StepKind::kLowRankMiddle:
-      codec::lowrank::allReduceMiddle(plan.codec, s.count, state, reinterpret_cast<float*>(bufferAt(b, s.dst)));
-      return;
-    default:
-      codec::lowrank::allReduceFinish(plan.codec, s.count, s.divide ? static_cast<float>(plan.nranks) : 1.0f, state,
-                                      reinterpret_cast<const float*>(bufferAt(b, s.src)), bufferAt(b, s.dst), s.type);
-  }
-}
-
 void runCodec(const Plan& plan, const Step& s, const Buffers& b, const ComputeContext& ctx) {
   if (s.kind == StepKind::kEncode || s.kind == StepKind::kDecodeAddEncode) {
     codec::Params p = plan.codecOf(s);
@@ -49,9 +32,10 @@ void runCodec(const Plan& plan, const Step& s, const Buffers& b, const ComputeCo
             : codec::decodeAddEncode(p, bufferAt(b, s.in), ctx.lengths[s.inSlot], expect(plan, s), bufferAt(b, s.src),
                                      s.type, s.count, s.divide ? static_cast<float>(plan.nranks) : 1.0f,
                                      bufferAt(b, s.dst), s.bytes, residual);
-  } else if (s.kind == StepKind::kLowRankStart || s.kind == StepKind::kLowRankMiddle ||
-             s.kind == StepKind::kLowRankFinish) {
-    runLowRank(plan, s, b);
+  } else if (s.kind == StepKind::kCodecStage) {
+    float* state = s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr;
+    codec::runStage(plan.codec, s.stage, bufferAt(b, s.src), bufferAt(b, s.dst), s.type, s.count,
+                    s.divide ? static_cast<float>(plan.nranks) : 1.0f, state);
   } else if (s.kind == StepKind::kDecode) {
     codec::decode(bufferAt(b, s.src), ctx.lengths[s.slot], expect(plan, s), bufferAt(b, s.dst), s.type);
   } else {
@@ -110,9 +94,7 @@ void runCompute(const Plan& plan, const Step& s, const Buffers& b, const Compute
     case StepKind::kDecode:
     case StepKind::kDecodeAdd:
     case StepKind::kDecodeAddEncode:
-    case StepKind::kLowRankStart:
-    case StepKind::kLowRankMiddle:
-    case StepKind::kLowRankFinish: {
+    case StepKind::kCodecStage: {
       using Clock = std::chrono::steady_clock;
       const auto t0 = ctx.stats ? Clock::now() : Clock::time_point{};
       runCodec(plan, s, b, ctx);

@@ -52,7 +52,7 @@ Shifts linkShifts(const Shifts& s, const Topology* topo) {
 
 bool ComputeCost::timed(const codec::Params& p) const {
   if (p.codec == cclCodecNone) return copy > 0;
-  if (codec::isLowRank(p.codec)) return lowRank > 0;
+  if (codec::isLowRank(p.codec)) return codecStage > 0;
   return encode[static_cast<size_t>(p.codec)] > 0;
 }
 
@@ -87,10 +87,8 @@ double ComputeCost::seconds(const Plan& plan, const Step& s) const {
       const double bytes = n * sizeof(float);
       return fused[k] > 0 ? over(bytes, fused[k]) : over(bytes, decodeAdd[k]) + over(bytes, encode[k]);
     }
-    case StepKind::kLowRankStart:
-    case StepKind::kLowRankMiddle:
-    case StepKind::kLowRankFinish:
-      return over(n * sizeof(float), lowRank);
+    case StepKind::kCodecStage:
+      return over(n * sizeof(float), codecStage);
   }
   return 0;
 }
@@ -194,6 +192,18 @@ Choice cheapestAlgorithm(Coll c, const CollArgs& a, const CostModel& m) {
   return best;
 }
 
+bool modelChooses(const CollArgs& a, const CostModel* m) {
+  return m && a.algo == Algo::kAuto && m->compute.timed(a.codec);
+}
+
+Choice chooseAlgo(Coll c, const CollArgs& a, const CostModel* m) {
+  if (modelChooses(a, m)) {
+    const Choice made = cheapestAlgorithm(c, a, *m);
+    if (made.seconds > 0) return made;
+  }
+  return Choice{a.codec, chooseAlgorithm(c, a).algo, 0, 0};
+}
+
 Choice chooseCheapest(Coll c, const CollArgs& a, std::span<const codec::Params> allowed, const CostModel& m,
                       double margin) {
   CollArgs x = a;
@@ -264,7 +274,7 @@ CostModel slowestOf(std::span<const CostModel> models) {
     slowest(out.compute.copy, m.compute.copy);
     slowest(out.compute.reduce, m.compute.reduce);
     slowest(out.compute.reduceFrom, m.compute.reduceFrom);
-    slowest(out.compute.lowRank, m.compute.lowRank);
+    slowest(out.compute.codecStage, m.compute.codecStage);
     for (size_t k = 0; k < out.compute.encode.size(); ++k) {
       slowest(out.compute.encode[k], m.compute.encode[k]);
       slowest(out.compute.decode[k], m.compute.decode[k]);

@@ -40,16 +40,16 @@ struct LinkCost {
 // input): copy and widen/narrow, reduce and divide; per codec encode, decode,
 // decode-accumulate and the fused hop (decode-add-encode: a device's one kernel, from its
 // measured figures; untimed, as on the CPU, it prices as its decode-accumulate and its
-// encode one after another); PowerSGD's matrix steps; a receive reduced as it arrives
-// (kRecvReduce: the reduce reading its peer's bytes where a shared-memory channel holds
-// them, in its pieces; untimed, it prices as a reduce). 0 means free (a model of
-// communication alone).
+// encode one after another); a codec's reduction stages (PowerSGD's matrix steps); a
+// receive reduced as it arrives (kRecvReduce: the reduce reading its peer's bytes where a
+// shared-memory channel holds them, in its pieces; untimed, it prices as a reduce). 0 means
+// free (a model of communication alone).
 struct ComputeCost {
   double copy = 0;
   double reduce = 0;
   double reduceFrom = 0;
   std::array<double, cclNumCodecs> encode{}, decode{}, decodeAdd{}, fused{};
-  double lowRank = 0;
+  double codecStage = 0;
   double seconds(const Plan& plan, const Step& s) const;
   // Whether the kernels of codec p were timed (none's always are); an untimed one prices free.
   bool timed(const codec::Params& p) const;
@@ -90,6 +90,15 @@ struct Choice {
 // that applies (only a.algo when it names one), priced from rank 0's block so that ranks
 // choose alike. seconds is 0 when the call cannot be carried on a.codec's streams.
 Choice cheapestAlgorithm(Coll c, const CollArgs& a, const CostModel& m);
+
+// "auto" for the algorithm, decided in this one place: the model's cheapest row
+// (cheapestAlgorithm) where there is a model (m not null), the call names no algorithm and
+// the model timed the kernels of the call's codec (modelChooses); else, and where the call
+// cannot be carried on its codec's streams, the algorithm table's rules (chooseAlgorithm:
+// CCL_ALGO's row, or the first row that applies and is preferred). seconds is 0 when the
+// table chose.
+bool modelChooses(const CollArgs& a, const CostModel* m);
+Choice chooseAlgo(Coll c, const CollArgs& a, const CostModel* m);
 
 // The cheapest way to run collective c with `a` on model m: codec none or one of `allowed`
 // (the lossy codecs the user allowed; those the call cannot carry are skipped), each with

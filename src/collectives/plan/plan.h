@@ -50,12 +50,11 @@ enum class StepKind : uint8_t {
   // if withFeedback, length in `slot`). The same bytes as kWiden (or fp32 src as is),
   // kDecodeAdd, kDivideFloat and kEncode one after another, without their fp32 sum in memory.
   kDecodeAddEncode,
-  // The PowerSGD allreduce's local steps (plan.codec low-rank; codec::lowrank): count
-  // elements of `type`; the fp32 work area (M, Q, P) at dst, or at src for the last; the
-  // low-rank feedback state at src2 if withFeedback.
-  kLowRankStart,   // the work area from the elements at src (and the residual): P = M Q
-  kLowRankMiddle,  // P summed: orthonormalised, Q = M^T P, the residual updated
-  kLowRankFinish,  // Q summed: dst = P Q^T as `type` (divided by nranks if `divide`)
+  // Stage `stage` of plan.codec's reduction, for a codec that reduces in stages around sums
+  // of fp32 factors (codec::runStage says what each stage reads at src and writes at dst):
+  // count elements of `type`, the codec's feedback state at src2 if withFeedback, divided
+  // by nranks if `divide`. What a stage computes is the codec's; the plan only orders it.
+  kCodecStage,
 };
 
 // An encoded stream's length slot in a job. 32 bits: a two-shot allreduce of n ranks keeps
@@ -76,6 +75,7 @@ struct Step {
   cclDataType_t type = cclFloat32;  // encode/decode element type
   bool withFeedback = false;        // encode: apply and update the residual at `src2`
   bool divide = false;              // narrow: divide by nranks (cclAvg)
+  uint8_t stage = 0;                // kCodecStage: which stage of the codec's reduction
   uint32_t seedSalt = 0;            // encode: added to the call's seed (0 on every rank for randk)
   size_t rawBytes = 0;              // send: uncompressed bytes it stands for (statistics), 0: its own size
   bool intra = false;               // codec steps: of plan.intraCodec instead of plan.codec

@@ -205,6 +205,40 @@ TEST(LowRank, NarrowTypesAndNonFiniteInput) {
   EXPECT_TRUE(std::any_of(y.begin(), y.end(), [](float v) { return !std::isfinite(v); })) << "a NaN is not hidden";
 }
 
+// The plan runs the codec's three stages through codec::runStage (a kCodecStage step names
+// only its number): each stage is the allreduce step it stands for, byte for byte, with its
+// feedback state, and a codec or a stage that does not exist is an internal error.
+TEST(LowRank, RunStageIsTheAllReduceStepsInOrder) {
+  const size_t rows = 12, cols = 10, n = rows * cols;
+  const Params p = lowRank(3, rows, cols);
+  const LowRankShape s = lowRankShape(p, n);
+  const Vec x = ofRank(rows, cols, 5, 3);
+  Vec areaA(lowrank::workFloats(s)), areaB(areaA.size()), stateA(residualFloats(p, n)), stateB(stateA.size());
+  Vec outA(n), outB(n);
+  lowrank::allReduceStart(p, x.data(), cclFloat32, n, stateA.data(), areaA.data());
+  runStage(p, 0, x.data(), areaB.data(), cclFloat32, n, 1.0f, stateB.data());
+  EXPECT_EQ(areaA, areaB);
+  lowrank::allReduceMiddle(p, n, stateA.data(), areaA.data());
+  runStage(p, 1, nullptr, areaB.data(), cclFloat32, n, 1.0f, stateB.data());
+  EXPECT_EQ(areaA, areaB);
+  EXPECT_EQ(stateA, stateB);
+  lowrank::allReduceFinish(p, n, 2.0f, stateA.data(), areaA.data(), outA.data(), cclFloat32);
+  runStage(p, 2, areaB.data(), outB.data(), cclFloat32, n, 2.0f, stateB.data());
+  EXPECT_EQ(outA, outB);
+  EXPECT_EQ(stateA, stateB);
+  auto internal = [&](const Params& q, int stage) {
+    try {
+      runStage(q, stage, x.data(), areaB.data(), cclFloat32, n, 1.0f, nullptr);
+    } catch (const Error& e) {
+      return e.code() == cclInternalError;
+    }
+    return false;
+  };
+  EXPECT_TRUE(internal(defaultParams(cclCodecInt8), 0)) << "a codec without stages";
+  EXPECT_TRUE(internal(p, 3));
+  EXPECT_TRUE(internal(p, -1));
+}
+
 TEST(LowRank, ShapesAndRanksAreChecked) {
   const Vec x(12, 1.0f);
   auto refused = [&](const Params& p) {

@@ -44,9 +44,7 @@ std::vector<std::pair<Ref, size_t>> touched(const Step& s, size_t es) {
       return {{s.dst, elems}};
     case StepKind::kWiden:
     case StepKind::kNarrow:
-    case StepKind::kLowRankStart:
-    case StepKind::kLowRankMiddle:
-    case StepKind::kLowRankFinish:
+    case StepKind::kCodecStage:
       return {{s.dst, elems}, {s.src, elems}};
   }
   return {};

@@ -195,11 +195,9 @@ void CudaKernels::enqueue(const std::shared_ptr<StreamRun>& run, std::span<const
     case StepKind::kDecodeAddEncode:
       stream.noteCommands(enqueueFused(run, steps, cs));
       break;
-    case StepKind::kLowRankStart:
-    case StepKind::kLowRankMiddle:
-    case StepKind::kLowRankFinish:
-      // The api refuses powersgd on device memory before planning.
-      throw Error(cclInvalidUsage, "the PowerSGD allreduce runs on host memory only");
+    case StepKind::kCodecStage:
+      // The api refuses a codec with stages (powersgd) on device memory before planning.
+      throw Error(cclInvalidUsage, "a codec's reduction stages (powersgd) run on host memory only");
     default:
       throw Error(cclInternalError, "a transfer step was enqueued as a kernel");
   }

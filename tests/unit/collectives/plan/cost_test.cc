@@ -193,6 +193,39 @@ TEST(Choice, EveryRankChoosesAlikeAndANamedAlgorithmIsKept) {
   }
 }
 
+// "auto" has one chooser (chooseAlgo): the model's cheapest row where there is a model that
+// timed the call's codec, the table's rules where there is none, the codec is untimed or the
+// call names its algorithm. Sizes and links where the two policies part show which one chose.
+TEST(Choice, AutoIsTheModelWhereItTimedTheCodecElseTheTable) {
+  int parted = 0;
+  for (double beta : {1e6, 10e9}) {
+    CostModel m = linkOnly(50e-6, beta);
+    m.compute.copy = m.compute.reduce = 10e9;
+    for (size_t count : {size_t(16), size_t(4096), size_t(1) << 20}) {
+      CollArgs a;
+      a.nranks = 4;
+      a.count = count;
+      const Algo table = chooseAlgorithm(Coll::kAllReduce, a).algo;
+      const Choice byModel = chooseAlgo(Coll::kAllReduce, a, &m);
+      EXPECT_TRUE(modelChooses(a, &m));
+      EXPECT_EQ(byModel.algo, cheapestAlgorithm(Coll::kAllReduce, a, m).algo) << count;
+      EXPECT_GT(byModel.seconds, 0);
+      parted += byModel.algo != table;
+      const Choice noModel = chooseAlgo(Coll::kAllReduce, a, nullptr);
+      EXPECT_EQ(noModel.algo, table) << count;
+      EXPECT_EQ(noModel.seconds, 0);
+      a.codec = codec::defaultParams(cclCodecInt8);  // its kernels untimed in m
+      EXPECT_FALSE(modelChooses(a, &m));
+      EXPECT_EQ(chooseAlgo(Coll::kAllReduce, a, &m).algo, chooseAlgorithm(Coll::kAllReduce, a).algo) << count;
+      a.codec = {};
+      a.algo = Algo::kRing;
+      EXPECT_FALSE(modelChooses(a, &m));
+      EXPECT_EQ(chooseAlgo(Coll::kAllReduce, a, &m).algo, Algo::kRing);
+    }
+  }
+  EXPECT_GT(parted, 0) << "no size or link where the model and the table part: the test shows nothing";
+}
+
 // A probe's fit recovers the link that made the times it is given.
 TEST(Choice, ThisCpusKernelsAreMeasured) {
   const codec::Params codecs[] = {codec::defaultParams(cclCodecInt8), codec::defaultParams(cclCodecTopK)};
