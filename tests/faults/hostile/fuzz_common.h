@@ -47,7 +47,7 @@ struct Options {
   uint64_t batch = 0;     // --batch: inputs per output line (api_fuzz); 0: the program's default
   int mismatchEvery = 0;  // --mismatch-every: steps between calls mismatched across ranks; 0: default
   // --misalign elements (default): buffers start whole elements off any vector alignment;
-  // --misalign bytes: at any byte, also inside an element (api_fuzz.cc, misalignUnit).
+  // --misalign bytes: at any byte, also inside an element (api_fuzz_calls.cc, misalignUnit).
   bool misalignBytes = false;
 };
 
