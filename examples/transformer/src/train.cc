@@ -488,22 +488,9 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm, Elastic
   return finish(r);
 }
 
-}  // namespace
-
-TrainResult train(const TrainOptions& o, cclComm_t world) {
-  omp_set_num_threads(std::max(1, o.threads));
-  if (o.seq > o.model.maxSeq)
-    throw std::invalid_argument("--seq " + std::to_string(o.seq) + " exceeds the model's --max-seq " +
-                                std::to_string(o.model.maxSeq));
-  if (o.batch < 1 || o.accum < 1 || o.steps < 1)
-    throw std::invalid_argument("--batch, --accum and --steps must be >= 1");
-  const std::string shape = configProblem(o.model);
-  if (!shape.empty()) throw std::invalid_argument(shape);
-  int worldSize = 1;
-  if (cclCommCount(world, &worldSize) != cclSuccess) throw std::runtime_error(cclGetLastError(world));
-  Grid grid = o.grid;
-  const std::string problem = resolveGrid(grid, worldSize, o.model, o.seq, o.sequenceParallel);
-  if (!problem.empty()) throw std::invalid_argument(problem);
+// Options that each work alone but not together on this grid: std::invalid_argument saying
+// which and why.
+void checkCombinations(const TrainOptions& o, const Grid& grid) {
   if (o.overlapDp && (o.zero || o.fuseEmbeddingSync || grid.tp > 1 || localUpdates(o.pipeSchedule) ||
                       o.codecs[static_cast<size_t>(Site::kDpGrad)].compression.codec == cclCodecPowerSgd))
     throw std::invalid_argument(
@@ -540,15 +527,12 @@ TrainResult train(const TrainOptions& o, cclComm_t world) {
     throw std::invalid_argument(
         "--elastic goes on from the model's and AdamW's state: not with --autoencoder or a local-update schedule "
         "(their own state is not kept)");
-  if (!o.elastic) {
-    Comm comm(splitGroups(world, grid, o.fuseEmbeddingSync), o.model.layers);
-    try {
-      return trainOn(o, grid, comm, nullptr);
-    } catch (...) {
-      comm.abort();  // peers blocked in this rank's groups fail instead of waiting
-      throw;
-    }
-  }
+}
+
+// --elastic: after a failed call the survivors shrink the world to the live ranks and train
+// on from the model's and AdamW's state (on the grid shrunk with them); a rank whose replica
+// lost a rank leaves.
+TrainResult trainElastic(const TrainOptions& o, Grid grid, cclComm_t world) {
   ElasticState state;
   std::vector<cclComm_t> shrunk;  // the worlds made here, destroyed on the way out
   struct Owned {
@@ -576,6 +560,33 @@ TrainResult train(const TrainOptions& o, cclComm_t world) {
       comm.abort();
       throw;
     }
+  }
+}
+
+}  // namespace
+
+TrainResult train(const TrainOptions& o, cclComm_t world) {
+  omp_set_num_threads(std::max(1, o.threads));
+  if (o.seq > o.model.maxSeq)
+    throw std::invalid_argument("--seq " + std::to_string(o.seq) + " exceeds the model's --max-seq " +
+                                std::to_string(o.model.maxSeq));
+  if (o.batch < 1 || o.accum < 1 || o.steps < 1)
+    throw std::invalid_argument("--batch, --accum and --steps must be >= 1");
+  const std::string shape = configProblem(o.model);
+  if (!shape.empty()) throw std::invalid_argument(shape);
+  int worldSize = 1;
+  if (cclCommCount(world, &worldSize) != cclSuccess) throw std::runtime_error(cclGetLastError(world));
+  Grid grid = o.grid;
+  const std::string problem = resolveGrid(grid, worldSize, o.model, o.seq, o.sequenceParallel);
+  if (!problem.empty()) throw std::invalid_argument(problem);
+  checkCombinations(o, grid);
+  if (o.elastic) return trainElastic(o, grid, world);
+  Comm comm(splitGroups(world, grid, o.fuseEmbeddingSync), o.model.layers);
+  try {
+    return trainOn(o, grid, comm, nullptr);
+  } catch (...) {
+    comm.abort();  // peers blocked in this rank's groups fail instead of waiting
+    throw;
   }
 }
 
