@@ -21,21 +21,27 @@ codec::Expect expect(const Plan& plan, const Step& s) {
   return e;
 }
 
+// The error-feedback state a codec step reads and updates (at src2), or null.
+float* feedbackOf(const Step& s, const Buffers& b) {
+  return s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr;
+}
+
+// What a step that may divide (cclAvg) divides by.
+float divisorOf(const Plan& plan, const Step& s) { return s.divide ? static_cast<float>(plan.nranks) : 1.0f; }
+
 void runCodec(const Plan& plan, const Step& s, const Buffers& b, const ComputeContext& ctx) {
   if (s.kind == StepKind::kEncode || s.kind == StepKind::kDecodeAddEncode) {
     codec::Params p = plan.codecOf(s);
     p.seed = encodeSeed(plan, s, ctx.callSeed);
-    float* residual = s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr;
+    float* residual = feedbackOf(s, b);
     ctx.lengths[s.slot] =
         s.kind == StepKind::kEncode
             ? codec::encode(p, bufferAt(b, s.src), s.type, s.count, bufferAt(b, s.dst), s.bytes, residual)
             : codec::decodeAddEncode(p, bufferAt(b, s.in), ctx.lengths[s.inSlot], expect(plan, s), bufferAt(b, s.src),
-                                     s.type, s.count, s.divide ? static_cast<float>(plan.nranks) : 1.0f,
-                                     bufferAt(b, s.dst), s.bytes, residual);
+                                     s.type, s.count, divisorOf(plan, s), bufferAt(b, s.dst), s.bytes, residual);
   } else if (s.kind == StepKind::kCodecStage) {
-    float* state = s.withFeedback ? reinterpret_cast<float*>(bufferAt(b, s.src2)) : nullptr;
-    codec::runStage(plan.codec, s.stage, bufferAt(b, s.src), bufferAt(b, s.dst), s.type, s.count,
-                    s.divide ? static_cast<float>(plan.nranks) : 1.0f, state);
+    codec::runStage(plan.codec, s.stage, bufferAt(b, s.src), bufferAt(b, s.dst), s.type, s.count, divisorOf(plan, s),
+                    feedbackOf(s, b));
   } else if (s.kind == StepKind::kDecode) {
     codec::decode(bufferAt(b, s.src), ctx.lengths[s.slot], expect(plan, s), bufferAt(b, s.dst), s.type);
   } else {
