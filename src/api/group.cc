@@ -64,18 +64,24 @@ void execute(std::span<const coll::Job> jobs, std::span<const Op> ops, const col
     auto naming = [&](int rank, const char* why) {
       return Error(e.code(), std::string(e.what()) + " (rank " + std::to_string(rank) + " " + why + ")");
     };
+    // A stopped rank's neighbours know it (its kernel acknowledges, its pulses stopped) and
+    // tell the others, who name it in turn.
+    auto nameQuiet = [&] {
+      const int quiet = c->links.bootstrap->quietNeighbour();
+      if (quiet < 0) return;
+      declareLost(c, quiet, bootstrap::Bootstrap::kQuietReason);
+      throw naming(quiet, bootstrap::Bootstrap::kQuietReason);
+    };
     if (e.code() == cclRemoteError) {
       const int lost = lostRankSoon(c);
       if (lost >= 0) throw naming(lost, "is gone");
+      // No news came: a rank whose two neighbours stopped hears of neither through the ring,
+      // only the abort of a rank that timed out; its own neighbours' silence names them.
+      nameQuiet();
     }
-    // A call that made no progress for CCL_TIMEOUT: a stopped rank's neighbours know it (its
-    // kernel acknowledges, its pulses stopped) and tell the others, who name it in turn.
+    // A call that made no progress for CCL_TIMEOUT.
     if (e.code() == cclSystemError) {
-      const int quiet = c->links.bootstrap->quietNeighbour();
-      if (quiet >= 0) {
-        declareLost(c, quiet, bootstrap::Bootstrap::kQuietReason);
-        throw naming(quiet, bootstrap::Bootstrap::kQuietReason);
-      }
+      nameQuiet();
       // None here: the neighbours of a stopped rank may not have timed out (idle, their part
       // done), so ask them.
       c->links.bootstrap->askQuiet();

@@ -223,11 +223,15 @@ def main():
             skipped.append((name, skip[0]))
 
     if want("ranks"):
+        # Every survivor's error must name a lost rank (--require-named) where ranks are lost.
+        named = ["--require-named", "1"]
         for mode in ("kill", "stop", "abort", "revoke"):
-            add(mode, [fr, mode, "--trials", str(trials)] + common, 120 + trials * (4 * a.timeout + 60))
+            add(mode, [fr, mode, "--trials", str(trials)] + common + (named if mode in ("kill", "stop") else []),
+                120 + trials * (4 * a.timeout + 60))
         # Two ranks lost, each at its own moment: the survivors shrink past both.
-        add("kill2", [fr, "kill", "--victims", "2", "--trials", str(trials)] + common,
-            120 + trials * (4 * a.timeout + 60))
+        for mode in ("kill", "stop"):
+            add(mode + "2", [fr, mode, "--victims", "2", "--trials", str(trials)] + common + named,
+                120 + trials * (4 * a.timeout + 60))
     if want("hostile"):
         h = os.path.join(b, "tests", "faults", "hostile")
         add("api_fuzz", [os.path.join(h, "api_fuzz"), "--inputs", str(api_inputs), "--seed", seed], 3600)

@@ -97,17 +97,21 @@ struct Options {
   uint64_t seed = 1;
   int timeout = 5;  // CCL_TIMEOUT, seconds
   size_t maxBytes = size_t{64} << 20;
-  long calls = 1000;   // soak
-  double minutes = 0;  // soak: at least this long as well
-  int cycles = 100;    // churn
-  int victims = 1;     // kill, stop: ranks lost per trial
+  long calls = 1000;             // soak
+  double minutes = 0;            // soak: at least this long as well
+  int cycles = 100;              // churn
+  int victims = 1;               // kill, stop: ranks lost per trial
+  std::vector<int> victimRanks;  // kill, stop: these ranks lost in every trial (else drawn)
+  int patientRank = -1;          // kill, stop: this rank's calls time out at 3 x --timeout
+  bool requireNamed = false;     // kill, stop: a survivor's error that does not say a lost rank is lost fails the trial
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(
       stderr,
       "fault_ranks: %s\nusage: fault_ranks kill|stop|abort|revoke|soak|churn [--ranks N] [--trials N] [--seed S] "
-      "[--timeout SECONDS] [--max-bytes B] [--calls N] [--minutes M] [--cycles N] [--victims K]\n",
+      "[--timeout SECONDS] [--max-bytes B] [--calls N] [--minutes M] [--cycles N] [--victims K] "
+      "[--victim-ranks R,R,...] [--patient-rank R] [--require-named 0|1]\n",
       why);
   std::exit(2);
 }
@@ -138,12 +142,32 @@ Options parse(int argc, char** argv) {
       o.cycles = std::atoi(v);
     else if (a == "--victims")
       o.victims = std::atoi(v);
+    else if (a == "--victim-ranks")
+      for (const char* p = v;; ++p) {
+        char* end = nullptr;
+        o.victimRanks.push_back(static_cast<int>(std::strtol(p, &end, 10)));
+        if (end == p || (*end != ',' && *end != '\0')) usage("--victim-ranks takes ranks separated by commas");
+        if (*end == '\0') break;
+        p = end;
+      }
+    else if (a == "--patient-rank")
+      o.patientRank = std::atoi(v);
+    else if (a == "--require-named")
+      o.requireNamed = std::atoi(v) != 0;
     else
       usage(("unknown option " + a).c_str());
   }
   if (o.ranks < 2 || o.ranks > 16) usage("--ranks must be 2..16");
   if (o.timeout < 1) usage("--timeout must be >= 1");
+  if (!o.victimRanks.empty()) {
+    o.victims = static_cast<int>(o.victimRanks.size());
+    for (size_t i = 0; i < o.victimRanks.size(); ++i)
+      if (o.victimRanks[i] < 0 || o.victimRanks[i] >= o.ranks ||
+          std::count(o.victimRanks.begin(), o.victimRanks.begin() + static_cast<long>(i), o.victimRanks[i]) != 0)
+        usage("--victim-ranks must name distinct ranks below --ranks");
+  }
   if (o.victims < 1 || o.victims >= o.ranks) usage("--victims must be 1..ranks-1");
+  if (o.patientRank < -1 || o.patientRank >= o.ranks) usage("--patient-rank must be below --ranks");
   return o;
 }
 
@@ -437,6 +461,8 @@ struct Shared {
   cclUniqueId recoverId;          // kJoin's
   std::atomic<int> recoverReady;  // 0 until the parent decides; then a Recovery
   bool lost[16];                  // the trial's victims
+  int patientRank;                // its communicator's timeout is patientMs (-1: none)
+  int patientMs;
   Slot slots[16];
   // Rank r's place among the survivors (-1: a victim).
   int survivorRank(int r) const {
@@ -468,10 +494,11 @@ void copyText(char* dst, size_t cap, const std::string& s) {
     if (*p == '"' || *p == '\\' || *p == '\n') *p = ' ';  // the JSON line stays one line
 }
 
-cclResult_t initRank(cclComm_t* comm, int n, const cclUniqueId& id, int r, bool twoNodes) {
+cclResult_t initRank(const Shared* sh, cclComm_t* comm, int n, const cclUniqueId& id, int r, bool twoNodes) {
   cclConfig_t config = CCL_CONFIG_INITIALIZER;
   const std::string host = "fault-node-" + std::to_string(r / std::max(1, n / 2));
   if (twoNodes) config.hostId = host.c_str();
+  if (r == sh->patientRank) config.timeoutMs = sh->patientMs;
   return cclCommInitRankConfig(comm, n, id, r, &config);
 }
 
@@ -542,7 +569,7 @@ bool shrinkSurvivors(cclComm_t failed, int n, int expected, double* seconds, std
   rk.rank = r;
   rk.nranks = n;
   std::mt19937_64 g(seed);
-  if (ok(rk, initRank(&rk.comm, n, sh->id, r, twoNodes), "cclCommInitRank")) {
+  if (ok(rk, initRank(sh, &rk.comm, n, sh->id, r, twoNodes), "cclCommInitRank")) {
     // Memory and descriptors of a working communicator, before any call: what the process
     // holds again once the failed one and the survivors' one are destroyed.
     me.before = measure();
@@ -656,6 +683,14 @@ bool namesRank(const char* message, int r) {
   return false;
 }
 
+// Whether an error message says that rank `r` was lost, in the words the library uses for a
+// rank it found lost ("rank 3 is gone") or stopped ("rank 3 sends no pulses"); stricter than
+// namesRank, which also takes a wait on the rank ("recv from 3") that any error may list.
+bool declaresLost(const char* message, int r) {
+  const std::string m = message, who = "rank " + std::to_string(r) + " ";
+  return m.find(who + "is gone") != std::string::npos || m.find(who + "sends no pulses") != std::string::npos;
+}
+
 Line processTrial(const Options& o, int trial, std::mt19937_64& g) {
   const bool stop = o.mode == "stop";
   const int n = o.ranks;
@@ -669,6 +704,8 @@ Line processTrial(const Options& o, int trial, std::mt19937_64& g) {
     munmap(sh, sizeof(Shared));
     return line;
   }
+  sh->patientRank = o.patientRank;
+  sh->patientMs = 3000 * o.timeout;
   const uint64_t callSeed = g();
   const bool twoNodes = n >= 4 && g() % 2 == 0;
   // Each victim: its rank, the calls it completes first, and up to 20 ms more.
@@ -680,6 +717,7 @@ Line processTrial(const Options& o, int trial, std::mt19937_64& g) {
   std::vector<Victim> victims;
   for (int i = 0; i < o.victims; ++i) {
     int rank = static_cast<int>(g() % static_cast<uint64_t>(n));
+    if (!o.victimRanks.empty()) rank = o.victimRanks[static_cast<size_t>(i)];
     while (sh->lost[rank]) rank = (rank + 1) % n;
     sh->lost[rank] = true;
     victims.push_back({rank, static_cast<long>(g() % 12), static_cast<int>(g() % 20000)});
@@ -736,7 +774,8 @@ Line processTrial(const Options& o, int trial, std::mt19937_64& g) {
       ++line.completed;
     else {
       ++line.errors;
-      if (std::any_of(victims.begin(), victims.end(), [&](const Victim& vi) { return namesRank(s.message, vi.rank); }))
+      const auto names = o.requireNamed ? declaresLost : namesRank;
+      if (std::any_of(victims.begin(), victims.end(), [&](const Victim& vi) { return names(s.message, vi.rank); }))
         ++line.named;
       else if (line.detail.find("names no rank") == std::string::npos)  // the first such error, whole
         line.detail += "rank " + std::to_string(r) + "'s error names no rank: " + s.message + "; ";
@@ -803,7 +842,8 @@ Line processTrial(const Options& o, int trial, std::mt19937_64& g) {
     line.after = maxOf(line.after, s.after);
   }
   const bool needRecovery = line.errors == line.survivors;
-  line.good = line.hangs == 0 && line.crashes == 0 && line.wrong == 0 && (!needRecovery || recovered == line.errors);
+  line.good = line.hangs == 0 && line.crashes == 0 && line.wrong == 0 && (!needRecovery || recovered == line.errors) &&
+              (!o.requireNamed || line.named == line.errors);
   if (needRecovery && recovered != line.errors)
     line.detail += std::to_string(recovered) + " of " + std::to_string(line.errors) + " survivors recovered; ";
   std::string head;
