@@ -49,6 +49,7 @@ bool declareLostLocked(cclComm_t comm, int lost, const char* why) {
   comm->links.bootstrap->relayLost(lost);
   // Calls in progress here, and the peers', fail now rather than at CCL_TIMEOUT. (A device
   // call waiting on NCCL is left to NCCL: comm->nccl may be replaced while the watcher looks.)
+  comm->links.transport->peerLost(lost);
   comm->links.transport->abort();
   return true;
 }

@@ -90,6 +90,10 @@ class Transport {
   // abort() for a usage error the caller found (its peers are out of step with it): the
   // peers' requests then fail with cclInvalidUsage rather than cclRemoteError.
   virtual void abortMismatch() = 0;
+  // Callable from any thread, before abort(): rank `peer` is lost (its process ended, it
+  // aborted, or its host went silent), so a pending send to it is given up at once rather
+  // than after a transport's grace for a live peer to take it.
+  virtual void peerLost(int peer) { (void)peer; }
 
   // Whether this transport is aborted, by this rank or through a peer's abort it has
   // learned of, whether for a mismatch, and by which rank (-1: not known). What a transport

@@ -235,6 +235,10 @@ class ShmTransport final : public Transport {
   }
 
   void abort() override { abortAs(shm::kAborted, rank_); }
+  // This channel's own sends end with the abort; UCX's pairs (other hosts) have a grace.
+  void peerLost(int peer) override {
+    if (inner_) inner_->peerLost(peer);
+  }
   AbortState abortState() const override {
     const uint32_t a = aborted_.load(std::memory_order_acquire);
     return {a != shm::kOpen, a == shm::kMismatch, abortedBy_.load(std::memory_order_relaxed)};

@@ -3,6 +3,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <new>
 #include <string>
@@ -101,11 +102,14 @@ void UcxRequest::throwFailure() const {
 // send: if one does not finish soon its endpoint is force-closed, which fails it on TCP
 // endpoints. A rendezvous send over shared memory survives even that; it is abandoned
 // after a short grace (UCX only ever reads a send buffer), so abort stays prompt.
+// The grace counts from the abort (all pending requests share it), and there is none for a
+// send to a rank known lost: nobody will ever take it.
 void UcxRequest::cancelAndRelease() {
   ucp_request_cancel(worker_.handle(), ucpRequest_);
   using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  const auto grace = std::chrono::milliseconds(200);
+  const auto start = worker_.aborted() ? std::min(Clock::now(), worker_.abortedAt()) : Clock::now();
+  const auto grace =
+      kind_ == Kind::kSend && worker_.lost(peer_) ? std::chrono::milliseconds(0) : std::chrono::milliseconds(200);
   const auto limit = kind_ == Kind::kSend ? 2 * grace : std::chrono::milliseconds(30000);
   bool forced = false;
   while (poll() == UCS_INPROGRESS) {

@@ -39,6 +39,7 @@ class UcxTransport final : public Transport {
   bool sharedMemoryLink(int peer) const override { return worker_.sharedMemoryLink(peer); }
   void abort() override { worker_.requestAbort(); }
   void abortMismatch() override { worker_.requestAbort(true); }
+  void peerLost(int peer) override { worker_.markLost(peer); }
   AbortState abortState() const override {
     return {worker_.aborted(), worker_.abortedForMismatch(), worker_.abortedBy()};
   }

@@ -89,7 +89,12 @@ PeerInfo PeerInfo::local() {
 }
 
 Worker::Worker(int rank, int size)
-    : rank_(rank), size_(size), eps_(size, nullptr), failed_(size, 0), epContexts_(size) {
+    : rank_(rank),
+      size_(size),
+      eps_(size, nullptr),
+      failed_(size, 0),
+      epContexts_(size),
+      lost_(std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(size))) {
   ucp_worker_params_t params{};
   params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   // One thread at a time drives a communicator, but not always the same thread.

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "common/tags.h"
@@ -65,8 +66,21 @@ class Worker {
   // With `mismatch`, peers learn that the abort reports a usage error (see abortMismatch).
   void requestAbort(bool mismatch = false) {
     if (mismatch) mismatch_.store(true, std::memory_order_relaxed);
+    int64_t none = 0;
+    abortedAtNs_.compare_exchange_strong(none, nowNs(), std::memory_order_relaxed);
     abortRequested_.store(true, std::memory_order_release);
   }
+  // When the abort was requested (steady clock), or the epoch when it was not: the pending
+  // requests' grace counts from it, so that all of them together wait one grace.
+  std::chrono::steady_clock::time_point abortedAt() const {
+    return std::chrono::steady_clock::time_point(
+        std::chrono::nanoseconds(abortedAtNs_.load(std::memory_order_relaxed)));
+  }
+  // Transport::peerLost: any thread. A pending send to a lost rank is given up at once.
+  void markLost(int peer) {
+    if (peer >= 0 && peer < size_) lost_[static_cast<size_t>(peer)].store(true, std::memory_order_relaxed);
+  }
+  bool lost(int peer) const { return lost_[static_cast<size_t>(peer)].load(std::memory_order_relaxed); }
   // True after abort() here or an abort notice from a peer.
   bool aborted() const { return abortRequested_.load(std::memory_order_acquire); }
   // The rank whose abort notice aborted this worker, or -1 (a local abort, or none).
@@ -112,6 +126,10 @@ class Worker {
   int abortedBy_ = -1;
   std::atomic<bool> abortRequested_{false};
   std::atomic<bool> mismatch_{false};
+  std::atomic<int64_t> abortedAtNs_{0};
+  std::unique_ptr<std::atomic<bool>[]> lost_;  // per peer: Transport::peerLost
+
+  static int64_t nowNs() { return std::chrono::steady_clock::now().time_since_epoch() / std::chrono::nanoseconds(1); }
 };
 
 }  // namespace ccl::transport::ucx
