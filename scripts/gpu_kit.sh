@@ -57,7 +57,20 @@ strip --strip-unneeded -o "$kit/standin/libnccl.so.2" "$build/tests/gpu_kit/stan
 # part of this repository): built against NVIDIA's nccl.h for the kit's GPU, run there
 # through the face (run.sh). They need libcudart.so.13, which run.sh finds on the machine.
 if [ -n "${NCCL_TESTS_SRC:-}" ]; then
-  if ! make -C "$NCCL_TESTS_SRC/src" -j "$(nproc)" BUILDDIR="$build/nccl-tests" NCCL_HOME=/usr/local/cuda \
+  # Built from a copy whose device choice is taken modulo the device count, so that -t 2
+  # (two thread ranks, through the stand-in) runs on one GPU; rank i of a process otherwise
+  # takes device (NCCL_TESTS_DEVICE or its first) + i.
+  tests_src="$build/nccl-tests-src"
+  rm -rf "$tests_src"
+  cp -r "$NCCL_TESTS_SRC" "$tests_src"
+  choice='gpus\[i\] = (gpu0 != -1 ? gpu0 : localRank\*nThreads\*nGpus) + i;'
+  if grep -q "$choice" "$tests_src/src/common.cu"; then
+    sed -i "s/$choice/&\n    { int devices = 1; CUDACHECK(cudaGetDeviceCount(\&devices)); gpus[i] %= devices; }/" \
+      "$tests_src/src/common.cu"
+  else
+    echo "gpu_kit: nccl-tests' device choice not found in src/common.cu: -t 2 will need two GPUs" >&2
+  fi
+  if ! make -C "$tests_src/src" -j "$(nproc)" BUILDDIR="$build/nccl-tests" NCCL_HOME=/usr/local/cuda \
     NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" >"$build/nccl-tests.log" 2>&1; then
     echo "gpu_kit: nccl-tests did not build from $NCCL_TESTS_SRC (see $build/nccl-tests.log)" >&2
     exit 1
@@ -71,7 +84,8 @@ multiarch=/usr/lib/x86_64-linux-gnu
 mkdir -p "$kit/lib/ucx"
 for l in libucp.so.0 libucs.so.0 libuct.so.0 libucm.so.0 libnuma.so.1; do cp -L "$multiarch/$l" "$kit/lib/$l"; done
 cp -L "$multiarch/ucx/libuct_cma.so.0" "$kit/lib/ucx/"
-cp "$root/tests/gpu_kit/run.sh" "$root/tests/gpu_kit/torch_face_check.py" "$root/tests/gpu_kit/torch_codec_peer.py" "$kit/"
+cp "$root/tests/gpu_kit/run.sh" "$root/tests/gpu_kit/torch_face_check.py" "$root/tests/gpu_kit/torch_face_shrink.py" \
+  "$root/tests/gpu_kit/torch_codec_peer.py" "$kit/"
 git -C "$root" rev-parse --short HEAD >"$kit/COMMIT" 2>/dev/null || echo unknown >"$kit/COMMIT"
 
 # Every library a binary needs is the kit's, NVIDIA's NCCL (found where run.sh runs) or the

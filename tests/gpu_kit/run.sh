@@ -127,33 +127,44 @@ step 06_face_dropin_one_rank 60 env LD_LIBRARY_PATH="$kit/dropin:$LD_LIBRARY_PAT
 step 07_face_preload_2_threads 60 env LD_PRELOAD="$preload" "$kit/bin/face_device_check" threads 2
 step 08_face_2_threads_int8 60 env LD_PRELOAD="$preload" CCL_CODEC=int8 CCL_CODEC_SHM=on "$kit/bin/face_device_check" threads 2
 step 09_torch_nccl_backend 120 env LD_PRELOAD="$preload" python3 "$kit/torch_face_check.py"
+# ProcessGroupNCCL's shrink under the face: three processes on the GPU, one lost, the other
+# two call torch.distributed.shrink_group (ncclCommShrink, the face's cclCommShrink) and go on.
+step 09_torch_face_shrink 150 env LD_PRELOAD="$preload" python3 "$kit/torch_face_shrink.py"
 
 # 6. CUDA graph capture: through NVIDIA's NCCL under the face (one rank), refused with an error
 # on ccl's own device path (two ranks sharing the GPU), and ccl's API. Ranks on one GPU share
 # a node, where a default codec stays off unless CCL_CODEC_SHM=on: these steps ask for it.
 step 10_face_capture_one_rank 60 env LD_PRELOAD="$preload" CCL_CODEC=int8 CCL_CODEC_SHM=on "$kit/bin/face_device_check" capture 1
 step 11_face_capture_2_threads 60 env LD_PRELOAD="$preload" CCL_CODEC=int8 CCL_CODEC_SHM=on "$kit/bin/face_device_check" capture 2
-# The face's compressed calls on ccl over NcclLink (two thread ranks, one GPU), with the stand-in
-# NCCL as the real one (the program links it, the face is preloaded). The stand-in has only
-# sends and receives, so both of the program's collectives are compressed.
+# The face with the stand-in NCCL as the real one (the program links it, the face is
+# preloaded), two thread ranks on one GPU: without a codec every call goes to the stand-in's
+# collectives (exact); with int8 the listed ones run on ccl over NcclLink (within bound).
+step 12_face_standin_2_threads_none 60 env LD_LIBRARY_PATH="$kit/standin:$LD_LIBRARY_PATH" LD_PRELOAD="$preload" \
+  "$kit/bin/face_device_check" threads 2
 step 12_face_standin_2_threads_int8 60 env LD_LIBRARY_PATH="$kit/standin:$LD_LIBRARY_PATH" LD_PRELOAD="$preload" \
   CCL_CODEC=int8 CCL_CODEC_SHM=on CCL_COMPRESS=allreduce,broadcast "$kit/bin/face_device_check" threads 2
 # The same, captured into a graph and launched ten times: ccl's plan over NcclLink replayed.
 step 12_face_standin_capture_2_threads_int8 60 env LD_LIBRARY_PATH="$kit/standin:$LD_LIBRARY_PATH" LD_PRELOAD="$preload" \
   CCL_CODEC=int8 CCL_CODEC_SHM=on CCL_COMPRESS=allreduce "$kit/bin/face_device_check" capture 2
 
-# NVIDIA's nccl-tests (a kit built with NCCL_TESTS_SRC), one rank, through the face as
-# libnccl.so.2 with CCL_CODEC=none: every collective exact (-c 1), and all_reduce by graph
-# launch (-G 3). nccl-tests exits 0 with wrong values: a row passes only when it printed
-# "0 OK". (Two thread ranks on one GPU need a stand-in with collectives: the face's
-# uncompressed calls go to NVIDIA's NCCL, which refuses them.)
+# NVIDIA's nccl-tests (a kit built with NCCL_TESTS_SRC) through the face as libnccl.so.2 with
+# CCL_CODEC=none: one rank, every collective exact (-c 1), and all_reduce by graph launch
+# (-G 3); then two thread ranks on the one GPU (-t 2; the kit's build takes the device modulo
+# the count) with the stand-in as the real library, which NVIDIA's refuses. nccl-tests exits
+# 0 with wrong values: a row passes only when it printed "0 OK".
 if [ -d "$kit/nccl-tests" ] && [ $device -eq 1 ]; then
-  nt=(env LD_LIBRARY_PATH="$kit/dropin:$LD_LIBRARY_PATH" CCL_CODEC=none bash -c
-    'set -o pipefail; "$@" 2>&1 | tee /dev/stderr | grep -q "Out of bounds values : 0 OK"' nccl-test)
+  check='set -o pipefail; "$@" 2>&1 | tee /dev/stderr | grep -q "Out of bounds values : 0 OK"'
+  nt=(env LD_LIBRARY_PATH="$kit/dropin:$LD_LIBRARY_PATH" CCL_CODEC=none bash -c "$check" nccl-test)
   for b in "$kit"/nccl-tests/*_perf; do
     step "22_nccl_tests_$(basename "$b" _perf)" 30 "${nt[@]}" "$b" -b 8 -e 8M -f 8 -c 1 -g 1
   done
   step 22_nccl_tests_all_reduce_graph 30 "${nt[@]}" "$kit/nccl-tests/all_reduce_perf" -b 8 -e 8M -f 8 -c 1 -G 3
+  nt2=(env LD_LIBRARY_PATH="$kit/dropin:$LD_LIBRARY_PATH" CCL_NCCL_LIBRARY="$kit/standin/libnccl.so.2"
+    CCL_CODEC=none bash -c "$check" nccl-test)
+  for b in all_reduce all_gather broadcast reduce reduce_scatter alltoall gather scatter sendrecv; do
+    [ -x "$kit/nccl-tests/${b}_perf" ] || continue
+    step "23_nccl_tests_t2_standin_$b" 30 "${nt2[@]}" "$kit/nccl-tests/${b}_perf" -b 8 -e 8M -f 8 -c 1 -t 2 -g 1
+  done
 fi
 
 # 7. Numbers, the questions first: a step gets at most what is left of KIT_BUDGET.
