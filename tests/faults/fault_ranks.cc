@@ -684,11 +684,19 @@ bool namesRank(const char* message, int r) {
 }
 
 // Whether an error message says that rank `r` was lost, in the words the library uses for a
-// rank it found lost ("rank 3 is gone") or stopped ("rank 3 sends no pulses"); stricter than
-// namesRank, which also takes a wait on the rank ("recv from 3") that any error may list.
+// rank it found lost ("rank 3 is gone"), stopped ("rank 3 sends no pulses"), or that never
+// came during the init ("rank 3 never joined", "rank 3, the previous one in the ring, never
+// connected"); stricter than namesRank, which also takes a wait on the rank ("recv from 3")
+// that any error may list.
 bool declaresLost(const char* message, int r) {
-  const std::string m = message, who = "rank " + std::to_string(r) + " ";
-  return m.find(who + "is gone") != std::string::npos || m.find(who + "sends no pulses") != std::string::npos;
+  const std::string m = message, who = "rank " + std::to_string(r);
+  for (const char* words : {" is gone", " sends no pulses", ", the previous one in the ring, never"})
+    if (m.find(who + words) != std::string::npos) return true;
+  // "timeout: rank 3 never joined", "timeout: ranks 1, 3 never joined"
+  const size_t end = m.find(" never joined"), begin = m.rfind("timeout: rank", end);
+  if (end == std::string::npos || begin == std::string::npos) return false;
+  const std::string list = m.substr(begin, end - begin) + ",";
+  return list.find(" " + std::to_string(r) + ",") != std::string::npos;
 }
 
 Line processTrial(const Options& o, int trial, std::mt19937_64& g) {

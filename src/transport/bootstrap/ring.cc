@@ -60,17 +60,27 @@ void RingBootstrap::guarded(const char* what, F&& body) {
 
 void RingBootstrap::allGather(void* data, size_t bytes) {
   if (size_ == 1) return;
+  // The next rank only receives here: if it speaks or its end comes while this rank still
+  // waits for the previous one, it failed (its last bytes tell why: guarded reads them),
+  // unless it said goodbye after taking its part. Without this, a rank whose previous one
+  // waits for a rank lost during the init would wait out its timeout.
+  const auto nextSpoke = [&] {
+    char first = 0;
+    const ssize_t n = ::recv(next_.fd(), &first, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 1 && first == kGoodbye) return;
+    throw Error(cclRemoteError, "the next rank in the ring left during the exchange");
+  };
   guarded("allGather", [&] {
     Deadline deadline = defaultDeadline();
     uint64_t mine = bytes, theirs = 0;
-    exchange(next_, &mine, sizeof(mine), prev_, &theirs, sizeof(theirs), deadline);
+    exchange(next_, &mine, sizeof(mine), prev_, &theirs, sizeof(theirs), deadline, nextSpoke);
     CCL_CHECK(theirs == mine, cclInvalidUsage,
               "ranks disagree on the size (" + std::to_string(mine) + " vs " + std::to_string(theirs) + " bytes)");
     auto* base = static_cast<char*>(data);
     for (int step = 0; step < size_ - 1; ++step) {
       int sendSlot = (rank_ - step + size_) % size_;
       int recvSlot = (rank_ - step - 1 + size_) % size_;
-      exchange(next_, base + sendSlot * bytes, bytes, prev_, base + recvSlot * bytes, bytes, deadline);
+      exchange(next_, base + sendSlot * bytes, bytes, prev_, base + recvSlot * bytes, bytes, deadline, nextSpoke);
     }
   });
 }
