@@ -59,6 +59,8 @@ size_t bytesOf(const CollArgs& a) { return a.count * dataTypeSize(a.dtype); }
 bool fewBytes(const CollArgs& a) { return bytesOf(a) <= a.directMaxBytes; }
 bool latencyBound(const CollArgs& a) { return bytesOf(a) <= a.treeMaxBytes; }
 bool ringSymmetric(const CollArgs& a) { return detail::evenRingChunks(a, a.count, dataTypeSize(a.dtype)); }
+// Recursive doubling over a power of two ranks: no rank folds in first (tree.cc).
+bool powerOfTwoRanks(const CollArgs& a) { return a.nranks > 1 && (a.nranks & (a.nranks - 1)) == 0; }
 // A chain needs a rank between its ends; auto takes it once the data spans chunks.
 bool chainApplies(const CollArgs& a) { return a.nranks > 2; }
 bool chained(const CollArgs& a) { return bytesOf(a) > a.chunkBytes; }
@@ -74,7 +76,7 @@ constexpr AlgoEntry kAlgoTable[] = {
     // algo          collective            compr  builder                               applies              preferred                         symmetric
     {Algo::kHier,    Coll::kAllReduce,     false, planHierarchicalAllReduce,            hierarchicalApplies, nullptr,                          hierarchicalAllReduceSymmetric},
     {Algo::kDirect,  Coll::kAllReduce,     false, detail::directAllReduce,              nullptr,             fewBytes,                         always},
-    {Algo::kTree,    Coll::kAllReduce,     false, detail::recursiveDoublingAllReduce,   nullptr,             latencyBound,                     nullptr},
+    {Algo::kTree,    Coll::kAllReduce,     false, detail::recursiveDoublingAllReduce,   nullptr,             latencyBound,                     powerOfTwoRanks},
     {Algo::kRing,    Coll::kAllReduce,     false, detail::ringAllReduce,                nullptr,             nullptr,                          ringSymmetric},
     {Algo::kLowRank, Coll::kAllReduce,     true,  detail::powerSgdAllReduce,            lowRank,             nullptr,                          detail::powerSgdSymmetric},
     {Algo::kHier,    Coll::kAllReduce,     true,  planHierarchicalAllReduce,            hierarchicalPerElement, nullptr,                       hierarchicalAllReduceSymmetric},
@@ -146,7 +148,10 @@ Plan planCollective(Coll c, const CollArgs& a) {
 Shifts planShifts(Coll c, const CollArgs& a) {
   const AlgoEntry& e = chooseAlgorithm(c, a);
   if (!e.symmetric || !e.symmetric(a)) return Shifts::none(a.nranks);
-  return e.algo == Algo::kHier ? Shifts::nodes(*a.topo) : Shifts::ranks(a.nranks);
+  Shifts s = e.algo == Algo::kHier ? Shifts::nodes(*a.topo) : Shifts::ranks(a.nranks);
+  const Algo shifting = e.algo == Algo::kHier && c == Coll::kAllReduce ? hierarchicalAllReduceAcross(a) : e.algo;
+  s.xorBlocks = shiftsByXor(shifting);
+  return s;
 }
 
 bool compressible(const CollArgs& a) {

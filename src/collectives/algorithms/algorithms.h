@@ -32,7 +32,7 @@ struct AlgoEntry {
   Plan (*build)(const CollArgs&);
   bool (*applies)(const CollArgs&);    // nullptr: every call of its collective
   bool (*preferred)(const CollArgs&);  // by auto; nullptr: whenever it applies
-  bool (*symmetric)(const CollArgs&);  // nullptr: never (a root, a tree, unequal nodes)
+  bool (*symmetric)(const CollArgs&);  // nullptr: never (a root, a tree of unequal parts, unequal nodes)
 };
 std::span<const AlgoEntry> algorithmTable();
 // The row of `algo` for collective c, compressed or not; throws cclInvalidArgument when it
@@ -47,9 +47,13 @@ bool compressible(const CollArgs& a);
 // The plan of collective c (not point to point) for this rank: chooseAlgorithm(c, a)'s.
 Plan planCollective(Coll c, const CollArgs& a);
 // The shifts under which every rank's plan of collective c with `a` is the same (the rows'
-// `symmetric`): the ring's rotations for flat plans, whole nodes for hierarchical ones;
-// Shifts::none when the plans differ.
+// `symmetric`): of single ranks for flat plans, of whole nodes for hierarchical ones, by
+// XOR where the ranks (or nodes) pair up by recursive doubling (shiftsByXor), else by
+// rotation; Shifts::none when the plans differ.
 Shifts planShifts(Coll c, const CollArgs& a);
+// Whether algo's plans are shifts of each other by XOR (recursive doubling: rank r's partners
+// are r ^ 2^i), not by rotation.
+inline bool shiftsByXor(Algo algo) { return algo == Algo::kTree; }
 
 inline Plan planAllReduce(const CollArgs& a) { return planCollective(Coll::kAllReduce, a); }
 inline Plan planReduceScatter(const CollArgs& a) {
@@ -77,6 +81,8 @@ size_t hierarchicalFeedbackFloats(const CollArgs& a);
 // Whether every rank's hierarchical allreduce is the same up to a shift of whole nodes: nodes
 // of one size, and an allreduce across nodes whose plans are the ring's rotations.
 bool hierarchicalAllReduceSymmetric(const CollArgs& a);
+// The flat algorithm of the hierarchical allreduce's stage across nodes (local rank 0's shard).
+Algo hierarchicalAllReduceAcross(const CollArgs& a);
 
 // Compressed point to point (p2p.cc), a.misaligned's buffer staged (misaligned.h).
 Plan planCompressedSend(const CollArgs& a, int peer, uint32_t tag);

@@ -39,13 +39,17 @@ std::vector<const codec::Params*> slotCodecs(const Plan& p) {
 
 // Shifts under which the plans are the same and the links too: a rotation of the ranks keeps
 // which messages stay inside a node only when the nodes are consecutive blocks of one size
-// and it moves whole blocks (or when there is one level).
+// and it moves whole blocks (or when there is one level); so does an XOR (r to r ^ k, k a
+// multiple of the node size), when that size is a power of two.
 Shifts linkShifts(const Shifts& s, const Topology* topo) {
   if (!topo || s.blocks == 1 || s.topo || topo->nodes() == 1 || topo->largestNode() == 1) return s;
   const int n = topo->nranks(), l = topo->nodeSize(0);
-  bool consecutive = topo->uniform() && s.size == 1;
+  bool consecutive = topo->uniform() && s.size == 1 && (!s.xorBlocks || (l & (l - 1)) == 0);
   for (int r = 0; consecutive && r < n; ++r) consecutive = topo->nodeOf[static_cast<size_t>(r)] == r / l;
-  return consecutive ? Shifts{n / l, l, nullptr} : Shifts::none(n);
+  if (!consecutive) return Shifts::none(n);
+  Shifts whole{n / l, l, nullptr};
+  whole.xorBlocks = s.xorBlocks;
+  return whole;
 }
 
 }  // namespace

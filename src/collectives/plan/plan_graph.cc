@@ -25,7 +25,7 @@ PlanGraph PlanGraph::build(const std::function<Plan(int)>& planOf, const Shifts&
   g.shifts = shifts;
   // The plans of this rank's block: one per offset. Every other rank's plan is one of them
   // shifted, so a step of (block c, offset o) stands for the step of (this block, o).
-  const int home = g.home = shifts.blockOf(rank), size = shifts.size, blocks = shifts.blocks;
+  const int home = g.home = shifts.blockOf(rank), size = shifts.size;
   g.first.assign(static_cast<size_t>(size) + 1, 0);
   g.plans.reserve(static_cast<size_t>(size));
   for (int o = 0; o < size; ++o) {
@@ -36,7 +36,7 @@ PlanGraph PlanGraph::build(const std::function<Plan(int)>& planOf, const Shifts&
 
   // Pair every send with its receive: same ends and tag, in posting order among equals. A
   // send of plan o to (block c, offset q) is received, shifted into this block, by plan q
-  // from (block 2*home - c, offset o).
+  // from (block shifts.sourceOf(home, c), offset o): 2*home - c under rotations, c under XOR.
   struct End {
     int plan, peer;
     uint32_t tag, order;
@@ -70,7 +70,7 @@ PlanGraph PlanGraph::build(const std::function<Plan(int)>& planOf, const Shifts&
   met.reserve(sends.size());
   for (const End& e : sends) {
     const int c = shifts.blockOf(e.peer), q = shifts.offsetOf(e.peer);
-    const int from = shifts.rankAt(((2 * home - c) % blocks + blocks) % blocks, e.plan);
+    const int from = shifts.rankAt(shifts.sourceOf(home, c), e.plan);
     met.push_back({q, from, e.tag, e.order, e.id});
   }
   auto byKey = [](const End& a, const End& b) { return a.key() < b.key(); };

@@ -53,6 +53,9 @@ struct Shifts {
   int blocks = 1;
   int size = 1;                    // ranks per block
   const Topology* topo = nullptr;  // blocks are its nodes (uniform); null: `size` consecutive ranks
+  // How blocks shift: by a rotation (block b to b + k), or by XOR (b to b ^ k; `blocks` a power
+  // of two), as recursive doubling's plans do, where rank r's partners are r ^ 2^i.
+  bool xorBlocks = false;
 
   static Shifts none(int nranks) { return {1, nranks, nullptr}; }
   static Shifts ranks(int nranks) { return {nranks, 1, nullptr}; }
@@ -62,6 +65,8 @@ struct Shifts {
   int blockOf(int r) const { return topo ? topo->nodeOf[static_cast<size_t>(r)] : r / size; }
   int offsetOf(int r) const { return topo ? topo->localRank[static_cast<size_t>(r)] : r % size; }
   int rankAt(int block, int offset) const { return topo ? topo->rankOf(block, offset) : block * size + offset; }
+  // What block `home` sends to block c, shifted so that c lands on home, comes from this block.
+  int sourceOf(int home, int c) const { return xorBlocks ? c : ((2 * home - c) % blocks + blocks) % blocks; }
 };
 
 }  // namespace ccl::coll

@@ -34,19 +34,40 @@ namespace ccl::coll {
 
 using namespace hier;  // NOLINT: the stages of this folder's plans
 
+namespace {
+
+// The flat allreduce across nodes of the shard that local rank `local` owns.
+const AlgoEntry& acrossRow(const CollArgs& a, int local, CollArgs* across) {
+  CollArgs owner = a;
+  owner.rank = a.topo->rankOf(0, local);
+  *across = acrossNodes(owner, layoutOf(owner));
+  return chooseAlgorithm(Coll::kAllReduce, *across);
+}
+
+}  // namespace
+
 bool hierarchicalAllReduceSymmetric(const CollArgs& a) {
   if (!a.topo || !a.topo->uniform()) return false;
   // Inside a node, ranks of one local index have the same part in every node; across nodes
-  // each shard's owners run a flat allreduce, which must be the same on every node.
+  // each shard's owners run a flat allreduce, which must be the same on every node, and
+  // shift the same way for every shard (the largest and the smallest shard's are checked).
   const Topology& t = *a.topo;
+  bool byXor = false;
   for (int local : {0, t.nodeSize(0) - 1}) {
-    CollArgs owner = a;
-    owner.rank = t.rankOf(0, local);
-    const CollArgs across = acrossNodes(owner, layoutOf(owner));
-    const AlgoEntry& e = chooseAlgorithm(Coll::kAllReduce, across);
+    CollArgs across;
+    const AlgoEntry& e = acrossRow(a, local, &across);
     if (!e.symmetric || !e.symmetric(across)) return false;
+    if (local == 0)
+      byXor = shiftsByXor(e.algo);
+    else if (shiftsByXor(e.algo) != byXor)
+      return false;
   }
   return true;
+}
+
+Algo hierarchicalAllReduceAcross(const CollArgs& a) {
+  CollArgs across;
+  return acrossRow(a, 0, &across).algo;
 }
 
 size_t hierarchicalFeedbackFloats(const CollArgs& a) {

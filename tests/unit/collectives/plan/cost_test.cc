@@ -283,8 +283,9 @@ TEST(CostModel, OneBlockOfPlansPredictsEveryRanks) {
 }
 
 // Every algorithm of the table at 65,536 ranks (8,192 nodes of 8), priced in seconds: from one
-// rank's or one node's plans where they are shifts, else from every rank's (the trees and
-// roots, whose plans are small). Not under a sanitizer (a minute more there).
+// rank's or one node's plans where they are shifts (rotations, or XORs for recursive doubling
+// and a hierarchical allreduce across nodes by it), else from every rank's (the roots, whose
+// plans are small). Not under a sanitizer (a minute more there).
 TEST(CostModel, EveryAlgorithmAt65536RanksInSeconds) {
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "the same code runs above at small scale";

@@ -112,6 +112,38 @@ TEST(WaveSchedule, SymmetricRowsCoverTheFlatAndHierarchicalAlgorithms) {
   EXPECT_EQ(planShifts(Coll::kAllReduce, a).blocks, 1) << "nodes of two sizes";
 }
 
+// Recursive doubling's plans are shifts of each other by XOR over a power of two ranks (rank
+// r's partners are r ^ 2^i), and so are a hierarchical allreduce's whose stage across nodes is
+// recursive doubling over a power of two nodes. (OneBlockOfPlansGivesEveryRanksSchedule
+// checks their schedules against every rank's.)
+TEST(WaveSchedule, RecursiveDoublingShiftsByXor) {
+  CollArgs a;
+  a.nranks = 8;
+  a.count = 8;  // latency bound: a tree
+  a.algo = Algo::kTree;
+  Shifts s = planShifts(Coll::kAllReduce, a);
+  EXPECT_EQ(s.blocks, 8);
+  EXPECT_TRUE(s.xorBlocks);
+  EXPECT_EQ(s.sourceOf(5, 6), 6) << "what block 5 sends to block 6 comes, shifted, from block 6";
+  a.nranks = 6;
+  EXPECT_EQ(planShifts(Coll::kAllReduce, a).blocks, 1) << "ranks fold in first: no shift";
+  const int sizes[] = {2, 2, 2, 2};
+  const Topology t = Topology::blocks(sizes);
+  CollArgs h;
+  h.nranks = 8;
+  h.count = 4096;  // a shard of 8 KiB: past one round to every node, latency bound across nodes
+  h.topo = &t;
+  ASSERT_EQ(chooseAlgorithm(Coll::kAllReduce, h).algo, Algo::kHier);
+  ASSERT_EQ(hierarchicalAllReduceAcross(h), Algo::kTree);
+  s = planShifts(Coll::kAllReduce, h);
+  EXPECT_EQ(s.blocks, 4) << "shifts of whole nodes";
+  EXPECT_TRUE(s.xorBlocks);
+  h.count = 600000;  // a ring across nodes
+  s = planShifts(Coll::kAllReduce, h);
+  EXPECT_EQ(s.blocks, 4);
+  EXPECT_FALSE(s.xorBlocks) << "the ring's rotations";
+}
+
 // Plans that are not shifts of each other do not pair under shifts: the schedule says so
 // instead of pairing messages wrongly.
 TEST(WaveSchedule, ShiftsOfPlansThatDifferAreRefused) {
