@@ -171,7 +171,7 @@ void encodeBatch(const Params& p, cclDataType_t type, std::span<const EncodeItem
   for (const EncodeItem& it : items) checkEncodeArgs(p, it.x, it.n, it.out, it.outBytes);
   if (isLowRank(p.codec)) throw Error(cclInvalidArgument, "encode: the GPU codecs have no low-rank (powersgd) kernels");
   withDeviceType(type, [](auto) {});
-  if (isQuantizer(p.codec) && detail::quantizerEncodeBatch(p, type, items, stream)) return;
+  if (isQuantizer(p.codec) && detail::quantizerEncodeBatch(p, type, items, ws, stream)) return;
   for (const EncodeItem& it : items) {
     Params q = p;
     q.seed = it.seed;

@@ -72,8 +72,9 @@ struct EncodeItem {
 };
 
 // Every item encoded with `p` (and the item's seed) as encode would, byte for byte, without
-// lengths (the caller knows them: fixed-length streams). Fixed-length quantizer streams
-// without a tensor scale take one launch per 160 streams; any other codec goes item by item.
+// lengths (the caller knows them: fixed-length streams). Fixed-length quantizer streams take
+// one launch per 160 streams (three with a tensor scale, nvfp4); any other codec goes item by
+// item.
 // Throws as encode does, for any item, before anything is enqueued.
 void encodeBatch(const Params& p, cclDataType_t type, std::span<const EncodeItem> items, Workspace& ws,
                  cudaStream_t stream);

@@ -41,9 +41,11 @@ struct Target {
 
 void quantizerEncode(const Params& p, const void* x, cclDataType_t type, size_t n, uint8_t* out, float* residual,
                      uint64_t* encodedBytes, Workspace& ws, cudaStream_t stream);
-// A batch of fixed-length streams without a tensor scale in one launch per 160 streams;
-// false (nothing enqueued) for other parameters.
-bool quantizerEncodeBatch(const Params& p, cclDataType_t type, std::span<const EncodeItem> items, cudaStream_t stream);
+// A batch of fixed-length streams in one launch per 160 streams (three with a tensor scale:
+// the absmax words, from `ws`, zeroed and filled first); false (nothing enqueued) for
+// variable-length streams.
+bool quantizerEncodeBatch(const Params& p, cclDataType_t type, std::span<const EncodeItem> items, Workspace& ws,
+                          cudaStream_t stream);
 // A batch of fused hops of fixed-length streams without a tensor scale (fusesHops(p)), three
 // launches per 120: the received streams' headers, their validation, the hops.
 void quantizerHopBatch(const Params& p, cclDataType_t type, float divisor, std::span<const HopItem> items,

@@ -27,9 +27,10 @@ namespace {
 
 // The largest finite |x + residual| of the whole input into *a.tensorMax (zeroed before):
 // what the tensor scale is chosen from, as the CPU's finiteAbsMax. fp32 bits of
-// non-negative values order as the values, so an integer atomicMax combines the warps.
+// non-negative values order as the values, so an integer atomicMax combines the warps. Every
+// thread of the grid calls it (grid-stride).
 template <class T>
-__global__ void __launch_bounds__(kMaxThreads) tensorAbsMax(EncodeArgs a) {
+__device__ void tensorAbsMaxOf(const EncodeArgs& a) {
   uint32_t m = 0;
   const uint64_t groups = (a.n + kGroup - 1) / kGroup;
   for (uint64_t g = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; g < groups;
@@ -47,6 +48,18 @@ __global__ void __launch_bounds__(kMaxThreads) tensorAbsMax(EncodeArgs a) {
     m = other > m ? other : m;
   }
   if (threadIdx.x % 32 == 0 && m) atomicMax(a.tensorMax, m);
+}
+
+template <class T>
+__global__ void __launch_bounds__(kMaxThreads) tensorAbsMax(EncodeArgs a) {
+  tensorAbsMaxOf<T>(a);
+}
+
+// The grid for a tensor absmax over `n` elements: a thread per group of eight, at most 1024
+// thread blocks (they stride over the rest).
+unsigned absMaxGrid(uint64_t n) {
+  const uint64_t want = (n + uint64_t{kGroup} * kMaxThreads - 1) / (uint64_t{kGroup} * kMaxThreads);
+  return static_cast<unsigned>(std::clamp<uint64_t>(want, 1, 1024));
 }
 
 template <class K, class T>
@@ -93,10 +106,12 @@ __global__ void __launch_bounds__(kMaxThreads) encodeFinish(EncodeArgs a, uint8_
   finishStream(a, flags, encodedBytes);
 }
 
-// A batch of fixed-length streams of one codec without a tensor scale, in one launch: the
-// thread blocks stride over the codec blocks of every stream (firstBlock[p]: the first of
-// stream p), then over the streams for their headers and padding (regions no codec block
-// writes). The table travels in the kernel's parameters (CUDA 12.1's 32 KiB).
+// A batch of fixed-length streams of one codec in one launch: the thread blocks stride over
+// the codec blocks of every stream (firstBlock[p]: the first of stream p), then over the
+// streams for their headers and padding (regions no codec block writes). A tensor-scaled
+// codec's streams (nvfp4) take two launches before it: their absmax words zeroed, then each
+// stream's absmax (batchAbsMax). The table travels in the kernel's parameters (CUDA 12.1's
+// 32 KiB).
 constexpr unsigned kBatchStreams = 160;
 struct EncodeTable {
   EncodeArgs a[kBatchStreams];
@@ -106,12 +121,24 @@ struct EncodeTable {
 };
 static_assert(sizeof(EncodeTable) <= 32000, "an encode table must fit a kernel's parameters");
 
+// The absmax words of a batch's streams zeroed (they accumulate by atomicMax), in-kernel:
+// no memset on the hot path.
+__global__ void __launch_bounds__(kMaxThreads) zeroAbsMax(const __grid_constant__ EncodeTable t) {
+  for (uint32_t k = threadIdx.x; k < t.count; k += blockDim.x) *t.a[k].tensorMax = 0;
+}
+
+// Every stream's tensor absmax (tensorAbsMaxOf), the whole grid on one stream after another.
+template <class T>
+__global__ void __launch_bounds__(kMaxThreads) batchAbsMax(const __grid_constant__ EncodeTable t) {
+  for (uint32_t k = 0; k < t.count; ++k) tensorAbsMaxOf<T>(t.a[k]);
+}
+
 template <class K, class T>
 __global__ void __launch_bounds__(kMaxThreads) encodeBatch(const __grid_constant__ EncodeTable t, unsigned lanes) {
   const uint64_t total = t.firstBlock[t.count];
   forEachSegment(total, lanes, [&](uint64_t g, bool active, unsigned lane) {
     const uint32_t k = streamOf(t.firstBlock, t.count, active ? g : total - 1);
-    encodeSegment<K>(t.a[k], InputSource<T>{}, g - t.firstBlock[k], active, lanes, lane, 1.0f);
+    encodeSegment<K>(t.a[k], InputSource<T>{}, g - t.firstBlock[k], active, lanes, lane, tensorScale(t.a[k]));
   });
   for (uint32_t p = blockIdx.x; p < t.count; p += gridDim.x) finishStream(t.a[p], t.flags, nullptr);
 }
@@ -127,8 +154,7 @@ void launchEncode(const EncodeArgs& a, uint8_t flags, uint64_t* encodedBytes, vo
   const unsigned threads = groups >= kMaxThreads ? kMaxThreads : ((groups + 31) / 32) * 32;
   const unsigned grid = static_cast<unsigned>(a.blocks < (1u << 30) ? a.blocks : (1u << 30));
   if (a.tensorMax && a.n > 0) {
-    const uint64_t want = (a.n + uint64_t{kGroup} * kMaxThreads - 1) / (uint64_t{kGroup} * kMaxThreads);
-    tensorAbsMax<T><<<static_cast<unsigned>(want < 1024 ? want : 1024), kMaxThreads, 0, stream>>>(a);
+    tensorAbsMax<T><<<absMaxGrid(a.n), kMaxThreads, 0, stream>>>(a);
     checkLaunch("tensorAbsMax");
   }
   if (a.blocks > 0) {
@@ -151,25 +177,38 @@ void launchEncode(const EncodeArgs& a, uint8_t flags, uint64_t* encodedBytes, vo
 
 }  // namespace
 
-bool quantizerEncodeBatch(const Params& p, cclDataType_t type, std::span<const EncodeItem> items, cudaStream_t stream) {
-  if (!p.fixedLength || tensorScaled(p.codec)) return false;
+bool quantizerEncodeBatch(const Params& p, cclDataType_t type, std::span<const EncodeItem> items, Workspace& ws,
+                          cudaStream_t stream) {
+  if (!p.fixedLength) return false;
+  const bool scaled = tensorScaled(p.codec);
   for (size_t first = 0; first < items.size(); first += kBatchStreams) {
     auto t = std::make_unique<EncodeTable>();  // 20 KiB: not on the stack
     t->count = static_cast<uint32_t>(std::min<size_t>(kBatchStreams, items.size() - first));
     t->flags = quantizerFlags(p);
-    uint64_t blocks = 0;
+    // One absmax word per stream; the workspace is this stream's, and the batches of one
+    // call follow each other on it.
+    auto* maxima = scaled ? static_cast<uint32_t*>(ws.get(t->count * sizeof(uint32_t), stream)) : nullptr;
+    uint64_t blocks = 0, elements = 0;
     for (uint32_t k = 0; k < t->count; ++k) {
       const EncodeItem& it = items[first + k];
       Params q = p;
       q.seed = it.seed;
       t->a[k] = argsFor(q, it.x, it.n, static_cast<uint8_t*>(it.out), it.residual);
+      t->a[k].tensorMax = scaled ? maxima + k : nullptr;
       t->firstBlock[k] = blocks;
       blocks += t->a[k].blocks;
+      elements += it.n;
     }
     t->firstBlock[t->count] = blocks;
     const unsigned grid = segmentGrid(std::max<uint64_t>(blocks, t->count), p.blockSize);
     withQuantizerKind(p.codec, [&](auto kind) {
       withDeviceType(type, [&](auto tag) {
+        if (scaled) {
+          zeroAbsMax<<<1, kMaxThreads, 0, stream>>>(*t);
+          checkLaunch("zeroAbsMax");
+          batchAbsMax<decltype(tag)><<<absMaxGrid(elements), kMaxThreads, 0, stream>>>(*t);
+          checkLaunch("batchAbsMax");
+        }
         encodeBatch<decltype(kind), decltype(tag)><<<grid, kMaxThreads, 0, stream>>>(*t, segmentLanes(p.blockSize));
       });
     });
