@@ -68,7 +68,9 @@ def rank_main(rank, port, folder, cpu):
             os._exit(1)
         time.sleep(0.01)
     lost = int(open(path).read())
-    small = dist.shrink_group([lost], shrink_flags=dist.distributed_c10d.SHRINK_ABORT)
+    # SHRINK_ABORT: the lost rank's communicator is aborted, not waited for (where torch has it).
+    abort = getattr(dist.distributed_c10d, "SHRINK_ABORT", None)
+    small = dist.shrink_group([lost]) if abort is None else dist.shrink_group([lost], shrink_flags=abort)
     left = [r for r in range(RANKS) if r != lost]
     renumbered = small.rank() == left.index(rank) and small.size() == len(left)
     print(f"{'ok  ' if renumbered else 'FAIL'} rank {rank}: rank {small.rank()} of {small.size()} after the shrink",

@@ -32,7 +32,7 @@ struct AlgoEntry {
   Plan (*build)(const CollArgs&);
   bool (*applies)(const CollArgs&);    // nullptr: every call of its collective
   bool (*preferred)(const CollArgs&);  // by auto; nullptr: whenever it applies
-  bool (*symmetric)(const CollArgs&);  // nullptr: never (a root, a tree of unequal parts, unequal nodes)
+  bool (*symmetric)(const CollArgs&);  // nullptr: never (a root, unequal nodes)
 };
 std::span<const AlgoEntry> algorithmTable();
 // The row of `algo` for collective c, compressed or not; throws cclInvalidArgument when it
@@ -79,7 +79,8 @@ Plan planHierarchicalReduceScatter(const CollArgs& a);  // to an owner per block
 Plan planHierarchicalAlltoAll(const CollArgs& a);       // one message per pair of nodes crosses
 size_t hierarchicalFeedbackFloats(const CollArgs& a);
 // Whether every rank's hierarchical allreduce is the same up to a shift of whole nodes: nodes
-// of one size, and an allreduce across nodes whose plans are the ring's rotations.
+// of one size, and an allreduce across nodes whose plans are shifts of each other, the same
+// kind (rotations, or XORs) for every shard.
 bool hierarchicalAllReduceSymmetric(const CollArgs& a);
 // The flat algorithm of the hierarchical allreduce's stage across nodes (local rank 0's shard).
 Algo hierarchicalAllReduceAcross(const CollArgs& a);

@@ -60,15 +60,15 @@ void RingBootstrap::guarded(const char* what, F&& body) {
 
 void RingBootstrap::allGather(void* data, size_t bytes) {
   if (size_ == 1) return;
-  // The next rank only receives here: if it speaks or its end comes while this rank still
-  // waits for the previous one, it failed (its last bytes tell why: guarded reads them),
-  // unless it said goodbye after taking its part. Without this, a rank whose previous one
-  // waits for a rank lost during the init would wait out its timeout.
+  // The next rank only receives here. If it sends the news of a lost rank while this rank
+  // still waits for the previous one, the ring is broken: fail now, naming that rank (guarded
+  // reads the news), rather than wait out the timeout for a previous rank that waits in turn
+  // for a rank lost during the init. An end with nothing said, or a goodbye, may be a rank
+  // that took its part and left: the previous one may still complete the collective.
   const auto nextSpoke = [&] {
     char first = 0;
     const ssize_t n = ::recv(next_.fd(), &first, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n == 1 && first == kGoodbye) return;
-    throw Error(cclRemoteError, "the next rank in the ring left during the exchange");
+    if (n == 1 && first == kLost) throw Error(cclRemoteError, "the next rank in the ring sent the news of a loss");
   };
   guarded("allGather", [&] {
     Deadline deadline = defaultDeadline();
