@@ -114,6 +114,12 @@ int await(Clique& c, std::unique_lock<std::mutex>& lock, Pred ready) {
 
 int cudaResult(cudaError_t e) { return e == cudaSuccess ? kSuccess : kUnhandledCuda; }
 
+// A new event recorded on `stream` into *e.
+int recordEvent(cudaStream_t stream, cudaEvent_t* e) {
+  if (int r = cudaResult(cudaEventCreateWithFlags(e, cudaEventDisableTiming)); r) return r;
+  return cudaResult(cudaEventRecord(*e, stream));
+}
+
 // Sends and receives.
 int exchange(const std::vector<Op>& ops) {
   // Every send first, so that two ranks receiving from each other both find the other's.
@@ -121,8 +127,7 @@ int exchange(const std::vector<Op>& ops) {
     if (op.coll != kNone || !op.send) continue;
     Clique& c = *op.comm->clique;
     cudaEvent_t e = nullptr;
-    if (int r = cudaResult(cudaEventCreateWithFlags(&e, cudaEventDisableTiming)); r) return r;
-    if (int r = cudaResult(cudaEventRecord(e, op.stream)); r) return r;
+    if (int r = recordEvent(op.stream, &e); r) return r;
     std::lock_guard<std::mutex> lock(c.mutex);
     c.sends[{op.comm->rank, op.peer}].push_back(Posted{op.buf, op.bytes, e});
     c.cv.notify_all();
@@ -145,8 +150,7 @@ int exchange(const std::vector<Op>& ops) {
             cudaMemcpyAsync(op.buf, s.buf, std::min(s.bytes, op.bytes), cudaMemcpyDeviceToDevice, op.stream));
         r)
       return r;
-    if (int r = cudaResult(cudaEventCreateWithFlags(&done, cudaEventDisableTiming)); r) return r;
-    if (int r = cudaResult(cudaEventRecord(done, op.stream)); r) return r;
+    if (int r = recordEvent(op.stream, &done); r) return r;
     cudaEventDestroy(s.ready);  // the wait enqueued above keeps what it waits for
     std::lock_guard<std::mutex> lock(c.mutex);
     c.copied[{op.peer, op.comm->rank}].push_back(done);
@@ -221,6 +225,20 @@ int compute(const Op& op, const Round& rd, int n, int r) {
   }
 }
 
+// Waits (on the host) until every rank has reached `done` in op's round, then makes op's
+// stream wait for every rank's event of `events`; the round in *round.
+int awaitRound(const Op& op, int Round::*done, std::vector<cudaEvent_t> Round::*events, Round** round) {
+  Clique& c = *op.comm->clique;
+  {
+    std::unique_lock<std::mutex> lock(c.mutex);
+    *round = &c.rounds.at(op.round);  // a std::map's elements stay where they are
+    if (int r = await(c, lock, [&] { return (*round)->*done == c.nranks; }); r) return r;
+  }
+  for (cudaEvent_t e : (*round)->*events)
+    if (int r = cudaResult(cudaStreamWaitEvent(op.stream, e, 0)); r) return r;
+  return kSuccess;
+}
+
 // Collectives, in three passes over the group (each rank's input posted before anyone
 // waits, so one thread may drive several ranks): post the inputs; compute each output into
 // scratch once every input is posted; copy the scratch out once every rank has read.
@@ -229,8 +247,7 @@ int collectives(std::vector<Op>& ops) {
     if (op.coll == kNone) continue;
     Clique& c = *op.comm->clique;
     cudaEvent_t e = nullptr;
-    if (int r = cudaResult(cudaEventCreateWithFlags(&e, cudaEventDisableTiming)); r) return r;
-    if (int r = cudaResult(cudaEventRecord(e, op.stream)); r) return r;
+    if (int r = recordEvent(op.stream, &e); r) return r;
     op.round = op.comm->collectives++;
     std::lock_guard<std::mutex> lock(c.mutex);
     Round& rd = c.rounds.try_emplace(op.round, c.nranks).first->second;
@@ -244,21 +261,14 @@ int collectives(std::vector<Op>& ops) {
     Clique& c = *op.comm->clique;
     const int n = c.nranks, me = op.comm->rank;
     Round* rd = nullptr;
-    {
-      std::unique_lock<std::mutex> lock(c.mutex);
-      rd = &c.rounds.at(op.round);  // a std::map's elements stay where they are
-      if (int r = await(c, lock, [&] { return rd->posted == n; }); r) return r;
-    }
-    for (int j = 0; j < n; ++j)
-      if (int r = cudaResult(cudaStreamWaitEvent(op.stream, rd->ready[static_cast<size_t>(j)], 0)); r) return r;
+    if (int r = awaitRound(op, &Round::posted, &Round::ready, &rd); r) return r;
     const size_t bytes = outputBytes(op, n, me);
     if (bytes > 0) {
       if (int r = cudaResult(cudaMallocAsync(&op.scratch, bytes, op.stream)); r) return r;
       if (int r = compute(op, *rd, n, me); r) return r;
     }
     cudaEvent_t e = nullptr;
-    if (int r = cudaResult(cudaEventCreateWithFlags(&e, cudaEventDisableTiming)); r) return r;
-    if (int r = cudaResult(cudaEventRecord(e, op.stream)); r) return r;
+    if (int r = recordEvent(op.stream, &e); r) return r;
     std::lock_guard<std::mutex> lock(c.mutex);
     rd->read[static_cast<size_t>(me)] = e;
     ++rd->readBy;
@@ -269,13 +279,7 @@ int collectives(std::vector<Op>& ops) {
     Clique& c = *op.comm->clique;
     const int n = c.nranks, me = op.comm->rank;
     Round* rd = nullptr;
-    {
-      std::unique_lock<std::mutex> lock(c.mutex);
-      rd = &c.rounds.at(op.round);
-      if (int r = await(c, lock, [&] { return rd->readBy == n; }); r) return r;
-    }
-    for (int j = 0; j < n; ++j)
-      if (int r = cudaResult(cudaStreamWaitEvent(op.stream, rd->read[static_cast<size_t>(j)], 0)); r) return r;
+    if (int r = awaitRound(op, &Round::readBy, &Round::read, &rd); r) return r;
     if (op.scratch) {
       if (int r = cudaResult(
               cudaMemcpyAsync(op.out, op.scratch, outputBytes(op, n, me), cudaMemcpyDeviceToDevice, op.stream));
