@@ -68,7 +68,12 @@ void RingBootstrap::allGather(void* data, size_t bytes) {
   const auto nextSpoke = [&] {
     char first = 0;
     const ssize_t n = ::recv(next_.fd(), &first, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n == 1 && first == kLost) throw Error(cclRemoteError, "the next rank in the ring sent the news of a loss");
+    if (n != 1 || first != kLost) return;
+    // The news is the last thing the next rank says before it ends the connection (relayLost):
+    // guarded reads it once the end is here, which follows at once.
+    pollfd end{next_.fd(), POLLRDHUP, 0};
+    (void)::poll(&end, 1, static_cast<int>(kTimeoutNews.count()));
+    throw Error(cclRemoteError, "the next rank in the ring sent the news of a loss");
   };
   guarded("allGather", [&] {
     Deadline deadline = defaultDeadline();
