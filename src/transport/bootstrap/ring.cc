@@ -60,32 +60,17 @@ void RingBootstrap::guarded(const char* what, F&& body) {
 
 void RingBootstrap::allGather(void* data, size_t bytes) {
   if (size_ == 1) return;
-  // The next rank only receives here. If it sends the news of a lost rank while this rank
-  // still waits for the previous one, the ring is broken: fail now, naming that rank (guarded
-  // reads the news), rather than wait out the timeout for a previous rank that waits in turn
-  // for a rank lost during the init. An end with nothing said, or a goodbye, may be a rank
-  // that took its part and left: the previous one may still complete the collective.
-  const auto nextSpoke = [&] {
-    char first = 0;
-    const ssize_t n = ::recv(next_.fd(), &first, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n != 1 || first != kLost) return;
-    // The news is the last thing the next rank says before it ends the connection (relayLost):
-    // guarded reads it once the end is here, which follows at once.
-    pollfd end{next_.fd(), POLLRDHUP, 0};
-    (void)::poll(&end, 1, static_cast<int>(kTimeoutNews.count()));
-    throw Error(cclRemoteError, "the next rank in the ring sent the news of a loss");
-  };
   guarded("allGather", [&] {
     Deadline deadline = defaultDeadline();
     uint64_t mine = bytes, theirs = 0;
-    exchange(next_, &mine, sizeof(mine), prev_, &theirs, sizeof(theirs), deadline, nextSpoke);
+    exchange(next_, &mine, sizeof(mine), prev_, &theirs, sizeof(theirs), deadline);
     CCL_CHECK(theirs == mine, cclInvalidUsage,
               "ranks disagree on the size (" + std::to_string(mine) + " vs " + std::to_string(theirs) + " bytes)");
     auto* base = static_cast<char*>(data);
     for (int step = 0; step < size_ - 1; ++step) {
       int sendSlot = (rank_ - step + size_) % size_;
       int recvSlot = (rank_ - step - 1 + size_) % size_;
-      exchange(next_, base + sendSlot * bytes, bytes, prev_, base + recvSlot * bytes, bytes, deadline, nextSpoke);
+      exchange(next_, base + sendSlot * bytes, bytes, prev_, base + recvSlot * bytes, bytes, deadline);
     }
   });
 }

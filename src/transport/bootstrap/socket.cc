@@ -345,29 +345,21 @@ void Socket::shutdown() {
 }
 
 void exchange(Socket& out, const void* sendBuf, size_t sendBytes, Socket& in, void* recvBuf, size_t recvBytes,
-              Deadline deadline, const std::function<void()>& outSpoke) {
+              Deadline deadline) {
   auto* sp = static_cast<const char*>(sendBuf);
   auto* rp = static_cast<char*>(recvBuf);
-  bool watchOut = static_cast<bool>(outSpoke);
   while (sendBytes > 0 || recvBytes > 0) {
     size_t s = sendBytes ? out.sendSome(sp, sendBytes) : 0;
     size_t r = recvBytes ? in.recvSome(rp, recvBytes) : 0;
     sp += s, sendBytes -= s;
     rp += r, recvBytes -= r;
     if ((s | r) != 0 || (sendBytes == 0 && recvBytes == 0)) continue;
-    // A socket with nothing asked of it is left out (-1): poll would report its end at once,
-    // again and again.
-    const bool outWatched = sendBytes > 0 || watchOut;
-    pollfd p[2] = {{outWatched ? out.fd() : -1, static_cast<short>(sendBytes ? POLLOUT : POLLIN | POLLRDHUP), 0},
-                   {recvBytes ? in.fd() : -1, POLLIN, 0}};
+    pollfd p[2] = {{out.fd(), static_cast<short>(sendBytes ? POLLOUT : 0), 0},
+                   {in.fd(), static_cast<short>(recvBytes ? POLLIN : 0), 0}};
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left < 0) throw Error(cclSystemError, "timeout in a bootstrap exchange");
     int rc = poll(p, 2, static_cast<int>(std::min<long long>(left + 1, 1 << 30)));
     if (rc < 0 && errno != EINTR) throwSystemError("poll", errno);
-    if (sendBytes == 0 && watchOut && p[0].revents != 0) {
-      watchOut = false;
-      outSpoke();
-    }
   }
 }
 

@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -91,12 +90,9 @@ class Socket {
 };
 
 // Sends `sendBytes` on `out` while receiving `recvBytes` on `in`, both at once so that a
-// ring of ranks that all send first cannot deadlock on full socket buffers. With `outSpoke`:
-// once everything is sent, bytes or the end arriving on `out` (whose peer only receives here)
-// call it while `in` is still awaited; it throws to fail the exchange, or returns to go on
-// without watching `out` again.
+// ring of ranks that all send first cannot deadlock on full socket buffers.
 void exchange(Socket& out, const void* sendBuf, size_t sendBytes, Socket& in, void* recvBuf, size_t recvBytes,
-              Deadline deadline, const std::function<void()>& outSpoke = {});
+              Deadline deadline);
 
 // Connects to every address at once, one attempt each: per address, the connected socket,
 // or an invalid one where it refused (nothing listens there) or had not answered by
