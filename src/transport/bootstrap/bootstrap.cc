@@ -65,13 +65,49 @@ std::vector<WireAddr> rendezvous(const IdLayout& id, int rank, int nranks, const
   return table;
 }
 
+RingProof ringProof(const IdLayout& id, int rank, int nranks, int32_t channel) {
+  RingProof proof{};
+  proof.magic = kRingMagic;
+  std::memcpy(proof.secret, id.secret, kSecretBytes);
+  proof.rank = rank;
+  proof.nranks = nranks;
+  proof.channel = channel;
+  return proof;
+}
+
+// How long the previous rank may leave this one without a connection before its listener is
+// probed, and how far apart the probes are. A live previous rank connects right after the
+// rendezvous, which this rank has also passed: silence for this long is rare, and a probe
+// costs one connection.
+constexpr std::chrono::milliseconds kProbeEvery{200};
+// Refusals in a row, a probe apart, that prove the previous rank gone: one is confirmed by a
+// second, as connectTo retries a refusal before it gives up.
+constexpr int kRefusalsGone = 2;
+
+// Whether a neighbour's ring listener refuses a connection: its process exited (a process's
+// sockets close with it, and that listener was open before the rendezvous published its
+// address). A live one accepts; the probe then says what it is, and the neighbour's
+// acceptPrev drops it unread. A connection that neither succeeds nor is refused soon (a host
+// gone from the network) proves nothing: the init's deadline decides.
+bool listenerRefuses(const WireAddr& addr, const IdLayout& id, int rank, int nranks) {
+  try {
+    Socket s = Socket::connectOnce(addr, deadlineAfter(std::chrono::milliseconds(50)));
+    if (!s.valid()) return true;
+    const RingProof probe = ringProof(id, rank, nranks, kLivenessChannel);
+    s.sendSome(&probe, sizeof(probe));  // best effort: an incomplete probe is dropped too
+  } catch (const Error&) {
+  }
+  return false;
+}
+
 // Accepts connections until the previous rank's two (its ring's and its pulses', in either
 // order) arrive with the secret; others are dropped. Anyone who can reach the port can
 // connect, so every connection's proof is read side by side (as the root reads hellos): one
 // that sends nothing must not hold up the previous rank's behind it, each for seconds, until
-// the init's deadline.
-std::array<Socket, kChannels> acceptPrev(Socket& listener, const IdLayout& id, int prev, int nranks,
-                                         Deadline deadline) {
+// the init's deadline. A previous rank that died after the rendezvous is found by its
+// listener's refusals (listenerRefuses), not by the deadline: cclRemoteError.
+std::array<Socket, kChannels> acceptPrev(Socket& listener, const IdLayout& id, int rank, int prev, int nranks,
+                                         const WireAddr& prevListener, Deadline deadline) {
   std::array<Socket, kChannels> got;
   struct Candidate {
     Socket sock;
@@ -82,6 +118,8 @@ std::array<Socket, kChannels> acceptPrev(Socket& listener, const IdLayout& id, i
   constexpr size_t kMaxCandidates = 64;  // more wait in the listener's backlog
   std::vector<Candidate> candidates;
   std::vector<pollfd> fds;
+  Deadline nextProbe = deadlineAfter(kProbeEvery);
+  int refusals = 0;
   for (;;) {
     // At most 100 ms per wait, so that silent candidates are dropped at their time.
     fds.assign(1, pollfd{listener.fd(), POLLIN, 0});
@@ -107,8 +145,10 @@ std::array<Socket, kChannels> acceptPrev(Socket& listener, const IdLayout& id, i
       }
       if (!drop && c.got == sizeof(c.proof)) {
         const RingProof& p = c.proof;
-        if (p.magic == kRingMagic && sameSecret(p.secret, id.secret) && p.rank == prev && p.nranks == nranks &&
-            p.channel >= 0 && p.channel < kChannels && !got[p.channel].valid()) {
+        if (p.magic == kRingMagic && sameSecret(p.secret, id.secret) && p.channel == kLivenessChannel) {
+          // the next rank's probe: this rank is alive
+        } else if (p.magic == kRingMagic && sameSecret(p.secret, id.secret) && p.rank == prev && p.nranks == nranks &&
+                   p.channel >= 0 && p.channel < kChannels && !got[p.channel].valid()) {
           got[p.channel] = std::move(c.sock);
           if (std::all_of(got.begin(), got.end(), [](const Socket& s) { return s.valid(); })) return got;
         } else {
@@ -130,6 +170,29 @@ std::array<Socket, kChannels> acceptPrev(Socket& listener, const IdLayout& id, i
     if (candidates.size() >= kMaxCandidates) candidates.erase(candidates.begin());
     // A proof completed by now was taken above: past the deadline, the previous rank never came.
     if (Clock::now() >= deadline) throw Error(cclSystemError, "timeout waiting for a bootstrap connection");
+    // Probed only while nothing of the previous rank's has arrived: once one connection
+    // has, the other follows (or the candidate's own deadline drops it).
+    const bool nothingYet =
+        candidates.empty() && std::none_of(got.begin(), got.end(), [](const Socket& s) { return s.valid(); });
+    if (nothingYet && Clock::now() >= nextProbe) {
+      refusals = listenerRefuses(prevListener, id, rank, nranks) ? refusals + 1 : 0;
+      if (refusals >= kRefusalsGone)
+        throw Error(cclRemoteError, "its listener " + toString(prevListener) + " refuses connections");
+      nextProbe = deadlineAfter(kProbeEvery);
+    }
+  }
+}
+
+// Leaves `news` on the previous rank's ring connection, accepted for it within a second
+// (the previous rank connects right after the rendezvous), best effort: an init that fails
+// anyway.
+void tellPrevious(Socket& listener, const IdLayout& id, int rank, int prev, int nranks, const WireAddr& prevListener,
+                  const LostNews& news, Deadline deadline) {
+  try {
+    std::array<Socket, kChannels> from = acceptPrev(listener, id, rank, prev, nranks, prevListener,
+                                                    std::min(deadline, deadlineAfter(std::chrono::seconds(1))));
+    from[kRingChannel].sendSome(news.data(), news.size());
+  } catch (const Error&) {
   }
 }
 
@@ -160,19 +223,26 @@ std::unique_ptr<Bootstrap> Bootstrap::connect(const cclUniqueId& id, int rank, i
   if (nranks > 1) {
     // Both connections to the next rank first (their proofs fit the socket buffers), then
     // the previous rank's two, in whichever order they come.
-    for (int32_t channel = 0; channel < kChannels; ++channel) {
-      next[channel] = Socket::connectTo(table[(rank + 1) % nranks], deadline);
-      RingProof proof{};
-      proof.magic = kRingMagic;
-      std::memcpy(proof.secret, layout.secret, kSecretBytes);
-      proof.rank = rank;
-      proof.nranks = nranks;
-      proof.channel = channel;
-      next[channel].sendAll(&proof, sizeof(proof), deadline);
-    }
-    const int prevRank = (rank - 1 + nranks) % nranks;
+    const int nextRank = (rank + 1) % nranks, prevRank = (rank - 1 + nranks) % nranks;
     try {
-      prev = acceptPrev(listener, layout, prevRank, nranks, deadline);
+      for (int32_t channel = 0; channel < kChannels; ++channel) {
+        next[channel] = Socket::connectTo(table[nextRank], deadline);
+        const RingProof proof = ringProof(layout, rank, nranks, channel);
+        next[channel].sendAll(&proof, sizeof(proof), deadline);
+      }
+    } catch (const Error& e) {
+      // Refused to the end, or reset from its backlog (not timed out): the next rank's process
+      // exited, or its own init failed first; in practice the first (every rank connects its
+      // next right after the rendezvous, long before a refusal fails an init).
+      if (!listenerRefuses(table[nextRank], layout, rank, nranks)) throw;
+      // The previous rank, past its setup and waiting on this ring, hears of it (it would
+      // otherwise take this rank's closing for this rank's loss).
+      tellPrevious(listener, layout, rank, prevRank, nranks, table[prevRank], lostNews(nextRank), deadline);
+      throw Error(e.code(), std::string(e.what()) + " (rank " + std::to_string(nextRank) +
+                                ", the next one in the ring, refuses connections: gone, or its init failed)");
+    }
+    try {
+      prev = acceptPrev(listener, layout, rank, prevRank, nranks, table[prevRank], deadline);
     } catch (const Error& e) {
       // The next rank may already be past its own setup, waiting on this ring: it learns who
       // never came (as from relayLost) rather than blaming this rank for closing.

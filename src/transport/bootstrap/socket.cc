@@ -181,9 +181,7 @@ static void setNoDelay(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-// One non-blocking connect attempt. Returns the connected socket, or an invalid one when
-// the peer refused (its listener may not be up yet).
-static Socket tryConnect(const WireAddr& addr, Deadline deadline) {
+Socket Socket::connectOnce(const WireAddr& addr, Deadline deadline) {
   Socket s(newSocket(addr.family));
   sockaddr_storage ss;
   socklen_t len = toSockaddr(addr, &ss);
@@ -212,7 +210,7 @@ Socket Socket::connectTo(const WireAddr& addr, Deadline deadline) {
   // then fail instead of waiting for the whole timeout.
   const Deadline giveUp = std::min(deadline, deadlineAfter(std::chrono::seconds(2)));
   for (auto pause = std::chrono::milliseconds(1);; pause = std::min(pause * 2, std::chrono::milliseconds(100))) {
-    Socket s = tryConnect(addr, deadline);
+    Socket s = connectOnce(addr, deadline);
     if (s.valid()) return s;
     if (Clock::now() + pause >= giveUp)
       throw Error(cclSystemError,

@@ -53,6 +53,9 @@ class Socket {
   static Socket listenOn(const WireAddr& addr);
   // Connects to `addr`. A refusal is retried for up to 2 s, then fails (cclSystemError).
   static Socket connectTo(const WireAddr& addr, Deadline deadline);
+  // One attempt: the connected socket, or an invalid one when `addr` refused. Throws
+  // cclSystemError past the deadline or on any other failure.
+  static Socket connectOnce(const WireAddr& addr, Deadline deadline);
 
   bool valid() const { return fd_ >= 0; }
   int fd() const { return fd_; }

@@ -55,6 +55,10 @@ struct Reply {
 constexpr int32_t kRingChannel = 0;
 constexpr int32_t kPulseChannel = 1;
 constexpr int kChannels = 2;
+// RingProof::channel of a liveness probe: the next rank, still waiting for this rank's
+// connections, checks that its listener is open (bootstrap.cc, acceptPrev). Dropped unread.
+constexpr int32_t kLivenessChannel = -1;
+
 struct RingProof {
   uint64_t magic;
   uint8_t secret[kSecretBytes];

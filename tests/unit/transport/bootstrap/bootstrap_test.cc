@@ -201,22 +201,30 @@ TEST(Bootstrap, InterfaceFromEnvironment) {
   EXPECT_NE(what.find("no-such-interface0"), std::string::npos) << what;
 }
 
-// Sends one hello with the id's secret claiming `nranks` and returns the root's reply.
-bootstrap::Reply helloClaiming(const cclUniqueId& id, int rank, int nranks) {
+// Sends one hello with the id's secret claiming `nranks` (listening at `listen`) and reads
+// the root's reply; the connection to the root stays open in `root`.
+bootstrap::Reply hello(const cclUniqueId& id, int rank, int nranks, const bootstrap::WireAddr& listen,
+                       bootstrap::Socket& root) {
   bootstrap::IdLayout layout;
   std::memcpy(&layout, id.internal, sizeof(layout));
   const auto deadline = bootstrap::deadlineAfter(std::chrono::seconds(10));
-  bootstrap::Socket s = bootstrap::Socket::connectTo(layout.root, deadline);
+  root = bootstrap::Socket::connectTo(layout.root, deadline);
   bootstrap::Hello h{};
   h.magic = bootstrap::kHelloMagic;
   std::memcpy(h.secret, layout.secret, bootstrap::kSecretBytes);
   h.rank = rank;
   h.nranks = nranks;
-  s.sendAll(&h, sizeof(h), deadline);
+  h.listen = listen;
+  root.sendAll(&h, sizeof(h), deadline);
   bootstrap::Reply r{};
-  s.recvAll(&r, sizeof(r), deadline);
+  root.recvAll(&r, sizeof(r), deadline);
   r.message[sizeof(r.message) - 1] = '\0';
   return r;
+}
+
+bootstrap::Reply helloClaiming(const cclUniqueId& id, int rank, int nranks) {
+  bootstrap::Socket root;
+  return hello(id, rank, nranks, bootstrap::WireAddr{}, root);
 }
 
 // Hellos that hold the secret (a rank of another job from the same id, or a faulty one) and
@@ -274,6 +282,44 @@ TEST(Bootstrap, RanksAdmittedBeforeTheCreatorUnderAnotherSizeAreToldSo) {
   });
   early.join();
   expectAllSucceeded(errors);
+}
+
+// Rank 1 of 4 passes the rendezvous and is gone before it connects its ring (its listener
+// closed, as a killed process's is). The rank after it learns so from its listener's
+// refusals, not at the init's deadline, and says which rank; the rank after that hears it
+// on the ring. Before the probes, rank 2 waited for the whole timeout (cclSystemError).
+TEST(Bootstrap, ARankGoneAfterTheRendezvousIsNamedBeforeTheDeadline) {
+  constexpr int n = 4, gone = 1;
+  cclUniqueId id = newId();
+  std::vector<std::exception_ptr> errors(n);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < n; ++r) {
+    if (r == gone) continue;
+    ranks.emplace_back([&, r] {
+      try {
+        Bootstrap::connect(id, r, n, kJoinTimeout)->barrier();
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  }
+  {
+    bootstrap::Socket listener = bootstrap::Socket::listenOn(bootstrap::pickLocalAddress()), root;
+    const bootstrap::Reply reply = hello(id, gone, n, listener.localAddr(), root);
+    EXPECT_EQ(reply.status, cclSuccess) << reply.message;
+    std::vector<bootstrap::WireAddr> table(n);
+    if (reply.status == cclSuccess)
+      root.recvAll(table.data(), table.size() * sizeof(bootstrap::WireAddr), bootstrap::deadlineAfter(kJoinTimeout));
+  }  // gone: its listener and its connection to the root close here
+  for (std::thread& t : ranks) t.join();
+  std::string what;
+  EXPECT_EQ(codeOf(errors[2], &what), cclRemoteError) << what;
+  EXPECT_NE(what.find("rank 1, the previous one in the ring, never connected"), std::string::npos) << what;
+  EXPECT_NE(codeOf(errors[3], &what), cclSuccess);
+  EXPECT_NE(what.find("rank 1 is gone"), std::string::npos) << what;
+  // Rank 0's connection to rank 1 was refused, or made before the listener closed and reset
+  // after: either way it fails (which words it finds first is a race).
+  EXPECT_NE(codeOf(errors[0], &what), cclSuccess);
 }
 
 TEST(Bootstrap, MoreRanksThanTheTagsHoldAreRefusedAtInit) {
