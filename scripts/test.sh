@@ -22,11 +22,13 @@ step() { printf '\n=== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
 step "main build"
 # CUDA for sm_80 only here: the device kit below compiles every kernel for sm_90.
 BUILD_DIR="$root/build" "$root/scripts/build.sh" -DCMAKE_CUDA_ARCHITECTURES=80
+# The package carries the main build's libccl (CCL_PYTHON_PREBUILT): the library the suite
+# below tests, not a second compilation of it. Installed before that suite, whose fault tests
+# under DDP and under PyTorch's NCCL face import it (without it they skip).
+export CCL_PYTHON_PREBUILT="$root/build"
+"$root/scripts/python_install.sh" >/dev/null || status=1
 step "main test suite"
 ctest --test-dir "$root/build" --output-on-failure -j "$jobs" --timeout 900 || status=1
-# The package carries the main build's libccl (CCL_PYTHON_PREBUILT): the library the suite
-# above tested, not a second compilation of it.
-export CCL_PYTHON_PREBUILT="$root/build"
 step "python package, PyTorch backend and DDP hook"
 "$root/scripts/python_test.sh" || status=1
 step "PyTorch's distributed test suite on cclz, beside gloo"
