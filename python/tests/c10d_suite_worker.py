@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 
 import ccl.torch  # noqa: F401  (registers cclz)
-from c10d_worker import RANK, SIZE, expect_close, expect_raises, fail, groups
+from c10d_worker import RANK, SIZE, expect_close, expect_raises, fail, finish, groups
 
 
 def expect_equal(name, got, want):
@@ -308,4 +308,4 @@ def case_gloo_checks() -> None:
 
 if __name__ == "__main__":
     globals()["case_" + sys.argv[1]]()
-    dist.destroy_process_group()
+    finish()

@@ -438,13 +438,19 @@ def case_shrink() -> None:
     os._exit(0)  # the default (gloo) group still counts the lost rank: no collective teardown
 
 
-if __name__ == "__main__":
-    globals()["case_" + sys.argv[1]]()
-    dist.destroy_process_group()  # ccl's backends shut down here: workers joined, communicators destroyed
-    # Gloo's worker threads outlive destroy_process_group (ProcessGroupGloo has no shutdown) and
-    # may drop a finished work's tensors after this thread has begun finalizing the interpreter;
-    # taking the GIL there ends them inside a destructor: std::terminate, SIGABRT (2 runs of 30
-    # of case_hook; pytorch/pytorch#190489). Nothing of ccl's is left to tear down by now.
+def finish() -> None:
+    """Ends a rank whose case passed: its groups destroyed (ccl's backends shut down there:
+    workers joined, communicators destroyed), then the process, without finalizing the
+    interpreter. Gloo's worker threads outlive destroy_process_group (ProcessGroupGloo has no
+    shutdown) and may drop a finished work's tensors after the main thread has begun to
+    finalize; taking the GIL there ends them inside a destructor: std::terminate, SIGABRT (2
+    runs of 30 of case_hook; pytorch/pytorch#190489). Nothing of ccl's is left by then."""
+    dist.destroy_process_group()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+if __name__ == "__main__":
+    globals()["case_" + sys.argv[1]]()
+    finish()
