@@ -11,8 +11,13 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 "$root/scripts/setup.sh"
-# Before the main suite: the NCCL face's checks against PyTorch's libtorch_cuda.so need torch.
-"$root/scripts/torch_venv.sh" >/dev/null
+# PyTorch's environment (on a fresh machine a download of about 2.8 GB) is made while the main
+# build compiles; the main suite's checks against its libtorch_cuda.so and its fault tests
+# under DDP wait for it.
+venv_log=$(mktemp)
+"$root/scripts/torch_venv.sh" >"$venv_log" 2>&1 &
+venv_pid=$!
+trap 'kill "$venv_pid" 2>/dev/null || true' EXIT  # a failed build ends the script: not the download
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 jobs=$(nproc)
@@ -22,6 +27,9 @@ step() { printf '\n=== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
 step "main build"
 # CUDA for sm_80 only here: the device kit below compiles every kernel for sm_90.
 BUILD_DIR="$root/build" "$root/scripts/build.sh" -DCMAKE_CUDA_ARCHITECTURES=80
+wait "$venv_pid" || { cat "$venv_log" >&2; status=1; }
+trap - EXIT
+rm -f "$venv_log"
 # The package carries the main build's libccl (CCL_PYTHON_PREBUILT): the library the suite
 # below tests, not a second compilation of it. Installed before that suite, whose fault tests
 # under DDP and under PyTorch's NCCL face import it (without it they skip).
