@@ -177,7 +177,7 @@ std::array<Socket, kChannels> acceptPrev(Socket& listener, const IdLayout& id, i
     if (nothingYet && Clock::now() >= nextProbe) {
       refusals = listenerRefuses(prevListener, id, rank, nranks) ? refusals + 1 : 0;
       if (refusals >= kRefusalsGone)
-        throw Error(cclRemoteError, "its listener " + toString(prevListener) + " refuses connections");
+        throw Error(cclRemoteError, "the previous rank's listener " + toString(prevListener) + " refuses connections");
       nextProbe = deadlineAfter(kProbeEvery);
     }
   }
