@@ -55,8 +55,8 @@ struct Reply {
 constexpr int32_t kRingChannel = 0;
 constexpr int32_t kPulseChannel = 1;
 constexpr int kChannels = 2;
-// RingProof::channel of a liveness probe: the next rank, still waiting for this rank's
-// connections, checks that its listener is open (bootstrap.cc, acceptPrev). Dropped unread.
+// RingProof::channel of a liveness probe: a ring neighbour checks during the init that this
+// rank's listener is still open (bootstrap.cc, listenerRefuses). acceptPrev drops it unread.
 constexpr int32_t kLivenessChannel = -1;
 
 struct RingProof {
