@@ -227,10 +227,10 @@ void groupForget(cclComm_t comm) {
   q.erase(std::remove_if(q.begin(), q.end(), [&](const Op& o) { return o.comm == comm; }), q.end());
 }
 
-void groupFail(cclResult_t code) {
+void groupFail(cclResult_t code, const std::string& why) {
   if (tlsGroup.depth == 0 || tlsGroup.error != cclSuccess) return;
   tlsGroup.error = code;
-  tlsGroup.errorMessage = cclGetLastError(nullptr);  // what the call's guard just recorded
+  tlsGroup.errorMessage = why.empty() ? cclGetLastError(nullptr) : why;
 }
 
 void submit(Op&& op) {

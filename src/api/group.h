@@ -6,8 +6,9 @@
 #pragma once
 
 #include <memory>
-#include "api/comm.h"
+#include <string>
 
+#include "api/comm.h"
 #include "collectives/exec/executor.h"
 #include "collectives/plan/plan.h"
 
@@ -45,8 +46,9 @@ bool groupActive();
 bool groupHasComm(cclComm_t comm);
 // Drops queued operations of `comm` (it is being aborted).
 void groupForget(cclComm_t comm);
-// Marks the open group failed: its cclGroupEnd runs nothing and returns `code`.
-void groupFail(cclResult_t code);
+// Marks the open group failed: its cclGroupEnd runs nothing and returns `code`, saying `why`
+// (empty: this thread's last error, what the failed call's guard just recorded).
+void groupFail(cclResult_t code, const std::string& why = "");
 
 // Runs `op` now (or, with a host stream, enqueues it there), or queues it when a group is
 // open.

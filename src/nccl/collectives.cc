@@ -269,8 +269,15 @@ void runOnDevice(ncclComm& c, const CollCall& call) {
   if (!group::defer(call.comm, run)) run();
 }
 
+// A call that fails inside a group fails the group (NCCL cancels it whole), whether the face
+// or ccl's communicator refused it.
+ncclResult_t failingTheGroup(ncclResult_t r) {
+  if (r != ncclSuccess) group::fail(r);
+  return r;
+}
+
 ncclResult_t run(CollCall call) {
-  return faceGuard(call.fn, [&] {
+  return failingTheGroup(faceGuard(call.fn, [&] {
     readCollConfig(call);
     CCL_CHECK(!call.hasCodec || call.codec.codec == cclCodecNone || coll::collInfo(call.kind).compressible,
               cclInvalidArgument,
@@ -284,12 +291,12 @@ ncclResult_t run(CollCall call) {
       return runCcl(c, call, reinterpret_cast<cclStream_t>(call.stream));  // ccl's own device path
     }
     runCcl(c, call, nullptr);  // ccl's communicator applies its compression policy itself
-  });
+  }));
 }
 
 ncclResult_t p2p(const char* fn, bool send, void* buff, size_t count, ncclDataType_t dtype, int peer, ncclComm_t comm,
                  cudaStream_t stream) {
-  return faceGuard(fn, [&] {
+  return failingTheGroup(faceGuard(fn, [&] {
     ncclComm& c = usable(comm);
     checkNotSuspended(c);
     if (deviceMemory(buff) && !c.real) {
@@ -306,7 +313,7 @@ ncclResult_t p2p(const char* fn, bool send, void* buff, size_t count, ncclDataTy
     group::noteHostOp();
     if (send) return cclCheck(cclSend(buff, count, cclType(dtype), peer, c.ccl, nullptr), "cclSend");
     cclCheck(cclRecv(buff, count, cclType(dtype), peer, c.ccl, nullptr), "cclRecv");
-  });
+  }));
 }
 
 }  // namespace

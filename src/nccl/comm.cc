@@ -5,10 +5,12 @@
 #include <thread>
 
 #include "api/comm.h"
+#include "api/group.h"
 #include "common/cuda_probe.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "nccl/face_error.h"
+#include "nccl/group.h"
 #include "nccl/policy.h"
 #include "nccl/real_nccl.h"
 #include "nccl/stats_summary.h"
@@ -147,18 +149,35 @@ ncclComm& handle(ncclComm_t comm) {
   return *comm;
 }
 
-ncclComm& usable(ncclComm_t comm) {
+ncclComm& created(ncclComm_t comm) {
   ncclComm& c = handle(comm);
   waitCreated(c);
   CCL_CHECK(c.createResult == ncclSuccess, static_cast<cclResult_t>(c.createResult),
             "the communicator failed to initialise: " + c.createError);
   CCL_CHECK(c.ccl, cclInvalidUsage, "the communicator has no ranks here");
+  return c;
+}
+
+ncclComm& usable(ncclComm_t comm) {
+  ncclComm& c = created(comm);
   CCL_CHECK(!c.revoked.load(), cclInvalidUsage, "the communicator was revoked");
   return c;
 }
 
 void destroy(ncclComm_t comm, bool abort) {
+  // Before waiting for the creation, which may be the group's own (one thread creating several
+  // ranks: only the group's end lets it finish).
+  if (abort) {
+    group::forget(comm);
+  } else {
+    CCL_CHECK(
+        !group::holds(comm), cclInvalidUsage,
+        "the communicator has operations or its creation queued in this thread's open group; end the group first");
+  }
   waitCreated(*comm);
+  if (!abort && comm->ccl)
+    CCL_CHECK(!api::groupHasComm(comm->ccl), cclInvalidUsage,
+              "the communicator has operations queued in this thread's open group; end the group first");
   comm->magic = 0;
   const bool closeReal = comm->real && real::available();
   // A call of another thread still running on ccl leaves first. Destroy: ccl's communicator

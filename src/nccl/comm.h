@@ -80,10 +80,17 @@ ncclResult_t finishCreation(ncclComm_t comm, const char* fn);
 // Validates the handle (not NULL, ours). Throws Error(cclInvalidArgument) otherwise.
 ncclComm& handle(ncclComm_t comm);
 
-// A communicator that may take new operations: created successfully, not revoked.
+// A communicator created successfully, with ranks here: what a revoked one still is, which
+// may be queried, split, shrunk or destroyed (nccl.h on ncclCommRevoke).
+ncclComm& created(ncclComm_t comm);
+
+// A communicator that may take new operations: created, and not revoked.
 ncclComm& usable(ncclComm_t comm);
 
-// Frees the wrapper and both communicators; `abort` aborts instead of destroying.
+// Frees the wrapper and both communicators; `abort` aborts instead of destroying. A destroy
+// that this thread's open group still needs (an operation of it queued, or its creation) is
+// refused with cclInvalidUsage before anything is freed: the handle stays valid. An abort
+// drops what the group holds of it.
 void destroy(ncclComm_t comm, bool abort);
 
 // Converts between the two 128-byte ids.

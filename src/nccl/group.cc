@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "nccl/group.h"
 
+#include <algorithm>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "api/group.h"
 #include "nccl/comm.h"
 #include "nccl/face_error.h"
 #include "nccl/real_nccl.h"
@@ -18,7 +21,10 @@ struct State {
   int hostOps = 0;
   std::vector<std::shared_ptr<void>> kept;
   std::vector<ncclComm_t> creations;
+  std::vector<ncclComm_t> discarded;
   std::vector<std::pair<ncclComm_t, std::function<void()>>> deferred;
+  ncclResult_t failed = ncclSuccess;  // a call of the group failed: the end runs nothing
+  std::string failure;                // its message
 };
 thread_local State tls;
 
@@ -42,7 +48,15 @@ void awaitReal(ncclComm_t comm) {
 ncclResult_t closeOutermost(const char* fn) {
   State s = std::move(tls);
   tls = State{};
+  if (s.failed != ncclSuccess) {
+    api::groupFail(static_cast<cclResult_t>(s.failed), s.failure);  // ccl's queued operations are dropped
+    s.deferred.clear();
+  }
   ncclResult_t result = faceGuard(fn, [&] { cclCheck(cclGroupEnd(), "running the group's host operations"); });
+  if (s.failed != ncclSuccess)
+    result =
+        recordError(fn, static_cast<cclResult_t>(s.failed),
+                    "a call of the group failed, so none of ccl's operations of the group ran: " + s.failure, false);
   if (s.realOpen) {
     ncclResult_t realResult = ncclSuccess;
     ncclResult_t r = faceGuard(fn, [&] {
@@ -69,6 +83,11 @@ ncclResult_t closeOutermost(const char* fn) {
     ncclResult_t r = finishCreation(c, fn);
     if (result == ncclSuccess) result = r;
   }
+  for (ncclComm_t c : s.discarded) {
+    ncclResult_t r = finishCreation(c, fn);
+    faceGuard(fn, [&] { destroy(c, false); });
+    if (result == ncclSuccess) result = r;
+  }
   return result;
 }
 
@@ -88,6 +107,27 @@ void enterReal() {
 }
 
 void addCreation(ncclComm_t comm) { tls.creations.push_back(comm); }
+
+void addDiscarded(ncclComm_t comm) { tls.discarded.push_back(comm); }
+
+bool holds(ncclComm_t comm) {
+  if (tls.depth == 0) return false;
+  auto has = [comm](const std::vector<ncclComm_t>& v) { return std::find(v.begin(), v.end(), comm) != v.end(); };
+  return has(tls.creations) || has(tls.discarded) ||
+         std::any_of(tls.deferred.begin(), tls.deferred.end(), [comm](const auto& d) { return d.first == comm; });
+}
+
+void forget(ncclComm_t comm) {
+  std::erase(tls.creations, comm);
+  std::erase(tls.discarded, comm);
+  std::erase_if(tls.deferred, [comm](const auto& d) { return d.first == comm; });
+}
+
+void fail(ncclResult_t code) {
+  if (tls.depth == 0 || tls.failed != ncclSuccess) return;
+  tls.failed = code;
+  tls.failure = lastError();
+}
 
 void noteHostOp() {
   if (tls.depth > 0) ++tls.hostOps;

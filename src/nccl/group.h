@@ -23,6 +23,23 @@ void enterReal();
 // A communicator whose creation the outermost group end waits for (or not, if non-blocking).
 void addCreation(ncclComm_t comm);
 
+// A creation whose communicator the caller never sees (ncclCommSplit with NCCL_SPLIT_NOCOLOR):
+// the outermost group end waits for it, whatever the mode, then destroys it.
+void addDiscarded(ncclComm_t comm);
+
+// Whether this thread's open group holds `comm`: a compressed device call kept for its end,
+// or its creation.
+bool holds(ncclComm_t comm);
+
+// Drops what this thread's open group holds of `comm` (it is being aborted).
+void forget(ncclComm_t comm);
+
+// A call of this thread's open group failed (its error already recorded): as in NCCL, the
+// outermost group end then runs none of ccl's operations nor the device calls kept for it,
+// and returns `code`. What already went to NVIDIA's open group still runs at its end: NVIDIA's
+// NCCL offers no way to take an operation back. Outside a group: nothing.
+void fail(ncclResult_t code);
+
 // Notes a host operation queued in ccl's group (ncclGroupSimulateEnd refuses those).
 void noteHostOp();
 

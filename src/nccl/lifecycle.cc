@@ -164,7 +164,7 @@ ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
 ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
   ncclComm_t c = nullptr;
   ncclResult_t r = faceGuard("ncclCommSplit", [&] {
-    ncclComm& parent = usable(comm);
+    ncclComm& parent = created(comm);  // a revoked communicator may be split (nccl.h)
     CCL_CHECK(newcomm, cclInvalidArgument, "newcomm is NULL");
     CCL_CHECK(color >= 0 || color == NCCL_SPLIT_NOCOLOR, cclInvalidArgument,
               "color " + std::to_string(color) + " must be >= 0 or NCCL_SPLIT_NOCOLOR");
@@ -179,8 +179,14 @@ ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* new
   });
   if (r != ncclSuccess) return r;
   if (color != NCCL_SPLIT_NOCOLOR) return deliver("ncclCommSplit", c, newcomm);
-  // A rank outside every new communicator takes part in the split but gets NULL; it waits
-  // here, whatever the mode, since it keeps no handle to poll.
+  // A rank outside every new communicator takes part in the split but gets NULL; it waits,
+  // whatever the mode, since it keeps no handle to poll: at the group's end inside a group
+  // (where one thread may drive the other ranks' splits after this one), else here.
+  if (group::active()) {
+    group::addDiscarded(c);
+    *newcomm = nullptr;
+    return ncclSuccess;
+  }
   r = finishCreation(c, "ncclCommSplit");
   faceGuard("ncclCommSplit", [&] { destroy(c, false); });
   if (r == ncclSuccess) *newcomm = nullptr;
@@ -297,7 +303,8 @@ ncclResult_t pncclCommAbort(ncclComm_t comm) {
 }
 
 // Revoking fails the operations running and queued on every rank (cclCommRevoke); the
-// communicator can still be shrunk, finalized or destroyed.
+// communicator can still be queried, split, shrunk, aborted or destroyed, not finalized
+// (nccl.h on ncclCommRevoke).
 ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   return faceGuard("ncclCommRevoke", [&] {
     ncclComm& c = usable(comm);
@@ -342,7 +349,7 @@ ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
 
 ncclResult_t pncclCommCount(const ncclComm_t comm, int* count) {
   return faceGuard("ncclCommCount", [&] {
-    ncclComm& c = usable(comm);
+    ncclComm& c = created(comm);
     CCL_CHECK(count, cclInvalidArgument, "count is NULL");
     *count = c.nranks;
   });
@@ -350,7 +357,7 @@ ncclResult_t pncclCommCount(const ncclComm_t comm, int* count) {
 
 ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* device) {
   return faceGuard("ncclCommCuDevice", [&] {
-    ncclComm& c = usable(comm);
+    ncclComm& c = created(comm);
     CCL_CHECK(device, cclInvalidArgument, "device is NULL");
     int d = -1;  // a host-only communicator has no device
     if (c.real) {
@@ -363,7 +370,7 @@ ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* device) {
 
 ncclResult_t pncclCommUserRank(const ncclComm_t comm, int* rank) {
   return faceGuard("ncclCommUserRank", [&] {
-    ncclComm& c = usable(comm);
+    ncclComm& c = created(comm);
     CCL_CHECK(rank, cclInvalidArgument, "rank is NULL");
     *rank = c.rank;
   });

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -281,6 +282,59 @@ TEST(NcclGroups, SimulateEndRunsNothing) {
   });
 }
 
+// NCCL cancels a group one of whose calls failed, and its end returns the error: whether the
+// face refused the call (an op destroyed) or ccl's communicator did (a datatype it lacks).
+TEST(NcclGroups, ACallThatFailsFailsTheWholeGroup) {
+  ncclComm_t comm = nullptr;
+  ASSERT_EQ(ncclCommInitAll(&comm, 1, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  float a[4] = {1, 2, 3, 4}, b[4] = {-7, -7, -7, -7}, scalar = 2;
+  ncclRedOp_t gone;
+  ASSERT_EQ(ncclRedOpCreatePreMulSum(&gone, &scalar, ncclFloat32, ncclScalarHostImmediate, comm), ncclSuccess);
+  ASSERT_EQ(ncclRedOpDestroy(gone, comm), ncclSuccess);
+  for (const bool faceRefuses : {true, false}) {
+    SCOPED_TRACE(faceRefuses ? "the face refuses" : "ccl refuses");
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    EXPECT_EQ(ncclAllReduce(a, b, 4, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+    if (faceRefuses)
+      EXPECT_EQ(ncclAllReduce(a, b, 4, ncclFloat32, gone, comm, nullptr), ncclInvalidArgument);
+    else
+      EXPECT_EQ(ncclAllReduce(a, b, 4, static_cast<ncclDataType_t>(99), ncclSum, comm, nullptr), ncclInvalidArgument);
+    EXPECT_EQ(ncclAllReduce(a, b, 4, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+    EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
+    EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("a call of the group failed"), std::string::npos)
+        << ncclGetLastError(nullptr);
+    EXPECT_EQ(b[0], -7.0f);  // nothing of the group ran
+  }
+  // The next group is a group of its own.
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(a, b, 4, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_EQ(b[3], 4.0f);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+// One thread driving both ranks splits them in a group, one rank with NCCL_SPLIT_NOCOLOR: that
+// rank's part of the split can only finish at the group's end, once the other rank's is issued.
+TEST(NcclGroups, OneThreadSplitsWithNoColorInAGroup) {
+  constexpr int n = 2;
+  ncclComm_t comms[n] = {};
+  ASSERT_EQ(ncclCommInitAll(comms, n, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  ncclComm_t subs[n] = {comms[0], comms[1]};  // not NULL, so that the NULL below is the split's
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclCommSplit(comms[0], NCCL_SPLIT_NOCOLOR, 0, &subs[0], nullptr), ncclSuccess)
+      << ncclGetLastError(nullptr);
+  EXPECT_EQ(ncclCommSplit(comms[1], 5, 0, &subs[1], nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));  // not a timeout's end
+  EXPECT_EQ(subs[0], nullptr);
+  int count = 0;
+  ASSERT_EQ(ncclCommCount(subs[1], &count), ncclSuccess);
+  EXPECT_EQ(count, 1);
+  EXPECT_EQ(ncclCommDestroy(subs[1]), ncclSuccess);
+  for (ncclComm_t c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+}
+
 TEST(NcclLifecycle, SplitWithNoColor) {
   runRanks(5, [](int rank, ncclComm_t comm) {
     ncclComm_t sub = nullptr;
@@ -334,6 +388,42 @@ TEST(NcclLifecycle, RevokeStopsNewWorkAndScalableInit) {
     EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, nullptr), ncclInvalidUsage);
     EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
   });
+}
+
+// nccl.h: once revoked, a communicator may still be split, shrunk or destroyed (and queried),
+// and finalizing it is invalid.
+TEST(NcclLifecycle, ARevokedCommunicatorIsQueriedAndSplitNotFinalized) {
+  runRanks(2, [](int rank, ncclComm_t comm) {
+    ASSERT_EQ(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT), ncclSuccess) << ncclGetLastError(comm);
+    int count = 0, me = -1;
+    EXPECT_EQ(ncclCommCount(comm, &count), ncclSuccess) << ncclGetLastError(comm);
+    EXPECT_EQ(ncclCommUserRank(comm, &me), ncclSuccess) << ncclGetLastError(comm);
+    EXPECT_EQ(count, 2);
+    EXPECT_EQ(me, rank);
+    EXPECT_EQ(ncclCommFinalize(comm), ncclInvalidUsage);
+    ncclComm_t fresh = nullptr;
+    ASSERT_EQ(ncclCommSplit(comm, 0, rank, &fresh, nullptr), ncclSuccess) << ncclGetLastError(comm);
+    auto out = allReduceFloats(fresh, {1.0f + rank}, ncclSum);
+    EXPECT_EQ(out[0], 3.0f);
+    EXPECT_EQ(ncclCommDestroy(fresh), ncclSuccess);
+  });
+}
+
+// A destroy the open group still needs is refused, and the handle stays valid: the group's end
+// runs its operation, and the destroy after it succeeds (it used to free the handle first).
+TEST(NcclLifecycle, ADestroyRefusedInAGroupKeepsTheCommunicator) {
+  ncclComm_t comm = nullptr;
+  ASSERT_EQ(ncclCommInitAll(&comm, 1, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  float a = 1.5f, b = 0.0f;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(&a, &b, 1, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclInvalidUsage);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_EQ(b, 1.5f);
+  int count = 0;
+  EXPECT_EQ(ncclCommCount(comm, &count), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_EQ(count, 1);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess) << ncclGetLastError(nullptr);
 }
 
 TEST(NcclLifecycle, HostBuffersIgnoreTheStream) {
