@@ -170,7 +170,10 @@ typedef enum CCL_ENUM_TYPE { cclFeedbackNone = 0, cclFeedbackResidual = 1, cclFe
 
 /* Creates feedback state. beta in [0, 1) (LoCo only), resetPeriod >= 0. The state sizes
  * itself on first use and is reset if later used with another size or collective. A state
- * of kind cclFeedbackNone keeps no error; powersgd keeps its warm start in it (above). */
+ * of kind cclFeedbackNone keeps no error; powersgd keeps its warm start in it (above). A
+ * state serves one operation at a time: one passed to two operations of a group makes that
+ * group's cclGroupEnd fail with cclInvalidUsage, running none of them. (Without handles,
+ * CCL_FEEDBACK's states: a group's later call that would share one runs on a fresh state.) */
 CCL_API cclResult_t cclFeedbackCreate(cclFeedback_t* feedback, cclFeedbackKind_t kind, float beta, int resetPeriod);
 /* Frees feedback state; NULL is accepted. */
 CCL_API cclResult_t cclFeedbackDestroy(cclFeedback_t feedback);

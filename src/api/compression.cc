@@ -115,9 +115,11 @@ AutoFeedback::Slot AutoFeedback::get(const void* buffer, size_t count, cclDataTy
     next_ = 0;
     kept_ = 0;
   }
-  if (next_ == sequence_.size())
+  if (next_ == sequence_.size()) {
     sequence_.push_back(
         Entry{id, std::make_unique<cclFeedback>(policy.autoFeedback, policy.locoBeta, policy.locoReset), 0});
+    sequence_.back().state->automatic = true;
+  }
   const size_t at = next_++;
   Entry& e = sequence_[at];
   if (e.id == id) {

@@ -22,6 +22,8 @@ struct cclFeedback : ccl::codec::FeedbackState {
   const uint64_t serial = nextSerial();
   // Set once a device call used it: its error then lives in device memory.
   std::atomic<bool> onDevice{false};
+  // One of AutoFeedback's (CCL_FEEDBACK), not a caller's handle.
+  bool automatic = false;
 
  private:
   static uint64_t nextSerial();

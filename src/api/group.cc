@@ -127,6 +127,32 @@ void runGroup(const std::vector<Op>& ops) {
   for (size_t i = 0; i < ops.size(); ++i) account(ops[i], stats[i]);
 }
 
+// A feedback state is one operation's residual at a time, and a group runs its operations
+// together: two of them on one state would each resize and update it under the other. A
+// caller's handle in two operations of one group is refused (`refuse`); an automatic state
+// (CCL_FEEDBACK) that two calls of the group take (a step learned as one call long, then a
+// group of several) serves the first, and each later one runs on a fresh state of the same
+// kind, used once: that call goes without the feedback of earlier steps, within its codec's
+// bound as any call.
+template <class Refuse>
+void separateFeedback(std::vector<Op>& ops, Refuse&& refuse) {
+  for (size_t j = 1; j < ops.size(); ++j) {
+    Op& later = ops[j];
+    if (!later.feedback) continue;
+    const bool shared = std::any_of(ops.begin(), ops.begin() + static_cast<std::ptrdiff_t>(j),
+                                    [&](const Op& earlier) { return earlier.feedback == later.feedback; });
+    if (!shared) continue;
+    if (!later.feedback->automatic)
+      refuse(cclInvalidUsage, "one cclFeedback_t is passed to two operations of this group; give each its own");
+    const Policy& p = later.comm->compression.policy;
+    later.ownFeedback = std::make_shared<cclFeedback>(p.autoFeedback, p.locoBeta, p.locoReset);
+    later.feedback = later.ownFeedback.get();
+    CCL_INFO(
+        "an automatic error-feedback state is taken by two calls of one group: the later one runs without "
+        "its feedback (pass cclFeedback_t handles to give each tensor its own)");
+  }
+}
+
 // The communicators of `ops`, each once.
 std::vector<cclComm_t> commsOf(std::span<const Op> ops) {
   std::vector<cclComm_t> comms;
@@ -298,6 +324,7 @@ CCL_API cclResult_t cclGroupEnd(void) {
     coll::Stream* stream = ops.front().stream;
     for (const api::Op& op : ops)
       if (op.stream != stream) refuse(cclInvalidUsage, "the operations of one group must all use one stream");
+    api::separateFeedback(ops, refuse);
     const std::vector<cclComm_t> comms = api::commsOf(ops);
     if (stream) {
       api::enqueueAsync(stream, comms, [ops = std::move(ops)] { api::runGroup(ops); });

@@ -31,6 +31,9 @@ struct Op {
   bool chosenByCost = false;        // CCL_CODEC=auto chose its codec and algorithm (the statistics)
   double predicted = 0;             // the cost model's time for it, seconds (0: none; noteCallTime)
   cclFeedback* feedback = nullptr;  // error-feedback state the plan's encodes use
+  // A state of the call's own, which `feedback` points to: given at a group's end to a call
+  // whose automatic state another call of the group uses (separateFeedback in group.cc).
+  std::shared_ptr<cclFeedback> ownFeedback;
   uint64_t feedbackGeneration = 0;  // AutoFeedback::Slot's (0 for a caller's handle)
   size_t feedbackFloats = 0;
   size_t feedbackErrorFloats = 0;  // of which the error (the low-rank codec's warm start follows)

@@ -77,4 +77,55 @@ TEST(Feedback, AutoStateFollowsThePositionNotTheAddress) {
   }
 }
 
+// A group runs its calls together, so two of them cannot share one feedback state (each would
+// resize and update it under the other). A caller's handle passed to two calls of one group is
+// refused, and the communicator goes on. An automatic state that two calls of a group take (the
+// step learned as one call long, then a group of two tensors) serves the first, and the second
+// runs on a fresh state: the same bytes as a handle kept for the first tensor and a new one
+// for the second.
+TEST(Feedback, TwoCallsOfAGroupNeverShareAState) {
+  const int n = 2;
+  const size_t small = 20000, large = 200000;
+  ccltest::ScopedEnv codec("CCL_CODEC", "int8"), fb("CCL_FEEDBACK", "ef"), shm("CCL_CODEC_SHM", "on"),
+      min("CCL_CODEC_MIN_BYTES", "0");
+  World autoWorld(n), handleWorld(n);
+  ASSERT_TRUE(autoWorld.ready() && handleWorld.ready());
+  std::vector<std::vector<std::vector<float>>> got(2, std::vector<std::vector<float>>(n));
+  for (int w = 0; w < 2; ++w) {
+    (w == 0 ? autoWorld : handleWorld).run([&](int r, cclComm_t comm) {
+      std::vector<float> a = values({0, small, 7}, r, 0), b = values({0, large, 8}, r, 1);
+      cclCompression_t z = CCL_COMPRESSION_INITIALIZER;
+      z.codec = cclCodecInt8;
+      cclFeedback_t hA = nullptr, hB = nullptr;
+      ASSERT_EQ(cclFeedbackCreate(&hA, cclFeedbackResidual, 0, 0), cclSuccess);
+      ASSERT_EQ(cclFeedbackCreate(&hB, cclFeedbackResidual, 0, 0), cclSuccess);
+      auto call = [&](std::vector<float>& v, cclFeedback_t h) {
+        return w == 0 ? cclAllReduce(v.data(), v.data(), v.size(), cclFloat32, cclSum, comm, nullptr)
+                      : cclAllReduceEx(v.data(), v.data(), v.size(), cclFloat32, cclSum, comm, nullptr, &z, h);
+      };
+      if (w == 1) {  // one handle for both calls of a group: refused, nothing runs
+        std::vector<float> a2 = a, b2 = b;
+        ASSERT_EQ(cclGroupStart(), cclSuccess);
+        ASSERT_EQ(call(a2, hA), cclSuccess);
+        ASSERT_EQ(call(b2, hA), cclSuccess);
+        EXPECT_EQ(cclGroupEnd(), cclInvalidUsage);
+        EXPECT_EQ(a2, a);
+      }
+      ASSERT_EQ(call(a, hA), cclSuccess);
+      ASSERT_EQ(cclGroupStart(), cclSuccess);
+      ASSERT_EQ(call(a, hA), cclSuccess);
+      ASSERT_EQ(call(b, hB), cclSuccess);
+      ASSERT_EQ(cclGroupEnd(), cclSuccess) << cclGetLastError(comm);
+      got[w][r] = a;
+      got[w][r].insert(got[w][r].end(), b.begin(), b.end());
+      cclFeedbackDestroy(hA);
+      cclFeedbackDestroy(hB);
+    });
+  }
+  for (int r = 0; r < n; ++r) {
+    ASSERT_EQ(got[0][r].size(), small + large);
+    EXPECT_EQ(got[0][r], got[1][r]) << "rank " << r;
+  }
+}
+
 }  // namespace
