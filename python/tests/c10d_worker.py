@@ -127,6 +127,11 @@ def case_ops() -> None:
         lb = [torch.empty(outs[j], 2, dtype=dtype) for j in range(SIZE)]
         dist.all_to_all(lb, list(src.split(ins)), group=cz)
         expect_close(f"all_to_all (list) uneven {dtype}", torch.cat(lb), oa)
+        # Its inputs are only read: any strides (columns of a wider tensor here).
+        wide = torch.cat([src.reshape(-1, 2), torch.zeros_like(src.reshape(-1, 2))], dim=1)
+        lc = [torch.empty(outs[j], 2, dtype=dtype) for j in range(SIZE)]
+        dist.all_to_all(lc, list(wide[:, :2].split(ins)), group=cz)
+        expect_close(f"all_to_all (list) of strided inputs {dtype}", torch.cat(lc), oa)
         for root in {0, SIZE - 1}:
             ga = [torch.empty_like(x) for _ in range(SIZE)] if RANK == root else None
             gb = [torch.empty_like(x) for _ in range(SIZE)] if RANK == root else None
@@ -168,10 +173,10 @@ def case_ops() -> None:
     print(f"rank {RANK}: ops ok", flush=True)
 
 
-def train(model, group, steps, hook_state=None, seed=0):
+def train(model, group, steps, hook_state=None, seed=0, hook=None):
     ddp = nn.parallel.DistributedDataParallel(model, process_group=group, bucket_cap_mb=1)
     if hook_state is not None:
-        ddp.register_comm_hook(hook_state, ccl.torch.hooks.compressed_allreduce_hook)
+        ddp.register_comm_hook(hook_state, hook or ccl.torch.hooks.compressed_allreduce_hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
     g = torch.Generator().manual_seed(seed + RANK)
     target = torch.randn(64, 8, generator=torch.Generator().manual_seed(7))
@@ -224,6 +229,61 @@ def case_hook() -> None:
             fail(f"hook on {name}: loss {loss} vs uncompressed gloo {base} (margin {margin:.0%})")
         print(f"rank {RANK}: hook {codec} on {name} ok: loss {loss:.6f} vs {base:.6f}, raw {s.raw_bytes} "
               f"wire {s.wire_bytes}", flush=True)
+
+
+def case_futures() -> None:
+    """A call's Future holds its result once wait() returns (as gloo's); a Future callback may
+    issue a call on the same group and wait for it, and so PyTorch's own PowerSGD DDP hook,
+    whose callbacks do, trains on cclz as on gloo (it hung at its first compressed step)."""
+    gloo, cz = groups()
+    for i in range(300):
+        x = torch.full((4,), float(RANK + 1))
+        work = dist.all_reduce(x, group=cz, async_op=True)
+        work.wait()
+        if not work.get_future().done():
+            fail(f"call {i}: its Future is not done once wait() returned")
+        expect_close("all_reduce after wait()", work.get_future().value()[0], torch.full((4,), SIZE * (SIZE + 1) / 2))
+
+    def nested(fut):
+        y = torch.ones(3)
+        dist.all_reduce(y, group=cz)  # on the group whose completion runs this callback
+        return fut.value()[0] + y
+
+    x = torch.ones(3)
+    got = dist.all_reduce(x, group=cz, async_op=True).get_future().then(nested).wait()
+    expect_close("a call inside a Future callback", got, torch.full((3,), 2.0 * SIZE))
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as psgd
+
+    losses = {}
+    for name, group in (("gloo", gloo), ("cclz", cz)):
+        state = psgd.PowerSGDState(process_group=group, matrix_approximation_rank=2, start_powerSGD_iter=2,
+                                   min_compression_rate=0.1, random_seed=0)
+        losses[name] = train(make_model(), group, 12, hook_state=state, hook=psgd.powerSGD_hook)
+    if abs(losses["cclz"] - losses["gloo"]) > 1e-4 * abs(losses["gloo"]):
+        fail(f"PowerSGD's hook: loss {losses['cclz']} on cclz vs {losses['gloo']} on gloo")
+    print(f"rank {RANK}: futures ok: PowerSGD hook loss cclz {losses['cclz']:.6f} gloo {losses['gloo']:.6f}",
+          flush=True)
+
+
+def case_reinit() -> None:
+    """destroy_process_group, then init_process_group("cclz") again in the same process, on
+    one store and with a subgroup: a new communicator never reads an old one's id from the
+    store (PyTorch numbers the groups from the start again; it used to fail with the old
+    rendezvous's "connection refused")."""
+    store = dist.TCPStore("127.0.0.1", int(os.environ["MASTER_PORT"]), SIZE, RANK == 0,
+                          timeout=datetime.timedelta(seconds=60))
+    for i in range(3):
+        dist.init_process_group("cclz", store=store, rank=RANK, world_size=SIZE)
+        x = torch.full((3,), float(RANK + i))
+        dist.all_reduce(x)
+        expect_close(f"all_reduce after init {i}", x, torch.full((3,), float(sum(range(SIZE)) + SIZE * i)))
+        sub = dist.new_group(list(range(SIZE)))
+        y = torch.ones(2)
+        dist.all_reduce(y, group=sub)
+        expect_close(f"subgroup all_reduce after init {i}", y, torch.full((2,), float(SIZE)))
+        dist.destroy_process_group()
+    dist.init_process_group("gloo", store=dist.PrefixStore("finish", store), rank=RANK, world_size=SIZE)
+    print(f"rank {RANK}: reinit ok", flush=True)
 
 
 def case_hook_error() -> None:

@@ -57,6 +57,14 @@ def test_ddp_matches_gloo(nranks):
     launch("ddp", nranks)
 
 
+def test_futures_hold_the_result_and_callbacks_may_call_the_group():
+    launch("futures", 2)
+
+
+def test_reinit_in_the_same_process():
+    launch("reinit", 2)
+
+
 @pytest.mark.parametrize("codec,margin", [("int8", "0.01"), ("int4", "0.05")])
 def test_ddp_hook_compressed_with_feedback(codec, margin):
     outs = launch("hook", 2, HOOK_CODEC=codec, HOOK_MARGIN=margin)

@@ -176,19 +176,32 @@ Backend::Backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int siz
   if (!settings_.compress.empty()) check(cclCompressListParse(settings_.compress.c_str(), &compressed_), "compress");
 
   // Rank 0 makes the id; the others wait for it in the group's store (a prefix store of its
-  // own per group, so one key serves every group).
+  // own per group, so one key serves every group). Each says it has read it, and rank 0
+  // removes the key before it joins: a group made again under the same prefix (after
+  // destroy_process_group, PyTorch numbers groups from the start) must not read this id.
   cclUniqueId id;
   const std::string key = "ccl_unique_id";
+  auto readBy = [](int r) { return "ccl_unique_id_read/" + std::to_string(r); };
   if (rank == 0) {
     check(cclGetUniqueId(&id), "cclGetUniqueId");
     std::vector<uint8_t> bytes(sizeof id);
     std::memcpy(bytes.data(), &id, sizeof id);
     store->set(key, bytes);
+    std::vector<std::string> reads;
+    for (int r = 1; r < size; ++r) reads.push_back(readBy(r));
+    if (!reads.empty()) store->wait(reads, timeout);
+    try {
+      store->deleteKey(key);
+      for (const std::string& k : reads) store->deleteKey(k);
+    } catch (const c10::Error&) {
+      // A store without deleteKey: the group can be made once per prefix, as before.
+    }
   } else {
     const std::vector<uint8_t> bytes = store->get(key);
     TORCH_CHECK(bytes.size() == sizeof id, "ccl: the unique id in the store has ", bytes.size(), " bytes, not ",
                 sizeof id);
     std::memcpy(&id, bytes.data(), sizeof id);
+    store->set(readBy(rank), std::vector<uint8_t>{1});
   }
   cclConfig_t config = CCL_CONFIG_INITIALIZER;
   config.timeoutMs = static_cast<int>(std::clamp<int64_t>(timeout.count(), 1, INT_MAX));
@@ -273,7 +286,8 @@ WorkPtr Backend::post(OpType type, const char* what, std::vector<at::Tensor> out
   // The worker runs the call under the caller's thread-local state (inference mode, grad
   // mode, ...), as if the caller ran it: outputs made under torch.inference_mode() are
   // written in that mode.
-  worker_->post([work, issue = std::move(issue), finish = std::move(finish), state = at::ThreadLocalState()] {
+  worker_->post([work, worker = worker_.get(), issue = std::move(issue), finish = std::move(finish),
+                 state = at::ThreadLocalState()] {
     at::ThreadLocalStateGuard guard(state);
     std::exception_ptr error;
     try {
@@ -282,7 +296,7 @@ WorkPtr Backend::post(OpType type, const char* what, std::vector<at::Tensor> out
     } catch (...) {
       error = std::current_exception();
     }
-    work->complete(error);
+    work->complete(error, *worker);
   });
   return work;
 }
@@ -314,7 +328,7 @@ WorkPtr Backend::endCoalescing() {
     } catch (...) {
       error = std::current_exception();
     }
-    for (const auto& c : calls) c.work->complete(error);
+    for (const auto& c : calls) c.work->complete(error, *worker_);
     if (error) std::rethrow_exception(error);
   });
 }
@@ -664,13 +678,15 @@ WorkPtr Backend::alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tens
                           const c10d::AllToAllOptions& opts) {
   TORCH_CHECK_VALUE(outputs.size() == size_t(size_) && inputs.size() == size_t(size_), "ccl: alltoall: lists of ",
                     size_, " tensors expected, got ", inputs.size(), " inputs and ", outputs.size(), " outputs");
+  std::vector<at::Tensor> sent;  // the inputs, read only: any strides (contiguous copies where needed)
   for (int r = 0; r < size_; ++r) {
-    checkTensor(inputs[r], "alltoall");
+    checkTensor(inputs[r], "alltoall", Layout::kAnyStrides);
     checkSame(inputs[r], outputs[r], "alltoall");
+    sent.push_back(inputs[r].contiguous());
   }
   TORCH_CHECK_VALUE(inputs[rank_].numel() == outputs[rank_].numel(), "ccl: alltoall: this rank sends itself ",
                     inputs[rank_].numel(), " elements but expects ", outputs[rank_].numel());
-  return post(OpType::ALLTOALL, "alltoall", outputs, opts.timeout, [this, outputs, inputs] {
+  return post(OpType::ALLTOALL, "alltoall", outputs, opts.timeout, [this, outputs, inputs = std::move(sent)] {
     outputs[rank_].copy_(inputs[rank_]);
     Group group;
     for (int peer = 0; peer < size_; ++peer) {

@@ -18,6 +18,36 @@ Worker::~Worker() {
   }
   cv_.notify_one();
   thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopSettling_ = true;
+  }
+  settleCv_.notify_all();
+  for (std::thread& t : completers_) t.join();  // each leaves once nothing is left to settle
+}
+
+void Worker::settle(std::function<void()> completion) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  settling_.push_back(std::move(completion));
+  if (idleCompleters_ < settling_.size() && completers_.size() < kMaxCompleters)
+    completers_.emplace_back([this] { completerLoop(); });
+  settleCv_.notify_one();
+}
+
+void Worker::completerLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    ++idleCompleters_;
+    settleCv_.wait(lock, [this] { return stopSettling_ || !settling_.empty(); });
+    --idleCompleters_;
+    if (settling_.empty()) return;  // stopping and drained
+    std::function<void()> completion = std::move(settling_.front());
+    settling_.pop_front();
+    lock.unlock();
+    completion();
+    lock.lock();
+    finished_.push_back(std::move(completion));
+  }
 }
 
 void Worker::post(std::function<void()> task) {
@@ -57,7 +87,7 @@ Work::Work(int rank, c10d::OpType type, std::string what, std::vector<at::Tensor
 
 bool Work::isCompleted() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return completed_;
+  return completed_ && future_->completed();
 }
 
 bool Work::isSuccess() const {
@@ -79,6 +109,10 @@ bool Work::wait(std::chrono::milliseconds timeout) {
     C10_THROW_ERROR(DistBackendError, "ccl: " + what_ + " did not complete within " + std::to_string(limit.count()) +
                                           " ms (rank " + std::to_string(rank_) +
                                           "; a peer that never made the same call, or a dead one)");
+  lock.unlock();
+  // The Future completes on a completer thread just after: once wait() returns, the Future
+  // holds the result too (its completed flag is set before its callbacks run).
+  future_->wait();
   if (exception_) std::rethrow_exception(exception_);
   return true;
 }
@@ -91,17 +125,19 @@ float Work::getDuration() const {
   return std::chrono::duration<float, std::milli>(done_ - posted_).count();
 }
 
-void Work::complete(std::exception_ptr error) {
+void Work::complete(std::exception_ptr error, Worker& worker) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     done_ = std::chrono::steady_clock::now();
   }
   // The Work first, then the Future: a Future callback may look at the Work.
   finish(error);
-  if (error)
-    future_->setError(error);
-  else
-    future_->markCompleted(c10::IValue(outputs_));
+  worker.settle([self = c10::intrusive_ptr<Work>::reclaim_copy(this), error] {
+    if (error)
+      self->future_->setError(error);
+    else
+      self->future_->markCompleted(c10::IValue(self->outputs_));
+  });
 }
 
 }  // namespace ccl::torch

@@ -22,6 +22,12 @@ namespace ccl::torch {
 // Runs posted tasks one at a time, in order, on a thread of its own. The destructor runs
 // what is queued, then joins: a Work handed out is always completed.
 //
+// Futures are completed off that thread (settle): a Future's callbacks run inside its
+// completion, and one that issues a call on this group and waits for it (PyTorch's PowerSGD
+// DDP hook does) would otherwise wait for the very thread it blocks. Each completion runs on
+// an idle completer thread, or on a new one (at most kMaxCompleters), so a callback that
+// blocks never holds up another call's completion.
+//
 // A task that has run is not destroyed on the worker thread: it may hold the last reference
 // to a tensor whose Python object must then be freed under the GIL, and a thread that is not
 // Python's and takes the GIL while the interpreter finalizes (a program that exits while a
@@ -37,8 +43,14 @@ class Worker {
 
   void post(std::function<void()> task);
 
+  // Runs `completion` (a Future's) on a completer thread; released as tasks are.
+  void settle(std::function<void()> completion);
+
+  static constexpr size_t kMaxCompleters = 16;
+
  private:
   void loop();
+  void completerLoop();
 
   std::string name_;
   std::mutex mutex_;
@@ -46,6 +58,11 @@ class Worker {
   std::deque<std::function<void()>> queue_;
   std::vector<std::function<void()>> finished_;  // tasks that have run, to release off this thread
   bool stop_ = false;
+  std::condition_variable settleCv_;
+  std::deque<std::function<void()>> settling_;
+  std::vector<std::thread> completers_;
+  size_t idleCompleters_ = 0;
+  bool stopSettling_ = false;
   std::thread thread_;  // last: starts once the members above exist
 };
 
@@ -68,8 +85,10 @@ class Work : public c10d::Work {
   float getDuration() const override;
   std::chrono::milliseconds getTimeout() const override { return timeout_; }
 
-  // Called once, on the worker, when the call has run (error: what it threw).
-  void complete(std::exception_ptr error);
+  // Called once, on the worker, when the call has run (error: what it threw): the Work
+  // completes now, its Future on one of `worker`'s completer threads. wait() returns once
+  // both have (the Future's callbacks may still be running then).
+  void complete(std::exception_ptr error, Worker& worker);
 
  private:
   const std::string what_;
