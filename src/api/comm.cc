@@ -97,7 +97,7 @@ std::shared_ptr<const coll::Topology> exchangeTopology(cclComm& comm, const host
 }  // namespace
 
 cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfig_t* config, int device,
-                     const uint64_t* parentHostId, uint64_t agreement) {
+                     const uint64_t* parentHostId, uint64_t agreement, const cclComm* inheritFrom) {
   CCL_CHECK(nranks > 0, cclInvalidArgument, "nranks " + std::to_string(nranks) + " must be positive");
   CCL_CHECK(nranks <= tags::kMaxRanks, cclInvalidArgument,
             "nranks " + std::to_string(nranks) + " exceeds the " + std::to_string(tags::kMaxRanks) +
@@ -110,9 +110,12 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
   comm->config = resolveConfig(config);
   if (comm->config.commName) comm->name = comm->config.commName;
   comm->config.commName = nullptr;  // the copy above is ours; do not keep the caller's pointer
-  comm->compression.policy = policyFromEnv(comm->config.compression);
+  // The parent's config keeps no codec (cleared below once read): what it compresses with
+  // lives in its policy.
+  comm->compression.policy = inheritFrom ? inheritFrom->compression.policy : policyFromEnv(comm->config.compression);
   comm->config.compression = nullptr;
-  comm->compression.intraCodec = intraCodecFromEnv(comm->config.intraCompression);
+  comm->compression.intraCodec =
+      inheritFrom ? inheritFrom->compression.intraCodec : intraCodecFromEnv(comm->config.intraCompression);
   comm->config.intraCompression = nullptr;
   const host::Identity me = hostIdentity(comm->config.hostId, parentHostId);
   comm->placement.hostId = me.id;
@@ -282,8 +285,9 @@ CCL_API cclResult_t cclCommSplit(cclComm_t comm, int color, int key, cclComm_t* 
     cclConfig_t inherited = comm->config;
     inherited.commName = comm->name.empty() ? nullptr : comm->name.c_str();
     // NCCL's split keeps the parent's device, whichever is current on the calling thread.
-    *newcomm = api::createComm(ids[mine.front().rank], static_cast<int>(mine.size()), newRank,
-                               config ? config : &inherited, comm->device.ordinal, &comm->placement.hostId);
+    *newcomm =
+        api::createComm(ids[mine.front().rank], static_cast<int>(mine.size()), newRank, config ? config : &inherited,
+                        comm->device.ordinal, &comm->placement.hostId, 0, config ? nullptr : comm);
   });
 }
 
@@ -410,7 +414,7 @@ CCL_API cclResult_t cclCommShrink(cclComm_t comm, const int* excludeRanks, int e
     cclConfig_t inherited = comm->config;
     inherited.commName = comm->name.empty() ? nullptr : comm->name.c_str();
     cclComm_t made = api::createComm(id, static_cast<int>(keep.size()), newRank, config ? config : &inherited,
-                                     comm->device.ordinal, &comm->placement.hostId, agreement);
+                                     comm->device.ordinal, &comm->placement.hostId, agreement, config ? nullptr : comm);
     // The implicit error-feedback state of the tensors that go on: a survivor's residual is
     // what its own compression lost, whoever else is gone.
     made->compression.autoFeedback = std::move(comm->compression.autoFeedback);

@@ -266,6 +266,41 @@ TEST(SharedMemory, DefaultCodecFollowsTheLink) {
   }
 }
 
+// A split or shrink that passes no config keeps the parent's compression as it is: the codec
+// of its config, and one cclCommSetCompression set later (ccl.h: "config NULL inherits the
+// parent's configuration"). The children used to take CCL_CODEC's (none here) instead.
+TEST(Inherit, SplitAndShrinkWithoutAConfigKeepTheParentsCodec) {
+  const int n = 2;
+  const size_t count = 1 << 16;
+  ccltest::ScopedEnv mode("CCL_CODEC_SHM", "on"), env("CCL_CODEC", nullptr);
+  cclCompression_t z = codecOf(cclCodecInt8);
+  cclConfig_t config = CCL_CONFIG_INITIALIZER;
+  config.compression = &z;
+  World w(n, &config);
+  ASSERT_TRUE(w.ready());
+  auto compressedCall = [&](int r, cclComm_t comm) {
+    cclStats_t s0 = CCL_STATS_INITIALIZER, s1 = CCL_STATS_INITIALIZER;
+    Vec x = input(r, count), y(count);
+    EXPECT_CCL_OK(cclCommGetStats(comm, &s0));
+    EXPECT_CCL_OK(cclAllReduce(x.data(), y.data(), count, cclFloat, cclSum, comm, nullptr));
+    EXPECT_CCL_OK(cclCommGetStats(comm, &s1));
+    return s1.op[cclOpAllReduce].compressedCalls - s0.op[cclOpAllReduce].compressedCalls == 1;
+  };
+  w.run([&](int r, cclComm_t comm) {
+    EXPECT_TRUE(compressedCall(r, comm)) << "the parent";
+    cclComm_t split = nullptr, shrunk = nullptr, later = nullptr;
+    ASSERT_CCL_OK(cclCommSplit(comm, 0, r, &split, nullptr));
+    EXPECT_TRUE(compressedCall(r, split)) << "a split of it";
+    ASSERT_CCL_OK(cclCommShrink(comm, nullptr, 0, &shrunk, nullptr, CCL_SHRINK_DEFAULT));
+    EXPECT_TRUE(compressedCall(r, shrunk)) << "a shrink of it";
+    cclCompression_t none = codecOf(cclCodecNone);
+    ASSERT_CCL_OK(cclCommSetCompression(split, &none));
+    ASSERT_CCL_OK(cclCommSplit(split, 0, r, &later, nullptr));
+    EXPECT_FALSE(compressedCall(r, later)) << "a split of a communicator set to none";
+    for (cclComm_t c : {split, shrunk, later}) EXPECT_CCL_OK(cclCommDestroy(c));
+  });
+}
+
 // Ranks using different codecs are told so, instead of misreading each other's bytes.
 TEST(Mismatch, DifferentCodecsAreInvalidUsageEverywhere) {
   const int n = 2;
