@@ -46,18 +46,18 @@ class HostStream:
 
     def synchronize(self) -> None:
         """Waits until everything enqueued so far has run; raises its first failure."""
+        kept = self._kept()
         code = lib.cclHostStreamSynchronize(self.handle)
-        with self._lock:
-            self._keep = []
+        self._release(kept)
         if code != 0:
             raise error_for(code, "cclHostStreamSynchronize")
 
     def query(self) -> bool:
         """True when everything enqueued so far has run (then the arrays are free again)."""
+        kept = self._kept()
         code = lib.cclHostStreamQuery(self.handle)
         if code == 0:
-            with self._lock:
-                self._keep = []
+            self._release(kept)
             return True
         if code == 7:  # cclInProgress
             return False
@@ -74,8 +74,19 @@ class HostStream:
             raise error_for(code, "cclHostStreamDestroy")
 
     def _keep_alive(self, *objs: Any) -> None:
+        """Called once a call has been enqueued (its caller still holds the objects)."""
         with self._lock:
             self._keep.extend(o for o in objs if o is not None)
+
+    def _kept(self) -> int:
+        with self._lock:
+            return len(self._keep)
+
+    def _release(self, count: int) -> None:
+        """Drops the first `count` kept objects: those of calls enqueued before a wait that
+        has seen them run. Another thread may have enqueued more meanwhile: theirs stay."""
+        with self._lock:
+            del self._keep[:count]
 
     def __enter__(self) -> "HostStream":
         stack = getattr(_tls, "stack", None)

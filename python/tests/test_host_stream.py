@@ -78,3 +78,28 @@ def _failure_is_raised_by_synchronize(comm):
 def test_failure_is_raised_by_synchronize(ranks2):
     names = ranks2.run(_failure_is_raised_by_synchronize, own_comm=True)
     assert all(n in ("CclInvalidUsage", "CclRemoteError") for n in names), names
+
+
+def _a_wait_keeps_what_was_enqueued_after_it_began(comm):
+    # synchronize() and query() release only the arrays of calls enqueued before they asked
+    # the stream: a call another thread enqueues meanwhile keeps its arrays until it has run.
+    # The interleaving is made by hand: what a wait that began after the first call releases.
+    s = ccl.HostStream()
+    x = np.full(16, comm.rank + 1, np.float32)
+    with s:
+        comm.allreduce(x, in_place=True)
+    seen = s._kept()
+    y = np.full(1 << 16, comm.rank + 1, np.float32)
+    with s:
+        comm.allreduce(y, in_place=True)  # "another thread", after the wait began
+    held = s._kept() - seen
+    s._release(seen)
+    assert held > 0 and s._kept() == held, (seen, held, s._kept())
+    s.synchronize()
+    assert s._kept() == 0
+    np.testing.assert_array_equal(y[:2], [comm.size * (comm.size + 1) / 2] * 2)
+    s.destroy()
+
+
+def test_a_wait_keeps_what_was_enqueued_after_it_began(ranks2):
+    ranks2.run(_a_wait_keeps_what_was_enqueued_after_it_began)
