@@ -133,8 +133,10 @@ ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId 
 // Every rank holds all nId ids; ccl's bootstrap needs one rendezvous, so the first serves.
 ncclResult_t pncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
                                        ncclConfig_t* config) {
-  if (nId < 1 || !commIds)
-    return recordError("ncclCommInitRankScalable", cclInvalidArgument, "commIds must hold at least one id");
+  if (nId < 1 || nId > nranks || !commIds)
+    return recordError(
+        "ncclCommInitRankScalable", cclInvalidArgument,
+        "nId " + std::to_string(nId) + ": commIds must hold between 1 and nranks (" + std::to_string(nranks) + ") ids");
   return initRank("ncclCommInitRankScalable", newcomm, nranks, commIds[0], myrank, config);
 }
 

@@ -379,6 +379,7 @@ TEST(NcclLifecycle, RevokeStopsNewWorkAndScalableInit) {
   ASSERT_EQ(ncclGetUniqueId(&ids[1]), ncclSuccess);
   runThreads(2, [&](int rank) {
     ncclComm_t comm = nullptr;
+    EXPECT_EQ(ncclCommInitRankScalable(&comm, 2, rank, 3, ids, nullptr), ncclInvalidArgument);  // nId > nranks
     ASSERT_EQ(ncclCommInitRankScalable(&comm, 2, rank, 2, ids, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
     auto out = allReduceFloats(comm, {1.0f}, ncclSum);
     EXPECT_EQ(out[0], 2.0f);

@@ -192,11 +192,17 @@ TEST(ShmProcesses, APeerKilledMidMessageFailsTheSurvivor) {
 
 // Every rank killed at once after the channel is up leaves no segment in /dev/shm: each is
 // unlinked as soon as the host's ranks have mapped it.
+// Only the segments of these ranks count (named after their creator's pid, which each rank
+// reports): tests that run beside this one make and remove segments of their own meanwhile.
 TEST(ShmProcesses, RanksKilledTogetherLeaveNothingInDevShm) {
   const std::set<std::string> before = cclSegments();
+  int pids[2];
+  ASSERT_EQ(pipe(pids), 0);
   auto codes = forkRanks(
       3,
       [&](int rank, const cclUniqueId& id) {
+        const int me = static_cast<int>(getpid());
+        if (write(pids[1], &me, sizeof(me)) != static_cast<ssize_t>(sizeof(me))) return int{kError};
         auto bs = Bootstrap::connect(id, rank, 3, kJoinTimeout);
         auto t = shmOf(*bs);
         int x = rank;
@@ -208,8 +214,19 @@ TEST(ShmProcesses, RanksKilledTogetherLeaveNothingInDevShm) {
       },
       std::chrono::seconds(60));
   for (int c : codes) EXPECT_EQ(c, -1);
+  close(pids[1]);
+  std::set<std::string> suffixes;  // "-PID" of each rank
+  for (int pid = 0; read(pids[0], &pid, sizeof(pid)) == static_cast<ssize_t>(sizeof(pid));)
+    suffixes.insert("-" + std::to_string(pid));
+  close(pids[0]);
+  EXPECT_EQ(suffixes.size(), 3u);
   const std::set<std::string> after = cclSegments();
-  for (const std::string& name : after) EXPECT_TRUE(before.count(name)) << "/dev/shm/" << name << " was left behind";
+  for (const std::string& name : after) {
+    const size_t dash = name.rfind('-');
+    if (dash != std::string::npos && suffixes.count(name.substr(dash))) {
+      EXPECT_TRUE(before.count(name)) << "/dev/shm/" << name << " was left behind";
+    }
+  }
 }
 
 }  // namespace
