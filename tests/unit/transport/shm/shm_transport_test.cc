@@ -217,7 +217,7 @@ TEST(ShmProcesses, RanksKilledTogetherLeaveNothingInDevShm) {
   close(pids[1]);
   std::set<std::string> suffixes;  // "-PID" of each rank
   for (int pid = 0; read(pids[0], &pid, sizeof(pid)) == static_cast<ssize_t>(sizeof(pid));)
-    suffixes.insert("-" + std::to_string(pid));
+    suffixes.insert(std::string(1, '-').append(std::to_string(pid)));
   close(pids[0]);
   EXPECT_EQ(suffixes.size(), 3u);
   const std::set<std::string> after = cclSegments();
