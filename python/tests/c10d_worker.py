@@ -286,6 +286,29 @@ def case_reinit() -> None:
     print(f"rank {RANK}: reinit ok", flush=True)
 
 
+def case_coalesced_refusal() -> None:
+    """A send or receive refused inside batch_isend_irecv (a receive buffer that is not
+    contiguous) fails the batch's works, with the refusal, instead of raising inside PyTorch's
+    coalescing manager, which then left the group coalescing: every later call was recorded and
+    never run, and all_reduce returned its input unreduced."""
+    dist.init_process_group("cclz", timeout=datetime.timedelta(seconds=20))
+    peer = (RANK + 1) % SIZE
+    ops = [dist.P2POp(dist.isend, torch.ones(2), peer),
+           dist.P2POp(dist.irecv, torch.zeros(4)[::2], (RANK - 1) % SIZE)]
+    works = dist.batch_isend_irecv(ops)
+    try:
+        for w in works:
+            w.wait()
+        fail("a batch with a non-contiguous receive buffer did not fail")
+    except ValueError as e:
+        if "contiguous" not in str(e):
+            fail(f"the batch failed with another error: {e}")
+    x = torch.full((2,), float(RANK + 1))
+    dist.all_reduce(x)
+    expect_close("all_reduce after a refused batch", x, torch.full((2,), SIZE * (SIZE + 1) / 2))
+    print(f"rank {RANK}: coalesced refusal ok", flush=True)
+
+
 def case_hook_error() -> None:
     """A hook call that fails reaches DDP's backward() as ccl's own error, not as a value
     DDP cannot read ("Unable to cast ... to Tensor")."""

@@ -65,6 +65,10 @@ def test_reinit_in_the_same_process():
     launch("reinit", 2)
 
 
+def test_a_refused_call_in_a_batch_fails_the_batch_not_the_group():
+    launch("coalesced_refusal", 2)
+
+
 @pytest.mark.parametrize("codec,margin", [("int8", "0.01"), ("int4", "0.05")])
 def test_ddp_hook_compressed_with_feedback(codec, margin):
     outs = launch("hook", 2, HOOK_CODEC=codec, HOOK_MARGIN=margin)

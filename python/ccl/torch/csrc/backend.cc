@@ -301,6 +301,17 @@ WorkPtr Backend::post(OpType type, const char* what, std::vector<at::Tensor> out
   return work;
 }
 
+WorkPtr Backend::deferRefusal(OpType type, const char* what, const std::function<WorkPtr()>& call) {
+  if (!coalescing_) return call();
+  try {
+    return call();
+  } catch (const std::exception&) {
+    auto work = c10::make_intrusive<Work>(rank_, type, what, std::vector<at::Tensor>{}, timeoutOf(c10d::kUnsetTimeout));
+    coalesced_.push_back({work, {}, {}, std::current_exception()});
+    return work;
+  }
+}
+
 void Backend::startCoalescing() {
   TORCH_CHECK_VALUE(!coalescing_, "ccl: startCoalescing while already coalescing");
   coalescing_ = true;
@@ -319,6 +330,12 @@ WorkPtr Backend::endCoalescing() {
   // The group's own Work completes with its calls' (a batch_isend_irecv waits on it).
   return post(OpType::COALESCED, "coalesced calls", std::move(outputs), c10d::kUnsetTimeout, [this, calls] {
     std::exception_ptr error;
+    for (const auto& c : calls)
+      if (c.refused && !error) error = c.refused;
+    if (error) {  // none of them runs (the peers' calls then fail by their timeout)
+      for (const auto& c : calls) c.work->complete(error, *worker_);
+      std::rethrow_exception(error);
+    }
     try {
       Group group;
       for (const auto& c : calls) c.issue();
@@ -703,21 +720,25 @@ WorkPtr Backend::alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tens
 }
 
 WorkPtr Backend::send(std::vector<at::Tensor>& tensors, int dstRank, int /*tag*/) {
-  // Tags are not matched (NCCL does not either): sends to one peer arrive in call order.
-  const at::Tensor t = single(tensors, "send", Layout::kAnyStrides).contiguous();
-  checkPeer(dstRank, rank_, size_, "send");
-  const auto* z = compressionFor(cclOpSend);
-  return post(OpType::SEND, "send", {t}, c10d::kUnsetTimeout, [this, t, dstRank, z] {
-    check(cclSendEx(t.data_ptr(), t.numel(), dtypeOf(t), dstRank, comm(), nullptr, z, nullptr), "cclSend");
+  return deferRefusal(OpType::SEND, "send", [&] {
+    // Tags are not matched (NCCL does not either): sends to one peer arrive in call order.
+    const at::Tensor t = single(tensors, "send", Layout::kAnyStrides).contiguous();
+    checkPeer(dstRank, rank_, size_, "send");
+    const auto* z = compressionFor(cclOpSend);
+    return post(OpType::SEND, "send", {t}, c10d::kUnsetTimeout, [this, t, dstRank, z] {
+      check(cclSendEx(t.data_ptr(), t.numel(), dtypeOf(t), dstRank, comm(), nullptr, z, nullptr), "cclSend");
+    });
   });
 }
 
 WorkPtr Backend::recv(std::vector<at::Tensor>& tensors, int srcRank, int /*tag*/) {
-  const at::Tensor t = single(tensors, "recv");
-  checkPeer(srcRank, rank_, size_, "recv");
-  const auto* z = compressionFor(cclOpRecv);
-  return post(OpType::RECV, "recv", {t}, c10d::kUnsetTimeout, [this, t, srcRank, z] {
-    check(cclRecvEx(t.data_ptr(), t.numel(), dtypeOf(t), srcRank, comm(), nullptr, z), "cclRecv");
+  return deferRefusal(OpType::RECV, "recv", [&] {
+    const at::Tensor t = single(tensors, "recv");
+    checkPeer(srcRank, rank_, size_, "recv");
+    const auto* z = compressionFor(cclOpRecv);
+    return post(OpType::RECV, "recv", {t}, c10d::kUnsetTimeout, [this, t, srcRank, z] {
+      check(cclRecvEx(t.data_ptr(), t.numel(), dtypeOf(t), srcRank, comm(), nullptr, z), "cclRecv");
+    });
   });
 }
 

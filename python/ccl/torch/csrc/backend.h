@@ -148,9 +148,17 @@ class Backend : public c10d::Backend {
   struct Pending {
     c10::intrusive_ptr<Work> work;
     Body issue, finish;
+    std::exception_ptr refused;  // a call its checks refused while coalescing (deferRefusal)
   };
   c10::intrusive_ptr<c10d::Work> post(c10d::OpType type, const char* what, std::vector<at::Tensor> outputs,
                                       std::chrono::milliseconds timeout, Body issue, Body finish = {});
+  // Runs `call` (a send or receive: its checks, then post). While coalescing, a call its
+  // checks refuse does not raise: the coalesced calls fail together at endCoalescing, none
+  // of them run, and wait() raises the refusal. PyTorch's coalescing manager (under
+  // batch_isend_irecv) does not end coalescing when a call raises inside it, and every later
+  // call of the group would then only be recorded, never run: silently wrong results.
+  c10::intrusive_ptr<c10d::Work> deferRefusal(c10d::OpType type, const char* what,
+                                              const std::function<c10::intrusive_ptr<c10d::Work>()>& call);
   void check(cclResult_t result, const char* what) const;
   std::chrono::milliseconds timeoutOf(std::chrono::milliseconds opTimeout) const;
   // The *Ex compression argument for operations of `kind`: NULL (the communicator's policy)
