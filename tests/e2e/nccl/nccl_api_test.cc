@@ -283,7 +283,8 @@ TEST(NcclGroups, SimulateEndRunsNothing) {
 }
 
 // NCCL cancels a group one of whose calls failed, and its end returns the error: whether the
-// face refused the call (an op destroyed) or ccl's communicator did (a datatype it lacks).
+// face refused the call (an op destroyed) or ccl's communicator did (buffers that overlap
+// other than in place).
 TEST(NcclGroups, ACallThatFailsFailsTheWholeGroup) {
   ncclComm_t comm = nullptr;
   ASSERT_EQ(ncclCommInitAll(&comm, 1, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
@@ -298,7 +299,7 @@ TEST(NcclGroups, ACallThatFailsFailsTheWholeGroup) {
     if (faceRefuses)
       EXPECT_EQ(ncclAllReduce(a, b, 4, ncclFloat32, gone, comm, nullptr), ncclInvalidArgument);
     else
-      EXPECT_EQ(ncclAllReduce(a, b, 4, static_cast<ncclDataType_t>(99), ncclSum, comm, nullptr), ncclInvalidArgument);
+      EXPECT_EQ(ncclAllReduce(a, a + 1, 3, ncclFloat32, ncclSum, comm, nullptr), ncclInvalidArgument);
     EXPECT_EQ(ncclAllReduce(a, b, 4, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
     EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
     EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("a call of the group failed"), std::string::npos)
