@@ -330,13 +330,10 @@ WorkPtr Backend::endCoalescing() {
   // The group's own Work completes with its calls' (a batch_isend_irecv waits on it).
   return post(OpType::COALESCED, "coalesced calls", std::move(outputs), c10d::kUnsetTimeout, [this, calls] {
     std::exception_ptr error;
-    for (const auto& c : calls)
-      if (c.refused && !error) error = c.refused;
-    if (error) {  // none of them runs (the peers' calls then fail by their timeout)
-      for (const auto& c : calls) c.work->complete(error, *worker_);
-      std::rethrow_exception(error);
-    }
     try {
+      // A refused call fails them all before any is issued (the peers' then fail by timeout).
+      for (const auto& c : calls)
+        if (c.refused) std::rethrow_exception(c.refused);
       Group group;
       for (const auto& c : calls) c.issue();
       check(group.end(), "cclGroupEnd (coalesced calls)");
