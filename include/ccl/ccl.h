@@ -222,6 +222,9 @@ CCL_API cclResult_t cclCommDestroy(cclComm_t comm);
 /*
  * Stops every operation of `comm`, from any thread, and frees it. Operations blocked in
  * other threads return cclInvalidUsage or cclRemoteError promptly; peers see cclRemoteError.
+ * Operations of `comm` that another thread queued in its open group stay queued: that
+ * group's cclGroupEnd runs none of its operations and returns cclInvalidUsage, and the
+ * communicator's memory is freed then. The same holds for cclCommDestroy from another thread.
  */
 CCL_API cclResult_t cclCommAbort(cclComm_t comm);
 

@@ -42,7 +42,13 @@ cclConfig_t resolveConfig(const cclConfig_t* user) {
     c.size = sizeof(c);
   }
   if (c.blocking == CCL_CONFIG_UNDEF_INT) c.blocking = 1;
-  if (c.timeoutMs == CCL_CONFIG_UNDEF_INT) c.timeoutMs = static_cast<int>(config::timeout() * 1000);
+  if (c.timeoutMs == CCL_CONFIG_UNDEF_INT) {
+    const int64_t seconds = config::timeout();
+    CCL_CHECK(seconds > 0 && seconds <= config::kMaxTimeoutSeconds, cclInvalidArgument,
+              "CCL_TIMEOUT=" + std::to_string(seconds) + " must be between 1 and " +
+                  std::to_string(config::kMaxTimeoutSeconds) + " seconds");
+    c.timeoutMs = static_cast<int>(seconds * 1000);
+  }
   CCL_CHECK(c.timeoutMs > 0, cclInvalidArgument, "the timeout (config->timeoutMs or CCL_TIMEOUT) must be positive");
   CCL_CHECK(c.blocking == 0 || c.blocking == 1, cclInvalidArgument, "config->blocking must be 0 or 1");
   return c;
@@ -169,6 +175,21 @@ void destroyComm(cclComm_t comm) {
   comm->links.transport.reset();
   comm->links.bootstrap.reset();
   delete comm;
+}
+
+void retainComm(cclComm_t comm) { comm->life.refs.fetch_add(1); }
+
+void releaseComm(cclComm_t comm) {
+  if (comm->life.refs.fetch_sub(1) == 1) destroyComm(comm);
+}
+
+// The caller's handle goes (destroy or abort): it is refused from now on, and the
+// communicator is freed now or, when an open group of another thread still holds operations
+// of it, at that group's end.
+static void releaseHandle(cclComm_t comm) {
+  comm->life.released.store(true);
+  comm->magic = 0;
+  releaseComm(comm);
 }
 
 void checkUsable(cclComm_t comm, bool afterRevoke) {
@@ -306,7 +327,7 @@ CCL_API cclResult_t cclCommDestroy(cclComm_t comm) {
     api::checkHandle(comm);
     CCL_CHECK(!api::groupHasComm(comm), cclInvalidUsage, "the communicator has operations queued in an open group");
     api::drainAsync(comm, nullptr);  // operations queued on host streams run first
-    api::destroyComm(comm);
+    api::releaseHandle(comm);
   });
 }
 
@@ -323,7 +344,7 @@ CCL_API cclResult_t cclCommAbort(cclComm_t comm) {
     while (comm->life.active.load() > 0) sched_yield();
     api::drainAsync(comm, nullptr);
     api::groupForget(comm);
-    api::destroyComm(comm);
+    api::releaseHandle(comm);
   });
 }
 

@@ -138,6 +138,13 @@ struct LifeState {
   std::atomic<bool> revoked{false};
   uint64_t shrinks = 0;        // cclCommShrink calls so far: part of what a shrink's ranks agree on
   std::atomic<int> active{0};  // operations running on this communicator
+  // The caller's handle, plus one per operation queued in an open group of any thread: the
+  // last to go frees the communicator (releaseComm), so a destroy or abort from another
+  // thread never frees what that thread's group end will read.
+  std::atomic<int> refs{1};
+  // The caller's handle is gone (cclCommDestroy or cclCommAbort): a group still holding
+  // operations of it drops them at its end.
+  std::atomic<bool> released{false};
   bool finalized = false;
   std::atomic<cclResult_t> asyncError{cclSuccess};  // set by a failed operation, whatever its thread
   std::atomic<int> lostRank{-1};                    // a rank the watcher found gone (api/watch.h); -1: none
@@ -242,5 +249,10 @@ void borrowDeviceNccl(cclComm_t comm, std::unique_ptr<transport::nccl::Transport
 
 // Frees `comm` (transport first, then bootstrap).
 void destroyComm(cclComm_t comm);
+
+// Takes one more reference to `comm` (an operation queued in an open group).
+void retainComm(cclComm_t comm);
+// Drops one reference; the last frees the communicator (destroyComm).
+void releaseComm(cclComm_t comm);
 
 }  // namespace ccl::api

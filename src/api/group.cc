@@ -261,6 +261,8 @@ void groupFail(cclResult_t code, const std::string& why) {
 
 void submit(Op&& op) {
   if (tlsGroup.depth > 0) {
+    retainComm(op.comm);
+    op.hold = std::shared_ptr<void>(op.comm, [](void* c) { releaseComm(static_cast<cclComm_t>(c)); });
     tlsGroup.queued.push_back(std::move(op));
     return;
   }
@@ -305,6 +307,10 @@ CCL_API cclResult_t cclGroupEnd(void) {
     if (failed != cclSuccess)
       refuse(failed, ("an operation of the group failed (" + firstError + "); the whole group was dropped").c_str());
     if (ops.empty()) return;
+    if (std::any_of(ops.begin(), ops.end(), [](const api::Op& o) { return o.comm->life.released.load(); }))
+      refuse(cclInvalidUsage,
+             "a communicator of the group was destroyed or aborted (by another thread) before the group's end; the "
+             "whole group was dropped");
     if (std::any_of(ops.begin(), ops.end(), [](const api::Op& o) { return o.device != nullptr; })) {
       std::vector<api::DeviceCall> calls;
       for (const api::Op& op : ops) {

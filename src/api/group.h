@@ -42,6 +42,9 @@ struct Op {
   // A call on device buffers, queued in a group: the group's end enqueues it on its stream
   // (the fields above are unused then).
   std::shared_ptr<const DeviceCall> device;
+  // Queued in an open group: a reference to `comm` (LifeState::refs), dropped with the last
+  // copy of the operation.
+  std::shared_ptr<void> hold;
 };
 
 bool groupActive();

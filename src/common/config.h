@@ -16,7 +16,7 @@ namespace ccl::config {
 #define CCL_SETTINGS(X) \
   X(debug, String, "CCL_DEBUG", "WARN", "Log level on stderr: NONE, WARN, INFO or TRACE.") \
   X(debugSubsys, String, "CCL_DEBUG_SUBSYS", "ALL", "Layers whose INFO and TRACE lines are logged, comma-separated: COMMON, TRANSPORT, CODECS, COLLECTIVES, API, NCCL or ALL; a leading ^ logs every layer but those. WARN lines are always logged.") \
-  X(timeout, Int, "CCL_TIMEOUT", "300", "Seconds any blocking wait may last before it fails with cclSystemError.") \
+  X(timeout, Int, "CCL_TIMEOUT", "300", "Seconds any blocking wait may last before it fails with cclSystemError: 1 to 2147483 (config->timeoutMs overrides it per communicator).") \
   X(peerSilenceMs, Int, "CCL_PEER_SILENCE_MS", "500", "Milliseconds a ring neighbour's host may leave this rank's pulses unacknowledged before that rank is lost (its host crashed, lost power or its network): between calls and during them, the communicator then fails naming it. Pulses are one byte every quarter of this on a connection of their own, sent by the watcher thread. A process that is stopped or stuck still acknowledges them (its kernel does) and is reported by CCL_TIMEOUT instead. 0: no pulses (a silent host is found by CCL_TIMEOUT).") \
   X(socketIfname, String, "CCL_SOCKET_IFNAME", "", "Network interface for the bootstrap (default: first up non-loopback, else lo).") \
   X(socketFamily, String, "CCL_SOCKET_FAMILY", "AF_INET", "Address family for the bootstrap: AF_INET or AF_INET6.") \
@@ -56,6 +56,10 @@ struct Var {
   const char* defaultValue;
   const char* help;
 };
+
+// CCL_TIMEOUT's largest value in seconds: config->timeoutMs, an int of milliseconds, holds it
+// (and a deadline that far ahead does not overflow a clock's nanoseconds).
+constexpr int64_t kMaxTimeoutSeconds = 2147483;
 
 // Every setting, in table order (ccl-info prints them).
 const std::vector<Var>& all();

@@ -221,15 +221,6 @@ void sentAsIs(ncclComm& c, int why) {
   if (why >= 0) api::noteUncompressed(c.ccl, static_cast<cclUncompressedReason_t>(why));
 }
 
-// Counts a call inside the face while it runs on ccl (ncclComm::callsInside).
-struct Inside {
-  explicit Inside(ncclComm& c) : comm(c) { comm.callsInside.fetch_add(1); }
-  ~Inside() { comm.callsInside.fetch_sub(1); }
-  Inside(const Inside&) = delete;
-  Inside& operator=(const Inside&) = delete;
-  ncclComm& comm;
-};
-
 // A call on device buffers where NVIDIA's NCCL is present: on ccl's communicator (whose
 // device link is the real communicator) when ccl would compress it, else on NVIDIA's NCCL
 // as it is. Inside a group, ccl's part runs at the outermost end, after the real group: its

@@ -143,6 +143,18 @@ ncclResult_t finishCreation(ncclComm_t comm, const char* fn) {
   return ncclSuccess;
 }
 
+namespace {
+// Drops one reference (ncclComm::refs); the last frees the wrapper.
+void release(ncclComm* comm) {
+  if (comm->refs.fetch_sub(1) == 1) delete comm;
+}
+}  // namespace
+
+Held hold(ncclComm_t comm) {
+  comm->refs.fetch_add(1);
+  return Held(comm, release);
+}
+
 ncclComm& handle(ncclComm_t comm) {
   CCL_CHECK(comm, cclInvalidArgument, "comm is NULL");
   CCL_CHECK(comm->magic == ncclComm::kMagic, cclInvalidArgument, "comm is not a communicator of this library");
@@ -179,6 +191,7 @@ void destroy(ncclComm_t comm, bool abort) {
     CCL_CHECK(!api::groupHasComm(comm->ccl), cclInvalidUsage,
               "the communicator has operations queued in this thread's open group; end the group first");
   comm->magic = 0;
+  comm->released.store(true);
   const bool closeReal = comm->real && real::available();
   // A call of another thread still running on ccl leaves first. Destroy: ccl's communicator
   // drains its device calls (cclCommDestroy) before the real one they move bytes over goes.
@@ -199,7 +212,7 @@ void destroy(ncclComm_t comm, bool abort) {
     const ncclResult_t d = CCL_REAL(ncclCommDestroy)(comm->real);
     if (d != ncclSuccess) CCL_WARN("the real NCCL communicator did not close cleanly (%d)", static_cast<int>(d));
   }
-  delete comm;
+  release(comm);  // the caller's reference: an open group of another thread may hold more
   cclCheck(r, abort ? "cclCommAbort" : "cclCommDestroy");
 }
 

@@ -49,6 +49,16 @@ struct ncclComm {
   // freeing what they use (an abort comes from another thread).
   std::atomic<int> callsInside{0};
 
+  // The caller's handle, plus one per entry of an open group that names the communicator (its
+  // creation, a compressed device call kept for the end), whatever the thread: the last to go
+  // frees the wrapper (hold's deleter), so a destroy or abort from another thread never frees
+  // what that thread's group end reads.
+  std::atomic<int> refs{1};
+  // The caller's handle is gone (destroy or abort): a group's entries of it are dropped at its
+  // end. Set before destroy waits for callsInside, and read by a group's end after it counts
+  // itself in there, so one of the two always sees the other.
+  std::atomic<bool> released{false};
+
   std::mutex regMutex;  // registrations and windows
   std::vector<std::unique_ptr<struct ccl_nccl_Registration>> registrations;
 };
@@ -65,6 +75,19 @@ struct ccl_nccl_Registration {
 };
 
 namespace ccl::nccl {
+
+// A reference to a communicator held by an open group (ncclComm::refs).
+using Held = std::shared_ptr<ncclComm>;
+Held hold(ncclComm_t comm);
+
+// Counts a call inside the face while it runs on ccl (ncclComm::callsInside).
+struct Inside {
+  explicit Inside(ncclComm& c) : comm(c) { comm.callsInside.fetch_add(1); }
+  ~Inside() { comm.callsInside.fetch_sub(1); }
+  Inside(const Inside&) = delete;
+  Inside& operator=(const Inside&) = delete;
+  ncclComm& comm;
+};
 
 // Creates the wrapper and starts `make` (which fills comm->ccl) on the creator thread; the
 // real NCCL communicator is added there too when possible, on `device` (-1: the caller's
@@ -90,7 +113,8 @@ ncclComm& usable(ncclComm_t comm);
 // Frees the wrapper and both communicators; `abort` aborts instead of destroying. A destroy
 // that this thread's open group still needs (an operation of it queued, or its creation) is
 // refused with cclInvalidUsage before anything is freed: the handle stays valid. An abort
-// drops what the group holds of it.
+// drops what the group holds of it. What another thread's open group holds of it is dropped
+// at that group's end, which frees the wrapper then.
 void destroy(ncclComm_t comm, bool abort);
 
 // Converts between the two 128-byte ids.

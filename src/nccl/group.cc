@@ -20,9 +20,9 @@ struct State {
   bool realOpen = false;
   int hostOps = 0;
   std::vector<std::shared_ptr<void>> kept;
-  std::vector<ncclComm_t> creations;
-  std::vector<ncclComm_t> discarded;
-  std::vector<std::pair<ncclComm_t, std::function<void()>>> deferred;
+  std::vector<Held> creations;
+  std::vector<Held> discarded;
+  std::vector<std::pair<Held, std::function<void()>>> deferred;
   ncclResult_t failed = ncclSuccess;  // a call of the group failed: the end runs nothing
   std::string failure;                // its message
 };
@@ -68,14 +68,20 @@ ncclResult_t closeOutermost(const char* fn) {
   }
   // Each is a collective of its own on every rank, in issue order; one failing does not
   // stop the others, which the peers run too.
+  // One destroyed or aborted meanwhile by another thread is not run (ncclComm::released).
   for (auto& [comm, enqueue] : s.deferred) {
     const ncclResult_t r = faceGuard(fn, [&] {
-      if (result == ncclInProgress) awaitReal(comm);
+      const Inside inside(*comm);
+      CCL_CHECK(!comm->released.load(), cclInvalidUsage,
+                "the communicator was destroyed or aborted (by another thread) before the group's end");
+      if (result == ncclInProgress) awaitReal(comm.get());
       enqueue();
     });
     if (r != ncclSuccess && (result == ncclSuccess || result == ncclInProgress)) result = r;
   }
-  for (ncclComm_t c : s.creations) {
+  for (const Held& held : s.creations) {
+    ncclComm_t c = held.get();
+    if (c->released.load()) continue;  // destroyed or aborted by another thread: its caller gave it up
     if (!c->config.blocking && !c->created.load()) {
       if (result == ncclSuccess) result = ncclInProgress;
       continue;
@@ -83,7 +89,8 @@ ncclResult_t closeOutermost(const char* fn) {
     ncclResult_t r = finishCreation(c, fn);
     if (result == ncclSuccess) result = r;
   }
-  for (ncclComm_t c : s.discarded) {
+  for (const Held& held : s.discarded) {
+    ncclComm_t c = held.get();
     ncclResult_t r = finishCreation(c, fn);
     faceGuard(fn, [&] { destroy(c, false); });
     if (result == ncclSuccess) result = r;
@@ -106,21 +113,24 @@ void enterReal() {
   tls.realOpen = true;
 }
 
-void addCreation(ncclComm_t comm) { tls.creations.push_back(comm); }
+void addCreation(ncclComm_t comm) { tls.creations.push_back(hold(comm)); }
 
-void addDiscarded(ncclComm_t comm) { tls.discarded.push_back(comm); }
+void addDiscarded(ncclComm_t comm) { tls.discarded.push_back(hold(comm)); }
 
 bool holds(ncclComm_t comm) {
   if (tls.depth == 0) return false;
-  auto has = [comm](const std::vector<ncclComm_t>& v) { return std::find(v.begin(), v.end(), comm) != v.end(); };
+  auto has = [comm](const std::vector<Held>& v) {
+    return std::any_of(v.begin(), v.end(), [comm](const Held& h) { return h.get() == comm; });
+  };
   return has(tls.creations) || has(tls.discarded) ||
-         std::any_of(tls.deferred.begin(), tls.deferred.end(), [comm](const auto& d) { return d.first == comm; });
+         std::any_of(tls.deferred.begin(), tls.deferred.end(), [comm](const auto& d) { return d.first.get() == comm; });
 }
 
 void forget(ncclComm_t comm) {
-  std::erase(tls.creations, comm);
-  std::erase(tls.discarded, comm);
-  std::erase_if(tls.deferred, [comm](const auto& d) { return d.first == comm; });
+  auto named = [comm](const Held& h) { return h.get() == comm; };
+  std::erase_if(tls.creations, named);
+  std::erase_if(tls.discarded, named);
+  std::erase_if(tls.deferred, [comm](const auto& d) { return d.first.get() == comm; });
 }
 
 void fail(ncclResult_t code) {
@@ -135,7 +145,7 @@ void noteHostOp() {
 
 bool defer(ncclComm_t comm, std::function<void()> enqueue) {
   if (tls.depth == 0) return false;
-  tls.deferred.emplace_back(comm, std::move(enqueue));
+  tls.deferred.emplace_back(hold(comm), std::move(enqueue));
   return true;
 }
 

@@ -263,7 +263,7 @@ std::unique_ptr<Bootstrap> Bootstrap::connect(const cclUniqueId& id, int rank, i
   }
   CCL_INFO("bootstrap: rank %d of %d joined", rank, nranks);
   return std::make_unique<RingBootstrap>(rank, nranks, std::move(next), std::move(prev), std::move(listener),
-                                         std::move(table), layout, silence);
+                                         std::move(table), layout, silence, timeout);
 }
 
 }  // namespace ccl::bootstrap

@@ -25,7 +25,8 @@ class Bootstrap {
   // Joins the rendezvous of `id` as `rank` of `nranks`; blocks until all ranks have joined.
   // Throws ccl::Error: cclInvalidArgument for a malformed id, cclSystemError on timeout or
   // socket failure, cclInvalidUsage when ranks disagree on nranks or a rank joins twice.
-  // `agreement`: 0 for an id from createUniqueId; derivedId's for a derived one.
+  // `agreement`: 0 for an id from createUniqueId; derivedId's for a derived one. `timeout`
+  // bounds the join, and then each of the bootstrap's collectives.
   static std::unique_ptr<Bootstrap> connect(const cclUniqueId& id, int rank, int nranks,
                                             std::chrono::milliseconds timeout, uint64_t agreement = 0);
   virtual ~Bootstrap() = default;

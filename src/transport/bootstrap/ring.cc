@@ -61,7 +61,7 @@ void RingBootstrap::guarded(const char* what, F&& body) {
 void RingBootstrap::allGather(void* data, size_t bytes) {
   if (size_ == 1) return;
   guarded("allGather", [&] {
-    Deadline deadline = defaultDeadline();
+    Deadline deadline = deadlineAfter(timeout_);
     uint64_t mine = bytes, theirs = 0;
     exchange(next_, &mine, sizeof(mine), prev_, &theirs, sizeof(theirs), deadline);
     CCL_CHECK(theirs == mine, cclInvalidUsage,
@@ -84,7 +84,7 @@ void RingBootstrap::broadcast(void* data, size_t bytes, int root) {
   CCL_CHECK(root >= 0 && root < size_, cclInvalidArgument, "broadcast root " + std::to_string(root) + " out of range");
   if (size_ == 1) return;
   guarded("broadcast", [&] {
-    Deadline deadline = defaultDeadline();
+    Deadline deadline = deadlineAfter(timeout_);
     uint64_t header = bytes;
     if (rank_ != root) {
       uint64_t theirs = 0;

@@ -57,7 +57,8 @@ class RingBootstrap final : public Bootstrap {
  public:
   // next/prev: the connections to the next and previous rank, per channel (wire.h).
   RingBootstrap(int rank, int nranks, std::array<Socket, kChannels> next, std::array<Socket, kChannels> prev,
-                Socket listener, std::vector<WireAddr> listeners, const IdLayout& id, std::chrono::milliseconds silence)
+                Socket listener, std::vector<WireAddr> listeners, const IdLayout& id, std::chrono::milliseconds silence,
+                std::chrono::milliseconds timeout)
       : rank_(rank),
         size_(nranks),
         next_(std::move(next[kRingChannel])),
@@ -67,7 +68,8 @@ class RingBootstrap final : public Bootstrap {
         listener_(std::move(listener)),
         listeners_(std::move(listeners)),
         id_(id),
-        silence_(silence) {
+        silence_(silence),
+        timeout_(timeout) {
     // Judged from the ring's making: a neighbour stopped before its first pulse is as quiet
     // as one stopped after it (CCL_PEER_SILENCE_MS is alike on every rank, so it pulses).
     const int64_t now = Clock::now().time_since_epoch() / std::chrono::nanoseconds(1);
@@ -156,6 +158,7 @@ class RingBootstrap final : public Bootstrap {
   std::atomic<bool> saidGoodbye_{false};
   std::atomic<bool> leftOnPurpose_[2] = {false, false};  // prev_, next_ ended with a goodbye
   std::chrono::milliseconds silence_;                    // CCL_PEER_SILENCE_MS at init; 0: this rank sends no pulses
+  std::chrono::milliseconds timeout_;  // connect's: the communicator's, the deadline of each collective here
   Clock::time_point nextPulse_{};
 };
 

@@ -112,7 +112,11 @@ WireAddr pickLocalAddress() {
 
 Deadline deadlineAfter(std::chrono::milliseconds timeout) { return Clock::now() + timeout; }
 
-Deadline defaultDeadline() { return deadlineAfter(std::chrono::seconds(config::timeout())); }
+// Beyond the largest CCL_TIMEOUT a communicator accepts (api refuses it there), a deadline
+// would overflow the clock.
+Deadline defaultDeadline() {
+  return deadlineAfter(std::chrono::seconds(std::min(config::timeout(), config::kMaxTimeoutSeconds)));
+}
 
 bool waitFd(int fd, short events, Deadline deadline) {
   for (;;) {

@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "common/face_note.h"
+#include "transport/bootstrap/socket.h"
 
 namespace ccl::transport::nccl {
 namespace {
@@ -110,9 +111,13 @@ void Transport::group(std::span<const Op> ops, Stream stream) {
 void Transport::awaitEnqueued() const {
   // A non-blocking communicator returns ncclInProgress before its transfers are on the
   // stream; what the caller records on the stream next (the wave's end) would come before
-  // them. So wait, as NCCL asks of its callers, until the communicator leaves that state.
+  // them. So wait, as NCCL asks of its callers, until the communicator leaves that state; as
+  // every blocking wait, for CCL_TIMEOUT at most (a peer that never posts its side).
+  const bootstrap::Deadline deadline = bootstrap::defaultDeadline();
   for (;;) {
     CCL_CHECK(!aborted_, cclInvalidUsage, "the NCCL transport was aborted");
+    CCL_CHECK(bootstrap::Clock::now() < deadline, cclSystemError,
+              "the NCCL communicator's group stayed in progress for CCL_TIMEOUT: a peer did not post its side");
     int state = kSuccess;
     check(fn_.commGetAsyncError(comm_, &state), "ncclCommGetAsyncError");
     if (state == kSuccess) return;

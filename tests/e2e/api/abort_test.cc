@@ -97,6 +97,35 @@ TEST(Abort, AbortOfIdleCommunicatorsSucceeds) {
   for (int r = 0; r < 3; ++r) w.forgetComm(r);
 }
 
+// A watchdog thread aborts a communicator while the thread that owns it has an operation of
+// it queued in its open group: the abort returns at once, and the owner's cclGroupEnd drops
+// the group with cclInvalidUsage, reading nothing freed (under ASan, a use-after-free before).
+TEST(Abort, AnAbortFromAnotherThreadDropsWhatTheOwnersGroupHolds) {
+  World w(2);
+  ASSERT_TRUE(w.ready());
+  const cclComm_t victim = w.comm(0);
+  std::barrier queued(2), aborted(2);
+  w.run([&](int rank, cclComm_t comm) {
+    if (rank == 1) {  // the watchdog of rank 0's communicator
+      queued.arrive_and_wait();
+      EXPECT_CCL_OK(cclCommAbort(victim));
+      aborted.arrive_and_wait();
+      return;
+    }
+    std::vector<float> in(1000, 1.f), out(1000, -1.f);
+    ASSERT_CCL_OK(cclGroupStart());
+    EXPECT_CCL_OK(cclAllReduce(in.data(), out.data(), in.size(), cclFloat32, cclSum, comm, nullptr));
+    queued.arrive_and_wait();
+    aborted.arrive_and_wait();
+    const cclResult_t end = cclGroupEnd();
+    EXPECT_EQ(end, cclInvalidUsage) << describeResult(end);
+    EXPECT_NE(std::string(cclGetLastError(nullptr)).find("destroyed or aborted"), std::string::npos)
+        << cclGetLastError(nullptr);
+    EXPECT_EQ(out[0], -1.f) << "the dropped group wrote the output";
+  });
+  w.forgetComm(0);
+}
+
 // cclCommRevoke on one rank brings out ranks stuck in different calls (an allreduce and a
 // receive, neither of which can complete), well before CCL_TIMEOUT; later calls fail on every
 // rank; once every rank has revoked, a split among those that go on gives a working
@@ -255,6 +284,39 @@ TEST(Watch, ADestroyedPeerIsNotALostOne) {
       },
       std::chrono::seconds(60));
   w.forgetComm(0);
+}
+
+// config->timeoutMs is the deadline of every blocking wait, a split's exchange over the
+// bootstrap among them, not only of the init's: a split whose peer never comes fails after
+// the config's second, not after CCL_TIMEOUT (which it waited for before).
+TEST(Abort, ASplitWaitsForItsPeerOnlyTheConfigsTimeout) {
+  ScopedEnv timeout("CCL_TIMEOUT", "30");
+  cclUniqueId id;
+  ASSERT_CCL_OK(cclGetUniqueId(&id));
+  cclComm_t comms[2] = {};
+  cclResult_t split = cclSuccess;
+  double elapsed = 0;
+  std::barrier made(2), splitDone(2);
+  std::thread ranks[2];
+  for (int r = 0; r < 2; ++r)
+    ranks[r] = std::thread([&, r] {
+      cclConfig_t config = CCL_CONFIG_INITIALIZER;
+      config.timeoutMs = 1000;
+      EXPECT_CCL_OK(cclCommInitRankConfig(&comms[r], 2, id, r, &config));
+      made.arrive_and_wait();
+      if (r == 0 && comms[0]) {  // rank 1 never joins the split
+        cclComm_t sub = nullptr;
+        const auto start = std::chrono::steady_clock::now();
+        split = cclCommSplit(comms[0], 0, 0, &sub, nullptr);
+        elapsed = secondsSince(start);
+      }
+      splitDone.arrive_and_wait();
+      if (comms[r]) EXPECT_CCL_OK(cclCommAbort(comms[r]));
+    });
+  for (auto& t : ranks) t.join();
+  EXPECT_EQ(split, cclSystemError) << cclGetErrorString(split);
+  EXPECT_LT(elapsed, 15.0) << "the split waited for CCL_TIMEOUT (30 s), not the config's 1 s";
+  std::printf("the split without its peer failed after %.2f s (timeoutMs 1000, CCL_TIMEOUT 30)\n", elapsed);
 }
 
 // No abort at all: only the deadline ends the wait, so it is kept short.

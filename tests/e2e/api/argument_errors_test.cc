@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "raw_enum_calls.h"
+#include "scoped_env.h"
 #include "world.h"
 
 namespace ccltest {
@@ -309,6 +310,26 @@ TEST(ArgumentErrors, ConfigWithWrongMagicOrSize) {
         EXPECT_EQ(comm, nullptr);
       },
       "cclCommInitRankConfig with bad configs");
+}
+
+// A CCL_TIMEOUT beyond what config->timeoutMs (an int of milliseconds) holds is refused with a
+// message naming it; before, 3,000,000 s overflowed into "must be positive", and 9.3e9 s
+// overflowed the rendezvous service's deadline, which then ended at once.
+TEST(ArgumentErrors, ATimeoutTooLargeIsRefusedByName) {
+  for (const char* seconds : {"3000000", "9300000000"}) {
+    ScopedEnv timeout("CCL_TIMEOUT", seconds);
+    runWithDeadline(
+        [&] {
+          cclUniqueId id{};
+          ASSERT_CCL_OK(cclGetUniqueId(&id));
+          cclComm_t comm = nullptr;
+          const std::string setting = std::string("CCL_TIMEOUT=") + seconds;
+          expectError(cclInvalidArgument, setting.c_str(), "cclCommInitRank with " + setting, nullptr,
+                      [&] { return cclCommInitRank(&comm, 1, id, 0); });
+          EXPECT_EQ(comm, nullptr);
+        },
+        "cclCommInitRank with a CCL_TIMEOUT too large");
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "nccl_test_util.h"
 
@@ -218,6 +219,27 @@ TEST(NcclGroups, OneThreadCreatesAndDrivesSeveralRanks) {
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
   for (int r = 0; r < n; ++r) EXPECT_EQ(bufs[r][2], 32.0);
   for (ncclComm_t c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+}
+
+// A watchdog thread aborts a communicator whose creation the owner's open group holds: the
+// owner's group end skips it, reading nothing freed (under ASan, a use-after-free before),
+// and its other ranks come out created and working.
+TEST(NcclGroups, AnAbortFromAnotherThreadOfACommunicatorTheGroupCreates) {
+  constexpr int n = 2;
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclComm_t comms[n] = {};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < n; ++r) ASSERT_EQ(ncclCommInitRank(&comms[r], n, id, r), ncclSuccess);
+  ncclResult_t aborted = ncclInternalError;
+  std::thread watchdog([&] { aborted = ncclCommAbort(comms[0]); });
+  watchdog.join();
+  EXPECT_EQ(aborted, ncclSuccess) << ncclGetLastError(nullptr);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  int count = 0;
+  ASSERT_EQ(ncclCommCount(comms[1], &count), ncclSuccess);
+  EXPECT_EQ(count, n);
+  EXPECT_EQ(ncclCommAbort(comms[1]), ncclSuccess);  // its peer is gone: abort, not destroy
 }
 
 TEST(NcclGroups, NonBlockingInitsInOneGroup) {

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <string>
@@ -22,6 +23,7 @@
 #include "collectives/exec/stream_executor.h"
 #include "common/error.h"
 #include "rank_threads.h"
+#include "scoped_env.h"
 #include "transport/bootstrap/bootstrap.h"
 
 namespace ccl::coll {
@@ -48,6 +50,7 @@ std::atomic<bool> gFailUniqueId{false};
 // keeps saying it for this many more polls, then gAsyncAfter.
 std::atomic<int> gPendingPolls{-1};
 std::atomic<int> gAsyncAfter{0};
+std::atomic<bool> gLogPolls{true};  // false: polls are not logged (a wait of a second polls millions of times)
 std::atomic<int> gIds{0};
 
 void log(int rank, std::string what, int peer = -1, size_t bytes = 0, const void* stream = nullptr,
@@ -86,7 +89,7 @@ nccl::Functions fake() {
       *r = 0;
       return 0;
     }
-    log(rankOf(c), "asyncError");
+    if (gLogPolls) log(rankOf(c), "asyncError");
     *r = gPendingPolls > 0 ? nccl::kInProgress : gAsyncAfter.load();
     if (gPendingPolls > 0) --gPendingPolls;
     return 0;
@@ -267,6 +270,27 @@ TEST_F(NcclTransport, ANonBlockingGroupReturnsOnceEnqueued) {
             (std::vector<std::string>{"uniqueId", "init", "groupStart", "send", "recv", "groupEnd", "asyncError",
                                       "asyncError", "asyncError", "asyncError", "groupStart", "send", "recv",
                                       "groupEnd", "asyncError", "asyncError", "asyncError", "destroy"}));
+}
+
+// A group that stays in progress (a peer that never posts its side) fails at CCL_TIMEOUT, as
+// every blocking wait does, instead of spinning until an abort.
+TEST_F(NcclTransport, AGroupThatStaysInProgressFailsAtTheTimeout) {
+  ccltest::ScopedEnv timeout("CCL_TIMEOUT", "1");
+  gPendingPolls = std::numeric_limits<int>::max();
+  gLogPolls = false;
+  run(1, [](int, nccl::Transport& t) {
+    char a[8];
+    const nccl::Op ops[] = {{true, 0, a, 8}};
+    try {
+      t.group(ops, nullptr);
+      ADD_FAILURE() << "a group that never leaves ncclInProgress returned";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), cclSystemError);
+      EXPECT_NE(std::string(e.what()).find("CCL_TIMEOUT"), std::string::npos) << e.what();
+    }
+  });
+  gPendingPolls = -1;
+  gLogPolls = true;
 }
 
 TEST_F(NcclTransport, NoIdOnRankZeroFailsEveryRankInsteadOfHanging) {
