@@ -401,7 +401,11 @@ class ShmTransport final : public Transport {
     for (auto& op : p.sends) op->fail(code, why);
     for (auto& op : p.posted) op->fail(code, why);
     if (p.cur.op) p.cur.op->fail(code, why);
-    if (p.cur.aside && p.cur.aside->bound) p.cur.aside->bound->fail(code, why);
+    if (p.cur.aside) {
+      if (p.cur.aside->bound) p.cur.aside->bound->fail(code, why);
+      // It will never arrive whole: a receive posted for it later fails, not waits forever.
+      std::erase(p.unexpected, p.cur.aside);
+    }
     p.sends.clear();
     p.posted.clear();
     p.cur = Incoming{};

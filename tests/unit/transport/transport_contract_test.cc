@@ -366,6 +366,68 @@ TEST(Transport, DestroyedPendingSendReturns) {
   });
 }
 
+// A rank that leaves (destroys its transport) after its send completed: the message is its
+// peer's, which posts the receive only later. (UCX failed such a receive at once once it knew
+// the sender gone, although the message had arrived.)
+TEST(Transport, AMessageThatArrivedBeforeItsSenderLeftIsStillReceived) {
+  cclUniqueId id = newId();
+  expectAllSucceeded(runRanks(2, [&](int rank) {
+    auto bs = Bootstrap::connect(id, rank, 2, kJoinTimeout);
+    auto t = transport::createTransport(testTransport(), *bs);
+    const std::vector<uint8_t> sent = payload(1, 0, 9, 64);
+    if (rank == 1) {
+      auto s = t->isend(0, 9, sent.data(), sent.size());
+      waitFor(*t, *s);
+      bs->barrier();  // sent
+      t.reset();      // left
+      bs->barrier();
+      return;
+    }
+    bs->barrier();
+    bs->barrier();
+    const auto settle = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+    while (std::chrono::steady_clock::now() < settle) t->progress();  // the departure is seen
+    std::vector<uint8_t> got(64, 0);
+    auto r = t->irecv(1, 9, got.data(), got.size());
+    waitFor(*t, *r);
+    EXPECT_EQ(got, sent);
+  }));
+}
+
+// A rank that leaves in the middle of a message nobody had posted a receive for: the
+// receive posted afterwards fails, instead of waiting forever for the rest (the channel
+// kept the part that arrived as a message still to come). The shared-memory channel's
+// case: it is the transport that reads a message's fragments before a receive is posted.
+TEST(Transport, AReceiveOfAMessageItsSenderLeftHalfSentFails) {
+  if (testTransport() != "shm") GTEST_SKIP() << "the shared-memory channel's fragments; over UCX a send is whole";
+  cclUniqueId id = newId();
+  expectAllSucceeded(runRanks(2, [&](int rank) {
+    auto bs = Bootstrap::connect(id, rank, 2, kJoinTimeout);
+    auto t = transport::createTransport(testTransport(), *bs);
+    const size_t big = size_t{8} << 20;  // more than a ring holds
+    if (rank == 1) {
+      std::vector<uint8_t> data(big, 1);
+      auto s = t->isend(0, 5, data.data(), big);
+      for (int i = 0; i < 1000; ++i) t->progress();
+      s.reset();  // cancelled part way
+      t.reset();  // left
+      bs->barrier();
+      return;
+    }
+    bs->barrier();
+    const auto settle = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+    while (std::chrono::steady_clock::now() < settle) t->progress();
+    std::vector<uint8_t> got(big);
+    auto r = t->irecv(1, 5, got.data(), big);
+    try {
+      waitFor(*t, *r);
+      ADD_FAILURE() << "a receive of a message half sent completed";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), cclRemoteError) << e.what();
+    }
+  }));
+}
+
 TEST(Transport, AbortFailsPendingRecvPromptly) {
   runOn(2, [](int rank, Bootstrap& bs, Transport& t) {
     if (rank == 0) {
