@@ -93,14 +93,19 @@ Segment Segment::open(const std::string& name, size_t bytes, const uint8_t token
   return s;
 }
 
-std::string segmentName(const uint8_t token[16], int rank, int pid) {
+uint64_t pidNamespace() {
+  struct stat st {};
+  return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
+
+std::string segmentName(const uint8_t token[16], uint64_t pidNs, int rank, int pid) {
   std::string name = "/ccl-";
   char hex[3];
   for (int i = 0; i < 16; ++i) {
     std::snprintf(hex, sizeof(hex), "%02x", token[i]);
     name += hex;
   }
-  return name + "-" + std::to_string(rank) + "-" + std::to_string(pid);
+  return name + "-" + std::to_string(pidNs) + "-" + std::to_string(rank) + "-" + std::to_string(pid);
 }
 
 bool processAlive(int pid) {
@@ -120,9 +125,12 @@ int sweepStaleSegments() {
   DIR* d = opendir("/dev/shm");
   if (!d) return 0;
   int removed = 0;
+  // "ccl-<token>-<pidNs>-": segments of this namespace.
+  const std::string ns = "-" + std::to_string(pidNamespace()) + "-";
+  constexpr size_t kNsAt = 4 + 32;  // after "ccl-" and the token's hex
   while (dirent* e = readdir(d)) {
     const std::string n = e->d_name;
-    if (n.rfind("ccl-", 0) != 0) continue;
+    if (n.rfind("ccl-", 0) != 0 || n.size() <= kNsAt || n.compare(kNsAt, ns.size(), ns) != 0) continue;
     const size_t dash = n.rfind('-');
     char* end = nullptr;
     const long pid = std::strtol(n.c_str() + dash + 1, &end, 10);

@@ -50,14 +50,21 @@ class Segment {
   std::string name_;  // while linked and ours
 };
 
-// The segment name of `rank` (process `pid`) for a communicator token: "/ccl-<token>-<rank>-<pid>".
-std::string segmentName(const uint8_t token[16], int rank, int pid);
+// This process's PID namespace (the inode of /proc/self/ns/pid; 0 where unknown). A pid means
+// the same process only within one namespace: ranks of one host in containers of their own
+// (sharing /dev/shm and the host's name, NCCL's usual advice) each have their own.
+uint64_t pidNamespace();
+
+// The segment name of `rank` (process `pid` of PID namespace `pidNs`) for a communicator
+// token: "/ccl-<token>-<pidNs>-<rank>-<pid>".
+std::string segmentName(const uint8_t token[16], uint64_t pidNs, int rank, int pid);
 
 // False once `pid` has exited: gone, or a zombie its parent has not reaped yet.
 bool processAlive(int pid);
 
 // Unlinks this user's segments whose creating process has exited: what a rank killed between
-// making its segment and its peers' mapping it left behind. Returns how many.
+// making its segment and its peers' mapping it left behind. Only segments of this process's
+// PID namespace are judged (another's pid names another process here). Returns how many.
 int sweepStaleSegments();
 
 }  // namespace ccl::transport::shm

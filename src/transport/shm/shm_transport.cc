@@ -85,7 +85,7 @@ struct Incoming {
 
 struct Peer {
   bool shm = false;
-  pid_t pid = 0;
+  pid_t pid = 0;   // 0: in another PID namespace, not checked
   RingWriter out;  // in the peer's segment
   RingReader in;   // in this rank's segment
   std::deque<std::shared_ptr<Op>> sends, posted;
@@ -389,7 +389,7 @@ class ShmTransport final : public Transport {
     }
     if (!p.waiting() || !p.in.empty()) return false;  // what it sent is still to be read
     if (theirs == shm::kDeparted) return failPeer(peer, cclRemoteError, "shm: " + who + " has left the communicator");
-    if (!shm::processAlive(p.pid))
+    if (p.pid > 0 && !shm::processAlive(p.pid))
       return failPeer(peer, cclRemoteError, "shm: " + who + " (pid " + std::to_string(p.pid) + ") exited");
     return false;
   }
@@ -460,9 +460,11 @@ std::unique_ptr<Transport> createShmTransport(bootstrap::Bootstrap& bs, uint64_t
   struct Info {
     uint64_t host;
     int64_t pid;
+    uint64_t pidNs;
   };
   std::vector<Info> info(static_cast<size_t>(n));
-  info[r] = {hostId ? hostId : host::resolve(nullptr).id, static_cast<int64_t>(getpid())};
+  const uint64_t myNs = shm::pidNamespace();
+  info[r] = {hostId ? hostId : host::resolve(nullptr).id, static_cast<int64_t>(getpid()), myNs};
   bs.allGather(info.data(), sizeof(Info));
   uint8_t token[16] = {};
   if (r == 0) {
@@ -484,7 +486,7 @@ std::unique_ptr<Transport> createShmTransport(bootstrap::Bootstrap& bs, uint64_t
   // channel: its peers cannot open it, and its pairs go through UCX.
   Segment mine;
   try {
-    mine = Segment::create(shm::segmentName(token, r, static_cast<int>(getpid())), bytes);
+    mine = Segment::create(shm::segmentName(token, myNs, r, static_cast<int>(getpid())), bytes);
     auto* h = mine.header();
     h->magic = shm::kSegmentMagic;
     std::memcpy(h->token, token, sizeof(token));
@@ -504,7 +506,8 @@ std::unique_ptr<Transport> createShmTransport(bootstrap::Bootstrap& bs, uint64_t
   for (int q : local) {
     if (q == r) continue;
     std::string why;
-    others[q] = Segment::open(shm::segmentName(token, q, static_cast<int>(info[q].pid)), bytes, token, &why);
+    others[q] =
+        Segment::open(shm::segmentName(token, info[q].pidNs, q, static_cast<int>(info[q].pid)), bytes, token, &why);
     if (others[q].mapped())
       opened[static_cast<size_t>(r) * n + q] = 1;
     else
@@ -539,7 +542,9 @@ std::unique_ptr<Transport> createShmTransport(bootstrap::Bootstrap& bs, uint64_t
   std::vector<Peer> peers(static_cast<size_t>(n));
   for (int q = 0; q < n; ++q) {
     Peer& p = peers[q];
-    p.pid = static_cast<pid_t>(info[q].pid);
+    // A peer in another PID namespace has no pid here: its loss is found by its ring flags,
+    // the communicator's watcher (peerLost) or CCL_TIMEOUT, not by its process.
+    p.pid = info[q].pidNs == myNs ? static_cast<pid_t>(info[q].pid) : 0;
     if (q == r || !pairOnShm(r, q) || !mine.mapped()) continue;
     p.shm = true;
     p.in = RingReader(ringAt(mine, indexOf(q)), kRingCapacity);

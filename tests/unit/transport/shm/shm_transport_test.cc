@@ -5,6 +5,8 @@
 // all at once.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -101,7 +103,8 @@ TEST(ShmRing, AFullRingRefusesUntilARecordIsReleased) {
 TEST(ShmSegment, ForeignOrForgedSegmentsAreRefused) {
   uint8_t token[16], other[16];
   for (int i = 0; i < 16; ++i) token[i] = static_cast<uint8_t>(i * 17 + 3), other[i] = static_cast<uint8_t>(i);
-  const std::string name = transport::shm::segmentName(token, 99, static_cast<int>(getpid()));
+  const std::string name =
+      transport::shm::segmentName(token, transport::shm::pidNamespace(), 99, static_cast<int>(getpid()));
   auto made = transport::shm::Segment::create(name, 4096);
   made.header()->magic = transport::shm::kSegmentMagic;
   std::memcpy(made.header()->token, token, 16);
@@ -117,27 +120,34 @@ TEST(ShmSegment, ForeignOrForgedSegmentsAreRefused) {
 }
 
 // A segment whose creator was killed before its peers mapped it is removed by the next
-// channel made on the host (its name carries the creator's pid); a live creator's stays.
+// channel made on the host (its name carries the creator's pid); a live creator's stays, and
+// so does one made in another PID namespace, whose pid names no process of this one (a rank
+// in a container of its own, sharing /dev/shm: sweeping it took a live rank's segment).
 TEST(ShmSegment, SegmentsOfKilledRanksAreSweptAway) {
+  namespace shm = transport::shm;
   uint8_t token[16];
   for (int i = 0; i < 16; ++i) token[i] = static_cast<uint8_t>(200 + i);
   const pid_t child = fork();
   if (child == 0) _exit(0);
   ASSERT_GT(child, 0);
   waitpid(child, nullptr, 0);  // a pid no live process has (until the system reuses it)
-  auto dead = transport::shm::Segment::create(transport::shm::segmentName(token, 0, child), 4096);
-  auto live = transport::shm::Segment::create(transport::shm::segmentName(token, 1, static_cast<int>(getpid())), 4096);
-  dead.header()->magic = live.header()->magic = transport::shm::kSegmentMagic;
-  std::memcpy(dead.header()->token, token, 16);
-  std::memcpy(live.header()->token, token, 16);
-  EXPECT_GE(transport::shm::sweepStaleSegments(), 1);
+  const uint64_t ns = shm::pidNamespace();
+  const std::string deadName = shm::segmentName(token, ns, 0, child);
+  const std::string liveName = shm::segmentName(token, ns, 1, static_cast<int>(getpid()));
+  const std::string foreignName = shm::segmentName(token, ns + 1, 2, child);
+  auto dead = shm::Segment::create(deadName, 4096);
+  auto live = shm::Segment::create(liveName, 4096);
+  auto foreign = shm::Segment::create(foreignName, 4096);
+  for (shm::Segment* s : {&dead, &live, &foreign}) {
+    s->header()->magic = shm::kSegmentMagic;
+    std::memcpy(s->header()->token, token, 16);
+  }
+  EXPECT_GE(shm::sweepStaleSegments(), 1);
   std::string why;
-  EXPECT_FALSE(transport::shm::Segment::open(transport::shm::segmentName(token, 0, child), 4096, token, &why).mapped())
-      << "the dead rank's segment is still there";
-  EXPECT_TRUE(transport::shm::Segment::open(transport::shm::segmentName(token, 1, static_cast<int>(getpid())), 4096,
-                                            token, &why)
-                  .mapped())
-      << why;
+  EXPECT_FALSE(shm::Segment::open(deadName, 4096, token, &why).mapped()) << "the dead rank's segment is still there";
+  EXPECT_TRUE(shm::Segment::open(liveName, 4096, token, &why).mapped()) << why;
+  EXPECT_TRUE(shm::Segment::open(foreignName, 4096, token, &why).mapped())
+      << "another PID namespace's segment was swept: " << why;
 }
 
 std::set<std::string> cclSegments() {
@@ -227,6 +237,57 @@ TEST(ShmProcesses, RanksKilledTogetherLeaveNothingInDevShm) {
       EXPECT_TRUE(before.count(name)) << "/dev/shm/" << name << " was left behind";
     }
   }
+}
+
+// Two ranks of one host in different PID namespaces (containers sharing /dev/shm and the host's
+// name): rank 1 runs as pid 1 of a namespace of its own, where rank 0's pid names nobody.
+// Rank 1 waits for a message rank 0 sends late: before, rank 1's channel took rank 0 for
+// exited (its pid was not found) and failed the receive, and its sweep removed rank 0's live
+// segment. Needs CAP_SYS_ADMIN for the namespace; skipped without it.
+TEST(ShmProcesses, RanksInOtherPidNamespacesAreNotTakenForDead) {
+  constexpr int kNoNamespace = 77;
+  auto codes = forkRanks(
+      2,
+      [&](int rank, const cclUniqueId& id) {
+        auto run = [&] {
+          auto bs = Bootstrap::connect(id, rank, 2, kJoinTimeout);
+          auto t = shmOf(*bs);
+          bs->barrier();
+          int value = rank == 0 ? 4242 : 0;
+          if (rank == 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // many looks at its process
+            auto s = t->isend(1, 8, &value, sizeof(value));
+            waitFor(*t, *s);
+          } else {
+            auto r = t->irecv(0, 8, &value, sizeof(value));
+            waitFor(*t, *r);
+          }
+          bs->barrier();
+          return int(value == 4242 ? kOk : kWrongData);
+        };
+        if (rank == 0) return run();
+        if (unshare(CLONE_NEWPID) != 0) {  // the same exchange, in one namespace: then skipped
+          const int code = run();
+          return code == kOk ? kNoNamespace : code;
+        }
+        const pid_t inner = fork();  // pid 1 of the new namespace
+        if (inner == 0) {
+          int code = kError;
+          try {
+            code = run();
+          } catch (const std::exception& e) {
+            fprintf(stderr, "rank 1 in its own PID namespace: %s\n", e.what());
+          }
+          _exit(code);
+        }
+        int status = 0;
+        if (inner < 0 || waitpid(inner, &status, 0) != inner || !WIFEXITED(status)) return int{kError};
+        return WEXITSTATUS(status);
+      },
+      std::chrono::seconds(60));
+  if (codes[1] == kNoNamespace) GTEST_SKIP() << "no new PID namespace here (unshare needs CAP_SYS_ADMIN)";
+  EXPECT_EQ(codes[0], kOk);
+  EXPECT_EQ(codes[1], kOk) << "rank 1's stderr says why";
 }
 
 }  // namespace
