@@ -203,7 +203,11 @@ CCL_API cclResult_t cclAlltoAllEx(const void* sendbuff, void* recvbuff, size_t c
 CCL_API cclResult_t cclBroadcastEx(const void* sendbuff, void* recvbuff, size_t count, cclDataType_t datatype, int root,
                                    cclComm_t comm, cclStream_t stream, const cclCompression_t* compression);
 /* Sender and receiver must pass the same codec. `feedback` (NULL: none) is the sender's
- * error-feedback state for this stream of sends: what encoding lost is added to the next. */
+ * error-feedback state for this stream of sends: what encoding lost is added to the next.
+ * A pair whose codecs differ is treated as one whose counts or types differ: the receive fails
+ * with cclInvalidUsage (the send may have completed by then), the communicator is aborted on
+ * every rank (their later calls fail), and an uncompressed receive may hold the bytes that
+ * arrived (as an MPI receive of a message of another size). */
 CCL_API cclResult_t cclSendEx(const void* sendbuff, size_t count, cclDataType_t datatype, int peer, cclComm_t comm,
                               cclStream_t stream, const cclCompression_t* compression, cclFeedback_t feedback);
 CCL_API cclResult_t cclRecvEx(void* recvbuff, size_t count, cclDataType_t datatype, int peer, cclComm_t comm,

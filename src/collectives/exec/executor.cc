@@ -265,9 +265,7 @@ class JobRun {
     }
     if (req.receivedBytes() != s.bytes) {
       job_->transport->abortMismatch();  // every rank's call fails, not only this one's
-      throw Error(cclInvalidUsage, "rank " + std::to_string(s.peer) + " sent " + std::to_string(req.receivedBytes()) +
-                                       " bytes where " + std::to_string(s.bytes) +
-                                       " were expected: ranks called the operation with different counts or types");
+      throw sentOtherSize(s.peer, req.receivedBytes(), s.bytes);
     }
   }
 
@@ -305,6 +303,13 @@ constexpr int kSpinPasses = 64;
 thread_local std::vector<JobRun> tlsRuns;
 
 }  // namespace
+
+Error sentOtherSize(int peer, size_t got, size_t expected) {
+  return Error(cclInvalidUsage,
+               "rank " + std::to_string(peer) + " sent " + std::to_string(got) + " bytes where " +
+                   std::to_string(expected) +
+                   " were expected: ranks called the operation with different counts, types or codecs");
+}
 
 void execute(std::span<const Job> jobs, const ExecOptions& options) {
   if (tlsRuns.size() < jobs.size()) tlsRuns.resize(jobs.size());

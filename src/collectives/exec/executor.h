@@ -79,4 +79,8 @@ struct ExecOptions {
 // size mismatch, abort, timeout); requests still in flight are then cancelled.
 void execute(std::span<const Job> jobs, const ExecOptions& options);
 
+// The error of a message of another size than its receive expected: the ranks called the
+// operation otherwise (the caller has aborted the transport as for a mismatch).
+Error sentOtherSize(int peer, size_t got, size_t expected);
+
 }  // namespace ccl::coll

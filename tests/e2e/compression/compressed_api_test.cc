@@ -333,6 +333,38 @@ TEST(Mismatch, CompressedAgainstUncompressedIsInvalidUsageEverywhere) {
   }
 }
 
+// A send with a codec and a receive without one (and the other way round): the receive fails
+// (the send may have completed before the receiver looked), its message names codecs among
+// what the two calls may disagree on, and the communicator is aborted on both ranks.
+TEST(Mismatch, ASendAndItsReceiveWithACodecOnOneSideOnly) {
+  const int n = 2, count = 4096;
+  ccltest::ScopedEnv timeout("CCL_TIMEOUT", "20");
+  for (int compressedRank : {0, 1}) {
+    World w(n);
+    ASSERT_TRUE(w.ready());
+    std::vector<cclResult_t> res(n), afterwards(n);
+    std::string received;
+    w.run([&](int r, cclComm_t comm) {
+      cclCompression_t z = codecOf(cclCodecInt8);
+      const cclCompression_t* codec = r == compressedRank ? &z : nullptr;
+      Vec x = input(r, count), y(count);
+      if (r == 0) {
+        res[r] = cclSendEx(x.data(), count, cclFloat, 1, comm, nullptr, codec, nullptr);
+      } else {
+        res[r] = cclRecvEx(y.data(), count, cclFloat, 0, comm, nullptr, codec);
+        received = cclGetLastError(comm);
+      }
+      afterwards[r] = cclAllReduce(x.data(), y.data(), count, cclFloat, cclSum, comm, nullptr);
+    });
+    EXPECT_EQ(res[1], cclInvalidUsage) << "the receive, the codec on rank " << compressedRank;
+    for (int r = 0; r < n; ++r)
+      EXPECT_NE(afterwards[r], cclSuccess) << "rank " << r << "'s next call, the codec on rank " << compressedRank;
+    if (compressedRank == 0) {
+      EXPECT_NE(received.find("codecs"), std::string::npos) << received;
+    }
+  }
+}
+
 // With a feedback handle, a constant input allreduced repeatedly with int4 averages out to
 // the exact sum.
 TEST(Feedback, ResidualAndLocoConverge) {

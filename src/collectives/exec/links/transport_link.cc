@@ -269,10 +269,7 @@ void TransportLink::exchange(const std::vector<Transfer>& xs, const std::functio
             *x.received = got;
           } else if (got != x.bytes) {
             t_.abortMismatch();  // every rank's call fails, not only this one's
-            throw Error(cclInvalidUsage, "rank " + std::to_string(x.peer) + " sent " + std::to_string(got) +
-                                             " bytes where " + std::to_string(x.bytes) +
-                                             " were expected: ranks called the operation with different counts "
-                                             "or types");
+            throw sentOtherSize(x.peer, got, x.bytes);
           }
         }
         reqs[i].reset();
