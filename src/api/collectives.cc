@@ -181,6 +181,10 @@ Prepared prepare(const Call& c) {
   const coll::CostModel* model = device ? comm->tuning.deviceCostModel.get() : comm->tuning.costModel.get();
   p.chosenByCost = codecByCost || coll::modelChooses(a, model);
   p.predicted = p.chosenByCost ? chooseByCost(comm, c, opKind, codecByCost, device, a) : 0.0;
+  // The intra-node codec is that of compressed calls' steps inside a node: a call the policy
+  // leaves uncompressed (CCL_COMPRESS, CCL_CODEC_MIN_BYTES, an Ex call's cclCodecNone) is
+  // exact inside the nodes too.
+  if (a.codec.codec == cclCodecNone) a.intraCodec = codec::Params{};
   if (codecByCost) p.why = a.codec.codec != cclCodecNone ? -1 : p.why >= 0 ? p.why : cclUncompressedAuto;
   return p;
 }

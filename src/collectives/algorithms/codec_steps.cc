@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "collectives/algorithms/codec_steps.h"
 
+#include <algorithm>
+
 #include "codecs/wire.h"
+#include "common/tags.h"
 
 namespace ccl::coll {
 namespace detail {
@@ -9,7 +12,11 @@ namespace detail {
 Pieces pieces(const CollArgs& a, size_t count) {
   if (!codec::isQuantizer(a.codec.codec)) return {count, std::max<size_t>(count, 1)};
   const size_t block = std::max<size_t>(a.codec.blockSize, 1);
-  const size_t per = std::max(block, a.chunkBytes / sizeof(float) / block * block);
+  // A message tag numbers a call's pieces in kChunkBits: a small CCL_CHUNK_BYTES on a large
+  // call gives pieces larger than asked, as uncompressed plans' chunks (detail::chunks).
+  const size_t fewest = (count + tags::kChunkLimit - 1) / tags::kChunkLimit;
+  const size_t per =
+      std::max({block, a.chunkBytes / sizeof(float) / block * block, (fewest + block - 1) / block * block});
   return {count, per};
 }
 

@@ -33,6 +33,9 @@ CollArgs factorSum(const CollArgs& a, size_t floats) {
 
 Plan powerSgdAllReduce(const CollArgs& a) {
   Plan p = emptyPlan(a);
+  // The rings below sum the fp32 factors, and a ring's reductions read the plan's type; the
+  // stages, which read and write the call's data, carry the call's type themselves.
+  p.dtype = cclFloat32;
   p.codec = a.codec;
   if (a.count == 0) return p;
   const codec::LowRankShape s = codec::lowRankShape(a.codec, a.count);

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "collectives/plan/call_key.h"
 
+#include <bit>
+
 namespace ccl::coll {
 
 uint64_t codecDigest(const codec::Params& p) {
   if (p.codec == cclCodecNone) return 0;
   return fnv1a({uint64_t(p.codec), uint64_t(p.blockSize), uint64_t(p.fp16Scales), uint64_t(p.fp16Values),
-                uint64_t(p.keepRatio * 1e9), uint64_t(double(p.threshold) * 1e9), uint64_t(p.stochastic), p.seed,
-                uint64_t(p.rank), uint64_t(p.rows), uint64_t(p.cols), uint64_t(p.warmStart)});
+                std::bit_cast<uint64_t>(p.keepRatio), uint64_t(std::bit_cast<uint32_t>(p.threshold)),
+                uint64_t(p.stochastic), p.seed, uint64_t(p.rank), uint64_t(p.rows), uint64_t(p.cols),
+                uint64_t(p.warmStart)});
 }
 
 CallKey CallKey::of(int kind, const CollArgs& a) {

@@ -168,6 +168,36 @@ TEST(Topology, HostIdFromTheEnvironmentAndConfigOverridesIt) {
   for (int r = 0; r < 4; ++r) EXPECT_EQ(got[r], want[r]) << "rank " << r;
 }
 
+// An intra-node codec (CCL_CODEC_INTRA) is that of compressed calls: with no codec for the
+// calls themselves, or below the size floor, or where CCL_COMPRESS leaves a collective out,
+// hierarchical allreduce and broadcast stay exact inside the nodes too (they were quantised
+// there to 2 bits: a broadcast of 7 floats came out wrong).
+TEST(Topology, AnIntraNodeCodecLeavesUncompressedCallsExact) {
+  ScopedEnv intra("CCL_CODEC_INTRA", "int2");
+  ScopedEnv codec("CCL_CODEC", nullptr);
+  Comms comms({"a", "a", "b", "b"});
+  ASSERT_TRUE(comms.ready());
+  for (size_t count : {size_t{7}, size_t{70000}}) {
+    std::vector<std::vector<float>> sums(4), bcast(4);
+    expectNoneThrew(runRanks(4, [&](int r) {
+      std::vector<float> in(count);
+      for (size_t i = 0; i < count; ++i) in[i] = static_cast<float>(r) - 1.5f * static_cast<float>(i % 13);
+      std::vector<float>& out = sums[static_cast<size_t>(r)];
+      out.assign(count, 0.f);
+      EXPECT_CCL_OK(cclAllReduce(in.data(), out.data(), count, cclFloat32, cclSum, comms[r], nullptr));
+      std::vector<float>& b = bcast[static_cast<size_t>(r)];
+      b = in;
+      EXPECT_CCL_OK(cclBroadcast(b.data(), b.data(), count, cclFloat32, 0, comms[r], nullptr));
+    }));
+    for (int r = 0; r < 4; ++r)
+      for (size_t i = 0; i < count; ++i) {
+        const float x = -1.5f * static_cast<float>(i % 13);
+        ASSERT_EQ(sums[static_cast<size_t>(r)][i], 6.f + 4 * x) << "allreduce, rank " << r << ", element " << i;
+        ASSERT_EQ(bcast[static_cast<size_t>(r)][i], x) << "broadcast, rank " << r << ", element " << i;
+      }
+  }
+}
+
 // Splits `parent` with color(r) and key(r) on every rank (config NULL unless given) and
 // returns the children, NULL for CCL_SPLIT_NOCOLOR.
 template <class Color, class Key>

@@ -193,6 +193,49 @@ TEST(Sparse, LosslessSettingsAreExact) {
     }
 }
 
+// Two calls alike but for a threshold that differs below 1e-9: each keeps what its own
+// threshold keeps (the plan cache told them apart by threshold * 1e9, so the second call ran
+// the first one's plan, and ranks passing such thresholds were not caught as mismatched).
+TEST(Sparse, ThresholdsCloseTogetherAreDifferentCalls) {
+  const size_t count = 1000;
+  const int n = 2;
+  for (float threshold : {2e-10f, 8e-10f}) {
+    cclCompression_t z = codecOf(cclCodecThreshold);
+    z.threshold = threshold;
+    std::vector<Vec> out(n, Vec(count, -1.f));
+    World::get(n).run([&](int r, cclComm_t comm) {
+      const Vec x(count, r == 0 ? 5e-10f : 0.f);
+      ASSERT_CCL_OK(cclAllReduceEx(x.data(), out[r].data(), count, cclFloat, cclSum, comm, nullptr, &z, nullptr));
+    });
+    const float want = 5e-10f > threshold ? 5e-10f : 0.f;
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < count; ++i)
+        ASSERT_EQ(out[r][i], want) << "threshold " << threshold << ", rank " << r << ", element " << i;
+  }
+}
+
+// A large compressed call with a tiny CCL_CHUNK_BYTES: its pieces grow so that a message tag
+// numbers them all (the plan failed with cclInternalError, "plan step tag out of range").
+TEST(Chunks, ATinyChunkSizeOnALargeCompressedCall) {
+  ccltest::ScopedEnv chunk("CCL_CHUNK_BYTES", "1");
+  const size_t count = 3'000'000;
+  const int n = 2;
+  World w(n);
+  ASSERT_TRUE(w.ready());
+  std::vector<Vec> out(n, Vec(count));
+  w.run([&](int r, cclComm_t comm) {
+    const cclCompression_t z = codecOf(cclCodecInt8);
+    const Vec x = input(r, count, 11);
+    ASSERT_CCL_OK(cclAllReduceEx(x.data(), out[r].data(), count, cclFloat, cclSum, comm, nullptr, &z, nullptr));
+  });
+  const Vec x0 = input(0, count, 11), x1 = input(1, count, 11);
+  const double bound = 2 * quantBound(cclCodecInt8, std::max(maxAbs(x0), maxAbs(x1)) * 2) + 1e-5;
+  for (size_t i = 0; i < count; ++i) {
+    ASSERT_NEAR(out[0][i], x0[i] + x1[i], bound) << "element " << i;
+    ASSERT_EQ(out[1][i], out[0][i]) << "element " << i;
+  }
+}
+
 // Counters: a compressed call sends fewer bytes than it carries.
 TEST(Stats, WireBytesBelowRawBytes) {
   const int n = 4;

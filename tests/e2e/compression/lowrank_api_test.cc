@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ccl/ccl.h"
+#include "dtype_ref.h"
 #include "world.h"
 
 namespace {
@@ -90,6 +91,39 @@ TEST(LowRank, AllReduceOfLowRankSumsIsExact) {
 
 // A full-rank stream of matrices with error feedback: the running sum of the outputs tracks
 // the running sum of the ranks' inputs (the difference is the ranks' residuals), and every
+// The call's data in 16-bit floats: the factors are still fp32, summed as fp32 by the rings
+// (they were summed as if they were bf16 or fp16 values, which gave garbage on 2 ranks or
+// more), and the result is the fp32 sum rounded once to the call's type.
+TEST(LowRank, AllReduceOfSixteenBitFloatsSumsTheFactorsInFp32) {
+  const size_t rows = 48, cols = 40, count = rows * cols;
+  for (cclDataType_t type : {cclBfloat16, cclFloat16})
+    for (int n : {2, 3}) {
+      const cclCompression_t z = powerSgd(4, rows, cols);
+      std::vector<std::vector<uint16_t>> in(n, std::vector<uint16_t>(count)), out(n, std::vector<uint16_t>(count));
+      std::vector<double> want(count, 0.0);
+      for (int r = 0; r < n; ++r) {
+        const Vec x = rankOne(rows, cols, 10 + r);
+        for (size_t i = 0; i < count; ++i) {
+          in[r][i] = static_cast<uint16_t>(ccltest::encodeFloat(type, x[i]));
+          want[i] += ccltest::decodeFloat(type, in[r][i]);
+        }
+      }
+      World::get(n).run([&](int r, cclComm_t comm) {
+        ASSERT_CCL_OK(cclAllReduceEx(in[r].data(), out[r].data(), count, type, cclSum, comm, nullptr, &z, nullptr));
+      });
+      double scale = 0;
+      for (double w : want) scale = std::max(scale, std::fabs(w));
+      // A sum of rank <= r is exact in fp32 up to rounding; then one rounding to 8 (bf16) or
+      // 11 (fp16) significant bits, and the inputs' own roundings break the rank a little.
+      const double tol = (type == cclBfloat16 ? 0x1p-6 : 0x1p-9) * scale;
+      for (size_t i = 0; i < count; ++i) {
+        ASSERT_NEAR(ccltest::decodeFloat(type, out[0][i]), want[i], tol)
+            << ccltest::dtypeInfo(type).name << ", n " << n << ", element " << i;
+        for (int r = 1; r < n; ++r) ASSERT_EQ(out[r][i], out[0][i]) << "every rank gets the same bits";
+      }
+    }
+}
+
 // call agrees on all ranks (the warm-start Q stays shared).
 TEST(LowRank, FeedbackTracksTheSumOverCalls) {
   const int n = 3, calls = 30;
