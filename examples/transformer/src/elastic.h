@@ -62,6 +62,7 @@ struct ElasticState {
   std::array<Kept, 2> kept;  // a whole model's uses kept[0] only
   int resume = -1;           // after a shrink: the whole state trainOn goes on from
   bool restarted = false;    // trainOn runs again after a shrink
+  int firstStep = -1;        // the step the first start began from (--stop-after counts from it)
 };
 
 // After this rank's step `step` completed (parameters shared): keeps what the survivors of a

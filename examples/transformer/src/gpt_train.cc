@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "checkpoint.h"
@@ -123,7 +124,7 @@ void addFlags(CLI::App& app, Cli& c) {
   app.add_option("--codec-block", c.codecBlock, "Quantiser block size (0: the codec's default)")->capture_default_str();
   app.add_option("--compress", c.compress,
                  "SITE=CODEC[:key=value]...: what a site carries (repeatable; sites tp.fwd, tp.bwd, pp.fwd, pp.bwd, "
-                 "dp.grad, emb.sync; keys block, bits, scale-bits, keep, threshold, stochastic, seed, "
+                 "dp.grad, emb.sync; keys block, bits, scale-bits, keep, threshold, stochastic[=0|1], seed, "
                  "feedback=none|ef|loco, beta, reset, layers=A-B, stages=A-B, phases=warmup+steady+cooldown, "
                  "warmup=STEPS); later flags win over --codec for dp.grad")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
@@ -132,7 +133,9 @@ void addFlags(CLI::App& app, Cli& c) {
   app.add_option("--save-every", t.saveEvery, "Checkpoint interval in steps (0: at the end only)")
       ->capture_default_str();
   app.add_option("--resume", t.resumePath, "Continue from this checkpoint");
-  app.add_option("--stop-after", t.stopAfter, "Stop after this many steps of this run (after checkpointing)")
+  app.add_option("--stop-after", t.stopAfter,
+                 "Stop after this many steps of this run, counted from the step it started from (across --elastic's "
+                 "restarts), after checkpointing")
       ->capture_default_str();
   app.add_flag("!--no-progress", t.progress, "No progress line");
   app.add_option("--sample", c.sampleBytes, "Bytes of text to generate after training")->capture_default_str();
@@ -243,6 +246,10 @@ int main(int argc, char** argv) {
     const std::string problem = gpt::configProblem(c.train.model);
     if (!problem.empty()) throw std::invalid_argument(problem);
     if (c.ranks < 0 || c.train.threads < 1) throw std::invalid_argument("--ranks must be >= 0, --threads >= 1");
+    // Before the grid's product counts the ranks to start (0 of them would fail in ccl).
+    for (const auto& [flag, value] : {std::pair{"--tp", c.train.grid.tp}, std::pair{"--pp", c.train.grid.pp}})
+      if (value < 1) throw std::invalid_argument(std::string(flag) + " must be at least 1");
+    if (c.train.grid.dp < 0) throw std::invalid_argument("--dp must be at least 0 (0: the ranks that tp x pp leaves)");
     if (!gpt::scheduleFromName(c.schedule, &c.train.pipeSchedule))
       throw std::invalid_argument("--schedule " + c.schedule + " is not 1f1b, gpipe, local or local-overlap");
     const int threads = threadRanks(c);
@@ -273,18 +280,18 @@ int main(int argc, char** argv) {
     std::mutex mu;
     gpt::TrainResult lead;
     int ranks = threads;
-    auto runRank = [&](cclComm_t comm, int rank) {
+    auto runRank = [&](cclComm_t comm, int) {
       // The communicator's own default codec stays off: every site says what it carries.
       if (cclCommSetCompression(comm, nullptr) != cclSuccess) throw std::runtime_error(cclGetLastError(comm));
-      int n = 1;
-      cclCommCount(comm, &n);
-      gpt::TrainOptions o = c.train;
-      o.progress = o.progress && rank == 0;
-      gpt::TrainResult r = gpt::train(o, comm);
-      if (rank != 0 || r.left) return;
+      // train() shows the progress line on world rank 0 only (after an --elastic shrink, the
+      // new one).
+      gpt::TrainResult r = gpt::train(c.train, comm);
+      // The report and the sample come from rank 0 of the world as it ended, over its ranks:
+      // under --elastic the launch's rank 0 may have been lost or left.
+      if (r.left || r.rank != 0) return;
       std::lock_guard<std::mutex> g(mu);
       lead = std::move(r);
-      ranks = n;
+      ranks = lead.ranks;
       report(c, lead, ranks);
       if (c.sampleBytes > 0) {
         gpt::Model<float> m = gpt::makeModel<float>(c.train.model, 0);

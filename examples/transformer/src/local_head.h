@@ -3,7 +3,8 @@
 // vocabulary (its own weights, not tied to wte), with the model's cross-entropy on the
 // stage's targets. A pipeline stage trained by local updates gets its gradient from one of
 // these instead of from the next stage. The head has its own AdamW with the model's
-// settings and learning rate; it is not in checkpoints.
+// settings and learning rate; checkpoints keep both (checkpoint.h), so that resuming a run
+// with local updates is bit-identical.
 #pragma once
 
 #include <cstddef>
@@ -28,6 +29,10 @@ class LocalHead {
   float* grads() { return grads_.data(); }
   float* params() { return params_.data(); }  // lnw (C), lnb (C), W (V x C)
   size_t count() const { return params_.size(); }
+  static size_t countFor(const ModelConfig& c) {
+    return static_cast<size_t>(c.channels) * (2 + static_cast<size_t>(c.vocab));
+  }
+  AdamW& optimizer() { return opt_; }  // m and v of count() values each, steps
   void update(float lr);
 
  private:

@@ -40,7 +40,7 @@ std::string configProblem(const ModelConfig& c) {
   if (c.channels <= 0 || c.heads <= 0) return "--channels and --heads must be at least 1";
   if (c.channels % c.heads != 0)
     return "--heads " + std::to_string(c.heads) + " does not divide --channels " + std::to_string(c.channels);
-  if (c.maxSeq <= 0) return "--seq must be at least 1";
+  if (c.maxSeq <= 0) return "--max-seq must be at least 1";
   return "";
 }
 

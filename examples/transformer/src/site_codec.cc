@@ -95,8 +95,9 @@ std::pair<Site, SiteCodec> parseSiteCodec(const std::string& spec) {
   for (size_t i = 1; i < parts.size(); ++i) {
     const size_t at = parts[i].find('=');
     const std::string key = parts[i].substr(0, at), value = at == std::string::npos ? "" : parts[i].substr(at + 1);
-    if (key == "stochastic" && at == std::string::npos) {
-      c.compression.stochasticRounding = 1;
+    if (key == "stochastic") {  // the bare word, or =0 / =1 as --help spells the other keys
+      if (at != std::string::npos && value != "0" && value != "1") fail(spec, "stochastic=" + value + " is not 0 or 1");
+      c.compression.stochasticRounding = at == std::string::npos || value == "1" ? 1 : 0;
     } else if (key == "block") {
       c.compression.blockSize = integer(spec, key, value);
     } else if (key == "bits") {

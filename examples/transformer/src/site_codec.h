@@ -45,7 +45,7 @@ bool applies(const SiteCodec& c, const CallPlace& at);
 
 // Parses "SITE=CODEC[:key=value]...". CODEC is a ccl codec name (ccl-info lists them) or
 // none. Keys: block=N (quantiser block), bits=N, scale-bits=16|32, keep=F (topk, randk),
-// threshold=F, stochastic (quantisers round stochastically), seed=N, rank=N (powersgd; the
+// threshold=F, stochastic or stochastic=0|1 (quantisers round stochastically), seed=N, rank=N (powersgd; the
 // matrix is the call's: tokens x channels, or the weight's shape), scale=channel (quantisers,
 // allreduce of a tokens x channels matrix: one scale per channel over the call's tokens, as
 // Bian et al.; the call travels transposed, in blocks of its row count, which must be a

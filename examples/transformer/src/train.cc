@@ -6,9 +6,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <iterator>
 #include <memory>
 #include <numeric>
 #include <set>
@@ -18,6 +23,7 @@
 #include "data.h"
 #include "data_parallel.h"
 #include "elastic.h"
+#include "local_head.h"
 #include "model.h"
 #include "params.h"
 #include "pipeline.h"
@@ -36,6 +42,31 @@ long peakRss() {
   struct rusage ru {};
   getrusage(RUSAGE_SELF, &ru);
   return ru.ru_maxrss * 1024L;
+}
+
+// Runs `write` (files only, no collective) on world rank 0 and tells every rank how it went:
+// when it threw, every rank throws a std::runtime_error with its message. So a checkpoint or
+// trace that cannot be written fails every rank alike, where rank 0 failing alone would look
+// like a lost rank to the others (--elastic would shrink the world without it).
+void writeOnLead(Comm& comm, const std::function<void()>& write) {
+  std::string failure;
+  if (comm.rank(Group::kWorld) == 0) {
+    try {
+      write();
+    } catch (const std::exception& e) {
+      failure = *e.what() ? e.what() : "writing failed";
+    }
+  }
+  double length = static_cast<double>(failure.size());
+  comm.allReduceDoubles(Site::kStat, &length, 1, cclMax);
+  if (length == 0) return;
+  // Rank 0's message, one character per double (the others add zeros: exact).
+  std::vector<double> text(static_cast<size_t>(length), 0.0);
+  for (size_t i = 0; i < failure.size(); ++i) text[i] = static_cast<unsigned char>(failure[i]);
+  comm.allReduceDoubles(Site::kStat, text.data(), text.size(), cclSum);
+  std::string message;
+  for (double c : text) message += static_cast<char>(static_cast<int>(c));
+  throw std::runtime_error(message);
 }
 
 // The whole model's values of a buffer laid out like this rank's (`local`, of which
@@ -125,23 +156,24 @@ std::vector<BubbleReport> writeTrace(const std::string& path, const Timeline& ti
   comm.gatherToRoot(Site::kStat, &count, counts.data(), sizeof(count));
   std::vector<Span> all(root ? mine.size() * static_cast<size_t>(ranks) : mine.size());
   comm.gatherToRoot(Site::kStat, mine.data(), all.data(), mine.size() * sizeof(Span));
-  if (!root) return {};
-  std::vector<std::vector<Span>> byRank;
-  std::vector<RankPlace> places;
-  for (int r = 0; r < ranks; ++r) {
-    const auto first = all.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(r) * mine.size());
-    byRank.emplace_back(first, first + static_cast<std::ptrdiff_t>(counts[static_cast<size_t>(r)]));
-    const GridPlace at = placeOf(grid, r);
-    places.push_back({r, at.d, at.p, at.t});
-  }
-  writeChromeTrace(path, byRank, places, [](int s) { return siteName(static_cast<Site>(s)); });
   std::vector<BubbleReport> bubbles;
-  if (grid.pp == 1) return bubbles;
-  std::vector<std::vector<Span>> stages;
-  for (int p = 0; p < grid.pp; ++p) stages.push_back(byRank[static_cast<size_t>(rankOf(grid, {0, p, 0}))]);
-  std::set<int> steps;  // the traced steps this run ran
-  for (const Span& s : stages.front()) steps.insert(s.step);
-  for (int step : steps) bubbles.push_back(pipelineBubble(stages, pipe.schedules(), step));
+  writeOnLead(comm, [&] {
+    std::vector<std::vector<Span>> byRank;
+    std::vector<RankPlace> places;
+    for (int r = 0; r < ranks; ++r) {
+      const auto first = all.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(r) * mine.size());
+      byRank.emplace_back(first, first + static_cast<std::ptrdiff_t>(counts[static_cast<size_t>(r)]));
+      const GridPlace at = placeOf(grid, r);
+      places.push_back({r, at.d, at.p, at.t});
+    }
+    writeChromeTrace(path, byRank, places, [](int s) { return siteName(static_cast<Site>(s)); });
+    if (grid.pp == 1) return;
+    std::vector<std::vector<Span>> stages;
+    for (int p = 0; p < grid.pp; ++p) stages.push_back(byRank[static_cast<size_t>(rankOf(grid, {0, p, 0}))]);
+    std::set<int> steps;  // the traced steps this run ran
+    for (const Span& s : stages.front()) steps.insert(s.step);
+    for (int step : steps) bubbles.push_back(pipelineBubble(stages, pipe.schedules(), step));
+  });
   return bubbles;
 }
 
@@ -207,11 +239,13 @@ struct Run {
   AdamW opt;
   Timeline timeline;
   std::unique_ptr<LocalHead> localHead;  // local updates: the head of a stage's local loss
+  int localHeadOwner = -1;               // the stage whose loss it gives (its slot in checkpoints)
   std::vector<int> bounds;               // TeraPipe's token slices (empty: none)
   double predicted = 0;                  // their planned time
   std::unique_ptr<Pipeline> pipe;
   std::vector<int> stageOf;  // every world rank's pipeline stage
   int startStep = 0;
+  int firstStep = 0;  // the step this process started from (--stop-after counts from it)
   uint64_t dataSeed;
   const long long tokensPerStep;
   std::unique_ptr<JsonLog> log;
@@ -252,6 +286,7 @@ void setUpRank(Run& r) {
   if (hostsLocalHead(o.pipeSchedule, shard)) {
     const int owner = o.pipeSchedule == PipeSchedule::kLocal ? shard.stage : shard.stage - 1;
     r.localHead = std::make_unique<LocalHead>(o.model, o.seed + 0x10c4ull * static_cast<uint64_t>(owner + 1), o.adamw);
+    r.localHeadOwner = owner;
   }
 }
 
@@ -298,12 +333,37 @@ void resume(Run& r) {
   r.opt.steps = ck.optimizerSteps;
   r.startStep = static_cast<int>(ck.step);
   r.dataSeed = ck.seed;
+  if (!localUpdates(o.pipeSchedule)) return;
+  // The local heads of as many stages as this run has; else (a checkpoint without local
+  // updates, or of another pipeline depth, whose heads fit other stages) they start afresh.
+  const size_t n = LocalHead::countFor(o.model);
+  if (ck.localHeads != static_cast<uint64_t>(r.grid.pp - 1) || ck.localHeadSize != n) {
+    if (r.lead)
+      std::fprintf(stderr, "gpt_train: checkpoint %s holds no local heads of %d stages: they start afresh\n",
+                   o.resumePath.c_str(), r.grid.pp);
+    return;
+  }
+  if (!r.localHead) return;
+  AdamW& opt = r.localHead->optimizer();
+  const auto slot = ck.heads.begin() + static_cast<std::ptrdiff_t>(3 * n * static_cast<size_t>(r.localHeadOwner));
+  const auto size = static_cast<std::ptrdiff_t>(n);
+  std::copy(slot, slot + size, r.localHead->params());
+  std::copy(slot + size, slot + 2 * size, opt.m.begin());
+  std::copy(slot + 2 * size, slot + 3 * size, opt.v.begin());
+  opt.steps = ck.localHeadSteps;
 }
 
 // The log, the progress line and the result's description of the run.
 void startLog(Run& r) {
   const TrainOptions& o = r.o;
-  r.log = std::make_unique<JsonLog>(r.lead ? o.logPath : "", r.elastic && r.elastic->restarted);
+  if (r.elastic && r.elastic->restarted) {
+    // A new rank 0 may open the log now (appending): every rank learns whether it could, as
+    // for a checkpoint (train() checked the path at the first start).
+    r.log = std::make_unique<JsonLog>("");
+    writeOnLead(r.comm, [&] { r.log = std::make_unique<JsonLog>(o.logPath, true); });
+  } else {
+    r.log = std::make_unique<JsonLog>(r.lead ? o.logPath : "");
+  }
   r.progress = std::make_unique<Progress>(r.lead && o.progress, o.steps);
   r.result.layout = layoutName(r.grid, o);
   r.result.sliceBounds = r.bounds.empty() ? std::vector<int>{0, o.seq} : r.bounds;
@@ -320,7 +380,32 @@ std::vector<float> wholeState(Run& r, const std::vector<float>& moment) {
   return assembleWhole(r.model, r.comm, local.data(), r.dp->spokenRange(true));
 }
 
-// The whole state before step `nextStep`, in --checkpoint's file (written by world rank 0).
+// The local heads (local updates) whole at world rank 0, in Checkpoint::heads: each from
+// the rank of tensor-parallel rank 0 and data-parallel replica 0 of the stage that hosts it
+// (the others hold the same bits), the other ranks adding zeros.
+void assembleLocalHeads(Run& r, Checkpoint& ck) {
+  if (!localUpdates(r.o.pipeSchedule)) return;
+  const size_t n = LocalHead::countFor(r.o.model), heads = static_cast<size_t>(r.grid.pp - 1);
+  std::vector<float> mine(3 * n * heads, 0.0f);
+  double steps = 0;
+  if (r.localHead && r.at.t == 0 && r.at.d == 0) {
+    AdamW& opt = r.localHead->optimizer();
+    float* slot = mine.data() + 3 * n * static_cast<size_t>(r.localHeadOwner);
+    std::copy(r.localHead->params(), r.localHead->params() + n, slot);
+    std::copy(opt.m.begin(), opt.m.end(), slot + n);
+    std::copy(opt.v.begin(), opt.v.end(), slot + 2 * n);
+    steps = static_cast<double>(opt.steps);
+  }
+  ck.heads.assign(mine.size(), 0.0f);
+  r.comm.reduceToRoot(Site::kStat, mine.data(), ck.heads.data(), mine.size());
+  r.comm.allReduceDoubles(Site::kStat, &steps, 1, cclMax);
+  ck.localHeads = heads;
+  ck.localHeadSize = n;
+  ck.localHeadSteps = static_cast<uint64_t>(steps);
+}
+
+// The whole state before step `nextStep`, in --checkpoint's file (written by world rank 0;
+// every rank fails alike when it cannot be).
 void saveAt(Run& r, int nextStep) {
   if (r.o.checkpointPath.empty()) return;
   Checkpoint ck;
@@ -331,7 +416,8 @@ void saveAt(Run& r, int nextStep) {
   ck.params = assembleWhole(r.model, r.comm, r.model.params.data(), r.dp->spokenRange(false));
   ck.m = wholeState(r, r.opt.m);
   ck.v = wholeState(r, r.opt.v);
-  if (r.lead) saveCheckpoint(r.o.checkpointPath, ck);
+  assembleLocalHeads(r, ck);
+  writeOnLead(r.comm, [&] { saveCheckpoint(r.o.checkpointPath, ck); });
 }
 
 // The step's micro-batches of this data-parallel replica.
@@ -441,9 +527,10 @@ void validateIfDue(Run& r, int step) {
 }
 
 // The checkpoint every --save-every steps, after the last and where --stop-after stops;
-// whether the run stops here.
+// whether the run stops here. --stop-after counts the steps from where this process started,
+// the same on every rank across --elastic's restarts (which may go back a step).
 bool checkpointIfDue(Run& r, int step) {
-  const bool last = step + 1 == r.o.steps, stop = r.o.stopAfter > 0 && r.ran >= r.o.stopAfter;
+  const bool last = step + 1 == r.o.steps, stop = r.o.stopAfter > 0 && step + 1 - r.firstStep >= r.o.stopAfter;
   if (last || stop || (r.o.saveEvery > 0 && (step + 1) % r.o.saveEvery == 0)) saveAt(r, step + 1);
   return stop;
 }
@@ -464,6 +551,8 @@ TrainResult finish(Run& r) {
     result.opSeconds.emplace_back(opKindName(static_cast<OpKind>(k)), r.model.opSeconds[k]);
   if (!r.o.tracePath.empty()) result.bubbles = writeTrace(r.o.tracePath, r.timeline, r.comm, r.grid, *r.pipe);
   result.counters = gatherCounters(r.comm, r.stageOf);
+  result.rank = r.comm.rank(Group::kWorld);
+  result.ranks = r.comm.size(Group::kWorld);
   if (r.o.codecErrorEvery > 0) {
     std::vector<double>& errors = r.comm.codecErrors();
     r.comm.allReduceDoubles(Site::kStat, errors.data(), errors.size(), cclSum);
@@ -479,13 +568,47 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm, Elastic
   setUpRank(r);
   setUpPipeline(r);
   resume(r);
+  r.firstStep = r.startStep;
+  if (elastic) {  // the step of the first start, kept across restarts
+    if (elastic->firstStep < 0) elastic->firstStep = r.startStep;
+    r.firstStep = elastic->firstStep;
+  }
   startLog(r);
   for (int step = r.startStep; step < o.steps; ++step) {
     trainStep(r, step);
+    // Saved before the validation, so that a validation that fails loses no step.
+    const bool stop = checkpointIfDue(r, step);
     validateIfDue(r, step);
-    if (checkpointIfDue(r, step)) break;
+    if (stop) break;
   }
   return finish(r);
+}
+
+// scale=channel on a tensor-parallel site: its allreduces travel transposed, in blocks of
+// their row count, which must be a multiple of 8 (at most 65536). The rows are a
+// micro-batch's tokens (--batch x --seq) in training, and in validation the windows of each
+// call: --batch of them, and --val-seqs mod --batch in the last. Refused here, before the
+// first step, rather than at the first call of the wrong size (the last validation's).
+void checkChannelScales(const TrainOptions& o, const Grid& grid) {
+  if (grid.tp == 1) return;
+  for (Site s : {Site::kTpFwd, Site::kTpBwd}) {
+    const SiteCodec& c = o.codecs[static_cast<size_t>(s)];
+    if (!c.active() || !c.channelScales) continue;
+    const std::string site = std::string(siteName(s)) + " scale=channel";
+    if (o.sequenceParallel)
+      throw std::invalid_argument(site + " transposes allreduces: not with --sp (reduce-scatter, all-gather)");
+    auto check = [&](long long sequences, const std::string& what) {
+      const long long rows = sequences * o.seq;
+      if (rows % 8 != 0 || rows > 65536)
+        throw std::invalid_argument(site + " needs a multiple of 8 rows, at most 65536, in every allreduce: " + what +
+                                    " gives " + std::to_string(sequences) + " x --seq " + std::to_string(o.seq) +
+                                    " = " + std::to_string(rows));
+    };
+    check(o.batch, "--batch");
+    if (o.valSequences % o.batch != 0)
+      check(o.valSequences % o.batch, "the last validation call (--val-seqs " + std::to_string(o.valSequences) +
+                                          " mod --batch " + std::to_string(o.batch) + ")");
+  }
 }
 
 // Options that each work alone but not together on this grid: std::invalid_argument saying
@@ -523,6 +646,7 @@ void checkCombinations(const TrainOptions& o, const Grid& grid) {
                                     "=powersgd compresses all-reduces: not with --sp (reduce-scatter, all-gather)");
   if (o.elastic && o.zero && (grid.tp != 1 || grid.pp != 1))
     throw std::invalid_argument("--elastic with --zero keeps ZeRO-1's shards on ring neighbours: --tp 1 --pp 1");
+  checkChannelScales(o, grid);
   if (o.elastic && (o.autoencoderDim > 0 || localUpdates(o.pipeSchedule)))
     throw std::invalid_argument(
         "--elastic goes on from the model's and AdamW's state: not with --autoencoder or a local-update schedule "
@@ -563,10 +687,70 @@ TrainResult trainElastic(const TrainOptions& o, Grid grid, cclComm_t world) {
   }
 }
 
+// errno of creating `path` (or of appending to it, when it exists; what this made is
+// removed again), 0 when it can be; EISDIR for a folder.
+int creationError(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return EISDIR;
+  const bool existed = std::filesystem::exists(path, ec);
+  errno = 0;
+  std::FILE* f = std::fopen(path.c_str(), "ab");
+  if (!f) return errno != 0 ? errno : EIO;
+  std::fclose(f);
+  if (!existed) std::remove(path.c_str());
+  return 0;
+}
+
+// The files the run writes, checked before it trains by the rank that writes each (world
+// rank 0: the checkpoint's temporary file and the checkpoint's own path, the log, the trace;
+// every rank: its --dump-grads file), and the outcome shared over the world: a bad path fails
+// every rank alike, with the same message, before the first step, not rank 0 alone at the end
+// (which --elastic would take for a lost rank).
+void checkOutputPaths(const TrainOptions& o, cclComm_t world) {
+  int rank = 0;
+  if (cclCommUserRank(world, &rank) != cclSuccess) throw std::runtime_error(cclGetLastError(world));
+  struct Output {
+    const char* flag;
+    const std::string& path;
+    std::string file;  // what is written
+    bool everyRank;
+    bool renamedOnto;  // only a rename writes it: it must not be a folder
+  };
+  const Output outputs[] = {
+      {"--checkpoint", o.checkpointPath, o.checkpointPath + ".tmp", false, false},
+      {"--checkpoint", o.checkpointPath, o.checkpointPath, false, true},
+      {"--log", o.logPath, o.logPath, false, false},
+      {"--trace", o.tracePath, o.tracePath, false, false},
+      {"--dump-grads", o.dumpGradsPath, o.dumpGradsPath + "." + std::to_string(rank), true, false},
+  };
+  constexpr size_t kOutputs = std::size(outputs);
+  int32_t errors[kOutputs] = {}, worst[kOutputs] = {};
+  for (size_t i = 0; i < kOutputs; ++i) {
+    const Output& out = outputs[i];
+    if (out.path.empty() || (!out.everyRank && rank != 0)) continue;
+    std::error_code ec;
+    if (out.renamedOnto)
+      errors[i] = std::filesystem::is_directory(out.file, ec) ? EISDIR : 0;
+    else
+      errors[i] = creationError(out.file);
+  }
+  if (cclAllReduce(errors, worst, kOutputs, cclInt32, cclMax, world, nullptr) != cclSuccess)
+    throw std::runtime_error(std::string("checking the output paths: cclAllReduce failed: ") + cclGetLastError(world));
+  for (size_t i = 0; i < kOutputs; ++i)
+    if (worst[i] != 0) {
+      const Output& out = outputs[i];
+      const std::string file = out.everyRank ? out.path + ".<rank>" : out.file;
+      throw std::runtime_error(std::string(out.flag) + " " + out.path + ": cannot write " + file + " (" +
+                               std::strerror(worst[i]) + ")");
+    }
+}
+
 }  // namespace
 
 TrainResult train(const TrainOptions& o, cclComm_t world) {
   omp_set_num_threads(std::max(1, o.threads));
+  if (o.seq < 1) throw std::invalid_argument("--seq must be at least 1");
+  if (o.valSequences < 1) throw std::invalid_argument("--val-seqs must be at least 1 (validation windows)");
   if (o.seq > o.model.maxSeq)
     throw std::invalid_argument("--seq " + std::to_string(o.seq) + " exceeds the model's --max-seq " +
                                 std::to_string(o.model.maxSeq));
@@ -580,6 +764,7 @@ TrainResult train(const TrainOptions& o, cclComm_t world) {
   const std::string problem = resolveGrid(grid, worldSize, o.model, o.seq, o.sequenceParallel);
   if (!problem.empty()) throw std::invalid_argument(problem);
   checkCombinations(o, grid);
+  checkOutputPaths(o, world);
   if (o.elastic) return trainElastic(o, grid, world);
   Comm comm(splitGroups(world, grid, o.fuseEmbeddingSync), o.model.layers);
   try {

@@ -57,8 +57,10 @@ struct TrainOptions {
   int saveEvery = 0;
   std::string resumePath;  // a checkpoint to continue from
   bool progress = true;    // the one-line progress display (rank 0)
-  int stopAfter = 0;       // stop (after saving) once this many steps ran in this process; 0: run to the end
-  std::string tracePath;   // Chrome trace of steps [traceStep, traceStep + traceSteps); empty: none
+  // Stop (after saving) once this many steps ran in this process, counted from the step it
+  // started from (across --elastic's restarts); 0: run to the end.
+  int stopAfter = 0;
+  std::string tracePath;  // Chrome trace of steps [traceStep, traceStep + traceSteps); empty: none
   int traceStep = 1;
   int traceSteps = 1;
   // Each rank's gradient buffer at step dumpGradsStep, before any reduction, as raw fp32 in
@@ -86,12 +88,16 @@ struct TrainResult {
   double predictedSliceSeconds = 0;                       // the planner's m * sum t + (p - 1) * max t
   GridCounters counters;                                  // every rank's, at the end (rank 0)
   bool left = false;  // --elastic: this rank's data-parallel replica lost a rank, and it left the run
+  // This rank's world rank and the world's size at the end: under --elastic, after the
+  // shrinks (the report comes from rank 0 of that world, not from the launch's rank 0).
+  int rank = 0, ranks = 1;
 };
 
 // Trains on `world` (one rank of the grid o.grid lays over it); every rank must call it with
 // the same options. Every rank returns the run's losses; rank 0's result also holds the whole
 // model's parameters and the grid's counters. Throws std::invalid_argument for an impossible
-// grid or shape, std::runtime_error with a clear message on bad data, a bad checkpoint or a
+// grid or shape, std::runtime_error with a clear message on bad data, a bad checkpoint, an
+// output path that cannot be written (on every rank alike, before the first step) or a
 // failed collective (naming its site and call).
 TrainResult train(const TrainOptions& o, cclComm_t world);
 

@@ -45,6 +45,9 @@ TEST(SiteCodecSpec, ParsesAndDescribesItself) {
   EXPECT_TRUE(applies(set, {0, -1, 0, -1}));
   EXPECT_FALSE(applies(set, {0, -1, 1, -1})) << "stage 1 is not in {0, 2}";
   EXPECT_TRUE(applies(set, {0, -1, 2, -1}));
+  // stochastic as --help spells the keys (=0|1) as well as the bare word.
+  EXPECT_EQ(parseSiteCodec("dp.grad=int8:stochastic=1").second.compression.stochasticRounding, 1);
+  EXPECT_EQ(parseSiteCodec("dp.grad=int8:stochastic=0").second.compression.stochasticRounding, 0);
 }
 
 TEST(SiteCodecSpec, BadSpecsSayWhatIsWrong) {
@@ -70,6 +73,7 @@ TEST(SiteCodecSpec, BadSpecsSayWhatIsWrong) {
   EXPECT_NE(why("tp.fwd=int8:block=7").find("block"), std::string::npos);
   EXPECT_NE(why("tp.fwd=topk:keep=2").find("keep"), std::string::npos);
   EXPECT_NE(why("tp.fwd=int8:colour=red").find("unknown key colour"), std::string::npos);
+  EXPECT_NE(why("dp.grad=int8:stochastic=2").find("stochastic=2 is not 0 or 1"), std::string::npos);
   EXPECT_NE(why("dp.grad=none:feedback=ef").find("feedback without a codec"), std::string::npos);
   EXPECT_NE(why("tp.fwd=topk:scale=channel").find("scale=channel takes a quantiser"), std::string::npos);
   EXPECT_NE(why("tp.fwd=int4:scale=row").find("is not channel or block"), std::string::npos);

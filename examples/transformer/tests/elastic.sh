@@ -2,11 +2,14 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # elastic.sh N VICTIMS STEPS GPT_TRAIN ARGS...: starts N data-parallel ranks of GPT_TRAIN with
 # --elastic and --steps STEPS as processes (as kill_rank.sh does) and kills the ranks VICTIMS
-# (comma-separated, never 0, which writes the log until then) together with SIGKILL once rank 0 has
-# logged a few steps. STEPS must leave the kill time to land: a run that ends first fails.
+# (comma-separated; rank 0 writes the log until then, the new rank 0 after) together with
+# SIGKILL once rank 0 has logged a few steps. STEPS (or --stop-after in ARGS) must leave the
+# kill time to land: a run that ends first fails.
 #
 # By default every other rank must go on without them: each says it went on with M ranks from
-# some step S and exits 0, and the log reaches the last step with finite losses. With --tp or
+# some step S and exits 0, and the log reaches the last step (STEPS - 1, or --stop-after's K -
+# 1: K counts the steps across the restart) with finite losses; one survivor, rank 0 of the
+# shrunk world, prints the final report over M ranks (and --sample's text). With --tp or
 # --pp a data-parallel replica (the N / dp consecutive ranks of one data-parallel index) that
 # lost a rank leaves whole: its other ranks must say so and exit 0, and M counts the whole
 # replicas' ranks (else M = N - k). Then the state the survivors rebuilt must be exact: their
@@ -21,8 +24,16 @@ shift 4
 . "$(dirname "$0")/ranks.sh"
 IFS=, read -r -a lost <<<"$victims"
 args=("$@")
-dp_before=$n
-for i in "${!args[@]}"; do [ "${args[i]}" = --dp ] && dp_before=${args[i + 1]}; done
+dp_before=$n stop=0 sample=0
+for i in "${!args[@]}"; do
+  case "${args[i]}" in
+    --dp) dp_before=${args[i + 1]} ;;
+    --stop-after) stop=${args[i + 1]} ;;
+    --sample) sample=${args[i + 1]} ;;
+  esac
+done
+end=$steps  # the step the run ends before
+[ "$stop" -gt 0 ] && end=$stop
 replica=$((n / dp_before))  # ranks per data-parallel replica
 broken=" "
 for v in "${lost[@]}"; do broken+="$((v / replica)) "; done
@@ -41,6 +52,7 @@ survivor() {
   return 0
 }
 messages=()
+reporters=()  # the survivors that printed the final report
 for r in $(seq 0 $((n - 1))); do
   survivor "$r" || continue
   wait "${pids[r]}"
@@ -66,6 +78,16 @@ for r in $(seq 0 $((n - 1))); do
   if [ "$rc" -ne 0 ] || [ "$went_on" -ne 1 ]; then
     echo "elastic: rank $r did not go on without ranks $victims"; cat "$dir/out.$r"; status=1
   fi
+  if grep -q '^layout: ' "$dir/out.$r"; then
+    reporters+=("$r")
+    echo "rank $r: $(grep '^layout: ' "$dir/out.$r")"
+    if ! grep -q "^layout: .* over $after rank(s)" "$dir/out.$r"; then
+      echo "elastic: rank $r's report does not count the $after ranks left"; status=1
+    fi
+    if [ "$sample" -gt 0 ] && ! grep -q '^sample:' "$dir/out.$r"; then
+      echo "elastic: rank $r printed no --sample"; status=1
+    fi
+  fi
 done
 if [ "${ELASTIC_EXPECT:-go_on}" = refuse ]; then
   if [ "$(printf '%s\n' "${messages[@]}" | sort -u | wc -l)" -ne 1 ]; then
@@ -76,10 +98,13 @@ if [ "${ELASTIC_EXPECT:-go_on}" = refuse ]; then
   done
   exit $status
 fi
+if [ "${#reporters[@]}" -ne 1 ]; then
+  echo "elastic: ${#reporters[@]} survivors printed the final report (${reporters[*]:-none}), not one"; status=1
+fi
 last=$(grep '"type":"step"' "$dir/log.jsonl" | tail -1)
 echo "last step logged: $last"
-if ! printf '%s\n' "$last" | grep -q "\"step\":$((steps - 1)),"; then
-  echo "elastic: the log does not reach step $((steps - 1))"; status=1
+if ! printf '%s\n' "$last" | grep -q "\"step\":$((end - 1)),"; then
+  echo "elastic: the log does not end at step $((end - 1))"; status=1
 fi
 if grep '"type":"step"' "$dir/log.jsonl" | grep -qiE '"loss":(nan|inf|-inf)'; then
   echo "elastic: a logged loss is not finite"; status=1
@@ -108,8 +133,9 @@ if [ "$from" -gt 0 ]; then
 else
   resume=()
 fi
-for i in "${!args[@]}"; do  # the survivors' data-parallel width
+for i in "${!args[@]}"; do  # the survivors' data-parallel width; --stop-after from the resumed step
   [ "${args[i]}" = --dp ] && args[i + 1]=$((after / replica))
+  [ "${args[i]}" = --stop-after ] && args[i + 1]=$((stop - from))
 done
 run_ranks "$after" after "${args[@]}" --steps "$steps" "${resume[@]}" --checkpoint "$dir/after.ck"
 if cmp -s "$dir/elastic.ck" "$dir/after.ck"; then

@@ -4,9 +4,9 @@
 #   start_ranks N TRAIN ARGS...   starts N ranks of TRAIN as processes (RANK and WORLD_SIZE in
 #                                 their environment, the unique id through $dir/id, rank 0's
 #                                 log in $dir/log.jsonl, rank r's output in $dir/out.r)
-#   kill_after_steps WHO VICTIM...  waits until rank 0 has logged 3 steps (up to 60 s), then
-#                                 SIGKILLs the ranks VICTIM... together; WHO names the caller
-#                                 in its complaint
+#   wait_for_steps WHO            waits until rank 0 has logged 3 steps (up to 60 s); WHO
+#                                 names the caller in its complaint
+#   kill_after_steps WHO VICTIM...  wait_for_steps, then SIGKILLs the ranks VICTIM... together
 dir=$(mktemp -d)
 pids=()
 cleanup() {
@@ -24,16 +24,19 @@ start_ranks() {
   done
 }
 logged_steps() { grep -c '"type":"step"' "$dir/log.jsonl" 2>/dev/null || true; }
-kill_after_steps() {
-  local who=$1 victim
-  shift
+wait_for_steps() {
   for _ in $(seq 6000); do
     [ "$(logged_steps)" -ge 3 ] 2>/dev/null && break
     sleep 0.01
   done
   if ! [ "$(logged_steps)" -ge 3 ] 2>/dev/null; then
-    echo "$who: the ranks did not start training"; cat "$dir"/out.*; exit 1
+    echo "$1: the ranks did not start training"; cat "$dir"/out.*; exit 1
   fi
+}
+kill_after_steps() {
+  local who=$1 victim
+  shift
+  wait_for_steps "$who"
   for victim in "$@"; do kill -9 "${pids[victim]}"; done
   for victim in "$@"; do wait "${pids[victim]}" 2>/dev/null; done
 }

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -134,6 +135,63 @@ TEST(Checkpoint, ResumeIsBitIdentical) {
   }
 }
 
+// The local-update schedules train a head per stage but the last, with its own AdamW: the
+// checkpoint keeps them, so resuming is bit-identical there too (it was not while the heads
+// restarted from their initialisation).
+TEST(Checkpoint, ResumeWithLocalUpdatesIsBitIdentical) {
+  for (PipeSchedule schedule : {PipeSchedule::kLocal, PipeSchedule::kLocalOverlap}) {
+    SCOPED_TRACE(scheduleName(schedule));
+    TrainOptions o = tiny();
+    o.steps = 10;
+    o.accum = 2;
+    o.grid.pp = 2;
+    o.pipeSchedule = schedule;
+    o.checkpointPath = tempDir() + "gpt_local_full.ck";
+    const TrainResult full = runOn(2, o);
+    o.checkpointPath = tempDir() + "gpt_local_half.ck";
+    o.stopAfter = 4;
+    runOn(2, o);
+    const Checkpoint half = loadCheckpoint(o.checkpointPath);
+    EXPECT_EQ(half.localHeads, 1u);
+    EXPECT_EQ(half.localHeadSteps, 4u);
+    o.stopAfter = 0;
+    o.resumePath = o.checkpointPath;
+    o.checkpointPath = tempDir() + "gpt_local_resumed.ck";
+    const TrainResult resumed = runOn(2, o);
+    EXPECT_EQ(resumed.stepsRun, 6);
+    EXPECT_EQ(resumed.params, full.params);
+    EXPECT_EQ(fileBytes(tempDir() + "gpt_local_resumed.ck"), fileBytes(tempDir() + "gpt_local_full.ck"));
+  }
+}
+
+// A checkpoint of version 1 (before the local heads were kept: a 72-byte header) still loads.
+TEST(Checkpoint, VersionOneLoads) {
+  TrainOptions o = tiny();
+  o.steps = 2;
+  o.checkpointPath = tempDir() + "gpt_v2.ck";
+  runOn(1, o);
+  const std::vector<uint8_t> v2 = fileBytes(o.checkpointPath);
+  ASSERT_GT(v2.size(), 104u);
+  // Version 1: the header's first 72 bytes, version 1 and 72 header bytes, the same body.
+  std::vector<uint8_t> v1(v2.begin(), v2.begin() + 72);
+  v1.insert(v1.end(), v2.begin() + 96, v2.end() - 8);
+  const uint32_t version = 1, headerBytes = 72;
+  std::memcpy(v1.data() + 8, &version, 4);
+  std::memcpy(v1.data() + 12, &headerBytes, 4);
+  uint64_t check = 0xcbf29ce484222325ull;  // FNV-1a, as checkpoint.cc
+  for (uint8_t b : v1) check = (check ^ b) * 0x100000001b3ull;
+  v1.resize(v1.size() + 8);
+  std::memcpy(v1.data() + v1.size() - 8, &check, 8);
+  const std::string path = tempDir() + "gpt_v1.ck";
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(v1.data()), static_cast<std::streamsize>(v1.size()));
+  const Checkpoint a = loadCheckpoint(o.checkpointPath), b = loadCheckpoint(path);
+  EXPECT_EQ(b.step, a.step);
+  EXPECT_EQ(b.params, a.params);
+  EXPECT_EQ(b.v, a.v);
+  EXPECT_EQ(b.localHeads, 0u);
+}
+
 // Written by 4 ZeRO-1 ranks, read by 1 and by 3: parameters and optimiser state are whole.
 TEST(Checkpoint, FourRanksLoadOnOneAndThree) {
   TrainOptions o = tiny();
@@ -191,6 +249,27 @@ TEST(Checkpoint, CorruptOrForeignFilesAreClearErrors) {
   other.model.layers = 3;
   other.resumePath = o.checkpointPath;
   EXPECT_THROW(runOn(1, other), std::runtime_error);
+}
+
+// A path the run cannot write fails it before the first step (the log, where one can be
+// written, holds no step), not after the last: checked on rank 0, which writes them.
+TEST(Checkpoint, UnwritablePathsFailBeforeTraining) {
+  for (auto field : {&TrainOptions::checkpointPath, &TrainOptions::logPath, &TrainOptions::tracePath}) {
+    TrainOptions o = tiny();
+    const std::string log = tempDir() + "unwritable.jsonl";
+    std::remove(log.c_str());
+    o.logPath = log;
+    o.*field = tempDir() + "no_such_folder/out";
+    try {
+      runOn(2, o);
+      ADD_FAILURE() << "accepted " << o.*field;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("cannot write " + o.*field), std::string::npos) << e.what();
+    }
+    std::ifstream in(log);
+    const std::string logged((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(logged.find("\"type\":\"step\""), std::string::npos) << o.*field << ": steps ran";
+  }
 }
 
 TEST(Data, MissingEmptyOrShortFilesAreClearErrors) {

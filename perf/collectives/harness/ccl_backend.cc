@@ -23,8 +23,7 @@ class CclBackend final : public Backend {
   void prepare(Options& o) const override {
     cclCodec_t codec = cclCodecNone;
     if (cclCodecFromName(o.codec.name.c_str(), &codec) != cclSuccess) {
-      throw UsageError("-Z: unknown codec '" + o.codec.name +
-                       "' (none fp8_e4m3 fp8_e5m2 mxfp8_e4m3 int8 int4 int2 topk randk threshold)");
+      throw UsageError("-Z: unknown codec '" + o.codec.name + "' (" + codecNames() + ")");
     }
     o.codec.codec = codec;
   }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -53,8 +54,17 @@ double ElementBound::operator()(double p, double s) const {
     atZero_ = codecBound(0.0, s);
     atS_ = codecBound(s, s);
   }
+  // No element-wise bound (powersgd's is +inf): +inf, not the NaN of inf - inf below.
+  if (!std::isfinite(atZero_) || !std::isfinite(atS_)) return std::numeric_limits<double>::infinity();
   const double e = s > 0 ? atZero_ + (atS_ - atZero_) * (p / s) : atZero_;
   return loco_ * e + outRounding_ * (p + e) + sumSlack_ * (s + atS_);
+}
+
+bool hasElementBound(const CodecOptions& codec) {
+  if (!codec.active()) return true;
+  const cclCompression_t c = compressionFrom(codec);
+  double b = 0;
+  return cclCodecErrorBound(&c, 1.0, 1.0, 1, &b) != cclSuccess || std::isfinite(b);
 }
 
 void AccuracyTally::add(const AccuracyTally& other) {
@@ -71,8 +81,10 @@ AccuracyTally tallyAgainstBound(const TypedBuffer& got, const TypedBuffer& exact
   for (size_t i = 0; i < exact.count; ++i) {
     const double want = loadElement(exact, i);
     const double err = std::fabs(loadElement(got, i) - want);
-    // A NaN error fails every comparison: it is counted wrong and poisons maxErr.
-    if (!(err <= bound(std::fabs(want), t.maxExact))) ++t.wrong;
+    // A NaN error fails every comparison: it is counted wrong and poisons maxErr. A
+    // non-finite one is wrong even under an infinite bound (a codec without an element-wise
+    // bound, where only finiteness is checked).
+    if (!(err <= bound(std::fabs(want), t.maxExact)) || !std::isfinite(err)) ++t.wrong;
     t.maxErr = std::isnan(err) || err > t.maxErr ? err : t.maxErr;
     t.sumSq += err * err;
   }

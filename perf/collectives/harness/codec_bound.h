@@ -25,7 +25,8 @@ struct CompressionShape {
 // value, q <= 1/2 for every codec), plus the fp32 sums of the algorithm and the last
 // rounding of a bf16/fp16 result. Sparsifiers get p: every contribution arrives exactly or
 // is dropped. Uncompressible calls (a type other than fp32/bf16/fp16, an op other than
-// sum/avg) and codec none are exact: bound 0.
+// sum/avg) and codec none are exact: bound 0. A codec without an element-wise bound
+// (powersgd: the library's is +inf) gets +inf: only finiteness is checked.
 class ElementBound {
  public:
   ElementBound(const CodecOptions& codec, cclDataType_t type, bool compressible, const CompressionShape& shape);
@@ -47,6 +48,12 @@ class ElementBound {
   mutable double cachedS_ = -1, atZero_ = 0, atS_ = 0;  // the codec's bound at p = 0 and p = s
 };
 
+// Whether the library bounds the codec's error element by element (false for powersgd,
+// whose loss depends on the matrix's spectrum): -c 1 then checks only that results are
+// finite. True for codec none and when the library refuses the parameters (the call reports
+// that).
+bool hasElementBound(const CodecOptions& codec);
+
 // Error of a result against the exact values, on one rank.
 struct AccuracyTally {
   long long wrong = 0;  // elements outside the bound (NaN included)
@@ -58,7 +65,8 @@ struct AccuracyTally {
 };
 
 // Compares every element of `got` with `exact`. p of an element is |exact|: the data
-// model's inputs of sums and averages are non-negative, so |sum x| = sum |x|.
+// model's inputs of sums and averages are non-negative, so |sum x| = sum |x|. A non-finite
+// error is always wrong.
 AccuracyTally tallyAgainstBound(const TypedBuffer& got, const TypedBuffer& exact, const ElementBound& bound);
 
 }  // namespace cclperf

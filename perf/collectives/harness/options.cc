@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 
 #include "codecs/codec_table.h"
@@ -264,7 +265,9 @@ void validate(const Options& o) {
 size_t parseSize(const std::string& text) {
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || value < 0) throw UsageError("invalid size '" + text + "'");
+  // strtod also reads nan and inf, which no size is (nan would pass a `value < 0` check).
+  if (end == text.c_str() || !std::isfinite(value) || value < 0)
+    throw UsageError("invalid size '" + text + "' (a number of bytes, K/M/G suffixes)");
   double unit = 1;
   const std::string suffix(end);
   if (suffix == "K" || suffix == "k") {
@@ -274,9 +277,20 @@ size_t parseSize(const std::string& text) {
   } else if (suffix == "G" || suffix == "g") {
     unit = 1024.0 * 1024.0 * 1024.0;
   } else if (!suffix.empty()) {
-    throw UsageError("invalid size '" + text + "'");
+    throw UsageError("invalid size '" + text + "' (a number of bytes, K/M/G suffixes)");
   }
-  return size_t(value * unit);
+  // Converting a double of 2^64 or more to size_t is undefined (1e30 gave 0 bytes: an empty
+  // sweep that reported OK); no buffer reaches 2^63 bytes (the largest ptrdiff_t) anyway.
+  const double bytes = value * unit;
+  if (!(bytes < 0x1p63)) throw UsageError("size '" + text + "' is too large: at most 2^63 - 1 bytes");
+  return size_t(bytes);
+}
+
+std::string codecNames() {
+  std::string names;
+  for (int c = 0; c < cclCodecCount(); ++c)
+    names += (names.empty() ? "" : " ") + std::string(cclCodecName(cclCodec_t(c)));
+  return names;
 }
 
 Options parseOptions(int argc, char** argv) {
@@ -321,7 +335,9 @@ std::string usage(const char* program) {
          "\n\t[-G,--cudagraph <accepted, no effect on the host>]"
          "\n\t[-C,--report_cputime <0/1>]"
          "\n\t[-a,--average <0/1/2/3: time of rank 0 / mean / min / max over ranks>]"
-         "\n\t[-Z,--codec <a codec name as cclCodecName prints it (ccl-info lists them)>: passed per call"
+         "\n\t[-Z,--codec <" +
+         codecNames() +
+         ">: passed per call"
          "\n\t    through the *Ex calls; adds the columns wire/raw, maxrel, rmsrel]"
          "\n\t[--block <quantizer elements per scale, multiple of 8; 0: codec default>]"
          "\n\t[--scale_bits <int codecs: 32 or 16 (fp16 scales)>]"

@@ -76,8 +76,12 @@ cclCompression_t compressionFrom(const CodecOptions& z);
 void validateResolvedCodec(const Options& o);
 std::string usage(const char* program);
 
-// Parses "8", "1K", "64M", "1G" (binary units, as nccl-tests).
+// Parses "8", "1K", "64M", "1G" (binary units, as nccl-tests); a UsageError for anything
+// else, nan, inf and sizes of 2^63 bytes or more.
 size_t parseSize(const std::string& text);
+
+// Every codec name of the library loaded, as cclCodecName prints them, space-separated.
+std::string codecNames();
 
 const char* opName(cclRedOp_t op);
 

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "harness/codec_bound.h"
+
 namespace cclperf {
 
 void printRunHeader(const Options& o, const std::string& backendLine) {
@@ -34,8 +36,10 @@ void printCodecHeader(const Options& o) {
       "placements, summed over all ranks)\n"
       "# maxrel = max|got-exact| / max|exact|, rmsrel = sqrt(mean (got-exact)^2) / max|exact|, over every checked "
       "element of both placements on every rank (-c 1)\n"
-      "# #wrong counts elements outside the codec's documented bound composed over the algorithm; busbw counts "
-      "uncompressed bytes\n#\n");
+      "%s; busbw counts uncompressed bytes\n#\n",
+      hasElementBound(z) ? "# #wrong counts elements outside the codec's documented bound composed over the algorithm"
+                         : "# #wrong counts non-finite elements only: the codec has no element-wise bound "
+                           "(cclCodecErrorBound is +inf); maxrel and rmsrel show its error");
 }
 
 std::string deviceLines(int firstRank, int nthreads, const std::string& device) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The per-element bound of -c 1 with -Z: values just inside pass, values just outside are
-// counted wrong, and a simulated quantized allreduce (two-shot and ring) stays inside the
+// counted wrong, a codec without an element-wise bound (powersgd) is checked for finite
+// results only, and a simulated quantized allreduce (two-shot and ring) stays inside the
 // composed bound while a single round trip's bound is too tight for it.
 #include "harness/codec_bound.h"
 
@@ -125,6 +126,24 @@ TEST(CodecBound, NaNIsWrong) {
   std::vector<double> want{1.0, 2.0};
   std::vector<double> got{1.0, std::numeric_limits<double>::quiet_NaN()};
   EXPECT_EQ(tallyAgainstBound(view(got), view(want), bound).wrong, 1);
+}
+
+// powersgd has no element-wise bound (the library's is +inf): -c 1 checks only that results
+// are finite. The bound is +inf, not the NaN of inf - inf that counted every element wrong.
+TEST(CodecBound, PowerSgdChecksFinitenessOnly) {
+  CodecOptions z;
+  z.name = "powersgd";
+  z.codec = cclCodecPowerSgd;
+  EXPECT_FALSE(hasElementBound(z));
+  EXPECT_TRUE(hasElementBound(codecNamed(cclCodecInt8)));
+  EXPECT_TRUE(hasElementBound(codecNamed(cclCodecNone)));
+  const ElementBound bound(z, cclFloat32, true, {true, 4, 2});
+  EXPECT_EQ(bound(10.0, 1000.0), std::numeric_limits<double>::infinity());
+  std::vector<double> want{1000.0, 10.0, 0.0};
+  std::vector<double> far{-5000.0, 10.0, 3.0};  // a low-rank approximation may miss by this much
+  EXPECT_EQ(tallyAgainstBound(view(far), view(want), bound).wrong, 0);
+  std::vector<double> broken{std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN(), 0.0};
+  EXPECT_EQ(tallyAgainstBound(view(broken), view(want), bound).wrong, 2);
 }
 
 TEST(CodecBound, SparsifierAllowsDroppingOnly) {
