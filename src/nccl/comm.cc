@@ -96,6 +96,34 @@ void makeRealComm(ncclComm& c, int device) {
     CCL_INFO("NCCL face: rank %d goes on without NVIDIA's NCCL: %s", c.rank, c.realWhy.c_str());
 }
 
+// Drops one reference (ncclComm::refs); the last frees the wrapper.
+void release(ncclComm* comm) {
+  if (comm->refs.fetch_sub(1) == 1) delete comm;
+}
+
+// Closes both communicators of a created wrapper (destroy, or an abort that came while it
+// was made); returns ccl's result.
+cclResult_t teardown(ncclComm& comm, bool abort) {
+  const bool closeReal = comm.real && real::available();
+  // A call of another thread still running on ccl leaves first. Destroy: ccl's communicator
+  // drains its device calls (cclCommDestroy) before the real one they move bytes over goes.
+  // Abort: the real communicator is aborted first, so kernels waiting for peers return.
+  if (abort && closeReal) {
+    const ncclResult_t r = CCL_REAL(ncclCommAbort)(comm.real);
+    if (r != ncclSuccess) CCL_WARN("the real NCCL communicator did not abort cleanly (%d)", static_cast<int>(r));
+  }
+  while (comm.callsInside.load() > 0) std::this_thread::yield();
+  // Read before the ccl communicator goes; the wrapper is freed after, so once per comm.
+  logStatsSummary(comm.ccl, comm.rank, comm.nranks);
+  cclResult_t r = cclSuccess;
+  if (comm.ccl) r = abort ? cclCommAbort(comm.ccl) : cclCommDestroy(comm.ccl);
+  if (!abort && closeReal) {
+    const ncclResult_t d = CCL_REAL(ncclCommDestroy)(comm.real);
+    if (d != ncclSuccess) CCL_WARN("the real NCCL communicator did not close cleanly (%d)", static_cast<int>(d));
+  }
+  return r;
+}
+
 void create(ncclComm* c, const std::function<cclComm_t()>& make, int device) {
   try {
     // This thread is new: its current device is 0 until set. ccl's communicator takes the
@@ -114,7 +142,6 @@ void create(ncclComm* c, const std::function<cclComm_t()>& make, int device) {
     c->createResult = ncclInternalError;
     c->createError = e.what();
   }
-  c->created.store(true);
 }
 
 }  // namespace
@@ -127,7 +154,17 @@ ncclComm_t startComm(int nranks, int rank, const FaceConfig& config, std::functi
   c->config = config;
   if (device < 0) device = cuda::currentDevice();
   ncclComm* raw = c.get();
-  c->creator = std::thread([raw, make = std::move(make), device] { create(raw, make, device); });
+  c->creator = std::thread([raw, make = std::move(make), device] {
+    create(raw, make, device);
+    bool abandoned = false;
+    {
+      std::lock_guard<std::mutex> lock(raw->stateMutex);
+      raw->created.store(true);
+      abandoned = raw->abandoned;
+    }
+    if (abandoned) teardown(*raw, true);  // aborted while it was made: nobody else will
+    release(raw);                         // the creator's reference
+  });
   return c.release();
 }
 
@@ -142,13 +179,6 @@ ncclResult_t finishCreation(ncclComm_t comm, const char* fn) {
     return recordError(fn, static_cast<cclResult_t>(comm->createResult), comm->createError, false);
   return ncclSuccess;
 }
-
-namespace {
-// Drops one reference (ncclComm::refs); the last frees the wrapper.
-void release(ncclComm* comm) {
-  if (comm->refs.fetch_sub(1) == 1) delete comm;
-}
-}  // namespace
 
 Held hold(ncclComm_t comm) {
   comm->refs.fetch_add(1);
@@ -181,6 +211,19 @@ void destroy(ncclComm_t comm, bool abort) {
   // ranks: only the group's end lets it finish).
   if (abort) {
     group::forget(comm);
+    std::unique_lock<std::mutex> state(comm->stateMutex);
+    if (!comm->created.load()) {  // given up now; the creator thread finishes the abort
+      comm->abandoned = true;
+      state.unlock();
+      {
+        std::lock_guard<std::mutex> lock(comm->creatorMutex);
+        if (comm->creator.joinable()) comm->creator.detach();
+      }
+      comm->magic = 0;
+      comm->released.store(true);
+      release(comm);
+      return;
+    }
   } else {
     CCL_CHECK(
         !group::holds(comm), cclInvalidUsage,
@@ -192,26 +235,7 @@ void destroy(ncclComm_t comm, bool abort) {
               "the communicator has operations queued in this thread's open group; end the group first");
   comm->magic = 0;
   comm->released.store(true);
-  const bool closeReal = comm->real && real::available();
-  // A call of another thread still running on ccl leaves first. Destroy: ccl's communicator
-  // drains its device calls (cclCommDestroy) before the real one they move bytes over goes.
-  // Abort: the real communicator is aborted first, so kernels waiting for peers return.
-  auto callsLeft = [comm] {
-    while (comm->callsInside.load() > 0) std::this_thread::yield();
-  };
-  if (abort && closeReal) {
-    const ncclResult_t r = CCL_REAL(ncclCommAbort)(comm->real);
-    if (r != ncclSuccess) CCL_WARN("the real NCCL communicator did not abort cleanly (%d)", static_cast<int>(r));
-  }
-  callsLeft();
-  // Read before the ccl communicator goes; the wrapper is deleted below, so once per comm.
-  logStatsSummary(comm->ccl, comm->rank, comm->nranks);
-  cclResult_t r = cclSuccess;
-  if (comm->ccl) r = abort ? cclCommAbort(comm->ccl) : cclCommDestroy(comm->ccl);
-  if (!abort && closeReal) {
-    const ncclResult_t d = CCL_REAL(ncclCommDestroy)(comm->real);
-    if (d != ncclSuccess) CCL_WARN("the real NCCL communicator did not close cleanly (%d)", static_cast<int>(d));
-  }
+  const cclResult_t r = teardown(*comm, abort);
   release(comm);  // the caller's reference: an open group of another thread may hold more
   cclCheck(r, abort ? "cclCommAbort" : "cclCommDestroy");
 }

@@ -34,6 +34,12 @@ struct ncclComm {
   std::mutex creatorMutex;
   std::thread creator;
   std::atomic<bool> created{false};
+  // An abort before creation ended gives the communicator up at once (NCCL's abort ends a
+  // hanging non-blocking init; ccl's init is not interrupted): the creator thread, which
+  // holds a reference (refs), aborts what it made when creation ends, and frees it.
+  // `abandoned` and the end of creation are decided under `stateMutex`.
+  std::mutex stateMutex;
+  bool abandoned = false;
   ncclResult_t createResult = ncclSuccess;
   std::string createError;
 
@@ -49,11 +55,11 @@ struct ncclComm {
   // freeing what they use (an abort comes from another thread).
   std::atomic<int> callsInside{0};
 
-  // The caller's handle, plus one per entry of an open group that names the communicator (its
-  // creation, a compressed device call kept for the end), whatever the thread: the last to go
-  // frees the wrapper (hold's deleter), so a destroy or abort from another thread never frees
-  // what that thread's group end reads.
-  std::atomic<int> refs{1};
+  // The caller's handle, the creator thread's until creation ends, plus one per entry of an
+  // open group that names the communicator (its creation, a compressed device call kept for
+  // the end), whatever the thread: the last to go frees the wrapper (hold's deleter), so a
+  // destroy or abort from another thread never frees what that thread's group end reads.
+  std::atomic<int> refs{2};
   // The caller's handle is gone (destroy or abort): a group's entries of it are dropped at its
   // end. Set before destroy waits for callsInside, and read by a group's end after it counts
   // itself in there, so one of the two always sees the other.
@@ -114,7 +120,8 @@ ncclComm& usable(ncclComm_t comm);
 // that this thread's open group still needs (an operation of it queued, or its creation) is
 // refused with cclInvalidUsage before anything is freed: the handle stays valid. An abort
 // drops what the group holds of it. What another thread's open group holds of it is dropped
-// at that group's end, which frees the wrapper then.
+// at that group's end, which frees the wrapper then. An abort while creation still runs
+// returns at once: the creator thread aborts what it makes when creation ends.
 void destroy(ncclComm_t comm, bool abort);
 
 // Converts between the two 128-byte ids.

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "nccl_test_util.h"
+#include "scoped_env.h"
 
 namespace nccl_test {
 namespace {
@@ -219,6 +220,26 @@ TEST(NcclGroups, OneThreadCreatesAndDrivesSeveralRanks) {
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
   for (int r = 0; r < n; ++r) EXPECT_EQ(bufs[r][2], 32.0);
   for (ncclComm_t c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+}
+
+// ncclCommAbort on a non-blocking communicator whose init cannot finish (its peer never
+// comes) returns at once, as NVIDIA's abort ends such an init; it waited for CCL_TIMEOUT.
+TEST(NcclConfig, AnAbortEndsAHangingNonBlockingInit) {
+  ccltest::ScopedEnv timeout("CCL_TIMEOUT", "30");
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclComm_t comm = nullptr;
+  const ncclResult_t r = ncclCommInitRankConfig(&comm, 2, id, 0, &config);  // rank 1 never joins
+  ASSERT_EQ(r, ncclInProgress) << ncclGetLastError(nullptr);
+  ncclResult_t state = ncclSuccess;
+  ASSERT_EQ(ncclCommGetAsyncError(comm, &state), ncclSuccess);
+  EXPECT_EQ(state, ncclInProgress);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess) << ncclGetLastError(nullptr);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(took, 10.0) << "the abort waited for the init's CCL_TIMEOUT (30 s)";
 }
 
 // A watchdog thread aborts a communicator whose creation the owner's open group holds: the
