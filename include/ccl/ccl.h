@@ -84,7 +84,13 @@ typedef enum CCL_ENUM_TYPE {
   cclNumResults = 8
 } cclResult_t;
 
-/* Same values as ncclRedOp_t. Values >= cclNumOps are reserved for user-defined ops. */
+/*
+ * Same values as ncclRedOp_t. Values >= cclNumOps are reserved for user-defined ops.
+ * cclMax and cclMin of floating types propagate NaN, as torch.max does: an element that is
+ * NaN on any rank is NaN on every rank (fp32's quiet NaN, rounded to the type), whichever
+ * rank held it and whatever the algorithm. Of zeros of both signs cclMax gives +0 and cclMin
+ * -0, so every rank gets the same bits. Integer types compare as usual.
+ */
 typedef enum CCL_ENUM_TYPE {
   cclSum = 0,
   cclProd = 1,
@@ -140,7 +146,9 @@ typedef enum CCL_ENUM_TYPE {
  * keeps each rank's identity, so its topology is the parent's restricted to its ranks.
  *
  * intraCompression: the codec of the steps inside a node of hierarchical algorithms (steps
- * that cross nodes use `compression`). Copied at init. NULL: CCL_CODEC_INTRA with the
+ * that cross nodes use `compression`), for the calls that are compressed: a call the policy
+ * leaves uncompressed (CCL_COMPRESS, CCL_CODEC_MIN_BYTES, a codec of none) is exact inside
+ * the nodes too. Copied at init. NULL: CCL_CODEC_INTRA with the
  * CCL_CODEC_* parameters, default none (intra-node steps uncompressed). Invalid parameters
  * fail init with cclInvalidArgument.
  */

@@ -168,6 +168,19 @@ size_t encode(const Params& p, const void* x, cclDataType_t type, size_t n, void
 
 void runStage(const Params& p, int stage, const void* src, void* dst, cclDataType_t type, size_t n, float divisor,
               float* state) {
+  if (p.codec == cclCodecRandK) {
+    if (stage == kRandKNewsOut) {
+      const float news = nonFiniteNews(static_cast<const uint8_t*>(src));
+      std::memcpy(dst, &news, sizeof(news));
+      return;
+    }
+    if (stage == kRandKNewsIn) {
+      float news;
+      std::memcpy(&news, src, sizeof(news));
+      return takeNonFiniteNews(news, static_cast<uint8_t*>(dst));
+    }
+    throw Error(cclInternalError, "the random-k codec has no stage " + std::to_string(stage));
+  }
   if (!isLowRank(p.codec)) throw Error(cclInternalError, "codec " + std::to_string(p.codec) + " has no stages");
   switch (stage) {
     case 0:

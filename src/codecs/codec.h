@@ -117,13 +117,20 @@ size_t decodeAddEncode(const Params& p, const void* in, size_t inBytes, const Ex
                        cclDataType_t type, size_t n, float divisor, void* out, size_t outBytes,
                        float* residual = nullptr);
 
+// Random-k's stages, for an allreduce that sums its streams' values over the ranks and not
+// their headers (wire.h, nonFiniteNews): kRandKNewsOut writes one fp32 at dst, 0, or NaN
+// when the stream at src has kFlagNonFinite; kRandKNewsIn sets that flag in the stream at dst
+// when the fp32 at src (the news summed over the ranks) is not 0.
+enum RandKStage : int { kRandKNewsOut = 0, kRandKNewsIn = 1 };
+
 // A stage of the reduction of a codec that reduces in stages around sums of fp32 factors over
 // the ranks (the low-rank codec: PowerSGD's allreduce, lowrank.h): stage 0, a sum, stage 1, a
 // sum, stage 2. Stage 0 reads n elements of `type` at src and writes the codec's fp32 work
 // area at dst; stage 1 updates the work area at dst (src unused); stage 2 reads the work
 // area at src and writes n elements of `type` at dst, divided by `divisor`. `state` is the
-// error-feedback state (residualFloats(p, n)) or null. Throws Error(cclInternalError) for a
-// codec without stages or a stage it does not have.
+// error-feedback state (residualFloats(p, n)) or null. Random-k has two stages around a sum
+// of its streams' values (RandKStage; type, n, divisor and state unused). Throws
+// Error(cclInternalError) for a codec without stages or a stage it does not have.
 void runStage(const Params& p, int stage, const void* src, void* dst, cclDataType_t type, size_t n, float divisor,
               float* state);
 

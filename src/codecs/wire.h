@@ -102,6 +102,20 @@ CCL_HD void setTensorScale(Header& h, float t) { h.indexBytes = fp::floatBits(t)
 // quiet NaN.
 CCL_HD float markedBlockValue() { return fp::bitsFloat(0x7fc00000u); }
 
+// Where storeHeader puts Header::flags.
+constexpr size_t kFlagsByte = 6;
+// A random-k allreduce that sums its streams' values over the ranks (a ring of them) does not
+// sum their headers, so a rank's kFlagNonFinite would stay on that rank. It travels as one
+// more fp32 in the sum instead: nonFiniteNews, 0 or NaN where the flag is set, so that the
+// sum is NaN when any rank's flag was set; takeNonFiniteNews then sets the flag of the
+// stream whose values it was summed with. Once for the CPU and the GPU (codec::runStage).
+CCL_HD float nonFiniteNews(const uint8_t* stream) {
+  return (stream[kFlagsByte] & kFlagNonFinite) ? markedBlockValue() : 0.0f;
+}
+CCL_HD void takeNonFiniteNews(float news, uint8_t* stream) {
+  if (!(news == 0.0f)) stream[kFlagsByte] = static_cast<uint8_t>(stream[kFlagsByte] | kFlagNonFinite);
+}
+
 // fp32 bits of math::kNvfp4MinTensorScale (2^-117), for headerProblem's constant evaluation.
 constexpr uint32_t kMinTensorScaleBits = 10u << 23;
 
@@ -200,7 +214,7 @@ CCL_HD constexpr void storeLe(uint8_t* p, uint64_t v, int bytes) {
 
 CCL_HD constexpr void storeHeader(const Header& h, uint8_t* out) {
   storeLe(out, h.magic, 4);
-  out[4] = h.version, out[5] = h.codec, out[6] = h.flags, out[7] = h.reserved;
+  out[4] = h.version, out[5] = h.codec, out[kFlagsByte] = h.flags, out[7] = h.reserved;
   storeLe(out + 8, h.blockSize, 4);
   storeLe(out + 12, h.indexBytes, 4);
   storeLe(out + 16, h.count, 8);
@@ -210,7 +224,7 @@ CCL_HD constexpr void storeHeader(const Header& h, uint8_t* out) {
 CCL_HD constexpr Header loadHeader(const uint8_t* in) {
   Header h;
   h.magic = static_cast<uint32_t>(loadLe(in, 4));
-  h.version = in[4], h.codec = in[5], h.flags = in[6], h.reserved = in[7];
+  h.version = in[4], h.codec = in[5], h.flags = in[kFlagsByte], h.reserved = in[7];
   h.blockSize = static_cast<uint32_t>(loadLe(in + 8, 4));
   h.indexBytes = static_cast<uint32_t>(loadLe(in + 12, 4));
   h.count = loadLe(in + 16, 8);

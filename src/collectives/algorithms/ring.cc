@@ -5,8 +5,10 @@
 // Compressed allreduce: the partial sum is decoded, added and re-encoded at every hop (n
 // quantizations, one fused step each); the sums then go round the ring untouched. Random-k
 // draws the same positions on every rank, so the kept values of all ranks line up: an
-// uncompressed ring allreduce of just the k values inside each rank's stream, then one
-// decode; the sum stays k-sparse and each rank sends 2(n-1)/n * 4k bytes.
+// uncompressed ring allreduce of just the k values inside each rank's stream (and one fp32
+// more: whether any rank's input held a NaN or an infinity), then one decode; the sum stays
+// k-sparse and each rank sends 2(n-1)/n * 4(k+1) bytes.
+#include <algorithm>
 #include <functional>
 #include <utility>
 #include <vector>
@@ -237,20 +239,38 @@ bool randkRingApplies(const CollArgs& a) {
   return a.codec.codec == cclCodecRandK && a.dtype == cclFloat32 && !a.codec.fp16Values && a.nranks > 1;
 }
 
+// Every rank encodes its input with the same draws (one stream each, the same positions),
+// the ring sums the streams' values in place, and every rank decodes its stream. The values
+// ring with one fp32 more after them: the news of whether the rank's input held a NaN or an
+// infinity (codec::kRandKNewsOut: 0, or NaN). The encoder says so only in its own stream's
+// header (kFlagNonFinite: that stream decodes as NaN everywhere) and sends such an input's
+// values as 0, so without the news the other ranks would decode finite values; with it
+// every rank's stream gets the flag where the summed news is NaN (kRandKNewsIn), and every
+// rank decodes NaN everywhere.
 Plan randkRingAllReduce(const CollArgs& a) {
   Builder b(a);
   Plan& p = b.plan();
-  auto [st, e] = b.encode(b.send(0), a.dtype, a.count, b.residual(0), {});
+  const codec::Layout l = randkLayout(a);
+  const size_t kept = codec::keptCount(a.codec, a.count);
+  // The stream may end right after its values: room for the news is made there.
+  const size_t cap = codec::maxEncodedBytes(p.codec, a.count);
+  const Ref stream = p.scratch(std::max(cap, l.codes + (kept + 1) * sizeof(float)));
+  const Slot slot = p.newSlot();
+  const StepId e = p.encode(stream, cap, slot, b.send(0), a.dtype, a.count, b.residual(0));
+  const Ref news = stream + l.codes + kept * sizeof(float);
+  const StepId told = p.add(
+      {.kind = StepKind::kCodecStage, .dst = news, .src = stream, .count = 1, .stage = codec::kRandKNewsOut}, {e});
   CollArgs values = a;
-  values.count = codec::keptCount(a.codec, a.count);
+  values.count = kept + 1;
   const size_t first = p.steps.size();
-  Deps done = detail::ringAllReduceInPlace(p, values, st.buf + randkLayout(a).codes, {e});
+  const Deps done = detail::ringAllReduceInPlace(p, values, stream + l.codes, {told});
   // Statistics: each value sent stands for count/k dense elements.
-  const double dense = static_cast<double>(a.count) / static_cast<double>(values.count);
+  const double dense = static_cast<double>(a.count) / static_cast<double>(kept);
   for (size_t i = first; i < p.steps.size(); ++i)
     if (p.steps[i].kind == StepKind::kSend) p.steps[i].rawBytes = static_cast<size_t>(p.steps[i].bytes * dense);
-  done.push_back(e);
-  p.decode(b.recv(0), a.dtype, st.buf, st.slot, a.count, done);
+  const StepId heard = p.add(
+      {.kind = StepKind::kCodecStage, .dst = stream, .src = news, .count = 1, .stage = codec::kRandKNewsIn}, done);
+  p.decode(b.recv(0), a.dtype, stream, slot, a.count, {heard, e});
   return b.take();
 }
 
@@ -269,7 +289,7 @@ bool compressedRingPreferred(const CollArgs& a) {
 bool compressedRingSymmetric(const CollArgs& a) {
   if (!randkRingApplies(a)) return evenPieces(a, a.count);
   CollArgs values = a;
-  values.count = codec::keptCount(a.codec, a.count);
+  values.count = codec::keptCount(a.codec, a.count) + 1;  // and the non-finite news
   return evenRingChunks(values, values.count, sizeof(float));
 }
 

@@ -40,8 +40,8 @@ void runCodec(const Plan& plan, const Step& s, const Buffers& b, const ComputeCo
             : codec::decodeAddEncode(p, bufferAt(b, s.in), ctx.lengths[s.inSlot], expect(plan, s), bufferAt(b, s.src),
                                      s.type, s.count, divisorOf(plan, s), bufferAt(b, s.dst), s.bytes, residual);
   } else if (s.kind == StepKind::kCodecStage) {
-    codec::runStage(plan.codec, s.stage, bufferAt(b, s.src), bufferAt(b, s.dst), s.type, s.count, divisorOf(plan, s),
-                    feedbackOf(s, b));
+    codec::runStage(plan.codecOf(s), s.stage, bufferAt(b, s.src), bufferAt(b, s.dst), s.type, s.count,
+                    divisorOf(plan, s), feedbackOf(s, b));
   } else if (s.kind == StepKind::kDecode) {
     codec::decode(bufferAt(b, s.src), ctx.lengths[s.slot], expect(plan, s), bufferAt(b, s.dst), s.type);
   } else {
@@ -91,7 +91,11 @@ void runCompute(const Plan& plan, const Step& s, const Buffers& b, const Compute
         std::memcpy(bufferAt(b, s.dst), bufferAt(b, s.src), s.bytes);
       return;
     case StepKind::kReduce:
-      reduce(bufferAt(b, s.dst), bufferAt(b, s.src), bufferAt(b, s.src2), s.count, plan.dtype, plan.op);
+      if (s.wide)
+        reduceWide(reinterpret_cast<float*>(bufferAt(b, s.dst)), reinterpret_cast<const float*>(bufferAt(b, s.src)),
+                   bufferAt(b, s.src2), s.count, plan.dtype, plan.op);
+      else
+        reduce(bufferAt(b, s.dst), bufferAt(b, s.src), bufferAt(b, s.src2), s.count, plan.dtype, plan.op);
       return;
     case StepKind::kDivide:
       divideInPlace(bufferAt(b, s.dst), s.count, plan.dtype, plan.nranks);

@@ -81,15 +81,33 @@ struct ProdOp {
     return mul(a, b);
   }
 };
+// Max and min of floating values are commutative, so ranks that combine the same inputs in
+// different orders (a tree's, a ring's, a root's) agree to the bit. A NaN on either side
+// gives fp32's quiet NaN: a NaN on any rank reaches every rank, as torch.max propagates it
+// (`a > b ? a : b` keeps it on one side only), and a fixed NaN leaves no payload to depend on
+// the order. Of two zeros, max takes +0 and min -0 (each as a sum, which IEEE rounds so).
+// Integers compare as they always did.
+template <class T>
+CCL_HD T quietNan() {
+  return static_cast<T>(fp::bitsFloat(0x7fc00000u));
+}
 struct MaxOp {
   template <class T>
   CCL_HD T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (a != a || b != b) return quietNan<T>();
+      if (a == b) return a == T(0) ? a + b : a;  // +0 + -0 is +0
+    }
     return a > b ? a : b;
   }
 };
 struct MinOp {
   template <class T>
   CCL_HD T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (a != a || b != b) return quietNan<T>();
+      if (a == b) return a == T(0) ? -(-a - b) : a;  // -0 when either zero is -0
+    }
     return a < b ? a : b;
   }
 };
@@ -98,6 +116,11 @@ struct MinOp {
 template <class Tr, class Op>
 CCL_HD typename Tr::Storage reduceOne(typename Tr::Storage a, typename Tr::Storage b) {
   return Tr::store(Op{}(Tr::load(a), Tr::load(b)));
+}
+// One element of a sum kept in fp32 whatever the type (kReduce's `wide`): acc op b, in fp32.
+template <class Tr, class Op>
+CCL_HD float accumulateOne(float acc, typename Tr::Storage b) {
+  return Op{}(acc, static_cast<float>(Tr::load(b)));
 }
 template <class Tr>
 CCL_HD typename Tr::Storage divideOne(typename Tr::Storage v, typename Tr::Compute divisor) {

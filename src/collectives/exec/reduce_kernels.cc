@@ -17,6 +17,12 @@ void reduceLoop(void* dst, const void* a, const void* b, size_t n) {
   for (size_t i = 0; i < n; ++i) d[i] = reduceOne<Tr, Op>(x[i], y[i]);
 }
 
+template <class Tr, class Op>
+void reduceWideLoop(float* dst, const float* a, const void* b, size_t n) {
+  const auto* y = static_cast<const typename Tr::Storage*>(b);
+  for (size_t i = 0; i < n; ++i) dst[i] = accumulateOne<Tr, Op>(a[i], y[i]);
+}
+
 template <class Tr>
 void divideType(void* dst, size_t n, int divisor) {
   using S = typename Tr::Storage;
@@ -57,6 +63,17 @@ void narrowFromFloat(void* dst, const float* src, size_t count, cclDataType_t dt
 void reduce(void* dst, const void* a, const void* b, size_t count, cclDataType_t dtype, cclRedOp_t op) {
   dispatchType(dtype, [&](auto tr) {
     dispatchOp(op, [&](auto o) { reduceLoop<decltype(tr), decltype(o)>(dst, a, b, count); });
+  });
+}
+
+void reduceWide(float* dst, const float* a, const void* b, size_t count, cclDataType_t dtype, cclRedOp_t op) {
+  dispatchType(dtype, [&](auto tr) {
+    using Tr = decltype(tr);
+    if constexpr (kFloating<Tr>) {
+      dispatchOp(op, [&](auto o) { reduceWideLoop<Tr, decltype(o)>(dst, a, b, count); });
+    } else {
+      throw Error(cclInvalidArgument, "reduceWide: integer type");
+    }
   });
 }
 

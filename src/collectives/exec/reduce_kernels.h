@@ -13,6 +13,10 @@ namespace ccl::coll {
 // op is cclSum, cclProd, cclMax or cclMin (cclAvg reduces as cclSum, see divideInPlace).
 void reduce(void* dst, const void* a, const void* b, size_t count, cclDataType_t dtype, cclRedOp_t op);
 
+// dst[i] = a[i] op (float)b[i] in fp32 for i < count: a sum of a floating dtype kept in fp32
+// (dst and a fp32, b of dtype). dst may equal a.
+void reduceWide(float* dst, const float* a, const void* b, size_t count, cclDataType_t dtype, cclRedOp_t op);
+
 // dst[i] /= divisor: integer division for integer types, otherwise a division in the
 // type's compute precision rounded once.
 void divideInPlace(void* dst, size_t count, cclDataType_t dtype, int divisor);

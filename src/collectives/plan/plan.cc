@@ -32,6 +32,10 @@ StepId Plan::reduce(Ref dst, Ref a, Ref b, size_t count, const Deps& after) {
   return add({.kind = StepKind::kReduce, .dst = dst, .src = a, .src2 = b, .count = count}, after);
 }
 
+StepId Plan::reduceWide(Ref dst, Ref a, Ref b, size_t count, const Deps& after) {
+  return add({.kind = StepKind::kReduce, .dst = dst, .src = a, .src2 = b, .count = count, .wide = true}, after);
+}
+
 StepId Plan::recvReduce(int peer, uint32_t tag, Ref dst, Ref local, Ref landing, size_t count, const Deps& after) {
   return add({.kind = StepKind::kRecvReduce,
               .peer = peer,

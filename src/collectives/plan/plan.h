@@ -28,7 +28,7 @@ enum class StepKind : uint8_t {
   kSend,    // bytes from src to peer
   kRecv,    // bytes from peer into dst
   kCopy,    // bytes from src to dst
-  kReduce,  // count elements: dst = src op src2 (dst may alias either)
+  kReduce,  // count elements: dst = src op src2 (dst may alias either); `wide`: dst and src fp32
   kDivide,  // count elements: dst /= nranks (the tail of cclAvg)
   // A receive reduced as it arrives: count elements (`bytes`) from peer, dst = src op them.
   // Over a transport that hands a message over where it lies (shared memory), the bytes are
@@ -75,6 +75,7 @@ struct Step {
   cclDataType_t type = cclFloat32;  // encode/decode element type
   bool withFeedback = false;        // encode: apply and update the residual at `src2`
   bool divide = false;              // narrow: divide by nranks (cclAvg)
+  bool wide = false;                // reduce: dst and src are fp32 (a narrow type's sum kept wide), src2 plan.dtype
   uint8_t stage = 0;                // kCodecStage: which stage of the codec's reduction
   uint32_t seedSalt = 0;            // encode: added to the call's seed (0 on every rank for randk)
   size_t rawBytes = 0;              // send: uncompressed bytes it stands for (statistics), 0: its own size
@@ -126,6 +127,9 @@ struct Plan {
   StepId recv(int peer, uint32_t tag, Ref dst, size_t bytes, const Deps& after = {});
   StepId copy(Ref dst, Ref src, size_t bytes, const Deps& after = {});
   StepId reduce(Ref dst, Ref a, Ref b, size_t count, const Deps& after = {});
+  // kReduce into an fp32 sum: count fp32 at dst = count fp32 at a op count plan.dtype at b,
+  // in fp32 (a sum of 16-bit inputs that must not round, or overflow, in their type).
+  StepId reduceWide(Ref dst, Ref a, Ref b, size_t count, const Deps& after = {});
   // kRecvReduce: count elements from peer reduced into dst (dst = local op received), landing
   // at `landing` (count elements of scratch) where the transport cannot hand them over.
   StepId recvReduce(int peer, uint32_t tag, Ref dst, Ref local, Ref landing, size_t count, const Deps& after = {});

@@ -13,6 +13,7 @@
 
 #include "codec_test_util.h"
 #include "codecs/topk_select.h"
+#include "common/error.h"
 #include "common/floatconv.h"
 
 namespace ccl::codec::test {
@@ -390,6 +391,41 @@ TEST(Sparsifiers, ResidualKeepsWhatWasNotSent) {
     const auto y = decodeVec(encodeVec(p, x, e.data()), x.size());
     for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(e[i], v[i] - y[i]) << cclCodecName(c) << " " << i;
   }
+}
+
+}  // namespace
+}  // namespace ccl::codec::test
+
+namespace ccl::codec::test {
+namespace {
+
+// Random-k's stages around a sum of its streams' values (runStage): the news out of a stream
+// is 0, or NaN when its input held a NaN or an infinity; news that is not 0 (summed over the
+// ranks) marks a finite stream, which then decodes as NaN everywhere; news of 0 leaves it as
+// it was. Other stages are refused.
+TEST(RandK, StagesCarryTheNonFiniteFlag) {
+  Params p = params(cclCodecRandK);
+  p.keepRatio = 0.1;
+  p.seed = 5;
+  const size_t n = 1000;
+  auto finite = makeInput(Pattern::kRandom, n, 3);
+  auto poisoned = finite;
+  poisoned[17] = INFINITY;
+  float news = -1.0f;
+  const auto bad = encodeVec(p, poisoned);
+  runStage(p, kRandKNewsOut, bad.data(), &news, cclFloat32, 1, 1.0f, nullptr);
+  EXPECT_TRUE(std::isnan(news));
+  auto good = encodeVec(p, finite);
+  runStage(p, kRandKNewsOut, good.data(), &news, cclFloat32, 1, 1.0f, nullptr);
+  EXPECT_EQ(fp::floatBits(news), 0u);
+  const auto before = decodeVec(good, n);
+  const float zero = 0.0f, sum = news + std::nanf("");
+  runStage(p, kRandKNewsIn, &zero, good.data(), cclFloat32, 1, 1.0f, nullptr);
+  EXPECT_EQ(decodeVec(good, n), before);
+  runStage(p, kRandKNewsIn, &sum, good.data(), cclFloat32, 1, 1.0f, nullptr);
+  for (float y : decodeVec(good, n)) ASSERT_TRUE(std::isnan(y));
+  EXPECT_THROW(runStage(p, 2, bad.data(), &news, cclFloat32, 1, 1.0f, nullptr), Error);
+  EXPECT_THROW(runStage(params(cclCodecTopK), kRandKNewsOut, bad.data(), &news, cclFloat32, 1, 1.0f, nullptr), Error);
 }
 
 }  // namespace

@@ -6,7 +6,12 @@
 //      smallest node); local rank s of every node owns shard s and receives every local
 //      rank's chunks of it, which it adds in local-rank order. Uncompressed unless
 //      a.intraCodec says otherwise: the links inside a node are fast, and a codec there
-//      costs more than it saves (perf/README.md, "Compression on shared memory").
+//      costs more than it saves (perf/README.md, "Compression on shared memory"). A
+//      compressed call of a 16-bit type sums in fp32 (as a two-shot allreduce does) and
+//      rounds the node's sum to the type once, an average divided first (in fp32): a
+//      node's sum of fp16 values may not fit fp16 where their average does (ccl.h), and
+//      stage 1 takes the call's type (a spliced plan has the plan's), so the average is
+//      the sum over nodes of these node sums divided by every rank.
 //   1  across nodes, for each shard s, an allreduce among the owners of shard s (one rank per
 //      node): a flat plan of the communicator's codec (two-shot, ring, sparse; error feedback
 //      on the owner's shard), spliced in with its peers mapped to the owners' ranks. Each of
@@ -91,6 +96,7 @@ class AllReduceBuilder {
         es_(dataTypeSize(a.dtype)),
         in_(a.inPlace ? Ref{Buf::kRecv, 0} : Ref{Buf::kSend, 0}),
         squeeze_(intraCompressed(a)),
+        wide_((squeeze_ || compressible(a)) && a.dtype != cclFloat32),
         sent_(l_.shards) {
     // Compressed inside the node (a.intraCodec): each contribution goes as a stream the owner
     // adds into an fp32 sum (its own contribution exact, as in a two-shot allreduce).
@@ -157,16 +163,16 @@ class AllReduceBuilder {
   }
 
   // Stage 0 at shard s's owner: the node's sum, in place in the output, or in fp32 scratch
-  // for a compressed bf16/fp16 sum (narrowed into the output at the end).
+  // for a compressed bf16/fp16 sum (narrowed into the output at the end, an average divided).
   void sumShard(size_t s) {
     const size_t off = l_.split.offset(s), cnt = l_.split.size(s);
     const Split ch = chunksOf(s);
-    const bool widened = squeeze_ && a_.dtype != cclFloat32;
+    const bool widened = wide_;
     const Ref acc = widened ? p_.scratch(cnt * sizeof(float)) : out_ + off * es_;
     const size_t accSize = widened ? sizeof(float) : es_;
     // Read in place (kRecvReduce): the first contribution is added to this rank's own as it
     // arrives, into the output, so the own one needs no copy there first.
-    const bool fuse = a_.readInPlace && !squeeze_ && l_.nodeSize > 1;
+    const bool fuse = a_.readInPlace && !squeeze_ && !widened && l_.nodeSize > 1;
     Deps have;
     if (widened && cnt)
       have = {p_.widen(acc, in_ + off * es_, cnt)};
@@ -175,7 +181,8 @@ class AllReduceBuilder {
     for (size_t j = 0; j < ch.parts; ++j) {
       const Ref chunk = acc + ch.offset(j) * accSize;
       Deps last = addContributions(chunk, in_ + (off + ch.offset(j)) * es_, ch.size(j), j, fuse, have);
-      if (widened && ch.size(j)) last = {p_.narrow(out_ + (off + ch.offset(j)) * es_, chunk, ch.size(j), false, last)};
+      if (widened && ch.size(j))
+        last = {p_.narrow(out_ + (off + ch.offset(j)) * es_, chunk, ch.size(j), a_.op == cclAvg, last)};
       shardDone_.insert(shardDone_.end(), last.begin(), last.end());
       made_.push_back({ch.offset(j) * es_, (ch.offset(j) + ch.size(j)) * es_, last});
     }
@@ -205,7 +212,7 @@ class AllReduceBuilder {
       }
       const Ref tmp = p_.scratch(size * es_);
       after.push_back(p_.recv(localRank(k), tagOf(0, j), tmp, size * es_));
-      last = {p_.reduce(chunk, chunk, tmp, size, after)};
+      last = {wide_ ? p_.reduceWide(chunk, chunk, tmp, size, after) : p_.reduce(chunk, chunk, tmp, size, after)};
     }
     return last;
   }
@@ -229,7 +236,8 @@ class AllReduceBuilder {
     };
     Deps reduced = splice(p_, planCollective(Coll::kAllReduce, across), e, ready);
     reduced.insert(reduced.end(), shardDone_.begin(), shardDone_.end());
-    if (a_.op == cclAvg && across.count) reduced = {p_.divide(out_ + off * es_, across.count, reduced)};
+    // Node sums kept in fp32 were divided before they crossed (sumShard).
+    if (a_.op == cclAvg && !wide_ && across.count) reduced = {p_.divide(out_ + off * es_, across.count, reduced)};
     return reduced;
   }
 
@@ -275,6 +283,7 @@ class AllReduceBuilder {
   const size_t es_;
   const Ref in_, out_{Buf::kRecv, 0};
   const bool squeeze_;
+  const bool wide_;                        // stage 0 sums in fp32: a compressed call of a 16-bit type
   std::vector<std::vector<StepId>> sent_;  // by shard: the steps that read its chunks for its owner
   std::vector<Made> made_;
   Deps shardDone_;  // the owner's shard is the node's sum

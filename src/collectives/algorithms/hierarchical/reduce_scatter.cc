@@ -7,6 +7,9 @@
 // block of another node sends that node sum to the block's rank (with a codec: encoded once,
 // error feedback on the owner's residual for that block), which adds the other nodes' sums to
 // its own node's in fp32. A node's link carries one sum of each other node's blocks out.
+// With a codec, a 16-bit type's node sums are kept in fp32 from the start (as a two-shot's
+// are): encoded from fp32, and an average divided in fp32 and rounded once, so that a sum
+// that does not fit fp16 where the average does is no inf (ccl.h).
 #include <algorithm>
 #include <tuple>
 #include <vector>
@@ -37,7 +40,8 @@ Plan planHierarchicalReduceScatter(const CollArgs& a) {
   };
 
   // Stage 0.
-  std::vector<Ref> sum(static_cast<size_t>(n));  // the node sums this rank owns
+  const bool wide = squeeze && a.dtype != cclFloat32;  // node sums in fp32
+  std::vector<Ref> sum(static_cast<size_t>(n));        // the node sums this rank owns
   std::vector<Deps> summed(static_cast<size_t>(n));
   // Blocks in order of their node's distance, and within a node from this rank's local rank
   // on: the node's ranks send to different owners at a time.
@@ -54,15 +58,18 @@ Plan planHierarchicalReduceScatter(const CollArgs& a) {
       p.send(owner, tag, input(d), bytes);
       continue;
     }
-    const Ref acc = d == r ? out : p.scratch(bytes);
+    const Ref acc = wide ? p.scratch(a.count * fs) : d == r ? out : p.scratch(bytes);
     Deps last;
-    if (!(d == r && a.inPlace)) last = {p.copy(acc, input(d), bytes)};
+    if (wide)
+      last = {p.widen(acc, input(d), a.count)};
+    else if (!(d == r && a.inPlace))
+      last = {p.copy(acc, input(d), bytes)};
     for (int k : members) {
       if (k == r) continue;
       const Ref tmp = p.scratch(bytes);
       Deps after = last;
       after.push_back(p.recv(k, tag, tmp, bytes));
-      last = {p.reduce(acc, acc, tmp, a.count, after)};
+      last = {wide ? p.reduceWide(acc, acc, tmp, a.count, after) : p.reduce(acc, acc, tmp, a.count, after)};
     }
     sum[static_cast<size_t>(d)] = acc;
     summed[static_cast<size_t>(d)] = last;
@@ -82,16 +89,14 @@ Plan planHierarchicalReduceScatter(const CollArgs& a) {
       const Ref buf = p.scratch(cap);
       const Slot slot = p.newSlot();
       const Ref residual{Buf::kFeedback, static_cast<size_t>(d) * a.count * fs};
-      const StepId e = p.encode(buf, cap, slot, acc, a.dtype, a.count, a.feedback ? &residual : nullptr,
-                                summed[static_cast<size_t>(d)]);
+      const StepId e = p.encode(buf, cap, slot, acc, wide ? cclFloat32 : a.dtype, a.count,
+                                a.feedback ? &residual : nullptr, summed[static_cast<size_t>(d)]);
       p.steps[e].seedSalt = static_cast<uint32_t>(r + 1) * 0x10000u + static_cast<uint32_t>(d);
       p.sendStream(d, across, buf, slot, a.count, {e});
     }
   // ... and this rank's block gets the other nodes' sums, in node order.
   Deps last = summed[static_cast<size_t>(r)];
-  const bool widened = squeeze && a.dtype != cclFloat32;
-  const Ref acc = widened ? p.scratch(a.count * fs) : out;
-  if (widened) last = {p.widen(acc, out, a.count, last)};
+  const Ref acc = sum[static_cast<size_t>(r)];  // out, or the fp32 sum
   for (int m = 0; m < t.nodes(); ++m) {
     if (m == node) continue;
     const int from = ownerIn(m, r);
@@ -107,7 +112,7 @@ Plan planHierarchicalReduceScatter(const CollArgs& a) {
     after.push_back(p.recvStream(from, across, buf, cap, slot));
     last = {p.decodeAdd(acc, buf, slot, a.count, after)};
   }
-  if (widened)
+  if (wide)
     p.narrow(out, acc, a.count, a.op == cclAvg, last);
   else if (a.op == cclAvg)
     squeeze ? p.divideFloat(out, a.count, last) : p.divide(out, a.count, last);

@@ -39,7 +39,8 @@ struct Layout {
 Layout layoutOf(const CollArgs& a);
 
 // The arguments of stage 1 of the allreduce for the owner of shard `l.local`: a flat
-// allreduce, in place, among one rank per node, summing (an average divides once, at the end).
+// allreduce, in place, among one rank per node, summing (an average divides once: at the end,
+// or, where stage 0 keeps a 16-bit type's node sums in fp32, those before they cross).
 CollArgs acrossNodes(const CollArgs& a, const Layout& l);
 
 // Whether the steps inside a node go compressed: a codec for them, on a float sum.

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "codecs/codec.h"
 #include "codecs/cuda/cuda_check.h"
 #include "collectives/exec/compute_steps.h"
 #include "collectives/exec/cuda/device_kernels.h"
@@ -62,6 +63,15 @@ struct ReduceOp {
   }
 };
 
+// kReduce's `wide`: an fp32 sum (dst, a) and elements of the call's type (b).
+template <class Tr, class Op>
+struct WideReduceOp {
+  __device__ void operator()(const Piece& p, uint64_t i) const {
+    static_cast<float*>(p.dst)[i] =
+        accumulateOne<Tr, Op>(static_cast<const float*>(p.a)[i], static_cast<const typename Tr::Storage*>(p.b)[i]);
+  }
+};
+
 template <class Tr>
 struct DivideOp {
   using S = typename Tr::Storage;
@@ -92,6 +102,20 @@ struct DivideFloatOp {
   __device__ void operator()(const Piece& p, uint64_t i) const { static_cast<float*>(p.dst)[i] /= divisor; }
 };
 
+// Random-k's stages around the ring of its streams' values (codec::RandKStage, the CPU's
+// codec::runStage): one fp32 of non-finite news out of a stream's header (a = the stream,
+// dst = the fp32), or into it (a = the summed fp32, dst = the stream).
+struct NewsOutOp {
+  __device__ void operator()(const Piece& p, uint64_t) const {
+    *static_cast<float*>(p.dst) = codec::nonFiniteNews(static_cast<const uint8_t*>(p.a));
+  }
+};
+struct NewsInOp {
+  __device__ void operator()(const Piece& p, uint64_t) const {
+    codec::takeNonFiniteNews(*static_cast<const float*>(p.a), static_cast<uint8_t*>(p.dst));
+  }
+};
+
 // Loaded with the rest of this file's kernels before any flag kernel runs
 // (collectives/exec/cuda/kernel_preload.h).
 const ::ccl::KernelLibrary kKernels(&tableKernel<DivideFloatOp>);
@@ -114,6 +138,24 @@ size_t launchTables(const std::vector<Piece>& pieces, F f, cudaStream_t cs, cons
     cudaOk(cudaGetLastError(), what);
     ++launches;
   }
+  return launches;
+}
+
+// A batch of codec stages: random-k's (one table launch per stage kind); the api refuses
+// the codec with stages of its own (powersgd) on device memory before planning. Returns the
+// launches.
+size_t enqueueStages(const Plan& plan, const Buffers& b, std::span<const StepId> steps, cudaStream_t cs) {
+  std::vector<Piece> out, in;
+  for (StepId id : steps) {
+    const Step& s = plan.steps[id];
+    if (plan.codecOf(s).codec != cclCodecRandK || (s.stage != codec::kRandKNewsOut && s.stage != codec::kRandKNewsIn))
+      throw Error(cclInvalidUsage, "a codec's reduction stages (powersgd) run on host memory only");
+    (s.stage == codec::kRandKNewsOut ? out : in)
+        .push_back(Piece{bufferAt(b, s.dst), bufferAt(b, s.src), nullptr, 1, 1.0f, 0});
+  }
+  size_t launches = 0;
+  if (!out.empty()) launches += launchTables(out, NewsOutOp{}, cs, "random-k news kernel");
+  if (!in.empty()) launches += launchTables(in, NewsInOp{}, cs, "random-k news kernel");
   return launches;
 }
 
@@ -196,8 +238,8 @@ void CudaKernels::enqueue(const std::shared_ptr<StreamRun>& run, std::span<const
       stream.noteCommands(enqueueFused(run, steps, cs));
       break;
     case StepKind::kCodecStage:
-      // The api refuses a codec with stages (powersgd) on device memory before planning.
-      throw Error(cclInvalidUsage, "a codec's reduction stages (powersgd) run on host memory only");
+      stream.noteCommands(enqueueStages(plan, run->buffers, steps, cs));
+      break;
     default:
       throw Error(cclInternalError, "a transfer step was enqueued as a kernel");
   }
@@ -372,23 +414,30 @@ size_t CudaKernels::enqueueElementwise(const std::shared_ptr<StreamRun>& run, st
   const Plan& plan = *run->plan;
   const Buffers& b = run->buffers;
   const StepKind kind = plan.steps[steps[0]].kind;
-  std::vector<Piece> pieces;
+  std::vector<Piece> pieces, wide;  // wide: kReduce's into fp32 sums
   for (StepId id : steps) {
     const Step& s = plan.steps[id];
     CCL_CHECK(s.kind == kind, cclInternalError, "a batch of steps of several kinds");
     if (!s.count) continue;
     const bool divide = s.kind == StepKind::kNarrow && s.divide && plan.nranks != 1;
-    pieces.push_back(Piece{bufferAt(b, s.dst), bufferAt(b, s.src), bufferAt(b, s.src2), s.count,
-                           divide ? static_cast<float>(plan.nranks) : 1.0f, divide ? 1u : 0u});
+    (s.kind == StepKind::kReduce && s.wide ? wide : pieces)
+        .push_back(Piece{bufferAt(b, s.dst), bufferAt(b, s.src), bufferAt(b, s.src2), s.count,
+                         divide ? static_cast<float>(plan.nranks) : 1.0f, divide ? 1u : 0u});
   }
-  if (pieces.empty()) return 0;
+  if (pieces.empty() && wide.empty()) return 0;
   size_t launches = 0;
   switch (kind) {
     case StepKind::kReduce:
       dispatchType(plan.dtype, [&](auto tr) {
         using Tr = decltype(tr);
         dispatchOp(plan.op, [&](auto op) {
-          launches = launchTables(pieces, ReduceOp<Tr, decltype(op)>{}, cs, "reduce kernel");
+          if (!pieces.empty()) launches += launchTables(pieces, ReduceOp<Tr, decltype(op)>{}, cs, "reduce kernel");
+          if constexpr (kFloating<Tr>) {
+            if (!wide.empty())
+              launches += launchTables(wide, WideReduceOp<Tr, decltype(op)>{}, cs, "wide reduce kernel");
+          } else {
+            if (!wide.empty()) throw Error(cclInvalidArgument, "a wide reduction of an integer type");
+          }
         });
       });
       return launches;

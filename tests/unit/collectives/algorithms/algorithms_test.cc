@@ -4,13 +4,20 @@
 // forced algorithms, in place and out of place.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <functional>
 #include <numeric>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "collectives/algorithms/algorithms.h"
+#include "collectives/exec/element_ops.h"
 #include "collectives/exec/executor.h"
+#include "common/dtype.h"
+#include "common/floatconv.h"
 #include "plan_runner.h"
 #include "shard.h"
 
@@ -243,6 +250,109 @@ TEST(MergePlans, MovesDependenciesSlotsAndScratch) {
   CollArgs other = a;
   other.codec = codec::defaultParams(cclCodecInt4);
   EXPECT_THROW(mergePlans(send, planCompressedRecv(other, 0, 0)), Error);
+}
+
+}  // namespace
+}  // namespace ccl::coll
+
+namespace ccl::coll {
+namespace {
+
+// Max and min are commutative in every floating type: a NaN on either side gives NaN (both
+// orders, the same bits), two zeros give +0 (max) or -0 (min) in either order. Integers
+// compare as before.
+TEST(ElementOps, MaxMinAreCommutativeWithNanAndZeros) {
+  const float nan = std::nanf(""), big = 3.0f;
+  for (float x : {nan, big, -big}) {
+    const float mx1 = elem::MaxOp{}(nan, x), mx2 = elem::MaxOp{}(x, nan);
+    const float mn1 = elem::MinOp{}(nan, x), mn2 = elem::MinOp{}(x, nan);
+    EXPECT_TRUE(std::isnan(mx1) && std::isnan(mx2) && std::isnan(mn1) && std::isnan(mn2)) << x;
+    EXPECT_EQ(fp::floatBits(mx1), fp::floatBits(mx2));
+    EXPECT_EQ(fp::floatBits(mn1), fp::floatBits(mn2));
+  }
+  EXPECT_TRUE(std::isnan(elem::MaxOp{}(1.0, std::nan(""))));
+  EXPECT_TRUE(std::isnan(elem::MinOp{}(std::nan(""), 1.0)));
+  EXPECT_FALSE(std::signbit(elem::MaxOp{}(0.0f, -0.0f)));
+  EXPECT_FALSE(std::signbit(elem::MaxOp{}(-0.0f, 0.0f)));
+  EXPECT_TRUE(std::signbit(elem::MaxOp{}(-0.0f, -0.0f)));
+  EXPECT_TRUE(std::signbit(elem::MinOp{}(0.0f, -0.0f)));
+  EXPECT_TRUE(std::signbit(elem::MinOp{}(-0.0f, 0.0f)));
+  EXPECT_FALSE(std::signbit(elem::MinOp{}(0.0f, 0.0f)));
+  EXPECT_FALSE(std::signbit(elem::MaxOp{}(-0.0, 0.0)));
+  EXPECT_TRUE(std::signbit(elem::MinOp{}(0.0, -0.0)));
+  EXPECT_EQ(elem::MaxOp{}(int8_t{-1}, int8_t{1}), 1);
+  EXPECT_EQ(elem::MinOp{}(uint8_t{255}, uint8_t{1}), 1);
+  EXPECT_EQ(elem::MaxOp{}(int64_t{-5}, int64_t{-7}), -5);
+}
+
+// Max and min with a NaN on one rank, whichever rank, through every algorithm of the
+// reductions (a tree combines in a different order on each rank; a ring, a chain and a direct
+// reduce put rank 0's value on the left): every rank (the root of a reduce) gets NaN there,
+// all ranks the same bytes, and the other elements, zeros of both signs included, the
+// reduction's value. In every floating type (16-bit and fp8 reduce in fp32 and round back).
+TEST(PlanNan, MaxMinPropagateNanFromAnyRank) {
+  constexpr size_t kCount = 9, kNanAt = 2, kZeroAt = 4;
+  for (cclDataType_t dtype : {cclFloat32, cclFloat64, cclFloat16, cclBfloat16, cclFloat8e4m3, cclFloat8e5m2}) {
+    elem::dispatchType(dtype, [&](auto tr) {
+      using Tr = decltype(tr);
+      using S = typename Tr::Storage;
+      using C = typename Tr::Compute;
+      auto input = [](int r, size_t i) { return static_cast<float>(static_cast<int>((i * 5 + r * 3) % 7) - 3); };
+      for (Coll coll : {Coll::kAllReduce, Coll::kReduce, Coll::kReduceScatter})
+        for (cclRedOp_t op : {cclMax, cclMin})
+          for (Algo algo : {Algo::kRing, Algo::kTree, Algo::kDirect})
+            for (int n = 2; n <= 4; ++n)
+              for (int nanRank = 0; nanRank < n; ++nanRank) {
+                const int root = coll == Coll::kReduce ? n - 1 - nanRank % 2 : 0;
+                const size_t blocks = coll == Coll::kReduceScatter ? static_cast<size_t>(n) : 1;
+                std::vector<std::vector<S>> send(n, std::vector<S>(kCount * blocks)), recv(n, std::vector<S>(kCount));
+                for (int r = 0; r < n; ++r)
+                  for (size_t j = 0; j < kCount * blocks; ++j) {
+                    const size_t i = j % kCount;  // each block of a reduce-scatter alike
+                    float v = input(r, i);
+                    if (i == kNanAt && r == nanRank) v = std::nanf("");
+                    if (i == kZeroAt) v = r % 2 ? -0.0f : 0.0f;
+                    send[r][j] = Tr::store(static_cast<C>(v));
+                  }
+                testing::runPlans(
+                    n,
+                    [&](int r) {
+                      CollArgs a;
+                      a.rank = r;
+                      a.nranks = n;
+                      a.count = kCount;
+                      a.dtype = dtype;
+                      a.op = op;
+                      a.root = root;
+                      a.algo = algo;
+                      return planCollective(coll, a);
+                    },
+                    [&](int r) {
+                      return testing::RankBuffers{send[r].data(), recv[r].data()};
+                    });
+                const std::string what = std::string(dataTypeName(dtype)) + (op == cclMax ? " max" : " min") + " " +
+                                         algoName(algo) + " " + collInfo(coll).name + " n " + std::to_string(n) +
+                                         " NaN on rank " + std::to_string(nanRank);
+                for (int r = 0; r < n; ++r) {
+                  if (coll == Coll::kReduce && r != root) continue;
+                  const std::vector<S>& got = recv[r];
+                  EXPECT_TRUE(std::isnan(static_cast<double>(Tr::load(got[kNanAt])))) << what << " rank " << r;
+                  const float zero = static_cast<float>(Tr::load(got[kZeroAt]));
+                  EXPECT_TRUE(zero == 0.0f && std::signbit(zero) == (op == cclMin)) << what << " rank " << r;
+                  for (size_t i = 0; i < kCount; ++i) {
+                    if (i == kNanAt || i == kZeroAt) continue;
+                    float want = input(0, i);
+                    for (int k = 1; k < n; ++k)
+                      want = op == cclMax ? std::max(want, input(k, i)) : std::min(want, input(k, i));
+                    EXPECT_EQ(static_cast<float>(Tr::load(got[i])), want) << what << " rank " << r << " at " << i;
+                  }
+                  if (coll != Coll::kReduce) {
+                    EXPECT_EQ(std::memcmp(got.data(), recv[0].data(), kCount * sizeof(S)), 0) << what << " rank " << r;
+                  }
+                }
+              }
+    });
+  }
 }
 
 }  // namespace

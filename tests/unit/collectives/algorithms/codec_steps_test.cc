@@ -379,3 +379,37 @@ TEST(CompressedMismatch, DifferentCodecsAreInvalidUsage) {
 
 }  // namespace
 }  // namespace ccl::coll
+
+namespace ccl::coll {
+namespace {
+
+// Random-k through the values ring with a NaN or an infinity in one rank's input, whichever
+// rank: that rank's stream says so in its header only, and its values travel as 0, but every
+// rank's output is NaN everywhere (include/ccl/compression.h: a sparsifier's input holding a
+// non-finite value arrives as NaN everywhere), for sums and averages, chunked or not.
+TEST(CompressedSparse, RandKRingCarriesANonFiniteInputToEveryRank) {
+  const size_t count = 70000;
+  for (int n : {2, 3, 5})
+    for (int bad = 0; bad < n; ++bad)
+      for (float poison : {std::nanf(""), INFINITY, -INFINITY})
+        for (cclRedOp_t op : {cclSum, cclAvg}) {
+          auto in = gaussian(n, count, 41 + n);
+          in[bad][5 + bad] = poison;
+          auto argsOf = [&](int r) {
+            CollArgs a = args(n, r, count, cclCodecRandK, Algo::kRing, bad % 2 ? 4096 : 1 << 18);
+            a.codec.keepRatio = 0.3;
+            a.op = op;
+            return a;
+          };
+          ASSERT_EQ(chooseAlgorithm(Coll::kAllReduce, argsOf(0)).algo, Algo::kRing);
+          const auto out = allReduce(in, argsOf, bad % 2 == 0, nullptr, 9);
+          for (int r = 0; r < n; ++r) {
+            const size_t finite = std::count_if(out[r].begin(), out[r].end(), [](float x) { return !std::isnan(x); });
+            EXPECT_EQ(finite, 0u) << "n " << n << " rank " << r << " input of rank " << bad << " held " << poison
+                                  << (op == cclAvg ? " (avg)" : "");
+          }
+        }
+}
+
+}  // namespace
+}  // namespace ccl::coll

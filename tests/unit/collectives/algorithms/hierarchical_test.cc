@@ -14,6 +14,7 @@
 #include <numeric>
 #include <random>
 #include <set>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -21,6 +22,8 @@
 #include "collectives/algorithms/algorithms.h"
 #include "collectives/exec/stream_executor.h"
 #include "collectives/plan/topology.h"
+#include "common/dtype.h"
+#include "common/floatconv.h"
 #include "common/tags.h"
 #include "plan_runner.h"
 #include "shard.h"
@@ -812,5 +815,119 @@ TEST(Tags, DISABLED_WaveScheduleTime) {
     }
   }
 }
+}  // namespace
+}  // namespace ccl::coll
+
+namespace ccl::coll {
+namespace {
+
+// fp16 or bf16 inputs near 31000 (fp16's largest finite value is 65504), as the caller's
+// buffers hold them, and their values.
+struct NarrowInputs {
+  std::vector<std::vector<uint16_t>> bits;
+  std::vector<Vec> values;
+};
+NarrowInputs narrowNear31000(cclDataType_t dtype, int n, size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(30000.0f, 32000.0f);
+  NarrowInputs in{std::vector<std::vector<uint16_t>>(n, std::vector<uint16_t>(count)), std::vector<Vec>(n, Vec(count))};
+  for (int r = 0; r < n; ++r)
+    for (size_t i = 0; i < count; ++i) {
+      const float v = dist(rng);
+      in.bits[r][i] = dtype == cclFloat16 ? fp::floatToHalf(v) : fp::floatToBf16(v);
+      in.values[r][i] = dtype == cclFloat16 ? fp::halfToFloat(in.bits[r][i]) : fp::bf16ToFloat(in.bits[r][i]);
+    }
+  return in;
+}
+float narrowValue(cclDataType_t dtype, uint16_t b) {
+  return dtype == cclFloat16 ? fp::halfToFloat(b) : fp::bf16ToFloat(b);
+}
+
+// A compressed fp16 or bf16 average (ccl.h: compressed averages divide in fp32, and do not
+// overflow): a node's sum of values near 31000 exceeds fp16's range, so stage 0 keeps it in
+// fp32 and divides it there before it crosses nodes. Every rank gets the same bits, finite,
+// within the codec's error of the average; with the codec inside the nodes too.
+TEST(HierarchicalAllReduce, CompressedNarrowAveragesKeepNodeSumsInFp32) {
+  for (cclDataType_t dtype : {cclFloat16, cclBfloat16})
+    for (cclCodec_t intra : {cclCodecNone, cclCodecInt8})
+      for (const std::vector<int>& sizes : std::vector<std::vector<int>>{{4, 4}, {2, 2, 2, 2}, {3, 2}, {1, 3}}) {
+        const Topology t = Topology::blocks(sizes);
+        const int n = t.nranks();
+        const size_t count = 1000;
+        const NarrowInputs in = narrowNear31000(dtype, n, count, 5 + n);
+        std::vector<std::vector<uint16_t>> out(n, std::vector<uint16_t>(count));
+        testing::runPlans(
+            n,
+            [&](int r) {
+              CollArgs a = hierArgs(t, r, count, dtype, cclAvg, 512, false);
+              a.codec = codec::defaultParams(cclCodecInt8);
+              a.intraCodec = codec::defaultParams(intra);
+              return planCollective(Coll::kAllReduce, a);
+            },
+            [&](int r) {
+              return testing::RankBuffers{in.bits[r].data(), out[r].data()};
+            });
+        const std::string what =
+            std::string(dataTypeName(dtype)) + " " + t.describe() + " intra " + cclCodecName(intra);
+        for (int r = 1; r < n; ++r) ASSERT_EQ(out[r], out[0]) << what << " rank " << r;
+        for (size_t i = 0; i < count; ++i) {
+          double want = 0;
+          for (int r = 0; r < n; ++r) want += in.values[r][i];
+          want /= n;
+          // int8 at most twice per value (three times with the codec inside nodes), each
+          // within half a step of 32000 / 127, and the result's rounding.
+          const double bound = 3 * 32000.0 / 127 / 2 + want / 128;
+          const float got = narrowValue(dtype, out[0][i]);
+          ASSERT_TRUE(std::isfinite(got)) << what << " element " << i;
+          ASSERT_LE(std::fabs(got - want), bound) << what << " element " << i;
+        }
+      }
+}
+
+}  // namespace
+}  // namespace ccl::coll
+
+namespace ccl::coll {
+namespace {
+
+// The compressed reduce-scatter's fp16 or bf16 average likewise: each owner sums its node's
+// contributions to a block in fp32, encodes that sum from fp32, and the block's rank divides
+// in fp32: finite and within one quantization per other node of the average.
+TEST(HierarchicalReduceScatter, CompressedNarrowAveragesKeepNodeSumsInFp32) {
+  for (cclDataType_t dtype : {cclFloat16, cclBfloat16})
+    for (const std::vector<int>& sizes : std::vector<std::vector<int>>{{4, 4}, {3, 2}, {1, 3}}) {
+      const Topology t = Topology::blocks(sizes);
+      const int n = t.nranks();
+      const size_t count = 300;
+      const NarrowInputs in = narrowNear31000(dtype, n, count * n, 17 + n);
+      for (bool inPlace : {false, true}) {
+        std::vector<std::vector<uint16_t>> send = in.bits, out(n, std::vector<uint16_t>(count));
+        testing::runPlans(
+            n,
+            [&](int r) {
+              CollArgs a = hierArgs(t, r, count, dtype, cclAvg, 1 << 18, inPlace);
+              a.codec = codec::defaultParams(cclCodecInt8);
+              return planCollective(Coll::kReduceScatter, a);
+            },
+            [&](int r) {
+              return testing::RankBuffers{send[r].data(), inPlace ? send[r].data() + r * count : out[r].data()};
+            });
+        for (int r = 0; r < n; ++r) {
+          const uint16_t* got = inPlace ? send[r].data() + r * count : out[r].data();
+          for (size_t i = 0; i < count; ++i) {
+            double want = 0;
+            for (int q = 0; q < n; ++q) want += in.values[q][r * count + i];
+            want /= n;
+            const double bound = (t.nodes() - 1) * 4 * 32000.0 / 127 / 2 / n + want / 128;
+            const float v = narrowValue(dtype, got[i]);
+            ASSERT_TRUE(std::isfinite(v)) << dataTypeName(dtype) << " " << t.describe() << " rank " << r << " " << i;
+            ASSERT_LE(std::fabs(v - want), bound) << dataTypeName(dtype) << " " << t.describe() << " rank " << r
+                                                  << " element " << i << (inPlace ? " in place" : "");
+          }
+        }
+      }
+    }
+}
+
 }  // namespace
 }  // namespace ccl::coll

@@ -13,6 +13,7 @@
 #include <numeric>
 
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -46,6 +47,7 @@ struct Case {
   bool fixedLength = false;     // codec::fixLength: what a link that sees no lengths encodes with
   std::vector<int> nodes = {};  // node sizes (consecutive ranks); empty: no topology
   cclCodec_t intraCodec = cclCodecNone;
+  int nanRank = -1;  // a rank whose fp32 input holds a NaN (element 5)
 };
 
 // The topology of `nodes`, kept for the process's life (CollArgs points to it).
@@ -109,6 +111,10 @@ World makeWorld(const Case& c, size_t feedbackFloats) {
         const uint16_t v = static_cast<uint16_t>(0x3c00 + (small(rng) & 0xff));
         std::memcpy(&s[i * 2], &v, 2);
       }
+    }
+    if (r == c.nanRank && c.dtype == cclFloat32) {
+      const float nan = std::nanf("");
+      std::memcpy(&s[5 * 4], &nan, 4);
     }
     w.send.push_back(std::move(s));
     w.recv.push_back(std::move(d));
@@ -290,6 +296,32 @@ TEST(StreamExecutor, SameBytesAsTheHostExecutorForEveryCollectiveCodecAndAlgorit
   }
   EXPECT_GT(ran, 300 / static_cast<int>(shard.count()));
   std::printf("%d cases\n", ran);
+}
+
+// Random-k's values ring with a NaN in one rank's input: the news of it travels in the ring
+// as one more fp32 and sets every rank's stream's non-finite flag (codec stages on the
+// stream executor as on the host executor), so every rank gets NaN everywhere, the same
+// bytes on both executors.
+TEST(StreamExecutor, RandKRingCarriesANonFiniteInputAsTheHostExecutorDoes) {
+  for (int n : {2, 3, 4})
+    for (int bad = 0; bad < n; ++bad) {
+      Case c{Coll::kAllReduce, cclCodecRandK, Algo::kRing, n};
+      c.count = 5000;
+      c.op = bad % 2 ? cclAvg : cclSum;
+      c.nanRank = bad;
+      SCOPED_TRACE(name(c) + " NaN on rank " + std::to_string(bad));
+      const World want = runHost(c, 0, 5);
+      for (int r = 0; r < n; ++r) {
+        ASSERT_EQ(want.recv[r].size(), c.count * sizeof(float));
+        for (size_t i = 0; i < c.count; ++i) {
+          float v;
+          std::memcpy(&v, &want.recv[r][i * 4], 4);
+          ASSERT_TRUE(std::isnan(v)) << "rank " << r << " element " << i;
+        }
+      }
+      expectSame(runStreams(c, 0, 5, true), want, c, "exact lengths");
+      expectSame(runStreams(c, 0, 5, false), want, c, "streams sent at their bound");
+    }
 }
 
 // Point to point: rank 0 sends to rank 1, with every codec (PowerSGD's P and Q included).
