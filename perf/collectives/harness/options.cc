@@ -288,8 +288,10 @@ size_t parseSize(const std::string& text) {
 
 std::string codecNames() {
   std::string names;
-  for (int c = 0; c < cclCodecCount(); ++c)
-    names += (names.empty() ? "" : " ") + std::string(cclCodecName(cclCodec_t(c)));
+  for (int c = 0; c < cclCodecCount(); ++c) {
+    if (!names.empty()) names += ' ';
+    names += cclCodecName(cclCodec_t(c));
+  }
   return names;
 }
 

@@ -105,7 +105,11 @@ std::string segmentName(const uint8_t token[16], uint64_t pidNs, int rank, int p
     std::snprintf(hex, sizeof(hex), "%02x", token[i]);
     name += hex;
   }
-  return name + "-" + std::to_string(pidNs) + "-" + std::to_string(rank) + "-" + std::to_string(pid);
+  for (const uint64_t field : {pidNs, static_cast<uint64_t>(rank), static_cast<uint64_t>(pid)}) {
+    name += '-';
+    name += std::to_string(field);
+  }
+  return name;
 }
 
 bool processAlive(int pid) {
@@ -126,7 +130,9 @@ int sweepStaleSegments() {
   if (!d) return 0;
   int removed = 0;
   // "ccl-<token>-<pidNs>-": segments of this namespace.
-  const std::string ns = "-" + std::to_string(pidNamespace()) + "-";
+  std::string ns(1, '-');  // appended: GCC 12 warns (-Wrestrict) of nothing on "-" + string
+  ns += std::to_string(pidNamespace());
+  ns += '-';
   constexpr size_t kNsAt = 4 + 32;  // after "ccl-" and the token's hex
   while (dirent* e = readdir(d)) {
     const std::string n = e->d_name;
