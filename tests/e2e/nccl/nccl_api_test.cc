@@ -243,8 +243,7 @@ TEST(NcclConfig, AnAbortEndsAHangingNonBlockingInit) {
 }
 
 // A watchdog thread aborts a communicator whose creation the owner's open group holds: the
-// owner's group end skips it, reading nothing freed (under ASan, a use-after-free before),
-// and its other ranks come out created and working.
+// owner's group end skips it, reading nothing freed (under ASan, a use-after-free before).
 TEST(NcclGroups, AnAbortFromAnotherThreadOfACommunicatorTheGroupCreates) {
   constexpr int n = 2;
   ncclUniqueId id;
@@ -256,10 +255,15 @@ TEST(NcclGroups, AnAbortFromAnotherThreadOfACommunicatorTheGroupCreates) {
   std::thread watchdog([&] { aborted = ncclCommAbort(comms[0]); });
   watchdog.join();
   EXPECT_EQ(aborted, ncclSuccess) << ncclGetLastError(nullptr);
-  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
-  int count = 0;
-  ASSERT_EQ(ncclCommCount(comms[1], &count), ncclSuccess);
-  EXPECT_EQ(count, n);
+  // Rank 1's creation completes, or fails when the abort came while rank 0's was still running
+  // (its end aborts what it made, as a rank lost during an init would): both are fine here.
+  const ncclResult_t end = ncclGroupEnd();
+  EXPECT_TRUE(end == ncclSuccess || end == ncclRemoteError) << end << ": " << ncclGetLastError(nullptr);
+  if (end == ncclSuccess) {
+    int count = 0;
+    ASSERT_EQ(ncclCommCount(comms[1], &count), ncclSuccess);
+    EXPECT_EQ(count, n);
+  }
   EXPECT_EQ(ncclCommAbort(comms[1]), ncclSuccess);  // its peer is gone: abort, not destroy
 }
 
