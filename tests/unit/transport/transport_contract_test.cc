@@ -376,8 +376,10 @@ TEST(Transport, AMessageThatArrivedBeforeItsSenderLeftIsStillReceived) {
     auto t = transport::createTransport(testTransport(), *bs);
     const std::vector<uint8_t> sent = payload(1, 0, 9, 64);
     if (rank == 1) {
-      auto s = t->isend(0, 9, sent.data(), sent.size());
-      waitFor(*t, *s);
+      {
+        auto s = t->isend(0, 9, sent.data(), sent.size());
+        waitFor(*t, *s);
+      }               // a request goes before its transport
       bs->barrier();  // sent
       t.reset();      // left
       bs->barrier();
