@@ -119,18 +119,17 @@ void addDiscarded(ncclComm_t comm) { tls.discarded.push_back(hold(comm)); }
 
 bool holds(ncclComm_t comm) {
   if (tls.depth == 0) return false;
-  auto has = [comm](const std::vector<Held>& v) {
-    return std::any_of(v.begin(), v.end(), [comm](const Held& h) { return h.get() == comm; });
-  };
-  return has(tls.creations) || has(tls.discarded) ||
-         std::any_of(tls.deferred.begin(), tls.deferred.end(), [comm](const auto& d) { return d.first.get() == comm; });
+  const auto named = [comm](const Held& h) { return h.get() == comm; };
+  return std::any_of(tls.creations.begin(), tls.creations.end(), named) ||
+         std::any_of(tls.discarded.begin(), tls.discarded.end(), named) ||
+         std::any_of(tls.deferred.begin(), tls.deferred.end(), [&](const auto& d) { return named(d.first); });
 }
 
 void forget(ncclComm_t comm) {
-  auto named = [comm](const Held& h) { return h.get() == comm; };
+  const auto named = [comm](const Held& h) { return h.get() == comm; };
   std::erase_if(tls.creations, named);
   std::erase_if(tls.discarded, named);
-  std::erase_if(tls.deferred, [comm](const auto& d) { return d.first.get() == comm; });
+  std::erase_if(tls.deferred, [&](const auto& d) { return named(d.first); });
 }
 
 void fail(ncclResult_t code) {

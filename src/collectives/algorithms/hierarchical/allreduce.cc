@@ -167,21 +167,20 @@ class AllReduceBuilder {
   void sumShard(size_t s) {
     const size_t off = l_.split.offset(s), cnt = l_.split.size(s);
     const Split ch = chunksOf(s);
-    const bool widened = wide_;
-    const Ref acc = widened ? p_.scratch(cnt * sizeof(float)) : out_ + off * es_;
-    const size_t accSize = widened ? sizeof(float) : es_;
+    const Ref acc = wide_ ? p_.scratch(cnt * sizeof(float)) : out_ + off * es_;
+    const size_t accSize = wide_ ? sizeof(float) : es_;
     // Read in place (kRecvReduce): the first contribution is added to this rank's own as it
     // arrives, into the output, so the own one needs no copy there first.
-    const bool fuse = a_.readInPlace && !squeeze_ && !widened && l_.nodeSize > 1;
+    const bool fuse = a_.readInPlace && !squeeze_ && !wide_ && l_.nodeSize > 1;
     Deps have;
-    if (widened && cnt)
+    if (wide_ && cnt)
       have = {p_.widen(acc, in_ + off * es_, cnt)};
     else if (!a_.inPlace && cnt && !fuse)
       have = {p_.copy(out_ + off * es_, in_ + off * es_, cnt * es_)};
     for (size_t j = 0; j < ch.parts; ++j) {
       const Ref chunk = acc + ch.offset(j) * accSize;
       Deps last = addContributions(chunk, in_ + (off + ch.offset(j)) * es_, ch.size(j), j, fuse, have);
-      if (widened && ch.size(j))
+      if (wide_ && ch.size(j))
         last = {p_.narrow(out_ + (off + ch.offset(j)) * es_, chunk, ch.size(j), a_.op == cclAvg, last)};
       shardDone_.insert(shardDone_.end(), last.begin(), last.end());
       made_.push_back({ch.offset(j) * es_, (ch.offset(j) + ch.size(j)) * es_, last});
