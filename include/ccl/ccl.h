@@ -272,6 +272,11 @@ CCL_API cclResult_t cclCommRevoke(cclComm_t comm, int flags);
  * out, so a group forming with another list fails too (both, when the first has not formed
  * yet). A listed rank that never calls makes the others fail after CCL_TIMEOUT
  * (cclSystemError), naming it. *newcomm is NULL on failure.
+ * A failed shrink may be retried: every rank that goes on calls cclCommShrink again on
+ * `comm` (with the list it holds now), including those that came to the failed one late. The
+ * retry supersedes the failed one at its root: ranks still waiting in the failed one fail
+ * with cclRemoteError, as does a rank that comes to it after its root began the retry, and
+ * neither fails the retry.
  */
 CCL_API cclResult_t cclCommShrink(cclComm_t comm, const int* excludeRanks, int excludeCount, cclComm_t* newcomm,
                                   cclConfig_t* config, int flags);

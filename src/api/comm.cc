@@ -103,7 +103,8 @@ std::shared_ptr<const coll::Topology> exchangeTopology(cclComm& comm, const host
 }  // namespace
 
 cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfig_t* config, int device,
-                     const uint64_t* parentHostId, uint64_t agreement, const cclComm* inheritFrom) {
+                     const uint64_t* parentHostId, const bootstrap::Derivation& derivation,
+                     const cclComm* inheritFrom) {
   CCL_CHECK(nranks > 0, cclInvalidArgument, "nranks " + std::to_string(nranks) + " must be positive");
   CCL_CHECK(nranks <= tags::kMaxRanks, cclInvalidArgument,
             "nranks " + std::to_string(nranks) + " exceeds the " + std::to_string(tags::kMaxRanks) +
@@ -137,7 +138,7 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
   comm->seq.sends.assign(nranks, 0);
   comm->seq.recvs.assign(nranks, 0);
   log::RankScope scope(rank);
-  comm->links.bootstrap = bootstrap::Bootstrap::connect(id, rank, nranks, comm->settings.timeout, agreement);
+  comm->links.bootstrap = bootstrap::Bootstrap::connect(id, rank, nranks, comm->settings.timeout, derivation);
   // Pulsed from here (a rank stopped during the rest of the init is named), watched from the end.
   pulseWhileStarting(comm->links.bootstrap.get());
   struct Starting {
@@ -308,7 +309,7 @@ CCL_API cclResult_t cclCommSplit(cclComm_t comm, int color, int key, cclComm_t* 
     // NCCL's split keeps the parent's device, whichever is current on the calling thread.
     *newcomm =
         api::createComm(ids[mine.front().rank], static_cast<int>(mine.size()), newRank, config ? config : &inherited,
-                        comm->device.ordinal, &comm->placement.hostId, 0, config ? nullptr : comm);
+                        comm->device.ordinal, &comm->placement.hostId, {}, config ? nullptr : comm);
   });
 }
 
@@ -428,14 +429,17 @@ CCL_API cclResult_t cclCommShrink(cclComm_t comm, const int* excludeRanks, int e
     if (flags & CCL_SHRINK_ABORT) api::revoke(comm);
     // What the survivors must agree on: who goes on, and which shrink of this communicator
     // this is (each rank counts its own; survivors shrink a communicator in the same order).
-    uint64_t agreement = fnv1a({0x73687269'6e6b3031ull, comm->life.shrinks++, keep.size()});
-    for (int r : keep) agreement = fnv1a({uint64_t(r)}, agreement);
-    const cclUniqueId id = comm->links.bootstrap->derivedId(keep, agreement);
+    bootstrap::Derivation derivation;
+    derivation.number = ++comm->life.shrinks;
+    derivation.agreement = fnv1a({0x73687269'6e6b3031ull, derivation.number, keep.size()});
+    for (int r : keep) derivation.agreement = fnv1a({uint64_t(r)}, derivation.agreement);
+    const cclUniqueId id = comm->links.bootstrap->derivedId(keep, derivation);
     const int newRank = static_cast<int>(std::lower_bound(keep.begin(), keep.end(), comm->rank) - keep.begin());
     cclConfig_t inherited = comm->config;
     inherited.commName = comm->name.empty() ? nullptr : comm->name.c_str();
-    cclComm_t made = api::createComm(id, static_cast<int>(keep.size()), newRank, config ? config : &inherited,
-                                     comm->device.ordinal, &comm->placement.hostId, agreement, config ? nullptr : comm);
+    cclComm_t made =
+        api::createComm(id, static_cast<int>(keep.size()), newRank, config ? config : &inherited, comm->device.ordinal,
+                        &comm->placement.hostId, derivation, config ? nullptr : comm);
     // The implicit error-feedback state of the tensors that go on: a survivor's residual is
     // what its own compression lost, whoever else is gone.
     made->compression.autoFeedback = std::move(comm->compression.autoFeedback);

@@ -229,13 +229,13 @@ void checkUsable(cclComm_t comm, bool afterRevoke = false);
 // `parentHostId` (a split's parent's identity; NULL for a new communicator) is this rank's
 // host identity, which config->hostId may repeat but not change.
 constexpr int kCurrentDevice = -2;
-// `agreement`: the bootstrap's (Bootstrap::connect), nonzero for a shrink's derived id.
+// `derivation`: the bootstrap's (Bootstrap::connect), a shrink's for its derived id.
 // `inheritFrom`: the parent of a split or shrink whose caller passed no config; the new
 // communicator takes its compression as it is now (its codec, cclCommSetCompression's too,
 // the policy around it and the intra-node codec), not the environment's.
 cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfig_t* config,
-                     int device = kCurrentDevice, const uint64_t* parentHostId = nullptr, uint64_t agreement = 0,
-                     const cclComm* inheritFrom = nullptr);
+                     int device = kCurrentDevice, const uint64_t* parentHostId = nullptr,
+                     const bootstrap::Derivation& derivation = {}, const cclComm* inheritFrom = nullptr);
 
 // Called once by the NCCL face as it loads: its communicators get their device link from the
 // face (borrowDeviceNccl), so CCL_DEVICE_TRANSPORT=auto makes no NCCL communicator of its own.

@@ -38,7 +38,7 @@ constexpr std::chrono::seconds kRootAnswerGrace{1};
 
 // Sends our Hello to the root and returns the ring address of every rank.
 std::vector<WireAddr> rendezvous(const IdLayout& id, int rank, int nranks, const WireAddr& listenAddr,
-                                 uint64_t agreement, Deadline deadline) {
+                                 const Derivation& derivation, Deadline deadline) {
   Socket root = Socket::connectTo(id.root, deadline);
   Hello hello{};
   hello.magic = kHelloMagic;
@@ -46,7 +46,8 @@ std::vector<WireAddr> rendezvous(const IdLayout& id, int rank, int nranks, const
   hello.rank = rank;
   hello.nranks = nranks;
   hello.listen = listenAddr;
-  hello.agreement = agreement;
+  hello.agreement = derivation.agreement;
+  hello.derivation = derivation.number;
   Reply reply{};
   try {
     root.sendAll(&hello, sizeof(hello), deadline);
@@ -207,7 +208,7 @@ std::chrono::milliseconds peerSilence() {
 }  // namespace
 
 std::unique_ptr<Bootstrap> Bootstrap::connect(const cclUniqueId& id, int rank, int nranks,
-                                              std::chrono::milliseconds timeout, uint64_t agreement) {
+                                              std::chrono::milliseconds timeout, const Derivation& derivation) {
   CCL_CHECK(nranks >= 1 && rank >= 0 && rank < nranks, cclInvalidArgument,
             "invalid rank " + std::to_string(rank) + " of " + std::to_string(nranks));
   CCL_CHECK(nranks <= tags::kMaxRanks, cclInvalidArgument,
@@ -217,7 +218,7 @@ std::unique_ptr<Bootstrap> Bootstrap::connect(const cclUniqueId& id, int rank, i
   const Deadline deadline = deadlineAfter(timeout);
   WireAddr local = pickLocalAddress();
   Socket listener = Socket::listenOn(local);
-  std::vector<WireAddr> table = rendezvous(layout, rank, nranks, listener.localAddr(), agreement, deadline);
+  std::vector<WireAddr> table = rendezvous(layout, rank, nranks, listener.localAddr(), derivation, deadline);
   const std::chrono::milliseconds silence = peerSilence();
   std::array<Socket, kChannels> next, prev;
   if (nranks > 1) {

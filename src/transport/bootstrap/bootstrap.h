@@ -15,6 +15,19 @@
 
 namespace ccl::bootstrap {
 
+// Which communicator a derived id (Bootstrap::derivedId) makes: the parent's `number`-th
+// derivation (from 1; each rank counts its own, and the ranks that go on derive in the same
+// order), and what its ranks must agree on besides the size (a hash of who takes part and
+// of the number). {0, 0}: the rendezvous of an id from createUniqueId. A root that serves
+// derivation n refuses alone a hello of an earlier one (a rank that came late to a
+// derivation its root already gave up), and ends its own at a hello of a later one (a rank
+// that gave it up), handing that hello to the next derivation it serves: so ranks that
+// retry a failed shrink meet in the retry, whatever each did with the failed one.
+struct Derivation {
+  uint64_t number = 0;
+  uint64_t agreement = 0;
+};
+
 // Fills *id with a fresh address + secret and starts the rendezvous service in this
 // process (a thread that lives until all ranks of that id have joined or the timeout
 // passes). Throws ccl::Error(cclSystemError) when no socket can be opened.
@@ -25,10 +38,10 @@ class Bootstrap {
   // Joins the rendezvous of `id` as `rank` of `nranks`; blocks until all ranks have joined.
   // Throws ccl::Error: cclInvalidArgument for a malformed id, cclSystemError on timeout or
   // socket failure, cclInvalidUsage when ranks disagree on nranks or a rank joins twice.
-  // `agreement`: 0 for an id from createUniqueId; derivedId's for a derived one. `timeout`
+  // `derivation`: {} for an id from createUniqueId; derivedId's for a derived one. `timeout`
   // bounds the join, and then each of the bootstrap's collectives.
   static std::unique_ptr<Bootstrap> connect(const cclUniqueId& id, int rank, int nranks,
-                                            std::chrono::milliseconds timeout, uint64_t agreement = 0);
+                                            std::chrono::milliseconds timeout, const Derivation& derivation = {});
   virtual ~Bootstrap() = default;
 
   virtual int rank() const = 0;
@@ -99,13 +112,15 @@ class Bootstrap {
   // message: cclCommShrink's, whose survivors cannot count on this ring (a lost rank broke
   // it). Each rank keeps its rendezvous listener while the bootstrap lives; the id's root is
   // that of ranks.front(), its secret this communicator's. On that rank the call starts the
-  // rendezvous for ranks.size() ranks whose connect passes `agreement` (every rank that takes
-  // part passes the same ranks and agreement; a hello with another agreement fails them all).
+  // rendezvous for ranks.size() ranks whose connect passes `derivation` (every rank that
+  // takes part passes the same ranks and derivation; a hello of the same number with another
+  // agreement fails them all), after stopping the one this bootstrap served before (its
+  // ranks are told that a later derivation superseded it).
   // That rendezvous also tells every rank left out: one serving a rendezvous of its own with
   // another view fails it, and this one too when the answer comes in time. So ranks that
   // disagree on who is gone end in an error, not in two communicators. Works after abort(),
   // which closes only the ring.
-  virtual cclUniqueId derivedId(const std::vector<int>& ranks, uint64_t agreement) = 0;
+  virtual cclUniqueId derivedId(const std::vector<int>& ranks, const Derivation& derivation) = 0;
   // The ranks whose process is alive: its rendezvous listener accepts a connection within
   // `wait` (a refusal means the process is gone; a silent host, that its rank is).
   virtual std::vector<int> reachable(std::chrono::milliseconds wait) = 0;

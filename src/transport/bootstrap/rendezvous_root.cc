@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <future>
 #include <map>
@@ -38,6 +39,24 @@ struct Joined {
   Socket sock;
   Hello hello;
 };
+
+}  // namespace
+
+// serveRendezvous's handle. The next derived service on the same listener sets `stop`; the
+// service, which looks at it at least every kStopPoll, answers its ranks, leaves in
+// `handover` the connections whose hello is not yet read or is of a later derivation, and
+// sets `done` (also when it ends by itself), after which it touches none of them.
+struct DerivedService {
+  std::atomic<bool> stop{false};
+  std::mutex mutex;
+  std::condition_variable ended;
+  bool done = false;
+  std::vector<Pending> handover;
+};
+
+namespace {
+
+constexpr std::chrono::milliseconds kStopPoll{50};
 
 // The size of the communicator an id's creator joins, when that process joins it: what the
 // root's table is bounded by. Registered per id (by its secret) while its service runs.
@@ -83,13 +102,16 @@ Secret secretOf(const uint8_t* bytes) {
 class RootService {
  public:
   RootService(Socket listener, const IdLayout& id, Deadline deadline, std::shared_ptr<CreatorRanks> creator,
-              uint64_t agreement, std::vector<Socket> probes, std::vector<int> labels)
+              const Derivation& derivation, std::vector<Socket> probes, std::vector<int> labels,
+              std::shared_ptr<DerivedService> control, std::vector<Pending> inherited)
       : listener_(std::move(listener)),
         id_(id),
         deadline_(deadline),
         creator_(std::move(creator)),
-        agreement_(agreement),
-        labels_(std::move(labels)) {
+        derivation_(derivation),
+        labels_(std::move(labels)),
+        control_(std::move(control)),
+        inherited_(std::move(inherited)) {
     for (Socket& s : probes) probes_.push_back(Probe{std::move(s)});
     // Allocated up front, on the caller's thread: an idle service then makes no allocation,
     // so a process that forks its ranks right after createUniqueId does not copy a lock
@@ -102,6 +124,11 @@ class RootService {
   void run() noexcept;
 
  private:
+  void serve();
+  bool stopped() const { return control_ && control_->stop.load(std::memory_order_acquire); }
+  // Stopped by the next derivation served on this listener: this one's ranks are told, and
+  // the connections meant for later ones are left to it.
+  void handOver();
   void pollOnce();
   void acceptAll();
   void readPending();
@@ -130,7 +157,7 @@ class RootService {
   Deadline deadline_;
   std::vector<Pending> pending_;
   std::shared_ptr<CreatorRanks> creator_;
-  uint64_t agreement_;  // every hello must carry it (wire.h, Hello::agreement)
+  Derivation derivation_;  // every hello must carry it (wire.h, Hello)
   // Probes this rendezvous sent to the ranks it leaves out, until each answers or closes.
   struct Probe {
     Socket sock;
@@ -140,6 +167,9 @@ class RootService {
   std::vector<Probe> probes_;
   // A derived rendezvous's ranks by their rank in the parent, which its errors name.
   std::vector<int> labels_;
+  std::shared_ptr<DerivedService> control_;  // a derived rendezvous's; null for a fresh id's
+  std::vector<Pending> inherited_;           // from the service stopped before this one
+  std::vector<Pending> parked_;              // hellos of a later derivation (handOver)
   // By rank: only ranks that joined take memory, whatever size a hello claims.
   std::map<int, Joined> joined_;
   int expected_ = -1;
@@ -152,28 +182,60 @@ class RootService {
 void RootService::run() noexcept {
   std::unique_lock<std::mutex> gate(forkGate());
   try {
-    while (!complete() && Clock::now() < deadline_) pollOnce();
-    if (complete()) {
-      std::vector<WireAddr> table(expected_);
-      for (auto& [r, j] : joined_) table[r] = j.hello.listen;
-      for (auto& [r, j] : joined_) sendReply(j.sock, cclSuccess, "", &table);
-      CCL_INFO("bootstrap root %s: %d ranks joined", toString(id_.root).c_str(), expected_);
-    } else if (errorCode_ == cclSuccess && expected_ > 0) {
-      // The ranks that came are told which did not, so each error names the ranks at fault.
-      std::string missing;
-      int named = 0;
-      for (int r = 0; r < expected_ && named < 8; ++r)
-        if (!joined_.count(r)) missing += (named++ ? ", " : "") + std::to_string(derived() ? labels_[r] : r);
-      if (expected_ - joinedCount_ > named) missing += ", ...";
-      fail(cclSystemError, std::string("timeout: ") + (expected_ - joinedCount_ > 1 ? "ranks " : "rank ") + missing +
-                               (derived() ? " of the parent communicator" : "") + " never joined the rendezvous of " +
-                               std::to_string(expected_) + " ranks (gone, or alive but not calling)");
-    } else if (errorCode_ == cclSuccess) {
-      CCL_WARN("bootstrap root %s: timeout before any rank joined", toString(id_.root).c_str());
-    }
+    serve();
   } catch (const std::exception& e) {
     CCL_WARN("bootstrap root %s failed: %s", toString(id_.root).c_str(), e.what());
   }
+  if (control_) {
+    std::lock_guard<std::mutex> lock(control_->mutex);
+    control_->done = true;
+    control_->ended.notify_all();
+  }
+}
+
+void RootService::serve() {
+  // What the previous service on this listener left: hellos already read are admitted (or
+  // parked again) before any new connection.
+  for (Pending& p : inherited_) {
+    if (p.got == sizeof(Hello)) {
+      admit(p);
+    } else {
+      pending_.push_back(std::move(p));
+    }
+  }
+  inherited_.clear();
+  while (!complete() && Clock::now() < deadline_ && !stopped()) pollOnce();
+  if (stopped()) {
+    handOver();
+  } else if (complete()) {
+    std::vector<WireAddr> table(expected_);
+    for (auto& [r, j] : joined_) table[r] = j.hello.listen;
+    for (auto& [r, j] : joined_) sendReply(j.sock, cclSuccess, "", &table);
+    CCL_INFO("bootstrap root %s: %d ranks joined", toString(id_.root).c_str(), expected_);
+  } else if (errorCode_ == cclSuccess && expected_ > 0) {
+    // The ranks that came are told which did not, so each error names the ranks at fault.
+    std::string missing;
+    int named = 0;
+    for (int r = 0; r < expected_ && named < 8; ++r)
+      if (!joined_.count(r)) missing += (named++ ? ", " : "") + std::to_string(derived() ? labels_[r] : r);
+    if (expected_ - joinedCount_ > named) missing += ", ...";
+    fail(cclSystemError, std::string("timeout: ") + (expected_ - joinedCount_ > 1 ? "ranks " : "rank ") + missing +
+                             (derived() ? " of the parent communicator" : "") + " never joined the rendezvous of " +
+                             std::to_string(expected_) + " ranks (gone, or alive but not calling)");
+  } else if (errorCode_ == cclSuccess) {
+    CCL_WARN("bootstrap root %s: timeout before any rank joined", toString(id_.root).c_str());
+  }
+}
+
+void RootService::handOver() {
+  if (errorCode_ == cclSuccess && joinedCount_ > 0)
+    fail(cclRemoteError, "its root (rank " + std::to_string(labels_.front()) +
+                             " of the parent) gave this communicator up for a later one (a retried shrink)");
+  std::lock_guard<std::mutex> lock(control_->mutex);
+  for (Pending& p : pending_) control_->handover.push_back(std::move(p));
+  for (Pending& p : parked_) control_->handover.push_back(std::move(p));
+  pending_.clear();
+  parked_.clear();
 }
 
 void RootService::pollOnce() {
@@ -183,8 +245,10 @@ void RootService::pollOnce() {
   for (auto& p : pending_) fds_.push_back({p.sock.fd(), POLLIN, 0});
   for (auto& p : probes_) fds_.push_back({p.sock.fd(), POLLIN, 0});
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
-  // While the creator's size may still come (or change to a conflict), look every 50 ms.
-  if (creator_->nranks.load(std::memory_order_acquire) <= 0) left = std::min<long long>(left, 50);
+  // While the creator's size may still come (or change to a conflict), or the next derived
+  // service may ask this one to stop, look every 50 ms.
+  if (creator_->nranks.load(std::memory_order_acquire) <= 0 || control_)
+    left = std::min<long long>(left, kStopPoll.count());
   const int timeoutMs = static_cast<int>(std::clamp<long long>(left + 1, 0, 1 << 30));
   forkGate().unlock();
   int rc = poll(fds_.data(), fds_.size(), timeoutMs);
@@ -290,6 +354,25 @@ void RootService::admit(Pending& p) {
     sendReply(p.sock, cclInvalidUsage, why, nullptr);
     return;
   }
+  if (derived() && h.derivation < derivation_.number) {
+    // Late for a derivation its root already gave up: refused alone, so that the ranks of
+    // this one go on and it can retry.
+    sendReply(p.sock, cclRemoteError,
+              "its root (rank " + std::to_string(labels_.front()) + " of the parent) gave this communicator up for " +
+                  "a later one (a retried shrink)",
+              nullptr);
+    return;
+  }
+  if (derived() && h.derivation > derivation_.number) {
+    // A rank that gave this derivation up and began a later one: this one cannot form. Its
+    // hello waits for the root's own later derivation (handOver).
+    // (Its rank is numbered in that later one, so the error cannot name it.)
+    if (errorCode_ == cclSuccess)
+      fail(cclRemoteError, "a rank that takes part gave this communicator up for a later one (a retried shrink)");
+    if (parked_.size() >= kMaxPending) parked_.erase(parked_.begin());
+    parked_.push_back(std::move(p));
+    return;
+  }
   if (errorCode_ != cclSuccess) {
     sendReply(p.sock, errorCode_, error_, nullptr);
     return;
@@ -308,7 +391,7 @@ void RootService::admit(Pending& p) {
     return;
   }
   const int creator = creator_->nranks.load(std::memory_order_acquire);
-  if (derived() && (h.nranks != creator || h.agreement != agreement_)) {
+  if (derived() && (h.nranks != creator || h.agreement != derivation_.agreement)) {
     // A derived rendezvous's ranks all know its size and agreement: a hello with either
     // wrong is a rank with another view of who is gone, and none of them may form one.
     joined_.emplace(-1 - int(joined_.size()), Joined{std::move(p.sock), h});
@@ -424,8 +507,9 @@ void createUniqueId(cclUniqueId* id) {
     for (auto it = reg.begin(); it != reg.end();) it = it->second.expired() ? reg.erase(it) : std::next(it);
     reg[secretOf(layout.secret)] = creator;
   }
-  startService(std::make_unique<RootService>(std::move(listener), layout, defaultDeadline(), std::move(creator), 0,
-                                             std::vector<Socket>{}, std::vector<int>{}));
+  startService(std::make_unique<RootService>(std::move(listener), layout, defaultDeadline(), std::move(creator),
+                                             Derivation{}, std::vector<Socket>{}, std::vector<int>{}, nullptr,
+                                             std::vector<Pending>{}));
   std::memset(id->internal, 0, sizeof(id->internal));
   std::memcpy(id->internal, &layout, sizeof(layout));
   CCL_INFO("bootstrap root listening on %s", toString(layout.root).c_str());
@@ -442,12 +526,24 @@ void noteCreatorRanks(const uint8_t* secret, int nranks) {
   }
 }
 
-void serveRendezvous(Socket listener, const IdLayout& id, uint64_t agreement, std::vector<Socket> probes,
-                     std::vector<int> labels) {
+std::shared_ptr<DerivedService> serveRendezvous(Socket listener, const IdLayout& id, const Derivation& derivation,
+                                                std::vector<Socket> probes, std::vector<int> labels,
+                                                std::shared_ptr<DerivedService> previous) {
+  std::vector<Pending> inherited;
+  if (previous) {
+    // Both would accept on the same listener: a hello of this derivation taken by the
+    // previous one would fail it. The previous one looks at `stop` every kStopPoll.
+    previous->stop.store(true, std::memory_order_release);
+    std::unique_lock<std::mutex> lock(previous->mutex);
+    previous->ended.wait(lock, [&] { return previous->done; });
+    inherited = std::move(previous->handover);
+  }
   auto creator = std::make_shared<CreatorRanks>();
   creator->nranks.store(static_cast<int>(labels.size()));
-  startService(std::make_unique<RootService>(std::move(listener), id, defaultDeadline(), std::move(creator), agreement,
-                                             std::move(probes), std::move(labels)));
+  auto control = std::make_shared<DerivedService>();
+  startService(std::make_unique<RootService>(std::move(listener), id, defaultDeadline(), std::move(creator), derivation,
+                                             std::move(probes), std::move(labels), control, std::move(inherited)));
+  return control;
 }
 
 }  // namespace ccl::bootstrap

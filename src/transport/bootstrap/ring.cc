@@ -100,7 +100,7 @@ void RingBootstrap::broadcast(void* data, size_t bytes, int root) {
   });
 }
 
-cclUniqueId RingBootstrap::derivedId(const std::vector<int>& ranks, uint64_t agreement) {
+cclUniqueId RingBootstrap::derivedId(const std::vector<int>& ranks, const Derivation& derivation) {
   CCL_CHECK(!ranks.empty() && std::is_sorted(ranks.begin(), ranks.end()) &&
                 std::adjacent_find(ranks.begin(), ranks.end()) == ranks.end() && ranks.front() >= 0 &&
                 ranks.back() < size_ && std::binary_search(ranks.begin(), ranks.end(), rank_),
@@ -120,7 +120,8 @@ cclUniqueId RingBootstrap::derivedId(const std::vector<int>& ranks, uint64_t agr
     probe.rank = kProbeRank;
     probe.nranks = static_cast<int32_t>(ranks.size());
     probe.listen = layout.root;
-    probe.agreement = agreement;
+    probe.agreement = derivation.agreement;
+    probe.derivation = derivation.number;
     std::vector<Socket> sent;
     for (Socket& p : probes) {
       if (!p.valid()) continue;  // gone: nothing to tell
@@ -132,7 +133,7 @@ cclUniqueId RingBootstrap::derivedId(const std::vector<int>& ranks, uint64_t agr
     }
     // The listener kept from this ring's rendezvous still accepts: a rank that connects
     // before the service starts waits in its backlog.
-    serveRendezvous(listener_.duplicate(), layout, agreement, std::move(sent), ranks);
+    derived_ = serveRendezvous(listener_.duplicate(), layout, derivation, std::move(sent), ranks, std::move(derived_));
   }
   cclUniqueId out;
   std::memset(out.internal, 0, sizeof(out.internal));

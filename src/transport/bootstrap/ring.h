@@ -113,7 +113,7 @@ class RingBootstrap final : public Bootstrap {
       } catch (const Error&) {
       }
   }
-  cclUniqueId derivedId(const std::vector<int>& ranks, uint64_t agreement) override;
+  cclUniqueId derivedId(const std::vector<int>& ranks, const Derivation& derivation) override;
   std::vector<int> reachable(std::chrono::milliseconds wait) override;
 
  private:
@@ -153,6 +153,8 @@ class RingBootstrap final : public Bootstrap {
   // The rendezvous listener of every rank (this one's kept open): derived ids' roots.
   Socket listener_;
   std::vector<WireAddr> listeners_;
+  // The derived rendezvous this rank serves on listener_ (derivedId), stopped by the next.
+  std::shared_ptr<DerivedService> derived_;
   IdLayout id_;
   std::atomic<bool> aborted_{false};
   std::atomic<bool> saidGoodbye_{false};

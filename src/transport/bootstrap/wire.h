@@ -6,16 +6,18 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "ccl/ccl.h"
+#include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/socket.h"
 
 namespace ccl::bootstrap {
 
 constexpr size_t kSecretBytes = 32;
 constexpr uint64_t kIdMagic = 0x31306469'2d6c6363ull;     // "ccl-id01"
-constexpr uint64_t kHelloMagic = 0x3130686c'2d6c6363ull;  // "ccl-hl01"
+constexpr uint64_t kHelloMagic = 0x3230686c'2d6c6363ull;  // "ccl-hl02"
 constexpr uint64_t kRingMagic = 0x32306772'2d6c6363ull;   // "ccl-rg02"
 
 struct IdLayout {
@@ -25,11 +27,9 @@ struct IdLayout {
 };
 static_assert(sizeof(IdLayout) <= CCL_UNIQUE_ID_BYTES);
 
-// Rank -> root: who I am and where my ring listener is. `agreement` is what the ranks must
-// agree on besides the size: 0 for the rendezvous of a fresh id; for one derived from a
-// communicator (Bootstrap::derivedId), a hash of the ranks that take part and of the
-// derivation's number, so that ranks holding different views fail instead of forming a
-// communicator.
+// Rank -> root: who I am and where my ring listener is, and which derivation of the parent
+// I join ({0, 0} for a fresh id; bootstrap.h, Derivation): ranks holding different views of
+// who takes part fail instead of forming a communicator.
 struct Hello {
   uint64_t magic;
   uint8_t secret[kSecretBytes];
@@ -37,6 +37,7 @@ struct Hello {
   int32_t nranks;
   WireAddr listen;
   uint64_t agreement;
+  uint64_t derivation;  // Derivation::number
 };
 
 // Hello::rank of a probe: the root of a derived rendezvous tells a rank that its
@@ -74,13 +75,21 @@ struct RingProof {
 // nothing for an id made elsewhere.
 void noteCreatorRanks(const uint8_t* secret, int nranks);
 
+// A derived rendezvous served on a rank's listener (serveRendezvous): the handle by which
+// the next one served on that listener stops it first and takes over the connections it
+// holds for later derivations.
+struct DerivedService;
+
 // Starts the rendezvous service of a derived id (Bootstrap::derivedId) on `listener`, which
-// must listen at id.root, for labels.size() ranks whose hellos carry `agreement`; labels[r]
+// must listen at id.root, for labels.size() ranks whose hellos carry `derivation`; labels[r]
 // is rank r's rank in the parent, which errors name. It ends once they joined, a hello
-// disagreed, or the timeout passed. `probes`: connections to the ranks left out, each sent a
-// probe hello; an answer with an error fails this rendezvous too.
-void serveRendezvous(Socket listener, const IdLayout& id, uint64_t agreement, std::vector<Socket> probes,
-                     std::vector<int> labels);
+// disagreed or gave it up (a later derivation's), or the timeout passed. `probes`:
+// connections to the ranks left out, each sent a probe hello; an answer with an error fails
+// this rendezvous too. `previous` (may be null): the service this listener served before,
+// stopped here first; its ranks still waiting are told it was superseded.
+std::shared_ptr<DerivedService> serveRendezvous(Socket listener, const IdLayout& id, const Derivation& derivation,
+                                                std::vector<Socket> probes, std::vector<int> labels,
+                                                std::shared_ptr<DerivedService> previous);
 
 // Compares secrets without an early exit so timing does not reveal a matching prefix.
 inline bool sameSecret(const uint8_t* a, const uint8_t* b) {

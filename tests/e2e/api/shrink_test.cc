@@ -212,6 +212,65 @@ TEST(Shrink, TwoGroupsThatDropEachOtherNeverBothForm) {
   }
 }
 
+// A shrink that failed is retried on the same parent: the retry forms, whatever the failed
+// attempt's rendezvous (still serving on the root's listener, or failed and answering with
+// its error) is doing. Three ways the first attempt fails: the lists disagree; a listed rank
+// is lost, so the others give up at their config's timeout while the root's rendezvous
+// would wait for CCL_TIMEOUT; a rank comes to the first attempt only after the others gave
+// it up (its hello reaches the root's retry, or the first attempt's rendezvous).
+TEST(Shrink, ARetriedShrinkFormsOnceTheRanksAgree) {
+  ScopedEnv timeout("CCL_TIMEOUT", "30");
+  enum Failure { kDisagree, kLostRank, kLateRank };
+  for (Failure failure : {kDisagree, kLostRank, kLateRank, kDisagree, kLostRank, kLateRank}) {
+    std::vector<cclComm_t> comms = makeRanks(4);
+    if (failure == kLostRank) {
+      ASSERT_CCL_OK(cclCommAbort(comms[3]));
+      comms[3] = nullptr;
+    }
+    const std::vector<int> go = failure == kLostRank ? std::vector<int>{0, 2} : std::vector<int>{0, 2, 3};
+    std::vector<cclResult_t> first(4, cclSuccess), second(4, cclInternalError);
+    std::vector<std::string> why(4);
+    std::vector<cclComm_t> next(4, nullptr);
+    std::vector<int32_t> sums(4, -1);
+    std::atomic<int> gaveUp{0};
+    expectNoneThrew(runRanks(4, [&](int r) {
+      if (std::find(go.begin(), go.end(), r) == go.end()) return;  // rank 1 is alive but dropped
+      const size_t i = static_cast<size_t>(r);
+      const int drop1[] = {1}, drop2[] = {2}, drop13[] = {1, 3};
+      cclConfig_t quick = CCL_CONFIG_INITIALIZER;
+      quick.timeoutMs = 500;
+      if (failure == kDisagree) {
+        // Rank 3 drops rank 2 and keeps rank 1: every rank that meets fails.
+        first[i] = cclCommShrink(comms[i], r == 3 ? drop2 : drop1, 1, &next[i], nullptr, 0);
+      } else if (failure == kLostRank) {
+        first[i] = cclCommShrink(comms[i], drop1, 1, &next[i], &quick, 0);  // waits for rank 3
+      } else if (r == 3) {
+        while (gaveUp.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        first[i] = cclCommShrink(comms[i], drop1, 1, &next[i], nullptr, 0);
+      } else {
+        first[i] = cclCommShrink(comms[i], drop1, 1, &next[i], &quick, 0);  // rank 3 is late
+        gaveUp.fetch_add(1);
+      }
+      if (next[i]) cclCommDestroy(next[i]);
+      next[i] = nullptr;
+      second[i] = failure == kLostRank ? cclCommShrink(comms[i], drop13, 2, &next[i], nullptr, 0)
+                                       : cclCommShrink(comms[i], drop1, 1, &next[i], nullptr, 0);
+      why[i] = cclGetLastError(nullptr);
+      if (next[i]) sums[i] = sumOfParentRanks(next[i], r);
+    }));
+    int32_t expected = 0;
+    for (int r : go) expected += r + 1;
+    for (int r : go) {
+      const size_t i = static_cast<size_t>(r);
+      EXPECT_NE(first[i], cclSuccess) << "case " << failure << " rank " << r;
+      EXPECT_EQ(second[i], cclSuccess) << "case " << failure << " rank " << r << ": the retry failed: " << why[i];
+      EXPECT_EQ(sums[i], expected) << "case " << failure << " rank " << r;
+    }
+    destroyAll(next);
+    destroyAll(comms);
+  }
+}
+
 // A listed rank that never calls: the others fail after CCL_TIMEOUT, and the error names it
 // by its rank in the parent.
 TEST(Shrink, AListedRankThatNeverComesIsNamed) {
