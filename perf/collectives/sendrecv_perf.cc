@@ -22,8 +22,10 @@ class SendRecvPerf final : public PerfCollective {
     cclCheck(cclCommCount(c, &n), "cclCommCount", c);
     const cclCompression_t* z = cclRankOf(comm).compression();
     cclCheck(cclGroupStart(), "cclGroupStart");
-    const cclResult_t sent = z ? cclSendEx(a.send, a.count, a.type, (rank + 1) % n, c, a.stream, z, nullptr)
-                               : cclSend(a.send, a.count, a.type, (rank + 1) % n, c, a.stream);
+    // --feedback: the send carries this rank's handle (its stream of sends is one tensor's).
+    const cclResult_t sent =
+        z ? cclSendEx(a.send, a.count, a.type, (rank + 1) % n, c, a.stream, z, cclRankOf(comm).feedback())
+          : cclSend(a.send, a.count, a.type, (rank + 1) % n, c, a.stream);
     const cclResult_t received = z ? cclRecvEx(a.recv, a.count, a.type, (rank - 1 + n) % n, c, a.stream, z)
                                    : cclRecv(a.recv, a.count, a.type, (rank - 1 + n) % n, c, a.stream);
     // The group is closed whatever happened, so the thread is not left inside it.

@@ -119,6 +119,8 @@ class Comm {
   void allReduceAsync(Site s, int tensor, float* buf, size_t count, cclRedOp_t op, int layer = -1);
   // Waits for site s's asynchronous calls; throws like the blocking calls when one failed.
   void wait(Site s);
+  // Whether site s has asynchronous calls that no wait(s) has waited for yet.
+  bool pending(Site s) const { return pending_[static_cast<size_t>(s)].calls > 0; }
 
   // Sends and receives that depend on each other, in one group.
   void exchange(const std::vector<PeerTransfer>& transfers);

@@ -58,6 +58,11 @@ DataParallel::DataParallel(Comm& comm, const TrainOptions& o, Model<float>& m)
   launched_.assign(blocks, 0);
 }
 
+DataParallel::~DataParallel() {
+  // cclCommAbort returns once the communicator's queued calls have ended.
+  if (comm_.pending(Site::kDpGrad)) comm_.abort();
+}
+
 void DataParallel::enqueue(size_t begin, size_t end, int tensor, int layer) {
   // Feedback is keyed by tensor: blocks and the buckets of the rest never share a key.
   comm_.allReduceAsync(Site::kDpGrad, tensor, model_.grads.data() + begin, end - begin, cclAvg, layer);

@@ -33,6 +33,15 @@ class DataParallel {
  public:
   // Pads the model's buffers for ZeRO-1 (a multiple of the rank count) and rebinds them.
   DataParallel(Comm& comm, const TrainOptions& o, Model<float>& m);
+  // A step that failed between blockReady and reduceGradients (an exception in the backward,
+  // a lost rank) leaves blocks' all-reduces queued on a host stream, in place on the model's
+  // gradients, which are freed right after this (Run holds the model first): they must end
+  // here, and a peer may never join them. So the communicators are aborted, as the failure
+  // does next anyway: the queued calls fail, a running one as soon as it notices, and the
+  // peers fail instead of waiting for this rank.
+  ~DataParallel();
+  DataParallel(const DataParallel&) = delete;
+  DataParallel& operator=(const DataParallel&) = delete;
 
   size_t begin() const { return begin_; }  // this rank's AdamW range
   size_t end() const { return end_; }

@@ -128,7 +128,8 @@ void addFlags(CLI::App& app, Cli& c) {
                  "feedback=none|ef|loco, beta, reset, layers=A-B, stages=A-B, phases=warmup+steady+cooldown, "
                  "warmup=STEPS); later flags win over --codec for dp.grad")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_option("--log", t.logPath, "JSONL log: one record per step, validation records, a summary");
+  app.add_option("--log", t.logPath,
+                 "JSONL log: one record per step, validation records, a summary (appended to with --resume)");
   app.add_option("--checkpoint", t.checkpointPath, "Checkpoint written every --save-every steps and at the end");
   app.add_option("--save-every", t.saveEvery, "Checkpoint interval in steps (0: at the end only)")
       ->capture_default_str();
@@ -172,8 +173,16 @@ void report(const Cli& c, const gpt::TrainResult& r, int ranks) {
       "final: train loss %.4f, validation loss %.4f (unigram entropy of the validation text %.4f nats, "
       "ratio %.3f)\n",
       r.finalTrainLoss, r.finalValLoss, r.unigramEntropy, r.finalValLoss / r.unigramEntropy);
-  std::printf("throughput: %.0f tokens/s over %d steps, %d rank(s) x %d thread(s)\n", r.tokensPerSecond, r.stepsRun,
-              ranks, t.threads);
+  // Under --elastic the throughput is that of the ranks left, over the steps since they went
+  // on without the lost ones: said so, with the run's steps in all.
+  if (r.stepsInAll != r.stepsRun)
+    std::printf(
+        "throughput: %.0f tokens/s over the %d steps since going on without the lost rank(s) (%d steps in all), %d "
+        "rank(s) x %d thread(s)\n",
+        r.tokensPerSecond, r.stepsRun, r.stepsInAll, ranks, t.threads);
+  else
+    std::printf("throughput: %.0f tokens/s over %d steps, %d rank(s) x %d thread(s)\n", r.tokensPerSecond, r.stepsRun,
+                ranks, t.threads);
   std::printf("gradients (dp.grad, rank 0): %.1f MB raw, %.1f MB on the wire (%.3f)\n", r.gradRawBytes / 1e6,
               r.gradWireBytes / 1e6, r.gradRawBytes ? double(r.gradWireBytes) / double(r.gradRawBytes) : 1.0);
   std::printf("sent per site, all ranks (MB raw / wire):");

@@ -362,7 +362,9 @@ void startLog(Run& r) {
     r.log = std::make_unique<JsonLog>("");
     writeOnLead(r.comm, [&] { r.log = std::make_unique<JsonLog>(o.logPath, true); });
   } else {
-    r.log = std::make_unique<JsonLog>(r.lead ? o.logPath : "");
+    // --resume goes on with the run it continues: the log keeps that run's records and
+    // appends (as llm.c's logger does when it resumes).
+    r.log = std::make_unique<JsonLog>(r.lead ? o.logPath : "", !o.resumePath.empty());
   }
   r.progress = std::make_unique<Progress>(r.lead && o.progress, o.steps);
   r.result.layout = layoutName(r.grid, o);
@@ -541,6 +543,7 @@ TrainResult finish(Run& r) {
   TrainResult& result = r.result;
   const double elapsed = seconds(r.start, Clock::now());
   result.stepsRun = r.ran;
+  result.stepsInAll = r.startStep + r.ran - r.firstStep;
   result.tokensPerSecond = r.ran > 0 ? static_cast<double>(r.tokensPerStep) * r.ran / elapsed : 0;
   result.gradRawBytes = r.comm.stats(Site::kDpGrad).rawBytes;
   result.gradWireBytes = r.comm.stats(Site::kDpGrad).wireBytes;
@@ -586,9 +589,10 @@ TrainResult trainOn(const TrainOptions& o, const Grid& grid, Comm& comm, Elastic
 
 // scale=channel on a tensor-parallel site: its allreduces travel transposed, in blocks of
 // their row count, which must be a multiple of 8 (at most 65536). The rows are a
-// micro-batch's tokens (--batch x --seq) in training, and in validation the windows of each
-// call: --batch of them, and --val-seqs mod --batch in the last. Refused here, before the
-// first step, rather than at the first call of the wrong size (the last validation's).
+// micro-batch's tokens (--batch x --seq) in training, or with token slices a slice's, and in
+// validation the windows of each call: --batch of them, and --val-seqs mod --batch in the
+// last. Refused here, before the first step, rather than at the first call of the wrong size
+// (the last validation's, or the first compressed step's).
 void checkChannelScales(const TrainOptions& o, const Grid& grid) {
   if (grid.tp == 1) return;
   for (Site s : {Site::kTpFwd, Site::kTpBwd}) {
@@ -608,6 +612,31 @@ void checkChannelScales(const TrainOptions& o, const Grid& grid) {
     if (o.valSequences % o.batch != 0)
       check(o.valSequences % o.batch, "the last validation call (--val-seqs " + std::to_string(o.valSequences) +
                                           " mod --batch " + std::to_string(o.batch) + ")");
+    if (o.slices == 1 && !o.planSlices) continue;
+    // Token slices (one sequence per micro-batch): a training call's rows are a slice's
+    // tokens. Every slice of the planner's grid is timed before the first step (compressed,
+    // unless the codec waits for a warm-up) and the planner may choose any of them: every
+    // grid position must then be a multiple of 8 (--seq is, as checked above). Else only the
+    // uniform slices themselves are compressed.
+    const std::string granularity = "--slice-granularity " + std::to_string(o.sliceGranularity);
+    if (o.planSlices || c.warmupSteps == 0) {
+      if (o.sliceGranularity % 8 != 0)
+        throw std::invalid_argument(site +
+                                    " needs a multiple of 8 rows in every allreduce: token slices are cut on the " +
+                                    granularity + " grid, " +
+                                    (o.planSlices ? "any of whose slices the planner may choose"
+                                                  : "every slice of which is timed before the first step") +
+                                    " (make it a multiple of 8)");
+      continue;
+    }
+    const std::vector<int> bounds = uniformSlices(SliceTimes{o.seq, o.sliceGranularity, {}}, o.slices);
+    for (size_t i = 0; i + 1 < bounds.size(); ++i)
+      if ((bounds[i + 1] - bounds[i]) % 8 != 0)
+        throw std::invalid_argument(site + " needs a multiple of 8 rows in every allreduce: --slices " +
+                                    std::to_string(o.slices) + " on the grid of " + granularity + " cuts --seq " +
+                                    std::to_string(o.seq) + " into a slice [" + std::to_string(bounds[i]) + ", " +
+                                    std::to_string(bounds[i + 1]) + ") of " +
+                                    std::to_string(bounds[i + 1] - bounds[i]) + " tokens");
   }
 }
 

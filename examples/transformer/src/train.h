@@ -76,7 +76,10 @@ struct TrainResult {
   double unigramEntropy = 0;  // of the validation split, nats
   double tokensPerSecond = 0;
   unsigned long long gradRawBytes = 0, gradWireBytes = 0;
-  int stepsRun = 0;
+  // The steps this call ran, which tokensPerSecond is measured over: under --elastic, those
+  // since the survivors last went on (on `ranks`). stepsInAll: from the step the process
+  // started from to the one it ended before, across the restarts (stepsRun without any).
+  int stepsRun = 0, stepsInAll = 0;
   long peakRssBytes = 0;
   std::vector<float> params;                              // the final parameters, parameterLayout order
   std::vector<std::pair<std::string, double>> opSeconds;  // forward+backward time per kind of op

@@ -9,7 +9,8 @@
 # By default every other rank must go on without them: each says it went on with M ranks from
 # some step S and exits 0, and the log reaches the last step (STEPS - 1, or --stop-after's K -
 # 1: K counts the steps across the restart) with finite losses; one survivor, rank 0 of the
-# shrunk world, prints the final report over M ranks (and --sample's text). With --tp or
+# shrunk world, prints the final report over M ranks, its throughput over the steps since S
+# with the run's total beside them (and --sample's text). With --tp or
 # --pp a data-parallel replica (the N / dp consecutive ranks of one data-parallel index) that
 # lost a rank leaves whole: its other ranks must say so and exit 0, and M counts the whole
 # replicas' ranks (else M = N - k). Then the state the survivors rebuilt must be exact: their
@@ -86,6 +87,15 @@ for r in $(seq 0 $((n - 1))); do
     fi
     if [ "$sample" -gt 0 ] && ! grep -q '^sample:' "$dir/out.$r"; then
       echo "elastic: rank $r printed no --sample"; status=1
+    fi
+    # Its throughput is the ranks left's, over the steps since they went on from step S (to
+    # the end), and says so; the run's total (from step 0) beside it.
+    went=$(grep -o 'going on with [0-9]* ranks from step [0-9]*' "$dir/out.$r" | tail -1 | grep -o '[0-9]*$')
+    since="over the $((end - went)) steps since going on without the lost rank(s) ($end steps in all), $after rank(s)"
+    [ "$went" -eq 0 ] && since="over $end steps, $after rank(s)"  # nothing ran before the loss
+    echo "rank $r: $(grep '^throughput: ' "$dir/out.$r")"
+    if ! grep -q -F -- "$since" "$dir/out.$r"; then
+      echo "elastic: rank $r's throughput is not said to be $since"; status=1
     fi
   fi
 done

@@ -8,13 +8,21 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
+#include <memory>
+#include <mutex>
 #include <ostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "comm.h"
+#include "data_parallel.h"
+#include "grid.h"
 #include "harness.h"
+#include "launch.h"
+#include "model.h"
 #include "site_codec.h"
 #include "train.h"
 
@@ -223,6 +231,53 @@ TEST(OverlappedDataParallel, MatchesTheBlockingAllReduce) {
   EXPECT_LT(largestDifference(blocking.losses, overlapped.losses), 1e-2);
   const SiteStats& v = overlapped.sites[static_cast<size_t>(Site::kDpGrad)];
   EXPECT_LT(v.wireBytes * 3, v.rawBytes) << "int8 went on the wire";
+}
+
+// A step that fails after its last backward announced blocks (an exception there, a lost
+// rank) unwinds with their all-reduces still queued on the host stream, in place on the
+// gradients, which go right after the DataParallel (Run holds the model first): destroying
+// it must end them. Rank 1 joins block 4's all-reduce only once rank 0's DataParallel is
+// gone (an event, not a delay): nothing may write rank 0's gradients after that.
+TEST(OverlappedDataParallel, AFailedStepLeavesNoAllReduceOnTheGradients) {
+  TrainOptions o = optionsFor(Layout{1, 1, 2, false, PipeSchedule::k1F1B, false, 1});
+  o.overlapDp = true;
+  const int last = o.model.layers - 1;
+  std::mutex mu;
+  std::condition_variable changed;
+  bool gone = false;
+  std::vector<float> left;  // rank 0's gradients once its communication layer is gone too
+  runRanks(nullptr, nullptr, 2, [&](cclComm_t world, int rank) {
+    Model<float> model = makeModel<float>(o.model, o.seed);
+    {
+      Comm comm(splitGroups(world, o.grid, false), o.model.layers);
+      auto dp = std::make_unique<DataParallel>(comm, o, model);
+      std::fill(model.grads.begin(), model.grads.end(), static_cast<float>(rank + 1));
+      if (rank == 0) {
+        dp->blockReady(last);  // queued: rank 1 has not joined
+        dp.reset();            // the failed step unwinds
+        {
+          std::lock_guard<std::mutex> g(mu);
+          gone = true;
+        }
+        changed.notify_all();
+      } else {
+        {
+          std::unique_lock<std::mutex> g(mu);
+          changed.wait(g, [&] { return gone; });
+        }
+        try {
+          dp->blockReady(last);
+          comm.wait(Site::kDpGrad);
+        } catch (const CommError&) {
+          // rank 0 left: the enqueue or the wait fails
+        }
+      }
+    }  // ~Comm waits for what is still queued on its streams
+    if (rank == 0) left = model.grads;
+  });
+  ASSERT_FALSE(left.empty());
+  EXPECT_EQ(std::count(left.begin(), left.end(), 1.0f), static_cast<std::ptrdiff_t>(left.size()))
+      << "rank 0's gradients were averaged into after its DataParallel was gone";
 }
 
 TEST(OverlappedDataParallel, RefusesWhatItCannotOverlap) {

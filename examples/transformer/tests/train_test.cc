@@ -135,6 +135,31 @@ TEST(Checkpoint, ResumeIsBitIdentical) {
   }
 }
 
+// A run resumed with the log of the run it continues appends to it: every step's record is
+// there once, in order (the first run's were lost when the resumed run truncated the file).
+TEST(Checkpoint, ResumeAppendsToTheLog) {
+  TrainOptions o = tiny();
+  o.steps = 6;
+  o.logPath = tempDir() + "resumed.jsonl";
+  o.checkpointPath = tempDir() + "resumed_log.ck";
+  o.stopAfter = 4;
+  runOn(2, o);
+  o.stopAfter = 0;
+  o.resumePath = o.checkpointPath;
+  ASSERT_EQ(runOn(2, o).stepsRun, 2);
+  std::ifstream in(o.logPath);
+  const std::string step = "\"type\":\"step\",\"step\":";
+  std::vector<int> steps;
+  int summaries = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("\"type\":\"summary\"") != std::string::npos) ++summaries;
+    const size_t at = line.find(step);
+    if (at != std::string::npos) steps.push_back(std::stoi(line.substr(at + step.size())));
+  }
+  EXPECT_EQ(steps, (std::vector<int>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(summaries, 2) << "one per run";
+}
+
 // The local-update schedules train a head per stage but the last, with its own AdamW: the
 // checkpoint keeps them, so resuming is bit-identical there too (it was not while the heads
 // restarted from their initialisation).

@@ -70,14 +70,21 @@ int runProgram(const PerfCollective& collective, Backend& backend, ProcessGroup&
   return totals.wrong ? 1 : 0;
 }
 
-// -Z is refused before any rank starts, with the usage text.
+// -Z and --feedback are refused before any rank starts, with the usage text.
 void checkCodecFits(const PerfCollective& collective, const Options& o, const char* program) {
-  if (!o.codec.active()) return;
-  if (!collective.compression(2).supported) {
+  const CompressionShape shape = collective.compression(2);
+  if (o.codec.active() && !shape.supported) {
     throw UsageError(std::string("-Z ") + o.codec.name + ": " + program +
                      " has no compressed variant (no *Ex call); use -Z none");
   }
-  validateResolvedCodec(o);
+  // Only some *Ex calls take an error-feedback handle (broadcast's and alltoall's do not):
+  // elsewhere --feedback would be accepted and never applied.
+  if (o.codec.feedback != cclFeedbackNone && shape.feedbackStages == 0) {
+    throw UsageError(std::string("--feedback: ") + program +
+                     "'s call takes no error-feedback handle (only allreduce, reduce_scatter, all_gather and "
+                     "sendrecv's sends do); use --feedback none");
+  }
+  if (o.codec.active()) validateResolvedCodec(o);
 }
 
 }  // namespace
