@@ -16,8 +16,8 @@ namespace ccl::api {
 using coll::Coll;
 using coll::collInfo;
 
-codec::Params codecFor(cclComm_t comm, Coll c, bool ex, const cclCompression_t* explicitCodec, size_t bytes,
-                       bool onDevice, int* why) {
+codec::Params codecFor(cclComm_t comm, Coll c, bool ex, const cclCompression_t* explicitCodec, size_t count,
+                       cclDataType_t dtype, bool onDevice, int* why) {
   codec::Params none;
   const bool given = ex && explicitCodec;
   const bool hasDefault = hasDefaultCodec(comm);
@@ -46,8 +46,11 @@ codec::Params codecFor(cclComm_t comm, Coll c, bool ex, const cclCompression_t* 
     if (!runs && given)
       throw Error(cclInvalidArgument, std::string(cclCodecName(p.codec)) + " compresses send, recv and allreduce");
     if (!runs) return off(cclUncompressedCollective);
+    // A shape that is not the count's is the caller's error at every size, not only above
+    // CCL_CODEC_MIN_BYTES (where the codec runs).
+    if (given) codec::lowRankShape(p, count);
   }
-  return bytes < comm->compression.policy.minBytes ? off(cclUncompressedSmall) : p;
+  return count * dataTypeSize(dtype) < comm->compression.policy.minBytes ? off(cclUncompressedSmall) : p;
 }
 
 cclUncompressedReason_t notCompressible(coll::CollArgs a) {

@@ -16,10 +16,11 @@ namespace ccl::api {
 // The codec a call uses: its own (an *Ex call), else the communicator's when the policy
 // enables it for this collective; none below the size threshold. The low-rank codec runs
 // send, recv and allreduce on host memory only: asked for explicitly elsewhere it is an
-// error, as the communicator's default it leaves the call uncompressed. `why` gets the
-// reason (cclUncompressedReason_t) the communicator's default codec was not applied, or -1.
-codec::Params codecFor(cclComm_t comm, coll::Coll c, bool ex, const cclCompression_t* explicitCodec, size_t bytes,
-                       bool onDevice, int* why);
+// error, as the communicator's default it leaves the call uncompressed; its explicit
+// rows x cols must be the call's count, whatever the size. `why` gets the reason
+// (cclUncompressedReason_t) the communicator's default codec was not applied, or -1.
+codec::Params codecFor(cclComm_t comm, coll::Coll c, bool ex, const cclCompression_t* explicitCodec, size_t count,
+                       cclDataType_t dtype, bool onDevice, int* why);
 
 // The reason a call cannot take its codec: its type, or its reduction.
 cclUncompressedReason_t notCompressible(coll::CollArgs a);

@@ -169,7 +169,7 @@ Prepared prepare(const Call& c) {
   const bool device = p.where.device;
   a.readInPlace = !device;  // host plans run on the host executor, which reads in place
   const int opKind = p.opKind = collInfo(c.kind).op;
-  a.codec = codecFor(comm, c.kind, c.ex, c.compression, c.count * dataTypeSize(c.dtype), device, &p.why);
+  a.codec = codecFor(comm, c.kind, c.ex, c.compression, c.count, c.dtype, device, &p.why);
   if (a.codec.codec != cclCodecNone && !coll::compressible(a)) {
     if (!(c.ex && c.compression)) p.why = notCompressible(a);
     a.codec = codec::Params{};
@@ -317,7 +317,7 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
     a.dtype = dtype;
     a.chunkBytes = comm->settings.chunkBytes;
     int why = -1;
-    a.codec = codecFor(comm, kind, ex, compression, bytes, where.device, &why);
+    a.codec = codecFor(comm, kind, ex, compression, count, dtype, where.device, &why);
     if (a.codec.codec != cclCodecNone && !coll::compressible(a)) {
       if (!(ex && compression)) why = notCompressible(a);
       a.codec = codec::Params{};

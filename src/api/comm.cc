@@ -49,7 +49,9 @@ cclConfig_t resolveConfig(const cclConfig_t* user) {
                   std::to_string(config::kMaxTimeoutSeconds) + " seconds");
     c.timeoutMs = static_cast<int>(seconds * 1000);
   }
-  CCL_CHECK(c.timeoutMs > 0, cclInvalidArgument, "the timeout (config->timeoutMs or CCL_TIMEOUT) must be positive");
+  // CCL_TIMEOUT was checked above: only the caller's field can be left wrong here.
+  CCL_CHECK(c.timeoutMs > 0, cclInvalidArgument,
+            "config->timeoutMs=" + std::to_string(c.timeoutMs) + " must be positive (or CCL_CONFIG_UNDEF_INT)");
   CCL_CHECK(c.blocking == 0 || c.blocking == 1, cclInvalidArgument, "config->blocking must be 0 or 1");
   return c;
 }

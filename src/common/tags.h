@@ -9,8 +9,8 @@
 //   13..31  collective: plan step = phase * nranks + step (19 bits)
 //    0..12  chunk of a step (13 bits); point-to-point: the chunk of the message
 //
-// A collective's step field holding all ones with every chunk bit set is the signature
-// exchange (the per-call digest), so plans keep phase * nranks + step below that value:
+// A collective's step field holding all ones is the signature exchange (the per-call
+// digest, its round in the chunk field), so plans keep phase * nranks + step below that value:
 // that bounds the ranks of a communicator (kMaxRanks, checked at init). A flat plan numbers
 // its steps in phases 0 and 1; a hierarchical plan runs up to three flat plans one after
 // another (inside a node, across nodes, inside a node again), each in phases of its own
@@ -53,8 +53,12 @@ constexpr uint64_t kPairSeqMask = (uint64_t{1} << kPairSeqBits) - 1;
 constexpr uint32_t kStepLimit = uint32_t{1} << kStepBits;
 constexpr uint64_t kChunkLimit = uint64_t{1} << kChunkBits;
 
-// The step tag of the signature exchange: every step and chunk bit set.
-constexpr uint32_t kSignatureTag = 0xffffffffu;
+// The step tags of the signature exchange: every step bit set, the exchange's round (at most
+// ceil(log2 of the ranks), collectives/exec/executor.cc) in the chunk field.
+constexpr uint32_t kSignatureTag = ((uint32_t{1} << kStepBits) - 1) << kStepShift;
+constexpr int kMaxSignatureRounds = kSourceBits;  // 2^17 > the most ranks (below)
+constexpr uint32_t signatureTag(int round) { return kSignatureTag | static_cast<uint32_t>(round); }
+static_assert(kMaxSignatureRounds < (1 << kChunkBits));
 
 // Phases a plan numbers its steps in: reduce-scatter then allgather in each of the three
 // stages of a hierarchical plan.
@@ -64,7 +68,7 @@ constexpr int kMaxPhases = kPhasesPerStage * kMaxStages;
 // Largest communicator whose plans' step tags stay below the signature's step field, and
 // whose ranks fit the transport's source field.
 constexpr int kMaxRanks = static_cast<int>((kStepLimit - 1) / kMaxPhases);
-static_assert(kMaxRanks < (1 << kSourceBits));
+static_assert(kMaxRanks < (1 << kSourceBits) && kMaxRanks <= (1 << kMaxSignatureRounds));
 
 // The tag of one collective call's step messages.
 constexpr uint64_t collectiveBase(uint32_t seq) { return (uint64_t{seq} & kSeqMask) << kSeqShift; }

@@ -3,6 +3,8 @@
 
 #include <sched.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -90,8 +92,8 @@ class JobRun {
     }
   }
 
-  bool finished() const { return completed_ == plan_->steps.size() && !sigSend_ && !sigRecv_; }
-  bool waitingOnTransport() const { return !inflight_.empty() || sigSend_ || sigRecv_; }
+  bool finished() const { return completed_ == plan_->steps.size() && sigRound_ >= sigRounds_ && !signatureInFlight(); }
+  bool waitingOnTransport() const { return !inflight_.empty() || signatureInFlight(); }
   // What the job still waits for, for the timeout message: "3 of 12 steps pending; waiting
   // for recv from 1 tag 0x100003, send to 2 tag 0x5 ...".
   std::string describeWait() const {
@@ -116,7 +118,7 @@ class JobRun {
   // Cancels what is still in flight (after a failure); the buffers are then free.
   void drop() {
     inflight_.clear();
-    sigSend_.reset();
+    for (auto& s : sigSends_) s.reset();
     sigRecv_.reset();
   }
 
@@ -182,34 +184,70 @@ class JobRun {
     (k == StepKind::kSend || isReceive(k) ? ready_ : readyCompute_).push_back(id);
   }
 
+  // The call's digest reaches every rank in ceil(log2 n) rounds of a dissemination
+  // exchange: in round k each rank sends the least and the greatest digest it has seen to
+  // rank + 2^k and takes in those of rank - 2^k, so after the last round it has seen every
+  // rank's. Comparing only the previous rank's let a rank whose neighbours called as it did
+  // end a call that a rank further round made otherwise, with a result mixing the two,
+  // whenever the ranks that saw the difference were slow to abort. Each round is one small
+  // message, sent as soon as the previous round's came in, beside the plan's steps.
   void postSignature() {
-    sigSend_.reset();
+    for (auto& s : sigSends_) s.reset();
     sigRecv_.reset();
-    transport::Transport& t = *job_->transport;
+    sigRound_ = sigRounds_ = 0;
+    const transport::Transport& t = *job_->transport;
     if (job_->signature == 0 || t.size() < 2) return;
-    mySig_ = job_->signature;
-    sigSend_ = t.isend((t.rank() + 1) % t.size(), job_->tagBase | kSignatureTag, &mySig_, sizeof(mySig_));
-    sigRecv_ =
-        t.irecv((t.rank() + t.size() - 1) % t.size(), job_->tagBase | kSignatureTag, &peerSig_, sizeof(peerSig_));
+    while ((1 << sigRounds_) < t.size()) ++sigRounds_;
+    seen_ = {job_->signature, job_->signature};
+    postSignatureRound();
+  }
+
+  void postSignatureRound() {
+    transport::Transport& t = *job_->transport;
+    const int n = t.size(), hop = 1 << sigRound_;
+    const uint64_t tag = job_->tagBase | tags::signatureTag(sigRound_);
+    const auto round = static_cast<size_t>(sigRound_);
+    sent_[round] = seen_;
+    sigSends_[round] = t.isend((t.rank() + hop) % n, tag, &sent_[round], sizeof(DigestRange));
+    sigRecv_ = t.irecv((t.rank() - hop % n + n) % n, tag, &peerSeen_, sizeof(peerSeen_));
+  }
+
+  bool signatureInFlight() const {
+    if (sigRecv_) return true;
+    for (const auto& s : sigSends_)
+      if (s) return true;
+    return false;
   }
 
   bool pollSignature() {
     bool moved = false;
-    if (sigSend_ && sigSend_->test()) {
-      sigSend_.reset();
-      moved = true;
+    for (auto& s : sigSends_) {
+      if (s && s->test()) {
+        s.reset();
+        moved = true;
+      }
     }
     if (sigRecv_ && sigRecv_->test()) {
-      const bool same = sigRecv_->receivedBytes() == sizeof(peerSig_) && peerSig_ == mySig_;
+      const bool whole = sigRecv_->receivedBytes() == sizeof(peerSeen_);
       sigRecv_.reset();
       moved = true;
-      if (!same) {
-        transport::Transport& t = *job_->transport;
+      transport::Transport& t = *job_->transport;
+      const int previous = (t.rank() + t.size() - 1) % t.size();
+      if (sigRound_ == 0 && (!whole || peerSeen_.lo != job_->signature || peerSeen_.hi != job_->signature)) {
         t.abortMismatch();
-        throw Error(cclInvalidUsage, "rank " + std::to_string((t.rank() + t.size() - 1) % t.size()) +
+        throw Error(cclInvalidUsage, "rank " + std::to_string(previous) +
                                          " called this operation with another count, type, op, root or codec "
                                          "than this rank; the communicator is aborted");
       }
+      seen_.lo = std::min(seen_.lo, peerSeen_.lo);
+      seen_.hi = std::max(seen_.hi, peerSeen_.hi);
+      if (!whole || seen_.lo != seen_.hi) {
+        t.abortMismatch();
+        throw Error(cclInvalidUsage,
+                    "another rank called this operation with another count, type, op, root or codec than this rank "
+                    "and its neighbours; the communicator is aborted");
+      }
+      if (++sigRound_ < sigRounds_) postSignatureRound();
     }
     return moved;
   }
@@ -293,8 +331,15 @@ class JobRun {
   std::vector<StepId> deferredSends_;
   size_t deferredHead_ = 0;
   size_t sendsInFlight_ = 0;
-  uint64_t mySig_ = 0, peerSig_ = 0;
-  std::unique_ptr<transport::Request> sigSend_, sigRecv_;
+  // The digest exchange (postSignature): the least and greatest digest seen so far.
+  struct DigestRange {
+    uint64_t lo, hi;
+  };
+  int sigRound_ = 0, sigRounds_ = 0;
+  DigestRange seen_{}, peerSeen_{};
+  std::array<DigestRange, tags::kMaxSignatureRounds> sent_{};  // each round's, until its send completes
+  std::array<std::unique_ptr<transport::Request>, tags::kMaxSignatureRounds> sigSends_;
+  std::unique_ptr<transport::Request> sigRecv_;
 };
 
 constexpr int kSpinPasses = 64;

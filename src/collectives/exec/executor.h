@@ -59,14 +59,13 @@ struct Job {
   uint64_t callSeed = 0;                       // mixed into the codec seed: the same on every rank for one call
   ExecStats* stats = nullptr;                  // accumulated into when set
   // Non-zero: a digest of how this rank called the operation (count, type, op, root,
-  // codec). Each rank sends it to the next and compares the previous rank's; a difference
-  // fails the job with cclInvalidUsage here and, through the transport's abort, on every
-  // rank, instead of leaving ranks waiting for messages that will never come.
+  // codec). The job ends successfully only once this rank has seen every rank's (in
+  // ceil(log2 n) rounds of small messages, beside the plan's steps); a difference fails the
+  // job with cclInvalidUsage here and, through the transport's abort, on every rank,
+  // instead of leaving ranks waiting for messages that will never come or returning a
+  // result that mixed two calls.
   uint64_t signature = 0;
 };
-
-// Step tag of the signature exchange; plans' own tags stay below it (common/tags.h).
-constexpr uint64_t kSignatureTag = tags::kSignatureTag;
 
 struct ExecOptions {
   // A job fails with cclSystemError when nothing completes for this long.

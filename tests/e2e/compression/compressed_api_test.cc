@@ -358,6 +358,30 @@ TEST(Mismatch, DifferentCodecsAreInvalidUsageEverywhere) {
   for (int r = 0; r < n; ++r) EXPECT_EQ(res[r], cclInvalidUsage) << "rank " << r;
 }
 
+// One rank of three or five calls with another top-k ratio: its ring neighbours see it in
+// the call's digest, and the ranks further round must fail too, not return a sum that mixed
+// the two calls (each rank used to compare the digest with its previous rank's only).
+TEST(Mismatch, OneRankWithAnotherKeepRatioFailsOnEveryRank) {
+  ccltest::ScopedEnv timeout("CCL_TIMEOUT", "20");
+  const size_t count = 1 << 16;
+  for (int n : {3, 5}) {
+    for (int trial = 0; trial < 3; ++trial) {
+      World w(n);
+      ASSERT_TRUE(w.ready());
+      std::vector<cclResult_t> res(static_cast<size_t>(n));
+      w.run([&](int r, cclComm_t comm) {
+        cclCompression_t z = codecOf(cclCodecTopK);
+        z.keepRatio = r == 1 ? 0.5 : 0.25;
+        Vec x = input(r, count), y(count);
+        res[static_cast<size_t>(r)] =
+            cclAllReduceEx(x.data(), y.data(), count, cclFloat, cclSum, comm, nullptr, &z, nullptr);
+      });
+      for (int r = 0; r < n; ++r)
+        EXPECT_EQ(res[static_cast<size_t>(r)], cclInvalidUsage) << n << " ranks, trial " << trial << ", rank " << r;
+    }
+  }
+}
+
 // One rank compresses and the other does not: both are told, neither waits for the timeout.
 TEST(Mismatch, CompressedAgainstUncompressedIsInvalidUsageEverywhere) {
   const int n = 2;

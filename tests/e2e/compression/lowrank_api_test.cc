@@ -13,6 +13,7 @@
 
 #include "ccl/ccl.h"
 #include "dtype_ref.h"
+#include "scoped_env.h"
 #include "world.h"
 
 namespace {
@@ -413,6 +414,27 @@ TEST(LowRank, RefusedWhereItCannotRun) {
     z.rows = 8;
     // The communicator still works.
     EXPECT_CCL_OK(cclAllReduceEx(x.data(), x.data(), count, cclFloat, cclSum, comm, nullptr, &z, nullptr));
+  });
+}
+
+// The same shape error below CCL_CODEC_MIN_BYTES, where the call goes uncompressed: refused
+// all the same (it used to pass, and the same call of a larger count to fail).
+TEST(LowRank, AShapeThatIsNotTheCountIsRefusedAtEverySize) {
+  ccltest::ScopedEnv floor("CCL_CODEC_MIN_BYTES", "64K");
+  World w(2);
+  ASSERT_TRUE(w.ready());
+  w.run([&](int r, cclComm_t comm) {
+    const size_t count = 64;
+    cclCompression_t z = powerSgd(2, 7, 8);  // 7 x 8 is not 64
+    Vec x(count, 1.0f), y(count);
+    EXPECT_EQ(cclAllReduceEx(x.data(), y.data(), count, cclFloat, cclSum, comm, nullptr, &z, nullptr),
+              cclInvalidArgument);
+    EXPECT_EQ(r == 0 ? cclSendEx(x.data(), count, cclFloat, 1, comm, nullptr, &z, nullptr)
+                     : cclRecvEx(y.data(), count, cclFloat, 0, comm, nullptr, &z),
+              cclInvalidArgument);
+    z.rows = 8;
+    EXPECT_CCL_OK(cclAllReduceEx(x.data(), y.data(), count, cclFloat, cclSum, comm, nullptr, &z, nullptr));
+    EXPECT_EQ(y[0], 2.0f);
   });
 }
 
