@@ -1,14 +1,16 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""The cclz backend's worker thread never frees the tensors of a call it has run.
+"""The cclz backend's worker thread never frees the tensors of a call it has run, and keeps none
+of a call that was waited for.
 
 When Python has dropped a tensor and the Work of a call, the call's task holds their last
 reference. Freed on the worker thread, the tensor's Python object needs the GIL there; if
 the interpreter is finalizing at that moment (the program exits while a call runs or has
 just failed, as the survivors of a dead peer do), Python ends that thread with pthread_exit
 inside a noexcept destructor and the process dies of SIGABRT ("terminate called without an
-active exception"). The backend releases finished tasks on the thread that posts the next
-call (or destroys the group) instead; this checks, in a process of its own, on which thread
-such a tensor's Python object is freed."""
+active exception"). The backend releases finished tasks on a caller's thread instead: the one
+that waits for the call, posts the next one or destroys the group; this checks, in a process of
+its own, on which thread such a tensor's Python object is freed, and that a call that was waited
+for holds none of its tensors afterwards."""
 import os
 import socket
 import subprocess
@@ -37,18 +39,72 @@ dist.destroy_process_group()
 """
 
 
+# What a finished call held is released by wait() on the caller's thread, once nothing of the
+# worker's holds it: the tensors of a call that was waited for are freed when the caller drops
+# them (and the Work), on its thread, not at the next call (they stayed alive until then, a
+# large tensor pinned between training phases, the backend's own scratch tensors too).
+SCRIPT_WAITED = r"""
+import threading, weakref
+import torch, torch.distributed as dist
+import ccl.torch
+dist.init_process_group("cclz")
+main = threading.main_thread().ident
+
+
+def watched(n):
+    t = torch.ones(n)
+    t.tag = "kept"  # a Python attribute: torch keeps the Python object while C++ holds the tensor
+    freed = []
+    weakref.finalize(t, lambda: freed.append(threading.get_ident()))
+    return t, freed
+
+
+def where(freed):
+    return "main" if freed == [main] else ("other" if freed else "none")
+
+
+t, freed = watched(1 << 20)
+dist.all_reduce(t)  # synchronous: returns from wait()
+del t
+print("all_reduce:", where(freed))
+inp, freed_in = watched(4)
+out, freed_out = watched(4)
+work = dist.all_gather_into_tensor(out, inp, async_op=True)
+work.wait()
+del work, inp, out
+print("all_gather_into_tensor:", where(freed_in), where(freed_out))
+inp, freed_in = watched(3)
+outs = [torch.zeros(3)]
+dist.all_gather(outs, inp)  # the backend gathers into a tensor of its own, then copies out
+del inp
+print("all_gather:", where(freed_in))
+dist.destroy_process_group()
+"""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def test_finished_call_frees_its_tensors_on_the_callers_thread():
+def run(script: str) -> str:
     import ccl.torch._build
 
     ccl.torch._build.load()
     env = dict(os.environ, RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
                OMP_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    assert "freed on main" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]
+    return out.stdout + out.stderr
+
+
+def test_finished_call_frees_its_tensors_on_the_callers_thread():
+    out = run(SCRIPT)
+    assert "freed on main" in out, out[-4000:]
+
+
+def test_a_waited_call_keeps_none_of_its_tensors():
+    out = run(SCRIPT_WAITED)
+    for line in ("all_reduce: main", "all_gather_into_tensor: main main", "all_gather: main"):
+        assert line in out, out[-4000:]

@@ -49,6 +49,7 @@ void runCcl(ncclComm& c, const CollCall& call, cclStream_t stream) {
               cclInvalidArgument, "count " + std::to_string(call.count) + " overflows the buffer size");
     ReductionInput in = prepareReduction(c.ops, call.op, call.dtype, call.send, reductionInputCount(call, c.nranks));
     group::keep(in.scratch);
+    if (in.scale) group::whenRun(&c, std::move(in.scale));  // inside a group: at its end
     group::noteHostOp();
     switch (call.kind) {
       case Coll::kAllReduce:
@@ -269,6 +270,9 @@ ncclResult_t failingTheGroup(ncclResult_t r) {
 
 ncclResult_t run(CollCall call) {
   return failingTheGroup(faceGuard(call.fn, [&] {
+    // Before anything reads them as enums (the caller may have passed any int).
+    call.dtype = checkedDataType(call.dtype);
+    if (coll::collInfo(call.kind).reduction) call.op = checkedRedOp(call.op);
     readCollConfig(call);
     CCL_CHECK(!call.hasCodec || call.codec.codec == cclCodecNone || coll::collInfo(call.kind).compressible,
               cclInvalidArgument,
@@ -285,25 +289,26 @@ ncclResult_t run(CollCall call) {
   }));
 }
 
-ncclResult_t p2p(const char* fn, bool send, void* buff, size_t count, ncclDataType_t dtype, int peer, ncclComm_t comm,
-                 cudaStream_t stream) {
+ncclResult_t p2p(const char* fn, bool send, void* buff, size_t count, ncclDataType_t datatype, int peer,
+                 ncclComm_t comm, cudaStream_t stream) {
   return failingTheGroup(faceGuard(fn, [&] {
+    const ncclDataType_t dt = checkedDataType(datatype);  // any int may come: read as one first
     ncclComm& c = usable(comm);
     checkNotSuspended(c);
     if (deviceMemory(buff) && !c.real) {
       const auto s = reinterpret_cast<cclStream_t>(stream);
-      if (send) return cclCheck(cclSend(buff, count, cclType(dtype), peer, c.ccl, s), "cclSend");
-      return cclCheck(cclRecv(buff, count, cclType(dtype), peer, c.ccl, s), "cclRecv");
+      if (send) return cclCheck(cclSend(buff, count, cclType(dt), peer, c.ccl, s), "cclSend");
+      return cclCheck(cclRecv(buff, count, cclType(dt), peer, c.ccl, s), "cclRecv");
     }
     if (forwardEverything(c) || deviceMemory(buff)) {
       ncclComm_t r = realComm(c);
-      return checkReal(send ? CCL_REAL(ncclSend)(buff, count, dtype, peer, r, stream)
-                            : CCL_REAL(ncclRecv)(buff, count, dtype, peer, r, stream),
+      return checkReal(send ? CCL_REAL(ncclSend)(buff, count, dt, peer, r, stream)
+                            : CCL_REAL(ncclRecv)(buff, count, dt, peer, r, stream),
                        fn);
     }
     group::noteHostOp();
-    if (send) return cclCheck(cclSend(buff, count, cclType(dtype), peer, c.ccl, nullptr), "cclSend");
-    cclCheck(cclRecv(buff, count, cclType(dtype), peer, c.ccl, nullptr), "cclRecv");
+    if (send) return cclCheck(cclSend(buff, count, cclType(dt), peer, c.ccl, nullptr), "cclSend");
+    cclCheck(cclRecv(buff, count, cclType(dt), peer, c.ccl, nullptr), "cclRecv");
   }));
 }
 

@@ -44,6 +44,7 @@ struct ncclComm {
   std::string createError;
 
   std::atomic<bool> revoked{false};
+  std::atomic<bool> finalized{false};  // ncclCommFinalize ran (a second one is refused)
   // ncclCommSuspend: operations are refused until ncclCommResume.
   std::atomic<bool> suspended{false};
   // An id from ncclCommGetUniqueId that no ncclCommGrow has consumed yet (NCCL allows one).

@@ -15,6 +15,23 @@ ncclResult_t recordError(const char* fn, cclResult_t code, const std::string& me
 
 const char* lastError() { return tlsLastError.c_str(); }
 
+ncclDataType_t checkedDataType(const ncclDataType_t& datatype) {
+  const int raw = rawEnum(datatype);
+  CCL_CHECK(raw >= 0 && raw < static_cast<int>(ncclNumTypes), cclInvalidArgument,
+            "datatype " + std::to_string(raw) + " is not an ncclDataType_t (0.." +
+                std::to_string(static_cast<int>(ncclNumTypes) - 1) + ")");
+  return static_cast<ncclDataType_t>(raw);
+}
+
+ncclRedOp_t checkedRedOp(const ncclRedOp_t& op) {
+  const int raw = rawEnum(op);
+  CCL_CHECK(raw >= 0 && raw <= static_cast<int>(ncclMaxRedOp), cclInvalidArgument,
+            "op " + std::to_string(raw) + " is not an ncclRedOp_t (built-in ops are 0.." +
+                std::to_string(static_cast<int>(ncclNumOps) - 1) + ", ncclRedOpCreatePreMulSum's from " +
+                std::to_string(static_cast<int>(ncclNumOps)) + ")");
+  return static_cast<ncclRedOp_t>(raw);
+}
+
 void cclCheck(cclResult_t result, const char* what) {
   if (result == cclSuccess) return;
   throw CclFailure(result, std::string(what) + " failed: " + cclGetLastError(nullptr));

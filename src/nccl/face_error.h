@@ -3,8 +3,10 @@
 // which maps exceptions to an ncclResult_t and records a message for ncclGetLastError.
 #pragma once
 
+#include <cstring>
 #include <new>
 #include <string>
+#include <type_traits>
 
 #include "ccl/ccl.h"
 #include "common/error.h"
@@ -26,6 +28,27 @@ const char* lastError();
 
 // Throws CclFailure carrying ccl's own message when a ccl call failed.
 void cclCheck(cclResult_t result, const char* what);
+
+// An enum argument as the int the caller passed. A C caller, a binding or a program built
+// against another NCCL may pass any int, and a value outside the enum's range is no value of
+// the enum type: loading it as one is undefined (UBSan: "load of value 16, which is not a
+// valid value for type 'ncclDataType_t'"). Its bytes are read instead, and only a value that
+// was checked is used as the enum. Take the argument by reference: a copy would load it.
+template <class E>
+int rawEnum(const E& value) {
+  static_assert(std::is_enum_v<E> && sizeof(E) == sizeof(int));
+  int raw;
+  std::memcpy(&raw, &value, sizeof(raw));
+  return raw;
+}
+
+// `datatype` when it is an NCCL data type; throws Error(cclInvalidArgument) otherwise.
+ncclDataType_t checkedDataType(const ncclDataType_t& datatype);
+
+// `op` when it is a reduction op value: a built-in one or one ncclRedOpCreatePreMulSum may
+// return (whether that one exists on the communicator is checked where it is used); throws
+// Error(cclInvalidArgument) otherwise.
+ncclRedOp_t checkedRedOp(const ncclRedOp_t& op);
 
 template <class F>
 ncclResult_t faceGuard(const char* fn, F&& f) noexcept {

@@ -23,6 +23,8 @@ struct State {
   std::vector<Held> creations;
   std::vector<Held> discarded;
   std::vector<std::pair<Held, std::function<void()>>> deferred;
+  // whenRun's, in issue order.
+  std::vector<std::pair<Held, std::function<void()>>> prepares;
   ncclResult_t failed = ncclSuccess;  // a call of the group failed: the end runs nothing
   std::string failure;                // its message
 };
@@ -48,6 +50,18 @@ void awaitReal(ncclComm_t comm) {
 ncclResult_t closeOutermost(const char* fn) {
   State s = std::move(tls);
   tls = State{};
+  // The host operations' inputs are written now, before ccl runs them (whenRun). One whose
+  // communicator was destroyed or aborted by another thread meanwhile is not: ccl drops its
+  // operation, and the caller may have freed the buffers it reads.
+  for (auto& [comm, prepare] : s.prepares) {
+    if (s.failed != ncclSuccess) break;
+    if (comm->released.load()) continue;
+    const ncclResult_t r = faceGuard(fn, prepare);
+    if (r != ncclSuccess) {
+      s.failed = r;
+      s.failure = lastError();
+    }
+  }
   if (s.failed != ncclSuccess) {
     api::groupFail(static_cast<cclResult_t>(s.failed), s.failure);  // ccl's queued operations are dropped
     s.deferred.clear();
@@ -130,6 +144,7 @@ void forget(ncclComm_t comm) {
   std::erase_if(tls.creations, named);
   std::erase_if(tls.discarded, named);
   std::erase_if(tls.deferred, [&](const auto& d) { return named(d.first); });
+  std::erase_if(tls.prepares, [&](const auto& p) { return named(p.first); });
 }
 
 void fail(ncclResult_t code) {
@@ -140,6 +155,11 @@ void fail(ncclResult_t code) {
 
 void noteHostOp() {
   if (tls.depth > 0) ++tls.hostOps;
+}
+
+void whenRun(ncclComm_t comm, std::function<void()> prepare) {
+  if (tls.depth == 0) return prepare();
+  tls.prepares.emplace_back(hold(comm), std::move(prepare));
 }
 
 bool defer(ncclComm_t comm, std::function<void()> enqueue) {

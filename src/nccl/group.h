@@ -43,6 +43,12 @@ void fail(ncclResult_t code);
 // Notes a host operation queued in ccl's group (ncclGroupSimulateEnd refuses those).
 void noteHostOp();
 
+// Runs `prepare` (what writes the input of a host operation of `comm` from the caller's
+// buffers: PreMulSum's scaling) when the operation runs: at once outside a group, else at the
+// outermost group end, before ccl's operations run, since NCCL reads a collective's input
+// (and a device-residence scalar) when it runs. One that throws fails the group.
+void whenRun(ncclComm_t comm, std::function<void()> prepare);
+
 // Inside a group: keeps `enqueue` (a compressed device call on `comm`) for the outermost
 // group end, which runs it after the real NCCL group has been ended, having waited for
 // comm's real communicator when that end said ncclInProgress; returns true. Outside a

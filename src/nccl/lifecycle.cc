@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "api/group.h"
 #include "common/error.h"
 #include "nccl/comm.h"
 #include "nccl/face_error.h"
@@ -32,9 +33,19 @@ std::function<cclComm_t()> joinId(int nranks, cclUniqueId id, int rank, const Fa
   };
 }
 
-// Hands a started communicator to the caller: at once inside a group (awaited at its end)
-// and in non-blocking mode (ncclInProgress until ncclCommGetAsyncError says otherwise);
-// otherwise after creation, and only if it succeeded.
+// A call that makes a communicator first sets the caller's handle to NULL, as NVIDIA's NCCL
+// does on a failure: a handle is written only where one is delivered, so a caller that
+// destroys or aborts what it holds after a failure passes NULL (which does nothing), never a
+// stale handle of an earlier communicator (a double destroy) nor a wrapper the failed call
+// freed (a blocking init whose creation failed aborts what it made).
+void clearHandle(ncclComm_t* out) {
+  if (out) *out = nullptr;
+}
+
+// Hands a started communicator to the caller: at once inside a group (awaited at its end;
+// a creation that fails there leaves a handle the caller must destroy or abort) and in
+// non-blocking mode (ncclInProgress until ncclCommGetAsyncError says otherwise; the same);
+// otherwise after creation, and only if it succeeded (*out stays NULL then).
 ncclResult_t deliver(const char* fn, ncclComm_t c, ncclComm_t* out) {
   if (group::active()) {
     group::addCreation(c);
@@ -56,6 +67,7 @@ ncclResult_t deliver(const char* fn, ncclComm_t c, ncclComm_t* out) {
 
 ncclResult_t initRank(const char* fn, ncclComm_t* comm, int nranks, const ncclUniqueId& id, int rank,
                       const ncclConfig_t* config) {
+  clearHandle(comm);
   ncclComm_t c = nullptr;
   ncclResult_t r = faceGuard(fn, [&] {
     CCL_CHECK(comm, cclInvalidArgument, "comm is NULL");
@@ -133,6 +145,7 @@ ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId 
 // Every rank holds all nId ids; ccl's bootstrap needs one rendezvous, so the first serves.
 ncclResult_t pncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
                                        ncclConfig_t* config) {
+  clearHandle(newcomm);
   if (nId < 1 || nId > nranks || !commIds)
     return recordError(
         "ncclCommInitRankScalable", cclInvalidArgument,
@@ -157,6 +170,7 @@ ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
   }
   if (r != ncclSuccess) {
     for (ncclComm_t c : made) faceGuard("ncclCommInitAll", [&] { destroy(c, true); });
+    if (comms && ndev > 0) std::fill(comms, comms + ndev, nullptr);  // as clearHandle
     return r;
   }
   std::copy(made.begin(), made.end(), comms);
@@ -164,6 +178,7 @@ ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
 }
 
 ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+  clearHandle(newcomm);
   ncclComm_t c = nullptr;
   ncclResult_t r = faceGuard("ncclCommSplit", [&] {
     ncclComm& parent = created(comm);  // a revoked communicator may be split (nccl.h)
@@ -186,17 +201,16 @@ ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* new
   // (where one thread may drive the other ranks' splits after this one), else here.
   if (group::active()) {
     group::addDiscarded(c);
-    *newcomm = nullptr;
     return ncclSuccess;
   }
   r = finishCreation(c, "ncclCommSplit");
   faceGuard("ncclCommSplit", [&] { destroy(c, false); });
-  if (r == ncclSuccess) *newcomm = nullptr;
   return r;
 }
 
 ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
                              ncclConfig_t* config, int shrinkFlags) {
+  clearHandle(newcomm);
   ncclComm_t c = nullptr;
   ncclResult_t r = faceGuard("ncclCommShrink", [&] {
     ncclComm& parent = handle(comm);
@@ -244,6 +258,7 @@ ncclResult_t pncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId) {
 ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank, ncclComm_t* newcomm,
                            ncclConfig_t* config) {
   CCL_RETURN_IF_CALLED_FROM_REAL(ncclCommGrow, comm, nRanks, uniqueId, rank, newcomm, config);
+  clearHandle(newcomm);
   ncclComm_t c = nullptr;
   ncclResult_t r = faceGuard("ncclCommGrow", [&] {
     CCL_CHECK(newcomm, cclInvalidArgument, "newcomm is NULL");
@@ -279,6 +294,13 @@ ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniq
 ncclResult_t pncclCommFinalize(ncclComm_t comm) {
   return faceGuard("ncclCommFinalize", [&] {
     ncclComm& c = usable(comm);
+    // Refused before anything is finalized, so that the finalize after the group's end works.
+    CCL_CHECK(
+        !group::holds(comm) && !api::groupHasComm(c.ccl), cclInvalidUsage,
+        "the communicator has operations or its creation queued in this thread's open group; end the group first");
+    // A second finalize is ncclInvalidArgument, as NVIDIA's NCCL answers it, whether or not a
+    // real communicator is behind (ccl's communicator would say cclInvalidUsage).
+    CCL_CHECK(!c.finalized.exchange(true), cclInvalidArgument, "the communicator was already finalized");
     if (c.real) {
       ncclResult_t r = CCL_REAL(ncclCommFinalize)(c.real);
       CCL_CHECK(r == ncclSuccess || r == ncclInProgress, static_cast<cclResult_t>(r),

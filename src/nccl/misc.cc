@@ -34,7 +34,10 @@ ncclResult_t pncclGetVersion(int* version) {
 
 const char* pncclGetErrorString(ncclResult_t result) {
   CCL_RETURN_IF_CALLED_FROM_REAL(ncclGetErrorString, result);
-  return cclGetErrorString(static_cast<cclResult_t>(result));
+  // Any int may come: a value that is no cclResult_t is not converted to one.
+  const int raw = rawEnum(result);
+  if (raw < 0 || raw >= cclNumResults) return "unknown result code";
+  return cclGetErrorString(static_cast<cclResult_t>(raw));
 }
 
 // Messages are kept per thread, for every communicator; `comm` is accepted as in NCCL.

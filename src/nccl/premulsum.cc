@@ -145,22 +145,24 @@ ReductionInput prepareReduction(const PreMulSumTable& table, ncclRedOp_t op, ncc
   CCL_CHECK(pm.dtype == dtype, cclInvalidArgument,
             "reduction op " + std::to_string(static_cast<int>(op)) + " was created for datatype " +
                 std::to_string(static_cast<int>(pm.dtype)) + ", not " + std::to_string(static_cast<int>(dtype)));
-  unsigned char scalar[8] = {};
-  if (pm.residence == ncclScalarHostImmediate)
-    std::memcpy(scalar, pm.value, sizeof(scalar));
-  else if (cuda::isDevicePointer(pm.pointer))
-    cuda::copy(scalar, pm.pointer, elementSize(dtype));
-  else
-    std::memcpy(scalar, pm.pointer, elementSize(dtype));
+  CCL_CHECK(send || count == 0, cclInvalidArgument, "sendbuff is NULL with a count of " + std::to_string(count));
   const size_t bytes = count * elementSize(dtype);
   in.scratch = std::shared_ptr<void>(std::malloc(bytes ? bytes : 1), std::free);
   CCL_CHECK(in.scratch, cclSystemError, "out of memory for the PreMulSum input copy");
-  if (count) {
-    CCL_CHECK(send, cclInvalidArgument, "sendbuff is NULL with a count of " + std::to_string(count));
-    scale(dtype, send, in.scratch.get(), count, scalar);
-  }
   in.send = in.scratch.get();
   in.op = cclSum;
+  // The op as it is now (it may be destroyed once this call returns, as NCCL allows); a
+  // device-residence scalar is read through its pointer only when `scale` runs.
+  in.scale = [pm, dtype, send, count, scratch = in.scratch] {
+    unsigned char scalar[8] = {};
+    if (pm.residence == ncclScalarHostImmediate)
+      std::memcpy(scalar, pm.value, sizeof(scalar));
+    else if (cuda::isDevicePointer(pm.pointer))
+      cuda::copy(scalar, pm.pointer, elementSize(dtype));
+    else
+      std::memcpy(scalar, pm.pointer, elementSize(dtype));
+    if (count) scale(dtype, send, scratch.get(), count, scalar);
+  };
   return in;
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -44,11 +45,16 @@ class PreMulSumTable {
 size_t elementSize(ncclDataType_t dtype);
 
 // The host input of a reduction with `op`: `send` itself for built-in ops, or a scratch
-// copy pre-multiplied by the op's scalar, with cclSum as the op to run.
+// buffer that `scale` fills with the input pre-multiplied by the op's scalar, with cclSum as
+// the op to run. `scale` reads the input and the scalar (of ncclScalarDevice: through its
+// pointer) when it runs, so the caller runs it when the reduction runs, at once or at the
+// outermost group end: NCCL reads both when the collective runs, and inside a group that is
+// at its end (a plain op's input is read there too).
 struct ReductionInput {
   const void* send = nullptr;
   cclRedOp_t op = cclSum;
   std::shared_ptr<void> scratch;  // keeps the pre-multiplied copy alive
+  std::function<void()> scale;    // empty for built-in ops
 };
 ReductionInput prepareReduction(const PreMulSumTable& table, ncclRedOp_t op, ncclDataType_t dtype, const void* send,
                                 size_t count);

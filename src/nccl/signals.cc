@@ -36,6 +36,7 @@ ncclResult_t pncclPutSignal(const void* localbuff, size_t count, ncclDataType_t 
   CCL_RETURN_IF_CALLED_FROM_REAL(ncclPutSignal, localbuff, count, datatype, peer, peerWin, peerWinOffset, sigIdx, ctx,
                                  flags, comm, stream);
   return faceGuard("ncclPutSignal", [&] {
+    const ncclDataType_t dtype = checkedDataType(datatype);  // any int may come: read as one first
     ncclComm& c = usable(comm);
     CCL_CHECK(localbuff || count == 0, cclInvalidArgument, "localbuff is NULL");
     CCL_CHECK(peerWin, cclInvalidArgument, "peerWin is NULL");
@@ -45,9 +46,9 @@ ncclResult_t pncclPutSignal(const void* localbuff, size_t count, ncclDataType_t 
     CCL_CHECK(count == 0 || cuda::isDevicePointer(localbuff), cclInvalidUsage,
               "one-sided puts need device memory (served by NVIDIA's NCCL); localbuff is host memory");
     ncclComm_t r = realFor(c, "one-sided puts");
-    real::checkResult(CCL_REAL(ncclPutSignal)(localbuff, count, datatype, peer, peerWin, peerWinOffset, sigIdx, ctx,
-                                              flags, r, stream),
-                      "ncclPutSignal");
+    real::checkResult(
+        CCL_REAL(ncclPutSignal)(localbuff, count, dtype, peer, peerWin, peerWinOffset, sigIdx, ctx, flags, r, stream),
+        "ncclPutSignal");
   });
 }
 

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "nccl_test_util.h"
+#include "raw_enum_calls.h"
 #include "scoped_env.h"
 
 namespace nccl_test {
@@ -58,6 +59,38 @@ TEST(NcclApi, ErrorsHaveMessages) {
     ASSERT_EQ(ncclCommCuDevice(comm, &device), ncclSuccess);
     EXPECT_EQ(device, -1);
   });
+}
+
+// Enum arguments outside their types (16 is past ncclDataType_t's values, -1 below every
+// enum's), as a C caller passes them: refused with ncclInvalidArgument and a message naming
+// the value, before anything reads them as the enum (under UBSan, a load of an invalid enum
+// value ended the process).
+TEST(NcclApi, EnumValuesOutsideTheirTypesAreRefused) {
+  ncclComm_t comm = nullptr;
+  ASSERT_EQ(ncclCommInitAll(&comm, 1, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  float x = 1.0f, y = 0.0f;
+  const auto refused = [&](ncclResult_t r, const std::string& what) {
+    EXPECT_EQ(r, ncclInvalidArgument) << what;
+    EXPECT_NE(std::string(ncclGetLastError(comm)).find(what), std::string::npos) << ncclGetLastError(comm);
+  };
+  for (const int bad : {16, -1}) {
+    SCOPED_TRACE(bad);
+    const std::string type = "datatype " + std::to_string(bad) + " is not an ncclDataType_t";
+    refused(rawAllReduce(&x, &y, 1, bad, ncclSum, comm), type);
+    refused(rawBroadcast(&x, &y, 1, bad, 0, comm), type);
+    refused(rawSend(&x, 1, bad, 0, comm), type);
+    ncclRedOp_t op;
+    refused(rawRedOpCreatePreMulSum(&op, &x, bad, ncclScalarHostImmediate, comm), type);
+    refused(rawRedOpCreatePreMulSum(&op, &x, ncclFloat32, bad == 16 ? 2 : bad, comm),
+            "residence " + std::to_string(bad == 16 ? 2 : bad) + " is not an ncclScalarResidence_t");
+    EXPECT_STREQ(rawGetErrorString(bad), "unknown result code");
+  }
+  refused(rawAllReduce(&x, &y, 1, ncclFloat32, -1, comm), "op -1 is not an ncclRedOp_t");
+  refused(rawRedOpDestroy(-1, comm), "op -1 is not an ncclRedOp_t");
+  EXPECT_EQ(y, 0.0f);  // nothing ran
+  ASSERT_EQ(rawAllReduce(&x, &y, 1, ncclFloat32, ncclSum, comm), ncclSuccess) << ncclGetLastError(comm);
+  EXPECT_EQ(y, 1.0f);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
 // The NCCL 2.14 layout, the oldest with a config: four fields fewer than 2.28's.
@@ -200,6 +233,28 @@ TEST(NcclRedOps, OpBelongsToItsCommunicator) {
     EXPECT_EQ(ncclRedOpDestroy(op, other), ncclInvalidArgument);
     EXPECT_EQ(ncclRedOpDestroy(op, comm), ncclSuccess);
     EXPECT_EQ(ncclCommDestroy(other), ncclSuccess);
+  });
+}
+
+// NCCL's contract for ncclScalarDevice: the scalar is dereferenced when the collective runs,
+// which inside a group is at its end. The face read it (and the input it scales) when the call
+// was queued, where a plain op's input is read at the group's end.
+TEST(NcclRedOps, DeviceScalarAndInputAreReadWhenTheGroupRuns) {
+  runRanks(2, [](int rank, ncclComm_t comm) {
+    float scale = 2.0f;
+    ncclRedOp_t op;
+    ASSERT_EQ(ncclRedOpCreatePreMulSum(&op, &scale, ncclFloat32, ncclScalarDevice, comm), ncclSuccess);
+    float in = -100.0f, out = 0.0f, plainIn = -100.0f, plainOut = 0.0f;
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    ASSERT_EQ(ncclAllReduce(&in, &out, 1, ncclFloat32, op, comm, nullptr), ncclSuccess) << ncclGetLastError(comm);
+    ASSERT_EQ(ncclAllReduce(&plainIn, &plainOut, 1, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+    // Written after the calls, before the group runs them; the op may go once the call returned.
+    scale = 10.0f;
+    in = plainIn = 1.0f + rank;
+    EXPECT_EQ(ncclRedOpDestroy(op, comm), ncclSuccess);
+    ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(comm);
+    EXPECT_EQ(plainOut, 3.0f);
+    EXPECT_EQ(out, 30.0f);  // 10 * (1 + 2)
   });
 }
 
@@ -436,6 +491,55 @@ TEST(NcclLifecycle, RevokeStopsNewWorkAndScalableInit) {
     float x = 0;
     EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, nullptr), ncclInvalidUsage);
     EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  });
+}
+
+// A call that makes a communicator and fails leaves NULL in the caller's handle, as NVIDIA's
+// NCCL does: a caller that then destroys or aborts what it holds destroys nothing. The face
+// left the caller's old value there (here a live communicator: destroying it twice).
+TEST(NcclLifecycle, AFailedCreationLeavesANullHandle) {
+  ncclComm_t live = nullptr;
+  ASSERT_EQ(ncclCommInitAll(&live, 1, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclComm_t comm = live;
+  EXPECT_EQ(ncclCommInitRank(&comm, 2, id, 5), ncclInvalidArgument);  // a bad rank
+  EXPECT_EQ(comm, nullptr);
+  ncclConfig_t bad = NCCL_CONFIG_INITIALIZER;
+  bad.magic = 0;
+  comm = live;
+  EXPECT_EQ(ncclCommInitRankConfig(&comm, 1, id, 0, &bad), ncclInvalidArgument);
+  EXPECT_EQ(comm, nullptr);
+  // A blocking creation that fails (an id no rendezvous can be found with): what it made is
+  // aborted, and no handle of it reaches the caller.
+  ncclUniqueId garbage;
+  std::memset(&garbage, 0, sizeof(garbage));
+  comm = live;
+  EXPECT_NE(ncclCommInitRank(&comm, 1, garbage, 0), ncclSuccess);
+  ASSERT_EQ(comm, nullptr);  // else the destroy below would destroy `live`, and the abort free it twice
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  comm = live;
+  EXPECT_EQ(ncclCommSplit(live, -5, 0, &comm, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(comm, nullptr);
+  EXPECT_EQ(ncclCommDestroy(live), ncclSuccess);
+}
+
+// NVIDIA's NCCL answers a second ncclCommFinalize with ncclInvalidArgument; the face said
+// ncclInvalidUsage (ccl's answer) without a real communicator and NVIDIA's with one.
+TEST(NcclLifecycle, ASecondFinalizeIsAnInvalidArgument) {
+  runRanks(2, [](int rank, ncclComm_t comm) {
+    float a = 1.0f + rank, b = 0.0f;
+    // Refused while this thread's group holds an operation of it, and possible after its end.
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    ASSERT_EQ(ncclAllReduce(&a, &b, 1, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+    EXPECT_EQ(ncclCommFinalize(comm), ncclInvalidUsage);
+    ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(comm);
+    EXPECT_EQ(b, 3.0f);
+    ASSERT_EQ(ncclCommFinalize(comm), ncclSuccess) << ncclGetLastError(comm);
+    EXPECT_EQ(ncclCommFinalize(comm), ncclInvalidArgument);
+    EXPECT_NE(std::string(ncclGetLastError(comm)).find("already finalized"), std::string::npos)
+        << ncclGetLastError(comm);
   });
 }
 

@@ -275,7 +275,7 @@ const cclCompression_t* Backend::compressionFor(cclOpKind_t kind) const {
 }
 
 WorkPtr Backend::post(OpType type, const char* what, std::vector<at::Tensor> outputs, std::chrono::milliseconds timeout,
-                      Body issue, Body finish) {
+                      Body issue, Body finish, std::vector<c10::intrusive_ptr<Work>> riders) {
   TORCH_CHECK_VALUE(worker_ && comm(), "ccl: ", what, " on a process group that was shut down or aborted");
   auto work = c10::make_intrusive<Work>(rank_, type, what, std::move(outputs), timeoutOf(timeout));
   if (type != OpType::SEND && type != OpType::RECV && type != OpType::COALESCED) ++collectiveSeq_;
@@ -286,17 +286,26 @@ WorkPtr Backend::post(OpType type, const char* what, std::vector<at::Tensor> out
   // The worker runs the call under the caller's thread-local state (inference mode, grad
   // mode, ...), as if the caller ran it: outputs made under torch.inference_mode() are
   // written in that mode.
-  worker_->post([work, worker = worker_.get(), issue = std::move(issue), finish = std::move(finish),
-                 state = at::ThreadLocalState()] {
-    at::ThreadLocalStateGuard guard(state);
+  worker_->post([work, riders = std::move(riders), worker = worker_.get(), issue = std::move(issue),
+                 finish = std::move(finish), state = at::ThreadLocalState()]() mutable {
     std::exception_ptr error;
-    try {
-      issue();
-      if (finish) finish();
-    } catch (...) {
-      error = std::current_exception();
+    {
+      at::ThreadLocalStateGuard guard(state);
+      try {
+        issue();
+        if (finish) finish();
+      } catch (...) {
+        error = std::current_exception();
+      }
     }
-    work->complete(error, *worker);
+    // What the call holds (its tensors, the caller's thread-local state) is parked before its
+    // Works complete, for the caller's wait() to release (Worker); the Works move into their
+    // completions. This task then holds nothing of the caller's.
+    worker->parked()->park([issue = std::move(issue), finish = std::move(finish), state = std::move(state)] {});
+    issue = nullptr;
+    finish = nullptr;
+    for (auto& rider : riders) Work::complete(std::move(rider), error, *worker);
+    Work::complete(std::move(work), error, *worker);
   });
   return work;
 }
@@ -323,28 +332,27 @@ WorkPtr Backend::endCoalescing() {
   std::vector<Pending> calls = std::move(coalesced_);
   coalesced_.clear();
   std::vector<at::Tensor> outputs;
-  for (const auto& c : calls) {
+  std::vector<c10::intrusive_ptr<Work>> works;
+  for (auto& c : calls) {
     const auto r = c.work->result();
     outputs.insert(outputs.end(), r.begin(), r.end());
+    works.push_back(std::move(c.work));
   }
-  // The group's own Work completes with its calls' (a batch_isend_irecv waits on it).
-  return post(OpType::COALESCED, "coalesced calls", std::move(outputs), c10d::kUnsetTimeout, [this, calls] {
-    std::exception_ptr error;
-    try {
-      // A refused call fails them all before any is issued (the peers' then fail by timeout).
-      for (const auto& c : calls)
-        if (c.refused) std::rethrow_exception(c.refused);
-      Group group;
-      for (const auto& c : calls) c.issue();
-      check(group.end(), "cclGroupEnd (coalesced calls)");
-      for (const auto& c : calls)
-        if (c.finish) c.finish();
-    } catch (...) {
-      error = std::current_exception();
-    }
-    for (const auto& c : calls) c.work->complete(error, *worker_);
-    if (error) std::rethrow_exception(error);
-  });
+  // The group's own Work completes with its calls' (a batch_isend_irecv waits on it), with
+  // the same error: they ride on it.
+  return post(
+      OpType::COALESCED, "coalesced calls", std::move(outputs), c10d::kUnsetTimeout,
+      [this, calls] {
+        // A refused call fails them all before any is issued (the peers' then fail by timeout).
+        for (const auto& c : calls)
+          if (c.refused) std::rethrow_exception(c.refused);
+        Group group;
+        for (const auto& c : calls) c.issue();
+        check(group.end(), "cclGroupEnd (coalesced calls)");
+        for (const auto& c : calls)
+          if (c.finish) c.finish();
+      },
+      {}, std::move(works));
 }
 
 WorkPtr Backend::broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) {

@@ -150,8 +150,10 @@ class Backend : public c10d::Backend {
     Body issue, finish;
     std::exception_ptr refused;  // a call its checks refused while coalescing (deferRefusal)
   };
+  // `riders`: Works of calls that `issue` runs too (coalesced ones), completed with this one's.
   c10::intrusive_ptr<c10d::Work> post(c10d::OpType type, const char* what, std::vector<at::Tensor> outputs,
-                                      std::chrono::milliseconds timeout, Body issue, Body finish = {});
+                                      std::chrono::milliseconds timeout, Body issue, Body finish = {},
+                                      std::vector<c10::intrusive_ptr<Work>> riders = {});
   // Runs `call` (a send or receive: its checks, then post). While coalescing, a call its
   // checks refuse does not raise: the coalesced calls fail together at endCoalescing, none
   // of them run, and wait() raises the refusal. PyTorch's coalescing manager (under

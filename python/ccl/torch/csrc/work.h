@@ -12,12 +12,28 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 namespace ccl::torch {
+
+// What the worker's threads have run (tasks, completions, and what they held: tensors, Works,
+// thread-local state), kept until a caller's thread releases it (see Worker).
+class Parked {
+ public:
+  // Keeps `item`; `then` (may be empty) runs before any release can take it, so it may use
+  // what `item` keeps alive.
+  void park(std::function<void()> item, const std::function<void()>& then = {});
+  // Releases what is parked, on the calling thread.
+  void release();
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::function<void()>> items_;
+};
 
 // Runs posted tasks one at a time, in order, on a thread of its own. The destructor runs
 // what is queued, then joins: a Work handed out is always completed.
@@ -32,8 +48,11 @@ namespace ccl::torch {
 // to a tensor whose Python object must then be freed under the GIL, and a thread that is not
 // Python's and takes the GIL while the interpreter finalizes (a program that exits while a
 // call runs or has just failed) is ended by pthread_exit inside that noexcept destructor,
-// which aborts the process (std::terminate, SIGABRT). Tasks that have run are released by
-// the next post() or by the destructor, on the caller's thread.
+// which aborts the process (std::terminate, SIGABRT). What has run is parked (parked()) and
+// released on a caller's thread: by the next post(), by the destructor, and by Work::wait(),
+// which waits until what its call held is parked, so that a call that was waited for holds
+// nothing of the caller's once the caller drops its Work (a large tensor the caller frees
+// after a synchronous call is freed then, not at the next call).
 class Worker {
  public:
   explicit Worker(std::string name);
@@ -43,8 +62,13 @@ class Worker {
 
   void post(std::function<void()> task);
 
-  // Runs `completion` (a Future's) on a completer thread; released as tasks are.
-  void settle(std::function<void()> completion);
+  // Runs `completion` (a Future's) on a completer thread, then parks it and runs `parked`.
+  void settle(std::function<void()> completion, std::function<void()> parked);
+
+  const std::shared_ptr<Parked>& parked() const { return parked_; }
+
+  // Whether the calling thread is a completer thread (of any Worker): a Future callback.
+  static bool onCompleter();
 
   static constexpr size_t kMaxCompleters = 16;
 
@@ -56,10 +80,10 @@ class Worker {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
-  std::vector<std::function<void()>> finished_;  // tasks that have run, to release off this thread
+  const std::shared_ptr<Parked> parked_ = std::make_shared<Parked>();  // Works hold it too
   bool stop_ = false;
   std::condition_variable settleCv_;
-  std::deque<std::function<void()>> settling_;
+  std::deque<std::pair<std::function<void()>, std::function<void()>>> settling_;  // settle()'s
   std::vector<std::thread> completers_;
   size_t idleCompleters_ = 0;
   bool stopSettling_ = false;
@@ -79,16 +103,20 @@ class Work : public c10d::Work {
   std::vector<at::Tensor> result() override;
   void synchronize() override {}
   // Waits at most `timeout` (or, when none is given, the call's or the group's timeout);
-  // past it raises DistBackendError. A failed call rethrows its error.
+  // past it raises DistBackendError. A failed call rethrows its error. Then waits for the
+  // Future's completion, its callbacks included (as gloo's, whose Work completes after them),
+  // and releases what the worker parked (Worker), its call's tensors among them. Inside a
+  // Future callback, which may be this Work's own completion, it waits only for the Future to
+  // hold the result, and releases nothing.
   bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   float getDuration() const override;
   std::chrono::milliseconds getTimeout() const override { return timeout_; }
 
-  // Called once, on the worker, when the call has run (error: what it threw): the Work
-  // completes now, its Future on one of `worker`'s completer threads. wait() returns once
-  // both have (the Future's callbacks may still be running then).
-  void complete(std::exception_ptr error, Worker& worker);
+  // Called once, on the worker, when the call has run (error: what it threw) and what it held
+  // is parked: the Work completes now, its Future on one of `worker`'s completer threads.
+  // `self` moves into that completion, which is parked in turn: the worker keeps no reference.
+  static void complete(c10::intrusive_ptr<Work> self, std::exception_ptr error, Worker& worker);
 
  private:
   const std::string what_;
@@ -97,6 +125,8 @@ class Work : public c10d::Work {
   const std::chrono::steady_clock::time_point posted_;
   std::chrono::steady_clock::time_point done_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::shared_ptr<Parked> parked_;  // the worker's (complete())
+  bool settled_ = false;            // the completion ran and is parked (under mutex_)
 };
 
 }  // namespace ccl::torch
