@@ -198,7 +198,8 @@ CCL_API cclResult_t cclGetUniqueId(cclUniqueId* uniqueId);
 
 /*
  * Joins communicator `commId` as `rank` of `nranks`. Blocks until every rank has joined.
- * Every rank must pass the same id and nranks; 0 <= rank < nranks.
+ * Every rank must pass the same id and nranks; 0 <= rank < nranks. *comm is NULL on failure
+ * (as *comms of cclCommInitAll and *newcomm of cclCommSplit and cclCommShrink are).
  */
 CCL_API cclResult_t cclCommInitRank(cclComm_t* comm, int nranks, cclUniqueId commId, int rank);
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import operator
 import threading
 from typing import Any, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -14,7 +15,7 @@ from ._errors import CclError, CclInvalidUsage, Result, check, error_for
 from ._lib import (CONFIG_MAGIC, CONFIG_UNDEF_INT, HEADER_VERSION_CODE, STATS_MAGIC, UNCOMPRESSED_REASON_NAMES,
                    UNIQUE_ID_BYTES, ConfigStruct, StatsStruct, UniqueIdStruct, lib)
 from ._stream import current_stream
-from ._types import OpKind, OpLike, to_op
+from ._types import OpKind, OpLike, check_c_int, to_op
 
 SPLIT_NOCOLOR = -1
 """Pass as `color` to :meth:`Comm.split` to take no part in the new communicators."""
@@ -112,7 +113,7 @@ class Config:
         s.magic = CONFIG_MAGIC
         s.version = HEADER_VERSION_CODE
         s.blocking = CONFIG_UNDEF_INT if self.blocking is None else int(bool(self.blocking))
-        s.timeoutMs = CONFIG_UNDEF_INT if self.timeout_ms is None else int(self.timeout_ms)
+        s.timeoutMs = CONFIG_UNDEF_INT if self.timeout_ms is None else check_c_int(int(self.timeout_ms), "timeout_ms")
         keep: list = []
         if self.name is not None:
             name = str(self.name).encode()
@@ -230,8 +231,11 @@ def _ex_args(compression: CompressionLike, feedback: Optional[Feedback]):
         raise TypeError("feedback must be a ccl.Feedback or None; got %s" % type(feedback).__name__)
     if comp is None and feedback is None:
         return False, None, None, ()
+    # The call keeps the feedback's C state, not the Feedback: a close() while the call is queued
+    # (in a group, on a host stream) or running in another thread then frees it only afterwards.
+    state = feedback._live() if feedback is not None else None
     return (True, ctypes.byref(comp.struct) if comp is not None else None,
-            feedback.handle if feedback is not None else None, (comp, feedback))
+            state.handle if state is not None else None, (comp, state))
 
 
 def _per_rank_shape(buf: Buffer, nranks: int) -> tuple:
@@ -265,6 +269,7 @@ class Comm:
         for name, v in (("nranks", nranks), ("rank", rank)):
             if not isinstance(v, int) or isinstance(v, bool):
                 raise TypeError("%s must be an int, got %r" % (name, v))
+        check_c_int(nranks, "nranks")
         if not 0 <= rank < nranks:
             raise ValueError("rank %d is outside [0, nranks=%d)" % (rank, nranks))
         handle = ctypes.c_void_p()
@@ -350,9 +355,11 @@ class Comm:
     def __repr__(self) -> str:
         return "ccl.Comm(rank=%d, size=%d%s)" % (self._rank, self._size, ", closed" if self.closed else "")
 
-    def _enter(self, fn: str) -> int:
+    def _enter(self, fn: str, while_closing: bool = False) -> int:
+        """The handle, counted as in use until _leave(), so that destroy() waits for the call.
+        `while_closing`: also while destroy() waits for calls (revoke(), which ends them)."""
         with self._cv:
-            if self._handle is None or self._closing:
+            if self._handle is None or (self._closing and not while_closing):
                 raise CclInvalidUsage(Result.INVALID_USAGE, fn, "the communicator was destroyed or aborted")
             self._inflight += 1
             return self._handle
@@ -373,10 +380,11 @@ class Comm:
                                       for a in args])
         finally:
             self._leave()
-        # Inside a group the call only queued work: what it points to must outlive the group;
-        # on a host stream, until the stream has run it.
-        _group.keep_alive(*keep)
-        if stream is not None and code == 0:
+        # Inside a group the call only queued work: what it points to, and this communicator,
+        # must outlive the group; on a host stream, until the stream has run it.
+        if _group.depth():
+            _group.keep_alive(self, *keep, stream=stream if code == 0 else None)
+        elif stream is not None and code == 0:
             stream._keep_alive(*keep)
         if code != 0:
             raise error_for(code, fn)
@@ -393,7 +401,8 @@ class Comm:
         color = SPLIT_NOCOLOR if color is None else color
         if not isinstance(color, int) or (color < 0 and color != SPLIT_NOCOLOR):
             raise ValueError("color must be an int >= 0, None or ccl.SPLIT_NOCOLOR; got %r" % (color,))
-        key = self._rank if key is None else key
+        check_c_int(color, "color")
+        key = check_c_int(self._rank if key is None else operator.index(key), "key")
         out = ctypes.c_void_p()
         cfg, keep = _config_struct(config)
         self._call("cclCommSplit", _COMM, color, key, ctypes.byref(out), ctypes.byref(cfg) if cfg else None)
@@ -415,8 +424,10 @@ class Comm:
             ranks, count, flags = None, 0, flags | _SHRINK_ALIVE
         else:
             listed = list(exclude)
-            if not all(isinstance(r, int) for r in listed):
+            if not all(isinstance(r, int) and not isinstance(r, bool) for r in listed):
                 raise TypeError("exclude must hold ranks (ints); got %r" % (exclude,))
+            for r in listed:
+                check_c_int(r, "exclude rank")
             ranks, count = (ctypes.c_int * len(listed))(*listed), len(listed)
         out = ctypes.c_void_p()
         cfg, keep = _config_struct(config)
@@ -436,31 +447,50 @@ class Comm:
             if self._handle is None or self._closing:
                 return
             self._closing = True
-            while self._inflight:
+            while self._inflight and self._handle is not None:
                 self._cv.wait()
-            h = self._handle
+            # Taken before the C call: an abort() from another thread meanwhile then finds no
+            # handle, since cclCommAbort during cclCommDestroy of the same communicator would
+            # free it twice. None: an abort() freed it while this waited.
+            h, self._handle = self._handle, None
+            if h is None:
+                self._closing = False
+                return
         code = lib.cclCommDestroy(h)
+        err = error_for(code, "cclCommDestroy") if code != 0 else None
         with self._cv:
-            if code == 0:
-                self._handle = None
+            if err is not None:
+                self._handle = h  # still ours: destroy() or abort() may be tried again
             self._closing = False
-        if code != 0:
-            raise error_for(code, "cclCommDestroy")
+        if err is not None:
+            raise err
 
     def revoke(self) -> None:
         """cclCommRevoke: fails every operation of the communicator, from any thread, on this
         rank and its peers (ranks stuck in different calls all come out), without freeing it.
         Later calls raise; once every rank has revoked it, split() and destroy() remain."""
-        with self._cv:
-            h = self._handle
-        if h is not None:
-            check(lib.cclCommRevoke(h, 0), "cclCommRevoke")
+        try:
+            # Counted as a call: destroy() from another thread must not free the communicator
+            # while cclCommRevoke still reads it. Allowed while destroy() waits for calls, which
+            # it makes return.
+            h = self._enter("cclCommRevoke", while_closing=True)
+        except CclInvalidUsage:
+            return  # destroyed or aborted: nothing left to revoke
+        try:
+            code = lib.cclCommRevoke(h, 0)
+        finally:
+            self._leave()
+        if code != 0:
+            raise error_for(code, "cclCommRevoke")
 
     def abort(self) -> None:
         """cclCommAbort: stops every operation of the communicator, from any thread, and frees
-        it. Calls blocked in other threads raise promptly; peers see CclRemoteError."""
+        it. Calls blocked in other threads raise promptly; peers see CclRemoteError. A destroy()
+        waiting for such calls then returns; one already inside cclCommDestroy (waiting for
+        operations queued on a host stream) owns the communicator, and abort() does nothing."""
         with self._cv:
             h, self._handle = self._handle, None
+            self._cv.notify_all()  # a destroy() waiting for calls has nothing left to free
         if h is not None:
             check(lib.cclCommAbort(h), "cclCommAbort")
 
@@ -593,7 +623,7 @@ class Comm:
         if is_root:
             out, r = self._output(out, s, s.shape, s.count, "x has %d")
             check_overlap(s, r, r.ptr)
-        self._call("cclReduce", s.ptr, r.ptr if r else None, s.count, int(s.dtype), int(op), root, _COMM, None,
+        self._call("cclReduce", s.ptr, r.ptr if r else None, s.count, int(s.dtype), int(op), root, _COMM, _STREAM,
                    keep=(s, r))
         return out if is_root else None
 
@@ -682,7 +712,8 @@ class Comm:
             out, r = self._output(out, s, (self._size,) + tuple(s.shape), self._size * s.count,
                                   "it must hold size * x.size = %d")
             check_overlap(s, r, r.ptr + self._rank * s.nbytes)
-        self._call("cclGather", s.ptr, r.ptr if r else None, s.count, int(s.dtype), root, _COMM, None, keep=(s, r))
+        self._call("cclGather", s.ptr, r.ptr if r else None, s.count, int(s.dtype), root, _COMM, _STREAM,
+                   keep=(s, r))
         return out if is_root else None
 
     def scatter(self, x: Any, root: int = 0, *, out: Any = None) -> Any:
@@ -704,7 +735,7 @@ class Comm:
         else:
             r = as_buffer(out, "out", writable=True)
         self._call("cclScatter", s.ptr if s is not None and is_root else None, r.ptr, r.count, int(r.dtype), root,
-                   _COMM, None, keep=(s, r))
+                   _COMM, _STREAM, keep=(s, r))
         return out
 
     def send(self, x: Any, peer: int, *, compression: CompressionLike = None,

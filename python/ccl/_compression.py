@@ -9,7 +9,7 @@ from typing import Optional, Union
 
 from ._errors import check
 from ._lib import COMPRESSION_MAGIC, HEADER_VERSION_CODE, CompressionStruct, lib
-from ._types import Codec, FeedbackKind
+from ._types import Codec, FeedbackKind, check_c_int
 
 
 def codec_from_name(name: str) -> Codec:
@@ -136,7 +136,8 @@ def codec_error_bound(compression: Optional[Compression], abs_value: float, abs_
     """cclCodecErrorBound; see :meth:`Compression.error_bound`. None means no compression (0)."""
     out = ctypes.c_double()
     ptr = ctypes.byref(compression.struct) if compression is not None else None
-    check(lib.cclCodecErrorBound(ptr, float(abs_value), float(abs_max), int(quantizations), ctypes.byref(out)),
+    quantizations = check_c_int(int(quantizations), "quantizations")
+    check(lib.cclCodecErrorBound(ptr, float(abs_value), float(abs_max), quantizations, ctypes.byref(out)),
           "cclCodecErrorBound")
     return out.value
 
@@ -153,6 +154,24 @@ def to_compression(c: CompressionLike) -> Optional[Compression]:
     raise TypeError("compression must be a ccl.Compression, a codec name or None; got %s" % type(c).__name__)
 
 
+class _FeedbackState:
+    """One cclFeedback_t, freed when the last reference to this object goes. Its Feedback holds
+    one until close(); a call holds one while it runs, and a call queued in an open group or on
+    a host stream until that has run (the group and the stream keep what their calls use), so
+    closing a Feedback never frees state that a queued call will still read and write."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, handle: int):
+        self.handle = handle
+
+    def __del__(self):
+        try:
+            lib.cclFeedbackDestroy(self.handle)
+        except Exception:  # interpreter shutdown: ctypes may already be gone
+            pass
+
+
 class Feedback:
     """Error-feedback state of one tensor (owns a cclFeedback_t).
 
@@ -167,7 +186,8 @@ class Feedback:
         reset_period: LoCo: calls between resets, >= 0.
 
     Free it with :meth:`close` (or use it as a context manager); it is also freed when
-    garbage-collected.
+    garbage-collected. Calls that use it and are still queued (in an open :func:`ccl.group`, or
+    on a :class:`ccl.HostStream` not yet synchronized) keep the state until they have run.
     """
 
     def __init__(self, kind: Union[str, FeedbackKind] = "residual", beta: float = 0.0, reset_period: int = 0):
@@ -179,37 +199,41 @@ class Feedback:
             kind = names[kind.lower()]
         self.kind = FeedbackKind(kind)
         self.beta = float(beta)
-        self.reset_period = int(reset_period)
+        self.reset_period = check_c_int(int(reset_period), "reset_period")
         self._lock = threading.Lock()
         handle = ctypes.c_void_p()
         check(lib.cclFeedbackCreate(ctypes.byref(handle), int(self.kind), self.beta, self.reset_period),
               "cclFeedbackCreate")
-        self._handle: Optional[int] = handle.value
+        self._state: Optional[_FeedbackState] = _FeedbackState(handle.value)
+
+    def _live(self) -> _FeedbackState:
+        """The state, for a call to hold while it uses it; ValueError once closed."""
+        st = self._state
+        if st is None:
+            raise ValueError("this ccl.Feedback was closed")
+        return st
 
     @property
     def handle(self) -> int:
         """The cclFeedback_t, for the C calls."""
-        h = self._handle
-        if h is None:
-            raise ValueError("this ccl.Feedback was closed")
-        return h
+        return self._live().handle
 
     @property
     def closed(self) -> bool:
-        return self._handle is None
+        return self._state is None
 
     def close(self) -> None:
-        """Frees the state (cclFeedbackDestroy). Further use raises ValueError."""
+        """Frees the state (cclFeedbackDestroy) once no queued call uses it any more. Further use
+        raises ValueError."""
         with self._lock:
-            h, self._handle = self._handle, None
-        if h is not None:
-            check(lib.cclFeedbackDestroy(h), "cclFeedbackDestroy")
+            self._state = None
 
     def error_norm(self) -> float:
         """cclFeedbackErrorNorm: the norm of the error this state adds to its next call (what
         its last call lost; 0 before any call and for kind "none")."""
         out = ctypes.c_double()
-        check(lib.cclFeedbackErrorNorm(self.handle, ctypes.byref(out)), "cclFeedbackErrorNorm")
+        st = self._live()  # held across the call: a close() from another thread cannot free it
+        check(lib.cclFeedbackErrorNorm(st.handle, ctypes.byref(out)), "cclFeedbackErrorNorm")
         return out.value
 
     def __enter__(self) -> "Feedback":
@@ -217,13 +241,6 @@ class Feedback:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-    def __del__(self):
-        try:
-            if getattr(self, "_handle", None) is not None:
-                lib.cclFeedbackDestroy(self._handle)
-        except Exception:  # interpreter shutdown: ctypes may already be gone
-            pass
 
     def __repr__(self) -> str:
         return "ccl.Feedback(kind=%r, beta=%r, reset_period=%r%s)" % (

@@ -44,6 +44,12 @@ class CclError(RuntimeError):
             text += ": " + message
         super().__init__(text)
 
+    def __reduce__(self):
+        # The default rebuilds an exception from self.args, the one formatted text, which this
+        # __init__ does not take: without this an error raised in a worker process could not be
+        # unpickled by its parent (multiprocessing, concurrent.futures), nor copied.
+        return (type(self), (int(self.code), self.function, self.message))
+
 
 class CclUnhandledCudaError(CclError):
     """A CUDA call failed inside ccl."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 from ._errors import check, error_for
 from ._lib import lib
@@ -17,11 +17,22 @@ def depth() -> int:
     return getattr(_tls, "depth", 0)
 
 
-def keep_alive(*objs: Any) -> None:
+def keep_alive(*objs: Any, stream: Optional[Any] = None) -> None:
     """Inside a group the calls run at the outermost cclGroupEnd: the arrays they use must
-    live until then, even if the caller dropped them (e.g. an output allocated by ccl)."""
+    live until then, even if the caller dropped them (e.g. an output allocated by ccl), and so
+    must the communicator, whose cclCommDestroy is refused while the group holds calls of it.
+    A call on a host stream (`stream`) is enqueued there only at that cclGroupEnd: the stream
+    takes its objects then, not before, since a wait on the stream meanwhile (from any thread)
+    drops what the stream kept and has not seen these calls."""
     if depth():
         _tls.keep.extend(objs)
+        if stream is not None:
+            _tls.handoff.append((stream, objs))
+
+
+def holds(stream: Any) -> bool:
+    """True when this thread's open group has calls to enqueue on `stream` at its end."""
+    return bool(depth()) and any(s is stream for s, _ in _tls.handoff)
 
 
 @contextlib.contextmanager
@@ -36,7 +47,7 @@ def group() -> Iterator[None]:
     """
     check(lib.cclGroupStart(), "cclGroupStart")
     if not depth():
-        _tls.keep = []
+        _tls.keep, _tls.handoff = [], []
     _tls.depth = depth() + 1
     try:
         yield
@@ -44,15 +55,22 @@ def group() -> Iterator[None]:
         _end()
         raise
     else:
-        code = _end()
-        if code != 0:
-            raise error_for(code, "cclGroupEnd")
+        err = _end()
+        if err is not None:
+            raise err
 
 
-def _end() -> int:
+def _end() -> Optional[BaseException]:
+    """cclGroupEnd; the error it returned, if any."""
     # ctypes releases the GIL here too: the group's calls may block for a while.
     code = lib.cclGroupEnd()
+    # Read the message now: dropping the kept objects below may run finalizers that call ccl.
+    err = error_for(code, "cclGroupEnd") if code != 0 else None
     _tls.depth -= 1
     if not _tls.depth:
-        _tls.keep = []
-    return code
+        # The calls on host streams are enqueued now (a failed group enqueued none, and the
+        # stream then only keeps the objects until its next wait).
+        for stream, objs in _tls.handoff:
+            stream._keep_alive(*objs)
+        _tls.keep, _tls.handoff = [], []
+    return err

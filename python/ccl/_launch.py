@@ -111,11 +111,13 @@ def init_from_env(config: Union[Config, Mapping[str, Any], None] = None, *, stor
     else:
         store = _tcp_store(env, rank, world, timeout)
         uid = _exchange_store(store, key, rank, get_unique_id)
-    comm = Comm(world, uid, rank, config)
-    if path and store is None and rank == 0:
-        # Every rank has joined, so every rank has read it; a stale file would mislead the next job.
-        try:
-            os.remove(path)
-        except OSError:
-            pass
-    return comm
+    try:
+        return Comm(world, uid, rank, config)
+    finally:
+        if path and store is None and rank == 0:
+            # Every rank has joined, so every rank has read it; or this rank's init failed, and
+            # the id is of no use. Either way a stale file would mislead the next job.
+            try:
+                os.remove(path)
+            except OSError:
+                pass

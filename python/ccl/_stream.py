@@ -7,7 +7,8 @@ import ctypes
 import threading
 from typing import Any, List, Optional
 
-from ._errors import check, error_for
+from . import _group
+from ._errors import CclInvalidUsage, Result, check, error_for
 from ._lib import lib
 
 _tls = threading.local()
@@ -48,9 +49,11 @@ class HostStream:
         """Waits until everything enqueued so far has run; raises its first failure."""
         kept = self._kept()
         code = lib.cclHostStreamSynchronize(self.handle)
+        # The message first: releasing may run finalizers (a Feedback's) that call ccl.
+        err = error_for(code, "cclHostStreamSynchronize") if code != 0 else None
         self._release(kept)
-        if code != 0:
-            raise error_for(code, "cclHostStreamSynchronize")
+        if err is not None:
+            raise err
 
     def query(self) -> bool:
         """True when everything enqueued so far has run (then the arrays are free again)."""
@@ -64,9 +67,15 @@ class HostStream:
         raise error_for(code, "cclHostStreamQuery")
 
     def destroy(self) -> None:
-        """Waits for what is enqueued, then frees the stream. Idempotent."""
+        """Waits for what is enqueued, then frees the stream. Idempotent. Refused inside a
+        ccl.group() that has calls on the stream (they are enqueued at its end)."""
         if self._handle is None:
             return
+        if _group.holds(self):
+            # cclGroupEnd would enqueue them on the freed stream; as cclCommDestroy refuses a
+            # communicator with calls queued in an open group.
+            raise CclInvalidUsage(Result.INVALID_USAGE, "cclHostStreamDestroy",
+                                  "the open group has calls on this stream; destroy it after the group")
         h, self._handle = self._handle, None
         code = lib.cclHostStreamDestroy(h)
         self._keep = []

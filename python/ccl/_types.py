@@ -56,6 +56,16 @@ class Op(enum.IntEnum):
 
 OpLike = Union[Op, str, int]
 
+C_INT_MIN, C_INT_MAX = -(2**31), 2**31 - 1
+
+
+def check_c_int(value: int, what: str) -> int:
+    """value, refused unless a C int holds it: ctypes passes an int argument or stores an int
+    field modulo 2**32 without a word, so 2**32 + 1 would reach the library as 1."""
+    if not C_INT_MIN <= value <= C_INT_MAX:
+        raise ValueError("%s = %d does not fit a C int" % (what, value))
+    return value
+
 
 def to_op(op: OpLike) -> Op:
     """An Op from an Op, its name ("sum", "prod", "max", "min", "avg"; any case) or its value."""

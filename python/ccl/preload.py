@@ -14,17 +14,21 @@ from __future__ import annotations
 import os
 import sys
 
-_LIB_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib")
+from ._lib import find_in_package, package_dirs
+
 _NAME = "libccl_nccl.so"
 
 
 def library_path() -> str:
     """The face's shared library in this package; raises FileNotFoundError if it has none."""
+    # In every package folder, as libccl is found: an editable install keeps lib/ in the
+    # installed folder, not in the source folder next to this file.
     for name in (_NAME + ".0", _NAME):
-        path = os.path.join(_LIB_DIR, name)
-        if os.path.exists(path):
+        path = find_in_package("lib", name)
+        if path:
             return path
-    raise FileNotFoundError(f"this ccl package has no NCCL face ({_NAME} not in {_LIB_DIR}): it was built "
+    lib_dirs = " or ".join(os.path.join(d, "lib") for d in package_dirs())
+    raise FileNotFoundError(f"this ccl package has no NCCL face ({_NAME} not in {lib_dirs}): it was built "
                             "without NVIDIA's nccl.h")
 
 

@@ -232,6 +232,9 @@ CCL_API cclResult_t cclGetUniqueId(cclUniqueId* uniqueId) {
 
 CCL_API cclResult_t cclCommInitRankConfig(cclComm_t* comm, int nranks, cclUniqueId commId, int rank,
                                           cclConfig_t* config) {
+  // NULL on failure, as cclCommShrink's and NVIDIA's NCCL's: never a stale handle the caller
+  // might destroy twice.
+  if (comm) *comm = nullptr;
   return guard(nullptr, "cclCommInitRank", [&] {
     CCL_CHECK(comm, cclInvalidArgument, "comm is NULL");
     *comm = api::createComm(commId, nranks, rank, config);
@@ -243,6 +246,7 @@ CCL_API cclResult_t cclCommInitRank(cclComm_t* comm, int nranks, cclUniqueId com
 }
 
 CCL_API cclResult_t cclCommInitAll(cclComm_t* comms, int ndev, const int* devlist) {
+  if (comms && ndev > 0) std::fill(comms, comms + ndev, nullptr);  // as cclCommInitRankConfig
   return guard(nullptr, "cclCommInitAll", [&] {
     CCL_CHECK(comms, cclInvalidArgument, "comms is NULL");
     CCL_CHECK(ndev > 0, cclInvalidArgument, "ndev " + std::to_string(ndev) + " must be positive");
@@ -278,6 +282,7 @@ CCL_API cclResult_t cclCommInitAll(cclComm_t* comms, int ndev, const int* devlis
 }
 
 CCL_API cclResult_t cclCommSplit(cclComm_t comm, int color, int key, cclComm_t* newcomm, cclConfig_t* config) {
+  if (newcomm) *newcomm = nullptr;  // as cclCommInitRankConfig
   return guard(comm, "cclCommSplit", [&] {
     api::checkUsable(comm, true);
     CCL_CHECK(newcomm, cclInvalidArgument, "newcomm is NULL");

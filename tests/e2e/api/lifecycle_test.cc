@@ -97,6 +97,28 @@ TEST(Lifecycle, ShorterConfigFromAnOlderCallerIsAccepted) {
   });
 }
 
+// A failed creation leaves NULL where the caller keeps its handle, never the value the
+// variable held before (another communicator, which a cleanup would destroy twice).
+TEST(Lifecycle, AFailedCreationLeavesANullHandle) {
+  World& w = World::get(2);
+  ASSERT_TRUE(w.ready());
+  cclComm_t stale = w.comm(0);
+  cclUniqueId id{};  // zeroed: malformed, refused at once
+  cclComm_t comm = stale;
+  EXPECT_EQ(cclCommInitRank(&comm, 2, id, 0), cclInvalidArgument);
+  EXPECT_EQ(comm, nullptr);
+  comm = stale;
+  cclConfig_t bad = CCL_CONFIG_INITIALIZER;
+  bad.blocking = 7;
+  EXPECT_EQ(cclCommInitRankConfig(&comm, 2, id, 0, &bad), cclInvalidArgument);
+  EXPECT_EQ(comm, nullptr);
+  w.run([&](int rank, cclComm_t parent) {
+    cclComm_t child = stale;
+    EXPECT_EQ(cclCommSplit(parent, -5, rank, &child, nullptr), cclInvalidArgument);
+    EXPECT_EQ(child, nullptr);
+  });
+}
+
 TEST(Lifecycle, CollectiveAfterFinalizeIsInvalidUsage) {
   World w(2);
   ASSERT_TRUE(w.ready());
