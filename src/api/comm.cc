@@ -188,12 +188,23 @@ void releaseComm(cclComm_t comm) {
 
 // The caller's handle goes (destroy or abort): it is refused from now on, and the
 // communicator is freed now or, when an open group of another thread still holds operations
-// of it, at that group's end.
+// of it, at that group's end. Once only: a destroy and an abort that overlap in two threads
+// (a watchdog's abort while the owner's destroy waits for its host streams) release it once.
 static void releaseHandle(cclComm_t comm) {
-  comm->life.released.store(true);
+  if (comm->life.released.exchange(true)) return;
   comm->magic = 0;
   releaseComm(comm);
 }
+
+// A destroy or abort in progress holds the communicator: one in another thread that releases
+// the handle meanwhile does not free it under this one.
+struct Holding {
+  explicit Holding(cclComm_t c) : comm(c) { retainComm(c); }
+  ~Holding() { releaseComm(comm); }
+  Holding(const Holding&) = delete;
+  Holding& operator=(const Holding&) = delete;
+  cclComm_t comm;
+};
 
 void checkUsable(cclComm_t comm, bool afterRevoke) {
   CCL_CHECK(comm, cclInvalidArgument, "comm is NULL");
@@ -333,6 +344,7 @@ CCL_API cclResult_t cclCommDestroy(cclComm_t comm) {
   return guard(comm, "cclCommDestroy", [&] {
     if (!comm) return;  // as free(NULL)
     api::checkHandle(comm);
+    const api::Holding holding(comm);
     CCL_CHECK(!api::groupHasComm(comm), cclInvalidUsage, "the communicator has operations queued in an open group");
     api::drainAsync(comm, nullptr);  // operations queued on host streams run first
     api::releaseHandle(comm);
@@ -343,6 +355,7 @@ CCL_API cclResult_t cclCommAbort(cclComm_t comm) {
   return guard(comm, "cclCommAbort", [&] {
     if (!comm) return;
     api::checkHandle(comm);
+    const api::Holding holding(comm);
     comm->life.aborted.store(true);
     comm->links.transport->abort();
     comm->links.bootstrap->abort();

@@ -126,6 +126,34 @@ TEST(Abort, AnAbortFromAnotherThreadDropsWhatTheOwnersGroupHolds) {
   w.forgetComm(0);
 }
 
+// A watchdog aborts a communicator while its owner's cclCommDestroy waits for an operation
+// queued on a host stream (a peer never joins it): the abort brings the destroy out, and the
+// communicator is freed once, after both (under ASan, each freed it before).
+TEST(Abort, AnAbortWhileADestroyWaitsFreesTheCommunicatorOnce) {
+  ScopedEnv timeout("CCL_TIMEOUT", kTimeoutSeconds);
+  World w(2);
+  ASSERT_TRUE(w.ready());
+  const cclComm_t victim = w.comm(0);
+  cclStream_t stream = nullptr;
+  ASSERT_CCL_OK(cclHostStreamCreate(&stream));
+  std::vector<float> in(1000, 1.f), out(1000);
+  // Rank 1 never calls: the allreduce waits on the stream until the abort.
+  ASSERT_CCL_OK(cclAllReduce(in.data(), out.data(), in.size(), cclFloat32, cclSum, victim, stream));
+  cclResult_t destroyed = cclInternalError, aborted = cclInternalError;
+  std::thread owner([&] { destroyed = cclCommDestroy(victim); });
+  // The destroy waits for the stream's operation by now (the order only decides which call
+  // meets which: a destroy already done would make the abort a use of a freed handle).
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::thread watchdog([&] { aborted = cclCommAbort(victim); });
+  watchdog.join();
+  owner.join();
+  EXPECT_EQ(aborted, cclSuccess) << describeResult(aborted);
+  EXPECT_EQ(destroyed, cclSuccess) << describeResult(destroyed);
+  EXPECT_NE(cclHostStreamSynchronize(stream), cclSuccess) << "the aborted allreduce succeeded";
+  EXPECT_CCL_OK(cclHostStreamDestroy(stream));
+  w.forgetComm(0);
+}
+
 // cclCommRevoke on one rank brings out ranks stuck in different calls (an allreduce and a
 // receive, neither of which can complete), well before CCL_TIMEOUT; later calls fail on every
 // rank; once every rank has revoked, a split among those that go on gives a working
