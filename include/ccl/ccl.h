@@ -400,7 +400,9 @@ CCL_API cclResult_t cclGroupEnd(void);
  * communicator's queued operations; cclCommAbort makes them fail promptly.
  */
 CCL_API cclResult_t cclHostStreamCreate(cclStream_t* stream);
-/* Waits until every operation enqueued on `stream` has run, then frees it; NULL is accepted. */
+/* Waits until every operation enqueued on `stream` has run, then frees it; NULL is accepted.
+ * An open group (of another thread) holding calls for `stream` fails at its cclGroupEnd with
+ * cclInvalidUsage and runs none of them. */
 CCL_API cclResult_t cclHostStreamDestroy(cclStream_t stream);
 /* Waits until every operation enqueued on `stream` so far has run. Returns the first failure
  * of those operations since the previous call (and cclGetLastError describes it). */

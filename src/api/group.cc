@@ -2,6 +2,7 @@
 #include "api/group.h"
 
 #include "api/device_calls.h"
+#include "api/streams.h"
 #include "api/tuning.h"
 #include "api/watch.h"
 
@@ -263,6 +264,7 @@ void submit(Op&& op) {
   if (tlsGroup.depth > 0) {
     retainComm(op.comm);
     op.hold = std::shared_ptr<void>(op.comm, [](void* c) { releaseComm(static_cast<cclComm_t>(c)); });
+    if (op.stream) op.streamHold = holdHostStream(op.stream);  // null when destroyed meanwhile: refused at the end
     tlsGroup.queued.push_back(std::move(op));
     return;
   }
@@ -330,6 +332,14 @@ CCL_API cclResult_t cclGroupEnd(void) {
     coll::Stream* stream = ops.front().stream;
     for (const api::Op& op : ops)
       if (op.stream != stream) refuse(cclInvalidUsage, "the operations of one group must all use one stream");
+    if (stream && (!ops.front().streamHold || !api::hostStreamLive(stream)))
+      refuse(cclInvalidUsage,
+             "the group's host stream was destroyed (by another thread) before the group's end; the whole group was "
+             "dropped");
+    // The stream's last reference may be ours (destroyed since the check): it must go here,
+    // after the enqueue, not with an operation on the stream's own thread.
+    std::vector<std::shared_ptr<coll::Stream>> streamHolds;
+    for (api::Op& op : ops) streamHolds.push_back(std::move(op.streamHold));
     api::separateFeedback(ops, refuse);
     const std::vector<cclComm_t> comms = api::commsOf(ops);
     if (stream) {

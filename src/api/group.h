@@ -43,8 +43,10 @@ struct Op {
   // (the fields above are unused then).
   std::shared_ptr<const DeviceCall> device;
   // Queued in an open group: a reference to `comm` (LifeState::refs), dropped with the last
-  // copy of the operation.
+  // copy of the operation, and one to its host stream (streams.h, holdHostStream), dropped
+  // at the group's end before the operation is enqueued there.
   std::shared_ptr<void> hold;
+  std::shared_ptr<coll::Stream> streamHold;
 };
 
 bool groupActive();

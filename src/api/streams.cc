@@ -12,7 +12,8 @@ namespace {
 
 struct Registry {
   std::mutex mutex;
-  std::unordered_map<const void*, std::unique_ptr<coll::HostStream>> live;
+  // Shared with the open groups that hold calls for a stream (holdHostStream).
+  std::unordered_map<const void*, std::shared_ptr<coll::HostStream>> live;
 };
 
 Registry& registry() {
@@ -40,6 +41,22 @@ bool isHostStream(cclStream_t stream) { return stream && find(stream); }
 
 coll::Stream* findHostStream(cclStream_t stream) { return stream ? find(stream) : nullptr; }
 
+std::shared_ptr<coll::Stream> holdHostStream(const coll::Stream* s) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (const auto& [handle, stream] : r.live)
+    if (stream.get() == s) return stream;
+  return nullptr;
+}
+
+bool hostStreamLive(const coll::Stream* s) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (const auto& [handle, stream] : r.live)
+    if (stream.get() == s) return true;
+  return false;
+}
+
 }  // namespace ccl::api
 
 using namespace ccl;
@@ -49,7 +66,7 @@ extern "C" {
 CCL_API cclResult_t cclHostStreamCreate(cclStream_t* stream) {
   return api::guard(nullptr, "cclHostStreamCreate", [&] {
     CCL_CHECK(stream, cclInvalidArgument, "stream is NULL");
-    auto s = std::make_unique<coll::HostStream>();
+    auto s = std::make_shared<coll::HostStream>();
     cclStream_t handle = reinterpret_cast<cclStream_t>(s.get());
     api::Registry& r = api::registry();
     std::lock_guard<std::mutex> lock(r.mutex);
@@ -62,7 +79,7 @@ CCL_API cclResult_t cclHostStreamDestroy(cclStream_t stream) {
   return api::guard(nullptr, "cclHostStreamDestroy", [&] {
     if (!stream) return;
     api::existing(stream, "stream");
-    std::unique_ptr<coll::HostStream> s;
+    std::shared_ptr<coll::HostStream> s;
     {
       api::Registry& r = api::registry();
       std::lock_guard<std::mutex> lock(r.mutex);
@@ -71,7 +88,11 @@ CCL_API cclResult_t cclHostStreamDestroy(cclStream_t stream) {
       s = std::move(it->second);
       r.live.erase(it);
     }
-    s.reset();  // runs what is queued, then joins the stream's thread
+    // What is enqueued runs first. An open group of another thread that holds calls for it
+    // keeps it until that group's end, which refuses them; this reference's reset then runs
+    // nothing and joins the stream's thread, or leaves that to the group's.
+    s->synchronize();
+    s.reset();
   });
 }
 

@@ -4,6 +4,8 @@
 // pointer (a CUDA stream) is told apart without being dereferenced.
 #pragma once
 
+#include <memory>
+
 #include "ccl/ccl.h"
 #include "collectives/exec/stream.h"
 
@@ -15,5 +17,13 @@ coll::Stream* findHostStream(cclStream_t stream);
 
 // True when `stream` is a live host stream (cclHostStreamCreate).
 bool isHostStream(cclStream_t stream);
+
+// A reference to the live host stream `s` (nullptr once cclHostStreamDestroy took it from
+// the registry): an open group holds one for its calls, so that a destroy from another
+// thread before the group's end frees nothing that end reads (it refuses the group).
+std::shared_ptr<coll::Stream> holdHostStream(const coll::Stream* s);
+
+// True while `s` is a live host stream; compares addresses only (`s` may be freed).
+bool hostStreamLive(const coll::Stream* s);
 
 }  // namespace ccl::api

@@ -154,6 +154,37 @@ TEST(Abort, AnAbortWhileADestroyWaitsFreesTheCommunicatorOnce) {
   w.forgetComm(0);
 }
 
+// A host stream destroyed by another thread while this thread's open group holds a call for
+// it: the group's end refuses the group instead of enqueuing on freed memory (ASan: a
+// use-after-free before), and the communicator goes on.
+TEST(Abort, AStreamDestroyedBeforeTheGroupsEndDropsTheGroup) {
+  World w(1);
+  ASSERT_TRUE(w.ready());
+  cclStream_t stream = nullptr;
+  ASSERT_CCL_OK(cclHostStreamCreate(&stream));
+  std::barrier queued(2), destroyed(2);
+  std::vector<float> in(1000, 1.f), out(1000, -1.f);
+  cclResult_t end = cclSuccess;
+  std::thread owner([&] {
+    cclComm_t comm = w.comm(0);
+    EXPECT_CCL_OK(cclGroupStart());
+    EXPECT_CCL_OK(cclAllReduce(in.data(), out.data(), in.size(), cclFloat32, cclSum, comm, stream));
+    queued.arrive_and_wait();
+    destroyed.arrive_and_wait();
+    end = cclGroupEnd();
+    EXPECT_NE(std::string(cclGetLastError(nullptr)).find("host stream was destroyed"), std::string::npos)
+        << cclGetLastError(nullptr);
+    // The communicator goes on: the dropped call gave its sequence number back.
+    EXPECT_CCL_OK(cclAllReduce(in.data(), out.data(), in.size(), cclFloat32, cclSum, comm, nullptr));
+  });
+  queued.arrive_and_wait();
+  EXPECT_CCL_OK(cclHostStreamDestroy(stream));
+  destroyed.arrive_and_wait();
+  owner.join();
+  EXPECT_EQ(end, cclInvalidUsage) << describeResult(end);
+  EXPECT_EQ(out[0], 1.f);
+}
+
 // cclCommRevoke on one rank brings out ranks stuck in different calls (an allreduce and a
 // receive, neither of which can complete), well before CCL_TIMEOUT; later calls fail on every
 // rank; once every rank has revoked, a split among those that go on gives a working
