@@ -175,7 +175,9 @@ typedef enum CCL_ENUM_TYPE { cclFeedbackNone = 0, cclFeedbackResidual = 1, cclFe
  * group's cclGroupEnd fail with cclInvalidUsage, running none of them. (Without handles,
  * CCL_FEEDBACK's states: a group's later call that would share one runs on a fresh state.) */
 CCL_API cclResult_t cclFeedbackCreate(cclFeedback_t* feedback, cclFeedbackKind_t kind, float beta, int resetPeriod);
-/* Frees feedback state; NULL is accepted. */
+/* Frees feedback state; NULL is accepted. Like a call's buffers, a handle given to a call must
+ * live until that call has completed: past its cclGroupEnd, or, on a host stream, past the
+ * stream's next cclHostStreamSynchronize (or cclHostStreamQuery saying cclSuccess). */
 CCL_API cclResult_t cclFeedbackDestroy(cclFeedback_t feedback);
 /* The Euclidean norm, in fp64, of the error `feedback` keeps for its next call: what its last
  * call lost (LoCo: the moving average of it; 0 right after a reset), or 0 before any call
