@@ -39,7 +39,11 @@ class Request {
 // each piece of the message to take() as the piece arrives, in order (offsets ascending from
 // 0, back to back), from memory it holds (a shared-memory ring, a message already here),
 // valid during the call only. Every piece but the last is a multiple of kPieceAlign bytes,
-// so a piece never splits an element of up to that size.
+// so a piece never splits an element of up to that size. take() may throw (a reduce that
+// refuses the data): the receive then fails with what it threw (its test() throws it, on
+// every call), the sink is called no more, and the rest of the message is consumed and
+// dropped, so the next message with that tag goes to the next receive. The exception never
+// leaves progress(), a post, or another request's test(), whichever ran the sink.
 class Sink {
  public:
   virtual ~Sink() = default;

@@ -184,15 +184,15 @@ std::array<Socket, kChannels> acceptPrev(Socket& listener, const IdLayout& id, i
   }
 }
 
-// Leaves `news` on the previous rank's ring connection, accepted for it within a second
-// (the previous rank connects right after the rendezvous), best effort: an init that fails
-// anyway.
+// Leaves the news that `lost` is gone on the previous rank's ring connection, accepted for it
+// within a second (the previous rank connects right after the rendezvous), best effort: an
+// init that fails anyway.
 void tellPrevious(Socket& listener, const IdLayout& id, int rank, int prev, int nranks, const WireAddr& prevListener,
-                  const LostNews& news, Deadline deadline) {
+                  int32_t lost, Deadline deadline) {
   try {
     std::array<Socket, kChannels> from = acceptPrev(listener, id, rank, prev, nranks, prevListener,
                                                     std::min(deadline, deadlineAfter(std::chrono::seconds(1))));
-    from[kRingChannel].sendSome(news.data(), news.size());
+    leaveNote(from[kRingChannel], kLost, lost);
   } catch (const Error&) {
   }
 }
@@ -238,7 +238,7 @@ std::unique_ptr<Bootstrap> Bootstrap::connect(const cclUniqueId& id, int rank, i
       if (!listenerRefuses(table[nextRank], layout, rank, nranks)) throw;
       // The previous rank, past its setup and waiting on this ring, hears of it (it would
       // otherwise take this rank's closing for this rank's loss).
-      tellPrevious(listener, layout, rank, prevRank, nranks, table[prevRank], lostNews(nextRank), deadline);
+      tellPrevious(listener, layout, rank, prevRank, nranks, table[prevRank], nextRank, deadline);
       throw Error(e.code(), std::string(e.what()) + " (rank " + std::to_string(nextRank) +
                                 ", the next one in the ring, refuses connections: gone, or its init failed)");
     }
@@ -247,11 +247,7 @@ std::unique_ptr<Bootstrap> Bootstrap::connect(const cclUniqueId& id, int rank, i
     } catch (const Error& e) {
       // The next rank may already be past its own setup, waiting on this ring: it learns who
       // never came (as from relayLost) rather than blaming this rank for closing.
-      const LostNews msg = lostNews(prevRank);
-      try {
-        next[kRingChannel].sendSome(msg.data(), msg.size());
-      } catch (const Error&) {
-      }
+      leaveNote(next[kRingChannel], kLost, prevRank);
       throw Error(e.code(), std::string(e.what()) + " (rank " + std::to_string(prevRank) +
                                 ", the previous one in the ring, never connected: gone, or not calling)");
     }

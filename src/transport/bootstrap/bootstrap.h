@@ -70,8 +70,9 @@ class Bootstrap {
   // Non-blocking: the rank lost by this rank's view (a neighbour whose connection ended
   // without a goodbye, one whose host left its pulses unacknowledged for CCL_PEER_SILENCE_MS,
   // or the rank a neighbour's relay names), or -1; -1 after abort().
-  // kUndecided: a connection ended after bytes a collective of this rank has still to read;
-  // ask again later.
+  // kUndecided: not known yet; ask again later. (The ring bootstrap always knows: a
+  // connection's end note is read at the stream's end, whatever unread bytes of a collective
+  // come before it.)
   static constexpr int kUndecided = -2;
   virtual int lostNeighbour() = 0;
   // Tells both neighbours that `lost` is gone and closes the ring, as abort() does.

@@ -105,31 +105,18 @@ int RingBootstrap::lostNeighbour() {
       if (!leftOnPurpose_[i].load() && silentHostError(pulseEnd_[i].load())) return neighbour(i);
       continue;
     }
-    LostNews msg;
-    const ssize_t n = ::recv(sockets[i]->fd(), msg.data(), msg.size(), MSG_PEEK | MSG_DONTWAIT);
-    if (n >= 1 && msg[0] == kGoodbye) {  // left on purpose: nothing more to watch there
-      leftOnPurpose_[i].store(true);
-      continue;
-    }
-    if (n == static_cast<ssize_t>(msg.size()) && msg[0] == kLost) {
-      const int origin = newsIn(msg.data());
-      return origin >= 0 ? origin : neighbour(i);
-    }
-    // Bytes of a collective this rank has not read yet come before the end (the neighbour
-    // finished its part and left): what follows them is known once they are read.
-    if (n > 0) return kUndecided;
-    return neighbour(i);  // its connection ended with nothing said: that rank is gone
+    // Its end, read from the stream's end: bytes of a collective this rank has not read yet
+    // may come before the note, and tell nothing of it.
+    const int lost = endSays(i, sockets[i]->tail());
+    if (lost >= 0) return lost;
+    leftOnPurpose_[i].store(true);  // a goodbye: nothing more to watch there
   }
   return -1;
 }
 
 void RingBootstrap::relayLost(int lost) {
   if (size_ == 1 || aborted_.exchange(true)) return;
-  const LostNews msg = lostNews(lost);
-  for (Socket* s : {&next_, &prev_}) try {
-      s->sendSome(msg.data(), msg.size());  // 5 bytes into an idle connection's empty buffer
-    } catch (const Error&) {
-    }
+  for (Socket* s : {&next_, &prev_}) leaveNote(*s, kLost, lost);  // into an idle connection's empty buffer
   shutdownAll();
 }
 
@@ -137,25 +124,25 @@ void RingBootstrap::relayLost(int lost) {
 // connections as they stand (no wait: a failure that a lost rank explains comes from an end
 // already here, and waiting would hold up every rank of a cascade in turn). A neighbour whose
 // connection ended with nothing said (or was reset) died or aborted; one that failed before
-// this rank left as its last bytes the news of a lost rank (kLost and the rank), or a goodbye
-// when it knew none. -1 when neither end tells.
+// this rank left as its last bytes the news of a lost rank, or a goodbye when it knew none.
+// -1 when neither end tells.
 int RingBootstrap::lostAfterFailure() {
   Socket* sockets[2] = {&prev_, &next_};
   for (int i = 0; i < 2; ++i) {
     char buf[4096];
+    bool ended = false;
     try {
       while (sockets[i]->recvSome(buf, sizeof buf) > 0) {
       }
-      continue;               // still open: nothing to tell
     } catch (const Error&) {  // ended (closed or reset)
+      ended = true;
     }
-    // What it said last, whether the failed collective or the loop above read it.
-    const std::string_view tail = sockets[i]->lastBytes();
-    if (tail.size() >= sizeof(LostNews)) {
-      const int origin = newsIn(tail.data() + tail.size() - sizeof(LostNews));
-      if (origin >= 0) return origin;
-    }
-    if (tail.empty() || tail.back() != kGoodbye) return neighbour(i);
+    // What it said last, whether the failed collective or the loop above read it. A note ends
+    // its connection: once it is here, the end it announces need not be waited for.
+    const Socket::Tail t = sockets[i]->tail();
+    if (!ended && !noteAtEnd(t)) continue;  // still open: nothing to tell
+    const int lost = endSays(i, t);
+    if (lost >= 0) return lost;
   }
   return -1;
 }

@@ -29,9 +29,19 @@ void RingBootstrap::guarded(const char* what, F&& body) {
   if (aborted_.load()) throw Error(cclRemoteError, std::string("bootstrap ") + what + ": communicator was aborted");
   try {
     body();
+    // A note read as the previous rank's part (it came where data was due and filled what was
+    // left to read): the collective has the note's bytes for data. The ring ended. (A note
+    // still unread, sizeof(EndNote) bytes or more, starts past what the collective read.)
+    if (prev_.unread() < sizeof(EndNote) && ateNote(prev_.read()))
+      throw Error(cclRemoteError, "bootstrap peer closed the connection");
   } catch (const Error& e) {
     if (aborted_.load()) throw Error(cclRemoteError, std::string("bootstrap ") + what + ": communicator was aborted");
+    const uint64_t readByCall = prev_.read();
     int lost = lostAfterFailure();
+    // A size that disagreed was a note's first bytes, read where the size was due: the ring
+    // ended, the ranks did not call otherwise. (Looked at once lostAfterFailure has read the
+    // rest of the note.)
+    const cclResult_t code = e.code() == cclInvalidUsage && ateNote(readByCall) ? cclRemoteError : e.code();
     std::string why = " is gone";
     if (lost < 0 && e.code() == cclSystemError) {
       // A timeout. A stopped rank's neighbours know it by its pulses (sent from the start of
@@ -46,7 +56,8 @@ void RingBootstrap::guarded(const char* what, F&& body) {
         lost = lostAfterFailure();
       }
     }
-    std::string message = std::string("bootstrap ") + what + ": " + e.what();
+    std::string message = std::string("bootstrap ") + what + ": " +
+                          (code == e.code() ? e.what() : "bootstrap peer closed the connection");
     if (lost >= 0) {
       relayLost(lost);
       message += " (rank " + std::to_string(lost) + why + ")";
@@ -54,7 +65,7 @@ void RingBootstrap::guarded(const char* what, F&& body) {
       goodbye();
       shutdownAll();
     }
-    throw Error(e.code(), message);
+    throw Error(code, message);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "common/error.h"
@@ -19,21 +20,55 @@
 namespace ccl::bootstrap {
 
 // What a bootstrap leaves on its ring connections before they end: a goodbye (it was
-// destroyed, or its process exited), or the news of a lost rank (kLost, then that rank as an
-// int32), which the neighbours pass on. Nothing at all: the rank itself was lost.
+// destroyed, or its process exited), or the news of a lost rank, which the neighbours pass
+// on. Nothing at all: the rank itself was lost. A note is the last thing on its connection,
+// after whatever bytes of collectives came before it; those are unframed, may hold any bytes,
+// and the reader may not have read them yet, or may have read the note as a collective's
+// data. So a note is looked for at the stream's end only (Socket::tail), and it carries its
+// own place in the stream (the bytes its sender had sent on that connection before it), so
+// that a collective's last bytes that happen to end a stream (their sender died) are not
+// taken for one.
 constexpr char kGoodbye = 'G';
 constexpr char kLost = 'L';
-using LostNews = std::array<char, 1 + sizeof(int32_t)>;
+constexpr char kNoteMagic[3] = {'e', 'n', 'd'};
+struct EndNote {
+  char kind;          // kGoodbye or kLost
+  char magic[3];      // kNoteMagic
+  int32_t lost;       // kLost: the rank lost
+  uint64_t position;  // the bytes its sender sent on the connection before it
+};
+static_assert(sizeof(EndNote) == 16 && sizeof(EndNote) <= Socket::kTailBytes, "a note fits a socket's tail");
+
+// Leaves a note on `s`, best effort: a send buffer that is full (the peer stopped reading a
+// collective) takes part of it or none, and the peer then finds no note, as of a lost rank.
+inline void leaveNote(Socket& s, char kind, int32_t lost) {
+  try {
+    s.sendAt([&](uint64_t position) {
+      EndNote note{kind, {kNoteMagic[0], kNoteMagic[1], kNoteMagic[2]}, lost, position};
+      std::array<char, sizeof(EndNote)> bytes;
+      std::memcpy(bytes.data(), &note, sizeof note);
+      return bytes;
+    });
+  } catch (const Error&) {
+  }
+}
+
+// The note the stream `t` ends with, if it ends with a whole one in its place.
+inline std::optional<EndNote> noteAtEnd(const Socket::Tail& t) {
+  if (t.bytes.size() < sizeof(EndNote)) return std::nullopt;
+  EndNote note;
+  std::memcpy(&note, t.bytes.data() + t.bytes.size() - sizeof note, sizeof note);
+  if ((note.kind != kGoodbye && note.kind != kLost) || std::memcmp(note.magic, kNoteMagic, sizeof kNoteMagic) != 0 ||
+      note.position != t.end - sizeof note)
+    return std::nullopt;
+  return note;
+}
+
 // The bytes of the pulse connections: a pulse, and a question for a quiet neighbour
-// (Bootstrap::askQuiet). Any byte shows its sender alive.
+// (Bootstrap::askQuiet). Any byte shows its sender alive; nothing else travels there, so no
+// byte of theirs is parsed as part of a longer message.
 constexpr char kPulse = 'P';
 constexpr char kAskQuiet = 'Q';
-inline LostNews lostNews(int32_t lost) {
-  LostNews msg;
-  msg[0] = kLost;
-  std::memcpy(msg.data() + 1, &lost, sizeof lost);
-  return msg;
-}
 
 // How long reachable() lets accepted connections settle before it trusts them.
 constexpr std::chrono::milliseconds kReachableSettle{100};
@@ -105,13 +140,9 @@ class RingBootstrap final : public Bootstrap {
   void askQuiet() override;
   int answerAsked() override;
   void goodbye() override {
-    // Nothing reads the byte: it only marks the connection's end as meant. Once.
+    // It only marks the connection's end as meant. Once.
     if (size_ == 1 || aborted_.load() || saidGoodbye_.exchange(true)) return;
-    const char bye = kGoodbye;
-    for (Socket* s : {&next_, &prev_}) try {
-        s->sendSome(&bye, 1);
-      } catch (const Error&) {
-      }
+    for (Socket* s : {&next_, &prev_}) leaveNote(*s, kGoodbye, -1);
   }
   cclUniqueId derivedId(const std::vector<int>& ranks, const Derivation& derivation) override;
   std::vector<int> reachable(std::chrono::milliseconds wait) override;
@@ -126,12 +157,28 @@ class RingBootstrap final : public Bootstrap {
   std::array<const Socket*, 2> pulseSockets() const { return {&pulsePrev_, &pulseNext_}; }
   // The previous (0) or next (1) rank of the ring.
   int neighbour(int i) const { return i == 0 ? (rank_ - 1 + size_) % size_ : (rank_ + 1) % size_; }
-  // The rank a relay at `bytes` (a LostNews' size) names, when it is one and names another
-  // rank of this ring; -1 otherwise.
-  int newsIn(const char* bytes) const {
-    int32_t lost = -1;
-    if (bytes[0] == kLost) std::memcpy(&lost, bytes + 1, sizeof lost);
+  // The rank a note names lost, when it is news and names another rank of this ring; -1
+  // otherwise.
+  int newsIn(const EndNote& note) const {
+    const int32_t lost = note.kind == kLost ? note.lost : -1;
     return lost >= 0 && lost < size_ && lost != rank_ ? lost : -1;
+  }
+  // What the end of a connection says (`i`: 0 the previous rank's, 1 the next's), once it has
+  // ended or its note has come: -1 a goodbye, else the rank lost (the neighbour itself when
+  // it said nothing, or named no rank of this ring).
+  int endSays(int i, const Socket::Tail& t) const {
+    const std::optional<EndNote> note = noteAtEnd(t);
+    if (note && note->kind == kGoodbye) return -1;
+    const int origin = note ? newsIn(*note) : -1;
+    return origin >= 0 ? origin : neighbour(i);
+  }
+  // True when the previous rank's connection ends with a note that a collective of this rank
+  // read as its bytes, whole or in part (the note came where the collective expected data):
+  // one that starts before `readByCall`, the bytes read up to the collective's end.
+  bool ateNote(uint64_t readByCall) const {
+    const Socket::Tail t = prev_.tail();
+    const std::optional<EndNote> note = noteAtEnd(t);
+    return note && note->position < readByCall;
   }
   void drainPulses();
   int lostAfterFailure();

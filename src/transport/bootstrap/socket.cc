@@ -7,6 +7,7 @@
 #include <net/if.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -75,9 +76,36 @@ static int familyFromConfig() {
   throw Error(cclInvalidArgument, "CCL_SOCKET_FAMILY='" + f + "' must be AF_INET or AF_INET6");
 }
 
-static bool isLinkLocal(const sockaddr* sa) {
-  if (sa->sa_family != AF_INET6) return false;
-  return IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr);
+static bool isLinkLocal(const WireAddr& w) {
+  if (w.family != AF_INET6) return false;
+  in6_addr a;
+  std::memcpy(&a, w.addr, sizeof a);
+  return IN6_IS_ADDR_LINKLOCAL(&a);
+}
+
+bool hostOnlyInterface(const std::string& name) {
+  for (const char* prefix : {"docker", "virbr", "veth", "br-"})
+    if (name.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+int chooseInterface(const std::vector<InterfaceAddress>& addresses, int family, const std::string& ifname) {
+  // Ranked choices, lowest wins, the first listed among equals: 0 a global address of an
+  // interface other hosts reach (or of the one named), 1 a link-local one, 2 and 3 the same
+  // on a host-only interface, 4 loopback.
+  int best = -1, bestRank = 5;
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    const InterfaceAddress& a = addresses[i];
+    if (a.addr.family != family || !(a.flags & IFF_UP)) continue;
+    if (!ifname.empty() && ifname != a.name) continue;
+    int rank = isLinkLocal(a.addr) ? 1 : 0;
+    if (ifname.empty() && (a.flags & IFF_LOOPBACK))
+      rank = 4;
+    else if (ifname.empty() && hostOnlyInterface(a.name))
+      rank += 2;
+    if (rank < bestRank) best = static_cast<int>(i), bestRank = rank;
+  }
+  return best;
 }
 
 WireAddr pickLocalAddress() {
@@ -86,27 +114,22 @@ WireAddr pickLocalAddress() {
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) throwSystemError("getifaddrs", errno);
   std::unique_ptr<ifaddrs, void (*)(ifaddrs*)> guard(list, freeifaddrs);
-  // Ranked choices: 0 named/global, 1 link-local, 2 loopback. Lowest rank wins.
-  const ifaddrs* best = nullptr;
-  int bestRank = 3;
-  for (const ifaddrs* ifa = list; ifa; ifa = ifa->ifa_next) {
-    if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != family || !(ifa->ifa_flags & IFF_UP)) continue;
-    const bool loopback = ifa->ifa_flags & IFF_LOOPBACK;
-    if (!ifname.empty() && ifname != ifa->ifa_name) continue;
-    if (ifname.empty() && loopback && bestRank <= 2) continue;
-    int rank = !ifname.empty()              ? (isLinkLocal(ifa->ifa_addr) ? 1 : 0)
-               : loopback                   ? 2
-               : isLinkLocal(ifa->ifa_addr) ? 1
-                                            : 0;
-    if (rank < bestRank) best = ifa, bestRank = rank;
-  }
-  CCL_CHECK(best, cclSystemError,
+  std::vector<InterfaceAddress> addresses;
+  for (const ifaddrs* ifa = list; ifa; ifa = ifa->ifa_next)
+    if (ifa->ifa_addr && (ifa->ifa_addr->sa_family == AF_INET || ifa->ifa_addr->sa_family == AF_INET6))
+      addresses.push_back({ifa->ifa_name, fromSockaddr(ifa->ifa_addr), ifa->ifa_flags});
+  const int chosen = chooseInterface(addresses, family, ifname);
+  CCL_CHECK(chosen >= 0, cclSystemError,
             "no usable " + std::string(family == AF_INET ? "IPv4" : "IPv6") + " address" +
                 (ifname.empty() ? std::string() : " on interface CCL_SOCKET_IFNAME=" + ifname));
-  WireAddr w = fromSockaddr(best->ifa_addr);
+  const InterfaceAddress& best = addresses[static_cast<size_t>(chosen)];
+  WireAddr w = best.addr;
   w.port = 0;
-  if (isLinkLocal(best->ifa_addr)) w.scopeId = if_nametoindex(best->ifa_name);
-  CCL_INFO("bootstrap uses interface %s address %s", best->ifa_name, toString(w).c_str());
+  if (isLinkLocal(w)) w.scopeId = if_nametoindex(best.name.c_str());
+  CCL_INFO("bootstrap uses interface %s address %s%s", best.name.c_str(), toString(w).c_str(),
+           ifname.empty() && hostOnlyInterface(best.name)
+               ? " (host-only: no other interface is up, and other hosts may not reach it; CCL_SOCKET_IFNAME names one)"
+               : "");
   return w;
 }
 
@@ -139,10 +162,13 @@ Socket::~Socket() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+// Moves happen while one thread owns both sockets (setting a connection up): the locks stay.
 Socket& Socket::operator=(Socket&& o) noexcept {
   if (this != &o) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = o.release();
+    sent_ = std::exchange(o.sent_, 0);
+    received_ = std::exchange(o.received_, 0);
     tail_ = o.tail_;
     tailLen_ = std::exchange(o.tailLen_, 0);
   }
@@ -279,9 +305,17 @@ Socket Socket::accept(Deadline deadline) {
 }
 
 size_t Socket::sendSome(const void* buf, size_t bytes) {
+  std::lock_guard<std::mutex> lock(sendMu_);
+  return sendLocked(buf, bytes);
+}
+
+size_t Socket::sendLocked(const void* buf, size_t bytes) {
   for (;;) {
     ssize_t n = ::send(fd_, buf, bytes, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n >= 0) return static_cast<size_t>(n);
+    if (n >= 0) {
+      sent_ += static_cast<uint64_t>(n);
+      return static_cast<size_t>(n);
+    }
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
     if (errno == EPIPE || errno == ECONNRESET) throw Error(cclRemoteError, "bootstrap peer closed the connection");
@@ -291,9 +325,11 @@ size_t Socket::sendSome(const void* buf, size_t bytes) {
 
 size_t Socket::recvSome(void* buf, size_t bytes) {
   if (bytes == 0) return 0;
+  std::lock_guard<std::mutex> lock(recvMu_);
   for (;;) {
     ssize_t n = ::recv(fd_, buf, bytes, MSG_DONTWAIT);
     if (n > 0) {
+      received_ += static_cast<uint64_t>(n);
       // Keep the last kTailBytes, right-aligned.
       const size_t got = static_cast<size_t>(n), take = std::min(got, kTailBytes),
                    keep = std::min(tailLen_, kTailBytes - take);
@@ -340,6 +376,33 @@ bool Socket::peerClosed() const {
     if (errno == EINTR) continue;
     return errno != EAGAIN && errno != EWOULDBLOCK;
   }
+}
+
+Socket::Tail Socket::tail() const {
+  std::lock_guard<std::mutex> lock(recvMu_);
+  Tail t;
+  t.read = received_;
+  t.bytes.assign(tail_.data() + kTailBytes - tailLen_, tailLen_);
+  t.end = received_;
+  if (const size_t waiting = unread(); waiting > 0) {
+    // All of them: the stream's end is what counts, and a peek starts at the first unread byte.
+    std::string unreadBytes(waiting, '\0');
+    ssize_t n;
+    do n = ::recv(fd_, unreadBytes.data(), unreadBytes.size(), MSG_PEEK | MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    if (n > 0) {
+      t.bytes.append(unreadBytes.data(), static_cast<size_t>(n));
+      t.end += static_cast<uint64_t>(n);
+    }
+  }
+  if (t.bytes.size() > kTailBytes) t.bytes.erase(0, t.bytes.size() - kTailBytes);
+  return t;
+}
+
+size_t Socket::unread() const {
+  int n = 0;
+  if (fd_ < 0 || ::ioctl(fd_, FIONREAD, &n) != 0 || n < 0) return 0;
+  return static_cast<size_t>(n);
 }
 
 void Socket::shutdown() {

@@ -11,8 +11,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -35,16 +35,34 @@ static_assert(sizeof(WireAddr) == 24);
 socklen_t toSockaddr(const WireAddr& w, sockaddr_storage* out);
 std::string toString(const WireAddr& w);
 
-// The address the bootstrap binds to: CCL_SOCKET_IFNAME if set, else the first up
-// non-loopback interface with an address of CCL_SOCKET_FAMILY, else loopback. Port 0.
+// The address the bootstrap binds to, among this host's interfaces (getifaddrs) as
+// chooseInterface picks it with CCL_SOCKET_FAMILY and CCL_SOCKET_IFNAME. Port 0.
 WireAddr pickLocalAddress();
+
+// One address of a network interface, as getifaddrs lists it.
+struct InterfaceAddress {
+  std::string name;
+  WireAddr addr;       // AF_INET or AF_INET6, port 0
+  unsigned flags = 0;  // IFF_UP, IFF_LOOPBACK, ...
+};
+// The bootstrap's choice among `addresses` (in getifaddrs' order): the index of the address
+// of `family` it binds to, or -1 when none fits. Interfaces that are down never fit. `ifname`
+// (CCL_SOCKET_IFNAME) set: that interface only, whatever it is. Unset: what other hosts can
+// reach, as NCCL does by default (NCCL_SOCKET_IFNAME unset): the first interface that is
+// neither loopback nor host-only (hostOnlyInterface); else a host-only one; loopback last.
+// Within each, a global address before a link-local one.
+int chooseInterface(const std::vector<InterfaceAddress>& addresses, int family, const std::string& ifname);
+// Interfaces that a host makes for its containers and VMs: bridges and virtual links other
+// hosts do not route to (docker*, virbr*, veth*, br-*), though they are up, not loopback, and
+// often listed before the host's own.
+bool hostOnlyInterface(const std::string& name);
 
 class Socket {
  public:
   Socket() = default;
   explicit Socket(int fd) : fd_(fd) {}
   ~Socket();
-  Socket(Socket&& o) noexcept : fd_(o.release()), tail_(o.tail_), tailLen_(std::exchange(o.tailLen_, 0)) {}
+  Socket(Socket&& o) noexcept { *this = std::move(o); }
   Socket& operator=(Socket&& o) noexcept;
   Socket(const Socket&) = delete;
   Socket& operator=(const Socket&) = delete;
@@ -76,19 +94,47 @@ class Socket {
   // throws cclRemoteError when the peer closed the connection.
   size_t sendSome(const void* buf, size_t bytes);
   size_t recvSome(void* buf, size_t bytes);
+  // sendSome of the bytes make(position) returns, `position` being the bytes this socket has
+  // sent so far: under the lock of its sends, so that no other thread's bytes come between
+  // the count and the bytes that name it (the bootstrap's end notes, ring.h).
+  template <typename Make>
+  size_t sendAt(Make&& make) {
+    std::lock_guard<std::mutex> lock(sendMu_);
+    const auto bytes = make(sent_);
+    return sendLocked(bytes.data(), bytes.size());
+  }
   // True when the peer has closed the connection and no unread data is left before that.
   bool peerClosed() const;
-  // The last bytes recvSome received (at most kTailBytes), whoever asked for them: what the
-  // peer said last before its end (the bootstrap's goodbye, or its news of a lost rank, even
-  // when a collective took them for data).
-  static constexpr size_t kTailBytes = 8;
-  std::string_view lastBytes() const { return {tail_.data() + kTailBytes - tailLen_, tailLen_}; }
+  // The stream from the peer as far as it has come, whether recvSome read it or it waits
+  // unread: its last bytes (at most kTailBytes), where they end in the stream, and how much of
+  // it recvSome has read. So what the peer said last before its end (the bootstrap's end note)
+  // is found whoever took it: a collective, as data, or nobody yet. Reads nothing; safe beside
+  // another thread's recvSome (the watcher's look beside a collective).
+  static constexpr size_t kTailBytes = 16;
+  struct Tail {
+    std::string bytes;
+    uint64_t end = 0;   // bytes of the stream up to the end of `bytes`
+    uint64_t read = 0;  // bytes recvSome has read
+  };
+  Tail tail() const;
+  // Bytes recvSome has read; bytes received and not read yet.
+  uint64_t read() const {
+    std::lock_guard<std::mutex> lock(recvMu_);
+    return received_;
+  }
+  size_t unread() const;
   // Wakes every thread blocked on this socket; later I/O fails. Thread-safe.
   void shutdown();
 
  private:
+  size_t sendLocked(const void* buf, size_t bytes);
+
   int fd_ = -1;
-  std::array<char, kTailBytes> tail_{};  // right-aligned
+  std::mutex sendMu_;                    // a send, and the count of bytes sent before it
+  uint64_t sent_ = 0;                    // bytes sent so far
+  mutable std::mutex recvMu_;            // a read, and the count and tail it updates (tail() reads them)
+  uint64_t received_ = 0;                // bytes recvSome has read
+  std::array<char, kTailBytes> tail_{};  // the last of them, right-aligned
   size_t tailLen_ = 0;
 };
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <random>
@@ -31,27 +32,15 @@ class Fabric {
     box.queues[{from, tag}].emplace_back(b, b + bytes);
   }
 
-  // Moves the oldest message from `from` with `tag` into buf (or hands it to `sink` where it
-  // lies); false when there is none.
-  bool take(int from, int to, uint64_t tag, void* buf, Sink* sink, size_t capacity, size_t* got) {
+  // Takes the oldest message from `from` with `tag` out of the mailbox; false when there is none.
+  bool take(int from, int to, uint64_t tag, std::vector<char>* msg) {
     Inbox& box = boxes_[static_cast<size_t>(to)];
-    std::vector<char> msg;
-    {
-      std::lock_guard<std::mutex> g(box.mu);
-      auto it = box.queues.find({from, tag});
-      if (it == box.queues.end() || it->second.empty()) return false;
-      msg = std::move(it->second.front());
-      it->second.pop_front();
-      if (it->second.empty()) box.queues.erase(it);
-    }
-    CCL_CHECK(msg.size() <= capacity, cclInvalidUsage,
-              "local receive from rank " + std::to_string(from) + ": a message of " + std::to_string(msg.size()) +
-                  " bytes for a receive of " + std::to_string(capacity));
-    if (!msg.empty() && sink)
-      sink->take(0, msg.data(), msg.size());
-    else if (!msg.empty())
-      std::memcpy(buf, msg.data(), msg.size());
-    *got = msg.size();
+    std::lock_guard<std::mutex> g(box.mu);
+    auto it = box.queues.find({from, tag});
+    if (it == box.queues.end() || it->second.empty()) return false;
+    *msg = std::move(it->second.front());
+    it->second.pop_front();
+    if (it->second.empty()) box.queues.erase(it);
     return true;
   }
 
@@ -108,20 +97,27 @@ class LocalTransport final : public Transport {
 
   std::unique_ptr<Request> isend(int peer, uint64_t tag, const void* buf, size_t bytes) override {
     checkPost(*this, peer, tag, buf, bytes);
-    fabric_->checkAlive(rank_, peer, "send to");
+    // After an abort, or to a peer that left, the request fails (test() throws), as every
+    // transport's does: the post itself only refuses bad arguments.
+    try {
+      fabric_->checkAlive(rank_, peer, "send to");
+    } catch (const Error&) {
+      return std::make_unique<Sent>(std::current_exception());
+    }
     fabric_->put(rank_, peer, tag, buf, bytes);
-    return std::make_unique<Sent>();
+    return std::make_unique<Sent>(nullptr);
   }
   std::unique_ptr<Request> irecv(int peer, uint64_t tag, void* buf, size_t bytes) override {
     checkPost(*this, peer, tag, buf, bytes);
-    return std::make_unique<Received>(*fabric_, rank_, peer, tag, buf, nullptr, bytes);
+    return std::make_unique<Received>(*this, peer, tag, buf, nullptr, bytes);
   }
   // The message is read from the mailbox, where the send copied it: one copy fewer.
   std::unique_ptr<Request> irecvInPlace(int peer, uint64_t tag, size_t bytes, Sink* sink) override {
     checkPostInPlace(*this, peer, tag, sink);
-    return std::make_unique<Received>(*fabric_, rank_, peer, tag, nullptr, sink, bytes);
+    return std::make_unique<Received>(*this, peer, tag, nullptr, sink, bytes);
   }
-  // Messages move when they are sent: there is nothing to advance.
+  // Messages move when they are sent, and are matched when a receive is tested: there is
+  // nothing to advance.
   bool progress() override { return false; }
   // Every rank shares this process's memory.
   bool sharedMemoryLink(int) const override { return true; }
@@ -130,37 +126,101 @@ class LocalTransport final : public Transport {
   AbortState abortState() const override { return fabric_->abortState(); }
 
  private:
-  // A send has completed once its bytes are in the receiver's mailbox.
+  // A send has completed once its bytes are in the receiver's mailbox, or has failed.
   struct Sent final : Request {
-    bool test() override { return true; }
-    size_t receivedBytes() const override { return 0; }
-  };
-  struct Received final : Request {
-    Received(Fabric& f, int rank, int peer, uint64_t tag, void* buf, Sink* sink, size_t capacity)
-        : fabric(f), rank(rank), peer(peer), tag(tag), buf(buf), sink(sink), capacity(capacity) {}
+    explicit Sent(std::exception_ptr failure) : failure(std::move(failure)) {}
     bool test() override {
-      if (done) return true;
-      fabric.checkAlive(rank, peer, "receive from", false);
+      if (failure) std::rethrow_exception(failure);
+      return true;
+    }
+    size_t receivedBytes() const override { return 0; }
+    std::exception_ptr failure;
+  };
+
+  struct Received final : Request {
+    Received(LocalTransport& t, int peer, uint64_t tag, void* buf, Sink* sink, size_t capacity)
+        : t(t), peer(peer), tag(tag), buf(buf), sink(sink), capacity(capacity) {
+      t.posted_[{peer, tag}].push_back(this);
+    }
+    ~Received() override {
+      if (!matched) t.unpost(this);
+    }
+    bool test() override {
+      if (failure) std::rethrow_exception(failure);
+      if (matched) return true;
+      t.fabric_->checkAlive(t.rank_, peer, "receive from", false);
       // A peer that sent and then left: its message is in the mailbox before it departs,
       // so one more look after seeing it gone decides.
-      const bool gone = fabric.departed(rank, peer);
-      done = fabric.take(peer, rank, tag, buf, sink, capacity, &got);
-      if (!done && gone) fabric.checkAlive(rank, peer, "receive from");
-      return done;
+      const bool gone = t.fabric_->departed(t.rank_, peer);
+      t.match(peer, tag);
+      if (failure) std::rethrow_exception(failure);
+      if (!matched && gone) t.fabric_->checkAlive(t.rank_, peer, "receive from");
+      return matched;
     }
     size_t receivedBytes() const override { return got; }
-    Fabric& fabric;
-    int rank, peer;
+
+    // The message this receive matched, taken out of the mailbox: copied, handed to the sink,
+    // or refused. Whatever the sink throws fails this request (test() throws it again): it
+    // runs inside a test() that may be another receive's, and the message is consumed whole
+    // either way, so the next one with this tag goes to the next receive.
+    void deliver(const std::vector<char>& msg) {
+      matched = true;
+      if (msg.size() > capacity) {
+        failure = std::make_exception_ptr(Error(
+            cclInvalidUsage, "local receive from rank " + std::to_string(peer) + ": a message of " +
+                                 std::to_string(msg.size()) + " bytes for a receive of " + std::to_string(capacity)));
+        return;
+      }
+      if (!msg.empty() && sink) {
+        try {
+          sink->take(0, msg.data(), msg.size());
+        } catch (...) {
+          failure = std::current_exception();
+          return;
+        }
+      } else if (!msg.empty()) {
+        std::memcpy(buf, msg.data(), msg.size());
+      }
+      got = msg.size();
+    }
+
+    LocalTransport& t;
+    int peer;
     uint64_t tag;
     void* buf;
     Sink* sink;
     size_t capacity;
     size_t got = 0;
-    bool done = false;
+    bool matched = false;  // a message was delivered to it (or refused by it): no longer posted
+    std::exception_ptr failure;
   };
+
+  // Hands the messages waiting in the mailbox from `peer` with `tag` to the receives posted
+  // for them, oldest first: matching is per (source, tag) in posting order, as on every
+  // transport, whichever receive is tested first.
+  void match(int peer, uint64_t tag) {
+    auto it = posted_.find({peer, tag});
+    std::vector<char> msg;
+    while (it != posted_.end() && !it->second.empty() && fabric_->take(peer, rank_, tag, &msg)) {
+      Received* r = it->second.front();
+      it->second.pop_front();
+      r->deliver(msg);
+    }
+    if (it != posted_.end() && it->second.empty()) posted_.erase(it);
+  }
+  // A receive destroyed before it matched: cancelled, the next message goes to the next one.
+  void unpost(Received* r) {
+    auto it = posted_.find({r->peer, r->tag});
+    if (it == posted_.end()) return;
+    std::erase(it->second, r);
+    if (it->second.empty()) posted_.erase(it);
+  }
 
   std::shared_ptr<Fabric> fabric_;
   int rank_;
+  // The receives posted and not matched yet, per (source, tag), in posting order. Only the
+  // thread driving this transport touches them.
+  std::map<std::pair<int, uint64_t>, std::deque<Received*>> posted_;
 };
 
 // Fabrics being joined, by a random key rank 0 broadcasts (never a pointer from a message).

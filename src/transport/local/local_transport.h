@@ -2,10 +2,11 @@
 // The in-process transport: every rank of the communicator is a thread of this process, and
 // a send copies its bytes into the receiver's mailbox at once. Needs no network and no UCX,
 // so a build without UCX still runs every algorithm, and the tests that drive ranks as
-// threads can run over it (CCL_TRANSPORT=local). Failure semantics follow the transport
-// contract: abort() from any rank fails every pending and future request of every rank
-// (cclRemoteError, or cclInvalidUsage after abortMismatch), and a rank that destroys its
-// transport fails the receives still waiting for it (cclRemoteError).
+// threads can run over it (CCL_TRANSPORT=local). Receives match per (source, tag) in posting
+// order, whichever is tested first. Failure semantics follow the transport contract: abort()
+// from any rank fails every pending and future request of every rank (cclRemoteError, or
+// cclInvalidUsage after abortMismatch), and a rank that destroys its transport fails the
+// receives still waiting for it (cclRemoteError).
 #pragma once
 
 #include <memory>

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <random>
 #include <string>
 #include <vector>
@@ -54,7 +55,8 @@ struct Op {
   bool complete = false;
   cclResult_t error = cclSuccess;
   std::string why;
-  std::vector<char> owned;  // a send's bytes from `ownedFrom` on, once its request went early
+  std::exception_ptr thrown;  // what a receive in place's sink threw: test() throws it again
+  std::vector<char> owned;    // a send's bytes from `ownedFrom` on, once its request went early
   size_t ownedFrom = 0;
 
   bool settled() const { return complete || error != cclSuccess; }
@@ -64,6 +66,26 @@ struct Op {
     why = reason;
   }
 };
+
+// Hands a piece of a message to a receive in place's sink. What the sink throws fails the
+// receive instead of escaping: sinks run inside progress() and posts (this rank's send to
+// itself included), where an exception would leave a message half read, in the ring or
+// aside. The caller then reads the rest of the message and drops it.
+void feed(Op& op, size_t offset, const void* data, size_t bytes) {
+  if (op.settled()) return;
+  try {
+    op.sink->take(offset, data, bytes);
+  } catch (const Error& e) {
+    op.thrown = std::current_exception();
+    op.fail(e.code(), e.what());
+  } catch (const std::exception& e) {
+    op.thrown = std::current_exception();
+    op.fail(cclInternalError, e.what());
+  } catch (...) {
+    op.thrown = std::current_exception();
+    op.fail(cclInternalError, "a receive in place's sink threw");
+  }
+}
 
 // A message that arrived before its receive was posted, copied aside.
 struct Unexpected {
@@ -102,10 +124,12 @@ void deliverAside(Op& op, Unexpected& u, int peer) {
                                  std::to_string(u.total) + " bytes for a receive of " + std::to_string(op.bytes));
     return;
   }
-  if (u.total && op.sink)
-    op.sink->take(0, u.data.data(), u.total);
-  else if (u.total)
+  if (u.total && op.sink) {
+    feed(op, 0, u.data.data(), u.total);
+    if (op.settled()) return;  // the sink refused it
+  } else if (u.total) {
     std::memcpy(op.dst, u.data.data(), u.total);
+  }
   op.received = u.total;
   op.complete = true;
 }
@@ -247,6 +271,7 @@ class ShmTransport final : public Transport {
 
   // ShmRequest's two verbs.
   void check(const Op& op) const {
+    if (op.thrown) std::rethrow_exception(op.thrown);  // its sink's failure, before any abort after it
     const uint32_t a = aborted_.load(std::memory_order_acquire);
     if (a != shm::kOpen && !op.complete) {
       const std::string who = "rank " + std::to_string(abortedBy_.load(std::memory_order_relaxed));
@@ -359,9 +384,10 @@ class ShmTransport final : public Transport {
       if (p.cur.op && p.cur.op->sink) {
         size_t at = p.cur.got;
         p.in.forPayload(h.bytes, [&](const void* data, size_t n) {
-          p.cur.op->sink->take(at, data, n);
+          feed(*p.cur.op, at, data, n);
           at += n;
         });
+        if (p.cur.op->settled()) p.cur.op = nullptr;  // its sink refused it: the rest is read and dropped
       } else if (p.cur.op) {
         p.in.copyPayload(p.cur.op->dst + p.cur.got, 0, h.bytes);
       }

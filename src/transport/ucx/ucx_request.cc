@@ -104,16 +104,34 @@ void UcxRequest::throwFailure() const {
 // after a short grace (UCX only ever reads a send buffer), so abort stays prompt.
 // The grace counts from the abort (all pending requests share it), and there is none for a
 // send to a rank known lost: nobody will ever take it.
+// Nor can it cancel a receive that has matched the first fragments of a message sent eagerly
+// (below the rendezvous threshold: up to 4 MiB over TCP, processContext): UCX writes each
+// later fragment into its buffer as it comes, inside this worker's progress. Once the sender
+// can deliver nothing more (Worker::deliversNoMore: it died, or UCX failed its endpoint) and
+// a progress call found nothing more of it, nothing will write the buffer again: released at
+// once. Otherwise (a live sender stopped in the middle) UCX might, so the wait is bounded by
+// CCL_TIMEOUT, at most 30 s, counted from the abort.
 void UcxRequest::cancelAndRelease() {
   ucp_request_cancel(worker_.handle(), ucpRequest_);
   using Clock = std::chrono::steady_clock;
   const auto start = worker_.aborted() ? std::min(Clock::now(), worker_.abortedAt()) : Clock::now();
   const auto grace =
       kind_ == Kind::kSend && worker_.lost(peer_) ? std::chrono::milliseconds(0) : std::chrono::milliseconds(200);
-  const auto limit = kind_ == Kind::kSend ? 2 * grace : std::chrono::milliseconds(30000);
+  const auto limit = kind_ == Kind::kSend ? 2 * grace : worker_.releaseLimit();
   bool forced = false;
+  auto release = [&] {
+    ucp_request_free(ucpRequest_);  // UCX releases it if it ever completes
+    ucpRequest_ = nullptr;
+    status_ = UCS_ERR_CANCELED;
+  };
   while (poll() == UCS_INPROGRESS) {
     if (worker_.progress()) continue;
+    if (kind_ == Kind::kRecv && worker_.deliversNoMore(peer_)) {
+      CCL_INFO("UCX: rank %d: released a receive from rank %d, which can send no more of its message", worker_.rank(),
+               peer_);
+      release();
+      return;
+    }
     auto waited = Clock::now() - start;
     if (!forced && kind_ == Kind::kSend && waited > grace) {
       CCL_INFO("UCX: rank %d: force-closing the endpoint to rank %d to release a pending send", worker_.rank(), peer_);
@@ -125,9 +143,7 @@ void UcxRequest::cancelAndRelease() {
       else
         CCL_WARN("UCX: rank %d: a receive from rank %d could not be released; its buffer may still be written",
                  worker_.rank(), peer_);
-      ucp_request_free(ucpRequest_);  // UCX releases it if it ever completes
-      ucpRequest_ = nullptr;
-      status_ = UCS_ERR_CANCELED;
+      release();
       return;
     }
     sched_yield();

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <fstream>
@@ -94,6 +95,11 @@ Worker::Worker(int rank, int size)
       eps_(size, nullptr),
       failed_(size, 0),
       epContexts_(size),
+      exited_(size, 0),
+      epFailed_(size, 0),
+      // Read here, where an error may be thrown, not in a request's destructor.
+      releaseLimit_(std::min<std::chrono::milliseconds>(std::chrono::seconds(30),
+                                                        std::chrono::seconds(std::max<int64_t>(config::timeout(), 1)))),
       lost_(std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(size))) {
   ucp_worker_params_t params{};
   params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -174,13 +180,17 @@ void Worker::cancelControlRecv() {
 }
 
 // A peer process on this host that exits fails like a peer reported by UCX. Checked about
-// every 100 ms of progress, so the cost per progress call is a counter increment.
+// every 100 ms of progress, so the cost per progress call is a counter increment. Also after
+// an abort (which fails every peer): a receive that UCX still holds is released once its
+// peer's process is gone (deliversNoMore).
 void Worker::watchPeers() {
   auto now = std::chrono::steady_clock::now();
   if (now < nextWatch_) return;
   nextWatch_ = now + std::chrono::milliseconds(100);
   for (int peer = 0; peer < size_; ++peer) {
-    if (!watched_[peer] || failed_[peer] || processAlive(watched_[peer])) continue;
+    if (!watched_[peer] || exited_[peer] || processAlive(watched_[peer])) continue;
+    exited_[peer] = 1;
+    if (failed_[peer]) continue;
     CCL_WARN("UCX: rank %d lost rank %d: its process %d on this host has exited", rank_, peer, watched_[peer]);
     failed_[peer] = 1;
     failurePending_ = true;
@@ -192,6 +202,8 @@ void Worker::onEndpointError(void* arg, ucp_ep_h, ucs_status_t status) {
   Worker* self = ctx->self;
   if (!self->failed_[ctx->peer] && !self->aborted())
     CCL_WARN("UCX: rank %d lost rank %d: %s", self->rank_, ctx->peer, ucs_status_string(status));
+  // UCX's own finding, not the end of an endpoint this rank closed (forceClose forgets it first).
+  if (self->eps_[ctx->peer]) self->epFailed_[ctx->peer] = 1;
   self->failed_[ctx->peer] = 1;
   self->failurePending_ = true;
 }

@@ -90,6 +90,15 @@ class Worker {
   // Closes the endpoint to `peer` without waiting for it: its pending sends complete with
   // an error and the peer sees this rank as failed.
   void forceClose(int peer);
+  // True when nothing more of `peer`'s can reach this worker's receives: its endpoint is
+  // closed, after UCX found it failed (a reset, a keepalive timeout) or after the peer's
+  // process on this host exited. Not after an abort alone: a live peer stopped in the middle
+  // of a message may send the rest when it resumes, and UCX would write it where the receive
+  // that matched the message's first fragments pointed.
+  bool deliversNoMore(int peer) const { return !eps_[peer] && (epFailed_[peer] || exited_[peer]); }
+  // How long a cancelled receive that UCX still holds may keep its caller waiting, while its
+  // peer may still deliver (deliversNoMore): CCL_TIMEOUT, at most 30 s.
+  std::chrono::milliseconds releaseLimit() const { return releaseLimit_; }
 
  private:
   struct EpContext {
@@ -111,8 +120,11 @@ class Worker {
   std::vector<ucp_ep_h> eps_;
   std::vector<uint8_t> failed_;
   std::vector<EpContext> epContexts_;
-  std::vector<pid_t> watched_;  // per peer: a process on this host to watch, or 0
-  std::vector<uint8_t> shm_;    // per peer: see sharedMemoryLink
+  std::vector<pid_t> watched_;     // per peer: a process on this host to watch, or 0
+  std::vector<uint8_t> exited_;    // per peer: that process has exited
+  std::vector<uint8_t> epFailed_;  // per peer: UCX reported its endpoint failed while it was open
+  std::vector<uint8_t> shm_;       // per peer: see sharedMemoryLink
+  std::chrono::milliseconds releaseLimit_;
   bool anyWatched_ = false;
   uint32_t progressCalls_ = 0;
   std::chrono::steady_clock::time_point nextWatch_{};

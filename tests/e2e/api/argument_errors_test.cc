@@ -258,7 +258,7 @@ TEST(ArgumentErrors, GatheredSizeOverflows) {
 TEST(ArgumentErrors, InitRankWithBadRankOrSize) {
   cclUniqueId id{};
   ASSERT_CCL_OK(cclGetUniqueId(&id));
-  const cclComm_t untouched = reinterpret_cast<cclComm_t>(0x1234);
+  const cclComm_t stale = reinterpret_cast<cclComm_t>(0x1234);
   struct Bad {
     int nranks, rank;
     const char* argument;
@@ -267,7 +267,7 @@ TEST(ArgumentErrors, InitRankWithBadRankOrSize) {
   // connection.
   for (Bad b : {Bad{0, 0, "nranks"}, Bad{-3, 0, "nranks"}, Bad{100000, 0, "nranks"}, Bad{2, 2, "rank"},
                 Bad{2, -1, "rank"}, Bad{1, 5, "rank"}}) {
-    cclComm_t comm = untouched;
+    cclComm_t comm = stale;
     runWithDeadline(
         [&] {
           expectError(cclInvalidArgument, b.argument,
@@ -276,18 +276,18 @@ TEST(ArgumentErrors, InitRankWithBadRankOrSize) {
                       nullptr, [&] { return cclCommInitRank(&comm, b.nranks, id, b.rank); });
         },
         "cclCommInitRank with bad arguments");
-    EXPECT_EQ(comm, untouched) << "a failing cclCommInitRank wrote its output";
+    EXPECT_EQ(comm, nullptr) << "a failing cclCommInitRank leaves NULL (ccl.h), not the variable's old value";
   }
   runWithDeadline(
       [&] {
         expectError(cclInvalidArgument, "comm", "cclCommInitRank(NULL, ...)", nullptr,
                     [&] { return cclCommInitRank(nullptr, 1, id, 0); });
-        std::vector<cclComm_t> comms(2, untouched);
+        std::vector<cclComm_t> comms(2, stale);
         expectError(cclInvalidArgument, "ndev", "cclCommInitAll(ndev 0)", nullptr,
                     [&] { return cclCommInitAll(comms.data(), 0, nullptr); });
         expectError(cclInvalidArgument, "comm", "cclCommInitAll(NULL, 2)", nullptr,
                     [&] { return cclCommInitAll(nullptr, 2, nullptr); });
-        EXPECT_EQ(comms[0], untouched);
+        EXPECT_EQ(comms[0], stale) << "ndev 0: no array to clear";
       },
       "cclCommInitRank/InitAll with bad arguments");
 }

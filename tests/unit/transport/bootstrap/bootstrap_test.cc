@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "transport/bootstrap/bootstrap.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <net/if.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +16,7 @@
 #include <vector>
 
 #include "common/tags.h"
+#include "transport/bootstrap/ring.h"
 #include "transport/bootstrap/wire.h"
 #include "transport_test_util.h"
 
@@ -201,6 +205,57 @@ TEST(Bootstrap, InterfaceFromEnvironment) {
   EXPECT_NE(what.find("no-such-interface0"), std::string::npos) << what;
 }
 
+// An interface address as getifaddrs would list it.
+bootstrap::InterfaceAddress ifaddr(const char* name, const char* address, unsigned flags = IFF_UP) {
+  bootstrap::InterfaceAddress a;
+  a.name = name;
+  a.flags = flags;
+  const bool v6 = std::strchr(address, ':') != nullptr;
+  a.addr.family = v6 ? AF_INET6 : AF_INET;
+  EXPECT_EQ(inet_pton(a.addr.family, address, a.addr.addr), 1) << address;
+  return a;
+}
+
+// The bootstrap's interface, chosen as NCCL does by default: an interface other hosts reach
+// before the host-only bridges and virtual links of containers and VMs (which getifaddrs
+// often lists first, and which the first-up rule took), loopback last; a named interface
+// whatever it is.
+TEST(Bootstrap, InterfaceChoiceSkipsHostOnlyBridges) {
+  using bootstrap::chooseInterface;
+  const std::vector<bootstrap::InterfaceAddress> host = {ifaddr("lo", "127.0.0.1", IFF_UP | IFF_LOOPBACK),
+                                                         ifaddr("docker0", "172.17.0.1"),
+                                                         ifaddr("br-5f2a9c", "172.18.0.1"),
+                                                         ifaddr("virbr0", "192.168.122.1"),
+                                                         ifaddr("veth12ab", "169.254.7.7"),
+                                                         ifaddr("eth0", "10.0.0.5"),
+                                                         ifaddr("eth1", "10.1.0.5"),
+                                                         ifaddr("lo", "::1", IFF_UP | IFF_LOOPBACK),
+                                                         ifaddr("docker0", "fe80::42:1"),
+                                                         ifaddr("eth0", "fe80::1"),
+                                                         ifaddr("eth0", "2001:db8::5")};
+  EXPECT_EQ(chooseInterface(host, AF_INET, ""), 5) << "eth0, the first interface other hosts reach";
+  EXPECT_EQ(chooseInterface(host, AF_INET6, ""), 10) << "eth0's global address before its link-local one";
+  // Named: that interface, a bridge or loopback included.
+  EXPECT_EQ(chooseInterface(host, AF_INET, "docker0"), 1);
+  EXPECT_EQ(chooseInterface(host, AF_INET, "lo"), 0);
+  EXPECT_EQ(chooseInterface(host, AF_INET, "eth1"), 6);
+  EXPECT_EQ(chooseInterface(host, AF_INET6, "docker0"), 8);
+  EXPECT_EQ(chooseInterface(host, AF_INET, "wlan0"), -1);
+  // Nothing else up: a host-only bridge before loopback (it reaches this host's containers).
+  const std::vector<bootstrap::InterfaceAddress> bridgesOnly = {
+      ifaddr("lo", "127.0.0.1", IFF_UP | IFF_LOOPBACK), ifaddr("eth0", "10.0.0.5", 0),
+      ifaddr("virbr0", "192.168.122.1"), ifaddr("docker0", "172.17.0.1")};
+  EXPECT_EQ(chooseInterface(bridgesOnly, AF_INET, ""), 2) << "eth0 is down";
+  const std::vector<bootstrap::InterfaceAddress> loopbackOnly = {ifaddr("docker0", "172.17.0.1", 0),
+                                                                 ifaddr("lo", "127.0.0.1", IFF_UP | IFF_LOOPBACK)};
+  EXPECT_EQ(chooseInterface(loopbackOnly, AF_INET, ""), 1);
+  EXPECT_EQ(chooseInterface(loopbackOnly, AF_INET6, ""), -1);
+  for (const char* name : {"docker0", "docker_gwbridge", "virbr0", "virbr1-nic", "veth0a1b2c", "br-0123456789ab"})
+    EXPECT_TRUE(bootstrap::hostOnlyInterface(name)) << name;
+  for (const char* name : {"eth0", "ens5", "enp0s31f6", "ib0", "bond0", "wlan0", "br0", "lo"})
+    EXPECT_FALSE(bootstrap::hostOnlyInterface(name)) << name;
+}
+
 // Sends one hello with the id's secret claiming `nranks` (listening at `listen`) and reads
 // the root's reply; the connection to the root stays open in `root`.
 bootstrap::Reply hello(const cclUniqueId& id, int rank, int nranks, const bootstrap::WireAddr& listen,
@@ -320,6 +375,148 @@ TEST(Bootstrap, ARankGoneAfterTheRendezvousIsNamedBeforeTheDeadline) {
   // Rank 0's connection to rank 1 was refused, or made before the listener closed and reset
   // after: either way it fails (which words it finds first is a race).
   EXPECT_NE(codeOf(errors[0], &what), cclSuccess);
+}
+
+// A connected pair of loopback TCP sockets.
+std::array<bootstrap::Socket, 2> connectedPair() {
+  bootstrap::WireAddr lo{};
+  lo.family = AF_INET;
+  const uint8_t loopback[4] = {127, 0, 0, 1};
+  std::memcpy(lo.addr, loopback, sizeof loopback);
+  bootstrap::Socket listener = bootstrap::Socket::listenOn(lo);
+  const auto deadline = bootstrap::deadlineAfter(std::chrono::seconds(10));
+  bootstrap::Socket a = bootstrap::Socket::connectTo(listener.localAddr(), deadline);
+  return {std::move(a), listener.accept(deadline)};
+}
+
+// Rank `rank` of `n` as a ring bootstrap over the given ring connections, without a
+// rendezvous; its pulse connections' far ends go to `silent` (kept open, never written).
+std::unique_ptr<bootstrap::RingBootstrap> ringOver(int rank, int n, bootstrap::Socket next, bootstrap::Socket prev,
+                                                   std::vector<bootstrap::Socket>& silent) {
+  std::array<bootstrap::Socket, bootstrap::kChannels> nexts, prevs;
+  nexts[bootstrap::kRingChannel] = std::move(next);
+  prevs[bootstrap::kRingChannel] = std::move(prev);
+  for (auto* s : {&nexts[bootstrap::kPulseChannel], &prevs[bootstrap::kPulseChannel]}) {
+    auto pair = connectedPair();
+    *s = std::move(pair[0]);
+    silent.push_back(std::move(pair[1]));
+  }
+  return std::make_unique<bootstrap::RingBootstrap>(rank, n, std::move(nexts), std::move(prevs), bootstrap::Socket(),
+                                                    std::vector<bootstrap::WireAddr>(n), bootstrap::IdLayout{},
+                                                    std::chrono::milliseconds(0), std::chrono::seconds(10));
+}
+
+// A ring bootstrap whose neighbours are the test: prevEnd and nextEnd are the far ends of its
+// ring connections to its previous and next rank.
+struct FakeNeighbours {
+  std::vector<bootstrap::Socket> silent;
+  bootstrap::Socket prevEnd, nextEnd;
+  std::unique_ptr<bootstrap::RingBootstrap> bs;
+};
+
+FakeNeighbours ringWithFakeNeighbours(int rank, int n) {
+  FakeNeighbours f;
+  auto toNext = connectedPair(), toPrev = connectedPair();
+  f.nextEnd = std::move(toNext[1]);
+  f.prevEnd = std::move(toPrev[1]);
+  f.bs = ringOver(rank, n, std::move(toNext[0]), std::move(toPrev[0]), f.silent);
+  return f;
+}
+
+// Asks lostNeighbour until it names a rank (a connection's end can take a moment to be seen);
+// what it last said if it names none within 10 s.
+int lostNeighbourSoon(Bootstrap& bs) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    const int lost = bs.lostNeighbour();
+    if (lost >= 0 || std::chrono::steady_clock::now() > until) return lost;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+// The previous rank sends its part of a broadcast and dies (its connection ends without a
+// goodbye or news) before this rank reads it. The watcher's look names the previous rank,
+// whatever the unread bytes hold. It took their first bytes for the end's message: a size of
+// 76 ('L', then 0s) read as the news that rank 0 was lost, one of 71 ('G') as a goodbye.
+TEST(BootstrapRing, UnreadBytesOfACollectiveAreNotTakenForTheEndsMessage) {
+  for (uint64_t size : {uint64_t{'L'}, uint64_t{'G'}}) {
+    FakeNeighbours f = ringWithFakeNeighbours(2, 4);
+    std::vector<char> payload(size, 'L');
+    const auto deadline = bootstrap::deadlineAfter(std::chrono::seconds(10));
+    f.prevEnd.sendAll(&size, sizeof size, deadline);
+    f.prevEnd.sendAll(payload.data(), payload.size(), deadline);
+    f.prevEnd = bootstrap::Socket();  // rank 1 is gone
+    EXPECT_EQ(lostNeighbourSoon(*f.bs), 1) << "a broadcast of " << size << " bytes";
+  }
+}
+
+// The previous rank sends its part of a broadcast whose last bytes look like the news of a
+// lost rank ('L' and rank 0), then dies. This rank's next collective fails naming the previous
+// rank, not rank 0: the bytes were the broadcast's, read by it, and no news followed.
+TEST(BootstrapRing, ACollectivesLastBytesAreNotTakenForNews) {
+  FakeNeighbours f = ringWithFakeNeighbours(2, 4);
+  const uint64_t size = 8;
+  const char payload[8] = {0, 0, 0, 'L', 0, 0, 0, 0};
+  const auto deadline = bootstrap::deadlineAfter(std::chrono::seconds(10));
+  f.prevEnd.sendAll(&size, sizeof size, deadline);
+  f.prevEnd.sendAll(payload, sizeof payload, deadline);
+  char got[8] = {};
+  f.bs->broadcast(got, sizeof got, 1);
+  EXPECT_EQ(std::memcmp(got, payload, sizeof got), 0);
+  f.prevEnd = bootstrap::Socket();  // rank 1 is gone
+  std::string what;
+  EXPECT_EQ(codeOf(runRanks(1, [&](int) { f.bs->barrier(); })[0], &what), cclRemoteError);
+  EXPECT_NE(what.find("rank 1 is gone"), std::string::npos) << what;
+}
+
+// Ranks 0 and 1 of 3 as ring bootstraps; rank 2 is the test, silent. Rank 0 has sent the size
+// of its part of an allGather when it learns that rank 2 is lost and tells rank 1, whose
+// allGather then reads the news where it expects rank 0's data: it fails naming rank 2,
+// whatever the size of its slots. (Slots the news filled completed the allGather with it.)
+TEST(BootstrapRing, NewsReadAsACollectivesDataFailsIt) {
+  for (size_t slot = 1; slot <= 20; ++slot) {
+    std::vector<bootstrap::Socket> silent;
+    auto zeroToOne = connectedPair(), oneToTwo = connectedPair(), twoToZero = connectedPair();
+    auto zero = ringOver(0, 3, std::move(zeroToOne[0]), std::move(twoToZero[1]), silent);
+    auto one = ringOver(1, 3, std::move(oneToTwo[0]), std::move(zeroToOne[1]), silent);
+    std::vector<char> data0(3 * slot), data1(3 * slot);
+    std::thread zeroGathers([&] {
+      try {
+        zero->allGather(data0.data(), slot);  // sends its size, then waits for rank 2's
+      } catch (const Error&) {
+      }
+    });
+    pollfd sizeSent{one->ringFds()[0], POLLIN, 0};  // rank 1's connection from rank 0
+    ASSERT_EQ(::poll(&sizeSent, 1, 10000), 1);
+    zero->relayLost(2);
+    zeroGathers.join();
+    std::string what;
+    EXPECT_EQ(codeOf(runRanks(1, [&](int) { one->allGather(data1.data(), slot); })[0], &what), cclRemoteError)
+        << "slots of " << slot << " bytes";
+    EXPECT_NE(what.find("rank 2 is gone"), std::string::npos) << "slots of " << slot << " bytes: " << what;
+  }
+}
+
+// The news of a lost rank read where a collective expects the size of the previous rank's
+// part: the ring ended (cclRemoteError, naming the rank), not a disagreement on the size.
+TEST(BootstrapRing, NewsReadWhereASizeIsDueIsTheRingsEnd) {
+  for (bool viaBroadcast : {false, true}) {
+    std::vector<bootstrap::Socket> silent;
+    auto oneToTwo = connectedPair(), twoToThree = connectedPair(), zeroToOne = connectedPair();
+    auto one = ringOver(1, 4, std::move(oneToTwo[0]), std::move(zeroToOne[1]), silent);
+    auto two = ringOver(2, 4, std::move(twoToThree[0]), std::move(oneToTwo[1]), silent);
+    one->relayLost(3);
+    std::vector<char> data(4 * 4);
+    std::string what;
+    const auto errors = runRanks(1, [&](int) {
+      if (viaBroadcast)
+        two->broadcast(data.data(), 4, 1);
+      else
+        two->allGather(data.data(), 4);
+    });
+    EXPECT_EQ(codeOf(errors[0], &what), cclRemoteError) << what;
+    EXPECT_NE(what.find("rank 3 is gone"), std::string::npos) << what;
+  }
 }
 
 TEST(Bootstrap, MoreRanksThanTheTagsHoldAreRefusedAtInit) {
