@@ -74,7 +74,7 @@ void refusedSplit(World& w, Rng& g, uint64_t bad) {
       call("cclGroupEnd", [] { return cclGroupEnd(); });
     }
     expectRefused("cclCommSplit(invalid)", rc);
-    if (child != reinterpret_cast<cclComm_t>(0x5)) problem("cclCommSplit failed but wrote *newcomm");
+    if (bad != 1 && child != nullptr) problem("cclCommSplit failed but left *newcomm non-NULL");  // 1: no output
   });
 }
 
@@ -290,8 +290,8 @@ void initStep(World& w, Rng& g) {
     rcs[r] = call("cclCommInitRank", [&] { return cclCommInitRank(&c, nr, id, rank); });
     if (rcs[r] == cclSuccess)
       call("cclCommDestroy", [&] { return cclCommDestroy(c); });
-    else if (c != reinterpret_cast<cclComm_t>(0x6))
-      problem("cclCommInitRank failed but wrote *comm");
+    else if (c != nullptr)
+      problem("cclCommInitRank failed but left *comm non-NULL");
   });
   for (int r = 0; r < n; ++r)
     if (rcs[r] == cclSuccess)
