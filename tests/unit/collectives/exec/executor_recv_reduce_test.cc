@@ -20,6 +20,7 @@
 #include "collectives/plan/cost.h"
 #include "collectives/plan/topology.h"
 #include "common/dtype.h"
+#include "forwarding_transport.h"
 #include "rank_threads.h"
 #include "shard.h"
 #include "transport/bootstrap/bootstrap.h"
@@ -29,26 +30,12 @@
 namespace ccl::coll {
 namespace {
 
-// The in-process transport, declining every receive in place: the executor's other path.
-class Declining final : public transport::Transport {
+// The in-process transport, declining every receive in place (the base's irecvInPlace):
+// the executor's other path.
+class Declining final : public ccltest::ForwardingTransport {
  public:
-  explicit Declining(std::unique_ptr<transport::Transport> t) : t_(std::move(t)) {}
-  int rank() const override { return t_->rank(); }
-  int size() const override { return t_->size(); }
+  using ForwardingTransport::ForwardingTransport;
   const char* name() const override { return "declining"; }
-  std::unique_ptr<transport::Request> isend(int peer, uint64_t tag, const void* buf, size_t bytes) override {
-    return t_->isend(peer, tag, buf, bytes);
-  }
-  std::unique_ptr<transport::Request> irecv(int peer, uint64_t tag, void* buf, size_t bytes) override {
-    return t_->irecv(peer, tag, buf, bytes);
-  }
-  bool progress() override { return t_->progress(); }
-  bool sharedMemoryLink(int peer) const override { return t_->sharedMemoryLink(peer); }
-  void abort() override { t_->abort(); }
-  void abortMismatch() override { t_->abortMismatch(); }
-
- private:
-  std::unique_ptr<transport::Transport> t_;
 };
 
 enum class Via { kLocal, kDeclining, kShm };

@@ -16,6 +16,7 @@
 #include "collectives/exec/executor.h"
 #include "common/error.h"
 #include "common/tags.h"
+#include "forwarding_transport.h"
 #include "rank_threads.h"
 #include "transport/local/local_transport.h"
 
@@ -39,28 +40,18 @@ class HeldRequest final : public transport::Request {
   const std::atomic<bool>& open_;
 };
 
-class HoldingDigests final : public transport::Transport {
+class HoldingDigests final : public ccltest::ForwardingTransport {
  public:
   HoldingDigests(std::unique_ptr<transport::Transport> t, const std::atomic<bool>& open)
-      : t_(std::move(t)), open_(open) {}
-  int rank() const override { return t_->rank(); }
-  int size() const override { return t_->size(); }
+      : ForwardingTransport(std::move(t)), open_(open) {}
   const char* name() const override { return "holding-digests"; }
-  std::unique_ptr<transport::Request> isend(int peer, uint64_t tag, const void* buf, size_t bytes) override {
-    return t_->isend(peer, tag, buf, bytes);
-  }
   std::unique_ptr<transport::Request> irecv(int peer, uint64_t tag, void* buf, size_t bytes) override {
-    auto r = t_->irecv(peer, tag, buf, bytes);
+    auto r = ForwardingTransport::irecv(peer, tag, buf, bytes);
     if (!isSignature(tag)) return r;
     return std::make_unique<HeldRequest>(std::move(r), open_);
   }
-  bool progress() override { return t_->progress(); }
-  bool sharedMemoryLink(int peer) const override { return t_->sharedMemoryLink(peer); }
-  void abort() override { t_->abort(); }
-  void abortMismatch() override { t_->abortMismatch(); }
 
  private:
-  std::unique_ptr<transport::Transport> t_;
   const std::atomic<bool>& open_;
 };
 
