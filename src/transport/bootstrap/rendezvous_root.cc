@@ -205,13 +205,14 @@ void RootService::serve() {
   }
   inherited_.clear();
   while (!complete() && Clock::now() < deadline_ && !stopped()) pollOnce();
-  if (stopped()) {
-    handOver();
-  } else if (complete()) {
+  // A rendezvous that completed forms, even when the next one asked it to stop meanwhile.
+  if (complete()) {
     std::vector<WireAddr> table(expected_);
     for (auto& [r, j] : joined_) table[r] = j.hello.listen;
     for (auto& [r, j] : joined_) sendReply(j.sock, cclSuccess, "", &table);
     CCL_INFO("bootstrap root %s: %d ranks joined", toString(id_.root).c_str(), expected_);
+  } else if (stopped()) {
+    handOver();
   } else if (errorCode_ == cclSuccess && expected_ > 0) {
     // The ranks that came are told which did not, so each error names the ranks at fault.
     std::string missing;
