@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -118,7 +119,7 @@ class JobRun {
   // Cancels what is still in flight (after a failure); the buffers are then free.
   void drop() {
     inflight_.clear();
-    for (auto& s : sigSends_) s.reset();
+    for (auto& s : signatureSends()) s.reset();
     sigRecv_.reset();
   }
 
@@ -192,12 +193,12 @@ class JobRun {
   // whenever the ranks that saw the difference were slow to abort. Each round is one small
   // message, sent as soon as the previous round's came in, beside the plan's steps.
   void postSignature() {
-    for (auto& s : sigSends_) s.reset();
+    for (auto& s : signatureSends()) s.reset();
     sigRecv_.reset();
     sigRound_ = sigRounds_ = 0;
     const transport::Transport& t = *job_->transport;
     if (job_->signature == 0 || t.size() < 2) return;
-    while ((1 << sigRounds_) < t.size()) ++sigRounds_;
+    sigRounds_ = std::bit_width(static_cast<unsigned>(t.size() - 1));  // ceil(log2 n)
     seen_ = {job_->signature, job_->signature};
     postSignatureRound();
   }
@@ -212,16 +213,18 @@ class JobRun {
     sigRecv_ = t.irecv((t.rank() - hop % n + n) % n, tag, &peerSeen_, sizeof(peerSeen_));
   }
 
+  // The sends of this job's rounds (the polls look at no more than those).
+  std::span<std::unique_ptr<transport::Request>> signatureSends() {
+    return std::span(sigSends_).first(static_cast<size_t>(sigRounds_));
+  }
   bool signatureInFlight() const {
-    if (sigRecv_) return true;
-    for (const auto& s : sigSends_)
-      if (s) return true;
-    return false;
+    return sigRecv_ ||
+           std::any_of(sigSends_.begin(), sigSends_.begin() + sigRounds_, [](const auto& s) { return s != nullptr; });
   }
 
   bool pollSignature() {
     bool moved = false;
-    for (auto& s : sigSends_) {
+    for (auto& s : signatureSends()) {
       if (s && s->test()) {
         s.reset();
         moved = true;
