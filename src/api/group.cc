@@ -332,7 +332,7 @@ CCL_API cclResult_t cclGroupEnd(void) {
     coll::Stream* stream = ops.front().stream;
     for (const api::Op& op : ops)
       if (op.stream != stream) refuse(cclInvalidUsage, "the operations of one group must all use one stream");
-    if (stream && (!ops.front().streamHold || !api::hostStreamLive(stream)))
+    if (stream && (!ops.front().streamHold || !api::holdHostStream(stream)))
       refuse(cclInvalidUsage,
              "the group's host stream was destroyed (by another thread) before the group's end; the whole group was "
              "dropped");

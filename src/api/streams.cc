@@ -49,14 +49,6 @@ std::shared_ptr<coll::Stream> holdHostStream(const coll::Stream* s) {
   return nullptr;
 }
 
-bool hostStreamLive(const coll::Stream* s) {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  for (const auto& [handle, stream] : r.live)
-    if (stream.get() == s) return true;
-  return false;
-}
-
 }  // namespace ccl::api
 
 using namespace ccl;

@@ -19,11 +19,9 @@ coll::Stream* findHostStream(cclStream_t stream);
 bool isHostStream(cclStream_t stream);
 
 // A reference to the live host stream `s` (nullptr once cclHostStreamDestroy took it from
-// the registry): an open group holds one for its calls, so that a destroy from another
-// thread before the group's end frees nothing that end reads (it refuses the group).
+// the registry; `s` is compared, never dereferenced): an open group holds one for its calls,
+// so that a destroy from another thread before the group's end frees nothing that end reads
+// (it refuses the group).
 std::shared_ptr<coll::Stream> holdHostStream(const coll::Stream* s);
-
-// True while `s` is a live host stream; compares addresses only (`s` may be freed).
-bool hostStreamLive(const coll::Stream* s);
 
 }  // namespace ccl::api
