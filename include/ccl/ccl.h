@@ -318,10 +318,12 @@ CCL_API cclResult_t cclCommTopology(const cclComm_t comm, int* node, int* nnodes
  * Buffers hold `count` elements of `datatype` unless stated otherwise. sendbuff may equal
  * the matching part of recvbuff (in place); buffers that overlap in any other way are
  * refused with cclInvalidArgument. Count 0 is legal and moves nothing. Reductions
- * of 16-bit and fp8 types are computed in fp32 and rounded once per step; cclAvg is a sum
- * divided at the end, so its partial sums must fit the type (fp16 averages of values near
- * 20000 over 4 ranks overflow to inf, where NCCL, which scales each input by 1/nranks
- * first, does not; compressed averages divide in fp32 and do not). With stream NULL
+ * of 16-bit and fp8 types are computed in fp32 and rounded once per step. cclAvg is a sum
+ * divided at the end, except uncompressed averages of fp16 and the fp8 types, whose range a
+ * sum leaves: those scale each rank's input by 1/nranks first (divided in fp32, rounded to
+ * the type), then sum, as NCCL does, so the average of values near the type's largest stays
+ * finite; their rounding error is then bounded by the inputs' magnitude over nranks, not the
+ * result's. Compressed averages sum in fp32 and divide once. With stream NULL
  * the call has completed when it returns; inside cclGroupStart/End it runs at cclGroupEnd.
  * Buffers may start at any address, as NCCL's may, also inside an element (a float at an odd
  * address): calls that reduce or compress such a buffer copy it to aligned memory first and

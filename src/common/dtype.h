@@ -19,6 +19,11 @@ const char* dataTypeName(cclDataType_t t);
 // fp16, bf16, fp32, fp64, fp8: the types a codec may compress.
 bool isFloatType(cclDataType_t t);
 
+// fp16 and the fp8 types: floats whose range a sum of a few ranks' values can leave (fp16's
+// largest is 65504, e4m3's 448). An uncompressed cclAvg of them scales each rank's input by
+// 1/nranks before summing, as NCCL does, where other types divide the sum (scaled_average.h).
+bool averageScalesInputs(cclDataType_t t);
+
 inline bool validRedOp(int op) { return op >= 0 && op < cclNumOps; }
 const char* redOpName(cclRedOp_t op);
 

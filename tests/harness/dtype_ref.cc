@@ -22,12 +22,12 @@ const std::vector<DtypeInfo>& table() {
       {cclUint32, "uint32", 4, Kind::kUnsigned, 0, 0, false, kNoLimit},
       {cclInt64, "int64", 8, Kind::kSigned, 0, 0, false, kNoLimit},
       {cclUint64, "uint64", 8, Kind::kUnsigned, 0, 0, false, kNoLimit},
-      {cclFloat16, "float16", 2, Kind::kFloat, 5, 10, true, 2048},
+      {cclFloat16, "float16", 2, Kind::kFloat, 5, 10, true, 2048, true},
       {cclFloat32, "float32", 4, Kind::kFloat, 8, 23, true, 16777216.0},
       {cclFloat64, "float64", 8, Kind::kFloat, 11, 52, true, 9007199254740992.0},
       {cclBfloat16, "bfloat16", 2, Kind::kFloat, 8, 7, true, 256},
-      {cclFloat8e4m3, "fp8e4m3", 1, Kind::kFloat, 4, 3, false, 16},
-      {cclFloat8e5m2, "fp8e5m2", 1, Kind::kFloat, 5, 2, true, 8},
+      {cclFloat8e4m3, "fp8e4m3", 1, Kind::kFloat, 4, 3, false, 16, true},
+      {cclFloat8e5m2, "fp8e5m2", 1, Kind::kFloat, 5, 2, true, 8, true},
   };
   return t;
 }

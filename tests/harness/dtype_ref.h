@@ -26,6 +26,8 @@ struct DtypeInfo {
   bool ieee;
   // Every integer in [-exactIntLimit, exactIntLimit] is representable (floats only).
   double exactIntLimit;
+  // cclAvg scales each rank's input by 1/nranks before summing (ccl.h), not the sum after.
+  bool avgScalesInputs = false;
 };
 
 const DtypeInfo& dtypeInfo(cclDataType_t t);

@@ -22,10 +22,14 @@ int64_t floatSumBound(const DtypeInfo& d, int nranks) {
   return static_cast<int64_t>(std::min(bound, 1048576.0));
 }
 
-uint64_t floatInput(const DtypeInfo& d, cclRedOp_t op, int64_t sumBound, uint64_t h) {
+uint64_t floatInput(const DtypeInfo& d, cclRedOp_t op, int nranks, int64_t sumBound, uint64_t h) {
   switch (op) {
-    case cclSum:
     case cclAvg:
+      // Multiples of nranks where each input is scaled first: every x / nranks is exact, and
+      // so is every partial sum of them, whatever the order (their sum is within the bound).
+      if (d.avgScalesInputs) return encodeFloat(d.type, static_cast<double>(nranks * pick(h, -sumBound, sumBound)));
+      [[fallthrough]];
+    case cclSum:
       return encodeFloat(d.type, static_cast<double>(pick(h, -sumBound, sumBound)));
     case cclProd: {
       static const double kFactors[] = {1.0, 2.0, 0.5, -1.0};
@@ -122,13 +126,13 @@ uint64_t reduceFloats(const DtypeInfo& d, cclRedOp_t op, const uint64_t* in, int
 }  // namespace
 
 ReductionInput::ReductionInput(cclDataType_t t, cclRedOp_t op, int nranks, uint64_t seed)
-    : info_(dtypeInfo(t)), op_(op), floatSumBound_(0), seed_(seed) {
+    : info_(dtypeInfo(t)), op_(op), nranks_(nranks), floatSumBound_(0), seed_(seed) {
   if (info_.kind == Kind::kFloat) floatSumBound_ = floatSumBound(info_, nranks);
 }
 
 uint64_t ReductionInput::operator()(int rank, size_t index) const {
   const uint64_t h = mixBits(seed_, static_cast<uint64_t>(rank), index);
-  return info_.kind == Kind::kFloat ? floatInput(info_, op_, floatSumBound_, h) : integerInput(info_, op_, h);
+  return info_.kind == Kind::kFloat ? floatInput(info_, op_, nranks_, floatSumBound_, h) : integerInput(info_, op_, h);
 }
 
 uint64_t reduceReference(cclDataType_t t, cclRedOp_t op, const uint64_t* inputs, int n) {
@@ -138,7 +142,8 @@ uint64_t reduceReference(cclDataType_t t, cclRedOp_t op, const uint64_t* inputs,
 
 bool reductionMatches(cclDataType_t t, cclRedOp_t op, uint64_t observed, uint64_t expected) {
   if (observed == expected) return true;
-  if (op != cclAvg || dtypeInfo(t).kind != Kind::kFloat) return false;
+  // A division's rounding; none where the inputs are scaled (exactly, by floatInput).
+  if (op != cclAvg || dtypeInfo(t).kind != Kind::kFloat || dtypeInfo(t).avgScalesInputs) return false;
   if (!isFiniteCode(t, observed) || !isFiniteCode(t, expected)) return false;
   const int64_t diff = orderedCode(t, observed) - orderedCode(t, expected);
   return diff >= -1 && diff <= 1;

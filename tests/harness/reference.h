@@ -37,6 +37,7 @@ class ReductionInput {
  private:
   const DtypeInfo& info_;
   cclRedOp_t op_;
+  int nranks_;
   int64_t floatSumBound_;
   uint64_t seed_;
 };
@@ -58,7 +59,9 @@ class MovementInput {
 uint64_t reduceReference(cclDataType_t t, cclRedOp_t op, const uint64_t* inputs, int n);
 
 // Exact match, except float averages which may be one unit in the last place off (the
-// library divides a rounded sum, the reference rounds the exact quotient).
+// library divides a rounded sum, the reference rounds the exact quotient); averages of the
+// types that scale their inputs first (avgScalesInputs) match exactly, their inputs exact
+// multiples of the rank count (ReductionInput).
 bool reductionMatches(cclDataType_t t, cclRedOp_t op, uint64_t observed, uint64_t expected);
 
 // Counts mismatching elements of one check and reports the first few as a single failure.

@@ -5,6 +5,7 @@
 
 #include "codecs/codec.h"
 #include "collectives/algorithms/misaligned.h"
+#include "collectives/algorithms/scaled_average.h"
 #include "common/dtype.h"
 #include "common/error.h"
 #include "common/tags.h"
@@ -141,7 +142,8 @@ const AlgoEntry& chooseAlgorithm(Coll c, const CollArgs& a) {
 }
 
 Plan planCollective(Coll c, const CollArgs& a) {
-  Plan p = chooseAlgorithm(c, a).build(a);
+  const AlgoEntry& e = chooseAlgorithm(c, a);
+  Plan p = scalesInputs(e, c, a) ? planScaledAverage(e, c, a) : e.build(a);
   return a.misaligned ? stageMisaligned(p, c, a) : p;
 }
 

@@ -42,6 +42,11 @@ Plan stageMisaligned(const Plan& p, Coll c, const CollArgs& a) {
   const bool stageSend = (a.misaligned & kSendMisaligned) && touches(p, Buf::kSend);
   const bool stageRecv = (a.misaligned & kRecvMisaligned) && touches(p, Buf::kRecv);
   if (!stageSend && !stageRecv) return p;
+  return stageBuffers(p, c, a, {.send = stageSend, .recv = stageRecv});
+}
+
+Plan stageBuffers(const Plan& p, Coll c, const CollArgs& a, Staging how) {
+  const bool stageSend = how.send, stageRecv = how.recv;
   const size_t es = dataTypeSize(a.dtype);
   const BufferCounts counts = bufferCounts(c, a.count, static_cast<size_t>(a.nranks), a.rank == a.root);
   const size_t sendBytes = counts.send * es, recvBytes = counts.recv * es;
@@ -52,6 +57,10 @@ Plan stageMisaligned(const Plan& p, Coll c, const CollArgs& a) {
   q.deps.clear();
   q.scratchBytes = (p.scratchBytes + 63) & ~size_t{63};
   Deps prologue;
+  // Into scratch: the bytes as they are, or the input scaled (Staging::scale).
+  auto stageIn = [&](Ref to, Ref from, size_t bytes) {
+    prologue.push_back(how.scale ? q.divide(to, from, bytes / es) : q.copy(to, from, bytes));
+  };
   // Where the caller's send and receive bytes live in scratch (a buffer not staged: itself).
   Ref sendAt{Buf::kSend, 0}, recvAt{Buf::kRecv, 0};
   if (a.inPlace) {
@@ -61,13 +70,14 @@ Plan stageMisaligned(const Plan& p, Coll c, const CollArgs& a) {
     const bool sendHolds = layout == InPlace::kRecvInSend;
     const size_t bytes = sendHolds ? sendBytes : std::max(sendBytes, recvBytes);
     const Ref region = q.scratch(bytes);
-    prologue.push_back(q.copy(region, Ref{sendHolds ? Buf::kSend : Buf::kRecv, 0}, bytes));
+    // Scaled, the whole region is input: the collectives that reduce read all of it.
+    stageIn(region, Ref{sendHolds ? Buf::kSend : Buf::kRecv, 0}, bytes);
     sendAt = layout == InPlace::kSendInRecv ? region + block : region;
     recvAt = layout == InPlace::kRecvInSend ? region + block : region;
   } else {
     if (stageSend) {
       sendAt = q.scratch(sendBytes);
-      prologue.push_back(q.copy(sendAt, Ref{Buf::kSend, 0}, sendBytes));
+      stageIn(sendAt, Ref{Buf::kSend, 0}, sendBytes);
     }
     // Out of place, a collective writes every byte of its receive buffer (where it has one:
     // a non-root's is empty), so the staged one needs no copy in.

@@ -27,4 +27,17 @@ uint8_t misalignment(const void* send, const void* recv, cclDataType_t dtype);
 // In place, the send and receive buffers share bytes, so one staged region holds both.
 Plan stageMisaligned(const Plan& p, Coll c, const CollArgs& a);
 
+// Which of the caller's buffers a plan works on through scratch instead (stageBuffers).
+struct Staging {
+  bool send = false;
+  bool recv = false;
+  // The send buffer's elements enter scratch divided by nranks (kDivide) instead of copied:
+  // a cclAvg that scales its inputs first (scaled_average.h). The caller's buffer is never
+  // written; an element step reads it, so it must be aligned (stageMisaligned after this).
+  bool scale = false;
+};
+// `p` with the buffers `how` names staged: copied (or scaled) into scratch before the first
+// step, the receive buffer copied back after the last. In place one region holds both.
+Plan stageBuffers(const Plan& p, Coll c, const CollArgs& a, Staging how);
+
 }  // namespace ccl::coll

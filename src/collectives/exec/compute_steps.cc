@@ -98,7 +98,7 @@ void runCompute(const Plan& plan, const Step& s, const Buffers& b, const Compute
         reduce(bufferAt(b, s.dst), bufferAt(b, s.src), bufferAt(b, s.src2), s.count, plan.dtype, plan.op);
       return;
     case StepKind::kDivide:
-      divideInPlace(bufferAt(b, s.dst), s.count, plan.dtype, plan.nranks);
+      divide(bufferAt(b, s.dst), bufferAt(b, s.src), s.count, plan.dtype, plan.nranks);
       return;
     case StepKind::kEncode:
     case StepKind::kDecode:

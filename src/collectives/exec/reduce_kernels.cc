@@ -24,12 +24,13 @@ void reduceWideLoop(float* dst, const float* a, const void* b, size_t n) {
 }
 
 template <class Tr>
-void divideType(void* dst, size_t n, int divisor) {
+void divideType(void* dst, const void* src, size_t n, int divisor) {
   using S = typename Tr::Storage;
   using C = typename Tr::Compute;
   S* d = static_cast<S*>(dst);
+  const S* x = static_cast<const S*>(src);
   const C div = static_cast<C>(divisor);
-  for (size_t i = 0; i < n; ++i) d[i] = divideOne<Tr>(d[i], div);
+  for (size_t i = 0; i < n; ++i) d[i] = divideOne<Tr>(x[i], div);
 }
 
 }  // namespace
@@ -77,8 +78,8 @@ void reduceWide(float* dst, const float* a, const void* b, size_t count, cclData
   });
 }
 
-void divideInPlace(void* dst, size_t count, cclDataType_t dtype, int divisor) {
-  dispatchType(dtype, [&](auto tr) { divideType<decltype(tr)>(dst, count, divisor); });
+void divide(void* dst, const void* src, size_t count, cclDataType_t dtype, int divisor) {
+  dispatchType(dtype, [&](auto tr) { divideType<decltype(tr)>(dst, src, count, divisor); });
 }
 
 }  // namespace ccl::coll

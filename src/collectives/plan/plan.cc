@@ -48,8 +48,10 @@ StepId Plan::recvReduce(int peer, uint32_t tag, Ref dst, Ref local, Ref landing,
              after);
 }
 
-StepId Plan::divide(Ref dst, size_t count, const Deps& after) {
-  return add({.kind = StepKind::kDivide, .dst = dst, .count = count}, after);
+StepId Plan::divide(Ref dst, size_t count, const Deps& after) { return divide(dst, dst, count, after); }
+
+StepId Plan::divide(Ref dst, Ref src, size_t count, const Deps& after) {
+  return add({.kind = StepKind::kDivide, .dst = dst, .src = src, .count = count}, after);
 }
 
 StepId Plan::encode(Ref dst, size_t capacity, Slot slot, Ref src, cclDataType_t type, size_t count, const Ref* residual,

@@ -29,7 +29,7 @@ enum class StepKind : uint8_t {
   kRecv,    // bytes from peer into dst
   kCopy,    // bytes from src to dst
   kReduce,  // count elements: dst = src op src2 (dst may alias either); `wide`: dst and src fp32
-  kDivide,  // count elements: dst /= nranks (the tail of cclAvg)
+  kDivide,  // count elements: dst = src / nranks (src may be dst): cclAvg's tail, or its inputs scaled
   // A receive reduced as it arrives: count elements (`bytes`) from peer, dst = src op them.
   // Over a transport that hands a message over where it lies (shared memory), the bytes are
   // read in place, without a copy into a buffer of this rank's first; elsewhere they land at
@@ -133,7 +133,8 @@ struct Plan {
   // kRecvReduce: count elements from peer reduced into dst (dst = local op received), landing
   // at `landing` (count elements of scratch) where the transport cannot hand them over.
   StepId recvReduce(int peer, uint32_t tag, Ref dst, Ref local, Ref landing, size_t count, const Deps& after = {});
-  StepId divide(Ref dst, size_t count, const Deps& after = {});
+  StepId divide(Ref dst, size_t count, const Deps& after = {});  // in place
+  StepId divide(Ref dst, Ref src, size_t count, const Deps& after = {});
 
   // Codec step helpers. encode returns the step; its stream length lands in `slot`.
   Slot newSlot() { return lengthSlots++; }

@@ -39,9 +39,9 @@ std::vector<std::pair<Ref, size_t>> touched(const Step& s, size_t es) {
       return {{s.src, elems}};
     case StepKind::kDecode:
     case StepKind::kDecodeAdd:
-    case StepKind::kDivide:
     case StepKind::kDivideFloat:
       return {{s.dst, elems}};
+    case StepKind::kDivide:
     case StepKind::kWiden:
     case StepKind::kNarrow:
     case StepKind::kCodecStage:

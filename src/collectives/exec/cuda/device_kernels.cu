@@ -77,8 +77,7 @@ struct DivideOp {
   using S = typename Tr::Storage;
   typename Tr::Compute divisor;
   __device__ void operator()(const Piece& p, uint64_t i) const {
-    S* d = static_cast<S*>(p.dst);
-    d[i] = divideOne<Tr>(d[i], divisor);
+    static_cast<S*>(p.dst)[i] = divideOne<Tr>(static_cast<const S*>(p.a)[i], divisor);
   }
 };
 

@@ -61,8 +61,9 @@ const Topology* topologyOf(const std::vector<int>& nodes) {
 
 std::string name(const Case& c) {
   return std::string(collInfo(c.coll).name) + "/" + codec::kCodecTable.rows[c.codec].name + "/" + algoName(c.algo) +
-         "/n" + std::to_string(c.nranks) + "/dtype" + std::to_string(c.dtype) + (c.feedback ? "/feedback" : "") +
-         (c.fixedLength ? "/fixed" : "") + (c.nodes.empty() ? "" : "/nodes" + Topology::blocks(c.nodes).describe()) +
+         "/n" + std::to_string(c.nranks) + "/dtype" + std::to_string(c.dtype) + "/op" + std::to_string(c.op) +
+         (c.feedback ? "/feedback" : "") + (c.fixedLength ? "/fixed" : "") +
+         (c.nodes.empty() ? "" : "/nodes" + Topology::blocks(c.nodes).describe()) +
          (c.intraCodec == cclCodecNone ? "" : std::string("/intra ") + cclCodecName(c.intraCodec));
 }
 
@@ -210,6 +211,8 @@ std::vector<Case> matrix() {
       if (info.reduction) {
         cases.push_back({coll, cclCodecNone, Algo::kAuto, n, cclBfloat16, cclSum});
         cases.push_back({coll, cclCodecNone, Algo::kAuto, n, cclInt32, cclMax});
+        // Its inputs scaled by 1/n first (scaled_average.h).
+        cases.push_back({coll, cclCodecNone, Algo::kAuto, n, cclFloat16, cclAvg});
       }
       if (coll == Coll::kAllReduce)
         for (Algo a : {Algo::kRing, Algo::kTree, Algo::kDirect}) cases.push_back({coll, cclCodecNone, a, n});
@@ -244,6 +247,9 @@ std::vector<Case> matrix() {
     c.dtype = cclFloat32;
     c.op = cclAvg;
     cases.push_back(c);
+    c.dtype = cclFloat16;
+    cases.push_back(c);
+    c.dtype = cclFloat32;
     c.op = cclSum;
     for (int k = 1; k < cclNumCodecs; ++k) {
       if (codec::isLowRank(k)) continue;
