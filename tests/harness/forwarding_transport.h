@@ -26,6 +26,8 @@ class ForwardingTransport : public ccl::transport::Transport {
   bool sharedMemoryLink(int peer) const override { return inner_->sharedMemoryLink(peer); }
   void abort() override { inner_->abort(); }
   void abortMismatch() override { inner_->abortMismatch(); }
+  void peerLost(int peer) override { inner_->peerLost(peer); }
+  AbortState abortState() const override { return inner_->abortState(); }
 
  private:
   std::unique_ptr<ccl::transport::Transport> inner_;

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -141,7 +142,18 @@ class JobRun {
   bool pollRequests() {
     bool moved = pollSignature();
     for (size_t i = 0; i < inflight_.size();) {
-      if (!inflight_[i].request->test()) {
+      bool done = false;
+      try {
+        done = inflight_[i].request->test();
+      } catch (const Error& e) {
+        // A message longer than its receive: its sender called the operation otherwise, as
+        // for one of another size (checkReceived), and every rank's call fails as for that.
+        if (e.code() == cclInvalidUsage && isReceive(plan_->steps[inflight_[i].step].kind) &&
+            !job_->transport->abortState().aborted)
+          job_->transport->abortMismatch();
+        throw;
+      }
+      if (!done) {
         ++i;
         continue;
       }
@@ -259,6 +271,7 @@ class JobRun {
 
   void start(StepId id) {
     const Step& s = plan_->steps[id];
+    if (const StepFault fault = stepFault.load(std::memory_order_relaxed)) fault(*job_, s);
     switch (s.kind) {
       case StepKind::kSend: {
         size_t bytes = s.slot == kNoSlot ? s.bytes : lengths_[s.slot];
@@ -347,6 +360,55 @@ class JobRun {
 
 constexpr int kSpinPasses = 64;
 
+// Aborts the transports of `jobs` that are not aborted yet, so that the peers' requests fail
+// now: they would otherwise wait for CCL_TIMEOUT for the messages this rank will never send
+// (and their loss detection would find nothing: this rank is alive and still pulsing, so
+// none of them takes it for lost). A plain abort, as cclCommRevoke's: the peers' calls fail
+// with cclRemoteError naming this rank as the one that aborted. One already aborted (a
+// mismatch found here, a peer's abort) keeps that abort's kind and rank. False when every
+// transport was aborted already.
+bool abortForPeers(std::span<const Job> jobs) {
+  bool any = false;
+  for (const Job& j : jobs) {
+    transport::Transport& t = *j.transport;
+    if (t.abortState().aborted) continue;
+    t.abort();
+    any = true;
+    // UCX sends its abort notices from a progress call of the thread driving it, and no
+    // later one may come on this communicator (transport_link.cc does the same).
+    try {
+      t.progress();
+    } catch (...) {
+      // The abort is applied all the same; this rank's error is the one being thrown.
+    }
+  }
+  return any;
+}
+
+// In a catch block of execute: rethrows the failure being handled after telling the peers
+// when it is this rank's own (abortForPeers). Left alone: a peer's failure or abort
+// (cclRemoteError: the loss detection names a lost rank, api/group.cc), and what a
+// transport already aborted reports. Exceptions other than ccl::Error are turned into one,
+// so that the communicator is marked failed like for any failed operation.
+[[noreturn]] void rethrowTellingPeers(std::span<const Job> jobs) {
+  static constexpr const char* kAborted = "; the communicator is aborted, so that the other ranks' calls fail too";
+  try {
+    throw;
+  } catch (const Error& e) {
+    if (e.code() == cclRemoteError || !abortForPeers(jobs)) throw;
+    throw Error(e.code(), e.what() + std::string(kAborted));
+  } catch (const std::bad_alloc&) {
+    abortForPeers(jobs);
+    throw Error(cclSystemError, "out of memory during the operation" + std::string(kAborted));
+  } catch (const std::exception& e) {
+    abortForPeers(jobs);
+    throw Error(cclInternalError, e.what() + std::string(kAborted));
+  } catch (...) {
+    abortForPeers(jobs);
+    throw;
+  }
+}
+
 // Run state kept per thread between calls, so a call allocates nothing in the steady state.
 thread_local std::vector<JobRun> tlsRuns;
 
@@ -360,9 +422,12 @@ Error sentOtherSize(int peer, size_t got, size_t expected) {
 }
 
 void execute(std::span<const Job> jobs, const ExecOptions& options) {
-  if (tlsRuns.size() < jobs.size()) tlsRuns.resize(jobs.size());
+  try {
+    if (tlsRuns.size() < jobs.size()) tlsRuns.resize(jobs.size());
+  } catch (...) {
+    rethrowTellingPeers(jobs);
+  }
   std::span<JobRun> runs(tlsRuns.data(), jobs.size());
-  for (size_t i = 0; i < jobs.size(); ++i) runs[i].reset(jobs[i]);
 
   // Whatever way this returns, nothing of this call may stay posted on the buffers.
   struct Dropper {
@@ -371,6 +436,11 @@ void execute(std::span<const Job> jobs, const ExecOptions& options) {
       for (JobRun& r : runs) r.drop();
     }
   } dropper{runs};
+  try {
+    for (size_t i = 0; i < jobs.size(); ++i) runs[i].reset(jobs[i]);
+  } catch (...) {
+    rethrowTellingPeers(jobs);
+  }
 
   using Clock = std::chrono::steady_clock;
   // Set when the spinning ends (no clock read on the path of a call that never waits: at
@@ -379,16 +449,20 @@ void execute(std::span<const Job> jobs, const ExecOptions& options) {
   int idlePasses = 0;
   for (;;) {
     bool moved = false, allDone = true, waiting = false;
-    for (JobRun& r : runs) {
-      moved |= r.startReady();
-      waiting |= r.waitingOnTransport();
-    }
-    if (waiting)
-      for (const Job& j : jobs) moved |= j.transport->progress();
-    for (JobRun& r : runs) {
-      moved |= r.pollRequests();
-      moved |= r.startReady();
-      allDone &= r.finished();
+    try {
+      for (JobRun& r : runs) {
+        moved |= r.startReady();
+        waiting |= r.waitingOnTransport();
+      }
+      if (waiting)
+        for (const Job& j : jobs) moved |= j.transport->progress();
+      for (JobRun& r : runs) {
+        moved |= r.pollRequests();
+        moved |= r.startReady();
+        allDone &= r.finished();
+      }
+    } catch (...) {
+      rethrowTellingPeers(jobs);
     }
     if (allDone) return;
     if (moved) {

@@ -75,8 +75,21 @@ struct ExecOptions {
 };
 
 // Runs every job to completion. Throws ccl::Error on the first failure (remote error,
-// size mismatch, abort, timeout); requests still in flight are then cancelled.
+// size mismatch, abort, timeout); requests still in flight are then cancelled. A failure of
+// this rank's own (a step that throws, memory it cannot get, a request the transport fails
+// here) aborts the jobs' transports before it is thrown, so that the peers' calls fail at
+// once instead of waiting for CCL_TIMEOUT for messages this rank will never send; a peer's
+// failure (cclRemoteError) and a timeout are left to the loss detection (api/watch.h).
 void execute(std::span<const Job> jobs, const ExecOptions& options);
+
+// Fault injection, for tests only (nothing in the library sets it): when set, the executor
+// calls it before it starts each step of a job, on the thread running the job, and what it
+// throws fails the job as a failure of that step on this rank would. A rank's own failure
+// in the middle of a call cannot be caused otherwise
+// (tests/unit/collectives/exec/executor_local_failure_test.cc). Unset, it costs one load and
+// one branch per step.
+using StepFault = void (*)(const Job& job, const Step& step);
+inline std::atomic<StepFault> stepFault{nullptr};
 
 // The error of a message of another size than its receive expected: the ranks called the
 // operation otherwise (the caller has aborted the transport as for a mismatch).

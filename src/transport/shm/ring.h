@@ -20,10 +20,23 @@ namespace ccl::transport::shm {
 // One end's state as the other end sees it (RingControl::producer / consumer).
 enum EndState : uint32_t { kOpen = 0, kAborted = 1, kMismatch = 2, kDeparted = 3 };
 
+// What an end's word holds: its EndState in the low byte and, for an abort, the rank that
+// started it plus one above. A rank that passes a peer's abort on marks its own ends with
+// that peer's rank, so every rank names the one that aborted, not the first that passed it
+// on (an abort spreads through every rank's ends). Any abort's word is greater than
+// kDeparted's, which it overrides.
+constexpr int kAbortedByShift = 8;
+constexpr uint32_t endWord(EndState s, int by) {
+  return s | (s == kAborted || s == kMismatch ? static_cast<uint32_t>(by + 1) << kAbortedByShift : 0u);
+}
+constexpr EndState stateOf(uint32_t word) { return static_cast<EndState>(word & ((1u << kAbortedByShift) - 1)); }
+// The rank that started the abort a word reports, or -1 when it does not say.
+constexpr int abortedByOf(uint32_t word) { return static_cast<int>(word >> kAbortedByShift) - 1; }
+
 struct RingControl {
   alignas(64) std::atomic<uint64_t> head;      // bytes the consumer has released
-  alignas(64) std::atomic<uint32_t> producer;  // EndState of the producing rank
-  std::atomic<uint32_t> consumer;              // EndState of the consuming rank
+  alignas(64) std::atomic<uint32_t> producer;  // end word (endWord) of the producing rank
+  std::atomic<uint32_t> consumer;              // end word (endWord) of the consuming rank
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "the ring's counters are shared between processes");
 

@@ -161,7 +161,7 @@ class ShmTransport final : public Transport {
         inner_(std::move(inner)) {}
 
   ~ShmTransport() override {
-    if (aborted_.load() == shm::kOpen) markEnds(shm::kDeparted);
+    if (aborted_.load() == shm::kOpen) markEnds(shm::endWord(shm::kDeparted, -1));
   }
 
   int rank() const override { return rank_; }
@@ -404,13 +404,15 @@ class ShmTransport final : public Transport {
   // aborted, left with receives still open, or exited.
   bool checkPeer(int peer) {
     Peer& p = peers_[peer];
-    const uint32_t theirs = std::max(p.in.control()->producer.load(std::memory_order_acquire),
-                                     p.out.control()->consumer.load(std::memory_order_acquire));
+    const uint32_t word = std::max(p.in.control()->producer.load(std::memory_order_acquire),
+                                   p.out.control()->consumer.load(std::memory_order_acquire));
+    const EndState theirs = shm::stateOf(word);
     const std::string who = "rank " + std::to_string(peer);
     // A peer's abort is the communicator's: every request of this rank fails, also those
     // waiting on other ranks (they may wait for a rank the aborting one will never serve).
     if (theirs == shm::kAborted || theirs == shm::kMismatch) {
-      abortAs(static_cast<EndState>(theirs), peer);
+      const int by = shm::abortedByOf(word);
+      abortAs(theirs, by >= 0 ? by : peer);
       return true;
     }
     if (!p.waiting() || !p.in.empty()) return false;  // what it sent is still to be read
@@ -439,11 +441,11 @@ class ShmTransport final : public Transport {
     return true;
   }
 
-  void markEnds(EndState s) {
+  void markEnds(uint32_t word) {
     for (Peer& p : peers_) {
       if (!p.shm) continue;
-      p.in.control()->consumer.store(s, std::memory_order_release);
-      p.out.control()->producer.store(s, std::memory_order_release);
+      p.in.control()->consumer.store(word, std::memory_order_release);
+      p.out.control()->producer.store(word, std::memory_order_release);
     }
   }
 
@@ -451,7 +453,7 @@ class ShmTransport final : public Transport {
     uint32_t open = shm::kOpen;
     if (!aborted_.compare_exchange_strong(open, s)) return;
     abortedBy_.store(by, std::memory_order_relaxed);
-    markEnds(s);
+    markEnds(shm::endWord(s, by));
     if (inner_) s == shm::kMismatch ? inner_->abortMismatch() : inner_->abort();
   }
 

@@ -154,6 +154,7 @@ void Worker::postControlRecv() {
   param.cb.recv = &Worker::onControl;
   param.user_data = this;
   // Any source: the mask ignores the rank bits.
+  controlBuf_ = Notice{};
   ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_, &controlBuf_, sizeof(controlBuf_), kControlBit, kControlBit, &param);
   if (UCS_PTR_IS_ERR(r)) checkStatus(UCS_PTR_STATUS(r), "posting the abort-notice receive");
   controlRequest_ = r;
@@ -165,9 +166,10 @@ void Worker::onControl(void* request, ucs_status_t status, const ucp_tag_recv_in
   const int from = status == UCS_OK ? tags::sourceOf(info->sender_tag) : -1;
   if (self->controlRequest_ == request) self->controlRequest_ = nullptr;
   ucp_request_free(request);
-  if (status != UCS_OK || (self->controlBuf_ != kAbortNotice && self->controlBuf_ != kMismatchNotice)) return;
-  if (self->controlBuf_ == kMismatchNotice) self->mismatch_.store(true, std::memory_order_relaxed);
-  self->noticeFrom_ = from;
+  const Notice n = self->controlBuf_;
+  if (status != UCS_OK || (n.kind != kAbortNotice && n.kind != kMismatchNotice)) return;
+  if (n.kind == kMismatchNotice) self->mismatch_.store(true, std::memory_order_relaxed);
+  self->noticeFrom_ = n.by >= 0 && n.by < self->size_ ? n.by : from;
   self->failurePending_ = true;
 }
 
@@ -234,8 +236,8 @@ void Worker::handleEvents() {
 // test(), and closing the endpoints fails pending sends.
 void Worker::applyAbort() {
   abortApplied_ = true;
-  static const uint32_t abortNotice = kAbortNotice, mismatchNotice = kMismatchNotice;
-  const uint32_t& notice = abortedForMismatch() ? mismatchNotice : abortNotice;
+  noticeSent_ = {abortedForMismatch() ? kMismatchNotice : kAbortNotice, abortedBy_ >= 0 ? abortedBy_ : rank_};
+  const Notice& notice = noticeSent_;
   std::vector<ucs_status_ptr_t> sends;
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_ || peer == abortedBy_ || !eps_[peer] || failed_[peer]) continue;

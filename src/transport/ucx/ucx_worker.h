@@ -133,7 +133,15 @@ class Worker {
   // A peer's abort notice: the same abort spreads to every rank that is waiting, instead of
   // each waiting for its timeout (shared memory cannot report the aborted peer).
   void* controlRequest_ = nullptr;
-  uint32_t controlBuf_ = 0;
+  // An abort notice: its kind, and the rank that started the abort (a rank that passes a
+  // peer's abort on names that peer, so that every rank names the one that aborted, not the
+  // first that passed it on); -1: the sender.
+  struct Notice {
+    uint32_t kind = 0;
+    int32_t by = -1;
+  };
+  Notice controlBuf_;    // the notice received
+  Notice noticeSent_;    // this worker's, while its sends may read it
   int noticeFrom_ = -1;  // set by onControl, acted on by handleEvents
   int abortedBy_ = -1;
   std::atomic<bool> abortRequested_{false};

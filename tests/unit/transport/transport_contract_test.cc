@@ -644,6 +644,39 @@ TEST(Transport, AbortReachesEveryRank) {
   });
 }
 
+// An abort spreads through every rank, each passing it on, but every rank names the rank that
+// started it, not the first that passed it on (a peer's call that fails says whose failure
+// it was). The last rank aborts: the shared-memory channel looks at its peers in rank order,
+// so the lower ranks' passing it on is what most ranks see first there.
+TEST(Transport, EveryRankNamesTheRankThatAborted) {
+  constexpr int n = 4;
+  for (bool mismatch : {false, true}) {
+    runOn(n, [&](int rank, Bootstrap& bs, Transport& t) {
+      bs.barrier();
+      if (rank == n - 1) {
+        mismatch ? t.abortMismatch() : t.abort();
+        t.progress();  // the driving thread applies the abort and tells the peers
+      } else {
+        int x = 0;
+        auto r = t.irecv((rank + 1) % (n - 1), 4, &x, sizeof(x));  // nobody sends
+        const std::string named = "rank " + std::to_string(n - 1) + (mismatch ? " found" : " aborted");
+        try {
+          waitFor(t, *r);
+          ADD_FAILURE() << "receive completed without a sender";
+        } catch (const Error& e) {
+          EXPECT_EQ(e.code(), mismatch ? cclInvalidUsage : cclRemoteError) << e.what();
+          EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << "rank " << rank << ": " << e.what();
+        }
+        const Transport::AbortState s = t.abortState();
+        EXPECT_TRUE(s.aborted) << "rank " << rank;
+        EXPECT_EQ(s.mismatch, mismatch) << "rank " << rank;
+        EXPECT_EQ(s.by, n - 1) << "rank " << rank;
+      }
+      bs.barrier();
+    });
+  }
+}
+
 // Many messages in flight between all pairs, on several tags, as a collective would post.
 TEST(Transport, ManyRanksManyMessages) {
   constexpr int n = 6, kTags = 4;
