@@ -2,6 +2,7 @@
 #include "collectives/exec/reduce_kernels.h"
 
 #include "collectives/exec/element_ops.h"
+#include "collectives/exec/reduce_kernels_x86.h"
 
 namespace ccl::coll {
 namespace {
@@ -33,6 +34,19 @@ void divideType(void* dst, const void* src, size_t n, int divisor) {
   for (size_t i = 0; i < n; ++i) d[i] = divideOne<Tr>(x[i], div);
 }
 
+// How many leading elements of an fp16 loop the F16C loops of reduce_kernels_x86.h did
+// (`run` calls one), 0 where the CPU lacks them; the portable loop does the rest.
+template <class F>
+size_t halvesDone(cclDataType_t dtype, F&& run) {
+#if CCL_CODECS_X86
+  if (dtype == cclFloat16 && codec::detail::x86::available()) return run();
+#else
+  (void)dtype;
+  (void)run;
+#endif
+  return 0;
+}
+
 }  // namespace
 
 void widenToFloat(float* dst, const void* src, size_t count, cclDataType_t dtype) {
@@ -40,7 +54,9 @@ void widenToFloat(float* dst, const void* src, size_t count, cclDataType_t dtype
     using Tr = decltype(tr);
     if constexpr (kFloating<Tr>) {
       const auto* s = static_cast<const typename Tr::Storage*>(src);
-      for (size_t i = 0; i < count; ++i) dst[i] = widenOne<Tr>(s[i]);
+      const size_t done =
+          halvesDone(dtype, [&] { return x86::widenHalves(dst, reinterpret_cast<const uint16_t*>(s), count); });
+      for (size_t i = done; i < count; ++i) dst[i] = widenOne<Tr>(s[i]);
     } else {
       throw Error(cclInvalidArgument, "widenToFloat: integer type");
     }
@@ -54,7 +70,9 @@ void narrowFromFloat(void* dst, const float* src, size_t count, cclDataType_t dt
       auto* d = static_cast<typename Tr::Storage*>(dst);
       const float div = static_cast<float>(divisor);
       const bool divide = divisor != 1;
-      for (size_t i = 0; i < count; ++i) d[i] = narrowOne<Tr>(src[i], div, divide);
+      const size_t done =
+          halvesDone(dtype, [&] { return x86::narrowHalves(reinterpret_cast<uint16_t*>(d), src, count, div, divide); });
+      for (size_t i = done; i < count; ++i) d[i] = narrowOne<Tr>(src[i], div, divide);
     } else {
       throw Error(cclInvalidArgument, "narrowFromFloat: integer type");
     }
@@ -62,8 +80,17 @@ void narrowFromFloat(void* dst, const float* src, size_t count, cclDataType_t dt
 }
 
 void reduce(void* dst, const void* a, const void* b, size_t count, cclDataType_t dtype, cclRedOp_t op) {
+  const bool sum = op == cclSum || op == cclAvg;
+  const size_t done = !sum ? 0 : halvesDone(dtype, [&] {
+    return x86::sumHalves(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(a), static_cast<const uint16_t*>(b),
+                          count);
+  });
+  const size_t at = done * sizeof(uint16_t);  // bytes done (only fp16 loops do any)
   dispatchType(dtype, [&](auto tr) {
-    dispatchOp(op, [&](auto o) { reduceLoop<decltype(tr), decltype(o)>(dst, a, b, count); });
+    dispatchOp(op, [&](auto o) {
+      reduceLoop<decltype(tr), decltype(o)>(static_cast<char*>(dst) + at, static_cast<const char*>(a) + at,
+                                            static_cast<const char*>(b) + at, count - done);
+    });
   });
 }
 
@@ -71,7 +98,13 @@ void reduceWide(float* dst, const float* a, const void* b, size_t count, cclData
   dispatchType(dtype, [&](auto tr) {
     using Tr = decltype(tr);
     if constexpr (kFloating<Tr>) {
-      dispatchOp(op, [&](auto o) { reduceWideLoop<Tr, decltype(o)>(dst, a, b, count); });
+      const size_t done = op != cclSum && op != cclAvg ? 0 : halvesDone(dtype, [&] {
+        return x86::sumHalvesWide(dst, a, static_cast<const uint16_t*>(b), count);
+      });
+      dispatchOp(op, [&](auto o) {
+        reduceWideLoop<Tr, decltype(o)>(dst + done, a + done, static_cast<const char*>(b) + done * sizeof(uint16_t),
+                                        count - done);
+      });
     } else {
       throw Error(cclInvalidArgument, "reduceWide: integer type");
     }
@@ -79,7 +112,14 @@ void reduceWide(float* dst, const float* a, const void* b, size_t count, cclData
 }
 
 void divide(void* dst, const void* src, size_t count, cclDataType_t dtype, int divisor) {
-  dispatchType(dtype, [&](auto tr) { divideType<decltype(tr)>(dst, src, count, divisor); });
+  const size_t done = halvesDone(dtype, [&] {
+    return x86::divideHalves(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count,
+                             static_cast<float>(divisor));
+  });
+  const size_t at = done * sizeof(uint16_t);
+  dispatchType(dtype, [&](auto tr) {
+    divideType<decltype(tr)>(static_cast<char*>(dst) + at, static_cast<const char*>(src) + at, count - done, divisor);
+  });
 }
 
 }  // namespace ccl::coll
