@@ -15,7 +15,7 @@ class AllGatherPerf final : public PerfCollective {
   void run(RankComm& comm, const CallArgs& a) const override {
     CclRankComm& cc = cclRankOf(comm);
     if (cc.compression()) {
-      cclCheck(cclAllGatherEx(a.send, a.recv, a.count, a.type, cc.get(), a.stream, cc.compression(), cc.feedback()),
+      cclCheck(cclAllGatherEx(a.send, a.recv, a.count, a.type, cc.get(), a.stream, cc.compression(), cc.nextFeedback()),
                "cclAllGatherEx", cc.get());
       return;
     }

@@ -12,7 +12,7 @@ class AllReducePerf final : public cclperf::AllReduceShape {
     const cclComm_t c = cc.get();
     if (cc.compression()) {
       cclperf::cclCheck(
-          cclAllReduceEx(a.send, a.recv, a.count, a.type, a.op, c, a.stream, cc.compression(), cc.feedback()),
+          cclAllReduceEx(a.send, a.recv, a.count, a.type, a.op, c, a.stream, cc.compression(), cc.nextFeedback()),
           "cclAllReduceEx", c);
       return;
     }

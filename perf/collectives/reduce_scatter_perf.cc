@@ -16,7 +16,7 @@ class ReduceScatterPerf final : public PerfCollective {
     CclRankComm& cc = cclRankOf(comm);
     if (cc.compression()) {
       cclCheck(cclReduceScatterEx(a.send, a.recv, a.count, a.type, a.op, cc.get(), a.stream, cc.compression(),
-                                  cc.feedback()),
+                                  cc.nextFeedback()),
                "cclReduceScatterEx", cc.get());
       return;
     }

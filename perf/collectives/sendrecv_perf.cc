@@ -21,11 +21,13 @@ class SendRecvPerf final : public PerfCollective {
     cclCheck(cclCommUserRank(c, &rank), "cclCommUserRank", c);
     cclCheck(cclCommCount(c, &n), "cclCommCount", c);
     const cclCompression_t* z = cclRankOf(comm).compression();
+    // --feedback: the send carries this rank's handle for the call (its stream of sends is
+    // one tensor's; with -m, each send of the group has its own). Taken before the group
+    // opens, so nothing can throw inside it.
+    const cclFeedback_t feedback = z ? cclRankOf(comm).nextFeedback() : nullptr;
     cclCheck(cclGroupStart(), "cclGroupStart");
-    // --feedback: the send carries this rank's handle (its stream of sends is one tensor's).
-    const cclResult_t sent =
-        z ? cclSendEx(a.send, a.count, a.type, (rank + 1) % n, c, a.stream, z, cclRankOf(comm).feedback())
-          : cclSend(a.send, a.count, a.type, (rank + 1) % n, c, a.stream);
+    const cclResult_t sent = z ? cclSendEx(a.send, a.count, a.type, (rank + 1) % n, c, a.stream, z, feedback)
+                               : cclSend(a.send, a.count, a.type, (rank + 1) % n, c, a.stream);
     const cclResult_t received = z ? cclRecvEx(a.recv, a.count, a.type, (rank - 1 + n) % n, c, a.stream, z)
                                    : cclRecv(a.recv, a.count, a.type, (rank - 1 + n) % n, c, a.stream);
     // The group is closed whatever happened, so the thread is not left inside it.

@@ -3,6 +3,7 @@
 
 #include "harness/memory.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <stdexcept>
@@ -47,7 +48,7 @@ class CclBackend final : public Backend {
     for (cclComm_t c : raw) {
       // Each communicator is owned as soon as it is wrapped, so a failure frees them all.
       try {
-        comms.push_back(std::make_unique<CclRankComm>(c, o.codec));
+        comms.push_back(std::make_unique<CclRankComm>(c, o.codec, o.aggIters));
       } catch (const std::exception&) {
         if (!failed) failed = std::current_exception();
         cclCommDestroy(c);
@@ -100,21 +101,47 @@ void cclCheck(cclResult_t result, const char* call, cclComm_t comm) {
   throw std::runtime_error(std::string(call) + " failed: " + cclGetErrorString(result) + ": " + cclGetLastError(comm));
 }
 
-CclRankComm::CclRankComm(cclComm_t comm, const CodecOptions& z)
+CclRankComm::CclRankComm(cclComm_t comm, const CodecOptions& z, int callsPerGroup)
     : comm_(comm), compressed_(z.active()), compression_(compressionFrom(z)) {
-  if (compressed_ && z.feedback != cclFeedbackNone) {
-    cclCheck(cclFeedbackCreate(&feedback_, z.feedback, z.locoBeta, z.locoReset), "cclFeedbackCreate");
+  if (!compressed_ || z.feedback == cclFeedbackNone) return;
+  // The caller destroys the communicator if this throws; the handles made so far are ours.
+  try {
+    for (int i = 0; i < std::max(callsPerGroup, 1); ++i) {
+      cclFeedback_t f = nullptr;
+      cclCheck(cclFeedbackCreate(&f, z.feedback, z.locoBeta, z.locoReset), "cclFeedbackCreate");
+      feedback_.push_back(f);
+    }
+  } catch (...) {
+    for (cclFeedback_t f : feedback_) cclFeedbackDestroy(f);
+    throw;
   }
 }
 
 CclRankComm::~CclRankComm() {
-  cclFeedbackDestroy(feedback_);
+  for (cclFeedback_t f : feedback_) cclFeedbackDestroy(f);
   const cclResult_t r = cclCommDestroy(comm_);
   if (r != cclSuccess) std::fprintf(stderr, "cclCommDestroy failed: %s\n", cclGetErrorString(r));
 }
 
-void CclRankComm::groupStart() { cclCheck(cclGroupStart(), "cclGroupStart"); }
-void CclRankComm::groupEnd() { cclCheck(cclGroupEnd(), "cclGroupEnd"); }
+cclFeedback_t CclRankComm::nextFeedback() {
+  if (feedback_.empty()) return nullptr;
+  if (!inGroup_) return feedback_.front();
+  if (nextInGroup_ >= feedback_.size()) {
+    throw std::logic_error("more calls in a group than the -m feedback handles made for it");
+  }
+  return feedback_[nextInGroup_++];
+}
+
+void CclRankComm::groupStart() {
+  cclCheck(cclGroupStart(), "cclGroupStart");
+  inGroup_ = true;
+  nextInGroup_ = 0;
+}
+void CclRankComm::groupEnd() {
+  // Out of the group whatever cclGroupEnd returns: the thread is no longer inside it.
+  inGroup_ = false;
+  cclCheck(cclGroupEnd(), "cclGroupEnd");
+}
 
 bool CclRankComm::wireCounters(double* raw, double* wire) {
   cclStats_t stats = CCL_STATS_INITIALIZER;

@@ -2,6 +2,8 @@
 // Runs the perf collectives on ccl communicators, through the public C API only.
 #pragma once
 
+#include <vector>
+
 #include "ccl/ccl.h"
 #include "harness/collective.h"
 #include "harness/runner.h"
@@ -14,8 +16,9 @@ void cclCheck(cclResult_t result, const char* call, cclComm_t comm = nullptr);
 class CclRankComm final : public RankComm {
  public:
   // With a codec (z.active()), every call passes it explicitly through the *Ex variant,
-  // so no communicator policy or environment variable can turn it off.
-  CclRankComm(cclComm_t comm, const CodecOptions& z);
+  // so no communicator policy or environment variable can turn it off. `callsPerGroup`
+  // (-m) feedback handles are made up front, so none is created inside a timed loop.
+  CclRankComm(cclComm_t comm, const CodecOptions& z, int callsPerGroup = 1);
   ~CclRankComm() override;
   CclRankComm(const CclRankComm&) = delete;
   CclRankComm& operator=(const CclRankComm&) = delete;
@@ -23,8 +26,11 @@ class CclRankComm final : public RankComm {
   cclComm_t get() const { return comm_; }
   // NULL when -Z is none: the binaries then call the plain (non-Ex) functions.
   const cclCompression_t* compression() const { return compressed_ ? &compression_ : nullptr; }
-  // This rank's error-feedback handle (NULL without --feedback).
-  cclFeedback_t feedback() const { return feedback_; }
+  // The error-feedback handle of the call about to be made (NULL without --feedback); call
+  // it once per call. The library refuses one handle given to two calls of a group, so the
+  // i-th call of a -m group gets handle i, as a user gives each tensor of a group its own;
+  // a call outside a group gets handle 0.
+  cclFeedback_t nextFeedback();
   void groupStart() override;
   void groupEnd() override;
   bool wireCounters(double* raw, double* wire) override;
@@ -34,7 +40,9 @@ class CclRankComm final : public RankComm {
   cclComm_t comm_;
   bool compressed_;
   cclCompression_t compression_;
-  cclFeedback_t feedback_ = nullptr;
+  std::vector<cclFeedback_t> feedback_;  // empty without --feedback
+  bool inGroup_ = false;
+  size_t nextInGroup_ = 0;  // the handle of the group's next call
 };
 
 // The ccl handle of a rank made by the ccl backend.
