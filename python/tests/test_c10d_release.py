@@ -82,6 +82,59 @@ dist.destroy_process_group()
 """
 
 
+# A call whose Work is dropped without wait() holds its tensors only while it runs: dropped after
+# the call completed, the Work releases them on the caller's thread when it goes; dropped before,
+# they are released once the call completes, on Python's main thread (a pending call), with no
+# other call after it (they stayed alive until the next call). Two ranks: rank 1 joins the second
+# call only once rank 0 has dropped its Work and tensor, so that call is still running then.
+SCRIPT_DROPPED = r"""
+import threading, time, weakref
+import torch, torch.distributed as dist
+import ccl.torch
+dist.init_process_group("cclz")
+rank = dist.get_rank()
+store = dist.distributed_c10d._get_default_store()
+main = threading.main_thread().ident
+
+
+def watched(n):
+    t = torch.ones(n)
+    t.tag = "kept"  # a Python attribute: torch keeps the Python object while C++ holds the tensor
+    freed = []
+    weakref.finalize(t, lambda: freed.append(threading.get_ident()))
+    return t, freed
+
+
+def where(freed):
+    return "main" if freed == [main] else ("other" if freed else "none")
+
+
+t, freed = watched(1 << 20)
+work = dist.all_reduce(t, async_op=True)
+while not work.is_completed():  # no wait(): it would release what the call held
+    time.sleep(0.001)
+del t
+print("completed, Work kept:", where(freed))
+del work
+print("completed, Work dropped:", where(freed))
+
+t, freed = watched(16)
+if rank == 0:
+    dist.all_reduce(t, async_op=True)  # its Work is dropped at once
+    del t
+    print("running, Work dropped:", where(freed))
+    store.set("dropped", "1")
+else:
+    store.wait(["dropped"])
+    dist.all_reduce(t, async_op=True)
+    del t
+while not freed:  # no other call comes: released once the call has completed
+    time.sleep(0.001)
+print("completed after its Work was dropped:", where(freed))
+dist.destroy_process_group()
+"""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -99,6 +152,32 @@ def run(script: str) -> str:
     return out.stdout + out.stderr
 
 
+def run_ranks(script: str, nranks: int, timeout: float = 120) -> list:
+    import ccl.torch._build
+
+    ccl.torch._build.load()
+    port = free_port()
+    procs = []
+    for rank in range(nranks):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(nranks), MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(port), OMP_NUM_THREADS="1")
+        procs.append(subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True))
+    outs = []
+    try:
+        for p in procs:
+            outs.append(p.communicate(timeout=timeout)[0])
+    except subprocess.TimeoutExpired:
+        for p in procs:
+            p.kill()
+        outs = [p.communicate()[0] for p in procs]
+        pytest.fail(f"did not finish within {timeout} s (a tensor never released?):\n" + "\n".join(
+            o[-2000:] for o in outs))
+    for rank, (p, out) in enumerate(zip(procs, outs)):
+        assert p.returncode == 0, f"rank {rank} exited with {p.returncode}:\n{out[-4000:]}"
+    return outs
+
+
 def test_finished_call_frees_its_tensors_on_the_callers_thread():
     out = run(SCRIPT)
     assert "freed on main" in out, out[-4000:]
@@ -108,3 +187,12 @@ def test_a_waited_call_keeps_none_of_its_tensors():
     out = run(SCRIPT_WAITED)
     for line in ("all_reduce: main", "all_gather_into_tensor: main main", "all_gather: main"):
         assert line in out, out[-4000:]
+
+
+def test_a_dropped_work_keeps_its_tensors_only_while_the_call_runs():
+    outs = run_ranks(SCRIPT_DROPPED, 2)
+    for rank, out in enumerate(outs):
+        for line in ("completed, Work kept: none", "completed, Work dropped: main",
+                     "completed after its Work was dropped: main"):
+            assert line in out, f"rank {rank}: {line!r} not in:\n{out[-4000:]}"
+    assert "running, Work dropped: none" in outs[0], outs[0][-4000:]

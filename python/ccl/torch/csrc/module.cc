@@ -48,4 +48,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("compression") = py::none(), py::arg("compress") = "", py::arg("name") = "",
         "Makes the backend of one process group (rank 0 publishes ccl's unique id in `store`).");
   m.attr("NAME") = Backend::kName;
+  // Workers ask Python's main thread to release what finished calls held (Parked); once the
+  // interpreter finalizes they must not (a pending call may then never run, or run on a freed
+  // interpreter). atexit hooks run before that, while the interpreter is whole.
+  py::module_::import("atexit").attr("register")(py::cpp_function([] { ccl::torch::Parked::pythonExiting(); }));
 }

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
+// Python.h first, as Python asks (it sets feature macros the system headers read).
+#include <Python.h>
+
 #include "work.h"
 
 #include <c10/util/Exception.h>
@@ -8,13 +11,42 @@ namespace ccl::torch {
 namespace {
 
 thread_local bool tlsCompleter = false;
+thread_local bool tlsWorker = false;
+
+// The Parked lists Python's main thread is to release, and whether it has been asked to (one
+// pending call for them all: the interpreter's queue of pending calls is short). No thread
+// waits for the GIL while holding `mutex` (Py_AddPendingCall takes no GIL), so the pending call
+// and the atexit hook, which hold the GIL, can take it.
+struct MainThreadRelease {
+  std::mutex mutex;
+  std::vector<std::weak_ptr<Parked>> lists;
+  bool asked = false;
+  bool exiting = false;  // atexit ran: the interpreter is finalizing, ask for nothing more
+};
+MainThreadRelease& mainThreadRelease() {
+  static auto* r = new MainThreadRelease;  // never destroyed: worker threads may outlive statics
+  return *r;
+}
+
+// Runs on Python's main thread, under the GIL.
+int releaseParkedLists(void*) {
+  std::vector<std::weak_ptr<Parked>> lists;
+  {
+    MainThreadRelease& r = mainThreadRelease();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    lists.swap(r.lists);
+    r.asked = false;
+  }
+  for (const std::weak_ptr<Parked>& l : lists)
+    if (std::shared_ptr<Parked> parked = l.lock()) parked->release();
+  return 0;
+}
 
 }  // namespace
 
-void Parked::park(std::function<void()> item, const std::function<void()>& then) {
+void Parked::park(std::function<void()> item) {
   std::lock_guard<std::mutex> lock(mutex_);
   items_.push_back(std::move(item));
-  if (then) then();
 }
 
 void Parked::release() {
@@ -25,7 +57,25 @@ void Parked::release() {
   }
 }  // `items` is released here, outside the lock (a tensor's release may take the GIL)
 
+void Parked::releaseOnPythonMainThread(const std::shared_ptr<Parked>& parked) {
+  MainThreadRelease& r = mainThreadRelease();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (r.exiting || !Py_IsInitialized()) return;
+  r.lists.push_back(parked);
+  if (r.asked) return;
+  // -1: the interpreter's queue is full; what is parked then waits for a caller's thread.
+  r.asked = Py_AddPendingCall(&releaseParkedLists, nullptr) == 0;
+  if (!r.asked) r.lists.clear();
+}
+
+void Parked::pythonExiting() {
+  MainThreadRelease& r = mainThreadRelease();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.exiting = true;
+}
+
 bool Worker::onCompleter() { return tlsCompleter; }
+bool Worker::onWorkerThread() { return tlsCompleter || tlsWorker; }
 
 Worker::Worker(std::string name) : name_(std::move(name)), thread_([this] { loop(); }) {
   // Linux caps thread names at 15 characters; the name helps in gdb and top -H.
@@ -68,7 +118,8 @@ void Worker::completerLoop() {
     settling_.pop_front();
     lock.unlock();
     completion();
-    parked_->park(std::move(completion), parked);
+    parked_->park(std::move(completion));
+    parked();  // after the park: a release that finds the call settled takes the completion too
     lock.lock();
   }
 }
@@ -83,6 +134,7 @@ void Worker::post(std::function<void()> task) {
 }
 
 void Worker::loop() {
+  tlsWorker = true;
   for (;;) {
     std::function<void()> task;
     {
@@ -106,9 +158,49 @@ Work::Work(int rank, c10d::OpType type, std::string what, std::vector<at::Tensor
       posted_(std::chrono::steady_clock::now()),
       future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
 
+Work::~Work() {
+  Settlement& s = *settlement_;
+  std::shared_ptr<Parked> parked;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    parked = s.parked;
+  }
+  if (Worker::onWorkerThread()) {
+    // The worker dropped the last reference as it completed the call (the caller had dropped
+    // its own): what this Work holds is parked before the Work counts as dropped, so that the
+    // release the completion then asks for takes it too.
+    if (parked) parked->park([outputs = std::move(outputs_), future = std::move(future_)] {});
+    bool settled = false;
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      settled = s.settled;
+      s.dropped = true;
+    }
+    if (settled && parked) Parked::releaseOnPythonMainThread(parked);
+    return;
+  }
+  bool settled = false;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    settled = s.settled;
+    s.dropped = true;
+  }
+  // A caller's thread: once the completion is parked, nothing of the worker's is still in use
+  // by the call, and what it held is released here (its outputs with this Work's). Before, the
+  // completion sees `dropped` and has it released once parked.
+  if (settled && parked) parked->release();
+}
+
 bool Work::isCompleted() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return completed_ && future_->completed();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!completed_ || !future_->completed()) return false;
+  }
+  // Outside a Future callback, once the completion is parked too (wait()'s condition), so that
+  // the Work dropped then releases what the call held.
+  if (Worker::onCompleter()) return true;
+  std::lock_guard<std::mutex> lock(settlement_->mutex);
+  return settlement_->settled;
 }
 
 bool Work::isSuccess() const {
@@ -130,13 +222,17 @@ bool Work::wait(std::chrono::milliseconds timeout) {
     C10_THROW_ERROR(DistBackendError, "ccl: " + what_ + " did not complete within " + std::to_string(limit.count()) +
                                           " ms (rank " + std::to_string(rank_) +
                                           "; a peer that never made the same call, or a dead one)");
-  // What the call held was parked before it completed; its completion, holding this Work, is
-  // parked once it has run. Inside a Future callback that completion may be the one running
-  // this very callback: waiting for it there would never end.
-  const bool release = !Worker::onCompleter();
-  if (release) cv_.wait(lock, [this] { return settled_; });
-  const std::shared_ptr<Parked> parked = parked_;
   lock.unlock();
+  // What the call held was parked before it completed; its completion, holding the Future and
+  // the outputs, is parked once it has run. Inside a Future callback that completion may be
+  // the one running this very callback: waiting for it there would never end.
+  const bool release = !Worker::onCompleter();
+  std::shared_ptr<Parked> parked;
+  if (release) {
+    std::unique_lock<std::mutex> settling(settlement_->mutex);
+    settlement_->cv.wait(settling, [this] { return settlement_->settled; });
+    parked = settlement_->parked;
+  }
   // The Future completes on a completer thread just after the Work: once wait() returns, the
   // Future holds the result too (its completed flag is set before its callbacks run).
   future_->wait();
@@ -156,27 +252,36 @@ float Work::getDuration() const {
 }
 
 void Work::complete(c10::intrusive_ptr<Work> self, std::exception_ptr error, Worker& worker) {
-  Work* const work = self.get();
   {
-    std::lock_guard<std::mutex> lock(work->mutex_);
-    work->done_ = std::chrono::steady_clock::now();
-    work->parked_ = worker.parked();
+    std::lock_guard<std::mutex> lock(self->mutex_);
+    self->done_ = std::chrono::steady_clock::now();
+  }
+  {
+    std::lock_guard<std::mutex> lock(self->settlement_->mutex);
+    self->settlement_->parked = worker.parked();
   }
   // The Work first, then the Future: a Future callback may look at the Work.
-  work->finish(error);
-  // `work` is alive when `parked` runs: the parked completion holds `self`.
+  self->finish(error);
+  // Neither holds the Work: a caller that drops it once the call completed is the last to
+  // hold it, and its ~Work, on the caller's thread, releases what the call held.
   worker.settle(
-      [self = std::move(self), error] {
+      [future = self->future_, outputs = self->outputs_, error] {
         if (error)
-          self->future_->setError(error);
+          future->setError(error);
         else
-          self->future_->markCompleted(c10::IValue(self->outputs_));
+          future->markCompleted(c10::IValue(outputs));
       },
-      [work] {
-        std::lock_guard<std::mutex> lock(work->mutex_);
-        work->settled_ = true;
-        work->cv_.notify_all();
+      [settlement = self->settlement_] {
+        bool dropped = false;
+        {
+          std::lock_guard<std::mutex> lock(settlement->mutex);
+          settlement->settled = true;
+          dropped = settlement->dropped;
+        }
+        settlement->cv.notify_all();
+        // The Work went before: no caller's thread will release what the call held.
+        if (dropped) Parked::releaseOnPythonMainThread(settlement->parked);
       });
-}
+}  // `self`: on the worker, the last reference when the caller dropped the Work (~Work parks)
 
 }  // namespace ccl::torch

@@ -24,15 +24,32 @@ namespace ccl::torch {
 // thread-local state), kept until a caller's thread releases it (see Worker).
 class Parked {
  public:
-  // Keeps `item`; `then` (may be empty) runs before any release can take it, so it may use
-  // what `item` keeps alive.
-  void park(std::function<void()> item, const std::function<void()>& then = {});
+  // Keeps `item`.
+  void park(std::function<void()> item);
   // Releases what is parked, on the calling thread.
   void release();
+  // Has Python's main thread release `parked` soon (a pending call, run between two bytecodes
+  // under the GIL), for what no caller's thread will release: the Work of a call that was
+  // dropped before the call completed. A thread of the worker's may ask it: nothing here takes
+  // the GIL. Once Python exits (pythonExiting) it asks nothing: what is parked waits for a
+  // caller's thread, as before.
+  static void releaseOnPythonMainThread(const std::shared_ptr<Parked>& parked);
+  // Python's atexit: from now on no pending call is asked for (the interpreter is finalizing).
+  static void pythonExiting();
 
  private:
   std::mutex mutex_;
   std::vector<std::function<void()>> items_;
+};
+
+// What a Work shares with the threads that complete its call, which never hold the Work itself
+// once it completed: the Work then goes on the thread that drops it last.
+struct Settlement {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool settled = false;            // the Future's completion ran and is parked
+  bool dropped = false;            // the Work went before that
+  std::shared_ptr<Parked> parked;  // the worker's (Work::complete)
 };
 
 // Runs posted tasks one at a time, in order, on a thread of its own. The destructor runs
@@ -52,7 +69,9 @@ class Parked {
 // released on a caller's thread: by the next post(), by the destructor, and by Work::wait(),
 // which waits until what its call held is parked, so that a call that was waited for holds
 // nothing of the caller's once the caller drops its Work (a large tensor the caller frees
-// after a synchronous call is freed then, not at the next call).
+// after a synchronous call is freed then, not at the next call). A Work dropped without wait()
+// releases it too, when it goes after its call completed; dropped before, Python's main thread
+// releases it once the call has completed (Parked::releaseOnPythonMainThread).
 class Worker {
  public:
   explicit Worker(std::string name);
@@ -69,6 +88,8 @@ class Worker {
 
   // Whether the calling thread is a completer thread (of any Worker): a Future callback.
   static bool onCompleter();
+  // Whether it is a worker or completer thread (of any Worker): one that must free no tensor.
+  static bool onWorkerThread();
 
   static constexpr size_t kMaxCompleters = 16;
 
@@ -96,7 +117,16 @@ class Work : public c10d::Work {
  public:
   Work(int rank, c10d::OpType type, std::string what, std::vector<at::Tensor> outputs,
        std::chrono::milliseconds timeout);
+  // On a caller's thread, after its call completed, releases what the worker parked (the
+  // call's tensors among them); before, leaves that to the completion (Settlement::dropped).
+  // On a thread of the worker's (which dropped the last reference when it completed the call),
+  // parks what this Work holds instead of freeing it there.
+  ~Work() override;
+  Work(const Work&) = delete;
+  Work& operator=(const Work&) = delete;
 
+  // Once the call ran and its Future's completion (callbacks included) is done; inside a Future
+  // callback, once the Future holds the result.
   bool isCompleted() override;
   bool isSuccess() const override;
   std::exception_ptr exception() const override;
@@ -114,19 +144,19 @@ class Work : public c10d::Work {
   std::chrono::milliseconds getTimeout() const override { return timeout_; }
 
   // Called once, on the worker, when the call has run (error: what it threw) and what it held
-  // is parked: the Work completes now, its Future on one of `worker`'s completer threads.
-  // `self` moves into that completion, which is parked in turn: the worker keeps no reference.
+  // is parked: the Work completes now, its Future on one of `worker`'s completer threads. That
+  // completion holds the Future and the outputs, not the Work, and is parked in turn; the
+  // worker's reference, `self`, goes when this returns: the caller's are then the Work's last.
   static void complete(c10::intrusive_ptr<Work> self, std::exception_ptr error, Worker& worker);
 
  private:
   const std::string what_;
-  const std::vector<at::Tensor> outputs_;
+  std::vector<at::Tensor> outputs_;  // moved to the parked ones by a worker's ~Work
   const std::chrono::milliseconds timeout_;
   const std::chrono::steady_clock::time_point posted_;
   std::chrono::steady_clock::time_point done_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
-  std::shared_ptr<Parked> parked_;  // the worker's (complete())
-  bool settled_ = false;            // the completion ran and is parked (under mutex_)
+  const std::shared_ptr<Settlement> settlement_ = std::make_shared<Settlement>();
 };
 
 }  // namespace ccl::torch
