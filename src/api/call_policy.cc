@@ -94,9 +94,12 @@ AutoFeedback::Slot feedbackFor(const Call& c, int opKind, codec::Params& p) {
     return fb;
   }
   if (!fb.state || fb.state->kind() == cclFeedbackNone) return {};
-  // LoCo keeps its state in 8 bits, which would round the low-rank codec's warm-start Q.
-  CCL_CHECK(!(codec::isLowRank(p.codec) && fb.state->kind() == cclFeedbackLoco), cclInvalidArgument,
-            std::string(cclCodecName(p.codec)) + " takes residual error feedback, not LoCo");
+  // LoCo keeps its state in 8 bits, which would round the low-rank codec's warm-start Q. The
+  // refused call gives back the position it took.
+  if (codec::isLowRank(p.codec) && fb.state->kind() == cclFeedbackLoco) {
+    c.comm->compression.autoFeedback.giveBack(fb.taken);
+    throw Error(cclInvalidArgument, std::string(cclCodecName(p.codec)) + " takes residual error feedback, not LoCo");
+  }
   return fb;
 }
 

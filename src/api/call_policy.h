@@ -40,6 +40,29 @@ double chooseByCost(cclComm_t comm, const Call& c, int opKind, bool codecToo, bo
 // per position in the step (AutoFeedback) when CCL_FEEDBACK asks for it; with its generation.
 // The low-rank codec keeps its warm start in a handle of kind none too (ccl.h), without a
 // residual: p says which.
+// A call it refuses after taking a position of the step gets none (the position is given back).
 AutoFeedback::Slot feedbackFor(const Call& c, int opKind, codec::Params& p);
+
+// The step's position a call took (feedbackFor), given back to its communicator unless the
+// call is accepted (keep()): a call refused after taking one (its plan, LoCo on device
+// buffers) leaves the positions as they were, as it takes its tag's number only once accepted.
+class TakenPosition {
+ public:
+  TakenPosition() = default;
+  ~TakenPosition() {
+    if (comm_) comm_->compression.autoFeedback.giveBack(taken_);
+  }
+  TakenPosition(const TakenPosition&) = delete;
+  TakenPosition& operator=(const TakenPosition&) = delete;
+  void hold(cclComm_t comm, const AutoFeedback::Taken& taken) {
+    comm_ = comm;
+    taken_ = taken;
+  }
+  void keep() { comm_ = nullptr; }
+
+ private:
+  cclComm_t comm_ = nullptr;
+  AutoFeedback::Taken taken_;
+};
 
 }  // namespace ccl::api

@@ -34,6 +34,7 @@ void submitDevice(DeviceCall&& d, uint32_t* seq) {
   Op op;
   op.comm = d.comm;
   op.seq = seq;
+  op.feedbackTaken = d.feedbackTaken;
   op.device = std::make_shared<const DeviceCall>(std::move(d));
   submit(std::move(op));
 }
@@ -204,10 +205,14 @@ DeviceCall deviceCall(const Call& c, Prepared& p, bool peek = false) {
                                                  : c.comm->compression.policy.autoFeedback == cclFeedbackResidual);
   } else if (p.a.codec.codec != cclCodecNone) {
     const AutoFeedback::Slot fb = feedbackFor(c, p.opKind, p.a.codec);
+    TakenPosition position;
+    position.hold(c.comm, fb.taken);
     d.feedback = deviceFeedback(fb.state);
     d.feedbackGeneration = fb.generation;
+    d.feedbackTaken = fb.taken;
     d.args.feedback = d.feedback != nullptr;
     d.feedbackFloats = coll::feedbackFloats(c.kind, d.args);
+    position.keep();
   }
   d.key = PlanKey::of(p.opKind, d.args);
   return d;
@@ -240,10 +245,13 @@ Op hostOp(const Call& c, Prepared& p) {
   op.compressed = a.codec.codec != cclCodecNone;
   op.chosenByCost = p.chosenByCost;
   op.predicted = p.predicted;
+  TakenPosition position;  // until the plan is made
   if (op.compressed) {
     const AutoFeedback::Slot fb = feedbackFor(c, p.opKind, a.codec);
+    position.hold(comm, fb.taken);
     op.feedback = fb.state;
     op.feedbackGeneration = fb.generation;
+    op.feedbackTaken = fb.taken;
     a.feedback = op.feedback != nullptr;
     op.feedbackFloats = coll::feedbackFloats(c.kind, a);
     op.feedbackErrorFloats = codec::isLowRank(a.codec.codec) ? a.count : op.feedbackFloats;
@@ -259,6 +267,7 @@ Op hostOp(const Call& c, Prepared& p) {
   op.signature = callSignature(c, p);
   CCL_TRACE("%s count %zu %s %s root %d inplace %d steps %zu", c.fn, c.count, dataTypeName(c.dtype), redOpName(c.op),
             c.root, a.inPlace, op.plan->steps.size());
+  position.keep();
   return op;
 }
 
@@ -326,11 +335,14 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
     a.misaligned = coll::misalignment(isSend ? send : nullptr, isSend ? nullptr : recv, dtype);
     op.compressed = a.codec.codec != cclCodecNone;
     op.stream = queue;
+    TakenPosition position;  // until the call is accepted
     if (op.compressed && isSend) {
       Call c{kind, fn, send, recv, count, dtype, cclSum, peer, comm, stream, ex, compression, feedback};
       const AutoFeedback::Slot fb = feedbackFor(c, op.opKind, a.codec);
+      position.hold(comm, fb.taken);
       op.feedback = where.device ? deviceFeedback(fb.state) : fb.state;
       op.feedbackGeneration = fb.generation;
+      op.feedbackTaken = fb.taken;
       a.feedback = op.feedback != nullptr;
       op.feedbackFloats = coll::feedbackFloats(Coll::kSend, a);
       op.feedbackErrorFloats = codec::isLowRank(a.codec.codec) ? a.count : op.feedbackFloats;
@@ -344,10 +356,12 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
       d.stream = stream;
       d.feedback = op.feedback;
       d.feedbackGeneration = op.feedbackGeneration;
+      d.feedbackTaken = op.feedbackTaken;
       d.feedbackFloats = op.feedbackFloats;
       d.opKind = op.opKind;
       d.key = key;
       d.tagBase = tags::pointToPointBase(seq++);
+      position.keep();
       return submitDevice(std::move(d), &seq);
     }
     op.plan = cachedPlan(comm, key, [&] {
@@ -358,6 +372,7 @@ cclResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* re
     op.recv = recv;
     op.seq = &seq;
     op.tagBase = tags::pointToPointBase(seq++);
+    position.keep();
     submit(std::move(op));
   }));
 }

@@ -110,6 +110,12 @@ codec::Params intraCodecFromEnv(const cclCompression_t* codec) {
 AutoFeedback::Slot AutoFeedback::get(const void* buffer, size_t count, cclDataType_t dtype, int op,
                                      const Policy& policy) {
   const Identity id{buffer, count, static_cast<int>(dtype), op};
+  Taken taken;
+  taken.any = true;
+  taken.next = next_;
+  taken.length = length_;
+  taken.kept = kept_;
+  taken.barrenSteps = barrenSteps_;
   if (length_ == 0 && next_ > 0 && (sequence_.front().id == id || next_ == kMaxPositions)) {
     length_ = next_;  // the first call again: the step's length is learned
     next_ = 0;
@@ -119,9 +125,13 @@ AutoFeedback::Slot AutoFeedback::get(const void* buffer, size_t count, cclDataTy
     sequence_.push_back(
         Entry{id, std::make_unique<cclFeedback>(policy.autoFeedback, policy.locoBeta, policy.locoReset), 0});
     sequence_.back().state->automatic = true;
+    taken.appended = true;
   }
   const size_t at = next_++;
   Entry& e = sequence_[at];
+  taken.at = at;
+  taken.id = e.id;
+  taken.generation = e.generation;
   if (e.id == id) {
     ++kept_;
   } else {  // another tensor at this position: it starts from a zero residual
@@ -137,7 +147,24 @@ AutoFeedback::Slot AutoFeedback::get(const void* buffer, size_t count, cclDataTy
       barrenSteps_ = 0;
     }
   }
-  return Slot{e.state.get(), e.generation};
+  return Slot{e.state.get(), e.generation, taken};
+}
+
+void AutoFeedback::giveBack(const Taken& taken) {
+  if (!taken.any || taken.at >= sequence_.size() || (taken.appended && taken.at + 1 != sequence_.size())) return;
+  if (taken.appended) {
+    // Nothing ran on the state: the call that appended it did not run.
+    sequence_.pop_back();
+  } else {
+    // The same generation again: the position's state keeps its residual (prepare() zeroes it
+    // only for a generation it has not seen), as if the call had never come.
+    sequence_[taken.at].id = taken.id;
+    sequence_[taken.at].generation = taken.generation;
+  }
+  next_ = taken.next;
+  length_ = taken.length;
+  kept_ = taken.kept;
+  barrenSteps_ = taken.barrenSteps;
 }
 
 }  // namespace ccl::api

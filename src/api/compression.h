@@ -81,20 +81,11 @@ codec::Params intraCodecFromEnv(const cclCompression_t* codec);
 // size) cannot be told apart in the first step: the second starts a step of length one; pass
 // feedback handles (cclFeedback_t) to tell them apart. At most kMaxPositions positions are
 // kept: the states are bounded by one step's tensors, and freed with the communicator.
+//
+// A call that takes a position and then does not run (refused, or its group refused at
+// cclGroupEnd) gives it back (giveBack, latest first), as it gives back its tag's number: its
+// peers' calls and its own later ones then keep the positions, so the residuals, they had.
 class AutoFeedback {
- public:
-  static constexpr size_t kMaxPositions = 1024;
-  struct Slot {
-    cclFeedback* state = nullptr;
-    uint64_t generation = 0;  // FeedbackState::prepare's: new when the position's tensor changed
-  };
-  Slot get(const void* buffer, size_t count, cclDataType_t dtype, int op, const Policy& policy);
-  // Positions kept (at most the longest step seen, and kMaxPositions).
-  size_t positions() const { return sequence_.size(); }
-  // The step's length once learned; 0 while learning.
-  size_t stepLength() const { return length_; }
-
- private:
   struct Identity {
     const void* buffer;
     size_t count;
@@ -102,6 +93,36 @@ class AutoFeedback {
     int op;
     bool operator==(const Identity&) const = default;
   };
+
+ public:
+  static constexpr size_t kMaxPositions = 1024;
+  // What one get() changed, for giveBack: the counters before it and the position it took
+  // (appended by it, or that position's identity and generation before it).
+  struct Taken {
+    bool any = false;  // false: no position was taken (a caller's handle, or no feedback)
+    bool appended = false;
+    size_t at = 0;
+    Identity id{};
+    uint64_t generation = 0;
+    size_t next = 0, length = 0, kept = 0;
+    int barrenSteps = 0;
+  };
+  struct Slot {
+    cclFeedback* state = nullptr;
+    uint64_t generation = 0;  // FeedbackState::prepare's: new when the position's tensor changed
+    Taken taken{};            // what get() changed, for giveBack
+  };
+  Slot get(const void* buffer, size_t count, cclDataType_t dtype, int op, const Policy& policy);
+  // Undoes the get() that returned `taken`, as if it had never been made. Positions are given
+  // back latest first (the gets made after it already given back). A Taken of no position, or
+  // one the state no longer has (moved to a shrunk communicator meanwhile), changes nothing.
+  void giveBack(const Taken& taken);
+  // Positions kept (at most the longest step seen, and kMaxPositions).
+  size_t positions() const { return sequence_.size(); }
+  // The step's length once learned; 0 while learning.
+  size_t stepLength() const { return length_; }
+
+ private:
   struct Entry {
     Identity id;
     std::unique_ptr<cclFeedback> state;

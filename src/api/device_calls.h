@@ -55,8 +55,9 @@ struct DeviceCall {
   const void* send = nullptr;
   void* recv = nullptr;
   cclStream_t stream = nullptr;
-  cclFeedback* feedback = nullptr;  // residual kind, or null
-  uint64_t feedbackGeneration = 0;  // AutoFeedback::Slot's: a new one zeroes the residual
+  cclFeedback* feedback = nullptr;      // residual kind, or null
+  uint64_t feedbackGeneration = 0;      // AutoFeedback::Slot's: a new one zeroes the residual
+  AutoFeedback::Taken feedbackTaken{};  // the step's position taken (Op::feedbackTaken)
   size_t feedbackFloats = 0;
   int opKind = 0;
   bool chosenByCost = false;  // the cost model chose its algorithm (cclStats_t.autoChosen)

@@ -301,9 +301,13 @@ CCL_API cclResult_t cclGroupEnd(void) {
     g.errorMessage.clear();
     // A group refused here runs none of its calls: the sequence numbers they took are given
     // back (latest first), or this rank's later calls would no longer match its peers'.
+    // So are the positions in the step their automatic feedback took (CCL_FEEDBACK), or the
+    // calls after the group would take other tensors' positions, so a fresh residual.
     auto refuse = [&](cclResult_t code, const char* why) {
-      for (auto it = ops.rbegin(); it != ops.rend(); ++it)
+      for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
         if (it->seq) --*it->seq;
+        it->comm->compression.autoFeedback.giveBack(it->feedbackTaken);
+      }
       throw Error(code, why);
     };
     if (failed != cclSuccess)

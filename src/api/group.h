@@ -35,6 +35,9 @@ struct Op {
   // whose automatic state another call of the group uses (separateFeedback in group.cc).
   std::shared_ptr<cclFeedback> ownFeedback;
   uint64_t feedbackGeneration = 0;  // AutoFeedback::Slot's (0 for a caller's handle)
+  // The step's position the call took (CCL_FEEDBACK): a group dropped at cclGroupEnd gives it
+  // back, as it gives back `seq`'s numbers, so later calls keep their positions' residuals.
+  AutoFeedback::Taken feedbackTaken{};
   size_t feedbackFloats = 0;
   size_t feedbackErrorFloats = 0;  // of which the error (the low-rank codec's warm start follows)
   uint64_t signature = 0;          // see coll::Job::signature; 0 for point-to-point

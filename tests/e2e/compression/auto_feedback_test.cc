@@ -6,7 +6,9 @@
 // each tensor of the rebuild). Keyed by address, B would receive A's residual.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -126,6 +128,109 @@ TEST(Feedback, TwoCallsOfAGroupNeverShareAState) {
     ASSERT_EQ(got[0][r].size(), small + large);
     EXPECT_EQ(got[0][r], got[1][r]) << "rank " << r;
   }
+}
+
+// Five steps, each a group of allreduces of A, C and E (CCL_FEEDBACK=`kind`, int4), on two
+// worlds: on one, `refuse(step, comm, arena)` first issues calls that are refused before
+// every step it is given; each call's result must be the bytes the other world gets without
+// them. Refused calls run nothing and give back the step's positions they took: the calls
+// after them take the positions, so the residuals, they would have had. Each refusal takes a
+// count of positions that is not a multiple of the step's, so positions kept would put every
+// later call on another tensor's position (a fresh residual, other bytes).
+const Tensor kA{0, 4096, 1}, kC{8192, 1024, 2}, kE{12288, 2048, 3};
+using Refusal = std::function<void(int step, cclComm_t comm, std::vector<float>& arena)>;
+
+void expectRefusalsChangeNothing(const char* kind, const std::vector<int>& refusedBefore, const Refusal& refuse) {
+  const int n = 2, steps = 5;
+  const std::vector<Tensor> step = {kA, kC, kE};
+  ccltest::ScopedEnv codec("CCL_CODEC", "int4"), fb("CCL_FEEDBACK", kind), shm("CCL_CODEC_SHM", "on"),
+      min("CCL_CODEC_MIN_BYTES", "0");
+  World refusedWorld(n), plainWorld(n);
+  ASSERT_TRUE(refusedWorld.ready() && plainWorld.ready());
+  // got[world][rank][call]: every call's result.
+  std::vector<std::vector<std::vector<std::vector<float>>>> got(2, std::vector<std::vector<std::vector<float>>>(n));
+  for (int w = 0; w < 2; ++w) {
+    const bool refusals = w == 0;
+    (refusals ? refusedWorld : plainWorld).run([&](int r, cclComm_t comm) {
+      std::vector<float> arena(16384, 0.0f);
+      for (int s = 0; s < steps; ++s) {
+        if (refusals && std::find(refusedBefore.begin(), refusedBefore.end(), s) != refusedBefore.end()) {
+          const std::vector<float> before = arena;
+          refuse(s, comm, arena);
+          ASSERT_EQ(arena, before) << "rank " << r << ": a refused call ran";
+        }
+        for (const Tensor& t : step) {
+          const std::vector<float> v = values(t, r, s);
+          std::memcpy(arena.data() + t.at, v.data(), t.count * sizeof(float));
+        }
+        ASSERT_CCL_OK(cclGroupStart());
+        for (const Tensor& t : step) {
+          float* p = arena.data() + t.at;
+          ASSERT_CCL_OK(cclAllReduce(p, p, t.count, cclFloat32, cclSum, comm, nullptr));
+        }
+        ASSERT_CCL_OK(cclGroupEnd());
+        for (const Tensor& t : step) got[w][r].emplace_back(arena.data() + t.at, arena.data() + t.at + t.count);
+      }
+    });
+  }
+  for (int r = 0; r < n; ++r) {
+    ASSERT_EQ(got[0][r].size(), got[1][r].size());
+    for (size_t k = 0; k < got[0][r].size(); ++k)
+      EXPECT_EQ(std::memcmp(got[0][r][k].data(), got[1][r][k].data(), got[0][r][k].size() * sizeof(float)), 0)
+          << "rank " << r << " step " << k / step.size() << " call " << k % step.size()
+          << ": refused calls moved the calls after them to other positions (residuals)";
+  }
+}
+
+// A group refused at its end gives back the positions its calls took: one refused because a
+// call of it failed (while the step's length is being learned), one because a caller's handle
+// is passed to two of its calls (once learned).
+TEST(Feedback, ARefusedGroupGivesBackItsPositions) {
+  expectRefusalsChangeNothing("ef", {1, 3}, [](int s, cclComm_t comm, std::vector<float>& arena) {
+    auto allReduce = [&](const Tensor& t, cclRedOp_t op) {
+      float* p = arena.data() + t.at;
+      return cclAllReduce(p, p, t.count, cclFloat32, op, comm, nullptr);
+    };
+    ASSERT_CCL_OK(cclGroupStart());
+    if (s == 1) {  // A, then a call that fails: the group is dropped at its end
+      ASSERT_CCL_OK(allReduce(kA, cclSum));
+      EXPECT_EQ(allReduce(kC, static_cast<cclRedOp_t>(99)), cclInvalidArgument);
+      EXPECT_EQ(cclGroupEnd(), cclInvalidArgument);
+      return;
+    }
+    // A and C, then one handle passed to two calls: refused at the end
+    cclCompression_t z = CCL_COMPRESSION_INITIALIZER;
+    z.codec = cclCodecInt4;
+    cclFeedback_t h = nullptr;
+    ASSERT_CCL_OK(cclFeedbackCreate(&h, cclFeedbackResidual, 0, 0));
+    ASSERT_CCL_OK(allReduce(kA, cclSum));
+    ASSERT_CCL_OK(allReduce(kC, cclSum));
+    float* p = arena.data() + kE.at;
+    EXPECT_CCL_OK(cclAllReduceEx(p, p, kE.count, cclFloat32, cclSum, comm, nullptr, &z, h));
+    EXPECT_CCL_OK(cclAllReduceEx(p, p, kE.count, cclFloat32, cclSum, comm, nullptr, &z, h));
+    EXPECT_EQ(cclGroupEnd(), cclInvalidUsage);
+    cclFeedbackDestroy(h);
+  });
+}
+
+// A call refused after it took its position (powersgd with automatic LoCo feedback: LoCo's
+// 8-bit state would round its warm start) gives it back, alone or in a group (which is then
+// refused, A's position given back too).
+TEST(Feedback, ACallRefusedAfterTakingItsPositionGivesItBack) {
+  expectRefusalsChangeNothing("loco", {1, 3}, [](int s, cclComm_t comm, std::vector<float>& arena) {
+    cclCompression_t z = CCL_COMPRESSION_INITIALIZER;
+    z.codec = cclCodecPowerSgd;
+    float* c = arena.data() + kC.at;
+    if (s == 1) {
+      EXPECT_EQ(cclAllReduceEx(c, c, kC.count, cclFloat32, cclSum, comm, nullptr, &z, nullptr), cclInvalidArgument);
+      return;
+    }
+    float* a = arena.data() + kA.at;
+    ASSERT_CCL_OK(cclGroupStart());
+    ASSERT_CCL_OK(cclAllReduce(a, a, kA.count, cclFloat32, cclSum, comm, nullptr));
+    EXPECT_EQ(cclAllReduceEx(c, c, kC.count, cclFloat32, cclSum, comm, nullptr, &z, nullptr), cclInvalidArgument);
+    EXPECT_EQ(cclGroupEnd(), cclInvalidArgument);
+  });
 }
 
 }  // namespace

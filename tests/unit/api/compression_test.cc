@@ -85,6 +85,42 @@ TEST(AutoFeedback, StatesFollowThePositionsOfTheStep) {
   EXPECT_LE(endless.positions(), ccl::api::AutoFeedback::kMaxPositions);
 }
 
+// Positions given back latest first (a refused group's calls) leave the step as it was: the
+// learning of its length, the positions appended, and a position's tensor and generation.
+TEST(AutoFeedback, PositionsGivenBackLeaveTheStepAsItWas) {
+  ccl::api::Policy policy;
+  policy.autoFeedback = cclFeedbackResidual;
+  ccl::api::AutoFeedback fb;
+  char buf[8] = {};
+  auto call = [&](int b) { return fb.get(&buf[b], 100, cclFloat32, 0, policy); };
+  auto giveBack = [&](std::vector<ccl::api::AutoFeedback::Slot> slots) {
+    for (auto it = slots.rbegin(); it != slots.rend(); ++it) fb.giveBack(it->taken);
+  };
+  // While learning: a refused call of another tensor (appended a position), then one of the
+  // first tensor (learned the length).
+  const auto a = call(0), b = call(1);
+  giveBack({call(2), call(0)});
+  EXPECT_EQ(fb.positions(), 2u);
+  EXPECT_EQ(fb.stepLength(), 0u);
+  // Learned at the next step, and the states are kept.
+  for (int step = 0; step < 2; ++step) {
+    EXPECT_EQ(call(0).generation, a.generation);
+    const auto s = call(1);
+    EXPECT_EQ(s.state, b.state);
+    EXPECT_EQ(s.generation, b.generation);
+  }
+  EXPECT_EQ(fb.stepLength(), 2u);
+  // Once learned: a refused group of three calls, one of another tensor at b's position.
+  giveBack({call(0), call(3), call(0)});
+  const auto s = call(0), t = call(1);
+  EXPECT_EQ(s.generation, a.generation);
+  EXPECT_EQ(t.state, b.state);
+  EXPECT_EQ(t.generation, b.generation) << "b's position kept the other tensor's generation";
+  // No position taken (a caller's handle): nothing to give back.
+  fb.giveBack(ccl::api::AutoFeedback::Taken{});
+  EXPECT_EQ(call(0).generation, a.generation);
+}
+
 TEST(FeedbackKind, Names) {
   EXPECT_EQ(parseFeedbackKind(""), cclFeedbackNone);
   EXPECT_EQ(parseFeedbackKind("NONE"), cclFeedbackNone);
