@@ -10,6 +10,7 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -93,11 +94,32 @@ void execute(std::span<const coll::Job> jobs, std::span<const Op> ops, const col
   }
 }
 
+// In a catch block, for a failure before the jobs of `ops` start (scratch or a residual this
+// rank cannot get): this rank's own, as one inside them is, so the peers are told the same
+// way (coll::rethrowTellingPeers) and the communicators marked failed.
+[[noreturn]] void failedBeforeRunning(std::span<const Op> ops) {
+  std::vector<transport::Transport*> transports;
+  for (const Op& op : ops) transports.push_back(op.comm->links.transport.get());
+  try {
+    coll::rethrowTellingPeers(transports);
+  } catch (const Error& e) {
+    for (const Op& op : ops)
+      if (!op.comm->life.aborted.load()) op.comm->life.asyncError = e.code();
+    throw;
+  }
+}
+
 void runOne(const Op& op) {
   ActiveGuard active(op.comm);
-  coll::ScratchLease scratch(op.comm->links.scratch, op.plan->scratchBytes);
+  std::optional<coll::ScratchLease> scratch;
   coll::ExecStats stats;
-  coll::Job job = makeJob(op, scratch.get(), &stats);
+  coll::Job job;
+  try {
+    scratch.emplace(op.comm->links.scratch, op.plan->scratchBytes);
+    job = makeJob(op, scratch->get(), &stats);
+  } catch (...) {
+    failedBeforeRunning(std::span<const Op>(&op, 1));
+  }
   // A call alone is timed against its prediction; in a group, calls share their time. The
   // clock is read only for a call the cost model priced (at 8 bytes a read is a tenth of a
   // call's own work).
@@ -119,8 +141,12 @@ void runGroup(const std::vector<Op>& ops) {
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     active.push_back(std::make_unique<ActiveGuard>(op.comm));
-    scratch.push_back(std::make_unique<coll::ScratchLease>(op.comm->links.scratch, op.plan->scratchBytes));
-    jobs.push_back(makeJob(op, scratch.back()->get(), &stats[i]));
+    try {
+      scratch.push_back(std::make_unique<coll::ScratchLease>(op.comm->links.scratch, op.plan->scratchBytes));
+      jobs.push_back(makeJob(op, scratch.back()->get(), &stats[i]));
+    } catch (...) {
+      failedBeforeRunning(ops);
+    }
     options.timeout = std::min(options.timeout, op.comm->settings.timeout);
     options.yieldWhenIdle = options.yieldWhenIdle && op.comm->settings.yieldWhenIdle;
   }

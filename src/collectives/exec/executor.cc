@@ -360,24 +360,23 @@ class JobRun {
 
 constexpr int kSpinPasses = 64;
 
-// Aborts the transports of `jobs` that are not aborted yet, so that the peers' requests fail
-// now: they would otherwise wait for CCL_TIMEOUT for the messages this rank will never send
-// (and their loss detection would find nothing: this rank is alive and still pulsing, so
-// none of them takes it for lost). A plain abort, as cclCommRevoke's: the peers' calls fail
-// with cclRemoteError naming this rank as the one that aborted. One already aborted (a
-// mismatch found here, a peer's abort) keeps that abort's kind and rank. False when every
-// transport was aborted already.
-bool abortForPeers(std::span<const Job> jobs) {
+// Aborts `transports` that are not aborted yet, so that the peers' requests fail now: they
+// would otherwise wait for CCL_TIMEOUT for the messages this rank will never send (and their
+// loss detection would find nothing: this rank is alive and still pulsing, so none of them
+// takes it for lost). A plain abort, as cclCommRevoke's: the peers' calls fail with
+// cclRemoteError naming this rank as the one that aborted. One already aborted (a mismatch
+// found here, a peer's abort) keeps that abort's kind and rank. False when every transport
+// was aborted already.
+bool abortForPeers(std::span<transport::Transport* const> transports) {
   bool any = false;
-  for (const Job& j : jobs) {
-    transport::Transport& t = *j.transport;
-    if (t.abortState().aborted) continue;
-    t.abort();
+  for (transport::Transport* t : transports) {
+    if (!t || t->abortState().aborted) continue;
+    t->abort();
     any = true;
     // UCX sends its abort notices from a progress call of the thread driving it, and no
     // later one may come on this communicator (transport_link.cc does the same).
     try {
-      t.progress();
+      t->progress();
     } catch (...) {
       // The abort is applied all the same; this rank's error is the one being thrown.
     }
@@ -385,29 +384,35 @@ bool abortForPeers(std::span<const Job> jobs) {
   return any;
 }
 
-// In a catch block of execute: rethrows the failure being handled after telling the peers
-// when it is this rank's own (abortForPeers). Left alone: a peer's failure or abort
-// (cclRemoteError: the loss detection names a lost rank, api/group.cc), and what a
-// transport already aborted reports. Exceptions other than ccl::Error are turned into one,
-// so that the communicator is marked failed like for any failed operation.
-[[noreturn]] void rethrowTellingPeers(std::span<const Job> jobs) {
+// The jobs' transports, for rethrowTellingPeers (on a failure only).
+std::vector<transport::Transport*> transportsOf(std::span<const Job> jobs) {
+  std::vector<transport::Transport*> t;
+  for (const Job& j : jobs) t.push_back(j.transport);
+  return t;
+}
+
+}  // namespace
+
+[[noreturn]] void rethrowTellingPeers(std::span<transport::Transport* const> transports) {
   static constexpr const char* kAborted = "; the communicator is aborted, so that the other ranks' calls fail too";
   try {
     throw;
   } catch (const Error& e) {
-    if (e.code() == cclRemoteError || !abortForPeers(jobs)) throw;
+    if (e.code() == cclRemoteError || !abortForPeers(transports)) throw;
     throw Error(e.code(), e.what() + std::string(kAborted));
   } catch (const std::bad_alloc&) {
-    abortForPeers(jobs);
+    abortForPeers(transports);
     throw Error(cclSystemError, "out of memory during the operation" + std::string(kAborted));
   } catch (const std::exception& e) {
-    abortForPeers(jobs);
+    abortForPeers(transports);
     throw Error(cclInternalError, e.what() + std::string(kAborted));
   } catch (...) {
-    abortForPeers(jobs);
+    abortForPeers(transports);
     throw;
   }
 }
+
+namespace {
 
 // Run state kept per thread between calls, so a call allocates nothing in the steady state.
 thread_local std::vector<JobRun> tlsRuns;
@@ -425,7 +430,7 @@ void execute(std::span<const Job> jobs, const ExecOptions& options) {
   try {
     if (tlsRuns.size() < jobs.size()) tlsRuns.resize(jobs.size());
   } catch (...) {
-    rethrowTellingPeers(jobs);
+    rethrowTellingPeers(transportsOf(jobs));
   }
   std::span<JobRun> runs(tlsRuns.data(), jobs.size());
 
@@ -439,7 +444,7 @@ void execute(std::span<const Job> jobs, const ExecOptions& options) {
   try {
     for (size_t i = 0; i < jobs.size(); ++i) runs[i].reset(jobs[i]);
   } catch (...) {
-    rethrowTellingPeers(jobs);
+    rethrowTellingPeers(transportsOf(jobs));
   }
 
   using Clock = std::chrono::steady_clock;
@@ -462,7 +467,7 @@ void execute(std::span<const Job> jobs, const ExecOptions& options) {
         allDone &= r.finished();
       }
     } catch (...) {
-      rethrowTellingPeers(jobs);
+      rethrowTellingPeers(transportsOf(jobs));
     }
     if (allDone) return;
     if (moved) {

@@ -82,6 +82,14 @@ struct ExecOptions {
 // failure (cclRemoteError) and a timeout are left to the loss detection (api/watch.h).
 void execute(std::span<const Job> jobs, const ExecOptions& options);
 
+// In a catch block: rethrows the failure being handled, after aborting `transports` (those
+// not aborted yet) when the failure is this rank's own (anything but cclRemoteError), so that
+// the peers' calls fail at once instead of waiting for the messages this rank will never send.
+// Exceptions other than ccl::Error become one (std::bad_alloc: cclSystemError), so that the
+// communicator is marked failed as for any failed operation. execute() does it for failures
+// inside the jobs, the api layer for those before them (scratch or a residual it cannot get).
+[[noreturn]] void rethrowTellingPeers(std::span<transport::Transport* const> transports);
+
 // Fault injection, for tests only (nothing in the library sets it): when set, the executor
 // calls it before it starts each step of a job, on the thread running the job, and what it
 // throws fails the job as a failure of that step on this rank would. A rank's own failure
