@@ -34,16 +34,14 @@ void divideType(void* dst, const void* src, size_t n, int divisor) {
   for (size_t i = 0; i < n; ++i) d[i] = divideOne<Tr>(x[i], div);
 }
 
-// How many leading elements of an fp16 loop the F16C loops of reduce_kernels_x86.h did
-// (`run` calls one), 0 where the CPU lacks them; the portable loop does the rest.
+// How many leading elements of a 16-bit float loop the x86 loops of reduce_kernels_x86.h
+// did (`run` calls one with the lanes of `dtype`), 0 where the CPU lacks them or for another
+// type; the portable loop does the rest.
 template <class F>
-size_t halvesDone(cclDataType_t dtype, F&& run) {
-#if CCL_CODECS_X86
-  if (dtype == cclFloat16 && codec::detail::x86::available()) return run();
-#else
-  (void)dtype;
-  (void)run;
-#endif
+size_t lanesDone(cclDataType_t dtype, F&& run) {
+  if (!codec::detail::x86::available()) return 0;
+  if (dtype == cclFloat16) return run(x86::HalfLanes{});
+  if (dtype == cclBfloat16) return run(x86::Bf16Lanes{});
   return 0;
 }
 
@@ -54,8 +52,9 @@ void widenToFloat(float* dst, const void* src, size_t count, cclDataType_t dtype
     using Tr = decltype(tr);
     if constexpr (kFloating<Tr>) {
       const auto* s = static_cast<const typename Tr::Storage*>(src);
-      const size_t done =
-          halvesDone(dtype, [&] { return x86::widenHalves(dst, reinterpret_cast<const uint16_t*>(s), count); });
+      const size_t done = lanesDone(dtype, [&](auto lanes) {
+        return x86::widen<decltype(lanes)>(dst, reinterpret_cast<const uint16_t*>(s), count);
+      });
       for (size_t i = done; i < count; ++i) dst[i] = widenOne<Tr>(s[i]);
     } else {
       throw Error(cclInvalidArgument, "widenToFloat: integer type");
@@ -70,8 +69,9 @@ void narrowFromFloat(void* dst, const float* src, size_t count, cclDataType_t dt
       auto* d = static_cast<typename Tr::Storage*>(dst);
       const float div = static_cast<float>(divisor);
       const bool divide = divisor != 1;
-      const size_t done =
-          halvesDone(dtype, [&] { return x86::narrowHalves(reinterpret_cast<uint16_t*>(d), src, count, div, divide); });
+      const size_t done = lanesDone(dtype, [&](auto lanes) {
+        return x86::narrow<decltype(lanes)>(reinterpret_cast<uint16_t*>(d), src, count, div, divide);
+      });
       for (size_t i = done; i < count; ++i) d[i] = narrowOne<Tr>(src[i], div, divide);
     } else {
       throw Error(cclInvalidArgument, "narrowFromFloat: integer type");
@@ -81,11 +81,11 @@ void narrowFromFloat(void* dst, const float* src, size_t count, cclDataType_t dt
 
 void reduce(void* dst, const void* a, const void* b, size_t count, cclDataType_t dtype, cclRedOp_t op) {
   const bool sum = op == cclSum || op == cclAvg;
-  const size_t done = !sum ? 0 : halvesDone(dtype, [&] {
-    return x86::sumHalves(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(a), static_cast<const uint16_t*>(b),
-                          count);
+  const size_t done = !sum ? 0 : lanesDone(dtype, [&](auto lanes) {
+    return x86::sum<decltype(lanes)>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(a),
+                                     static_cast<const uint16_t*>(b), count);
   });
-  const size_t at = done * sizeof(uint16_t);  // bytes done (only fp16 loops do any)
+  const size_t at = done * sizeof(uint16_t);  // bytes done (only 16-bit loops do any)
   dispatchType(dtype, [&](auto tr) {
     dispatchOp(op, [&](auto o) {
       reduceLoop<decltype(tr), decltype(o)>(static_cast<char*>(dst) + at, static_cast<const char*>(a) + at,
@@ -98,8 +98,8 @@ void reduceWide(float* dst, const float* a, const void* b, size_t count, cclData
   dispatchType(dtype, [&](auto tr) {
     using Tr = decltype(tr);
     if constexpr (kFloating<Tr>) {
-      const size_t done = op != cclSum && op != cclAvg ? 0 : halvesDone(dtype, [&] {
-        return x86::sumHalvesWide(dst, a, static_cast<const uint16_t*>(b), count);
+      const size_t done = op != cclSum && op != cclAvg ? 0 : lanesDone(dtype, [&](auto lanes) {
+        return x86::sumWide<decltype(lanes)>(dst, a, static_cast<const uint16_t*>(b), count);
       });
       dispatchOp(op, [&](auto o) {
         reduceWideLoop<Tr, decltype(o)>(dst + done, a + done, static_cast<const char*>(b) + done * sizeof(uint16_t),
@@ -112,9 +112,9 @@ void reduceWide(float* dst, const float* a, const void* b, size_t count, cclData
 }
 
 void divide(void* dst, const void* src, size_t count, cclDataType_t dtype, int divisor) {
-  const size_t done = halvesDone(dtype, [&] {
-    return x86::divideHalves(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count,
-                             static_cast<float>(divisor));
+  const size_t done = lanesDone(dtype, [&](auto lanes) {
+    return x86::divide<decltype(lanes)>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count,
+                                        static_cast<float>(divisor));
   });
   const size_t at = done * sizeof(uint16_t);
   dispatchType(dtype, [&](auto tr) {

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The fp16 loops of reduce_kernels.cc with F16C (reduce_kernels_x86.h) against the portable
-// loops on the same CPU, bit for bit: every fp16 code, as either operand of a sum, divided,
-// widened; fp32 values around every rounding boundary of fp16 narrowed; NaNs with payloads,
-// infinities, subnormals; counts that leave a tail for the portable loop; in place.
+// The fp16 and bf16 loops of reduce_kernels.cc with AVX2 and F16C (reduce_kernels_x86.h)
+// against the portable loops on the same CPU, bit for bit: every code, as either operand of a
+// sum, divided, widened; fp32 values around every rounding boundary of the type narrowed; NaNs
+// with payloads, infinities, subnormals; counts that leave a tail for the portable loop; in place.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "codecs/x86.h"
@@ -29,14 +30,14 @@ std::pair<std::vector<T>, std::vector<T>> bothWays(F&& f) {
   return out;
 }
 
-class Fp16Loops : public ::testing::Test {
+class HalfLoops : public ::testing::TestWithParam<cclDataType_t> {
  protected:
   void SetUp() override {
     if (!x86::cpuHasThem()) GTEST_SKIP() << "this CPU has no AVX2 and F16C: only the portable loops run here";
   }
 };
 
-// Every fp16 code, in order.
+// Every 16-bit code, in order.
 std::vector<uint16_t> everyCode() {
   std::vector<uint16_t> v(65536);
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<uint16_t>(i);
@@ -50,14 +51,14 @@ std::vector<uint16_t> shuffled(uint32_t mul, uint32_t add) {
   return v;
 }
 
-// fp32 values around every fp16 rounding boundary: each code's value and the midpoints to
-// its neighbour, one fp32 ulp either side; NaNs with payloads and random bits besides.
-std::vector<float> aroundEveryBoundary() {
+// fp32 values around every rounding boundary of `type`: each code's value and the midpoints
+// to its neighbour, one fp32 ulp either side; NaNs with payloads and random bits besides.
+std::vector<float> aroundEveryBoundary(cclDataType_t type) {
   std::vector<float> v;
   std::vector<uint16_t> codes = everyCode();
   std::vector<float> values(codes.size());
   x86::allowed.store(false);
-  widenToFloat(values.data(), codes.data(), codes.size(), cclFloat16);
+  widenToFloat(values.data(), codes.data(), codes.size(), type);
   x86::allowed.store(true);
   auto bits = [](float f) {
     uint32_t u;
@@ -86,14 +87,15 @@ std::vector<float> aroundEveryBoundary() {
   return v;
 }
 
-TEST_F(Fp16Loops, SumsOfEveryCodeAreThePortableOnes) {
+TEST_P(HalfLoops, SumsOfEveryCodeAreThePortableOnes) {
+  const cclDataType_t type = GetParam();
   const std::vector<uint16_t> a = everyCode();
   for (auto [mul, add] : {std::pair{1u, 0u}, std::pair{40503u, 12345u}, std::pair{257u, 3u}}) {
     const std::vector<uint16_t> b = shuffled(mul, add);
     for (cclRedOp_t op : {cclSum, cclAvg, cclMax}) {
       auto [fast, portable] = bothWays<uint16_t>([&] {
         std::vector<uint16_t> d(a.size() - 3);  // a tail of 5
-        reduce(d.data(), a.data(), b.data(), d.size(), cclFloat16, op);
+        reduce(d.data(), a.data(), b.data(), d.size(), type, op);
         return d;
       });
       ASSERT_EQ(fast, portable) << "op " << op << " b = " << mul << " i + " << add;
@@ -103,13 +105,14 @@ TEST_F(Fp16Loops, SumsOfEveryCodeAreThePortableOnes) {
   auto [fast, portable] = bothWays<uint16_t>([&] {
     std::vector<uint16_t> d = a;
     const std::vector<uint16_t> b = shuffled(40503u, 7u);
-    reduce(d.data(), d.data(), b.data(), d.size(), cclFloat16, cclSum);
+    reduce(d.data(), d.data(), b.data(), d.size(), type, cclSum);
     return d;
   });
   EXPECT_EQ(fast, portable);
 }
 
-TEST_F(Fp16Loops, WideSumsDivisionsAndWideningOfEveryCodeAreThePortableOnes) {
+TEST_P(HalfLoops, WideSumsDivisionsAndWideningOfEveryCodeAreThePortableOnes) {
+  const cclDataType_t type = GetParam();
   const std::vector<uint16_t> codes = everyCode();
   std::mt19937 rng(9);
   std::normal_distribution<float> normal(0.0f, 3000.0f);
@@ -117,38 +120,39 @@ TEST_F(Fp16Loops, WideSumsDivisionsAndWideningOfEveryCodeAreThePortableOnes) {
   for (float& x : acc) x = normal(rng);
   auto [wideFast, widePortable] = bothWays<float>([&] {
     std::vector<float> d(codes.size() - 1);
-    reduceWide(d.data(), acc.data(), codes.data(), d.size(), cclFloat16, cclSum);
+    reduceWide(d.data(), acc.data(), codes.data(), d.size(), type, cclSum);
     return d;
   });
   EXPECT_EQ(0, std::memcmp(wideFast.data(), widePortable.data(), wideFast.size() * 4));
   for (int divisor : {1, 2, 3, 7, 8}) {
     auto [fast, portable] = bothWays<uint16_t>([&] {
       std::vector<uint16_t> d(codes.size() - 6);
-      divide(d.data(), codes.data(), d.size(), cclFloat16, divisor);
+      divide(d.data(), codes.data(), d.size(), type, divisor);
       return d;
     });
     ASSERT_EQ(fast, portable) << "divided by " << divisor;
   }
   auto [inPlaceFast, inPlacePortable] = bothWays<uint16_t>([&] {
     std::vector<uint16_t> d = codes;
-    divide(d.data(), d.data(), d.size(), cclFloat16, 3);
+    divide(d.data(), d.data(), d.size(), type, 3);
     return d;
   });
   EXPECT_EQ(inPlaceFast, inPlacePortable);
   auto [fast, portable] = bothWays<float>([&] {
     std::vector<float> d(codes.size() - 2);
-    widenToFloat(d.data(), codes.data(), d.size(), cclFloat16);
+    widenToFloat(d.data(), codes.data(), d.size(), type);
     return d;
   });
   EXPECT_EQ(0, std::memcmp(fast.data(), portable.data(), fast.size() * 4)) << "NaNs included, bit for bit";
 }
 
-TEST_F(Fp16Loops, NarrowingAroundEveryRoundingBoundaryIsThePortableOne) {
-  const std::vector<float> values = aroundEveryBoundary();
+TEST_P(HalfLoops, NarrowingAroundEveryRoundingBoundaryIsThePortableOne) {
+  const cclDataType_t type = GetParam();
+  const std::vector<float> values = aroundEveryBoundary(type);
   for (int divisor : {1, 3, 8}) {
     auto [fast, portable] = bothWays<uint16_t>([&] {
       std::vector<uint16_t> d(values.size());
-      narrowFromFloat(d.data(), values.data(), d.size(), cclFloat16, divisor);
+      narrowFromFloat(d.data(), values.data(), d.size(), type, divisor);
       return d;
     });
     size_t wrong = 0, first = 0;
@@ -158,6 +162,11 @@ TEST_F(Fp16Loops, NarrowingAroundEveryRoundingBoundaryIsThePortableOne) {
                          << "): " << fast[first] << " vs " << portable[first];
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Types, HalfLoops, ::testing::Values(cclFloat16, cclBfloat16),
+                         [](const ::testing::TestParamInfo<cclDataType_t>& p) {
+                           return p.param == cclFloat16 ? std::string("fp16") : std::string("bf16");
+                         });
 
 }  // namespace
 }  // namespace ccl::coll
