@@ -280,7 +280,7 @@ WorkPtr Backend::post(OpType type, const char* what, std::vector<at::Tensor> out
   auto work = c10::make_intrusive<Work>(rank_, type, what, std::move(outputs), timeoutOf(timeout));
   if (type != OpType::SEND && type != OpType::RECV && type != OpType::COALESCED) ++collectiveSeq_;
   if (coalescing_) {
-    coalesced_.push_back({work, std::move(issue), std::move(finish)});
+    coalesced_.push_back({work, std::move(issue), std::move(finish), nullptr});
     return work;
   }
   // The worker runs the call under the caller's thread-local state (inference mode, grad
