@@ -51,14 +51,19 @@ void account(const Op& op, const coll::ExecStats& s) {
   if (op.feedback) op.feedback->finish();
 }
 
+// The communicators of `ops` (those not aborted by their callers) failed with `code`.
+void markFailed(std::span<const Op> ops, cclResult_t code) {
+  for (const Op& op : ops)
+    if (!op.comm->life.aborted.load()) op.comm->life.asyncError = code;
+}
+
 // Runs the jobs; on failure the communicators involved are marked failed, since messages of
 // the failed operation may still be in flight and they cannot be trusted with more work.
 void execute(std::span<const coll::Job> jobs, std::span<const Op> ops, const coll::ExecOptions& options) {
   try {
     coll::execute(jobs, options);
   } catch (const Error& e) {
-    for (const Op& op : ops)
-      if (!op.comm->life.aborted.load()) op.comm->life.asyncError = e.code();
+    markFailed(ops, e.code());
     // A peer's error may be the relay of a loss: the transport names the rank that aborted,
     // the watcher (api/watch.h) the rank that was lost, within milliseconds of each other.
     if (ops.empty()) throw;
@@ -103,8 +108,7 @@ void execute(std::span<const coll::Job> jobs, std::span<const Op> ops, const col
   try {
     coll::rethrowTellingPeers(transports);
   } catch (const Error& e) {
-    for (const Op& op : ops)
-      if (!op.comm->life.aborted.load()) op.comm->life.asyncError = e.code();
+    markFailed(ops, e.code());
     throw;
   }
 }

@@ -29,6 +29,18 @@ bool touches(const Plan& p, Buf buf) {
 
 }  // namespace
 
+void appendAfter(Plan& q, const Plan& p, const Deps& prologue, const std::function<Ref(Ref)>& move) {
+  const auto shift = static_cast<StepId>(q.steps.size());
+  for (const Step& s : p.steps) {
+    Step t = s;
+    forEachRef(t, [&](Ref& r) { r = move(r); });
+    Deps after;
+    for (uint32_t i = 0; i < s.numDeps; ++i) after.push_back(p.deps[s.firstDep + i] + shift);
+    if (after.empty()) after = prologue;
+    q.add(t, after);
+  }
+}
+
 uint8_t misalignment(const void* send, const void* recv, cclDataType_t dtype) {
   const uintptr_t es = dataTypeSize(dtype);
   if (es <= 1) return kAlignedBuffers;
@@ -89,20 +101,13 @@ Plan stageBuffers(const Plan& p, Coll c, const CollArgs& a, Staging how) {
     if (r.buf == Buf::kRecv) return recvAt + r.offset;
     return r;
   };
-  const auto shift = static_cast<StepId>(prologue.size());
-  std::vector<char> awaited(p.steps.size(), 0);
-  for (StepId d : p.deps) awaited[d] = 1;
-  for (const Step& s : p.steps) {
-    Step t = s;
-    forEachRef(t, [&](Ref& r) { r = move(r); });
-    Deps after;
-    for (uint32_t i = 0; i < s.numDeps; ++i) after.push_back(p.deps[s.firstDep + i] + shift);
-    if (after.empty()) after = prologue;
-    q.add(t, after);
-  }
+  const auto shift = static_cast<StepId>(q.steps.size());
+  appendAfter(q, p, prologue, move);
   if (recvStaged && recvBytes) {
     // Back to the caller once every step is done: the last ones (none waits for them) cover
     // the others through their dependencies.
+    std::vector<char> awaited(p.steps.size(), 0);
+    for (StepId d : p.deps) awaited[d] = 1;
     Deps last;
     for (StepId i = 0; i < p.steps.size(); ++i)
       if (!awaited[i]) last.push_back(i + shift);

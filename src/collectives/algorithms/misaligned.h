@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "collectives/algorithms/algorithms.h"
 #include "collectives/plan/collective_info.h"
@@ -36,6 +37,11 @@ struct Staging {
   // written; an element step reads it, so it must be aligned (stageMisaligned after this).
   bool scale = false;
 };
+// Appends p's steps to q, numbered after q's steps so far (a prologue: `prologue` the ones
+// p's first steps wait for), each buffer reference passed through `move`; a step of p that
+// waits for none waits for the prologue, the others for it through their dependencies.
+void appendAfter(Plan& q, const Plan& p, const Deps& prologue, const std::function<Ref(Ref)>& move);
+
 // `p` with the buffers `how` names staged: copied (or scaled) into scratch before the first
 // step, the receive buffer copied back after the last. In place one region holds both.
 Plan stageBuffers(const Plan& p, Coll c, const CollArgs& a, Staging how);

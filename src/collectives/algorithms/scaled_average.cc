@@ -51,17 +51,8 @@ Plan planScaledAverage(const AlgoEntry& e, Coll c, const CollArgs& a) {
   q.deps.clear();
   const Ref recv{Buf::kRecv, 0};
   const StepId scaled = q.divide(recv, a.inPlace ? recv : Ref{Buf::kSend, 0}, a.count);
-  for (const Step& s : p.steps) {
-    Step t = s;
-    // In place the two buffers are one: the plan's send references are the receive buffer's.
-    forEachRef(t, [](Ref& r) {
-      if (r.buf == Buf::kSend) r.buf = Buf::kRecv;
-    });
-    Deps after;
-    for (uint32_t k = 0; k < s.numDeps; ++k) after.push_back(p.deps[s.firstDep + k] + 1);
-    if (after.empty()) after = {scaled};  // the others wait for the scaling through these
-    q.add(t, after);
-  }
+  // In place the two buffers are one: the plan's send references are the receive buffer's.
+  appendAfter(q, p, {scaled}, [](Ref r) { return r.buf == Buf::kSend ? Ref{Buf::kRecv, r.offset} : r; });
   return q;
 }
 
