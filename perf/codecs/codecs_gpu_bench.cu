@@ -8,11 +8,14 @@
 // device-to-device copy's traffic (2 x 4n) in the same run. The default 1 GiB buffer is many times the L2 (50-60 MB on
 // an H100/H200), so no operation is served from cache; a buffer under 8 L2s is flagged. Times are CUDA events around
 // `--iters` back-to-back calls after one warm-up, so launch costs are spread over calls of
-// hundreds of microseconds. Prints one table and, with --json, one JSON line per row. Exits
+// hundreds of microseconds. Each codec's round trip error is printed beside its speeds, as
+// tests/gpu_kit/torch_codec_peer.py prints PyTorch's: rms and max of |x - D(E(x))| over
+// max|x|. Prints one table and, with --json, one JSON line per row. Exits
 // 0, saying why, without a device.
 //   codecs_gpu_bench [--mib 1024] [--iters 20] [--json]
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -53,6 +56,55 @@ double timed(cudaStream_t stream, int iters, Body&& body) {
   cudaEventDestroy(a);
   cudaEventDestroy(b);
   return static_cast<double>(ms) / iters;
+}
+
+// The round trip's error terms over the grid: the sum of (y - x)^2, and the largest |y - x| and
+// |x| as the bits of non-negative floats (which order as unsigned integers).
+__global__ void roundTripError(const float* x, const float* y, size_t n, double* sumSq, unsigned* maxDiff,
+                               unsigned* maxAbs) {
+  double s = 0;
+  float md = 0, ma = 0;
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
+    const float d = fabsf(y[i] - x[i]);
+    s += static_cast<double>(d) * d;
+    md = fmaxf(md, d);
+    ma = fmaxf(ma, fabsf(x[i]));
+  }
+  for (int o = 16; o > 0; o /= 2) {
+    s += __shfl_down_sync(0xffffffffu, s, o);
+    md = fmaxf(md, __shfl_down_sync(0xffffffffu, md, o));
+    ma = fmaxf(ma, __shfl_down_sync(0xffffffffu, ma, o));
+  }
+  if (threadIdx.x % 32 == 0) {
+    atomicAdd(sumSq, s);
+    atomicMax(maxDiff, __float_as_uint(md));
+    atomicMax(maxAbs, __float_as_uint(ma));
+  }
+}
+
+struct RoundTrip {
+  double rms = 0, max = 0;  // over max|x|
+};
+
+RoundTrip roundTrip(const float* x, const float* y, size_t n, cudaStream_t stream) {
+  struct Terms {
+    double sumSq;
+    unsigned maxDiff, maxAbs;
+  };
+  Terms* t = nullptr;
+  ok(cudaMalloc(&t, sizeof(Terms)), "cudaMalloc");
+  ok(cudaMemsetAsync(t, 0, sizeof(Terms), stream), "cudaMemsetAsync");
+  roundTripError<<<1024, 256, 0, stream>>>(x, y, n, &t->sumSq, &t->maxDiff, &t->maxAbs);
+  ok(cudaGetLastError(), "roundTripError");
+  Terms h{};
+  ok(cudaMemcpyAsync(&h, t, sizeof(h), cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
+  ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  cudaFree(t);
+  float md, ma;
+  std::memcpy(&md, &h.maxDiff, sizeof(md));
+  std::memcpy(&ma, &h.maxAbs, sizeof(ma));
+  if (ma == 0) return {};
+  return {std::sqrt(h.sumSq / static_cast<double>(n)) / ma, md / ma};
 }
 
 }  // namespace
@@ -108,8 +160,8 @@ int main(int argc, char** argv) {
       mib * (size_t{1} << 20) < 8 * static_cast<size_t>(prop.l2CacheSize) ? " (UNDER 8 L2s: partly cached)" : "", iters,
       copyTraffic);
   std::printf("# GB/s of fp32 elements; traffic = (read + written) / time over the copy's\n");
-  std::printf("# %-12s %10s %8s %10s %8s %10s %8s %9s %10s %8s\n", "codec", "encode", "traffic", "decode", "traffic",
-              "dec+acc", "traffic", "bits/elem", "hop", "traffic");
+  std::printf("# %-12s %10s %8s %10s %8s %10s %8s %9s %10s %8s %10s %10s\n", "codec", "encode", "traffic", "decode",
+              "traffic", "dec+acc", "traffic", "bits/elem", "hop", "traffic", "rms err", "max err");
   for (int c = 0; c < cclNumCodecs; ++c) {
     if (codec::isLowRank(c)) continue;  // no GPU kernels
     const codec::Params p = codec::defaultParams(static_cast<cclCodec_t>(c));
@@ -128,6 +180,7 @@ int main(int argc, char** argv) {
       e.codec = p.codec;
       const double dec =
           timed(stream, iters, [&] { codec::cuda::decode(stream_buf, bytes, e, y, cclFloat32, status, ws, stream); });
+      const RoundTrip err = roundTrip(x, y, n, stream);  // before decode-accumulate adds to y
       const double acc =
           timed(stream, iters, [&] { codec::cuda::decodeAccumulate(stream_buf, bytes, e, y, status, ws, stream); });
       uint32_t st = 0;
@@ -159,16 +212,18 @@ int main(int argc, char** argv) {
       std::printf("  %-12s %10.1f %8.2f %10.1f %8.2f %10.1f %8.2f %9.2f", codec::codecInfo(c).name, e1,
                   et / copyTraffic, d1, dt / copyTraffic, a1, at / copyTraffic, bits);
       if (h1 > 0)
-        std::printf(" %10.1f %8.2f\n", h1, ht / copyTraffic);
+        std::printf(" %10.1f %8.2f", h1, ht / copyTraffic);
       else
-        std::printf(" %10s %8s\n", "-", "-");
+        std::printf(" %10s %8s", "-", "-");
+      std::printf(" %10.3e %10.3e\n", err.rms, err.max);
       if (json)
         std::printf(
             "{\"device\": \"%s\", \"codec\": \"%s\", \"mib\": %zu, \"encode_gbs\": %.2f, \"decode_gbs\": %.2f, "
             "\"decode_acc_gbs\": %.2f, \"encode_traffic_gbs\": %.2f, \"decode_traffic_gbs\": %.2f, "
             "\"decode_acc_traffic_gbs\": %.2f, \"copy_traffic_gbs\": %.2f, \"bits_per_elem\": %.3f, "
-            "\"hop_gbs\": %.2f, \"hop_traffic_gbs\": %.2f}\n",
-            prop.name, codec::codecInfo(c).name, mib, e1, d1, a1, et, dt, at, copyTraffic, bits, h1, ht);
+            "\"hop_gbs\": %.2f, \"hop_traffic_gbs\": %.2f, \"rms_err\": %.4e, \"max_err\": %.4e}\n",
+            prop.name, codec::codecInfo(c).name, mib, e1, d1, a1, et, dt, at, copyTraffic, bits, h1, ht, err.rms,
+            err.max);
     } catch (const Error& err) {
       std::printf("  %-12s failed: %s\n", codec::codecInfo(c).name, err.what());
     }
