@@ -11,7 +11,8 @@
  * device (cclCommCuDevice) is enqueued on the CUDA stream it is given and returns, as in
  * NCCL; its result is in place once the stream has run it, and a failure found after the
  * call returned is reported by cclCommGetAsyncError. Device calls need a CUDA stream (not
- * NULL, not a host stream) and all of a call's (and a group's) buffers in one memory;
+ * NULL, not a host stream; cudaStreamLegacy names the legacy default stream) and all of a
+ * call's (and a group's) buffers in one memory;
  * a group's device calls are enqueued together at cclGroupEnd (a send to the calling rank
  * itself must be in a group with its receive). Every codec but powersgd
  * compresses them, with residual error feedback (LoCo's state is kept on the host only).

@@ -216,6 +216,7 @@ void checkUsable(cclComm_t comm, bool afterRevoke) {
             "the communicator was revoked (cclCommRevoke): shrink it to the ranks that go on (cclCommShrink), split "
             "it, or destroy it");
   const int lost = comm->life.lostRank.load();
+  if (comm->life.asyncError != cclSuccess) comm->life.callMet = true;
   CCL_CHECK(comm->life.asyncError == cclSuccess, comm->life.asyncError,
             std::string("the communicator failed earlier (") + cclGetErrorString(comm->life.asyncError) +
                 (lost >= 0 ? ": rank " + std::to_string(lost) + " is gone" : std::string()) +

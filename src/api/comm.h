@@ -148,6 +148,9 @@ struct LifeState {
   bool finalized = false;
   std::atomic<cclResult_t> asyncError{cclSuccess};  // set by a failed operation, whatever its thread
   std::atomic<int> lostRank{-1};                    // a rank the watcher found gone (api/watch.h); -1: none
+  // A call failed, or was refused for an earlier failure: the async error has met a caller,
+  // not only the watcher's news of a lost rank (the NCCL face reports such a loss only then).
+  std::atomic<bool> callMet{false};
 };
 
 // Operations enqueued on a host stream that have not run yet, and that stream. One

@@ -54,7 +54,10 @@ void account(const Op& op, const coll::ExecStats& s) {
 // The communicators of `ops` (those not aborted by their callers) failed with `code`.
 void markFailed(std::span<const Op> ops, cclResult_t code) {
   for (const Op& op : ops)
-    if (!op.comm->life.aborted.load()) op.comm->life.asyncError = code;
+    if (!op.comm->life.aborted.load()) {
+      op.comm->life.asyncError = code;
+      op.comm->life.callMet = true;
+    }
 }
 
 // Runs the jobs; on failure the communicators involved are marked failed, since messages of
@@ -270,7 +273,9 @@ void endAsync(cclComm_t comm) {
 
 void failAsync(cclComm_t comm, cclResult_t code) {
   cclResult_t none = cclSuccess;
-  if (!comm->life.aborted.load()) comm->life.asyncError.compare_exchange_strong(none, code);
+  if (comm->life.aborted.load()) return;
+  comm->life.asyncError.compare_exchange_strong(none, code);
+  comm->life.callMet = true;
 }
 
 bool groupActive() { return tlsGroup.depth > 0; }

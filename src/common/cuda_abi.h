@@ -18,6 +18,8 @@ constexpr int kMemcpyDefault = 4;             // cudaMemcpyDefault
 constexpr int kMemoryTypeDevice = 2;          // cudaMemoryTypeDevice
 constexpr int kMemoryTypeManaged = 3;         // cudaMemoryTypeManaged
 constexpr unsigned kStreamNonBlocking = 1;    // cudaStreamNonBlocking
+// cudaStreamLegacy: the legacy default stream named explicitly, as a handle that is not NULL.
+constexpr unsigned long kStreamLegacy = 0x1;
 
 // cudaPointerAttributes. CUDA 11 and 12 write the first four members (24 bytes); CUDA 13
 // appended `long reserved[8]` (88 bytes) and writes all of it.

@@ -3,6 +3,8 @@
 
 #include <dlfcn.h>
 
+#include <string>
+
 #include "common/cuda_abi.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -23,6 +25,8 @@ struct Runtime {
   int (*memcpy)(void*, const void*, size_t, int) = nullptr;
   int (*getDevice)(int*) = nullptr;
   int (*setDevice)(int) = nullptr;
+  int (*malloc)(void**, size_t) = nullptr;  // optional: the NCCL face's ncclMemAlloc without NVIDIA's
+  int (*free)(void*) = nullptr;
   int devices = 0;
   bool driverTooOld = false;
 };
@@ -47,6 +51,8 @@ Runtime load() {
   bind(rt.handle, "cudaMemcpy", &rt.memcpy);
   bind(rt.handle, "cudaGetDevice", &rt.getDevice);
   bind(rt.handle, "cudaSetDevice", &rt.setDevice);
+  bind(rt.handle, "cudaMalloc", &rt.malloc);
+  bind(rt.handle, "cudaFree", &rt.free);
   int n = 0;
   const bool complete = rt.getDeviceCount && rt.pointerAttributes && rt.memcpy && rt.getDevice && rt.setDevice;
   const int counted = complete ? rt.getDeviceCount(&n) : kSuccess;
@@ -83,6 +89,21 @@ bool isDevicePointer(const void* ptr) {
 void copy(void* dst, const void* src, size_t bytes) {
   CCL_CHECK(deviceAvailable(), cclUnhandledCudaError, "no CUDA device to copy from");
   CCL_CHECK(runtime().memcpy(dst, src, bytes, kMemcpyDefault) == kSuccess, cclUnhandledCudaError, "cudaMemcpy failed");
+}
+
+void* deviceAlloc(size_t bytes) {
+  CCL_CHECK(deviceAvailable() && runtime().malloc, cclUnhandledCudaError, "no CUDA device to allocate memory of");
+  void* p = nullptr;
+  const int e = runtime().malloc(&p, bytes);
+  CCL_CHECK(e == kSuccess, cclUnhandledCudaError,
+            "cudaMalloc of " + std::to_string(bytes) + " bytes failed (cudaError " + std::to_string(e) + ")");
+  return p;
+}
+
+void deviceFree(void* ptr) {
+  CCL_CHECK(deviceAvailable() && runtime().free, cclUnhandledCudaError, "no CUDA device to free memory of");
+  const int e = runtime().free(ptr);
+  CCL_CHECK(e == kSuccess, cclUnhandledCudaError, "cudaFree failed (cudaError " + std::to_string(e) + ")");
 }
 
 int currentDevice() {

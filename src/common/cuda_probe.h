@@ -21,6 +21,11 @@ bool isDevicePointer(const void* ptr);
 // Copies `bytes` between any two pointers (cudaMemcpyDefault). Throws without CUDA.
 void copy(void* dst, const void* src, size_t bytes);
 
+// Device memory of the current device (cudaMalloc) and freeing it (cudaFree). Throw without a
+// device, or when the runtime fails.
+void* deviceAlloc(size_t bytes);
+void deviceFree(void* ptr);
+
 // The calling thread's current device, and setting it (both no-ops without a device).
 int currentDevice();
 void setDevice(int device);

@@ -13,6 +13,7 @@
 #include "api/call.h"
 #include "api/group.h"
 #include "collectives/exec/device.h"
+#include "common/cuda_abi.h"
 #include "common/cuda_probe.h"
 #include "common/error.h"
 #include "nccl/comm.h"
@@ -29,6 +30,14 @@ cclDataType_t cclType(ncclDataType_t t) { return static_cast<cclDataType_t>(t); 
 // Elements of the send buffer a PreMulSum must scale.
 size_t reductionInputCount(const CollCall& call, int nranks) {
   return call.kind == Coll::kReduceScatter ? call.count * static_cast<size_t>(nranks) : call.count;
+}
+
+// The stream a device call of the face reaches ccl on. NCCL orders a call given stream 0 on
+// the legacy default stream (PyTorch's current stream unless it set one); ccl's API reads
+// NULL as no stream, which device buffers may not have, so stream 0 goes as CUDA's explicit
+// handle of the legacy stream (cudaStreamLegacy).
+cclStream_t deviceStream(cudaStream_t s) {
+  return s ? reinterpret_cast<cclStream_t>(s) : reinterpret_cast<cclStream_t>(cuda::abi::kStreamLegacy);
 }
 
 // Runs `call` on ccl's communicator: host buffers (stream NULL: complete on return), or device
@@ -175,7 +184,7 @@ void runDevice(ncclComm& c, const CollCall& k) {
   // No real library, or one older than the collective (ncclAlltoAll, ncclGather and
   // ncclScatter arrived in 2.28): ccl runs it, over the real library's sends and receives
   // where it has them.
-  if (!c.real || !real::has(realSymbols(k.kind).plain)) return runCcl(c, k, reinterpret_cast<cclStream_t>(k.stream));
+  if (!c.real || !real::has(realSymbols(k.kind).plain)) return runCcl(c, k, deviceStream(k.stream));
   ncclComm_t r = realComm(c);
   // An nccl*Config call goes to the real library's (2.31+) with its configuration; an older
   // library gets the plain call (the configuration only tunes NVIDIA's kernels).
@@ -283,7 +292,7 @@ ncclResult_t run(CollCall call) {
     if (forwardEverything(c)) return runDevice(c, call);
     if (deviceMemory(call.send) || deviceMemory(call.recv)) {
       if (c.real) return runOnDevice(c, call);
-      return runCcl(c, call, reinterpret_cast<cclStream_t>(call.stream));  // ccl's own device path
+      return runCcl(c, call, deviceStream(call.stream));  // ccl's own device path
     }
     runCcl(c, call, nullptr);  // ccl's communicator applies its compression policy itself
   }));
@@ -296,7 +305,7 @@ ncclResult_t p2p(const char* fn, bool send, void* buff, size_t count, ncclDataTy
     ncclComm& c = usable(comm);
     checkNotSuspended(c);
     if (deviceMemory(buff) && !c.real) {
-      const auto s = reinterpret_cast<cclStream_t>(stream);
+      const cclStream_t s = deviceStream(stream);
       if (send) return cclCheck(cclSend(buff, count, cclType(dt), peer, c.ccl, s), "cclSend");
       return cclCheck(cclRecv(buff, count, cclType(dt), peer, c.ccl, s), "cclRecv");
     }

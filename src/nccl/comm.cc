@@ -59,8 +59,11 @@ void makeRealComm(ncclComm& c, int device) {
     return;
   }
   cuda::setDevice(device);
-  // The caller's config goes to the real communicator: what NCCL does with it is NCCL's.
+  // The caller's config goes to the real communicator: what NCCL does with it is NCCL's. A
+  // library without ncclCommInitRankConfig (before 2.14) gets the plain init: the config
+  // tunes only NVIDIA's kernels.
   std::vector<unsigned char> config = realConfig(c.config);
+  if (!real::has("pncclCommInitRankConfig")) config.clear();
   const ncclResult_t r = config.empty()
                              ? CCL_REAL(ncclCommInitRank)(&c.real, c.nranks, msg.id, c.rank)
                              : CCL_REAL(ncclCommInitRankConfig)(&c.real, c.nranks, msg.id, c.rank,

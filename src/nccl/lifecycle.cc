@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "api/comm.h"
 #include "api/group.h"
 #include "common/error.h"
 #include "nccl/comm.h"
@@ -361,6 +362,12 @@ ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
     // runs: the first failure of either, else in progress when the real one says so.
     cclResult_t e = cclSuccess;
     if (c.ccl) cclCheck(cclCommGetAsyncError(c.ccl, &e), "cclCommGetAsyncError");
+    // ccl's watcher turns the async error to cclRemoteError as soon as it finds a rank gone,
+    // even on an idle communicator (ccl.h). NVIDIA's NCCL reports a dead peer through a call
+    // that meets it, and PyTorch's watchdog tears the process down on any async error, where
+    // the survivors of an idle loss would shrink the communicator and go on: the loss shows
+    // here once a call has failed or been refused for it.
+    if (e == cclRemoteError && !c.ccl->life.callMet.load()) e = cclSuccess;
     ncclResult_t result = static_cast<ncclResult_t>(e);
     if (result == ncclSuccess && c.real && real::available()) {
       ncclResult_t realError = ncclSuccess;

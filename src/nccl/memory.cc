@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Device memory allocation, buffer/window registration and the window queries. ncclMemAlloc/
-// Free always belong to the real NCCL (they allocate device memory). Registration is an
+// Free belong to the real NCCL (they allocate device memory NVIDIA's kernels may map); without
+// one that has them (none loaded, ranks sharing a GPU, one before 2.19) the CUDA runtime's
+// cudaMalloc serves, so that a program that allocates its buffers so (nccl-tests 2.19 does)
+// runs on ccl's device path. Registration is an
 // optimisation hint: host buffers get a handle of ccl's own (ccl needs no registration),
 // device buffers are also registered with the real communicator. Pointers into the windows
 // of other ranks exist only for device memory, where NVIDIA's NCCL maps them.
 #include <algorithm>
+#include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "common/cuda_probe.h"
 #include "common/error.h"
@@ -25,6 +30,16 @@ struct WindowList {
 WindowList& windows() {
   static WindowList* list = new WindowList;
   return *list;
+}
+
+// What ncclMemAlloc took from the CUDA runtime itself: ncclMemFree gives it back there.
+struct OwnMemory {
+  std::mutex mutex;
+  std::unordered_set<void*> ptrs;
+};
+OwnMemory& ownMemory() {
+  static OwnMemory* m = new OwnMemory;
+  return *m;
 }
 
 const void* windowHandle(const ccl_nccl_Registration& reg) { return reg.realHandle ? reg.realHandle : &reg; }
@@ -128,7 +143,14 @@ ncclResult_t pncclMemAlloc(void** ptr, size_t size) {
   CCL_RETURN_IF_CALLED_FROM_REAL(ncclMemAlloc, ptr, size);
   return faceGuard("ncclMemAlloc", [&] {
     CCL_CHECK(ptr, cclInvalidArgument, "ptr is NULL");
-    checkReal(CCL_REAL(ncclMemAlloc)(ptr, size), "ncclMemAlloc");
+    if (real::has("pncclMemAlloc")) return checkReal(CCL_REAL(ncclMemAlloc)(ptr, size), "ncclMemAlloc");
+    CCL_CHECK(cuda::deviceAvailable(), cclInvalidUsage,
+              "ncclMemAlloc needs NVIDIA's NCCL or a CUDA device, and neither is here (NVIDIA's NCCL: " +
+                  real::describe() + ")");
+    *ptr = cuda::deviceAlloc(size);
+    OwnMemory& m = ownMemory();
+    std::lock_guard<std::mutex> lock(m.mutex);
+    m.ptrs.insert(*ptr);
   });
 }
 
@@ -136,6 +158,13 @@ ncclResult_t pncclMemFree(void* ptr) {
   CCL_RETURN_IF_CALLED_FROM_REAL(ncclMemFree, ptr);
   return faceGuard("ncclMemFree", [&] {
     if (!ptr) return;
+    bool own = false;
+    {
+      OwnMemory& m = ownMemory();
+      std::lock_guard<std::mutex> lock(m.mutex);
+      own = m.ptrs.erase(ptr) > 0;
+    }
+    if (own) return cuda::deviceFree(ptr);
     checkReal(CCL_REAL(ncclMemFree)(ptr), "ncclMemFree");
   });
 }

@@ -27,6 +27,7 @@ TEST(CudaAbi, ValuesAreTheRuntimes) {
   EXPECT_EQ(cabi::kMemoryTypeDevice, static_cast<int>(cudaMemoryTypeDevice));
   EXPECT_EQ(cabi::kMemoryTypeManaged, static_cast<int>(cudaMemoryTypeManaged));
   EXPECT_EQ(cabi::kStreamNonBlocking, static_cast<unsigned>(cudaStreamNonBlocking));
+  EXPECT_EQ(reinterpret_cast<cudaStream_t>(cabi::kStreamLegacy), cudaStreamLegacy);
 }
 
 TEST(CudaAbi, PointerAttributesIsLaidOutAsTheRuntimes) {

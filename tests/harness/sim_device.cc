@@ -396,18 +396,27 @@ void SimDriver::destroyStream(cclStream_t s) {
   retired_.push_back(std::move(stream));
 }
 
-Stream& SimDriver::streamOf(cclStream_t s) {
-  std::lock_guard<std::mutex> lock(mutex_);
+SimDriver::StreamEntry& SimDriver::entryOf(cclStream_t s) {
+  // CUDA's explicit handle of the legacy default stream (cudaStreamLegacy) names the calling
+  // thread's current device's; it is made at its first use and lives as long as the driver.
+  if (s == legacyStream()) {
+    StreamEntry& legacy = legacy_[static_cast<size_t>(currentDevice)];
+    if (!legacy.stream) legacy = StreamEntry{std::make_unique<EngineStream>(), currentDevice};
+    return legacy;
+  }
   auto it = streams_.find(s);
   CCL_CHECK(it != streams_.end(), cclInvalidUsage, "not a stream of a simulated device");
-  return *it->second.stream;
+  return it->second;
+}
+
+Stream& SimDriver::streamOf(cclStream_t s) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return *entryOf(s).stream;
 }
 
 int SimDriver::deviceOfStream(cclStream_t s) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = streams_.find(s);
-  CCL_CHECK(it != streams_.end(), cclInvalidUsage, "not a stream of a simulated device");
-  return it->second.device;
+  return entryOf(s).device;
 }
 
 SimDriver& simDriver() {

@@ -21,6 +21,7 @@
 
 #include "ccl/ccl.h"
 #include "collectives/exec/device.h"
+#include "common/cuda_abi.h"
 
 namespace ccltest {
 
@@ -47,6 +48,9 @@ class SimDriver final : public ccl::coll::DeviceDriver {
   cclStream_t newStream(int device);
   void destroyStream(cclStream_t s);
   ccl::coll::Stream& streamOf(cclStream_t s);
+  // CUDA's explicit handle of the legacy default stream (cudaStreamLegacy): streamOf and
+  // deviceOfStream read it as the calling thread's current device's.
+  static cclStream_t legacyStream() { return reinterpret_cast<cclStream_t>(ccl::cuda::abi::kStreamLegacy); }
   int deviceOfStream(cclStream_t s);
 
   // The calling thread's current device (CUDA's cudaSetDevice).
@@ -108,6 +112,8 @@ class SimDriver final : public ccl::coll::DeviceDriver {
   std::mutex mutex_;
   std::map<uintptr_t, Block> memory_;
   std::map<const void*, StreamEntry> streams_;
+  StreamEntry legacy_[kDevices];        // each device's legacy default stream, made at its first use
+  StreamEntry& entryOf(cclStream_t s);  // under mutex_
   std::map<const void*, bool> capturing_;
   std::map<const void*, size_t> staging_;  // staging memory alive, by address
   Counts counts_;

@@ -13,7 +13,10 @@
 //   device call enqueues; with CCL_LINK_MODEL the cost model chooses the device call's
 //   algorithm, priced with the device kit's kernels;
 // - each reason a call goes uncompressed is counted (small, dtype, op, collective, one_node),
-//   and the face's destroy-time summary prints them (CCL_DEBUG=INFO, checked by ctest).
+//   and the face's destroy-time summary prints them (CCL_DEBUG=INFO, checked by ctest);
+// - calls on stream 0 (the legacy default stream) run, the all-reduce compressed.
+// FaceLoss: a rank lost while the others are idle shows in ncclCommGetAsyncError only once a
+// call has met the loss (thread ranks on host buffers).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -89,14 +92,22 @@ struct Buffer {
 
 float input(int rank, size_t i) { return static_cast<float>((rank + 1) * static_cast<int>(i % 13) - 6); }
 
-// A device all-reduce of kCount floats on `comm`; returns what it moved. Checks the sum within
-// 2 % of the largest (int8), or exactly when `exact`.
-Moved allReduce(ncclComm_t comm, int rank, Device& dev, bool exact) {
+// NCCL's stream 0 (the legacy default stream, PyTorch's current stream unless it set one),
+// which the face hands to ccl as CUDA's explicit handle of that stream.
+void syncLegacy() { simDriver().streamOf(SimDriver::legacyStream()).synchronize(); }
+
+// A device all-reduce of kCount floats on `comm` (on stream 0 when `legacy`); returns what it
+// moved. Checks the sum within 2 % of the largest (int8), or exactly when `exact`.
+Moved allReduce(ncclComm_t comm, int rank, Device& dev, bool exact, bool legacy = false) {
   Buffer in(kCount), out(kCount);
   for (size_t i = 0; i < kCount; ++i) in.p[i] = input(rank, i);
   const cclStats_t before = statsOf(comm);
-  nccl(ncclAllReduce(in.p, out.p, kCount, ncclFloat32, ncclSum, comm, dev.cuda()), "ncclAllReduce", comm);
-  dev.sync();
+  nccl(ncclAllReduce(in.p, out.p, kCount, ncclFloat32, ncclSum, comm, legacy ? nullptr : dev.cuda()), "ncclAllReduce",
+       comm);
+  if (legacy)
+    syncLegacy();
+  else
+    dev.sync();
   const int n = comm->nranks;
   double worst = 0, largest = 0;
   for (size_t i = 0; i < kCount; ++i) {
@@ -224,6 +235,22 @@ void rankBody(int rank, const ncclUniqueId& id) {
     require(statsOf(priced).autoChosen[cclOpAllReduce] - before.autoChosen[cclOpAllReduce] == 1,
             "the device all-reduce's algorithm was not the cost model's choice");
   }
+  // 8. Stream 0: NCCL orders such a call on the legacy default stream, as PyTorch issues a
+  // blocking collective on its current stream; without NVIDIA's NCCL it runs on ccl's device
+  // path, compressed, and so do sends and receives.
+  require(allReduce(comm, rank, dev, false, true).compressed == 1, "the all-reduce on stream 0 was not compressed");
+  {
+    Buffer sent(kCount), got(kCount);
+    for (size_t i = 0; i < kCount; ++i) sent.p[i] = input(rank, i);
+    const int to = (rank + 1) % kRanks, from = (rank + kRanks - 1) % kRanks;
+    nccl(ncclGroupStart(), "ncclGroupStart");
+    nccl(ncclSend(sent.p, kCount, ncclFloat32, to, comm, nullptr), "ncclSend on stream 0", comm);
+    nccl(ncclRecv(got.p, kCount, ncclFloat32, from, comm, nullptr), "ncclRecv on stream 0", comm);
+    nccl(ncclGroupEnd(), "ncclGroupEnd");
+    syncLegacy();
+    for (size_t i = 0; i < kCount; ++i)
+      require(got.p[i] == input(from, i), "ncclRecv on stream 0: element " + std::to_string(i));
+  }
   for (ncclComm_t c : {priced, node, small, ring}) nccl(ncclCommDestroy(c), "ncclCommDestroy");
   // The destroy-time summary (CCL_DEBUG=INFO) of rank 0 names every reason counted above.
   if (rank != 0) return nccl(ncclCommDestroy(comm), "ncclCommDestroy");
@@ -244,8 +271,9 @@ void rankBody(int rank, const ncclUniqueId& id) {
   std::fputs(log.c_str(), stderr);
   nccl(destroyed, "ncclCommDestroy");
   require(got == static_cast<ssize_t>(log.size()), "reading the summary");
-  // not_listed: the two calls above and the face's own exchange at init (a broadcast).
-  require(log.find("NCCL face: uncompressed rank=0 nranks=8 not_listed=3 collective=1 small=1 dtype=1 op=1") !=
+  // not_listed: the all-gather and broadcast of 2, the send and receive of 8, and the face's
+  // own exchange at init (a broadcast).
+  require(log.find("NCCL face: uncompressed rank=0 nranks=8 not_listed=5 collective=1 small=1 dtype=1 op=1") !=
               std::string::npos,
           "the summary does not list the reasons");
   require(log.find("NCCL face: across nodes rank=0 nranks=8 raw=") != std::string::npos,
@@ -272,6 +300,47 @@ TEST(FaceSimDevice, TwoNodesOfFourRanks) {
       },
       std::chrono::seconds(240));
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(codes[r], 0) << "rank " << r << " (its stderr says why)";
+}
+
+// A rank lost while the others are idle (here it aborts its communicator) is news to ccl's
+// watcher at once, and ccl's own async error says so (ccl.h). NVIDIA's NCCL reports a dead
+// peer only through a call that meets it, and PyTorch's watchdog ends the process on any async
+// error, where the survivors would shrink and go on: through the face they see ncclSuccess
+// until a call fails for the loss, then ncclRemoteError, and shrink without the lost rank.
+TEST(FaceLoss, AnIdleLossShowsInTheAsyncErrorOnceACallMeetsIt) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << ncclGetLastError(nullptr);
+  constexpr int kLost = 2;
+  ccltest::expectNoneThrew(ccltest::runRanks(3, [&](int rank) {
+    ncclComm_t comm = nullptr;
+    ASSERT_EQ(ncclCommInitRank(&comm, 3, id, rank), ncclSuccess) << ncclGetLastError(nullptr);
+    if (rank == kLost) {
+      EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+      return;
+    }
+    cclResult_t seen = cclSuccess;
+    for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+         seen == cclSuccess && std::chrono::steady_clock::now() < deadline;
+         std::this_thread::sleep_for(std::chrono::milliseconds(5)))
+      ASSERT_EQ(cclCommGetAsyncError(comm->ccl, &seen), cclSuccess);
+    ASSERT_EQ(seen, cclRemoteError) << "ccl's watcher did not find the lost rank";
+    ncclResult_t state = ncclInternalError;
+    ASSERT_EQ(ncclCommGetAsyncError(comm, &state), ncclSuccess);
+    EXPECT_EQ(state, ncclSuccess) << "an idle loss reached the face's async error before any call met it";
+    float x = 1.0f;
+    EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, nullptr), ncclRemoteError);
+    ASSERT_EQ(ncclCommGetAsyncError(comm, &state), ncclSuccess);
+    EXPECT_EQ(state, ncclRemoteError) << "the call that met the loss left no async error";
+    int exclude[] = {kLost};
+    ncclComm_t small = nullptr;
+    ASSERT_EQ(ncclCommShrink(comm, exclude, 1, &small, nullptr, NCCL_SHRINK_ABORT), ncclSuccess)
+        << ncclGetLastError(comm);
+    float y = static_cast<float>(rank + 1);
+    EXPECT_EQ(ncclAllReduce(&y, &y, 1, ncclFloat32, ncclSum, small, nullptr), ncclSuccess) << ncclGetLastError(small);
+    EXPECT_EQ(y, 3.0f);
+    EXPECT_EQ(ncclCommDestroy(small), ncclSuccess);
+    EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  }));
 }
 
 // The caller's ncclConfig_t reaches the real communicator: every field as it was set (a later

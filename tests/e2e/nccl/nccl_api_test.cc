@@ -626,13 +626,22 @@ TEST(NcclDeviceApi, NeedsADeviceButTeamsAnswer) {
 // Which NVIDIA library ncclMemAlloc reaches depends on CCL_NCCL_LIBRARY (set by ctest):
 // ccl's own copy (the drop-in that serves this program, or libccl_nccl.so, another file of
 // the same code) and a missing file are refused with a message; the real one answers (it
-// finds no device here, so it fails, but it is the one that answers).
+// finds no device here, so it fails, but it is the one that answers). Without a real
+// library but with a device (CCLTEST_CUDART_STANDIN: the stand-in runtime reports one), the
+// CUDA runtime's cudaMalloc serves, and ncclMemFree gives the memory back to it.
 TEST(NcclRealLibrary, DeviceMemoryGoesToTheRealNcclOnly) {
   const char* configured = std::getenv("CCL_NCCL_LIBRARY");
   const std::string path = configured ? configured : "";
   void* ptr = nullptr;
   ncclResult_t r = ncclMemAlloc(&ptr, 1 << 20);
   const std::string message = ncclGetLastError(nullptr);
+  if (std::getenv("CCLTEST_CUDART_STANDIN")) {
+    ASSERT_NE(path.find("nonexistent"), std::string::npos) << "the stand-in runtime is tested without a real NCCL";
+    EXPECT_EQ(r, ncclSuccess) << message;
+    EXPECT_NE(ptr, nullptr);
+    EXPECT_EQ(ncclMemFree(ptr), ncclSuccess) << ncclGetLastError(nullptr);
+    return;
+  }
   EXPECT_NE(r, ncclSuccess);  // no GPU on this machine
   if (path.find("dropin") != std::string::npos || path.find("libccl_nccl") != std::string::npos) {
     EXPECT_EQ(r, ncclInvalidUsage);
