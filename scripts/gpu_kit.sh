@@ -70,6 +70,13 @@ if [ -n "${NCCL_TESTS_SRC:-}" ]; then
   else
     echo "gpu_kit: nccl-tests' device choice not found in src/common.cu: -t 2 will need two GPUs" >&2
   fi
+  # The same choice where it lists the devices (src/util.cu in 2.19), which refuses a device
+  # past the count before common.cu's choice is made.
+  listed='const int cudaDev = (gpu0 != -1 ? gpu0 : localRank\*nThreads\*nGpus) + i;'
+  if grep -q "$listed" "$tests_src"/src/*.cu; then
+    sed -i "s/$listed/const int cudaDev = ((gpu0 != -1 ? gpu0 : localRank*nThreads*nGpus) + i) % available_devices;/" \
+      "$tests_src"/src/*.cu
+  fi
   if ! make -C "$tests_src/src" -j "$(nproc)" BUILDDIR="$build/nccl-tests" NCCL_HOME=/usr/local/cuda \
     NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" >"$build/nccl-tests.log" 2>&1; then
     echo "gpu_kit: nccl-tests did not build from $NCCL_TESTS_SRC (see $build/nccl-tests.log)" >&2
