@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // GPU codec throughput: encode, decode and decode-accumulate of every codec the GPU has
-// kernels for, on fp32 input in device memory, and the fused hop (a ring's decode-add-encode,
+// kernels for, on fp32 input in device memory, the encode of a quantizer's fixed-length
+// stream (what a device link posts), and the fused hop (a ring's decode-add-encode,
 // one kernel: codec::cuda::decodeAddEncodeBatch of one hop) of the codecs whose fixed-length
 // streams it takes (traffic: the received stream, the local fp32 and the sent stream). Two figures per operation: GB/s
 // of fp32 elements (what perf/gpu/project.py takes), and the memory traffic (bytes read plus bytes written: encode
@@ -22,6 +23,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codecs/codec.h"
@@ -160,8 +162,9 @@ int main(int argc, char** argv) {
       mib * (size_t{1} << 20) < 8 * static_cast<size_t>(prop.l2CacheSize) ? " (UNDER 8 L2s: partly cached)" : "", iters,
       copyTraffic);
   std::printf("# GB/s of fp32 elements; traffic = (read + written) / time over the copy's\n");
-  std::printf("# %-12s %10s %8s %10s %8s %10s %8s %9s %10s %8s %10s %10s\n", "codec", "encode", "traffic", "decode",
-              "traffic", "dec+acc", "traffic", "bits/elem", "hop", "traffic", "rms err", "max err");
+  std::printf("# %-12s %10s %8s %10s %8s %10s %8s %9s %10s %8s %10s %8s %10s %10s\n", "codec", "encode", "traffic",
+              "decode", "traffic", "dec+acc", "traffic", "bits/elem", "enc fixed", "traffic", "hop", "traffic",
+              "rms err", "max err");
   for (int c = 0; c < cclNumCodecs; ++c) {
     if (codec::isLowRank(c)) continue;  // no GPU kernels
     const codec::Params p = codec::defaultParams(static_cast<cclCodec_t>(c));
@@ -186,9 +189,23 @@ int main(int argc, char** argv) {
       uint32_t st = 0;
       ok(cudaMemcpy(&st, status, sizeof(st), cudaMemcpyDeviceToHost), "cudaMemcpy");
       codec::cuda::throwIfInvalid(st);
-      // The fused hop, on fixed-length streams (a device link's): x's stream added to x, encoded again.
-      double h1 = 0, ht = 0;
+      // The encode of a fixed-length stream (what a device link posts: no raw entries, no scan),
+      // where the quantizers' streams are variable-length by default; and the fused hop on such
+      // streams: x's stream added to x, encoded again.
+      double f1 = 0, ft = 0, h1 = 0, ht = 0;
       const codec::Params fixed = codec::fixLength(p);
+      if (fixed.fixedLength && !p.fixedLength) {
+        const size_t fcap = codec::maxEncodedBytes(fixed, n);
+        void* fs = nullptr;
+        ok(cudaMalloc(&fs, fcap), "cudaMalloc");
+        const double ms = timed(stream, iters, [&] {
+          codec::cuda::encode(fixed, x, cclFloat32, n, fs, fcap, nullptr, nullptr, ws, stream);
+        });
+        ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+        f1 = gb / (ms * 1e-3);
+        ft = (gb + static_cast<double>(fcap) / 1e9) / (ms * 1e-3);
+        cudaFree(fs);
+      }
       if (codec::cuda::fusesHops(fixed)) {
         const size_t fcap = codec::maxEncodedBytes(fixed, n);
         void *in = nullptr, *out = nullptr;
@@ -211,19 +228,23 @@ int main(int argc, char** argv) {
       const double et = (gb + sgb) / (enc * 1e-3), dt = (sgb + gb) / (dec * 1e-3), at = (sgb + 2 * gb) / (acc * 1e-3);
       std::printf("  %-12s %10.1f %8.2f %10.1f %8.2f %10.1f %8.2f %9.2f", codec::codecInfo(c).name, e1,
                   et / copyTraffic, d1, dt / copyTraffic, a1, at / copyTraffic, bits);
-      if (h1 > 0)
-        std::printf(" %10.1f %8.2f", h1, ht / copyTraffic);
-      else
-        std::printf(" %10s %8s", "-", "-");
+      for (const auto& [g, t] : {std::pair{f1, ft}, std::pair{h1, ht}}) {
+        if (g > 0)
+          std::printf(" %10.1f %8.2f", g, t / copyTraffic);
+        else
+          std::printf(" %10s %8s", "-", "-");
+      }
       std::printf(" %10.3e %10.3e\n", err.rms, err.max);
       if (json)
         std::printf(
             "{\"device\": \"%s\", \"codec\": \"%s\", \"mib\": %zu, \"encode_gbs\": %.2f, \"decode_gbs\": %.2f, "
             "\"decode_acc_gbs\": %.2f, \"encode_traffic_gbs\": %.2f, \"decode_traffic_gbs\": %.2f, "
             "\"decode_acc_traffic_gbs\": %.2f, \"copy_traffic_gbs\": %.2f, \"bits_per_elem\": %.3f, "
-            "\"hop_gbs\": %.2f, \"hop_traffic_gbs\": %.2f, \"rms_err\": %.4e, \"max_err\": %.4e}\n",
-            prop.name, codec::codecInfo(c).name, mib, e1, d1, a1, et, dt, at, copyTraffic, bits, h1, ht, err.rms,
-            err.max);
+            "\"encode_fixed_gbs\": %.2f, \"encode_fixed_traffic_gbs\": %.2f, \"hop_gbs\": %.2f, \"hop_traffic_gbs\": "
+            "%.2f, "
+            "\"rms_err\": %.4e, \"max_err\": %.4e}\n",
+            prop.name, codec::codecInfo(c).name, mib, e1, d1, a1, et, dt, at, copyTraffic, bits, f1, ft, h1, ht,
+            err.rms, err.max);
     } catch (const Error& err) {
       std::printf("  %-12s failed: %s\n", codec::codecInfo(c).name, err.what());
     }

@@ -71,9 +71,14 @@ __global__ void __launch_bounds__(kMaxThreads) encodeBlocks(EncodeArgs a, unsign
 }
 
 // Raw entries {u32 block, u32 0, fp32 x[blockSize]} at their scanned positions; the residual
-// of a raw block becomes 0 (the block arrives exactly). Variable-length streams only.
+// of a raw block becomes 0 (the block arrives exactly). Variable-length streams only. A
+// thread block per codec block, grid-stride over a few thousand thread blocks: a stream
+// rarely has a raw block, and the scan's total (rawPos[blocks]) says so before any flag is
+// read. (A thread block launched per codec block, 8 M per GiB of fp32, cost more than the
+// encode itself: the GPU schedules thread blocks at about 1.65 G/s.)
 template <class T>
 __global__ void __launch_bounds__(kMaxThreads) encodeRaw(EncodeArgs a) {
+  if (a.rawPos[a.blocks] == 0) return;
   const auto* x = static_cast<const typename T::Storage*>(a.x);
   for (uint64_t b = blockIdx.x; b < a.blocks; b += gridDim.x) {
     if (!a.rawFlag[b]) continue;
@@ -152,7 +157,7 @@ void launchEncode(const EncodeArgs& a, uint8_t flags, uint64_t* encodedBytes, vo
                   cudaStream_t stream) {
   const unsigned groups = (a.blockSize + kGroup - 1) / kGroup;
   const unsigned threads = groups >= kMaxThreads ? kMaxThreads : ((groups + 31) / 32) * 32;
-  const unsigned grid = static_cast<unsigned>(a.blocks < (1u << 30) ? a.blocks : (1u << 30));
+  const unsigned grid = gridFor(a.blocks, 1);  // the raw kernel's: a thread block per codec block in flight
   if (a.tensorMax && a.n > 0) {
     tensorAbsMax<T><<<absMaxGrid(a.n), kMaxThreads, 0, stream>>>(a);
     checkLaunch("tensorAbsMax");
