@@ -6,6 +6,9 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#include "harness/parallel.h"
 
 namespace cclperf {
 namespace {
@@ -76,20 +79,40 @@ void AccuracyTally::add(const AccuracyTally& other) {
 }
 
 AccuracyTally tallyAgainstBound(const TypedBuffer& got, const TypedBuffer& exact, const ElementBound& bound) {
-  AccuracyTally t;
-  for (size_t i = 0; i < exact.count; ++i) t.maxExact = std::max(t.maxExact, std::fabs(loadElement(exact, i)));
-  for (size_t i = 0; i < exact.count; ++i) {
-    const double want = loadElement(exact, i);
-    const double err = std::fabs(loadElement(got, i) - want);
-    // A NaN error fails every comparison: it is counted wrong and poisons maxErr. A
-    // non-finite one is wrong even under an infinite bound (a codec without an element-wise
-    // bound, where only finiteness is checked).
-    if (!(err <= bound(std::fabs(want), t.maxExact)) || !std::isfinite(err)) ++t.wrong;
-    t.maxErr = std::isnan(err) || err > t.maxErr ? err : t.maxErr;
-    t.sumSq += err * err;
+  // Over the host's cores: the largest exact value first (the bound takes it), then a tally
+  // per part, combined in part order.
+  const size_t parts = partsFor(exact.count);
+  std::vector<AccuracyTally> tallies(parts);
+  parallelParts(exact.count, parts, [&](size_t p, size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i)
+      tallies[p].maxExact = std::max(tallies[p].maxExact, std::fabs(loadElement(exact, i)));
+  });
+  double maxExact = 0;
+  for (const AccuracyTally& t : tallies) maxExact = std::max(maxExact, t.maxExact);
+  parallelParts(exact.count, parts, [&](size_t p, size_t begin, size_t end) {
+    AccuracyTally& t = tallies[p];
+    t.maxExact = maxExact;
+    const ElementBound partBound = bound;  // its own: the bound caches per call
+    for (size_t i = begin; i < end; ++i) {
+      const double want = loadElement(exact, i);
+      const double err = std::fabs(loadElement(got, i) - want);
+      // A NaN error fails every comparison: it is counted wrong and poisons maxErr. A
+      // non-finite one is wrong even under an infinite bound (a codec without an
+      // element-wise bound, where only finiteness is checked).
+      if (!(err <= partBound(std::fabs(want), maxExact)) || !std::isfinite(err)) ++t.wrong;
+      t.maxErr = std::isnan(err) || err > t.maxErr ? err : t.maxErr;
+      t.sumSq += err * err;
+    }
+  });
+  AccuracyTally all;
+  for (const AccuracyTally& t : tallies) {
+    // add() keeps the larger maxErr, which a NaN would lose: a NaN part's stays NaN.
+    const bool nan = std::isnan(t.maxErr) || std::isnan(all.maxErr);
+    all.add(t);
+    if (nan) all.maxErr = std::numeric_limits<double>::quiet_NaN();
   }
-  t.count = double(exact.count);
-  return t;
+  all.count = double(exact.count);
+  return all;
 }
 
 }  // namespace cclperf

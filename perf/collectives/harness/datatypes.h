@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ccl/ccl.h"
+#include "harness/parallel.h"
 
 namespace cclperf {
 
@@ -45,10 +46,13 @@ double loadElement(const TypedBuffer& buf, size_t i);
 // Writes `value` (an exact small integer) to element i of `buf`.
 void storeElement(const TypedBuffer& buf, size_t i, double value);
 
-// Stores valueOf(i) into every element i of `buf`.
+// Stores valueOf(i) into every element i of `buf`, over the host's cores (valueOf is called
+// from several threads at once).
 template <typename ValueOf>
 void fillWith(const TypedBuffer& buf, ValueOf valueOf) {
-  for (size_t i = 0; i < buf.count; ++i) storeElement(buf, i, valueOf(i));
+  parallelParts(buf.count, partsFor(buf.count), [&](size_t, size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) storeElement(buf, i, valueOf(i));
+  });
 }
 
 // Sets every byte to 0xff: NaN for the float types and -1 / max for the integer types,
