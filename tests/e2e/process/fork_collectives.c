@@ -25,6 +25,8 @@
 
 #include <ccl/ccl.h>
 
+#include "fork_ranks.h"
+
 #define NRANKS 4
 #define DEADLINE_SECONDS 60
 
@@ -212,7 +214,8 @@ static void sendrecv_ring(cclComm_t comm, int rank, size_t count) {
   free(in);
 }
 
-static int run_rank(cclUniqueId id, int rank, int local) {
+static int run_rank(cclUniqueId id, int rank, void* arg) {
+  const int local = *(const int*)arg;
   cclComm_t comm = NULL;
   size_t c;
   g_rank = rank;
@@ -298,7 +301,7 @@ int main(int argc, char** argv) {
   cclUniqueId id;
   pid_t pids[NRANKS];
   int passed[NRANKS] = {0};
-  int r, good;
+  int good;
   char timeout[16];
   snprintf(timeout, sizeof timeout, "%d", DEADLINE_SECONDS / 3);
   setenv("CCL_TIMEOUT", timeout, 0);
@@ -306,13 +309,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "cclGetUniqueId: %s\n", cclGetLastError(NULL));
     return 1;
   }
-  fflush(stdout);
-  fflush(stderr);
-  for (r = 0; r < NRANKS; ++r) {
-    pids[r] = fork();
-    if (pids[r] == 0) _exit(run_rank(id, r, local));
-    if (pids[r] < 0) perror("fork");
-  }
+  fork_ranks(id, NRANKS, run_rank, (void*)&local, pids);
   good = wait_ranks(pids, passed);
   printf("%d passed, %d failed\n", good, NRANKS - good);
   return good == NRANKS ? 0 : 1;

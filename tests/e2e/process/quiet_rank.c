@@ -21,11 +21,14 @@
 
 #include <ccl/ccl.h>
 
+#include "fork_ranks.h"
+
 #define NRANKS 4
 #define VICTIM 2
 #define DEADLINE_SECONDS 40
 
-static int run_rank(cclUniqueId id, int rank) {
+static int run_rank(cclUniqueId id, int rank, void* unused) {
+  (void)unused;
   cclComm_t comm;
   float x = 1.0f;
   cclResult_t r;
@@ -64,43 +67,25 @@ static int run_rank(cclUniqueId id, int rank) {
 int main(void) {
   cclUniqueId id;
   pid_t pids[NRANKS];
-  int r, status = 0;
-  time_t start = time(NULL);
+  int status = 0, ok;
   setenv("CCL_TIMEOUT", "3", 1);
   setenv("CCL_PEER_SILENCE_MS", "500", 1);
   if (cclGetUniqueId(&id) != cclSuccess) {
     fprintf(stderr, "cclGetUniqueId: %s\n", cclGetLastError(NULL));
     return 1;
   }
-  fflush(stdout);
-  fflush(stderr);
-  for (r = 0; r < NRANKS; ++r) {
-    pids[r] = fork();
-    if (pids[r] == 0) _exit(run_rank(id, r));
-    if (pids[r] < 0) {
-      perror("fork");
-      return 1;
-    }
+  if (fork_ranks(id, NRANKS, run_rank, NULL, pids) != NRANKS) {
+    end_ranks(pids, NRANKS);
+    return 1;
   }
   /* Rank 0 decides; a hang past the deadline is a failure. */
-  for (;;) {
-    pid_t done = waitpid(pids[0], &status, WNOHANG);
-    if (done == pids[0]) break;
-    if (time(NULL) - start > DEADLINE_SECONDS) {
-      fprintf(stderr, "rank 0 missed the %d s deadline\n", DEADLINE_SECONDS);
-      status = -1;
-      break;
-    }
-    {
-      const struct timespec tenth = {0, 100 * 1000 * 1000};
-      nanosleep(&tenth, NULL);
-    }
-  }
-  for (r = 0; r < NRANKS; ++r) {
-    kill(pids[r], SIGKILL);
-    waitpid(pids[r], NULL, 0);
-  }
-  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  ok = wait_until(pids[0], time(NULL) + DEADLINE_SECONDS, &status);
+  if (ok)
+    pids[0] = 0;
+  else
+    fprintf(stderr, "rank 0 missed the %d s deadline\n", DEADLINE_SECONDS);
+  end_ranks(pids, NRANKS);
+  if (!ok || !exited_cleanly(status)) {
     printf("failed\n");
     return 1;
   }

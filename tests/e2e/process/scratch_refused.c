@@ -24,6 +24,8 @@
 
 #include <ccl/ccl.h>
 
+#include "fork_ranks.h"
+
 #define NRANKS 2
 #define VICTIM 1
 #define COUNT ((size_t)64 << 20) /* fp16 elements of the result: 128 MiB; the input 256 MiB */
@@ -40,7 +42,8 @@ static size_t address_space(void) {
   return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
 }
 
-static int run_rank(cclUniqueId id, int rank) {
+static int run_rank(cclUniqueId id, int rank, void* unused) {
+  (void)unused;
   cclComm_t comm;
   cclResult_t r;
   struct timespec t0, t1;
@@ -93,50 +96,29 @@ static int run_rank(cclUniqueId id, int rank) {
 int main(void) {
   cclUniqueId id;
   pid_t pids[NRANKS];
-  int r, status = 0;
-  time_t start = time(NULL);
+  int status = 0, result = 0;
   setenv("CCL_TIMEOUT", "60", 1);
   if (cclGetUniqueId(&id) != cclSuccess) {
     fprintf(stderr, "cclGetUniqueId: %s\n", cclGetLastError(NULL));
     return 1;
   }
-  fflush(stdout);
-  fflush(stderr);
-  for (r = 0; r < NRANKS; ++r) {
-    pids[r] = fork();
-    if (pids[r] == 0) _exit(run_rank(id, r));
-    if (pids[r] < 0) {
-      perror("fork");
-      return 1;
-    }
+  if (fork_ranks(id, NRANKS, run_rank, NULL, pids) != NRANKS) {
+    end_ranks(pids, NRANKS);
+    return 1;
   }
   /* Rank 0's verdict; the victim must still be alive then (it exits early only on failure). */
-  for (;;) {
-    int s = 0;
-    if (waitpid(pids[0], &s, WNOHANG) == pids[0]) {
-      if (!WIFEXITED(s) || WEXITSTATUS(s) != 0) status = 1;
-      break;
-    }
-    if (waitpid(pids[VICTIM], &s, WNOHANG) == pids[VICTIM]) {
-      fprintf(stderr, "rank %d exited before rank 0's call ended\n", VICTIM);
-      pids[VICTIM] = -1;
-      status = 1;
-    }
-    if (time(NULL) - start > DEADLINE_SECONDS) {
-      fprintf(stderr, "rank 0: no exit within %d s\n", DEADLINE_SECONDS);
-      kill(pids[0], SIGKILL);
-      waitpid(pids[0], &s, 0);
-      status = 1;
-      break;
-    }
-    {
-      const struct timespec tick = {0, 10000000};
-      nanosleep(&tick, NULL);
-    }
+  if (!wait_until(pids[0], time(NULL) + DEADLINE_SECONDS, &status)) {
+    fprintf(stderr, "rank 0: no exit within %d s\n", DEADLINE_SECONDS);
+    result = 1;
+  } else {
+    pids[0] = 0;
+    if (!exited_cleanly(status)) result = 1;
   }
-  if (pids[VICTIM] > 0) {
-    kill(pids[VICTIM], SIGKILL);
-    waitpid(pids[VICTIM], NULL, 0);
+  if (waitpid(pids[VICTIM], &status, WNOHANG) == pids[VICTIM]) {
+    fprintf(stderr, "rank %d exited before rank 0's call ended\n", VICTIM);
+    pids[VICTIM] = 0;
+    result = 1;
   }
-  return status;
+  end_ranks(pids, NRANKS);
+  return result;
 }
