@@ -241,11 +241,14 @@ void runOnDevice(std::span<const DeviceCall> calls) {
     }
     runner.run(jobs, caller);  // `finished` are its last step
   } catch (const Error& e) {
-    // Part of the calls may be enqueued: the communicator cannot be trusted with more work.
+    // Part of the calls may be enqueued: the communicator cannot be trusted with more work,
+    // and the peers' calls must not wait for what this rank will not send.
+    if (e.code() != cclRemoteError) runner.link().tellPeers();
     failAsync(comm, e.code());
     endAsync(comm);
     throw;
   } catch (...) {
+    runner.link().tellPeers();
     failAsync(comm, cclSystemError);
     endAsync(comm);
     throw;

@@ -228,14 +228,27 @@ EngineStream& engineStreamOf(Stream& stream) {
 // The host kernels as device work (CUDA's kernels take no host thread).
 class SimKernels final : public ccl::coll::StreamKernels {
  public:
+  SimKernels(SimDriver& driver, int ordinal) : driver_(driver), ordinal_(ordinal) {}
   void enqueue(const std::shared_ptr<ccl::coll::StreamRun>& run, std::span<const ccl::coll::StepId> steps,
                Stream& stream) override {
     Borrowed device(engineStreamOf(stream), /*asDevice=*/true);
-    host_.enqueue(run, steps, device);
+    int armed = ordinal_;
+    if (driver_.failComputeOn.compare_exchange_strong(armed, -1)) {
+      // The test's injected failure: this batch's kernel fails, and the call's later steps
+      // do nothing (as a failed step makes them).
+      device.enqueue([run] {
+        run->failed.store(true, std::memory_order_release);
+        throw ccl::Error(cclInternalError, "injected failure of a compute batch");
+      });
+    } else {
+      host_.enqueue(run, steps, device);
+    }
     stream.noteCommands(1);  // one kernel, as a table-driven one on a GPU
   }
 
  private:
+  SimDriver& driver_;
+  int ordinal_;
   ccl::coll::HostKernels host_;
 };
 
@@ -251,7 +264,9 @@ class SimDevice final : public ccl::coll::Device {
     return std::make_unique<Borrowed>(static_cast<EngineStream&>(driver_.streamOf(static_cast<cclStream_t>(stream))));
   }
   std::unique_ptr<Stream> newStream() override { return std::make_unique<EngineStream>(); }
-  std::unique_ptr<ccl::coll::StreamKernels> newKernels() override { return std::make_unique<SimKernels>(); }
+  std::unique_ptr<ccl::coll::StreamKernels> newKernels() override {
+    return std::make_unique<SimKernels>(driver_, ordinal_);
+  }
   ccl::coll::StagingMemory staging() override {
     // The driver, not this device: staging a link leaves behind is freed by the last link of
     // the device (links/staging_cache.h), possibly after this object went.

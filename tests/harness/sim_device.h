@@ -12,6 +12,7 @@
 // progress deadlocks here as it would on a GPU.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <map>
@@ -37,6 +38,9 @@ class SimDriver final : public ccl::coll::DeviceDriver {
   // Whether the driver says NVIDIA's NCCL could move its memory (CCL_DEVICE_TRANSPORT=auto's
   // question), for the tests of that choice; no by default, as the simulated device.
   bool pretendNccl = false;
+  // Test hook: the next batch of compute steps enqueued on device `failComputeOn` fails (its
+  // kernel throws); the failure disarms it. -1: none.
+  std::atomic<int> failComputeOn{-1};
   std::unique_ptr<ccl::coll::Device> open(int ordinal) override;
   // Marks `s` as being captured into a graph (as cudaStreamBeginCapture) or not.
   void setCapturing(cclStream_t s, bool on);

@@ -27,8 +27,13 @@ void HostKernels::enqueue(const std::shared_ptr<StreamRun>& run, std::span<const
   stream.enqueue([run, steps = std::vector<StepId>(steps.begin(), steps.end())] {
     for (StepId id : steps) {
       if (run->failed.load(std::memory_order_acquire)) return;
-      runCompute(*run->plan, run->plan->steps[id], run->buffers,
-                 ComputeContext{run->lengths.data(), run->callSeed, run->stats});
+      try {
+        runCompute(*run->plan, run->plan->steps[id], run->buffers,
+                   ComputeContext{run->lengths.data(), run->callSeed, run->stats});
+      } catch (...) {
+        run->failed.store(true, std::memory_order_release);  // the call's later steps do nothing
+        throw;
+      }
     }
   });
 }
@@ -195,32 +200,35 @@ void enqueueEnd(Call& c, StreamLink& link, Stream& compute, Stream& comm) {
     if (job.finished) finished.push_back(job.finished);
   std::vector<Stream*> streams{&comm, &compute};
   if (c.caller != &compute) streams.push_back(c.caller);
-  compute.enqueue([runs = c.runs, finished = std::move(finished), streams, linkCheck = link.failureCheck()] {
-    // The link's failure first: steps after it ran on what never arrived, and fail too.
-    FirstFailure failure;
-    std::string m;
-    if (linkCheck) failure.run(linkCheck);
-    for (Stream* s : streams)
-      if (const cclResult_t code = s->takeError(&m); code != cclSuccess) failure.record(code, m);
-    for (const auto& r : runs)
-      if (r->lastCheck) failure.run(r->lastCheck);
-    for (const auto& r : runs) {
-      if (!r->stats) continue;
-      const Plan& p = *r->plan;
-      for (const auto& wave : r->schedule->waves)
-        for (StepId id : wave) {
-          const Step& s = p.steps[id];
-          if (s.kind != StepKind::kSend) continue;
-          const size_t sent = r->sent[id] ? r->sent[id] : r->schedule->postedBytes[id];
-          r->stats->addSend(s.peer, sendRawBytes(p, s, sent), sent);
+  compute.enqueue(
+      [runs = c.runs, finished = std::move(finished), streams, linkCheck = link.failureCheck(), link = &link] {
+        // The link's failure first: steps after it ran on what never arrived, and fail too.
+        FirstFailure failure;
+        std::string m;
+        if (linkCheck) failure.run(linkCheck);
+        for (Stream* s : streams)
+          if (const cclResult_t code = s->takeError(&m); code != cclSuccess) failure.record(code, m);
+        for (const auto& r : runs)
+          if (r->lastCheck) failure.run(r->lastCheck);
+        for (const auto& r : runs) {
+          if (!r->stats) continue;
+          const Plan& p = *r->plan;
+          for (const auto& wave : r->schedule->waves)
+            for (StepId id : wave) {
+              const Step& s = p.steps[id];
+              if (s.kind != StepKind::kSend) continue;
+              const size_t sent = r->sent[id] ? r->sent[id] : r->schedule->postedBytes[id];
+              r->stats->addSend(s.peer, sendRawBytes(p, s, sent), sent);
+            }
         }
-    }
-    const cclResult_t code = failure.take(&m);
-    if (code != cclSuccess)
-      for (const auto& r : runs) r->failed.store(true, std::memory_order_release);
-    for (const auto& f : finished) f(code, m);
-    if (code != cclSuccess) throw Error(code, m);
-  });
+        const cclResult_t code = failure.take(&m);
+        if (code != cclSuccess)
+          for (const auto& r : runs) r->failed.store(true, std::memory_order_release);
+        // The link outlives the call: the communicator drains its calls before the link goes.
+        if (code != cclSuccess && code != cclRemoteError) link->tellPeers();
+        for (const auto& f : finished) f(code, m);
+        if (code != cclSuccess) throw Error(code, m);
+      });
 }
 
 // What the link's groups enqueued so far write (lengths received, bytes sent) lives in the
@@ -262,6 +270,7 @@ void handOff(const std::shared_ptr<Call>& call, size_t w, StreamLink& link, Stre
       keepRuns(*call, comm);
       flag->store(ticket, std::memory_order_release);
       const auto* err = dynamic_cast<const Error*>(&e);
+      if (!err || err->code() != cclRemoteError) link.tellPeers();
       for (const StreamJob& job : call->jobs)
         if (job.finished) job.finished(err ? err->code() : cclInternalError, e.what());
     }

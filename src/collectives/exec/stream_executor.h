@@ -96,6 +96,11 @@ class StreamLink {
   // the first failure among them (a later group's failure is a later call's). Empty when the
   // link's failures are the stream's own (its steps throw there).
   virtual std::function<void()> failureCheck() { return {}; }
+  // This rank's own call failed (a step, a decode, an enqueue; not a peer's abort): the
+  // peers' calls over this link fail at once, their current one or their next, instead of
+  // waiting for this rank's messages until CCL_TIMEOUT (the host executor's rule,
+  // coll::rethrowTellingPeers). Thread-safe; a link without a way to do so does nothing.
+  virtual void tellPeers() {}
 };
 
 // The state of one call on streams, shared by the steps it enqueued; it lives until the

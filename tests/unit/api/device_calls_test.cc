@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -550,6 +551,55 @@ TEST(DeviceCalls, AFailureAfterTheCallReturnedIsTheAsyncError) {
       throw std::runtime_error("a failed communicator took another call");
   }));
   destroy(comms);
+}
+
+// A rank's own failure inside a device call (here a batch of compute steps that fails on
+// its device) tells its peer through the link, as on host memory
+// (executor_local_failure_test): the peer's call, this one or its next, fails at once with a
+// remote error (the link's abort by that rank), instead of waiting for the failed rank's
+// messages until the communicator's timeout (cclSystemError).
+TEST(DeviceCalls, ARanksOwnFailureTellsItsPeerAtOnce) {
+  constexpr int kVictim = 1;
+  constexpr double kPromptSeconds = 30;  // half the communicators' timeout
+  cclUniqueId id;
+  ASSERT_EQ(cclGetUniqueId(&id), cclSuccess);
+  std::vector<cclComm_t> comms(2, nullptr);
+  expectNoneThrew(runRanks(2, [&](int r) {
+    SimDriver::currentDevice = r;  // the victim alone on its device
+    cclConfig_t config = CCL_CONFIG_INITIALIZER;
+    config.timeoutMs = 60000;
+    CCL_OK(cclCommInitRankConfig(&comms[r], 2, id, r, &config));
+  }));
+  simDriver().failComputeOn.store(kVictim);
+  expectNoneThrew(runRanks(2, [&](int r) {
+    SimDriver::currentDevice = r;
+    const size_t count = size_t{1} << 16;
+    SimBuffer a(count * 4, r), b(count * 4, r);
+    SimStream stream(r);
+    const auto start = std::chrono::steady_clock::now();
+    cclResult_t result = cclSuccess, async = cclSuccess;
+    // The peer's first call may end before the news comes (its data sent, the victim's
+    // stale): its second may not.
+    for (int k = 0; k < 2 && result == cclSuccess && async == cclSuccess; ++k) {
+      result = cclAllReduce(a.p, b.p, count, cclFloat32, cclSum, comms[r], stream.s);
+      stream.synchronize();
+      CCL_OK(cclCommGetAsyncError(comms[r], &async));
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("rank %d: %s / %s after %.3f s\n", r, cclGetErrorString(result), cclGetErrorString(async), seconds);
+    if (result == cclSuccess && async == cclSuccess) throw std::runtime_error("no call failed");
+    if (seconds > kPromptSeconds)
+      throw std::runtime_error("rank " + std::to_string(r) + " learnt of the failure only after " +
+                               std::to_string(seconds) + " s");
+    // The victim's error is its own; the peer's the link's abort, a remote error (the log
+    // names the rank that aborted).
+    const cclResult_t want = r == kVictim ? cclInternalError : cclRemoteError;
+    if (async != want)
+      throw std::runtime_error("rank " + std::to_string(r) + ": asynchronous error " + cclGetErrorString(async) +
+                               ", not " + cclGetErrorString(want));
+  }));
+  simDriver().failComputeOn.store(-1);
+  expectNoneThrew(runRanks(2, [&](int r) { CCL_OK(cclCommAbort(comms[r])); }));
 }
 
 // A call returns before it has run; a host call of the same communicator runs after it.

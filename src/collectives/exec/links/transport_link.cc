@@ -215,6 +215,19 @@ std::function<void()> TransportLink::failureCheck() {
   };
 }
 
+void TransportLink::tellPeers() {
+  if (t_.abortState().aborted) return;  // a peer's abort, or this link's own exchange's
+  t_.abort();
+  if (!proxy_) return;
+  proxy_->enqueue([this] {
+    try {
+      t_.progress();
+    } catch (...) {
+      // The abort is applied all the same.
+    }
+  });
+}
+
 size_t TransportLink::sendLength(const Transfer& x) const {
   size_t n = x.bytes;
   if (x.exact && exact_) {

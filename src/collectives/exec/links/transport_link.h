@@ -88,6 +88,10 @@ class TransportLink final : public StreamLink {
   bool exactLengths() const override { return exact_; }
   bool sendsAtBound() const override { return !exact_ && !staging_; }
   std::function<void()> failureCheck() override;
+  // Aborts the transport (its peers' calls fail naming this rank). A staged link's proxy,
+  // the thread that drives the transport, then progresses it, which sends UCX's notices; an
+  // unstaged link's next exchange does (the local and shared-memory transports need none).
+  void tellPeers() override;
   // A staged wave that needs blocks the streams still hold (more groups in flight than the
   // ring has, or a ring grown while groups are in flight).
   bool mayBlock(std::span<const Transfer> transfers) const override;
