@@ -291,6 +291,11 @@ CCL_API cclResult_t cclCommShrink(cclComm_t comm, const int* excludeRanks, int e
  * other ranks as the news goes round; the next call then names the rank that was lost. A
  * rank whose host goes silent is found by the next call's CCL_TIMEOUT. A communicator that is
  * destroyed, or whose process exits normally, is not taken for a lost rank.
+ * A rank's own failure inside a call (a step that fails, memory it cannot get, a stream its
+ * decode refuses), on host or device buffers, aborts the communicator on that rank: its
+ * error is its own, and the peers' calls (the one running, or their next) fail at once with
+ * cclRemoteError naming it, rather than wait for its messages until CCL_TIMEOUT. (Device calls
+ * whose bytes move over NVIDIA's NCCL, the NCCL face's, leave the peers to NCCL.)
  */
 CCL_API cclResult_t cclCommGetAsyncError(cclComm_t comm, cclResult_t* asyncError);
 
