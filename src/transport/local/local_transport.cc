@@ -46,9 +46,11 @@ class Fabric {
 
   // 0: running; otherwise the first abort's kind and rank.
   enum AbortKind : int { kNone = 0, kAborted = 1, kMismatch = 2 };
+  // The first abort wins by its rank, which is stored before its kind: a reader that sees
+  // the kind (what checkAlive and abortState read first) sees the rank too, never -1.
   void abort(int rank, AbortKind kind) {
-    int expected = kNone;
-    if (abortKind_.compare_exchange_strong(expected, kind)) abortedBy_.store(rank);
+    int none = -1;
+    if (abortedBy_.compare_exchange_strong(none, rank)) abortKind_.store(kind);
   }
   // Throws the contract's error for a request of `rank` with `peer` once the fabric is
   // aborted, or (`includeDeparted`) once `peer` has gone.

@@ -449,10 +449,12 @@ class ShmTransport final : public Transport {
     }
   }
 
+  // The first abort wins by its rank, which is stored before its state: a reader that sees
+  // the state (acquire) sees the rank too, never -1.
   void abortAs(EndState s, int by) {
-    uint32_t open = shm::kOpen;
-    if (!aborted_.compare_exchange_strong(open, s)) return;
-    abortedBy_.store(by, std::memory_order_relaxed);
+    int none = -1;
+    if (!abortedBy_.compare_exchange_strong(none, by)) return;
+    aborted_.store(s, std::memory_order_release);
     markEnds(shm::endWord(s, by));
     if (inner_) s == shm::kMismatch ? inner_->abortMismatch() : inner_->abort();
   }

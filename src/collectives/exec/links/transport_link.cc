@@ -216,7 +216,8 @@ std::function<void()> TransportLink::failureCheck() {
 }
 
 void TransportLink::tellPeers() {
-  if (t_.abortState().aborted) return;  // a peer's abort, or this link's own exchange's
+  // abort() may come from any thread and keeps an earlier abort (a peer's, or this link's own
+  // exchange's); abortState() is the driving thread's to read (UCX's).
   t_.abort();
   if (!proxy_) return;
   proxy_->enqueue([this] {
