@@ -3,10 +3,10 @@
 // Free belong to the real NCCL (they allocate device memory NVIDIA's kernels may map); without
 // one that has them (none loaded, ranks sharing a GPU, one before 2.19) the CUDA runtime's
 // cudaMalloc serves, so that a program that allocates its buffers so (nccl-tests 2.19 does)
-// runs on ccl's device path. Registration is an
-// optimisation hint: host buffers get a handle of ccl's own (ccl needs no registration),
-// device buffers are also registered with the real communicator. Pointers into the windows
-// of other ranks exist only for device memory, where NVIDIA's NCCL maps them.
+// runs on ccl's device path. Registration is an optimisation hint: host buffers get a handle
+// of ccl's own (ccl needs no registration), device buffers are also registered with the real
+// communicator. Pointers into the windows of other ranks exist only for device memory, where
+// NVIDIA's NCCL maps them.
 #include <algorithm>
 #include <mutex>
 #include <unordered_map>
