@@ -6,9 +6,10 @@
 #   run.sh [--quick] [--steps REGEX]   --quick: the checks only, no numbers; --steps: only the
 #                                      steps whose names match REGEX (grep -E)
 # Logs go to $OUT (or <kit>/logs). KIT_BUDGET (seconds, default 420) bounds the whole run:
-# a step gets at most what is left. KIT_MAX (default 1G) is the largest size of the
-# all_reduce_perf sweeps that go to 1 GiB (a rerun of some steps in less time). Exit 0 when every step passed (or, on a machine without
-# a device, every step loaded and said so); 1 otherwise.
+# a step gets at most what is left. KIT_MIN (default 1M) and KIT_MAX (default 1G) are the
+# smallest and largest sizes of the all_reduce_perf sweeps (a rerun of some steps, or of one
+# size, in less time). Exit 0 when every step passed (or, on a machine without a device,
+# every step loaded and said so); 1 otherwise.
 set -u
 kit=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$kit/logs}
@@ -174,7 +175,7 @@ if [ $quick -eq 0 ]; then
   # shared memory: the staged link between two processes on one GPU, 1 MiB-1 GiB. The int4
   # and uncompressed rows at 256 MiB and 1 GiB are the compression-pays check; the commands
   # and host functions per call are printed by the harness.
-  procs=("$kit/bin/all_reduce_perf" -M device -b 1M -e "${KIT_MAX:-1G}" -f 4 -n 5 -w 1 -c 1 --stall_dump 8)
+  procs=("$kit/bin/all_reduce_perf" -M device -b "${KIT_MIN:-1M}" -e "${KIT_MAX:-1G}" -f 4 -n 5 -w 1 -c 1 --stall_dump 8)
   for z in none int8 int4; do
     step "13_all_reduce_perf_np2_$z" 90 env CCL_TIMEOUT=15 "${procs[@]}" -np 2 -Z $z
   done
@@ -186,7 +187,7 @@ if [ $quick -eq 0 ]; then
   step 19_torch_codec_peer 120 python3 "$kit/torch_codec_peer.py"
   # Two ranks as threads on one GPU (one process: the driver's queues and locks shared), at
   # the default 1 MiB chunks, where runs 2-8 stalled at 16-64 MiB.
-  perf=("$kit/bin/all_reduce_perf" -M device -t 2 -b 1M -e "${KIT_MAX:-1G}" -f 4 -n 5 -w 1 -c 1 --stall_dump 8)
+  perf=("$kit/bin/all_reduce_perf" -M device -t 2 -b "${KIT_MIN:-1M}" -e "${KIT_MAX:-1G}" -f 4 -n 5 -w 1 -c 1 --stall_dump 8)
   for z in int8 int4 fp8_e4m3; do
     step "15_all_reduce_perf_t2_$z" 120 env CCL_TRANSPORT=local CCL_TIMEOUT=15 "${perf[@]}" -Z $z
   done
