@@ -188,7 +188,7 @@ if [ $quick -eq 0 ]; then
   # Two ranks as threads on one GPU (one process: the driver's queues and locks shared), at
   # the default 1 MiB chunks, where runs 2-8 stalled at 16-64 MiB.
   perf=("$kit/bin/all_reduce_perf" -M device -t 2 -b "${KIT_MIN:-1M}" -e "${KIT_MAX:-1G}" -f 4 -n 5 -w 1 -c 1 --stall_dump 8)
-  for z in int8 int4 fp8_e4m3; do
+  for z in int8 int4 fp8_e4m3 mxfp4 nvfp4 topk; do
     step "15_all_reduce_perf_t2_$z" 120 env CCL_TRANSPORT=local CCL_TIMEOUT=15 "${perf[@]}" -Z $z
   done
   # Thread ranks over NcclLink (CCL_DEVICE_TRANSPORT=nccl) through the stand-in NCCL
@@ -201,7 +201,10 @@ if [ $quick -eq 0 ]; then
   for z in fp8_e4m3 mxfp4 nvfp4 topk; do
     step "17_all_reduce_perf_np2_$z" 90 env CCL_TIMEOUT=15 "${procs[@]}" -np 2 -Z $z
   done
-  step 18_all_reduce_perf_np4_int8 120 env CCL_TIMEOUT=15 "${procs[@]}" -np 4 -Z int8
+  # Four processes, each codec of the two-process rows.
+  for z in int8 int4 fp8_e4m3 mxfp4 nvfp4 topk; do
+    step "18_all_reduce_perf_np4_$z" 120 env CCL_TIMEOUT=15 "${procs[@]}" -np 4 -Z $z
+  done
   # Buffers inside a float on the device (a misaligned float load faults on a GPU).
   step 20_all_reduce_perf_np2_int8_misaligned 60 env CCL_TIMEOUT=15 "${procs[@]}" -np 2 -Z int8 -e 64M --misalign 3
 fi

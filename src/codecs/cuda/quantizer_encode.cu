@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Block quantizer encoder on the GPU: a persistent grid (a few thread blocks per
-// multiprocessor) whose warps stride over the codec blocks, a segment of lanes per codec
-// block (16 lanes for 128 elements, a warp for 256 and more). Each lane stages groups of
-// eight elements (128-bit loads) and keeps them in registers, the segment reduces absmax and
-// finiteness with shuffles, and each lane quantizes its groups with the shared element math:
-// no shared memory, no barrier, each element read once (blocks over 256 elements read their
-// later groups twice). Before, a thread block per codec block made the encoder bound by how
+// Block quantizer encoder on the GPU: a persistent grid (the thread blocks of the kernel that
+// stay resident) whose warps stride over the codec blocks, a segment of lanes per codec block
+// (8 lanes for 128 elements, a warp for 512 and more). Each lane stages two groups of eight
+// elements (128-bit loads, both in flight at once) and keeps them in registers, the segment
+// reduces absmax and finiteness with shuffles, and each lane quantizes its groups with the
+// shared element math: no shared memory, no barrier, each element read once (blocks over 512
+// elements read their later groups twice). Before, a thread block per codec block made the encoder bound by how
 // fast the GPU schedules blocks (perf/codecs). Raw blocks are placed in block order by an
 // exclusive scan of the per-block raw flags (CUB), and a last small kernel writes the header
 // and the zero padding, exactly as the CPU encoder lays them out. A fixed-length stream writes
@@ -163,7 +163,8 @@ void launchEncode(const EncodeArgs& a, uint8_t flags, uint64_t* encodedBytes, vo
     checkLaunch("tensorAbsMax");
   }
   if (a.blocks > 0) {
-    encodeBlocks<K, T><<<segmentGrid(a.blocks, a.blockSize), kMaxThreads, 0, stream>>>(a, segmentLanes(a.blockSize));
+    encodeBlocks<K, T><<<segmentGrid(encodeBlocks<K, T>, a.blocks, a.blockSize), kMaxThreads, 0, stream>>>(
+        a, segmentLanes(a.blockSize));
     checkLaunch("encodeBlocks");
   }
   // A fixed-length stream places no raw entries: no scan, no raw kernel.
@@ -205,16 +206,17 @@ bool quantizerEncodeBatch(const Params& p, cclDataType_t type, std::span<const E
       elements += it.n;
     }
     t->firstBlock[t->count] = blocks;
-    const unsigned grid = segmentGrid(std::max<uint64_t>(blocks, t->count), p.blockSize);
     withQuantizerKind(p.codec, [&](auto kind) {
       withDeviceType(type, [&](auto tag) {
+        auto* kernel = encodeBatch<decltype(kind), decltype(tag)>;
+        const unsigned grid = segmentGrid(kernel, std::max<uint64_t>(blocks, t->count), p.blockSize);
         if (scaled) {
           zeroAbsMax<<<1, kMaxThreads, 0, stream>>>(*t);
           checkLaunch("zeroAbsMax");
           batchAbsMax<decltype(tag)><<<absMaxGrid(elements), kMaxThreads, 0, stream>>>(*t);
           checkLaunch("batchAbsMax");
         }
-        encodeBatch<decltype(kind), decltype(tag)><<<grid, kMaxThreads, 0, stream>>>(*t, segmentLanes(p.blockSize));
+        kernel<<<grid, kMaxThreads, 0, stream>>>(*t, segmentLanes(p.blockSize));
       });
     });
     checkLaunch("encodeBatch");

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
+#include <map>
+#include <mutex>
+#include <utility>
 
 #include "codecs/cuda/cuda_check.h"
 #include "codecs/cuda/device_elements.cuh"
@@ -69,13 +71,20 @@ __device__ inline float tensorScale(const EncodeArgs& a) {
   return a.tensorMax ? math::nvfp4TensorScale(fp::bitsFloat(*a.tensorMax)) : 1.0f;
 }
 
-// Lanes that encode one codec block: the power of two at or above its groups of eight, at
-// most a warp. Segments are aligned within the warp, so a shuffle by an offset below `lanes`
-// stays inside one.
+// Groups of eight a lane of a segment holds in registers between the absmax and the
+// quantization: two 128-bit loads (four with a residual) in flight per lane, not one. With one,
+// the encoders kept 16 KiB of loads in flight per multiprocessor, too few to cover the
+// memory's latency at full bandwidth: they read and wrote at half the copy's rate
+// (perf/codecs, run 16).
+constexpr uint32_t kHeld = 2;
+
+// Lanes that encode one codec block: the power of two at or above its groups of eight over
+// kHeld, at most a warp (8 lanes for 128 elements, 2 for mx's 32, 1 for nvfp4's 16). Segments
+// are aligned within the warp, so a shuffle by an offset below `lanes` stays inside one.
 __host__ __device__ inline unsigned segmentLanes(uint32_t blockSize) {
   const uint32_t groups = (blockSize + kGroup - 1) / kGroup;
   unsigned lanes = 1;
-  while (lanes < groups && lanes < 32) lanes <<= 1;
+  while (lanes * kHeld < groups && lanes < 32) lanes <<= 1;
   return lanes;
 }
 
@@ -131,22 +140,36 @@ __device__ void encodeSegment(const EncodeArgs& a, const Src& src, uint64_t b, b
   const uint64_t off = b * a.blockSize;
   const uint32_t len = active ? blockLen(a, off) : 0;
   const uint32_t groups = (len + kGroup - 1) / kGroup;
-  // A lane's first group stays in registers between the absmax and the quantization: a block
-  // of up to 256 elements (a group per lane) is read once; a larger one reads its lanes'
-  // later groups again. (An array indexed by the group would live in local memory.)
-  float held[kGroup];
+  auto count = [&](uint32_t g) { return min(static_cast<uint32_t>(kGroup), len - g * kGroup); };
+  // A lane's groups lane, lane + lanes, ...: its first kHeld stay in registers from the
+  // absmax to the quantization, their loads all issued before the first is used; a block
+  // of more than kHeld * lanes groups (over 512 elements) reads the later ones again. The
+  // array is indexed by unrolled constants only (a run-time index would put it in local
+  // memory); a group past the block holds zeros, which change no absmax.
+  float held[kHeld][kGroup];
+#pragma unroll
+  for (uint32_t k = 0; k < kHeld; ++k) {
+    const uint32_t g = lane + k * lanes;
+    if (g < groups) {
+      stageGroup(a, src, off + g * kGroup, count(g), held[k]);
+    } else {
+      for (int e = 0; e < kGroup; ++e) held[k][e] = 0.0f;
+    }
+  }
   float m = 0.0f;
   uint32_t nonFinite = 0;
-  for (uint32_t g = lane; g < groups; g += lanes) {
-    const uint32_t cnt = min(static_cast<uint32_t>(kGroup), len - g * kGroup);
-    float v[kGroup];
-    stageGroup(a, src, off + g * kGroup, cnt, v);
-    for (int k = 0; k < kGroup; ++k) {
-      m = math::absMaxStep(m, v[k]);
-      nonFinite |= math::isFiniteBits(v[k]) ? 0u : 1u;
+  auto reduce = [&](const float v[kGroup]) {
+    for (int e = 0; e < kGroup; ++e) {
+      m = math::absMaxStep(m, v[e]);
+      nonFinite |= math::isFiniteBits(v[e]) ? 0u : 1u;
     }
-    if (g == lane)
-      for (int k = 0; k < kGroup; ++k) held[k] = v[k];
+  };
+#pragma unroll
+  for (uint32_t k = 0; k < kHeld; ++k) reduce(held[k]);
+  for (uint32_t g = lane + kHeld * lanes; g < groups; g += lanes) {
+    float v[kGroup];
+    stageGroup(a, src, off + g * kGroup, count(g), v);
+    reduce(v);
   }
   segmentReduce(m, nonFinite, lanes);
   if (!active) return;
@@ -157,30 +180,32 @@ __device__ void encodeSegment(const EncodeArgs& a, const Src& src, uint64_t b, b
     storeLe(a.out + kHeaderBytes + b * a.scaleBytes, stored, a.scaleBytes);
     if (!a.fixedLength) a.rawFlag[b] = raw ? 1u : 0u;
   }
-  for (uint32_t g = lane; g < groups; g += lanes) {
-    const uint32_t cnt = min(static_cast<uint32_t>(kGroup), len - g * kGroup);
+  auto emit = [&](uint32_t g, const float v[kGroup]) {
+    const uint32_t cnt = count(g);
     const uint64_t i = off + g * kGroup;
-    if (raw) {
-      // The raw kernel writes the elements; the codes of a raw block are zero. A
-      // fixed-length stream has no raw entries: its marked block (NaN on arrival) leaves
-      // a zero residual, here, and no raw kernel runs.
-      storeCodes(a.out + a.layout.codes + i * K::kBits / 8, 0, (cnt * K::kBits + 7) / 8, K::kBits, a.vecCodes);
-      if (a.fixedLength && a.residual)
-        for (uint32_t k = 0; k < cnt; ++k) a.residual[i + k] = 0.0f;
-      continue;
-    }
-    if (g == lane) {
-      quantizeGroup<K>(a, bs, i, cnt, held);
-    } else {
-      float v[kGroup];
-      stageGroup(a, src, i, cnt, v);
+    if (!raw) {
       quantizeGroup<K>(a, bs, i, cnt, v);
+      return;
     }
+    // The raw kernel writes the elements; the codes of a raw block are zero. A fixed-length
+    // stream has no raw entries: its marked block (NaN on arrival) leaves a zero residual,
+    // here, and no raw kernel runs.
+    storeCodes(a.out + a.layout.codes + i * K::kBits / 8, 0, (cnt * K::kBits + 7) / 8, K::kBits, a.vecCodes);
+    if (a.fixedLength && a.residual)
+      for (uint32_t e = 0; e < cnt; ++e) a.residual[i + e] = 0.0f;
+  };
+#pragma unroll
+  for (uint32_t k = 0; k < kHeld; ++k)
+    if (lane + k * lanes < groups) emit(lane + k * lanes, held[k]);
+  for (uint32_t g = lane + kHeld * lanes; g < groups; g += lanes) {
+    float v[kGroup];
+    stageGroup(a, src, off + g * kGroup, count(g), v);
+    emit(g, v);
   }
 }
 
 // Codec blocks [0, total) in warp tiles of 32 / lanes blocks, grid-stride (a persistent grid:
-// persistentGrid); calls fn(block, active, lane) on every lane of every tile, so that all
+// segmentGrid); calls fn(block, active, lane) on every lane of every tile, so that all
 // lanes of a warp take part in each tile's shuffles.
 template <class Fn>
 __device__ void forEachSegment(uint64_t total, unsigned lanes, Fn&& fn) {
@@ -194,26 +219,40 @@ __device__ void forEachSegment(uint64_t total, unsigned lanes, Fn&& fn) {
   }
 }
 
-// Thread blocks of kMaxThreads per multiprocessor in a persistent grid: what stays resident
-// at the encoders' 64 to 72 registers a thread (ptxas -v), half the multiprocessor's threads.
-constexpr unsigned kBlocksPerSm = 4;
-
 // The grid of kMaxThreads-thread blocks for `blocks` codec blocks of blockSize in warp
-// segments: enough for every warp tile, at most kBlocksPerSm per multiprocessor (a
-// persistent grid; the warps stride over the rest). The GPU then schedules a few hundred
-// thread blocks per call, not one per codec block.
-unsigned segmentGrid(uint64_t blocks, uint32_t blockSize) {
-  static std::atomic<int> multiprocessors[64];
+// segments, for `kernel`: enough for every warp tile, at most as many as stay resident at
+// once (a persistent grid; the warps stride over the rest). The GPU then schedules a few
+// hundred thread blocks per call, not one per codec block. The resident count is the
+// kernel's own (its registers decide it: 64 to 107 a thread, 2 to 4 thread blocks per
+// multiprocessor): a fixed count above it left the last thread blocks to run alone after
+// the others, a second wave at a fraction of the occupancy. Both figures are host-side
+// queries that do not wait for the device, made once per kernel and device.
+template <class Kernel>
+unsigned segmentGrid(Kernel* kernel, uint64_t blocks, uint32_t blockSize) {
+  struct Known {
+    int sms, resident;
+  };
+  static std::mutex mu;
+  static std::map<std::pair<const void*, int>, Known> known;
   int device = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
-  int sms = device < 64 ? multiprocessors[device].load(std::memory_order_relaxed) : 0;
-  if (sms == 0) {
-    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
-    if (device < 64) multiprocessors[device].store(sms, std::memory_order_relaxed);
+  Known k{};
+  {
+    std::lock_guard lock(mu);
+    if (auto it = known.find({reinterpret_cast<const void*>(kernel), device}); it != known.end()) k = it->second;
+  }
+  if (k.sms == 0) {
+    check(cudaDeviceGetAttribute(&k.sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&k.resident, kernel, kMaxThreads, 0),
+          "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    k.sms = std::max(k.sms, 1);
+    k.resident = std::max(k.resident, 1);
+    std::lock_guard lock(mu);
+    known[{reinterpret_cast<const void*>(kernel), device}] = k;
   }
   const uint64_t perWarp = 32 / segmentLanes(blockSize), warps = kMaxThreads / 32;
   const uint64_t ctas = ((blocks + perWarp - 1) / perWarp + warps - 1) / warps;
-  return static_cast<unsigned>(std::clamp<uint64_t>(ctas, 1, uint64_t(std::max(sms, 1)) * kBlocksPerSm));
+  return static_cast<unsigned>(std::clamp<uint64_t>(ctas, 1, uint64_t(k.sms) * k.resident));
 }
 
 // The header (aux = raw blocks), the zero padding after the scales and after the codes,

@@ -135,13 +135,14 @@ void quantizerHopBatch(const Params& p, cclDataType_t type, float divisor, std::
     batchHeaders<<<(count + 127) / 128, 128, 0, stream>>>(*d);
     checkLaunch("batchHeaders");
     const dim3 check(std::max(1u, gridFor(most / kGroup + 1, kViewThreads) / count), count);
-    const unsigned grid = segmentGrid(std::max<uint64_t>(blocks, count), p.blockSize);
     withQuantizerKind(p.codec, [&](auto kind) {
       using K = decltype(kind);
       batchValidate<K><<<check, kViewThreads, 0, stream>>>(*d);
       checkLaunch("batchValidate");
       withDeviceType(type, [&](auto tag) {
-        hopBatch<K, decltype(tag)><<<grid, kMaxThreads, 0, stream>>>(*t, segmentLanes(p.blockSize));
+        auto* kernel = hopBatch<K, decltype(tag)>;
+        const unsigned grid = segmentGrid(kernel, std::max<uint64_t>(blocks, count), p.blockSize);
+        kernel<<<grid, kMaxThreads, 0, stream>>>(*t, segmentLanes(p.blockSize));
       });
       checkLaunch("hopBatch");
     });
