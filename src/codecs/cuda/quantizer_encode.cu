@@ -37,7 +37,7 @@ __device__ void tensorAbsMaxOf(const EncodeArgs& a) {
        g += uint64_t{gridDim.x} * blockDim.x) {
     const uint32_t cnt = a.n - g * kGroup < kGroup ? static_cast<uint32_t>(a.n - g * kGroup) : kGroup;
     float v[kGroup];
-    stageGroup(a, InputSource<T>{}, g * kGroup, cnt, v);
+    stageGroup(a, InputSource<T>{}, 0, g * kGroup, cnt, v);
     for (uint32_t t = 0; t < cnt; ++t) {
       const uint32_t b = fp::floatBits(v[t]) & 0x7fffffffu;
       m = b < 0x7f800000u && b > m ? b : m;

@@ -47,10 +47,11 @@ __device__ inline uint32_t blockLen(const EncodeArgs& a, uint64_t off) {
   return static_cast<uint32_t>(a.n - off < a.blockSize ? a.n - off : a.blockSize);
 }
 
-// The values an encode quantizes, before the residual: the caller's input x, of T.
+// The values an encode quantizes, before the residual: the caller's input x, of T. A source's
+// load gets group [i, i + cnt), which lies in codec block b.
 template <class T>
 struct InputSource {
-  __device__ void load(const EncodeArgs& a, uint64_t i, uint32_t cnt, float v[kGroup]) const {
+  __device__ void load(const EncodeArgs& a, uint64_t /*b*/, uint64_t i, uint32_t cnt, float v[kGroup]) const {
     loadGroup<T>(static_cast<const typename T::Storage*>(a.x), i, cnt, a.vecX, v);
   }
 };
@@ -59,8 +60,8 @@ struct InputSource {
 // those plus the residual. (No zero is added without a residual: that would turn -0 into +0
 // in raw blocks.) The rest of v is 0.
 template <class Src>
-__device__ void stageGroup(const EncodeArgs& a, const Src& src, uint64_t i, uint32_t cnt, float v[kGroup]) {
-  src.load(a, i, cnt, v);
+__device__ void stageGroup(const EncodeArgs& a, const Src& src, uint64_t b, uint64_t i, uint32_t cnt, float v[kGroup]) {
+  src.load(a, b, i, cnt, v);
   if (!a.residual) return;
   float r[kGroup];
   loadGroup<DevF32>(a.residual, i, cnt, a.vecRes, r);
@@ -151,7 +152,7 @@ __device__ void encodeSegment(const EncodeArgs& a, const Src& src, uint64_t b, b
   for (uint32_t k = 0; k < kHeld; ++k) {
     const uint32_t g = lane + k * lanes;
     if (g < groups) {
-      stageGroup(a, src, off + g * kGroup, count(g), held[k]);
+      stageGroup(a, src, b, off + g * kGroup, count(g), held[k]);
     } else {
       for (int e = 0; e < kGroup; ++e) held[k][e] = 0.0f;
     }
@@ -168,7 +169,7 @@ __device__ void encodeSegment(const EncodeArgs& a, const Src& src, uint64_t b, b
   for (uint32_t k = 0; k < kHeld; ++k) reduce(held[k]);
   for (uint32_t g = lane + kHeld * lanes; g < groups; g += lanes) {
     float v[kGroup];
-    stageGroup(a, src, off + g * kGroup, count(g), v);
+    stageGroup(a, src, b, off + g * kGroup, count(g), v);
     reduce(v);
   }
   segmentReduce(m, nonFinite, lanes);
@@ -199,7 +200,7 @@ __device__ void encodeSegment(const EncodeArgs& a, const Src& src, uint64_t b, b
     if (lane + k * lanes < groups) emit(lane + k * lanes, held[k]);
   for (uint32_t g = lane + kHeld * lanes; g < groups; g += lanes) {
     float v[kGroup];
-    stageGroup(a, src, off + g * kGroup, count(g), v);
+    stageGroup(a, src, b, off + g * kGroup, count(g), v);
     emit(g, v);
   }
 }

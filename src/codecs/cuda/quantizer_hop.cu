@@ -30,32 +30,44 @@ struct Hop {
   bool divide;
 };
 
+// The received stream is laid out as the outgoing one (hopStatus checks its header against
+// the encode's arguments), so its scales and codes are found from those, read from the
+// kernel's parameters: no layout is derived from the received header per codec block (that
+// took two 64-bit divisions and a table lookup per block and lane, and kept the hop at a
+// third of the copy's traffic; perf/codecs, run 17).
 template <class K, class T>
 struct HopSource {
   const Hop& h;
-  View w;  // the received stream's header and layout, read once per codec block
+  float t;  // the received stream's tensor scale (1 where its codec has none)
   float divisor;
-  __device__ void load(const EncodeArgs& a, uint64_t i, uint32_t cnt, float v[kGroup]) const {
+  __device__ void load(const EncodeArgs& a, uint64_t b, uint64_t i, uint32_t cnt, float v[kGroup]) const {
     loadGroup<T>(static_cast<const typename T::Storage*>(a.x), i, cnt, a.vecX, v);
     constexpr uint32_t kMask = (1u << K::kBits) - 1;
     float s;
-    // A group lies in one block of the received stream too: its block size is a multiple of 8.
-    if (K::readScale(scaleAt(h.in, w, i / w.h.blockSize), w.fp16, w.t, s) == ScaleRead::kOk) {
-      const uint64_t word = loadCodes(h.in + w.l.codes + i * K::kBits / 8, (cnt * K::kBits + 7) / 8, K::kBits, h.vecIn);
-      for (uint32_t t = 0; t < cnt; ++t) v[t] += K::dequant(static_cast<uint32_t>(word >> (t * K::kBits)) & kMask, s);
+    if (K::readScale(loadLe(h.in + kHeaderBytes + b * a.scaleBytes, a.scaleBytes), a.fp16Scales, t, s) ==
+        ScaleRead::kOk) {
+      const uint64_t word =
+          loadCodes(h.in + a.layout.codes + i * K::kBits / 8, (cnt * K::kBits + 7) / 8, K::kBits, h.vecIn);
+      for (uint32_t e = 0; e < cnt; ++e) v[e] += K::dequant(static_cast<uint32_t>(word >> (e * K::kBits)) & kMask, s);
     } else {
-      for (uint32_t t = 0; t < cnt; ++t) v[t] += markedBlockValue();  // a marked block: NaN
+      for (uint32_t e = 0; e < cnt; ++e) v[e] += markedBlockValue();  // a marked block: NaN
     }
     if (h.divide)
-      for (uint32_t t = 0; t < cnt; ++t) v[t] /= divisor;
+      for (uint32_t e = 0; e < cnt; ++e) v[e] /= divisor;
   }
 };
 
-// What a hop's received stream ends with: its validation's status, and a stream that is not
-// fixed-length refused (its peer encoded with other parameters).
-__device__ inline uint32_t hopStatus(const DecodeState* st) {
+// What a hop's received stream ends with: its validation's status, and a stream laid out
+// otherwise than the outgoing one refused: not fixed-length, or of another codec, count,
+// block size or scale format (the peers of a call encode with the call's parameters; the
+// CPU's decodeAddEncode would take such a stream, a device hop does not).
+__device__ inline uint32_t hopStatus(const DecodeState* st, const EncodeArgs& a) {
   const uint32_t bad = finalStatus(st);
-  return bad ? bad : (st->h.flags & kFlagFixedLength) ? 0u : kStatusBadHeader;
+  if (bad) return bad;
+  const Header& h = st->h;
+  const bool same = (h.flags & kFlagFixedLength) && h.codec == a.codec && h.count == a.n &&
+                    h.blockSize == a.blockSize && ((h.flags & kFlagFp16Scales) != 0) == a.fp16Scales;
+  return same ? 0u : kStatusBadHeader;
 }
 
 constexpr unsigned kHopStreams = 120;
@@ -74,17 +86,18 @@ static_assert(sizeof(HopTable) <= 32000, "a hop table must fit a kernel's parame
 // writes nothing and ORs its status into the call's word (a plain read-modify-write, as the
 // decoders': the word may be host-mapped memory).
 template <class K, class T>
-__global__ void __launch_bounds__(kMaxThreads) hopBatch(const __grid_constant__ HopTable t, unsigned lanes) {
+__global__ void __launch_bounds__(kMaxThreads, 3) hopBatch(const __grid_constant__ HopTable t, unsigned lanes) {
   const uint64_t total = t.firstBlock[t.count];
   forEachSegment(total, lanes, [&](uint64_t g, bool active, unsigned lane) {
     const uint32_t k = streamOf(t.firstBlock, t.count, active ? g : total - 1);
     // A refused hop's segments only take part in the shuffles.
-    const bool mine = active && hopStatus(t.h[k].st) == 0;
-    encodeSegment<K>(t.a[k], HopSource<K, T>{t.h[k], viewOf(t.h[k].st), t.divisor}, g - t.firstBlock[k], mine, lanes,
-                     lane, 1.0f);
+    const bool mine = active && hopStatus(t.h[k].st, t.a[k]) == 0;
+    const float received = mine && tensorScaled(t.a[k].codec) ? tensorScaleOf(t.h[k].st->h) : 1.0f;
+    encodeSegment<K>(t.a[k], HopSource<K, T>{t.h[k], received, t.divisor}, g - t.firstBlock[k], mine, lanes, lane,
+                     1.0f);
   });
   for (uint32_t k = blockIdx.x; k < t.count; k += gridDim.x) {
-    const uint32_t bad = hopStatus(t.h[k].st);
+    const uint32_t bad = hopStatus(t.h[k].st, t.a[k]);
     if (bad) {
       if (threadIdx.x == 0) {
         volatile uint32_t* word = t.status;
