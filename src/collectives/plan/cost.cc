@@ -292,7 +292,7 @@ CostModel slowestOf(std::span<const CostModel> models) {
 
 ComputeCost measuredDeviceCompute() {
   ComputeCost c;
-  c.copy = 2124.4e9;  // read + written 4,249 GB/s
+  c.copy = 2123.6e9;  // read + written 4,247 GB/s
   c.reduce = c.copy * 2 / 3;
   auto set = [&](cclCodec_t k, double enc, double dec, double add, double hop) {
     c.encode[k] = enc * 1e9;
@@ -300,9 +300,15 @@ ComputeCost measuredDeviceCompute() {
     c.decodeAdd[k] = add * 1e9;
     c.fused[k] = hop * 1e9;
   };
-  set(cclCodecInt8, 562.7, 2551.6, 1644.9, 1050.1);
-  set(cclCodecInt4, 570.8, 2746.6, 1714.1, 1049.0);
-  set(cclCodecFp8E4m3, 507.7, 2570.2, 1645.4, 643.8);
+  set(cclCodecInt8, 2539.2, 2558.5, 1647.9, 1233.7);
+  set(cclCodecInt4, 2518.4, 2744.1, 1713.5, 1226.1);
+  set(cclCodecInt2, 2576.2, 2652.1, 1753.5, 1272.5);
+  set(cclCodecFp8E4m3, 2122.4, 2573.5, 1646.6, 1042.2);
+  set(cclCodecFp8E5m2, 2114.3, 2567.0, 1647.9, 1042.6);
+  set(cclCodecMxfp8E4m3, 2232.9, 2543.9, 1624.5, 1123.2);
+  set(cclCodecMxfp4, 1828.7, 2670.3, 1687.2, 1027.0);
+  set(cclCodecNvfp4, 1356.1, 2425.0, 1607.7, 0);
+  set(cclCodecInt2Midrise, 2595.9, 2822.9, 1753.6, 1262.2);
   return c;
 }
 

@@ -121,11 +121,13 @@ void parseLinkModel(const std::string& text, CostModel* m);
 CostModel slowestOf(std::span<const CostModel> models);
 
 // The device's kernels as the device kit measured them on an NVIDIA H200 (perf/codecs/
-// README.md, "Measured: NVIDIA H200", run 11: encode, decode, decode-accumulate and the fused
-// hop, GB/s of fp32 input of int8, int4 and fp8_e4m3; the copy; a reduce at two thirds of the
-// copy, two reads and a write per element). What device calls are priced with
-// (CCL_LINK_MODEL's links), and perf/scale's projection: this machine's CPU says nothing of a
-// GPU's kernels. Codecs the kit did not time price as untimed (ComputeCost::timed).
+// README.md, "Measured: NVIDIA H200", run 18, 1 GiB: the encode of a fixed-length stream, what
+// a device call posts; decode, decode-accumulate and the fused hop, GB/s of fp32 input, of
+// every block quantizer; the copy; a reduce at two thirds of the copy, two reads and a write
+// per element). What device calls are priced with (CCL_LINK_MODEL's links), and perf/scale's
+// projection: this machine's CPU says nothing of a GPU's kernels. nvfp4 has no fused hop (a
+// decode-add and an encode); codecs the kit did not time price as untimed
+// (ComputeCost::timed).
 ComputeCost measuredDeviceCompute();
 
 }  // namespace ccl::coll
