@@ -25,8 +25,9 @@ status=0
 step() { printf '\n=== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
 
 step "main build"
-# CUDA for sm_80 only here: the device kit below compiles every kernel for sm_90.
-BUILD_DIR="$root/build" "$root/scripts/build.sh" -DCMAKE_CUDA_ARCHITECTURES=80
+# CUDA for sm_80 only here: the device kit below compiles every kernel for sm_90. Line tables
+# for debug information (-g1): this build only runs tests, whose reports keep files and lines.
+BUILD_DIR="$root/build" "$root/scripts/build.sh" -DCMAKE_CUDA_ARCHITECTURES=80 -DCCL_DEBUG_LINES_ONLY=ON
 wait "$venv_pid" || { cat "$venv_log" >&2; status=1; }
 trap - EXIT
 rm -f "$venv_log"
