@@ -224,7 +224,7 @@ __device__ void forEachSegment(uint64_t total, unsigned lanes, Fn&& fn) {
 // segments, for `kernel`: enough for every warp tile, at most as many as stay resident at
 // once (a persistent grid; the warps stride over the rest). The GPU then schedules a few
 // hundred thread blocks per call, not one per codec block. The resident count is the
-// kernel's own (its registers decide it: 64 to 107 a thread, 2 to 4 thread blocks per
+// kernel's own (its registers decide it: 64 to 80 a thread, 3 or 4 thread blocks per
 // multiprocessor): a fixed count above it left the last thread blocks to run alone after
 // the others, a second wave at a fraction of the occupancy. Both figures are host-side
 // queries that do not wait for the device, made once per kernel and device.
