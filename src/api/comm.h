@@ -147,14 +147,7 @@ struct LifeState {
   std::atomic<bool> released{false};
   bool finalized = false;
   std::atomic<cclResult_t> asyncError{cclSuccess};  // set by a failed operation, whatever its thread
-  // What the first failure recorded by another thread than the caller's said (a device
-  // call's host function, the watcher, a host stream's operation), and its serial
-  // (nextErrorSerial): cclGetLastError(comm) gives it to a caller whose own last failure is
-  // older. Under asyncMutex.
-  std::mutex asyncMutex;
-  std::string asyncMessage;
-  uint64_t asyncSerial = 0;
-  std::atomic<int> lostRank{-1};  // a rank the watcher found gone (api/watch.h); -1: none
+  std::atomic<int> lostRank{-1};                    // a rank the watcher found gone (api/watch.h); -1: none
   // A call failed, or was refused for an earlier failure: the async error has met a caller,
   // not only the watcher's news of a lost rank (the NCCL face reports such a loss only then).
   std::atomic<bool> callMet{false};
@@ -208,16 +201,6 @@ namespace ccl::api {
 // Records `message` as the last error of this thread (and of `comm` when given), logs it
 // once at WARN, and returns `code`.
 cclResult_t recordError(cclComm_t comm, const char* fn, cclResult_t code, const std::string& message);
-
-// Keeps `message` as `comm`'s asynchronous failure's (LifeState::asyncMessage) unless one is
-// kept already: for failures recorded off the caller's thread.
-void recordAsyncMessage(cclComm_t comm, const std::string& message);
-
-// The newer of a thread's last failure (its message and serial) and `comm`'s asynchronous
-// one (none when comm is null): what cclGetLastError(comm) and the NCCL face's
-// ncclGetLastError return. Valid until the next call of this function or failing call on
-// this thread.
-const char* newerError(cclComm_t comm, uint64_t threadSerial, const std::string& threadMessage);
 
 // Runs f(); maps every exception to a result code and a recorded message. Never throws.
 template <class F>

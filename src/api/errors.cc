@@ -8,34 +8,13 @@
 namespace ccl::api {
 
 static thread_local std::string tlsLastError;
-static thread_local uint64_t tlsLastSerial = 0;
 
 // `comm` is not read: after cclCommAbort from another thread it may already be freed when
 // the operation it interrupted reports its error here.
 cclResult_t recordError(cclComm_t /*comm*/, const char* fn, cclResult_t code, const std::string& message) {
   tlsLastError = std::string(fn) + ": " + message;
-  tlsLastSerial = nextErrorSerial();
   CCL_WARN("%s (%s)", tlsLastError.c_str(), cclGetErrorString(code));
   return code;
-}
-
-void recordAsyncMessage(cclComm_t comm, const std::string& message) {
-  std::lock_guard lock(comm->life.asyncMutex);
-  if (comm->life.asyncSerial != 0) return;
-  comm->life.asyncMessage = message;
-  comm->life.asyncSerial = nextErrorSerial();
-}
-
-const char* newerError(cclComm_t comm, uint64_t threadSerial, const std::string& threadMessage) {
-  static thread_local std::string copy;  // the communicator's message, as this thread read it
-  if (comm && comm->magic == cclComm::kMagic) {
-    std::lock_guard lock(comm->life.asyncMutex);
-    if (comm->life.asyncSerial > threadSerial) {
-      copy = comm->life.asyncMessage;
-      return copy.c_str();
-    }
-  }
-  return threadMessage.c_str();
 }
 
 }  // namespace ccl::api
@@ -72,8 +51,6 @@ CCL_API const char* cclGetErrorString(cclResult_t result) {
   }
 }
 
-CCL_API const char* cclGetLastError(cclComm_t comm) {
-  return ccl::api::newerError(comm, ccl::api::tlsLastSerial, ccl::api::tlsLastError);
-}
+CCL_API const char* cclGetLastError(cclComm_t) { return ccl::api::tlsLastError.c_str(); }
 
 }  // extern "C"

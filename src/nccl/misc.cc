@@ -3,7 +3,6 @@
 #include <cstddef>
 
 #include "common/error.h"
-#include "nccl/comm.h"
 #include "nccl/face_error.h"
 #include "nccl/real_nccl.h"
 
@@ -41,13 +40,8 @@ const char* pncclGetErrorString(ncclResult_t result) {
   return cclGetErrorString(static_cast<cclResult_t>(raw));
 }
 
-// Messages are kept per thread; with a communicator, its asynchronous failure's when that is
-// newer (NCCL's string "could be ... a result of previously launched asynchronous
-// operations"). A handle that is not a live face communicator is not read.
-const char* pncclGetLastError(ncclComm_t comm) {
-  const bool live = comm && comm->magic == ncclComm::kMagic && comm->created.load();  // `ccl` set before `created`
-  return lastError(live ? comm->ccl : nullptr);
-}
+// Messages are kept per thread, for every communicator; `comm` is accepted as in NCCL.
+const char* pncclGetLastError(ncclComm_t) { return lastError(); }
 
 // ccl reads its log settings once per process; there is nothing to re-initialise.
 void pncclResetDebugInit() {}
