@@ -201,7 +201,7 @@ if [ $quick -eq 0 ]; then
   for z in fp8_e4m3 mxfp4 nvfp4 topk; do
     step "17_all_reduce_perf_np2_$z" 90 env CCL_TIMEOUT=15 "${procs[@]}" -np 2 -Z $z
   done
-  # Four processes, each codec of the two-process rows.
+  # Four processes, each codec of the two-process rows but none.
   for z in int8 int4 fp8_e4m3 mxfp4 nvfp4 topk; do
     step "18_all_reduce_perf_np4_$z" 120 env CCL_TIMEOUT=15 "${procs[@]}" -np 4 -Z $z
   done
