@@ -5,12 +5,12 @@
 // elements (128-bit loads, both in flight at once) and keeps them in registers, the segment
 // reduces absmax and finiteness with shuffles, and each lane quantizes its groups with the
 // shared element math: no shared memory, no barrier, each element read once (blocks over 512
-// elements read their later groups twice). Before, a thread block per codec block made the encoder bound by how
-// fast the GPU schedules blocks (perf/codecs). Raw blocks are placed in block order by an
-// exclusive scan of the per-block raw flags (CUB), and a last small kernel writes the header
-// and the zero padding, exactly as the CPU encoder lays them out. A fixed-length stream writes
-// no raw entries (its marked blocks only reset their residual): no scan and no raw kernel run
-// for it, two launches in all.
+// elements read their later groups twice). Before, a thread block per codec block made the
+// encoder bound by how fast the GPU schedules blocks (perf/codecs). Raw blocks are placed in
+// block order by an exclusive scan of the per-block raw flags (CUB), and a last small kernel
+// writes the header and the zero padding, exactly as the CPU encoder lays them out. A
+// fixed-length stream writes no raw entries (its marked blocks only reset their residual): no
+// scan and no raw kernel run for it, two launches in all.
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>

@@ -57,16 +57,17 @@ struct HopSource {
   }
 };
 
-// What a hop's received stream ends with: its validation's status, and a stream laid out
-// otherwise than the outgoing one refused: not fixed-length, or of another codec, count,
-// block size or scale format (the peers of a call encode with the call's parameters; the
-// CPU's decodeAddEncode would take such a stream, a device hop does not).
+// What a hop's received stream ends with: its validation's status (the header read already
+// refused another codec or count: headerValid), and a stream laid out otherwise than the
+// outgoing one refused: not fixed-length, or of another block size or scale format (the
+// peers of a call encode with the call's parameters; the CPU's decodeAddEncode would take
+// such a stream, a device hop does not).
 __device__ inline uint32_t hopStatus(const DecodeState* st, const EncodeArgs& a) {
   const uint32_t bad = finalStatus(st);
   if (bad) return bad;
   const Header& h = st->h;
-  const bool same = (h.flags & kFlagFixedLength) && h.codec == a.codec && h.count == a.n &&
-                    h.blockSize == a.blockSize && ((h.flags & kFlagFp16Scales) != 0) == a.fp16Scales;
+  const bool same =
+      (h.flags & kFlagFixedLength) && h.blockSize == a.blockSize && ((h.flags & kFlagFp16Scales) != 0) == a.fp16Scales;
   return same ? 0u : kStatusBadHeader;
 }
 
