@@ -11,6 +11,12 @@ namespace ccl::codec {
 
 void writeHeader(const Header& h, void* out) { storeHeader(h, static_cast<uint8_t*>(out)); }
 
+size_t writeFailedSender(void* out, size_t outBytes) {
+  if (out == nullptr || outBytes < kHeaderBytes) return 0;
+  storeHeader(failedSenderHeader(), static_cast<uint8_t*>(out));
+  return kHeaderBytes;
+}
+
 Header readHeader(const void* in, size_t inBytes) {
   auto fail = [](const std::string& what) { throw Error(cclInvalidUsage, "compressed stream: " + what); };
   if (in == nullptr && inBytes != 0) fail("null buffer");
@@ -23,6 +29,7 @@ Header readHeader(const void* in, size_t inBytes) {
     if (p == "unsupported version") what.append(" ").append(std::to_string(h.version));
     if (p == "unknown codec") what.append(" ").append(std::to_string(h.codec));
     if (p == "bad block size") what.append(" ").append(std::to_string(h.blockSize));
+    if (failedSender(h)) throw Error(cclRemoteError, "compressed stream: " + what);
     if (p == "truncated")
       what.append(": needs ")
           .append(std::to_string(layoutOf(h).total))

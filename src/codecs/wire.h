@@ -116,6 +116,21 @@ CCL_HD void takeNonFiniteNews(float news, uint8_t* stream) {
   if (!(news == 0.0f)) stream[kFlagsByte] = static_cast<uint8_t>(stream[kFlagsByte] | kFlagNonFinite);
 }
 
+// What a rank writes in place of a stream once its call has failed (a decode refused, a
+// step failed): a header whose reserved byte holds this mark and nothing after it. Every
+// decoder refuses it (headerProblem's first check after the version), so a peer's call fails
+// with the news instead of decoding what the failed call left in its buffers. The stream
+// executors write it (coll::HostKernels, the CUDA encoders through Workspace::poison).
+constexpr uint8_t kFailedSenderMark = 0xfa;
+CCL_HD constexpr Header failedSenderHeader() {
+  Header h;
+  h.reserved = kFailedSenderMark;
+  return h;
+}
+CCL_HD constexpr bool failedSender(const Header& h) {
+  return h.magic == kWireMagic && h.version == kWireVersion && h.reserved == kFailedSenderMark;
+}
+
 // fp32 bits of math::kNvfp4MinTensorScale (2^-117), for headerProblem's constant evaluation.
 constexpr uint32_t kMinTensorScaleBits = 10u << 23;
 
@@ -156,6 +171,7 @@ CCL_HD constexpr Layout layoutOf(const Header& h) {
 // Why the header cannot start a valid stream of inBytes bytes, or null when it can. Checks
 // everything the header alone decides (the sections' contents are the decoders' to check).
 CCL_HD constexpr const char* headerProblem(const Header& h, uint64_t inBytes) {
+  if (failedSender(h)) return "sent by a rank whose call had already failed";
   if (h.magic != kWireMagic) return "bad magic";
   if (h.version != kWireVersion) return "unsupported version";
   if (!validCodec(h.codec)) return "unknown codec";
@@ -235,7 +251,12 @@ CCL_HD constexpr Header loadHeader(const uint8_t* in) {
 void writeHeader(const Header& h, void* out);
 
 // Reads and validates the header of `in` (inBytes long) with headerProblem. Throws
-// Error(cclInvalidUsage) naming the first problem.
+// Error(cclInvalidUsage) naming the first problem, or Error(cclRemoteError) for a failed
+// sender's stream (the failure is the sender's).
 Header readHeader(const void* in, size_t inBytes);
+
+// Writes a failed sender's stream (failedSenderHeader) into out and returns its length, or
+// returns 0 where out has no room for a header.
+size_t writeFailedSender(void* out, size_t outBytes);
 
 }  // namespace ccl::codec

@@ -12,6 +12,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "collectives/exec/compute_steps.h"
 #include "collectives/exec/stream_executor.h"
 #include "common/error.h"
 
@@ -225,6 +226,14 @@ EngineStream& engineStreamOf(Stream& stream) {
   return *e;
 }
 
+// Whether a batch of compute steps decodes received streams.
+bool receives(const ccl::coll::StreamRun& run, std::span<const ccl::coll::StepId> steps) {
+  if (steps.empty()) return false;
+  const ccl::coll::StepKind k = run.plan->steps[steps[0]].kind;
+  return k == ccl::coll::StepKind::kDecode || k == ccl::coll::StepKind::kDecodeAdd ||
+         k == ccl::coll::StepKind::kDecodeAddEncode;
+}
+
 // The host kernels as device work (CUDA's kernels take no host thread).
 class SimKernels final : public ccl::coll::StreamKernels {
  public:
@@ -241,6 +250,15 @@ class SimKernels final : public ccl::coll::StreamKernels {
         throw ccl::Error(cclInternalError, "injected failure of a compute batch");
       });
     } else {
+      int refuse = ordinal_;
+      if (receives(*run, steps) && driver_.refuseDecodeOn.compare_exchange_strong(refuse, -1))
+        device.enqueue([run, ids = std::vector<ccl::coll::StepId>(steps.begin(), steps.end())] {
+          for (ccl::coll::StepId id : ids) {
+            const ccl::coll::Step& s = run->plan->steps[id];
+            const bool hop = s.kind == ccl::coll::StepKind::kDecodeAddEncode;
+            if (run->lengths[hop ? s.inSlot : s.slot] > 0) *bufferAt(run->buffers, hop ? s.in : s.src) ^= 0x5a;
+          }
+        });
       host_.enqueue(run, steps, device);
     }
     stream.noteCommands(1);  // one kernel, as a table-driven one on a GPU

@@ -41,6 +41,10 @@ class SimDriver final : public ccl::coll::DeviceDriver {
   // Test hook: the next batch of compute steps enqueued on device `failComputeOn` fails (its
   // kernel throws); the failure disarms it. -1: none.
   std::atomic<int> failComputeOn{-1};
+  // Test hook: the next batch of decodes (plain, accumulating or fused hops) on device
+  // `refuseDecodeOn` finds its received streams' magic flipped, so the codec refuses them as
+  // a corrupted stream; disarmed by it. -1: none.
+  std::atomic<int> refuseDecodeOn{-1};
   std::unique_ptr<ccl::coll::Device> open(int ordinal) override;
   // Marks `s` as being captured into a graph (as cudaStreamBeginCapture) or not.
   void setCapturing(cclStream_t s, bool on);

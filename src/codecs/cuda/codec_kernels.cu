@@ -41,7 +41,9 @@ void throwIfInvalid(uint32_t status) {
   if (status & kStatusBadScale) what += " invalid block scale;";
   if (status & kStatusBadRawBlocks) what += " bad raw block entries;";
   if (status & kStatusBadIndices) what += " bad index section;";
-  throw Error(cclInvalidUsage, what);
+  if (status & kStatusFailedSender)
+    what.append(" ").append(headerProblem(failedSenderHeader(), kHeaderBytes)).append(";");
+  throw Error(status == kStatusFailedSender ? cclRemoteError : cclInvalidUsage, what);
 }
 
 namespace {
@@ -67,10 +69,11 @@ const ::ccl::KernelLibrary kKernels(&copyStatus);
 constexpr unsigned kThreads = 256;
 
 // Codec none: the elements as fp32 with their residual (math::withResidual), as codec::encode
-// writes them.
+// writes them (a failed sender's header where `poison` says so: Workspace::poison).
 template <class T>
 __global__ void __launch_bounds__(kThreads)
-    encodeNone(const typename T::Storage* x, uint64_t n, uint8_t* out, float* residual, uint64_t* encodedBytes) {
+    encodeNone(const typename T::Storage* x, uint64_t n, uint8_t* out, float* residual, uint64_t* encodedBytes,
+               const uint32_t* poison) {
   const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
   for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) {
     const float v = math::withResidual(T::load(x, i), residual, i);
@@ -78,10 +81,11 @@ __global__ void __launch_bounds__(kThreads)
     if (residual) residual[i] = 0.0f;
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) {
+    const bool failed = callFailed(poison);
     Header h;
     h.count = n;
-    storeHeader(h, out);
-    if (encodedBytes) *encodedBytes = kHeaderBytes + 4 * n;
+    storeHeader(failed ? failedSenderHeader() : h, out);
+    if (encodedBytes) *encodedBytes = failed ? kHeaderBytes : kHeaderBytes + 4 * n;
   }
 }
 
@@ -161,7 +165,7 @@ void encode(const Params& p, const void* x, cclDataType_t type, size_t n, void* 
   withDeviceType(type, [&](auto tag) {
     using T = decltype(tag);
     encodeNone<T><<<gridFor(n, kThreads), kThreads, 0, stream>>>(static_cast<const typename T::Storage*>(x), n, o,
-                                                                 residual, encodedBytes);
+                                                                 residual, encodedBytes, ws.poison);
   });
   checkLaunch("encodeNone");
 }

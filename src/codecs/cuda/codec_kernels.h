@@ -34,6 +34,12 @@ class Workspace {
   // How decodes made with this workspace report: false (the default) stores their status
   // word, true ORs it in (several decodes of one call share a word, checked once).
   bool orStatus = false;
+  // The call's status word (decodeBatch's, device or host-mapped) while a stream executor
+  // enqueues the encodes of a call that has decoded, else null: an encode made with this
+  // workspace that finds it nonzero when it runs writes a failed sender's stream
+  // (codec::failedSenderHeader) in place of its header, so the peers' decodes refuse what
+  // the failed call would have sent.
+  const uint32_t* poison = nullptr;
 
  private:
   void* ptr_ = nullptr;
@@ -46,10 +52,13 @@ enum StatusBits : uint32_t {
   kStatusBadHeader = 1,  // header fields, expected codec/count, or inBytes too short
   kStatusBadScale = 2,   // a block scale the encoder never writes
   kStatusBadRawBlocks = 4,
-  kStatusBadIndices = 8,  // sparsifier index section (or randk with nothing kept)
+  kStatusBadIndices = 8,     // sparsifier index section (or randk with nothing kept)
+  kStatusFailedSender = 16,  // a failed sender's stream (codec::failedSenderHeader)
 };
 
-// Throws Error(cclInvalidUsage) describing a non-zero status word.
+// Throws the error a non-zero status word describes: Error(cclRemoteError) when the only
+// problem is a failed sender's stream (the failure is that rank's), else
+// Error(cclInvalidUsage).
 void throwIfInvalid(uint32_t status);
 
 // As codec::encode: encodes n elements of x (`type` fp32, bf16 or fp16) into out
@@ -118,9 +127,11 @@ bool fusesHops(const Params& p);
 // Every hop as codec::decodeAddEncode does it (local of `type`), byte for byte, in one kernel
 // that reads the received stream and the local elements once and writes the outgoing stream
 // (three launches per 120 hops: the streams' headers and validation first). A received
-// stream must be valid and fixed-length; a hop whose stream is not writes nothing (out and
-// residual as they were) and its status goes into *status as decodeBatch's. Throws
-// Error(cclInvalidArgument) before enqueuing when !fusesHops(p) or an item is bad.
+// stream must be valid and fixed-length; a hop whose stream is not writes a failed sender's
+// stream (codec::failedSenderHeader; its residual as it was), and its status goes into
+// *status as decodeBatch's. With ws.orStatus and *status already set (the call failed before
+// the batch), every hop writes a failed sender's stream.
+// Throws Error(cclInvalidArgument) before enqueuing when !fusesHops(p) or an item is bad.
 void decodeAddEncodeBatch(const Params& p, cclDataType_t type, float divisor, std::span<const HopItem> items,
                           uint32_t* status, Workspace& ws, cudaStream_t stream);
 

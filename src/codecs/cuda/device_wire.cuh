@@ -38,7 +38,14 @@ __device__ inline void readHeaderInto(const uint8_t* in, uint64_t inBytes, uint6
     return;
   }
   st->h = loadHeader(in);
-  if (!headerValid(st->h, inBytes, count, codec)) st->status = kStatusBadHeader;
+  if (!headerValid(st->h, inBytes, count, codec))
+    st->status = failedSender(st->h) ? kStatusFailedSender : kStatusBadHeader;
+}
+
+// Whether the call an encode belongs to has failed before it (Workspace::poison, read when
+// the encode writes its header): it then writes a failed sender's stream.
+__device__ inline bool callFailed(const uint32_t* poison) {
+  return poison != nullptr && *const_cast<const volatile uint32_t*>(poison) != 0;
 }
 
 // Clears *st, then reads and checks the header on the GPU; later kernels run only while

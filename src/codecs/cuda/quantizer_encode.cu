@@ -107,8 +107,9 @@ __global__ void __launch_bounds__(kMaxThreads) encodeRaw(EncodeArgs a) {
   }
 }
 
-__global__ void __launch_bounds__(kMaxThreads) encodeFinish(EncodeArgs a, uint8_t flags, uint64_t* encodedBytes) {
-  finishStream(a, flags, encodedBytes);
+__global__ void __launch_bounds__(kMaxThreads)
+    encodeFinish(EncodeArgs a, uint8_t flags, uint64_t* encodedBytes, const uint32_t* poison) {
+  finishStream(a, flags, encodedBytes, poison);
 }
 
 // A batch of fixed-length streams of one codec in one launch: the thread blocks stride over
@@ -123,6 +124,7 @@ struct EncodeTable {
   uint64_t firstBlock[kBatchStreams + 1];
   uint32_t count;
   uint8_t flags;
+  const uint32_t* poison;  // Workspace::poison
 };
 static_assert(sizeof(EncodeTable) <= 32000, "an encode table must fit a kernel's parameters");
 
@@ -145,7 +147,7 @@ __global__ void __launch_bounds__(kMaxThreads) encodeBatch(const __grid_constant
     const uint32_t k = streamOf(t.firstBlock, t.count, active ? g : total - 1);
     encodeSegment<K>(t.a[k], InputSource<T>{}, g - t.firstBlock[k], active, lanes, lane, tensorScale(t.a[k]));
   });
-  for (uint32_t p = blockIdx.x; p < t.count; p += gridDim.x) finishStream(t.a[p], t.flags, nullptr);
+  for (uint32_t p = blockIdx.x; p < t.count; p += gridDim.x) finishStream(t.a[p], t.flags, nullptr, t.poison);
 }
 
 // Loaded with the rest of this file's kernels before any flag kernel runs
@@ -153,8 +155,8 @@ __global__ void __launch_bounds__(kMaxThreads) encodeBatch(const __grid_constant
 const ::ccl::KernelLibrary kKernels(&encodeFinish);
 
 template <class K, class T>
-void launchEncode(const EncodeArgs& a, uint8_t flags, uint64_t* encodedBytes, void* scanTemp, size_t scanBytes,
-                  cudaStream_t stream) {
+void launchEncode(const EncodeArgs& a, uint8_t flags, uint64_t* encodedBytes, const uint32_t* poison, void* scanTemp,
+                  size_t scanBytes, cudaStream_t stream) {
   const unsigned groups = (a.blockSize + kGroup - 1) / kGroup;
   const unsigned threads = groups >= kMaxThreads ? kMaxThreads : ((groups + 31) / 32) * 32;
   const unsigned grid = gridFor(a.blocks, 1);  // the raw kernel's: a thread block per codec block in flight
@@ -177,7 +179,7 @@ void launchEncode(const EncodeArgs& a, uint8_t flags, uint64_t* encodedBytes, vo
       checkLaunch("encodeRaw");
     }
   }
-  encodeFinish<<<1, kMaxThreads, 0, stream>>>(a, flags, encodedBytes);
+  encodeFinish<<<1, kMaxThreads, 0, stream>>>(a, flags, encodedBytes, poison);
   checkLaunch("encodeFinish");
 }
 
@@ -191,6 +193,7 @@ bool quantizerEncodeBatch(const Params& p, cclDataType_t type, std::span<const E
     auto t = std::make_unique<EncodeTable>();  // 20 KiB: not on the stack
     t->count = static_cast<uint32_t>(std::min<size_t>(kBatchStreams, items.size() - first));
     t->flags = quantizerFlags(p);
+    t->poison = ws.poison;
     // One absmax word per stream; the workspace is this stream's, and the batches of one
     // call follow each other on it.
     auto* maxima = scaled ? static_cast<uint32_t*>(ws.get(t->count * sizeof(uint32_t), stream)) : nullptr;
@@ -249,7 +252,8 @@ void quantizerEncode(const Params& p, const void* x, cclDataType_t type, size_t 
 
   withQuantizerKind(p.codec, [&](auto kind) {
     withDeviceType(type, [&](auto tag) {
-      launchEncode<decltype(kind), decltype(tag)>(a, flags, encodedBytes, at<void>(base, scanAt), scanBytes, stream);
+      launchEncode<decltype(kind), decltype(tag)>(a, flags, encodedBytes, ws.poison, at<void>(base, scanAt), scanBytes,
+                                                  stream);
     });
   });
 }

@@ -257,19 +257,25 @@ unsigned segmentGrid(Kernel* kernel, uint64_t blocks, uint32_t blockSize) {
 }
 
 // The header (aux = raw blocks), the zero padding after the scales and after the codes,
-// and the stream's length.
-__device__ void finishStream(const EncodeArgs& a, uint8_t flags, uint64_t* encodedBytes) {
+// and the stream's length; a failed sender's header and length where `poison` says the call
+// has failed (Workspace::poison).
+__device__ void finishStream(const EncodeArgs& a, uint8_t flags, uint64_t* encodedBytes, const uint32_t* poison) {
   const uint64_t aux = a.fixedLength ? 0 : a.rawPos[a.blocks];
   if (threadIdx.x == 0) {
-    Header h;
-    h.codec = static_cast<uint8_t>(a.codec);
-    h.flags = flags;
-    h.blockSize = a.blockSize;
-    h.count = a.n;
-    h.aux = aux;
-    if (a.tensorMax) setTensorScale(h, tensorScale(a));
-    storeHeader(h, a.out);
-    if (encodedBytes) *encodedBytes = a.layout.raw + aux * rawEntryBytes(a.blockSize);
+    if (callFailed(poison)) {
+      storeHeader(failedSenderHeader(), a.out);
+      if (encodedBytes) *encodedBytes = kHeaderBytes;
+    } else {
+      Header h;
+      h.codec = static_cast<uint8_t>(a.codec);
+      h.flags = flags;
+      h.blockSize = a.blockSize;
+      h.count = a.n;
+      h.aux = aux;
+      if (a.tensorMax) setTensorScale(h, tensorScale(a));
+      storeHeader(h, a.out);
+      if (encodedBytes) *encodedBytes = a.layout.raw + aux * rawEntryBytes(a.blockSize);
+    }
   }
   const uint64_t scalesEnd = kHeaderBytes + a.blocks * a.scaleBytes;
   for (uint64_t k = scalesEnd + threadIdx.x; k < a.layout.codes; k += blockDim.x) a.out[k] = 0;

@@ -80,12 +80,14 @@ struct HopTable {
   uint8_t flags;
   float divisor;
   uint32_t* status;
+  const uint32_t* before;  // the call's word before the batch (DecodeTable::before)
 };
 static_assert(sizeof(HopTable) <= 32000, "a hop table must fit a kernel's parameters");
 
 // Every hop's codec blocks, then its header and padding; a hop whose stream was refused
-// writes nothing and ORs its status into the call's word (a plain read-modify-write, as the
-// decoders': the word may be host-mapped memory).
+// ORs its status into the call's word (a plain read-modify-write, as the decoders': the word
+// may be host-mapped memory) and writes a failed sender's stream (wire.h) and nothing else,
+// as does every hop of a call whose word was set before the batch (HopTable::before).
 template <class K, class T>
 __global__ void __launch_bounds__(kMaxThreads, 3) hopBatch(const __grid_constant__ HopTable t, unsigned lanes) {
   const uint64_t total = t.firstBlock[t.count];
@@ -103,10 +105,11 @@ __global__ void __launch_bounds__(kMaxThreads, 3) hopBatch(const __grid_constant
       if (threadIdx.x == 0) {
         volatile uint32_t* word = t.status;
         *word = *word | bad;
+        storeHeader(failedSenderHeader(), t.a[k].out);
       }
       continue;
     }
-    finishStream(t.a[k], t.flags, nullptr);
+    finishStream(t.a[k], t.flags, nullptr, t.before);
   }
 }
 
@@ -119,8 +122,11 @@ const ::ccl::KernelLibrary kKernels(&hopBatch<Fp8Kind<fp::E4M3>, DevF32>);
 void quantizerHopBatch(const Params& p, cclDataType_t type, float divisor, std::span<const HopItem> items,
                        uint32_t* status, bool orInto, Workspace& ws, cudaStream_t stream) {
   if (items.empty()) return;
-  auto* states =
-      static_cast<DecodeState*>(ws.get(sizeof(DecodeState) * std::min<size_t>(items.size(), kHopStreams), stream));
+  const size_t tables = std::min<size_t>(items.size(), kHopStreams);
+  auto* states = static_cast<DecodeState*>(ws.get(sizeof(DecodeState) * (tables + 1), stream));
+  // The call's word before the batch: a hop whose own stream is valid writes a failed
+  // sender's stream only where the call had failed before it (not for another hop's refusal).
+  auto* before = reinterpret_cast<uint32_t*>(states + tables);
   for (size_t first = 0; first < items.size(); first += kHopStreams) {
     // The received streams: headers, then validation, as a batch of decodes checks them.
     auto d = std::make_unique<DecodeTable>();
@@ -130,6 +136,8 @@ void quantizerHopBatch(const Params& p, cclDataType_t type, float divisor, std::
     d->codec = p.codec;
     d->status = t->status = status;
     d->orInto = orInto || first > 0;
+    d->before = first == 0 ? before : nullptr;
+    t->before = before;
     t->flags = quantizerFlags(p);
     t->divisor = divisor;
     uint64_t blocks = 0, most = 0;

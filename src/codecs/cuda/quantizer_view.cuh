@@ -110,11 +110,16 @@ struct DecodeTable {
   int codec;
   uint32_t* status;
   bool orInto;  // false: the first header thread clears *status first (a call's first decodes)
+  // A fused hop batch's first table: where the first header thread keeps *status as it was
+  // before the batch (0 where it clears it): what the hops' encodes read as
+  // HopTable::before, untouched by the batch's own refusals. Null otherwise.
+  uint32_t* before;
 };
 static_assert(sizeof(DecodeTable) <= 32000, "a decode table must fit a kernel's parameters");
 
 __global__ void batchHeaders(const __grid_constant__ DecodeTable t) {
   const unsigned k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (k == 0 && t.before) *t.before = t.orInto ? *t.status : 0u;
   if (k == 0 && !t.orInto) *t.status = 0;
   if (k < t.count) readHeaderInto(t.d[k].in, t.d[k].inBytes, t.d[k].count, t.codec, t.d[k].st);
 }

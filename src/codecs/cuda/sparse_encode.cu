@@ -201,11 +201,12 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Header, randk seed, value padding, the index format, and the stream's length.
+// Header, randk seed, value padding, the index format, and the stream's length; a failed
+// sender's header and length where `poison` says the call has failed (Workspace::poison).
 template <class Offset>
 __global__ void __launch_bounds__(kThreads)
     sparseHeader(int codec, uint64_t n, uint8_t flags, uint64_t seed, const Offset* offs, SparseState* st, uint8_t* out,
-                 uint64_t* encodedBytes) {
+                 uint64_t* encodedBytes, const uint32_t* poison) {
   const uint64_t kept = st->kept;
   const bool randk = codec == cclCodecRandK;
   const uint64_t gapBytes = randk ? 0 : offs[kept];
@@ -218,9 +219,10 @@ __global__ void __launch_bounds__(kThreads)
   if (!randk) h.indexBytes = static_cast<uint32_t>(bitmap ? (n + 7) / 8 : gapBytes);
   const Layout l = layoutOf(h);
   if (threadIdx.x == 0) {
-    storeHeader(h, out);
+    const bool failed = callFailed(poison);
+    storeHeader(failed ? failedSenderHeader() : h, out);
     if (randk) storeLe(out + kHeaderBytes, seed, 8);
-    if (encodedBytes) *encodedBytes = l.total;
+    if (encodedBytes) *encodedBytes = failed ? kHeaderBytes : l.total;
     st->bitmap = bitmap;
   }
   const uint64_t valuesEnd = l.codes + kept * ((flags & kFlagFp16Values) ? 2 : 4);
@@ -392,7 +394,8 @@ void encodeTyped(const Params& p, const typename T::Storage* x, uint64_t n, uint
                   "cub::DeviceScan::ExclusiveSum", 2);
   }
   const uint8_t flags = p.fp16Values ? kFlagFp16Values : 0;
-  sparseHeader<Offset><<<1, kThreads, 0, stream>>>(p.codec, n, flags, p.seed, b.offs, b.st, out, encodedBytes);
+  sparseHeader<Offset>
+      <<<1, kThreads, 0, stream>>>(p.codec, n, flags, p.seed, b.offs, b.st, out, encodedBytes, ws.poison);
   checkLaunch("sparseHeader");
   if (randk) return;
   writeIndexSection<Offset><<<gridFor(n / 8 + slots + 1, kThreads), kThreads, 0, stream>>>(b.idx, b.offs, b.st, n,

@@ -2,8 +2,10 @@
 #include "collectives/exec/stream_executor.h"
 
 #include "codecs/codec.h"
+#include "codecs/wire.h"
 
 #include <algorithm>
+#include <exception>
 #include <string>
 #include <tuple>
 
@@ -25,16 +27,25 @@ PostedBytes postedBytes(const Plan& plan, const Schedule& schedule) {
 
 void HostKernels::enqueue(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps, Stream& stream) {
   stream.enqueue([run, steps = std::vector<StepId>(steps.begin(), steps.end())] {
+    std::exception_ptr failure;
     for (StepId id : steps) {
-      if (run->failed.load(std::memory_order_acquire)) return;
-      try {
-        runCompute(*run->plan, run->plan->steps[id], run->buffers,
-                   ComputeContext{run->lengths.data(), run->callSeed, run->stats});
-      } catch (...) {
-        run->failed.store(true, std::memory_order_release);  // the call's later steps do nothing
-        throw;
+      const Step& s = run->plan->steps[id];
+      if (!run->failed.load(std::memory_order_acquire)) {
+        try {
+          runCompute(*run->plan, s, run->buffers, ComputeContext{run->lengths.data(), run->callSeed, run->stats});
+          continue;
+        } catch (...) {
+          run->failed.store(true, std::memory_order_release);  // the call's later steps do nothing
+          failure = std::current_exception();
+        }
       }
+      // Nothing but the news: a stream this step would have sent says the call failed, so a
+      // peer's call fails too instead of taking what this call left in the buffer (a stream
+      // of an earlier call is valid, and would decode). The CUDA encoders do the same.
+      if (s.kind == StepKind::kEncode || s.kind == StepKind::kDecodeAddEncode)
+        run->lengths[s.slot] = codec::writeFailedSender(bufferAt(run->buffers, s.dst), s.bytes);
     }
+    if (failure) std::rethrow_exception(failure);
   });
 }
 

@@ -117,7 +117,9 @@ struct StreamRun {
   std::vector<size_t> slotBytes;
   // Per step: the bytes a send's link sent (0 until the wave has run).
   std::vector<size_t> sent;
-  std::atomic<bool> failed{false};  // a step failed: the rest of the call's steps do nothing
+  // A step failed: the rest of the call's steps do nothing, but for a failed sender's stream
+  // (codec::failedSenderHeader) where they would write an encoded one.
+  std::atomic<bool> failed{false};
   // What the kernels leave for the call's last host step to check once every step has run
   // (CUDA: the one word all the call's decodes OR their status into), so a call costs one
   // host function, not one per decode. Throws the failure it finds. Set while enqueuing.

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -600,6 +601,64 @@ TEST(DeviceCalls, ARanksOwnFailureTellsItsPeerAtOnce) {
   }));
   simDriver().failComputeOn.store(-1);
   expectNoneThrew(runRanks(2, [&](int r) { CCL_OK(cclCommAbort(comms[r])); }));
+}
+
+// A rank whose call failed mid-way (here its decode refused a corrupted stream) sends its
+// peers nothing they would take for its data: every stream it would have encoded after the
+// failure says so (codec::failedSenderHeader), so each peer's call fails with a remote error
+// instead of decoding what the failed call left in its buffers. The call before leaves valid
+// streams of the same shape in those buffers (another call's values: a peer would decode
+// them, and end with a wrong sum and no error).
+TEST(DeviceCalls, AFailedCallSendsNoStreamItsPeersTake) {
+  constexpr int kRanks = 3, kVictim = 1;
+  const size_t count = size_t{1} << 16;
+  const cclCompression_t int8 = codecOf(cclCodecInt8);
+  cclUniqueId id;
+  ASSERT_EQ(cclGetUniqueId(&id), cclSuccess);
+  std::vector<cclComm_t> comms(kRanks, nullptr);
+  std::deque<SimBuffer> a, b;  // SimBuffer does not move
+  for (int r = 0; r < kRanks; ++r) {
+    const int device = r == kVictim ? 1 : 0;
+    a.emplace_back(count * 4, device);
+    b.emplace_back(count * 4, device);
+  }
+  std::vector<std::string> outcome(kRanks);
+  std::atomic<int> ready{0};
+  expectNoneThrew(runRanks(kRanks, [&](int r) {
+    SimDriver::currentDevice = r == kVictim ? 1 : 0;  // the victim alone on its device
+    cclConfig_t config = CCL_CONFIG_INITIALIZER;
+    config.timeoutMs = 60000;
+    CCL_OK(cclCommInitRankConfig(&comms[r], kRanks, id, r, &config));
+    SimStream stream(SimDriver::currentDevice);
+    auto allReduce = [&](float value) {
+      std::fill_n(a[r].as<float>(), count, value * float(r + 1));
+      const cclResult_t result =
+          cclAllReduceEx(a[r].p, b[r].p, count, cclFloat32, cclSum, comms[r], stream.s, &int8, nullptr);
+      stream.synchronize();
+      cclResult_t async = cclSuccess;
+      CCL_OK(cclCommGetAsyncError(comms[r], &async));
+      return result != cclSuccess ? result : async;
+    };
+    CCL_OK(allReduce(1.0f));
+    for (size_t i = 0; i < count; i += 997)
+      if (std::fabs(b[r].as<float>()[i] - 6.0f) > 0.05f) throw std::runtime_error("the good call's sum is wrong");
+    // Every rank's first call has ended before the victim's next decode is armed.
+    if (++ready == kRanks) simDriver().refuseDecodeOn.store(1);
+    while (ready.load() < kRanks) std::this_thread::yield();
+    const cclResult_t failed = allReduce(10.0f);
+    outcome[r] = cclGetErrorString(failed);
+    if (failed == cclSuccess) {
+      float worst = 0;
+      for (size_t i = 0; i < count; ++i) worst = std::max(worst, std::fabs(b[r].as<float>()[i] - 60.0f));
+      outcome[r] += " (largest error " + std::to_string(worst) + ")";
+    }
+    const cclResult_t want = r == kVictim ? cclInvalidUsage : cclRemoteError;
+    if (failed != want)
+      throw std::runtime_error("rank " + std::to_string(r) + ": " + outcome[r] + ", not " + cclGetErrorString(want));
+  }));
+  for (int r = 0; r < kRanks; ++r) std::printf("rank %d: %s\n", r, outcome[r].c_str());
+  EXPECT_EQ(simDriver().refuseDecodeOn.exchange(-1), -1) << "the victim decoded nothing";
+  expectNoneThrew(runRanks(kRanks, [&](int r) { CCL_OK(cclCommAbort(comms[r])); }));
 }
 
 // A call returns before it has run; a host call of the same communicator runs after it.

@@ -6,6 +6,8 @@
 
 #include <cstring>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "codec_test_util.h"
 #include "common/error.h"
@@ -87,6 +89,33 @@ TEST(Wire, MismatchedCountOrCodecIsInvalidUsage) {
   }
   EXPECT_THROW(decode(s.data(), s.size() - 1, Expect{100}, y.data(), cclFloat32), Error) << "truncated";
   EXPECT_THROW(decode(s.data(), 3, Expect{100}, y.data(), cclFloat32), Error);
+}
+
+// A failed sender's stream (what a rank whose call failed writes where it would encode) is
+// refused by every decoder as the sender's failure, a remote error, whatever the codec
+// expected; a buffer without room for a header gets none.
+TEST(Wire, AFailedSendersStreamIsARemoteError) {
+  std::vector<uint8_t> s(64, 0x5a);
+  ASSERT_EQ(writeFailedSender(s.data(), s.size()), kHeaderBytes);
+  EXPECT_EQ(s[kHeaderBytes], 0x5a) << "wrote past the header";
+  EXPECT_STREQ(headerProblem(loadHeader(s.data()), s.size()), "sent by a rank whose call had already failed");
+  std::vector<float> y(100, 7.0f);
+  for (const cclCodec_t c : {cclCodecNone, cclCodecInt8, cclCodecTopK, cclCodecPowerSgd}) {
+    try {
+      decodeAccumulate(s.data(), kHeaderBytes, Expect{100, c}, y.data());
+      ADD_FAILURE() << cclCodecName(c) << ": a failed sender's stream was decoded";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), cclRemoteError) << e.what();
+      EXPECT_NE(std::string(e.what()).find("whose call had already failed"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(y, std::vector<float>(100, 7.0f)) << "a refused stream was added";
+  EXPECT_THROW(streamBytes(s.data(), kHeaderBytes), Error) << "a failed sender's stream has no length of its own";
+  // Only the mark makes one: the same byte in a header of another magic is a bad magic.
+  s[0] ^= 1;
+  EXPECT_STREQ(headerProblem(loadHeader(s.data()), s.size()), "bad magic");
+  EXPECT_EQ(writeFailedSender(s.data(), kHeaderBytes - 1), 0u);
+  EXPECT_EQ(writeFailedSender(nullptr, 64), 0u);
 }
 
 TEST(Wire, EncodeRefusesSmallOutputAndBadType) {

@@ -285,12 +285,28 @@ class StatusMode {
   codec::cuda::Workspace& ws_;
 };
 
+// The encodes a batch enqueues write a failed sender's stream when the call's status word
+// (null before the call's first decode: nothing can have failed) is set as they run
+// (Workspace::poison): a peer then fails with the news instead of decoding what the failed
+// call left in its buffers. Back to none once the batch is enqueued.
+class PoisonMode {
+ public:
+  PoisonMode(codec::cuda::Workspace& ws, const uint32_t* status) : ws_(ws) { ws_.poison = status; }
+  ~PoisonMode() { ws_.poison = nullptr; }
+  PoisonMode(const PoisonMode&) = delete;
+  PoisonMode& operator=(const PoisonMode&) = delete;
+
+ private:
+  codec::cuda::Workspace& ws_;
+};
+
 }  // namespace
 
 void CudaKernels::enqueueEncodes(const std::shared_ptr<StreamRun>& run, std::span<const StepId> steps,
                                  cudaStream_t cs) {
   ActivityScope busy("enqueuing a batch of encodes");
   const Plan& plan = *run->plan;
+  PoisonMode poison(workspace_, run->decodeStatus);
   std::vector<codec::cuda::EncodeItem> items;
   byCodecAndType(plan, steps, false, [&](bool intra, cclDataType_t type, const std::vector<StepId>& ids) {
     items.clear();
@@ -403,6 +419,7 @@ size_t CudaKernels::enqueueFused(const std::shared_ptr<StreamRun>& run, std::spa
     codec::cuda::decodeBatch(decodes, params.codec, cclFloat32, true, status, workspace_, cs);
     if (!divided.empty())
       launches += launchTables(divided, DivideFloatOp{static_cast<float>(plan.nranks)}, cs, "divide kernel");
+    PoisonMode poison(workspace_, status);
     codec::cuda::encodeBatch(params, cclFloat32, encodes, workspace_, cs);
   });
   return launches;  // the codecs count theirs (commandsEnqueued)

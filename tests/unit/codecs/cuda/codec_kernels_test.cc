@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "codecs/wire.h"
+#include "common/error.h"
 #include "gpu_test_util.h"
 
 namespace ccl::codec::gputest {
@@ -263,7 +265,8 @@ TEST_P(GpuCodec, ABatchOfEncodesWritesEachItemsCpuBytes) {
 // fixed-length quantizer streams) writes each hop's CPU stream and residual
 // (codec::decodeAddEncode): local values of fp32 and bf16, sums and averages, received streams
 // with marked (non-finite) blocks, more hops than one table holds (120), and one hop whose
-// stream names another count: that one writes nothing, the others are right, the status says so.
+// stream names another count: that one writes a failed sender's stream (wire.h) and nothing
+// else, the others are right, the status says so.
 TEST_P(GpuCodec, ABatchOfFusedHopsWritesTheCpusBytesAndRefusesOnlyTheBadStream) {
   const Variant& v = GetParam();
   const Params p = paramsOf(v);
@@ -331,7 +334,9 @@ TEST_P(GpuCodec, ABatchOfFusedHopsWritesTheCpusBytesAndRefusesOnlyTheBadStream) 
       const std::string at = v.name + (type == cclFloat32 ? " fp32" : " bf16") + " hop " + std::to_string(k);
       std::vector<float> cpuRes = res[k];
       std::vector<uint8_t> cpu(maxEncodedBytes(p, n), 0x5a);
-      if (k != kBad) {
+      if (k == kBad) {
+        writeFailedSender(cpu.data(), cpu.size());
+      } else {
         Params q = p;
         q.seed = 0x99u + k;
         cpu.resize(decodeAddEncode(q, streams[k].data(), streams[k].size(), Expect{n, p.codec}, locals[k].data(), type,
@@ -346,6 +351,127 @@ TEST_P(GpuCodec, ABatchOfFusedHopsWritesTheCpusBytesAndRefusesOnlyTheBadStream) 
       ASSERT_EQ(firstDiff(bytesOf(cpuRes), g), -1) << at << ": residual";
     }
   }
+}
+
+// The encodes of a call that has failed before them (Workspace::poison: the call's status
+// word, set) write a failed sender's stream, which the GPU's decode refuses with its own
+// status bit and the CPU's as a remote error; with the word clear they write the CPU's bytes.
+// Batched and alone (whose length is the header's).
+TEST_P(GpuCodec, EncodesOfAFailedCallWriteAFailedSendersStream) {
+  const Variant& v = GetParam();
+  if (isLowRank(v.codec)) GTEST_SKIP() << "no GPU low-rank codec";
+  const Params p = paramsOf(v);
+  const size_t sizes[] = {1, 1000, 4103};
+  std::vector<std::vector<float>> xs;
+  std::vector<size_t> inAt, outAt;
+  size_t inBytes = 0, outBytes = 0;
+  for (size_t n : sizes) {
+    xs.push_back(makeInput(Input::kNormal, n, static_cast<uint32_t>(n), p.blockSize));
+    inAt.push_back(inBytes);
+    inBytes += n * 4;
+    outAt.push_back(outBytes);
+    outBytes += maxEncodedBytes(p, n);
+  }
+  for (const uint32_t word : {0u, static_cast<uint32_t>(cuda::kStatusBadScale)}) {
+    DeviceBuffer din(inBytes), dout(outBytes + maxEncodedBytes(p, sizes[0])), dword(4), dlen(8), dstatus(4);
+    dword.upload(&word, 4);
+    std::vector<cuda::EncodeItem> items;
+    for (size_t k = 0; k < std::size(sizes); ++k) {
+      auto* in = static_cast<uint8_t*>(din.get()) + inAt[k];
+      cudaOk(cudaMemcpy(in, xs[k].data(), sizes[k] * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+      items.push_back({in, sizes[k], static_cast<uint8_t*>(dout.get()) + outAt[k], maxEncodedBytes(p, sizes[k]),
+                       nullptr, 0x31u + k});
+    }
+    auto* alone = static_cast<uint8_t*>(dout.get()) + outBytes;
+    cuda::Workspace ws;
+    ws.poison = static_cast<const uint32_t*>(dword.get());
+    cudaStream_t stream;
+    cudaOk(cudaStreamCreate(&stream), "cudaStreamCreate");
+    cuda::encodeBatch(p, cclFloat32, items, ws, stream);
+    cuda::encode(p, items[0].x, cclFloat32, sizes[0], alone, maxEncodedBytes(p, sizes[0]), nullptr,
+                 static_cast<uint64_t*>(dlen.get()), ws, stream);
+    ws.poison = nullptr;
+    cuda::decode(items[1].out, items[1].outBytes, Expect{sizes[1], p.codec}, din.get(), cclFloat32,
+                 static_cast<uint32_t*>(dstatus.get()), ws, stream);
+    cudaOk(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    cudaOk(cudaStreamDestroy(stream), "cudaStreamDestroy");
+    const std::vector<uint8_t> out = dout.download(dout.bytes());
+    uint64_t length = 0;
+    uint32_t status = 0;
+    std::memcpy(&length, dlen.download(8).data(), 8);
+    std::memcpy(&status, dstatus.download(4).data(), 4);
+    std::vector<uint8_t> failed(kHeaderBytes);
+    writeFailedSender(failed.data(), failed.size());
+    for (size_t k = 0; k <= std::size(sizes); ++k) {
+      const size_t n = sizes[k % std::size(sizes)];
+      const size_t at = k < std::size(sizes) ? outAt[k] : outBytes;
+      const std::string where = v.name + " item " + std::to_string(k) + (word ? " (the call failed)" : "");
+      std::vector<uint8_t> cpu(maxEncodedBytes(p, n));
+      Params q = p;
+      q.seed = k < std::size(sizes) ? 0x31u + k : p.seed;
+      cpu.resize(word ? kHeaderBytes
+                      : encode(q, xs[k % std::size(sizes)].data(), cclFloat32, n, cpu.data(), cpu.size()));
+      const std::vector<uint8_t> gpu(out.begin() + static_cast<long>(at),
+                                     out.begin() + static_cast<long>(at + cpu.size()));
+      ASSERT_EQ(firstDiff(word ? failed : cpu, gpu), -1) << where << ": streams differ at this byte";
+    }
+    if (word) {
+      EXPECT_EQ(length, kHeaderBytes) << v.name << ": the length of a failed sender's stream";
+      EXPECT_EQ(status, static_cast<uint32_t>(cuda::kStatusFailedSender)) << v.name;
+      std::vector<float> y(sizes[1]);
+      try {
+        decode(out.data() + outAt[1], maxEncodedBytes(p, sizes[1]), Expect{sizes[1], p.codec}, y.data(), cclFloat32);
+        ADD_FAILURE() << v.name << ": the CPU decoded a failed sender's stream";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), cclRemoteError) << e.what();
+      }
+    } else {
+      EXPECT_EQ(status, 0u) << v.name;
+    }
+  }
+}
+
+// A batch of fused hops of a call that had failed before it (its status word set, ORed
+// into): every hop writes a failed sender's stream, and the word stays set.
+TEST_P(GpuCodec, FusedHopsOfAFailedCallWriteAFailedSendersStream) {
+  const Variant& v = GetParam();
+  const Params p = paramsOf(v);
+  if (!cuda::fusesHops(p)) GTEST_SKIP() << "hops of this codec go as a decode and an encode";
+  const size_t n = 4103;
+  const std::vector<float> x = makeInput(Input::kNormal, n, 5u, p.blockSize);
+  std::vector<uint8_t> st(maxEncodedBytes(p, n));
+  st.resize(encode(p, x.data(), cclFloat32, n, st.data(), st.size()));
+  constexpr size_t kHops = 3;
+  const size_t room = maxEncodedBytes(p, n);
+  DeviceBuffer din(st.size()), dlocal(n * 4), dout(room * kHops), dstatus(4);
+  din.upload(st.data(), st.size());
+  dlocal.upload(x.data(), n * 4);
+  std::vector<uint8_t> fill(room * kHops, 0x5a);
+  dout.upload(fill.data(), fill.size());
+  const uint32_t before = cuda::kStatusBadIndices;
+  dstatus.upload(&before, 4);
+  std::vector<cuda::HopItem> items;
+  for (size_t k = 0; k < kHops; ++k)
+    items.push_back({din.get(), st.size(), dlocal.get(), n, static_cast<uint8_t*>(dout.get()) + k * room, room, nullptr,
+                     0x51u + k, false});
+  cuda::Workspace ws;
+  ws.orStatus = true;
+  cudaStream_t stream;
+  cudaOk(cudaStreamCreate(&stream), "cudaStreamCreate");
+  cuda::decodeAddEncodeBatch(p, cclFloat32, 1.0f, items, static_cast<uint32_t*>(dstatus.get()), ws, stream);
+  cudaOk(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  cudaOk(cudaStreamDestroy(stream), "cudaStreamDestroy");
+  uint32_t status = 0;
+  std::memcpy(&status, dstatus.download(4).data(), 4);
+  EXPECT_EQ(status, before) << v.name;
+  std::vector<uint8_t> failed(kHeaderBytes);
+  writeFailedSender(failed.data(), failed.size());
+  const std::vector<uint8_t> out = dout.download(room * kHops);
+  for (size_t k = 0; k < kHops; ++k)
+    ASSERT_EQ(firstDiff(failed, std::vector<uint8_t>(out.begin() + static_cast<long>(k * room),
+                                                     out.begin() + static_cast<long>(k * room + kHeaderBytes))),
+              -1)
+        << v.name << " hop " << k;
 }
 
 // A batch of decodes (a device call's wave: three launches for quantizer streams, stream by
