@@ -183,8 +183,13 @@ CCL_API const char* cclGetErrorString(cclResult_t result);
 
 /*
  * The message recorded by the last failing ccl call of this thread, naming the function
- * and the argument or condition at fault. Never NULL; empty when nothing failed yet. `comm`
- * is accepted for NCCL compatibility. Valid until the next failing call on this thread.
+ * and the argument or condition at fault. Never NULL; empty when nothing failed yet. With a
+ * communicator (NULL is accepted, as in NCCL): that communicator's asynchronous failure
+ * when it is newer than this thread's last one, the failure cclCommGetAsyncError reports
+ * and no call of this thread saw (a call on a device stream that failed after it returned,
+ * a rank the communicator lost: "rank 3 is gone (...)"). The handle is only compared, never
+ * read: a communicator another thread is destroying or aborting gives this thread's message.
+ * Valid until the next call of this function or failing call on this thread.
  */
 CCL_API const char* cclGetLastError(cclComm_t comm);
 

@@ -166,6 +166,7 @@ cclComm_t createComm(const cclUniqueId& id, int nranks, int rank, const cclConfi
                  : "");
   CCL_INFO("comm %p%s%s rank %d nranks %d transport %s ready", static_cast<void*>(comm.get()),
            comm->name.empty() ? "" : " ", comm->name.c_str(), rank, nranks, comm->links.transport->name());
+  enterComm(comm.get());
   watch(comm.get());
   return comm.release();
 }
@@ -177,6 +178,7 @@ void destroyComm(cclComm_t comm) {
   comm->device.nccl.reset();
   comm->links.transport.reset();
   comm->links.bootstrap.reset();
+  eraseComm(comm);
   delete comm;
 }
 

@@ -202,6 +202,28 @@ namespace ccl::api {
 // once at WARN, and returns `code`.
 cclResult_t recordError(cclComm_t comm, const char* fn, cclResult_t code, const std::string& message);
 
+// The messages of failures recorded off the caller's thread (a device call's host function,
+// the watcher, a host stream's operation), in one process-wide table keyed by the value of
+// a communicator's handle, and never read through a handle: cclGetLastError(comm) may run
+// while another thread's cclCommAbort frees that communicator.
+//
+// enterComm: a communicator's entry, made before its handle is returned. aliasComm: `alias`
+// (the NCCL face's ncclComm_t) as a second key of `handle`'s entry. eraseComm: the key
+// dropped, before the memory behind it is freed (an address may be reused).
+void enterComm(const void* handle);
+void aliasComm(const void* alias, const void* handle);
+void eraseComm(const void* key);
+
+// Keeps `message` as the asynchronous failure's of `comm`'s entry unless one is kept
+// already, with its serial (nextErrorSerial).
+void recordAsyncMessage(cclComm_t comm, const std::string& message);
+
+// The newer of a thread's last failure (its message and serial) and the asynchronous one
+// of the entry at `key` (none when key is null or has no entry): what cclGetLastError(comm)
+// and the NCCL face's ncclGetLastError return. Valid until the next call of this function or
+// failing call on this thread.
+const char* newerError(const void* key, uint64_t threadSerial, const std::string& threadMessage);
+
 // Runs f(); maps every exception to a result code and a recorded message. Never throws.
 template <class F>
 cclResult_t guard(cclComm_t comm, const char* fn, F&& f) noexcept {

@@ -233,8 +233,10 @@ void runOnDevice(std::span<const DeviceCall> calls) {
         if (r == cclSuccess) {
           addStats(comm, op, compressed, byCost, *stats);
         } else if (first) {  // the group's one failure, reported once
+          // On CUDA's callback thread: logged here, and kept for the caller's
+          // cclGetLastError(comm) (this thread's own last error is no caller's).
           recordError(comm, fn, r, m);
-          failAsync(comm, r);
+          failAsync(comm, r, std::string(fn) + ": " + m);
         }
         if (last) endAsync(comm);  // last: the communicator may be destroyed from here on
       };

@@ -212,7 +212,7 @@ void enqueueAsync(coll::Stream* stream, const std::vector<cclComm_t>& comms, std
         CCL_CHECK(!c->life.aborted.load(), cclInvalidUsage, "the communicator was aborted before this operation ran");
       run();
     } catch (const Error& e) {
-      for (cclComm_t c : comms) failAsync(c, e.code());
+      for (cclComm_t c : comms) failAsync(c, e.code(), e.what());
       throw;
     }
   });
@@ -271,10 +271,10 @@ void endAsync(cclComm_t comm) {
   comm->async.done.notify_all();
 }
 
-void failAsync(cclComm_t comm, cclResult_t code) {
+void failAsync(cclComm_t comm, cclResult_t code, const std::string& message) {
   cclResult_t none = cclSuccess;
   if (comm->life.aborted.load()) return;
-  comm->life.asyncError.compare_exchange_strong(none, code);
+  if (comm->life.asyncError.compare_exchange_strong(none, code) && !message.empty()) recordAsyncMessage(comm, message);
   comm->life.callMet = true;
 }
 

@@ -101,7 +101,8 @@ void beginAsync(cclComm_t comm, const void* runner);
 // The operation counted by beginAsync has run (whatever its result).
 void endAsync(cclComm_t comm);
 // A pending operation failed with `code`: the communicator's asynchronous error, unless it
-// was aborted or failed already.
-void failAsync(cclComm_t comm, cclResult_t code);
+// was aborted or failed already; `message`, when given and the error is this one, is what
+// cclGetLastError(comm) then says (recordAsyncMessage).
+void failAsync(cclComm_t comm, cclResult_t code, const std::string& message = {});
 
 }  // namespace ccl::api

@@ -44,8 +44,9 @@ bool declareLostLocked(cclComm_t comm, int lost, const char* why) {
   int none = -1;
   if (!comm->life.lostRank.compare_exchange_strong(none, lost)) return false;
   cclResult_t ok = cclSuccess;
-  comm->life.asyncError.compare_exchange_strong(ok, cclRemoteError);
-  CCL_WARN("comm %p rank %d: rank %d is gone (%s)", static_cast<void*>(comm), comm->rank, lost, why);
+  const std::string news = "rank " + std::to_string(lost) + " is gone (" + why + ")";
+  if (comm->life.asyncError.compare_exchange_strong(ok, cclRemoteError)) recordAsyncMessage(comm, news);
+  CCL_WARN("comm %p rank %d: %s", static_cast<void*>(comm), comm->rank, news.c_str());
   comm->links.bootstrap->relayLost(lost);
   // Calls in progress here, and the peers', fail now rather than at CCL_TIMEOUT. (A device
   // call waiting on NCCL is left to NCCL: comm->nccl may be replaced while the watcher looks.)

@@ -3,6 +3,7 @@
 // catch it at the C boundary (src/api) and turn it into a result code plus a message.
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -26,5 +27,10 @@ class Error : public std::runtime_error {
   } while (0)
 
 [[noreturn]] void throwSystemError(const std::string& what, int err);
+
+// A number for each recorded failure, increasing over the process: what orders a thread's
+// last failure against a communicator's asynchronous one (cclGetLastError, ncclGetLastError
+// with a communicator), which other threads record.
+uint64_t nextErrorSerial();
 
 }  // namespace ccl

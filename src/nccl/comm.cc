@@ -101,7 +101,9 @@ void makeRealComm(ncclComm& c, int device) {
 
 // Drops one reference (ncclComm::refs); the last frees the wrapper.
 void release(ncclComm* comm) {
-  if (comm->refs.fetch_sub(1) == 1) delete comm;
+  if (comm->refs.fetch_sub(1) != 1) return;
+  api::eraseComm(comm);
+  delete comm;
 }
 
 // Closes both communicators of a created wrapper (destroy, or an abort that came while it
@@ -134,6 +136,7 @@ void create(ncclComm* c, const std::function<cclComm_t()>& make, int device) {
     cuda::setDevice(device);
     c->ccl = make();
     if (c->ccl) {
+      api::aliasComm(c, c->ccl);  // ncclGetLastError(c) finds ccl's asynchronous messages
       cclCheck(cclCommUserRank(c->ccl, &c->rank), "cclCommUserRank");
       cclCheck(cclCommCount(c->ccl, &c->nranks), "cclCommCount");
       makeRealComm(*c, device);

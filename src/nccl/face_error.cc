@@ -1,19 +1,22 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "nccl/face_error.h"
 
+#include "api/comm.h"
 #include "common/log.h"
 
 namespace ccl::nccl {
 
 static thread_local std::string tlsLastError;
+static thread_local uint64_t tlsLastSerial = 0;
 
 ncclResult_t recordError(const char* fn, cclResult_t code, const std::string& message, bool log) {
   tlsLastError = std::string(fn) + ": " + message;
+  tlsLastSerial = nextErrorSerial();
   if (log) CCL_WARN("%s (%s)", tlsLastError.c_str(), cclGetErrorString(code));
   return static_cast<ncclResult_t>(code);
 }
 
-const char* lastError() { return tlsLastError.c_str(); }
+const char* lastError(const void* key) { return api::newerError(key, tlsLastSerial, tlsLastError); }
 
 ncclDataType_t checkedDataType(const ncclDataType_t& datatype) {
   const int raw = rawEnum(datatype);

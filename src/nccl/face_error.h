@@ -23,8 +23,11 @@ class CclFailure : public Error {
 // Records "fn: message" as this thread's last error, logs it at WARN when `log`, returns `code`.
 ncclResult_t recordError(const char* fn, cclResult_t code, const std::string& message, bool log = true);
 
-// The last error message of this thread ("" when nothing failed).
-const char* lastError();
+// The last error message of this thread ("" when nothing failed), or, when newer, the
+// asynchronous failure of the communicator whose handle (ccl's, or the face's alias of it)
+// is `key` (a device call's, the watcher's news of a lost rank: recorded on other threads;
+// api::newerError). The handle is not read.
+const char* lastError(const void* key = nullptr);
 
 // Throws CclFailure carrying ccl's own message when a ccl call failed.
 void cclCheck(cclResult_t result, const char* what);

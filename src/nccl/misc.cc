@@ -40,8 +40,11 @@ const char* pncclGetErrorString(ncclResult_t result) {
   return cclGetErrorString(static_cast<cclResult_t>(raw));
 }
 
-// Messages are kept per thread, for every communicator; `comm` is accepted as in NCCL.
-const char* pncclGetLastError(ncclComm_t) { return lastError(); }
+// Messages are kept per thread; with a communicator, its asynchronous failure's when that is
+// newer (NCCL's string "could be ... a result of previously launched asynchronous
+// operations"), found by the handle's value: the handle is not read (another thread's abort
+// may be freeing it).
+const char* pncclGetLastError(ncclComm_t comm) { return lastError(comm); }
 
 // ccl reads its log settings once per process; there is nothing to re-initialise.
 void pncclResetDebugInit() {}

@@ -290,14 +290,16 @@ TEST(Abort, AnAbortAcrossNodesReachesAWaitInsideANode) {
 // connections close the same way) is found by its idle peers' watcher: their asynchronous
 // error turns to cclRemoteError with no call made, and their next call names the lost rank,
 // on its ring neighbours (0 and 2) and on the ranks the news reached round the ring (3, 4).
-// CCL_TIMEOUT is 60 s, so only the watcher can have told them.
+// CCL_TIMEOUT is 60 s, so only the watcher can have told them. Before that call,
+// cclGetLastError(comm) already names the lost rank (the watcher's news, recorded on its
+// thread), and cclGetLastError(NULL) does not (this thread's own last failure).
 TEST(Watch, IdleRanksLearnOfALostPeerWithoutACall) {
   ScopedEnv timeout("CCL_TIMEOUT", "60");
   constexpr int kRanks = 5;
   World w(kRanks);
   ASSERT_TRUE(w.ready());
   std::vector<double> found(kRanks, -1);
-  std::vector<std::string> said(kRanks);
+  std::vector<std::string> said(kRanks), news(kRanks), own(kRanks);
   w.run(
       [&](int rank, cclComm_t comm) {
         if (rank == 1) {
@@ -313,14 +315,19 @@ TEST(Watch, IdleRanksLearnOfALostPeerWithoutACall) {
         }
         found[rank] = secondsSince(start);
         EXPECT_EQ(state, cclRemoteError) << "rank " << rank << " never learned of the lost rank while idle";
+        news[rank] = cclGetLastError(comm);
+        own[rank] = cclGetLastError(nullptr);
         int32_t x = 1, y = 0;
         EXPECT_EQ(cclAllReduce(&x, &y, 1, cclInt32, cclSum, comm, nullptr), cclRemoteError);
         said[rank] = cclGetLastError(comm);
       },
       std::chrono::seconds(60));
   w.forgetComm(1);
-  for (int r : {0, 2, 3, 4})
+  for (int r : {0, 2, 3, 4}) {
     EXPECT_NE(said[r].find("rank 1 is gone"), std::string::npos) << "rank " << r << ": " << said[r];
+    EXPECT_NE(news[r].find("rank 1 is gone"), std::string::npos) << "rank " << r << " before its call: " << news[r];
+    EXPECT_EQ(own[r].find("rank 1 is gone"), std::string::npos) << "rank " << r << ", NULL: " << own[r];
+  }
   std::printf("idle ranks 0, 2, 3, 4 learned of the lost rank after %.3f, %.3f, %.3f, %.3f s\n", found[0], found[2],
               found[3], found[4]);
 }

@@ -327,6 +327,10 @@ TEST(FaceLoss, AnIdleLossShowsInTheAsyncErrorOnceACallMeetsIt) {
     ncclResult_t state = ncclInternalError;
     ASSERT_EQ(ncclCommGetAsyncError(comm, &state), ncclSuccess);
     EXPECT_EQ(state, ncclSuccess) << "an idle loss reached the face's async error before any call met it";
+    // The watcher's words reach ncclGetLastError with the communicator (NCCL's string may be
+    // "a result of previously launched asynchronous operations"), not without it.
+    EXPECT_NE(std::string(ncclGetLastError(comm)).find("rank 2 is gone"), std::string::npos) << ncclGetLastError(comm);
+    EXPECT_EQ(std::string(ncclGetLastError(nullptr)).find("rank 2 is gone"), std::string::npos);
     float x = 1.0f;
     EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, nullptr), ncclRemoteError);
     ASSERT_EQ(ncclCommGetAsyncError(comm, &state), ncclSuccess);

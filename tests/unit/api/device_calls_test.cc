@@ -598,6 +598,16 @@ TEST(DeviceCalls, ARanksOwnFailureTellsItsPeerAtOnce) {
     if (async != want)
       throw std::runtime_error("rank " + std::to_string(r) + ": asynchronous error " + cclGetErrorString(async) +
                                ", not " + cclGetErrorString(want));
+    // The victim's call returned before it failed, on CUDA's callback thread: the caller
+    // reads why through the communicator (this thread recorded no failure of its own).
+    if (r == kVictim && result == cclSuccess) {
+      const std::string why = cclGetLastError(comms[r]);
+      if (why.find("injected failure of a compute batch") == std::string::npos)
+        throw std::runtime_error("the victim's cclGetLastError(comm) does not say why its call failed: \"" + why +
+                                 "\"");
+      if (std::string(cclGetLastError(nullptr)).find("injected failure") != std::string::npos)
+        throw std::runtime_error("cclGetLastError(NULL) gave the communicator's failure, not this thread's");
+    }
   }));
   simDriver().failComputeOn.store(-1);
   expectNoneThrew(runRanks(2, [&](int r) { CCL_OK(cclCommAbort(comms[r])); }));
