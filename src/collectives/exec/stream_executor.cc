@@ -191,6 +191,7 @@ void transfersOf(Call& c, size_t w, std::vector<Transfer>& xs) {
       x.buf = bufferAt(run.buffers, x.send ? s.src : s.dst);
       x.bytes = sched.postedBytes[id];
       if (x.send) x.sent = &run.sent[id];
+      x.callFailed = &run.failed;
       if (s.slot != kNoSlot) {
         if (x.send)
           x.exact = &run.lengths[s.slot];

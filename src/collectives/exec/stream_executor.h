@@ -68,6 +68,13 @@ struct Transfer {
   const size_t* exact = nullptr;  // send of an encoded stream: its length, read when the wave runs
   size_t* received = nullptr;     // receive: bytes received, written when the wave has run
   size_t* sent = nullptr;         // send: bytes the link sent, written when the wave has run
+  // Its call's StreamRun::failed. A link that can tell its peers (StreamLink::tellPeers) and
+  // finds it set when the group starts, or when a send of it would be posted, posts nothing
+  // more of the group and tells them, without failing the group itself (the call's failure
+  // is the step's): what a failed call left in its buffers is never sent as its data. Links
+  // that post ahead of the stream (NVIDIA's NCCL) ignore it; compressed streams say so
+  // themselves (codec::failedSenderHeader).
+  const std::atomic<bool>* callFailed = nullptr;
 };
 
 // Stream-ordered point-to-point transfers: NCCL's model. A link, its transport and the

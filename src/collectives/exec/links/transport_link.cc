@@ -245,10 +245,31 @@ size_t TransportLink::sendLength(const Transfer& x) const {
   return n;
 }
 
+namespace {
+
+// A send's call has failed (Transfer::callFailed): the group stops, and is no failure.
+struct CallFailed {};
+
+}  // namespace
+
 void TransportLink::exchange(const std::vector<Transfer>& xs, const std::function<bool()>& sendable) {
   std::vector<std::unique_ptr<transport::Request>> reqs(xs.size());
   std::vector<char> posted(xs.size(), 0);
+  // The peers' waves fail too, instead of waiting for this rank's messages: they learn of the
+  // abort once it is applied, which UCX does in a progress call of this thread (the
+  // transport's); no later exchange of this link may come to make one.
+  auto abortHere = [&] {
+    t_.abort();
+    try {
+      t_.progress();
+    } catch (...) {
+      // The abort is this exchange's failure already.
+    }
+  };
+  auto callFailed = [](const Transfer& x) { return x.callFailed && x.callFailed->load(std::memory_order_acquire); };
   try {
+    for (const Transfer& x : xs)
+      if (callFailed(x)) throw CallFailed{};
     size_t unposted = xs.size(), sendsInFlight = 0;
     bool staged = !sendable;
     // Every receive at once; sends in order, kMaxSendsInFlight at a time (executor.h).
@@ -259,6 +280,7 @@ void TransportLink::exchange(const std::vector<Transfer>& xs, const std::functio
         if (posted[i]) continue;
         const Transfer& x = xs[i];
         if (x.send && (!staged || sendsInFlight >= kMaxSendsInFlight)) continue;
+        if (x.send && callFailed(x)) throw CallFailed{};
         reqs[i] = x.send ? t_.isend(x.peer, x.tag, x.buf, sendLength(x)) : t_.irecv(x.peer, x.tag, x.buf, x.bytes);
         posted[i] = 1;
         sendsInFlight += x.send;
@@ -305,16 +327,12 @@ void TransportLink::exchange(const std::vector<Transfer>& xs, const std::functio
                                         diagnosis());
       sched_yield();
     }
+  } catch (const CallFailed&) {
+    // What the failed call left in its buffers is not its data: the peers learn of the
+    // failure instead (the call's own failure is its step's, reported by the stream).
+    abortHere();
   } catch (...) {
-    // The peers' waves fail too, instead of waiting for this rank's messages: they learn of
-    // the abort once it is applied, which UCX does in a progress call of this thread (the
-    // transport's); no later exchange of this link may come to make one.
-    t_.abort();
-    try {
-      t_.progress();
-    } catch (...) {
-      // The abort is this exchange's failure already.
-    }
+    abortHere();
     throw;
   }
 }
