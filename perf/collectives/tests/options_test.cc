@@ -27,7 +27,7 @@ TEST(ParseSize, WhatIsNoSizeIsAUsageError) {
 }
 
 TEST(CodecNames, EveryCodecOfTheLibrary) {
-  const std::string names = " " + codecNames() + " ";
+  const std::string names = std::string(" ").append(codecNames()).append(" ");
   for (int c = 0; c < cclCodecCount(); ++c)
     EXPECT_NE(names.find(std::string(" ") + cclCodecName(cclCodec_t(c)) + " "), std::string::npos) << c;
   for (const char* late : {"powersgd", "mxfp4", "nvfp4", "int2_midrise"})
