@@ -300,7 +300,10 @@ CCL_API cclResult_t cclCommShrink(cclComm_t comm, const int* excludeRanks, int e
  * decode refuses), on host or device buffers, aborts the communicator on that rank: its
  * error is its own, and the peers' calls (the one running, or their next) fail at once with
  * cclRemoteError naming it, rather than wait for its messages until CCL_TIMEOUT. (Device calls
- * whose bytes move over NVIDIA's NCCL, the NCCL face's, leave the peers to NCCL.)
+ * whose bytes move over NVIDIA's NCCL, the NCCL face's, leave the peers to NCCL.) Nothing the
+ * failed call left in its buffers reaches a peer as data: each compressed stream it would
+ * have sent after the failure says so (the peer's decode fails with cclRemoteError), and no
+ * uncompressed byte goes, except over NVIDIA's NCCL, whose sends are posted ahead.
  */
 CCL_API cclResult_t cclCommGetAsyncError(cclComm_t comm, cclResult_t* asyncError);
 
