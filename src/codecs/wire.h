@@ -118,9 +118,9 @@ CCL_HD void takeNonFiniteNews(float news, uint8_t* stream) {
 
 // What a rank writes in place of a stream once its call has failed (a decode refused, a
 // step failed): a header whose reserved byte holds this mark and nothing after it. Every
-// decoder refuses it (headerProblem's first check after the version), so a peer's call fails
-// with the news instead of decoding what the failed call left in its buffers. The stream
-// executors write it (coll::HostKernels, the CUDA encoders through Workspace::poison).
+// decoder refuses it (headerProblem's first check), so a peer's call fails with the news
+// instead of decoding what the failed call left in its buffers. The stream executors write
+// it (coll::HostKernels, the CUDA encoders through Workspace::poison).
 constexpr uint8_t kFailedSenderMark = 0xfa;
 CCL_HD constexpr Header failedSenderHeader() {
   Header h;
