@@ -3,6 +3,7 @@
 // the CPU decoder refuses it, leaving the output untouched; an accepted one must decode as
 // on the CPU. The host-side argument checks are tested too; they run without a device.
 #include <random>
+#include <string>
 #include <vector>
 
 #include "codecs/cuda/codec_kernels.h"
@@ -88,15 +89,23 @@ TEST(GpuStreamValidation, UnexpectedCodecOrCountIsABadHeader) {
 }
 
 // Everything below is decided on the host before any CUDA call, so it runs without a GPU.
-TEST(GpuCodecArguments, StatusWordsMapToInvalidUsage) {
+TEST(GpuCodecArguments, StatusWordsMapToInvalidUsageOrARemoteError) {
   EXPECT_NO_THROW(cuda::throwIfInvalid(0));
-  for (uint32_t bits : {1u, 2u, 4u, 8u, 6u}) {
+  for (uint32_t bits : {1u, 2u, 4u, 8u, 6u, 16u | 1u}) {
     try {
       cuda::throwIfInvalid(bits);
       ADD_FAILURE() << "status " << bits << " did not throw";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), cclInvalidUsage);
     }
+  }
+  // A failed sender's stream alone is the sender's failure: a remote error, named.
+  try {
+    cuda::throwIfInvalid(cuda::kStatusFailedSender);
+    ADD_FAILURE() << "a failed sender's status did not throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), cclRemoteError);
+    EXPECT_NE(std::string(e.what()).find("whose call had already failed"), std::string::npos) << e.what();
   }
 }
 
