@@ -23,13 +23,13 @@ Header readHeader(const void* in, size_t inBytes) {
   if (inBytes < kHeaderBytes) fail("shorter than its header (" + std::to_string(inBytes) + " bytes)");
   const Header h = loadHeader(static_cast<const uint8_t*>(in));
   if (const char* problem = headerProblem(h, inBytes)) {
+    if (failedSender(h)) throw Error(cclRemoteError, std::string("compressed stream: ") + problem);
     // The numbers behind the problems a sender's bug most often causes.
     std::string what = problem;
     const std::string_view p = problem;
     if (p == "unsupported version") what.append(" ").append(std::to_string(h.version));
     if (p == "unknown codec") what.append(" ").append(std::to_string(h.codec));
     if (p == "bad block size") what.append(" ").append(std::to_string(h.blockSize));
-    if (failedSender(h)) throw Error(cclRemoteError, "compressed stream: " + what);
     if (p == "truncated")
       what.append(": needs ")
           .append(std::to_string(layoutOf(h).total))

@@ -226,14 +226,6 @@ EngineStream& engineStreamOf(Stream& stream) {
   return *e;
 }
 
-// Whether a batch of compute steps decodes received streams.
-bool receives(const ccl::coll::StreamRun& run, std::span<const ccl::coll::StepId> steps) {
-  if (steps.empty()) return false;
-  const ccl::coll::StepKind k = run.plan->steps[steps[0]].kind;
-  return k == ccl::coll::StepKind::kDecode || k == ccl::coll::StepKind::kDecodeAdd ||
-         k == ccl::coll::StepKind::kDecodeAddEncode;
-}
-
 // The host kernels as device work (CUDA's kernels take no host thread).
 class SimKernels final : public ccl::coll::StreamKernels {
  public:
@@ -251,7 +243,9 @@ class SimKernels final : public ccl::coll::StreamKernels {
       });
     } else {
       int refuse = ordinal_;
-      if (receives(*run, steps) && driver_.refuseDecodeOn.compare_exchange_strong(refuse, -1))
+      // A batch is of one kind (StreamKernels).
+      if (!steps.empty() && ccl::coll::decodesStream(run->plan->steps[steps[0]].kind) &&
+          driver_.refuseDecodeOn.compare_exchange_strong(refuse, -1))
         device.enqueue([run, ids = std::vector<ccl::coll::StepId>(steps.begin(), steps.end())] {
           for (ccl::coll::StepId id : ids) {
             const ccl::coll::Step& s = run->plan->steps[id];

@@ -30,7 +30,7 @@ float* feedbackOf(const Step& s, const Buffers& b) {
 float divisorOf(const Plan& plan, const Step& s) { return s.divide ? static_cast<float>(plan.nranks) : 1.0f; }
 
 void runCodec(const Plan& plan, const Step& s, const Buffers& b, const ComputeContext& ctx) {
-  if (s.kind == StepKind::kEncode || s.kind == StepKind::kDecodeAddEncode) {
+  if (encodesStream(s.kind)) {
     codec::Params p = plan.codecOf(s);
     p.seed = encodeSeed(plan, s, ctx.callSeed);
     float* residual = feedbackOf(s, b);

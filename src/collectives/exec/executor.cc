@@ -21,10 +21,7 @@
 namespace ccl::coll {
 namespace {
 
-bool isCodecStep(StepKind k) {
-  return k == StepKind::kEncode || k == StepKind::kDecode || k == StepKind::kDecodeAdd ||
-         k == StepKind::kDecodeAddEncode;
-}
+bool isCodecStep(StepKind k) { return encodesStream(k) || decodesStream(k); }
 
 struct Inflight {
   StepId step;

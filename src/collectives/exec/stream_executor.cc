@@ -42,7 +42,7 @@ void HostKernels::enqueue(const std::shared_ptr<StreamRun>& run, std::span<const
       // Nothing but the news: a stream this step would have sent says the call failed, so a
       // peer's call fails too instead of taking what this call left in the buffer (a stream
       // of an earlier call is valid, and would decode). The CUDA encoders do the same.
-      if (s.kind == StepKind::kEncode || s.kind == StepKind::kDecodeAddEncode)
+      if (encodesStream(s.kind))
         run->lengths[s.slot] = codec::writeFailedSender(bufferAt(run->buffers, s.dst), s.bytes);
     }
     if (failure) std::rethrow_exception(failure);

@@ -32,8 +32,7 @@ double streamBytes(const codec::Params& p, size_t count, bool atBound) {
 std::vector<const codec::Params*> slotCodecs(const Plan& p) {
   std::vector<const codec::Params*> out(p.lengthSlots, &p.codec);
   for (const Step& s : p.steps)
-    if ((s.kind == StepKind::kEncode || s.kind == StepKind::kDecodeAddEncode) && s.slot != kNoSlot)
-      out[s.slot] = &p.codecOf(s);
+    if (encodesStream(s.kind) && s.slot != kNoSlot) out[s.slot] = &p.codecOf(s);
   return out;
 }
 

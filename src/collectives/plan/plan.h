@@ -89,6 +89,12 @@ struct Step {
 // A step that takes a message from a peer (kRecv, kRecvReduce): matched with a send.
 constexpr bool isReceive(StepKind k) { return k == StepKind::kRecv || k == StepKind::kRecvReduce; }
 constexpr bool isTransfer(StepKind k) { return k == StepKind::kSend || k == StepKind::kRecv; }
+// A step that writes an encoded stream into its dst (its length into its slot).
+constexpr bool encodesStream(StepKind k) { return k == StepKind::kEncode || k == StepKind::kDecodeAddEncode; }
+// A step that reads a received encoded stream (kDecodeAddEncode: from `in`).
+constexpr bool decodesStream(StepKind k) {
+  return k == StepKind::kDecode || k == StepKind::kDecodeAdd || k == StepKind::kDecodeAddEncode;
+}
 
 using StepId = uint32_t;
 using Deps = std::vector<StepId>;

@@ -13,8 +13,7 @@ namespace ccl::coll {
 std::vector<size_t> slotCapacities(const Plan& p) {
   std::vector<size_t> cap(p.lengthSlots, 0);
   for (const Step& s : p.steps)
-    if (s.slot != kNoSlot &&
-        (s.kind == StepKind::kEncode || s.kind == StepKind::kDecodeAddEncode || s.kind == StepKind::kRecv))
+    if (s.slot != kNoSlot && (encodesStream(s.kind) || s.kind == StepKind::kRecv))
       cap[s.slot] = std::max(cap[s.slot], s.bytes);
   return cap;
 }
